@@ -1,0 +1,1 @@
+"""headcast application: CLI, config, frame loop, rig, sinks, mirror window, telemetry."""

@@ -1,0 +1,1 @@
+"""STYLY NetSync protocol 3: pose bodies, XROrigin delta, send policy, client."""

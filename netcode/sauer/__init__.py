@@ -1,0 +1,1 @@
+"""Cube 2: Sauerbraten N_POS records."""

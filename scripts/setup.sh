@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything headcast needs on a Debian 12 machine (as root), idempotently:
+# Debian packages (compiler + OpenXR headers for the mock runtime, Xvfb/Mesa for the mirror,
+# the OpenArena / ioquake3 dedicated servers), a virtual environment in .venv with headcast
+# and its test tools, and the mock OpenXR runtime library. Safe to run again: it only does
+# what is missing. Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$HERE"
+
+APT_PACKAGES=(
+  gcc libc6-dev make libopenxr-dev                      # mock OpenXR runtime build
+  xvfb xauth x11-utils imagemagick                       # virtual display + screenshots
+  libgl1 libglx-mesa0 libgl1-mesa-dri libopengl0         # Mesa llvmpipe OpenGL
+  libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
+  openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
+  python3-venv
+)
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    log "missing Debian packages: ${missing[*]}"
+    log "run this script as root (or: sudo apt-get install ${missing[*]})"
+    exit 1
+  fi
+  log "installing Debian packages: ${missing[*]} (the Q3 server data is ~420 MB; a few minutes)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY="${HEADCAST_PYTHON:-python3}"
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  log "Python >= 3.11 is required; $("$PY" --version 2>&1) found (set HEADCAST_PYTHON)"
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  log "creating the virtual environment in .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.headcast-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  log "installing headcast and its dependencies into .venv (pyopenxr is ~260 MB; a few minutes)"
+  .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+if [ -f xr/mockrt/build.py ]; then
+  .venv/bin/python xr/mockrt/build.py
+fi

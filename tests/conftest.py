@@ -1,0 +1,55 @@
+"""Suite-wide fixtures; plain helpers live in tests/support.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support import ARTIFACTS, SHARED
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: the shared/ folder (vectors, reference) must sit beside the repo")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def xvfb_display():
+    """Start a private Xvfb on a free display number; yields the DISPLAY string (":N").
+
+    The suite never uses an existing display, so it behaves the same on a desktop and in CI.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    from support import wait_for
+
+    if shutil.which("Xvfb") is None:
+        pytest.fail("Xvfb is not installed: run scripts/setup.sh (apt package xvfb)")
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "1280x720x24", "-nolisten", "tcp", "-noreset"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    try:
+        line = proc.stdout.readline().decode().strip()  # Xvfb writes the display number when ready
+        if not line.isdigit():
+            pytest.fail(f"Xvfb did not start (said {line!r})")
+        display = f":{line}"
+        wait_for(lambda: os.path.exists(f"/tmp/.X11-unix/X{line}"), 10, "the Xvfb socket")
+        yield display
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
