@@ -47,8 +47,12 @@ fi
 stamp=.venv/.headcast-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   log "installing headcast and its dependencies into .venv (pyopenxr is ~260 MB; a few minutes)"
-  .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
-  .venv/bin/python -m pip install -q -e '.[test]'
+  if ! { .venv/bin/python -m pip install --upgrade pip setuptools wheel &&
+         .venv/bin/python -m pip install -e '.[test]'; } > .venv/pip-install.log 2>&1; then
+    tail -n 30 .venv/pip-install.log >&2
+    log "pip install failed (full log: .venv/pip-install.log)"
+    exit 1
+  fi
   touch "$stamp"
 fi
 
