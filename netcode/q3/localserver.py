@@ -1,0 +1,215 @@
+"""Start and stop real Quake 3 dedicated servers on 127.0.0.1 (tests and `headcast demo`).
+
+Two kinds, both from Debian packages (quake3.md §12):
+- ``openarena``: ``/usr/games/openarena-server`` — ioq3 1.36 with protocol "71" on the legacy
+  netchan, ``sv_pure 1``.
+- ``ioq3``: plain ``/usr/lib/ioquake3/ioq3ded`` with the OpenArena data, protocol 71 on the
+  checksummed netchan plus legacy 68, ``sv_pure 0``.
+
+Each server gets its own free UDP port, blank master servers, a private ``fs_homepath`` in a
+temporary directory and an rcon password. Readiness is a `getinfo` answer, polled with a bound.
+Processes are stopped by PID only.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import oob
+
+OPENARENA_SERVER = "/usr/games/openarena-server"
+IOQ3DED = "/usr/lib/ioquake3/ioq3ded"
+OPENARENA_BASEPATH = "/usr/lib/openarena-server"
+KINDS = ("openarena", "ioq3")
+
+
+class LocalServerError(RuntimeError):
+    """The server binary is missing, exited, or did not answer within the bound."""
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pk3_files(basegame_dir: str | Path = Path(OPENARENA_BASEPATH) / "baseoa") -> list[Path]:
+    """The server's pk3s (what a client points `pure` at to answer an OpenArena server)."""
+    return sorted(Path(basegame_dir).glob("*.pk3"))
+
+
+@dataclass
+class LocalQ3Server:
+    """One dedicated server process. Use as a context manager or call start()/stop()."""
+
+    kind: str = "openarena"
+    map_name: str = "oa_dm1"
+    devmap: bool = False            # `devmap` enables cheats (setviewpos for teleport tests)
+    pure: bool | None = None        # None: the kind's default (openarena 1, ioq3 0)
+    port: int = 0                   # 0: pick a free one
+    extra_cvars: dict[str, str] = field(default_factory=dict)
+    rcon_password: str = field(default_factory=lambda: secrets.token_hex(8))
+    ready_timeout: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"server kind {self.kind!r} is not one of {KINDS}")
+        if not self.port:
+            self.port = free_udp_port()
+        self._home = Path(tempfile.mkdtemp(prefix=f"headcast-{self.kind}-"))
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self.starts = 0
+
+    # ------------------------------------------------------------------ process control
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def home(self) -> Path:
+        return self._home
+
+    @property
+    def log_path(self) -> Path:
+        return self._home / "server.log"
+
+    def command(self) -> list[str]:
+        pure = self.pure if self.pure is not None else self.kind == "openarena"
+        common = {
+            "dedicated": "1", "net_enabled": "1", "net_ip": "127.0.0.1", "net_port": str(self.port),
+            "sv_master1": "", "sv_master2": "", "sv_master3": "", "sv_master4": "", "sv_master5": "",
+            "fs_homepath": str(self._home), "sv_pure": "1" if pure else "0",
+            "rconpassword": self.rcon_password, "sv_allowDownload": "0", "ttycon": "0",
+            "com_hunkmegs": "64",
+        }
+        if self.kind == "openarena":
+            if not os.path.exists(OPENARENA_SERVER):
+                raise LocalServerError(f"{OPENARENA_SERVER} is missing: apt-get install openarena-server")
+            argv = [OPENARENA_SERVER]
+        else:
+            if not os.path.exists(IOQ3DED):
+                raise LocalServerError(f"{IOQ3DED} is missing: apt-get install ioquake3-server")
+            argv = [IOQ3DED]
+            common = {"com_basegame": "baseoa", "fs_basepath": OPENARENA_BASEPATH, **common}
+        for k, v in {**common, **self.extra_cvars}.items():
+            argv += ["+set", k, v]
+        argv += ["+devmap" if self.devmap else "+map", self.map_name]
+        return argv
+
+    def start(self) -> "LocalQ3Server":
+        if self._proc and self._proc.poll() is None:
+            raise LocalServerError("server already running")
+        self._log = open(self.log_path, "ab")
+        self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
+                                      stderr=subprocess.STDOUT, cwd=self._home)
+        self.starts += 1
+        self.wait_ready(self.ready_timeout)
+        return self
+
+    def wait_ready(self, timeout: float) -> dict[str, str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                raise LocalServerError(f"{self.kind} server exited (rc {self._proc and self._proc.returncode}); "
+                                       f"log tail:\n{self.log_tail()}")
+            try:
+                return self.getinfo(timeout=0.25)
+            except (TimeoutError, oob.OobError):
+                pass
+            if time.monotonic() >= deadline:
+                raise LocalServerError(f"{self.kind} server did not answer getinfo within {timeout:.0f} s; "
+                                       f"log tail:\n{self.log_tail()}")
+
+    def kill(self) -> None:
+        """Hard-kill (SIGKILL) by PID — simulates a crash; the port and home stay for restart()."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGKILL)
+            self._proc.wait(timeout=10)
+
+    def restart(self) -> "LocalQ3Server":
+        self.kill()
+        return self.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=timeout)
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self._home, ignore_errors=True)
+
+    def __enter__(self) -> "LocalQ3Server":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    # ------------------------------------------------------------------ OOB queries (blocking, bounded)
+
+    def _query(self, packet: bytes, timeout: float, want: type, collect: float = 0.0):
+        """Send one OOB request and return the first reply of type `want` (or all within `collect` s)."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.sendto(packet, self.address)
+            deadline = time.monotonic() + timeout
+            got = []
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if got:
+                        return got
+                    raise TimeoutError(f"no {want.__name__} from {self.address} within {timeout} s")
+                s.settimeout(left)
+                try:
+                    data, _ = s.recvfrom(65536)
+                except socket.timeout:
+                    continue
+                reply = oob.parse_oob(data)
+                if isinstance(reply, want):
+                    if not collect:
+                        return reply
+                    got.append(reply)
+                    deadline = min(deadline, time.monotonic() + collect)
+
+    def getinfo(self, timeout: float = 2.0) -> dict[str, str]:
+        nonce = secrets.token_hex(4)
+        reply = self._query(oob.getinfo(nonce), timeout, oob.InfoResponse)
+        if reply.info.get("challenge") != nonce:
+            raise oob.OobError("infoResponse does not echo our nonce")
+        return reply.info
+
+    def getstatus(self, timeout: float = 2.0) -> oob.StatusResponse:
+        return self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse)
+
+    def rcon(self, command: str, timeout: float = 2.0) -> str:
+        """Run a console command; returns the printed text (collected for 0.2 s after the first reply)."""
+        replies = self._query(oob.rcon(self.rcon_password, command), timeout, oob.Print, collect=0.2)
+        return "".join(r.text for r in replies)
