@@ -1,0 +1,181 @@
+"""The `headcast` command: argument parsing, and every failure turned into one clear line.
+
+Handlers are imported lazily so `--help` and bad-flag errors answer at once, without loading
+OpenXR, OpenGL or ZeroMQ.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from headcast.app.errors import AppError
+
+EPILOG_MAIN = """\
+examples:
+  headcast demo                       mock headset + local servers, 20 s, then a verification summary
+  headcast run                        your headset; add sinks below
+  headcast run --q3 127.0.0.1:27960 --netsync 127.0.0.1 --room lobby
+  headcast run --mock look_around --no-mirror --duration 10
+  headcast probe q3 127.0.0.1         what a Quake 3 server says about itself (protocol, vr_support)
+  headcast doctor                     check the OpenXR runtime, display, ports and servers
+
+configuration: assets/config/default.toml < user file (--config, $HEADCAST_CONFIG,
+~/.config/headcast/config.toml) < HEADCAST_<SECTION>_<KEY> variables < flags.
+`headcast run --print-config` shows the merged values and where each came from.
+"""
+
+EPILOG_RUN = """\
+sinks (any combination; none = compute and show only):
+  --q3 HOST[:PORT]     join a Quake 3 / OpenArena server (default port 27960) as a player;
+                       the weapon follows your right controller, the head rides in the usercmd
+                       buttons when the server has vr_support=1 (--no-vr: never)
+  --netsync HOST[:DEALER[:PUB]]
+                       join a STYLY NetSync room (default ports 5555/5556); head, hands and the
+                       XROrigin delta are sent at --send-rate Hz
+controls: left stick moves, right stick snap-turns (--turn smooth for smooth turning),
+right trigger fires, A/jump button jumps. Ctrl-C or closing the mirror window stops cleanly.
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="user TOML file (default: $HEADCAST_CONFIG or "
+                   "~/.config/headcast/config.toml when it exists)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output: one JSON object per line (status, final summary)")
+
+
+def _add_sink_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Quake 3 sink")
+    g.add_argument("--q3", metavar="HOST[:PORT]", help="Quake 3 server to join")
+    g.add_argument("--vr", dest="vr", action="store_true", default=None,
+                   help="send head bits when the server supports VR (default)")
+    g.add_argument("--no-vr", dest="vr", action="store_false", help="play as a flat client: no head bits")
+    g.add_argument("--name", help="player name (default: headcast)")
+    g.add_argument("--pk3", nargs="+", metavar="PATH", help="pk3 files matching a pure server's (sv_pure 1)")
+    g = p.add_argument_group("NetSync sink")
+    g.add_argument("--netsync", metavar="HOST[:DEALER[:PUB]]", help="NetSync server to join")
+    g.add_argument("--room", help="room id (default: default_room)")
+    g.add_argument("--device-id", help="device id (default: stable per machine and user)")
+    g.add_argument("--send-rate", type=float, metavar="HZ", help="pose send rate (default 10, 0.5..60)")
+    g.add_argument("--stealth", action="store_true", default=None, help="join without a visible avatar")
+    g = p.add_argument_group("rig and window")
+    g.add_argument("--move-speed", type=float, metavar="M_PER_S", help="left-stick speed (default 2.0)")
+    g.add_argument("--turn", choices=("snap", "smooth"), help="right-stick turning (default snap)")
+    g.add_argument("--snap-angle", type=float, metavar="DEG", help="degrees per snap (default 45)")
+    g.add_argument("--mirror", dest="mirror", action="store_true", default=None,
+                   help="show the mirror window (default: when a display exists)")
+    g.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
+    g.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: run until Ctrl-C)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headcast",
+        description="Stream OpenXR head and controller tracking to Quake 3 (VR head bits), "
+                    "STYLY NetSync and Sauerbraten, and show what the far side sees.",
+        epilog=EPILOG_MAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version="headcast 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("run", help="track the headset (or a mock motion) and stream to servers",
+                       description="Run the tracking loop: headset (or --mock MOTION) → rig → sinks → mirror.",
+                       epilog=EPILOG_RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mock", metavar="MOTION",
+                   help="use the mock OpenXR runtime playing MOTION (a shipped motion name or a file) "
+                        "instead of a headset")
+    p.add_argument("--record", metavar="FILE", help="record the XR frames to a trace file (replay with `headcast replay`)")
+    p.add_argument("--print-config", action="store_true", help="print the merged configuration and exit")
+    _add_sink_flags(p)
+    _add_common(p)
+
+    p = sub.add_parser("demo", help="the whole pipeline on this machine: mock headset + local servers",
+                       description="Start a local NetSync server (and a local Quake 3 server when one is "
+                                   "installed), drive them from the mock OpenXR runtime playing a shipped "
+                                   "motion, show the mirror window when a display exists, and end with a "
+                                   "verification summary of what each server saw versus what was sent.")
+    p.add_argument("--motion", default="look_around", help="shipped motion or file to play (default look_around)")
+    p.add_argument("--duration", type=float, default=20.0, metavar="SECONDS", help="how long to run (default 20)")
+    p.add_argument("--mirror", dest="mirror", action="store_true", default=None, help="force the mirror window")
+    p.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
+    p.add_argument("--no-q3", action="store_true", help="skip the local Quake 3 server")
+    p.add_argument("--no-netsync", action="store_true", help="skip the local NetSync server")
+    p.add_argument("--synthetic", action="store_true",
+                   help="compute frames in Python instead of loading the mock OpenXR runtime")
+    _add_common(p)
+
+    p = sub.add_parser("replay", help="play a recorded trace through the sinks",
+                       description="Feed a trace recorded with `headcast run --record FILE` through the "
+                                   "rig and sinks, at the recorded pace.")
+    p.add_argument("file", metavar="FILE", help="trace file")
+    _add_sink_flags(p)
+    _add_common(p)
+
+    p = sub.add_parser("probe", help="ask a server what it is (no joining)",
+                       description="Query a server without joining it.")
+    psub = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    q = psub.add_parser("q3", help="Quake 3: getinfo/getstatus, protocol family, vr_support",
+                        description="Send getinfo and getstatus; report protocol, map, players, vr_support.")
+    q.add_argument("host", metavar="HOST[:PORT]")
+    q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS")
+    _add_common(q)
+    q = psub.add_parser("netsync", help="NetSync: is the server there, which version, who is in the room",
+                        description="Send a stealth pose to the room and wait for the server's device-id "
+                                    "mapping and room broadcast.")
+    q.add_argument("host", metavar="HOST[:DEALER[:PUB]]")
+    q.add_argument("--room", default="default_room")
+    q.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS")
+    _add_common(q)
+
+    p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
+                       description="Check everything headcast needs and print each problem with its fix.")
+    _add_common(p)
+    return parser
+
+
+def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
+    """The config keys the flags of `run`/`replay` set (None = not given)."""
+    g = lambda name: getattr(args, name, None)  # noqa: E731 - tiny accessor
+    return {
+        ("xr", "mock"): g("mock"),
+        ("q3", "host"): g("q3"), ("q3", "vr"): g("vr"), ("q3", "name"): g("name"), ("q3", "pk3"): g("pk3"),
+        ("netsync", "host"): g("netsync"), ("netsync", "room"): g("room"),
+        ("netsync", "device_id"): g("device_id"), ("netsync", "send_rate"): g("send_rate"),
+        ("netsync", "stealth"): g("stealth"),
+        ("rig", "move_speed"): g("move_speed"), ("rig", "turn"): g("turn"), ("rig", "snap_angle"): g("snap_angle"),
+        ("mirror", "enabled"): g("mirror"),
+        ("run", "duration"): g("duration"), ("run", "record"): g("record"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with a usage line on bad flags
+    try:
+        if args.command == "run":
+            from headcast.app.commands import cmd_run
+            return cmd_run(args)
+        if args.command == "demo":
+            from headcast.app.demo import cmd_demo
+            return cmd_demo(args)
+        if args.command == "replay":
+            from headcast.app.commands import cmd_replay
+            return cmd_replay(args)
+        if args.command == "probe":
+            from headcast.app.probe import cmd_probe
+            return cmd_probe(args)
+        if args.command == "doctor":
+            from headcast.app.doctor import cmd_doctor
+            return cmd_doctor(args)
+    except AppError as e:
+        print(f"headcast: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("headcast: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` and closed: not an error worth a traceback.
+        sys.stdout = None  # type: ignore[assignment]  # keep the interpreter's final flush quiet
+        return 0
+    parser.error(f"unknown command {args.command!r}")
+    return 2

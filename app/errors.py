@@ -1,0 +1,20 @@
+"""Errors the CLI shows as one line (no traceback) with a non-zero exit code."""
+from __future__ import annotations
+
+
+class AppError(Exception):
+    """A failure the user can act on; the message says what and, where known, how to fix it."""
+
+    exit_code = 1
+
+
+class UsageError(AppError):
+    """A flag or config value is unusable (same exit code as argparse's own usage errors)."""
+
+    exit_code = 2
+
+
+class UnreachableError(AppError):
+    """A server did not answer."""
+
+    exit_code = 3

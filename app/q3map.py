@@ -1,0 +1,92 @@
+"""Rig state → what a Quake 3 VR usercmd carries, and what the far side makes of it.
+
+Pure functions: degrees in, plain numbers out. The Q3 client turns `Q3Intent` into a usercmd
+(angle shorts compensated by the server's delta_angles, the buttons width the link allows).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from headcast.netcode.pose import quake_angles
+from headcast.netcode.q3 import vrhead
+from headcast.app.rig import RigState
+from headcast.xr.frame import Controls
+
+BUTTON_ATTACK = 1
+MOVE_MAX = 127
+TRIGGER_PRESSED = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Q3Intent:
+    """One frame for the Q3 sink: absolute view angles (degrees) and the usercmd fields."""
+
+    angles: tuple[float, float, float]   # weapon pitch, weapon yaw, head roll (clamped ±60)
+    buttons: int                          # 32-bit VR buttons (head bits when head tracked and vr)
+    forwardmove: int
+    rightmove: int
+    upmove: int
+    head: tuple[float, float, float] | None  # head pitch, yaw, roll as tracked (None = lost)
+
+    @property
+    def roll_short(self) -> int:
+        return vrhead.roll_short(self.angles[2])
+
+
+def q3_intent(state: RigState, controls: Controls, vr: bool, move_speed: float) -> Q3Intent:
+    head = quake_angles(state.head.orientation) if state.head.orientation_valid else None
+    if state.right_aim.orientation_valid:
+        w_pitch, w_yaw, _ = quake_angles(state.right_aim.orientation)
+    elif head is not None:
+        # No right controller: aim where the head looks (a seated/gamepad-less setup).
+        w_pitch, w_yaw = head[0], head[1]
+    else:
+        w_pitch, w_yaw = 0.0, state.origin.yaw
+    user = BUTTON_ATTACK if controls.trigger_right >= TRIGGER_PRESSED else 0
+    if vr and head is not None:
+        buttons = vrhead.pack_head(user, head[0], head[1], w_yaw)
+        roll = max(-vrhead.ROLL_CLAMP, min(vrhead.ROLL_CLAMP, head[2]))
+    else:
+        # Tracking lost (or a flat link): no head bits at all, so the receiver clears
+        # EF_VR_PLAYER instead of showing a frozen head; roll back to level.
+        buttons = user
+        roll = 0.0
+    fwd, right = weapon_frame_moves(state.move_world, w_yaw, move_speed)
+    return Q3Intent((w_pitch, w_yaw, roll), buttons, fwd, right, MOVE_MAX if controls.jump else 0, head)
+
+
+def weapon_frame_moves(move_world: tuple[float, float], weapon_yaw: float, move_speed: float) -> tuple[int, int]:
+    """World floor velocity (OpenXR x, z; m/s) → forwardmove/rightmove (±127) in the weapon's yaw frame."""
+    vx, vz = move_world
+    if move_speed <= 0 or (vx == 0.0 and vz == 0.0):
+        return 0, 0
+    y = math.radians(weapon_yaw)
+    # Quake yaw 0 faces OpenXR -Z; +yaw turns left (towards -X).
+    fx, fz = -math.sin(y), -math.cos(y)
+    rx, rz = math.cos(y), -math.sin(y)
+    f = (vx * fx + vz * fz) / move_speed
+    r = (vx * rx + vz * rz) / move_speed
+    clamp = lambda v: max(-MOVE_MAX, min(MOVE_MAX, int(round(v * MOVE_MAX))))  # noqa: E731
+    return clamp(f), clamp(r)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHead:
+    """The head a VR-aware receiver draws from one usercmd: decoded, limited (not yet smoothed)."""
+
+    pitch: float
+    yaw_offset: float
+    roll: float
+
+
+def remote_head(buttons: int, roll_short: int) -> RemoteHead | None:
+    """What Trinity's game code recovers from the wire: 7-bit pitch / yaw offset, 16-bit roll."""
+    head = vrhead.unpack_head(buttons)
+    if head is None:
+        return None
+    roll = vrhead.short2angle(roll_short)
+    if roll > 180.0:
+        roll -= 360.0
+    p, y, r = vrhead.clamp_display(head[0], head[1], roll)
+    return RemoteHead(p, y, r)

@@ -1,0 +1,131 @@
+"""The rig: where the tracked play space (the XROrigin) sits in the world, and locomotion.
+
+The XROrigin is an SE(2) pose in the OpenXR world frame: a point on the floor (x, z) and a yaw
+about +Y (positive = turn left, as `yaw_quat`). A stage-space pose p, q maps to the world as
+`origin.pos + R_y(yaw)·p`, `yaw_quat(yaw) ⊗ q`. The left stick slides the origin; the right stick
+turns it *about the head*, so the head's world position does not jump when the view turns and
+the physical (stage) pose — what the NetSync receiver reconstructs — never changes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from headcast.netcode.pose import Quat, Vec3, angle_normalize180, q_mul, yaw_quat
+from headcast.xr.frame import Pose, TrackingFrame
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """An XROrigin on the floor: world x, z in metres and yaw in degrees (+ = left)."""
+
+    x: float = 0.0
+    z: float = 0.0
+    yaw: float = 0.0
+
+    def to_world(self, p: Vec3) -> Vec3:
+        c, s = math.cos(math.radians(self.yaw)), math.sin(math.radians(self.yaw))
+        # R_y(yaw) for a right-handed frame: x' = x cos + z sin, z' = -x sin + z cos.
+        return (self.x + p[0] * c + p[2] * s, p[1], self.z - p[0] * s + p[2] * c)
+
+    def rotate(self, q: Quat) -> Quat:
+        return q_mul(yaw_quat(self.yaw), q)
+
+    def pose_to_world(self, pose: Pose) -> Pose:
+        if not pose.valid:
+            return pose
+        return Pose(self.to_world(pose.position), self.rotate(pose.orientation),
+                    pose.position_valid, pose.orientation_valid,
+                    pose.position_tracked, pose.orientation_tracked)
+
+    def turned_about(self, pivot: Vec3, degrees: float) -> "Origin":
+        """This origin turned by `degrees` about the stage point `pivot` (the head): the pivot's
+        world position is the same before and after."""
+        turned = Origin(0.0, 0.0, self.yaw + degrees)
+        before, after = self.to_world(pivot), turned.to_world(pivot)
+        return Origin(before[0] - after[0], before[2] - after[2],
+                      angle_normalize180(self.yaw + degrees))
+
+
+@dataclass(frozen=True, slots=True)
+class RigSettings:
+    move_speed: float = 2.0          # m/s at full left-stick deflection
+    turn_mode: str = "snap"          # "snap" or "smooth"
+    snap_angle: float = 45.0         # degrees per snap
+    smooth_speed: float = 90.0       # degrees/s at full right-stick deflection
+    deadzone: float = 0.15           # stick magnitude ignored (drift)
+    snap_press: float = 0.7          # stick x past this fires one snap...
+    snap_release: float = 0.3        # ...and must come back inside this before the next
+
+
+@dataclass(frozen=True, slots=True)
+class RigState:
+    """One frame of the rig: the origin now and at start, and the world poses it gives."""
+
+    start: Origin
+    origin: Origin
+    head: Pose                # world
+    left_aim: Pose
+    right_aim: Pose
+    left_grip: Pose
+    right_grip: Pose
+    snapped: float            # degrees turned by a snap this frame (0 if none)
+    move_world: tuple[float, float]  # left-stick velocity in world x, z (m/s), for the sinks
+
+
+class Rig:
+    """Stateful locomotion: feed it each TrackingFrame and the time step."""
+
+    def __init__(self, settings: RigSettings = RigSettings(), start: Origin = Origin()) -> None:
+        if settings.turn_mode not in ("snap", "smooth"):
+            raise ValueError(f"turn mode must be 'snap' or 'smooth', not {settings.turn_mode!r}")
+        self.settings = settings
+        self.start = start
+        self.origin = start
+        self._snap_armed = True
+        self._last_head: Vec3 = (0.0, 1.6, 0.0)
+
+    def update(self, frame: TrackingFrame, dt: float) -> RigState:
+        s = self.settings
+        if frame.head.position_valid:
+            self._last_head = frame.head.position
+        # The pivot for turns is the head; with the head lost, its last known place.
+        head_stage = self._last_head
+        snapped = 0.0
+        tx = frame.controls.turn[0]
+        if s.turn_mode == "snap":
+            if self._snap_armed and abs(tx) >= s.snap_press:
+                # Stick right turns right, which is negative yaw.
+                snapped = -math.copysign(s.snap_angle, tx)
+                self.origin = self.origin.turned_about(head_stage, snapped)
+                self._snap_armed = False
+            elif abs(tx) <= s.snap_release:
+                self._snap_armed = True
+        elif abs(tx) > s.deadzone:
+            self.origin = self.origin.turned_about(head_stage, -tx * s.smooth_speed * dt)
+
+        move_world = (0.0, 0.0)
+        mx, my = frame.controls.move
+        if math.hypot(mx, my) > s.deadzone and frame.head.orientation_valid:
+            # Stick axes are head-relative on the floor: forward is where the head faces.
+            fwd = self._floor_forward(self.origin.rotate(frame.head.orientation))
+            right = (-fwd[1], fwd[0])  # forward (x, z) turned 90° clockwise seen from above
+            vx = s.move_speed * (my * fwd[0] + mx * right[0])
+            vz = s.move_speed * (my * fwd[1] + mx * right[1])
+            move_world = (vx, vz)
+            self.origin = Origin(self.origin.x + vx * dt, self.origin.z + vz * dt, self.origin.yaw)
+
+        o = self.origin
+        return RigState(self.start, o, o.pose_to_world(frame.head), o.pose_to_world(frame.left_aim),
+                        o.pose_to_world(frame.right_aim), o.pose_to_world(frame.left_grip),
+                        o.pose_to_world(frame.right_grip), snapped, move_world)
+
+    @staticmethod
+    def _floor_forward(q: Quat) -> tuple[float, float]:
+        """The -Z axis of `q` projected on the floor, normalised (x, z); straight up/down → yaw only."""
+        x, y, z, w = q
+        fx, fz = -2.0 * (x * z + w * y), -(1.0 - 2.0 * (x * x + y * y))
+        n = math.hypot(fx, fz)
+        if n < 1e-9:
+            return (0.0, -1.0)
+        return (fx / n, fz / n)
