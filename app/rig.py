@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from headcast.netcode.pose import Quat, Vec3, angle_normalize180, q_mul, yaw_quat
+from headcast.netcode.pose import Quat, Vec3, q_mul, yaw_quat
 from headcast.xr.frame import Pose, TrackingFrame
 
 
@@ -43,8 +43,9 @@ class Origin:
         world position is the same before and after."""
         turned = Origin(0.0, 0.0, self.yaw + degrees)
         before, after = self.to_world(pivot), turned.to_world(pivot)
+        # Plain wrap into [-180, 180]: q_math's AngleNormalize180 would quantise the yaw.
         return Origin(before[0] - after[0], before[2] - after[2],
-                      angle_normalize180(self.yaw + degrees))
+                      math.remainder(self.yaw + degrees, 360.0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,88 @@
+"""Rig math: origin transforms, snap/smooth turns about the head, stick locomotion."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from headcast.app.rig import Origin, Rig, RigSettings
+from headcast.app.synthetic import orientation
+from headcast.netcode.pose import quake_angles
+from headcast.xr.frame import Controls, Pose, TrackingFrame
+
+HEAD = (0.3, 1.7, -0.4)
+
+
+def frame(seq=0, move=(0.0, 0.0), turn=(0.0, 0.0), head_yaw=0.0, head_valid=True, head_pos=HEAD):
+    head = Pose(head_pos, orientation(0, head_yaw, 0), head_valid, head_valid, head_valid, head_valid)
+    aim = Pose((0.2, 1.2, -0.3), orientation(0, 10, 0), True, True, True, True)
+    return TrackingFrame(seq, seq * 11_111_111, head, aim, aim, aim, aim, Controls(move=move, turn=turn))
+
+
+def close(a, b, tol=1e-9):
+    return all(abs(x - y) <= tol for x, y in zip(a, b))
+
+
+def test_origin_yaw_turns_forward_to_the_left():
+    o = Origin(1.0, 2.0, 90.0)
+    assert close(o.to_world((0.0, 0.0, -1.0)), (0.0, 0.0, 2.0))  # forward (-Z) becomes -X
+    assert close(quake_angles(o.rotate(orientation(0, 10, 0))), (0.0, 100.0, 0.0), 1e-6)
+
+
+@given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-180, 180),
+       st.tuples(st.floats(-3, 3), st.floats(0, 2), st.floats(-3, 3)), st.floats(-720, 720))
+def test_turn_about_keeps_the_pivot_in_place(x, z, yaw, pivot, deg):
+    o = Origin(x, z, yaw)
+    t = o.turned_about(pivot, deg)
+    assert close(o.to_world(pivot), t.to_world(pivot), 1e-6)
+    assert abs(math.remainder(t.yaw - (yaw + deg), 360.0)) < 1e-9
+    assert -180.0 <= t.yaw <= 180.0
+
+
+def test_snap_turn_fires_once_per_flick_about_the_head():
+    rig = Rig(RigSettings(snap_angle=45.0))
+    before = rig.update(frame(0), 1 / 90).head.position
+    s = rig.update(frame(1, turn=(1.0, 0.0)), 1 / 90)
+    assert s.snapped == -45.0 and rig.origin.yaw == pytest.approx(-45.0)
+    assert close(s.head.position, before, 1e-9)            # the head does not jump
+    assert quake_angles(s.head.orientation)[1] == pytest.approx(-45.0)
+    # Held: no second snap; half released: still none; released: re-armed.
+    assert rig.update(frame(2, turn=(1.0, 0.0)), 1 / 90).snapped == 0.0
+    assert rig.update(frame(3, turn=(0.5, 0.0)), 1 / 90).snapped == 0.0
+    assert rig.update(frame(4, turn=(0.8, 0.0)), 1 / 90).snapped == 0.0
+    rig.update(frame(5, turn=(0.1, 0.0)), 1 / 90)
+    s = rig.update(frame(6, turn=(-0.9, 0.0)), 1 / 90)
+    assert s.snapped == 45.0 and rig.origin.yaw == pytest.approx(0.0)
+    assert close(s.head.position, before, 1e-9)
+
+
+def test_smooth_turn_rate_and_deadzone():
+    rig = Rig(RigSettings(turn_mode="smooth", smooth_speed=90.0, deadzone=0.15))
+    rig.update(frame(0, turn=(0.1, 0.0)), 1.0)
+    assert rig.origin.yaw == 0.0
+    for i in range(10):
+        rig.update(frame(i, turn=(-0.5, 0.0)), 0.1)
+    assert rig.origin.yaw == pytest.approx(45.0)
+
+
+def test_left_stick_moves_where_the_head_faces():
+    rig = Rig(RigSettings(move_speed=2.0))
+    s = rig.update(frame(0, move=(0.0, 1.0), head_yaw=90.0), 0.5)   # facing -X
+    assert close((rig.origin.x, rig.origin.z), (-1.0, 0.0), 1e-9)
+    assert close(s.move_world, (-2.0, 0.0), 1e-9)
+    rig.update(frame(1, move=(1.0, 0.0), head_yaw=0.0), 0.5)        # strafe right = +X
+    assert close((rig.origin.x, rig.origin.z), (0.0, 0.0), 1e-9)
+
+
+def test_lost_head_turns_about_its_last_known_place_and_stays_invalid():
+    rig = Rig()
+    before = rig.update(frame(0), 1 / 90).head.position
+    s = rig.update(frame(1, turn=(1.0, 0.0), head_valid=False, head_pos=(9.0, 9.0, 9.0)), 1 / 90)
+    assert not s.head.valid
+    assert close(rig.origin.to_world(HEAD), before, 1e-9)
+
+
+def test_bad_turn_mode_is_refused():
+    with pytest.raises(ValueError, match="snap"):
+        Rig(RigSettings(turn_mode="spin"))
