@@ -1,0 +1,79 @@
+"""Typed XR errors with messages a user can act on.
+
+pyopenxr raises one exception class per XrResult; the app should not have to know them.
+Everything the session lets escape is an `XRError` whose text is meant to be shown as is.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import xr
+
+NO_RUNTIME = (
+    "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "
+    "(SteamVR, Oculus, WMR)"
+)
+
+
+class XRError(Exception):
+    """An XR failure, with a message fit for the user (no traceback needed)."""
+
+
+class NoRuntimeError(XRError):
+    """The loader found no usable OpenXR runtime."""
+
+
+class NoHeadsetError(XRError):
+    """The runtime is there but no head-mounted display is connected or available."""
+
+
+class GraphicsError(XRError):
+    """No graphics context the runtime accepts (no headless extension and no usable GL)."""
+
+
+class SessionEnded(XRError):
+    """The session is over: the runtime asked it to exit, or it was lost.
+
+    `lost` tells the two apart: an exit request is a normal end, a loss is not.
+    """
+
+    def __init__(self, message: str, *, lost: bool) -> None:
+        super().__init__(message)
+        self.lost = lost
+
+
+def _describe(exc: xr.XrException) -> tuple[type[XRError], str]:
+    if isinstance(exc, xr.RuntimeUnavailableError):
+        return NoRuntimeError, NO_RUNTIME
+    if isinstance(exc, xr.FormFactorUnavailableError):
+        return NoHeadsetError, "the OpenXR runtime sees no headset: connect and power on the headset, then retry"
+    if isinstance(exc, xr.FormFactorUnsupportedError):
+        return NoHeadsetError, "the OpenXR runtime does not support head-mounted displays"
+    if isinstance(exc, xr.InstanceLostError):
+        return SessionEnded, "the OpenXR runtime went away (instance lost): restart the runtime, then headcast"
+    if isinstance(exc, xr.SessionLostError):
+        return SessionEnded, "the XR session was lost (headset disconnected or runtime reset)"
+    if isinstance(exc, xr.GraphicsDeviceInvalidError):
+        return GraphicsError, "the OpenXR runtime rejected the OpenGL context (GPU or driver the headset is not on?)"
+    if isinstance(exc, xr.RuntimeFailureError):
+        return XRError, "the OpenXR runtime reported an internal failure: restart it and retry"
+    return XRError, str(exc) or type(exc).__name__
+
+
+def translate(exc: xr.XrException, during: str) -> XRError:
+    """The typed, readable error for a pyopenxr exception raised while doing `during`."""
+    kind, text = _describe(exc)
+    message = text if kind is NoRuntimeError else f"{during}: {text}"
+    if kind is SessionEnded:
+        return SessionEnded(message, lost=True)
+    return kind(message)
+
+
+@contextmanager
+def xr_errors(during: str) -> Iterator[None]:
+    """Re-raise pyopenxr failures inside the block as typed `XRError`s naming `during`."""
+    try:
+        yield
+    except xr.XrException as exc:
+        raise translate(exc, during) from exc

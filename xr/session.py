@@ -1,0 +1,479 @@
+"""The pyopenxr session: one instance, one session, one action set, one TrackingFrame per frame.
+
+    with XRSession() as xs:            # headless when the runtime offers it, else OpenGL
+        while True:
+            try:
+                frame = xs.next_frame()  # paced by the runtime's xrWaitFrame
+            except SessionEnded:
+                break
+
+Runs unchanged on a PC VR runtime and on the mock runtime (`headcast.xr.mockrt`). The
+per-frame path calls pyopenxr's raw entry points with structs built once, because the
+convenience wrappers allocate every output struct and raise an exception object for each
+qualified success (SESSION_NOT_FOCUSED, EVENT_UNAVAILABLE) — see bench_xr_poll.py.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import xr
+from xr import raw_functions as raw
+
+from .actions import ActionSet
+from .errors import GraphicsError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
+from .frame import IDENTITY, INVALID_POSE, ORIGIN, Controls, Pose, TrackingFrame
+
+_ORI_VALID = int(xr.SPACE_LOCATION_ORIENTATION_VALID_BIT)
+_POS_VALID = int(xr.SPACE_LOCATION_POSITION_VALID_BIT)
+_ORI_TRACKED = int(xr.SPACE_LOCATION_ORIENTATION_TRACKED_BIT)
+_POS_TRACKED = int(xr.SPACE_LOCATION_POSITION_TRACKED_BIT)
+
+_EVENT_UNAVAILABLE = int(xr.Result.EVENT_UNAVAILABLE)
+_EV_STATE = int(xr.StructureType.EVENT_DATA_SESSION_STATE_CHANGED)
+_EV_PROFILE = int(xr.StructureType.EVENT_DATA_INTERACTION_PROFILE_CHANGED)
+_EV_INSTANCE_LOSS = int(xr.StructureType.EVENT_DATA_INSTANCE_LOSS_PENDING)
+_EVENT_BUFFER_TYPE = int(xr.StructureType.EVENT_DATA_BUFFER)
+
+# A unit quaternion off by more than this is not a rotation the runtime meant.
+_NORM_TOLERANCE = 1e-3
+# While the session is not running, next_frame() waits this long for events before it
+# returns an idle frame, so an app loop does not spin.
+_IDLE_WAIT_S = 1 / 90
+# close(): how long to let a running session walk STOPPING -> IDLE -> EXITING.
+_CLOSE_WAIT_S = 1.0
+
+MODES = ("auto", "headless", "gl")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What the runtime gave us, for the app's status line and `headcast doctor`."""
+
+    runtime: str                     # runtime name and version
+    system: str                      # the HMD system's name
+    headless: bool                   # XR_MND_headless session (no graphics binding)
+    base_space: str                  # "STAGE", or "LOCAL" when the runtime has no STAGE
+    extensions: tuple[str, ...]      # extensions enabled on the instance
+    profiles: tuple[str, ...]        # interaction profiles whose bindings the runtime took
+    rejected_profiles: tuple[str, ...]
+
+
+class _GLContext:
+    """The GL context an OpenGL session binds to: the caller's window, or a hidden one of ours."""
+
+    def __init__(self, window: Any | None) -> None:
+        import glfw
+
+        self._glfw = glfw
+        self.own_window = None
+        if window is None:
+            if not glfw.init():
+                raise GraphicsError(
+                    "the OpenXR runtime needs an OpenGL session and no display is available "
+                    "for a GL context (set DISPLAY, or use a runtime with XR_MND_headless)")
+            glfw.window_hint(glfw.VISIBLE, glfw.FALSE)
+            window = glfw.create_window(64, 64, "headcast XR context", None, None)
+            if not window:
+                raise GraphicsError("could not create a hidden OpenGL window for the XR session")
+            self.own_window = window
+        self.window = window
+        glfw.make_context_current(window)
+        self.binding = self._binding()
+
+    @staticmethod
+    def _binding() -> ctypes.Structure:
+        if sys.platform == "win32":
+            from OpenGL import WGL
+            return xr.GraphicsBindingOpenGLWin32KHR(
+                h_dc=WGL.wglGetCurrentDC(), h_glrc=WGL.wglGetCurrentContext())
+        from OpenGL import GLX
+        return xr.GraphicsBindingOpenGLXlibKHR(
+            x_display=GLX.glXGetCurrentDisplay(),
+            glx_drawable=GLX.glXGetCurrentDrawable(),
+            glx_context=GLX.glXGetCurrentContext(),
+        )
+
+    def make_current(self) -> None:
+        self._glfw.make_context_current(self.window)
+
+    def close(self) -> None:
+        # Only our own window goes: the caller's window (the mirror) is the caller's. glfw is
+        # left initialised, since the app may have windows of its own.
+        if self.own_window is not None:
+            self._glfw.destroy_window(self.own_window)
+            self.own_window = None
+
+
+class XRSession:
+    """One OpenXR session producing immutable TrackingFrames.
+
+    mode: "auto" (headless when the runtime offers XR_MND_headless, else OpenGL), "headless"
+    or "gl". window: a glfw window whose GL context the OpenGL session binds to (the app's
+    mirror window); without one an OpenGL session makes a hidden window of its own.
+    Raises XRError subclasses (NoRuntimeError, NoHeadsetError, GraphicsError, ...) whose
+    text is meant for the user.
+    """
+
+    def __init__(self, mode: str = "auto", *, window: Any | None = None,
+                 app_name: str = "headcast") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        self._instance: xr.Instance | None = None
+        self._session: xr.Session | None = None
+        self._actions: ActionSet | None = None
+        self._spaces: list[xr.Space] = []
+        self._gl: _GLContext | None = None
+        self._running = False
+        self._focused = False
+        self._ended: SessionEnded | None = None
+        self._seq = 0
+        self._last_time = 0
+        self._profiles = ("", "")
+        self.state = xr.SessionState.UNKNOWN
+        try:
+            self._open(mode, window, app_name)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def _open(self, mode: str, window: Any | None, app_name: str) -> None:
+        with xr_errors("looking for an OpenXR runtime"):
+            offered = {e.extension_name.decode() for e in xr.enumerate_instance_extension_properties()}
+        headless = mode != "gl" and xr.MND_HEADLESS_EXTENSION_NAME in offered
+        if mode == "headless" and not headless:
+            raise GraphicsError("the OpenXR runtime does not offer XR_MND_headless (a headless session)")
+        gl_ext = xr.KHR_OPENGL_ENABLE_EXTENSION_NAME
+        if not headless and gl_ext not in offered:
+            raise GraphicsError("the OpenXR runtime offers neither XR_MND_headless nor "
+                                "XR_KHR_opengl_enable: headcast cannot open a session on it")
+        extensions = [xr.MND_HEADLESS_EXTENSION_NAME if headless else gl_ext]
+
+        with xr_errors("starting OpenXR"):
+            self._instance = xr.create_instance(xr.InstanceCreateInfo(
+                application_info=xr.ApplicationInfo(application_name=app_name, engine_name="headcast"),
+                enabled_extension_names=extensions,
+            ))
+            props = xr.get_instance_properties(self._instance)
+        inst = self._instance
+        with xr_errors("finding the headset"):
+            self._system = xr.get_system(
+                inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+            sysprops = xr.get_system_properties(inst, self._system)
+        with xr_errors("reading the headset's view configurations"):
+            view_configs = list(xr.enumerate_view_configurations(inst, self._system))
+            blend_modes = list(xr.enumerate_environment_blend_modes(
+                inst, self._system, xr.ViewConfigurationType.PRIMARY_STEREO)) if not headless else []
+        stereo = xr.ViewConfigurationType.PRIMARY_STEREO
+        self._view_config = stereo if (headless or stereo in view_configs) else view_configs[0]
+
+        create_info = xr.SessionCreateInfo(system_id=self._system)
+        if not headless:
+            with xr_errors("reading the runtime's OpenGL requirements"):
+                # The spec requires this call before xrCreateSession for a GL session.
+                xr.get_opengl_graphics_requirements_khr(inst, self._system)
+            self._gl = _GLContext(window)
+            create_info.next = ctypes.cast(ctypes.pointer(self._gl.binding), ctypes.c_void_p)
+        with xr_errors("creating the XR session"):
+            self._session = xr.create_session(inst, create_info)
+
+        self._actions = ActionSet(inst)
+        with xr_errors("setting up the controllers"):
+            xr.attach_session_action_sets(
+                self._session, xr.SessionActionSetsAttachInfo(action_sets=[self._actions.handle]))
+        with xr_errors("creating the tracking spaces"):
+            base_type = xr.ReferenceSpaceType.STAGE
+            if base_type not in xr.enumerate_reference_spaces(self._session):
+                base_type = xr.ReferenceSpaceType.LOCAL
+            self._base = self._reference_space(base_type)
+            self._view = self._reference_space(xr.ReferenceSpaceType.VIEW)
+            self._hand_spaces = [
+                self._action_space(self._actions.actions[name], hand)
+                for hand in self._actions.hand_paths
+                for name in ("aim_pose", "grip_pose")
+            ]  # left aim, left grip, right aim, right grip
+
+        self.info = SessionInfo(
+            runtime=f"{props.runtime_name.decode()} {xr.Version(props.runtime_version)}",
+            system=sysprops.system_name.decode(),
+            headless=headless,
+            base_space=base_type.name,
+            extensions=tuple(extensions),
+            profiles=tuple(self._actions.accepted),
+            rejected_profiles=tuple(self._actions.rejected),
+        )
+        self._prepare_per_frame(blend_modes[0] if blend_modes else xr.EnvironmentBlendMode.OPAQUE)
+
+    def _reference_space(self, kind: xr.ReferenceSpaceType) -> xr.Space:
+        space = xr.create_reference_space(self._session, xr.ReferenceSpaceCreateInfo(
+            reference_space_type=kind, pose_in_reference_space=xr.Posef()))
+        self._spaces.append(space)
+        return space
+
+    def _action_space(self, action: xr.Action, hand: int) -> xr.Space:
+        space = xr.create_action_space(self._session, xr.ActionSpaceCreateInfo(
+            action=action, subaction_path=hand, pose_in_action_space=xr.Posef()))
+        self._spaces.append(space)
+        return space
+
+    def _prepare_per_frame(self, blend_mode: xr.EnvironmentBlendMode) -> None:
+        """Every struct the frame loop passes to the runtime, built once."""
+        acts = self._actions.actions
+        left, right = self._actions.hand_paths
+        self._active_sets = (xr.ActiveActionSet * 1)(xr.ActiveActionSet(self._actions.handle, xr.NULL_PATH))
+        self._sync_info = xr.ActionsSyncInfo(active_action_sets=self._active_sets)
+        self._locations = [xr.SpaceLocation() for _ in range(5)]
+        self._locate_args = [
+            (space, self._base, ctypes.pointer(loc))
+            for space, loc in zip([self._view, *self._hand_spaces], self._locations)
+        ]
+
+        def get(name: str, sub: int, state: ctypes.Structure) -> tuple:
+            return xr.ActionStateGetInfo(acts[name], sub), state  # (in, out) of one state read
+
+        self._floats = [get("trigger", left, xr.ActionStateFloat()), get("trigger", right, xr.ActionStateFloat()),
+                        get("squeeze", left, xr.ActionStateFloat()), get("squeeze", right, xr.ActionStateFloat())]
+        self._vec2s = [get("move", xr.NULL_PATH, xr.ActionStateVector2f()),
+                       get("turn", xr.NULL_PATH, xr.ActionStateVector2f())]
+        self._bools = [get("jump", xr.NULL_PATH, xr.ActionStateBoolean()),
+                       get("menu", xr.NULL_PATH, xr.ActionStateBoolean())]
+        self._frame_state = xr.FrameState()
+        self._wait_info = xr.FrameWaitInfo()
+        self._begin_info = xr.FrameBeginInfo()
+        self._end_info = xr.FrameEndInfo(display_time=0, environment_blend_mode=blend_mode, layers=[])
+        self._event = xr.EventDataBuffer()
+
+    # -- public --------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Between xrBeginSession and xrEndSession: frames carry live poses."""
+        return self._running
+
+    @property
+    def focused(self) -> bool:
+        return self._focused
+
+    @property
+    def profiles(self) -> tuple[str, str]:
+        """Active interaction profile paths (left, right); "" when none."""
+        return self._profiles
+
+    def next_frame(self) -> TrackingFrame:
+        """Run one frame (wait/begin/end) and return what was tracked at its display time.
+
+        While the session is not running (not yet READY, or stopped) it waits up to a frame
+        for events and returns an idle frame (no valid pose). Raises SessionEnded once the
+        runtime ends the session, XRError on a runtime failure.
+        """
+        if self._ended is not None:
+            raise self._ended
+        self._pump_events()
+        if not self._running:
+            deadline = time.monotonic() + _IDLE_WAIT_S
+            while not self._running and time.monotonic() < deadline:
+                time.sleep(0.002)
+                self._pump_events()
+            if not self._running:
+                return self._idle_frame()
+        session = self._session
+        self._check(raw.xrWaitFrame(session, self._wait_info, self._frame_state), "waiting for a frame")
+        # FRAME_DISCARDED (a qualified success) only says the previous frame was dropped.
+        self._check(raw.xrBeginFrame(session, self._begin_info), "beginning a frame")
+        t = self._frame_state.predicted_display_time
+        frame = self.poll(t)
+        self._end_info.display_time = t
+        self._check(raw.xrEndFrame(session, self._end_info), "ending a frame")
+        return frame
+
+    def poll(self, time_ns: int) -> TrackingFrame:
+        """Sync actions and locate everything at `time_ns`; next_frame() calls this inside a frame."""
+        session = self._session
+        # SESSION_NOT_FOCUSED is a qualified success: the states then read inactive.
+        self._check(raw.xrSyncActions(session, self._sync_info), "reading the controllers")
+        for args in self._locate_args:
+            self._check(raw.xrLocateSpace(args[0], args[1], time_ns, args[2]), "locating the tracked devices")
+        get_float, get_vec2, get_bool = raw.xrGetActionStateFloat, raw.xrGetActionStateVector2f, raw.xrGetActionStateBoolean
+        f = []
+        for info, state in self._floats:
+            self._check(get_float(session, info, state), "reading the controllers")
+            f.append(_value(state.current_state) if state.is_active else 0.0)
+        v = []
+        for info, state in self._vec2s:
+            self._check(get_vec2(session, info, state), "reading the controllers")
+            c = state.current_state
+            v.append((_value(c.x), _value(c.y)) if state.is_active else (0.0, 0.0))
+        b = []
+        for info, state in self._bools:
+            self._check(get_bool(session, info, state), "reading the controllers")
+            b.append(bool(state.current_state) and bool(state.is_active))
+        locs = self._locations
+        frame = TrackingFrame(
+            seq=self._seq, time_ns=time_ns,
+            head=_pose(locs[0]), left_aim=_pose(locs[1]), left_grip=_pose(locs[2]),
+            right_aim=_pose(locs[3]), right_grip=_pose(locs[4]),
+            controls=Controls(move=v[0], turn=v[1], trigger_left=f[0], trigger_right=f[1],
+                              squeeze_left=f[2], squeeze_right=f[3], jump=b[0], menu=b[1]),
+            profile_left=self._profiles[0], profile_right=self._profiles[1],
+            focused=self._focused,
+        )
+        self._seq += 1
+        self._last_time = time_ns
+        return frame
+
+    def request_exit(self) -> None:
+        """Ask the runtime to end the session; next_frame() raises SessionEnded when it has."""
+        if self._running:
+            with xr_errors("asking the runtime to end the session"):
+                xr.request_exit_session(self._session)
+
+    def close(self) -> None:
+        """End the session politely when it runs, then destroy every handle. Idempotent."""
+        if self._session is not None and self._running and self._ended is None:
+            try:
+                self.request_exit()
+                deadline = time.monotonic() + _CLOSE_WAIT_S
+                while self._running and self._ended is None and time.monotonic() < deadline:
+                    self._pump_events()
+                    time.sleep(0.002)
+            except XRError:
+                pass  # the handles go below either way
+        for space in self._spaces:
+            _quietly(xr.destroy_space, space)
+        self._spaces = []
+        if self._actions is not None:
+            _quietly(self._actions.destroy)
+            self._actions = None
+        if self._session is not None:
+            _quietly(xr.destroy_session, self._session)
+            self._session = None
+        if self._instance is not None:
+            _quietly(xr.destroy_instance, self._instance)
+            self._instance = None
+        if self._gl is not None:
+            self._gl.close()
+            self._gl = None
+        self._running = False
+
+    def __enter__(self) -> XRSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check(self, result: xr.Result, during: str) -> None:
+        if result >= 0:
+            return
+        exc = xr.check_result(xr.Result(result))
+        err = translate(exc, during)
+        if isinstance(err, SessionEnded):
+            self._end(err)
+        raise err
+
+    def _end(self, err: SessionEnded) -> None:
+        self._ended = err
+        self._running = False
+        self._focused = False
+
+    def _pump_events(self) -> None:
+        ev = self._event
+        while self._ended is None:
+            ev._type = _EVENT_BUFFER_TYPE  # the runtime overwrites the header: reset it each poll
+            ev._next = None
+            result = raw.xrPollEvent(self._instance, ctypes.byref(ev))
+            if result == _EVENT_UNAVAILABLE:
+                return
+            self._check(result, "reading runtime events")
+            kind = ev._type
+            if kind == _EV_STATE:
+                changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataSessionStateChanged)).contents
+                self._on_state(xr.SessionState(changed._state))
+            elif kind == _EV_PROFILE:
+                self._read_profiles()
+            elif kind == _EV_INSTANCE_LOSS:
+                self._end(SessionEnded("the OpenXR runtime is shutting down (instance loss pending)", lost=True))
+
+    def _on_state(self, state: xr.SessionState) -> None:
+        self.state = state
+        self._focused = state == xr.SessionState.FOCUSED
+        S = xr.SessionState
+        if state == S.READY:
+            with xr_errors("starting the XR session"):
+                xr.begin_session(self._session, xr.SessionBeginInfo(self._view_config))
+            self._running = True
+        elif state == S.STOPPING:
+            self._running = False
+            with xr_errors("stopping the XR session"):
+                xr.end_session(self._session)
+        elif state == S.EXITING:
+            self._end(SessionEnded("the OpenXR runtime ended the session", lost=False))
+        elif state == S.LOSS_PENDING:
+            self._end(SessionEnded("the XR session was lost (headset disconnected or runtime reset)", lost=True))
+
+    def _read_profiles(self) -> None:
+        names = []
+        for hand in self._actions.hand_paths:
+            with xr_errors("reading the active controller profile"):
+                path = xr.get_current_interaction_profile(self._session, hand).interaction_profile
+                names.append(xr.path_to_string(self._instance, path) if path else "")
+        self._profiles = (names[0], names[1])
+
+    def _idle_frame(self) -> TrackingFrame:
+        frame = TrackingFrame(seq=self._seq, time_ns=self._last_time,
+                              profile_left=self._profiles[0], profile_right=self._profiles[1])
+        self._seq += 1
+        return frame
+
+
+def _pose(loc: xr.SpaceLocation) -> Pose:
+    """The located pose with its flags; invalid parts are zeroed, garbage is never valid."""
+    flags = loc._location_flags
+    if not flags & (_ORI_VALID | _POS_VALID):
+        return INVALID_POSE
+    p = loc.pose
+    ori_valid = bool(flags & _ORI_VALID)
+    pos_valid = bool(flags & _POS_VALID)
+    orientation = IDENTITY
+    position = ORIGIN
+    if ori_valid:
+        o = p.orientation
+        q = (o.x, o.y, o.z, o.w)
+        norm2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
+        if abs(norm2 - 1.0) <= _NORM_TOLERANCE:  # also false for NaN
+            orientation = q
+        else:
+            ori_valid = False
+    if pos_valid:
+        v = p.position
+        position = (v.x, v.y, v.z)
+        if not abs(position[0] + position[1] + position[2]) < _INF:  # NaN or inf
+            position = ORIGIN
+            pos_valid = False
+    return Pose(position, orientation, pos_valid, ori_valid,
+                pos_valid and bool(flags & _POS_TRACKED), ori_valid and bool(flags & _ORI_TRACKED))
+
+
+def _value(x: float) -> float:
+    # A non-finite analog value from a misbehaving runtime reads as rest.
+    return x if -_INF < x < _INF else 0.0
+
+
+_INF = float("inf")
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    # Teardown must get through every handle even when the runtime is already gone.
+    try:
+        fn(*args)
+    except xr.XrException:
+        pass
+
+
+__all__ = ["XRSession", "SessionInfo", "MODES", "XRError", "NoRuntimeError", "SessionEnded"]
