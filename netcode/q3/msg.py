@@ -1,0 +1,218 @@
+"""Quake 3 message bit I/O (ioq3 msg.c MSG_WriteBits / MSG_ReadBits) with the static Huffman code.
+
+A value of n bits goes out as its low `n mod 8` bits raw (LSB first), then each remaining whole
+byte, low byte first, as its static Huffman code. Stream bit k is bit (k & 7) of byte k >> 3.
+Negative n means a signed field; the wire form is the same.
+
+Readers are strict where ioq3 is lenient: an overread or the NYT code raises MsgError instead of
+returning 0 / -1, so a bad packet becomes a counted drop, never a half-parsed state.
+"""
+from __future__ import annotations
+
+from .errors import MsgError
+from .huffman import DECODE, ENCODE_CODE, ENCODE_LEN, NYT
+
+__all__ = [
+    "MsgError", "BitWriter", "BitReader", "sanitize",
+    "MAX_MSGLEN", "MAX_STRING_CHARS", "BIG_INFO_STRING", "OOB_MARKER", "is_oob",
+]
+
+MAX_MSGLEN = 16384
+MAX_STRING_CHARS = 1024
+BIG_INFO_STRING = 8192
+OOB_MARKER = b"\xff\xff\xff\xff"  # sequence -1: a connectionless (out-of-band) packet
+
+_DOT = ord(".")
+_PERCENT = ord("%")
+
+
+def is_oob(packet: bytes) -> bool:
+    """True for a connectionless packet (`FF FF FF FF` + text) rather than a netchan one."""
+    return packet[:4] == OOB_MARKER
+
+
+def sanitize(text: str | bytes) -> bytes:
+    """ioq3's string rules: stop at NUL; bytes > 127 and `%` become `.`."""
+    raw = text.encode("latin-1", errors="replace") if isinstance(text, str) else bytes(text)
+    nul = raw.find(0)
+    if nul >= 0:
+        raw = raw[:nul]
+    return bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in raw)
+
+
+def _check_width(nbits: int) -> int:
+    n = -nbits if nbits < 0 else nbits
+    if n == 0 or n > 32 or nbits == -32:
+        raise ValueError(f"bad bit width {nbits} (1..32, or -1..-31 for signed)")
+    return n
+
+
+class BitWriter:
+    """Builds a Huffman bitstream (`MSG_Init` + `MSG_Bitstream`, starting at bit 0)."""
+
+    __slots__ = ("_buf", "_acc", "_nacc")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._acc = 0  # bits not yet flushed to _buf, stream order from bit 0
+        self._nacc = 0
+
+    @property
+    def bit_length(self) -> int:
+        return (len(self._buf) << 3) + self._nacc
+
+    def to_bytes(self) -> bytes:
+        """ceil(bits / 8) bytes (ioq3 would report one spare byte when bits % 8 == 0)."""
+        if self._nacc:
+            return bytes(self._buf) + bytes((self._acc & 0xFF,))
+        return bytes(self._buf)
+
+    def write_bits(self, value: int, nbits: int) -> None:
+        n = _check_width(nbits)
+        value &= (1 << n) - 1
+        acc = self._acc
+        nacc = self._nacc
+        buf = self._buf
+        raw = n & 7
+        if raw:
+            acc |= (value & ((1 << raw) - 1)) << nacc
+            nacc += raw
+            value >>= raw
+        for _ in range(n >> 3):
+            b = value & 0xFF
+            value >>= 8
+            acc |= ENCODE_CODE[b] << nacc
+            nacc += ENCODE_LEN[b]
+            while nacc >= 8:
+                buf.append(acc & 0xFF)
+                acc >>= 8
+                nacc -= 8
+        while nacc >= 8:
+            buf.append(acc & 0xFF)
+            acc >>= 8
+            nacc -= 8
+        self._acc = acc
+        self._nacc = nacc
+
+    def write_byte(self, value: int) -> None:
+        self.write_bits(value, 8)
+
+    def write_short(self, value: int) -> None:
+        self.write_bits(value, 16)
+
+    def write_long(self, value: int) -> None:
+        self.write_bits(value, 32)
+
+    def write_data(self, data: bytes) -> None:
+        for b in data:
+            self.write_bits(b, 8)
+
+    def write_string(self, text: str | bytes) -> None:
+        """`MSG_WriteString`: sanitized bytes then NUL; at most MAX_STRING_CHARS - 1 chars."""
+        self._write_limited(text, MAX_STRING_CHARS)
+
+    def write_bigstring(self, text: str | bytes) -> None:
+        """`MSG_WriteBigString`: as write_string, at most BIG_INFO_STRING - 1 chars."""
+        self._write_limited(text, BIG_INFO_STRING)
+
+    def _write_limited(self, text: str | bytes, limit: int) -> None:
+        raw = sanitize(text)
+        if len(raw) >= limit:
+            # ioq3 would silently send an empty string instead; refuse rather than lose the text.
+            raise ValueError(f"string of {len(raw)} chars exceeds the {limit - 1}-char limit")
+        self.write_data(raw + b"\0")
+
+
+class BitReader:
+    """Reads a Huffman bitstream from `data`, starting at byte `start` (e.g. after a netchan header)."""
+
+    __slots__ = ("_data", "_bit", "_end")
+
+    def __init__(self, data: bytes, start: int = 0) -> None:
+        if not 0 <= start <= len(data):
+            raise MsgError(f"message start {start} outside a {len(data)}-byte packet")
+        # Three pad bytes let an 11-bit lookup at any position read a whole 3-byte window.
+        self._data = bytes(data) + b"\0\0\0"
+        self._bit = start << 3
+        self._end = len(data) << 3
+
+    @property
+    def bit(self) -> int:
+        """Current stream position in bits from the start of `data`."""
+        return self._bit
+
+    @property
+    def bits_left(self) -> int:
+        return self._end - self._bit
+
+    def read_bits(self, nbits: int) -> int:
+        """`MSG_ReadBits`: unsigned for n < 32, a C int (signed) for 32, sign-extended for negative n."""
+        n = _check_width(nbits)
+        data = self._data
+        bit = self._bit
+        end = self._end
+        raw = n & 7
+        value = 0
+        if raw:
+            if bit + raw > end:
+                raise MsgError(f"overread: {raw} raw bits at bit {bit} of {end}")
+            i = bit >> 3
+            value = ((data[i] | (data[i + 1] << 8)) >> (bit & 7)) & ((1 << raw) - 1)
+            bit += raw
+        shift = raw
+        for _ in range(n >> 3):
+            i = bit >> 3
+            entry = DECODE[((data[i] | (data[i + 1] << 8) | (data[i + 2] << 16)) >> (bit & 7)) & 0x7FF]
+            symbol = entry >> 4
+            bit += entry & 15
+            if bit > end:
+                raise MsgError(f"overread: Huffman symbol past the end ({end} bits)")
+            if symbol == NYT:
+                raise MsgError(f"garbage Huffman code (NYT) at bit {bit - (entry & 15)}")
+            value |= symbol << shift
+            shift += 8
+        self._bit = bit
+        if nbits < 0:
+            # ioq3 sign-extends from the byte-aligned part's width only (n - n % 8); every
+            # signed field on the wire is -8 or -16, where that is the full width.
+            width = n - raw
+            if 0 < width < 32 and value & (1 << (width - 1)):
+                value |= -1 ^ ((1 << width) - 1)
+        if value >= 0x80000000:
+            value -= 1 << 32
+        return value
+
+    def read_byte(self) -> int:
+        return self.read_bits(8)
+
+    def read_short(self) -> int:
+        """`MSG_ReadShort`: 16 bits as a signed short."""
+        value = self.read_bits(16)
+        return value - 0x10000 if value >= 0x8000 else value
+
+    def read_long(self) -> int:
+        return self.read_bits(32)
+
+    def read_data(self, length: int) -> bytes:
+        if length < 0 or length > (self._end - self._bit):
+            raise MsgError(f"cannot read {length} bytes with {self.bits_left} bits left")
+        return bytes(self.read_bits(8) for _ in range(length))
+
+    def read_string(self) -> str:
+        """`MSG_ReadString`: up to NUL; `%` and > 127 become `.`; at most 1023 chars."""
+        return self._read_limited(MAX_STRING_CHARS)
+
+    def read_bigstring(self) -> str:
+        """`MSG_ReadBigString`: as read_string, kept to 8191 chars."""
+        return self._read_limited(BIG_INFO_STRING)
+
+    def _read_limited(self, limit: int) -> str:
+        out = bytearray()
+        keep = limit - 1
+        while True:
+            c = self.read_bits(8)
+            # Like ioq3: the char after a full buffer is consumed and the read stops there.
+            if c == 0 or len(out) >= keep:
+                break
+            out.append(_DOT if (c > 127 or c == _PERCENT) else c)
+        return out.decode("ascii")
