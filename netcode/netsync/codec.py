@@ -1,0 +1,489 @@
+"""NetSync protocol 3 wire codec: client pose (11), room pose (12), device-ID mapping (6).
+
+Byte-exact with the shipped serializer (styly-netsync-server 0.9.0–0.10.4, reference
+netsync.md §2–§6): int24 head position, smallest-three rotations, hands/virtuals relative to
+the *unquantised* head (world-axis position offset, conj(head)·part rotation), encodingFlags
+0x1F, round-half-to-even then clamp, in float64 with the same operation order — so the same
+input gives the same bits. Each layout is one precompiled struct per flag combination.
+
+Decoding is strict where the shipped decoder is lenient (it relays junk, reads past limits):
+any defect raises a `NetSyncDecodeError` subclass naming the byte offset, and nothing is
+returned from a message that failed anywhere.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from functools import lru_cache
+
+from headcast.netcode.pose import IDENTITY, Quat, q_conj
+
+from .model import (
+    FLAG_HEAD,
+    FLAG_LEFT,
+    FLAG_PHYSICAL,
+    FLAG_RIGHT,
+    FLAG_STEALTH,
+    FLAG_VIRTUALS,
+    KNOWN_FLAGS,
+    MAX_VIRTUALS,
+    ClientPose,
+    DeviceIdMapping,
+    DeviceMapping,
+    OriginDelta,
+    PoseBody,
+    PoseFrame,
+    RoomEntry,
+    RoomPose,
+    Transform,
+)
+from .origin import reconstruct_physical
+
+PROTOCOL_VERSION = 3
+MSG_DEVICE_ID_MAPPING = 6
+MSG_CLIENT_POSE = 11
+MSG_ROOM_POSE = 12
+
+ENCODING_FLAGS = 0x1F  # yaw-only, right/left/virtual relative to head, physical = XROrigin Δ
+ENC_XRORIGIN_DELTA = 0x10
+
+ABS_POS_SCALE = 0.01
+DELTA_POS_SCALE = 0.01
+DELTA_YAW_SCALE = 0.1
+REL_POS_SCALE = 0.005
+
+_I16_MIN, _I16_MAX = -32768, 32767
+_I24_MIN, _I24_MAX = -(1 << 23), (1 << 23) - 1
+_QMIN, _QMAX = -0.70710677, 0.70710677
+_QRANGE = _QMAX - _QMIN
+_QEPS = 1e-12
+_IDENTITY_PACKED = 0xE0080200  # identity: index 3, three zeros at 511.5 → 512
+
+_U16 = struct.Struct("<H")
+_F64 = struct.Struct("<d")
+_BODY_HEAD = struct.Struct("<HBB")  # poseSeq, flags, encodingFlags
+_ENTRY_HEAD = struct.Struct("<Hd")  # clientNo, poseTime
+_ROOM_TAIL = struct.Struct("<dH")  # broadcastTime, count
+_MAP_HEAD = struct.Struct("<BBBH")  # version major/minor/patch, count
+_MAP_ENTRY = struct.Struct("<HBB")  # clientNo, stealth, id length
+_REL = struct.Struct("<hhhI")
+_REL_ITER = _REL.iter_unpack
+_HEAD = struct.Struct("<HbHbHbI")  # int24 as low u16 + signed high byte
+
+
+class NetSyncDecodeError(ValueError):
+    """Malformed NetSync bytes from the network; `offset` is where in the message it went wrong."""
+
+    def __init__(self, offset: int, detail: str) -> None:
+        super().__init__(f"offset {offset}: {detail}")
+        self.offset = offset
+        self.detail = detail
+
+
+class TruncatedError(NetSyncDecodeError):
+    pass
+
+
+class TrailingBytesError(NetSyncDecodeError):
+    pass
+
+
+class MissingDeltaEncodingError(NetSyncDecodeError):
+    """PhysicalValid without encoding bit 4: an old-V3 sender (seed §2.2, fail fast)."""
+
+
+class VirtualCountError(NetSyncDecodeError):
+    pass
+
+
+class UnsupportedProtocolError(NetSyncDecodeError):
+    pass
+
+
+class MessageTypeError(NetSyncDecodeError):
+    pass
+
+
+class FlagsError(NetSyncDecodeError):
+    """Undefined flag bits, or flags no conforming encoder writes (stealth with blocks, hands
+    without a head, virtual entries without VirtualsValid)."""
+
+
+class StringError(NetSyncDecodeError):
+    pass
+
+
+class PoseEncodeError(ValueError):
+    """The local pose cannot be put on the wire (non-finite number, bad flags, deviceId too long)."""
+
+
+# ---------------------------------------------------------------- quantisers (shipped semantics)
+
+def _q16(v: float, scale: float) -> int:
+    q = round(v / scale)  # float64, round-half-to-even, like the shipped int(round(v / scale))
+    return _I16_MIN if q < _I16_MIN else _I16_MAX if q > _I16_MAX else q
+
+
+def _q24(v: float) -> int:
+    q = round(v / ABS_POS_SCALE)
+    return _I24_MIN if q < _I24_MIN else _I24_MAX if q > _I24_MAX else q
+
+
+def _wire_normalize(x: float, y: float, z: float, w: float) -> Quat:
+    # Not pose.q_normalize: the wire's identity threshold (|q|² ≤ 1e-12) and multiply-by-inverse
+    # order are part of what fixes the bits, so they are the shipped serializer's own.
+    m = x * x + y * y + z * z + w * w
+    if not math.isfinite(m) or m <= _QEPS:
+        return IDENTITY
+    inv = 1.0 / math.sqrt(m)
+    return (x * inv, y * inv, z * inv, w * inv)
+
+
+def _pack_unit(q: Quat) -> int:
+    """Smallest-three of an already wire-normalised quaternion.
+
+    Largest |component| wins (ties → first index); if it is negative the quaternion is negated;
+    the other three, ascending, each clamped to ±1/√2 and scaled to 0..1023 (in [0, 1] × 1023
+    after the clamp, so the shipped 0..1023 clamp can never trigger).
+    """
+    x, y, z, w = q
+    ax, ay, az, aw = abs(x), abs(y), abs(z), abs(w)
+    i, m = 0, ax
+    if ay > m:
+        i, m = 1, ay
+    if az > m:
+        i, m = 2, az
+    if aw > m:
+        i = 3
+    if i == 3:
+        big, a, b, c = w, x, y, z
+    elif i == 0:
+        big, a, b, c = x, y, z, w
+    elif i == 1:
+        big, a, b, c = y, x, z, w
+    else:
+        big, a, b, c = z, x, y, w
+    if big < 0.0:
+        a, b, c = -a, -b, -c
+    a = _QMIN if a < _QMIN else _QMAX if a > _QMAX else a
+    b = _QMIN if b < _QMIN else _QMAX if b > _QMAX else b
+    c = _QMIN if c < _QMIN else _QMAX if c > _QMAX else c
+    return (
+        i << 30
+        | round((a - _QMIN) / _QRANGE * 1023) << 20
+        | round((b - _QMIN) / _QRANGE * 1023) << 10
+        | round((c - _QMIN) / _QRANGE * 1023)
+    )
+
+
+_DQ10 = tuple(_QMIN + (_QRANGE * (v * (1.0 / 1023.0))) for v in range(1024))
+
+
+def decompress_quat(packed: int) -> Quat:
+    """Smallest-three u32 → unit quaternion (never zero, never NaN); the shipped receiver's math."""
+    i = packed >> 30
+    a = _DQ10[(packed >> 20) & 0x3FF]
+    b = _DQ10[(packed >> 10) & 0x3FF]
+    c = _DQ10[packed & 0x3FF]
+    big = math.sqrt(max(0.0, 1.0 - (a * a + b * b + c * c)))
+    if i == 3:
+        return _wire_normalize(a, b, c, big)
+    if i == 0:
+        return _wire_normalize(big, a, b, c)
+    if i == 1:
+        return _wire_normalize(a, big, b, c)
+    return _wire_normalize(a, b, big, c)
+
+
+def compress_quat(q: Quat) -> int:
+    """Smallest-three u32 of any quaternion (zero/non-finite → identity), shipped bit-for-bit."""
+    return _pack_unit(_wire_normalize(*q))
+
+
+# ---------------------------------------------------------------- encoder
+
+def sanitize_flags(flags: int) -> int:
+    """The shipped encoder's flag rules: stealth is 0x01 alone; no head, no hands/virtuals."""
+    if flags & ~KNOWN_FLAGS:
+        raise PoseEncodeError(f"flags 0x{flags:02x} has bits protocol 3 does not define")
+    if flags & FLAG_STEALTH:
+        return FLAG_STEALTH
+    if not flags & FLAG_HEAD:
+        flags &= ~(FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS)
+    return flags
+
+
+@lru_cache(maxsize=512)
+def _tail_struct(flags: int, n_virtuals: int) -> struct.Struct:
+    fmt = "<BB"
+    if flags & FLAG_PHYSICAL:
+        fmt += "hhh"
+    if flags & FLAG_HEAD:
+        fmt += "HbHbHbI"
+        if flags & FLAG_RIGHT:
+            fmt += "hhhI"
+        if flags & FLAG_LEFT:
+            fmt += "hhhI"
+    fmt += "B" + "hhhI" * n_virtuals
+    return struct.Struct(fmt)
+
+
+def _rel(args: list, part: Transform, hx: float, hy: float, hz: float, inv_head: Quat) -> None:
+    (px, py, pz), rot = part
+    x = round((px - hx) / REL_POS_SCALE)
+    y = round((py - hy) / REL_POS_SCALE)
+    z = round((pz - hz) / REL_POS_SCALE)
+    if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= y <= _I16_MAX and _I16_MIN <= z <= _I16_MAX):
+        x, y, z = _q16(px - hx, REL_POS_SCALE), _q16(py - hy, REL_POS_SCALE), _q16(pz - hz, REL_POS_SCALE)
+    ax, ay, az, aw = inv_head
+    bx, by, bz, bw = rot
+    m = bx * bx + by * by + bz * bz + bw * bw  # _wire_normalize and q_mul inlined: hot path
+    if math.isfinite(m) and m > _QEPS:
+        inv = 1.0 / math.sqrt(m)
+        bx, by, bz, bw = bx * inv, by * inv, bz * inv, bw * inv
+    else:
+        bx, by, bz, bw = IDENTITY
+    args += (x, y, z, _pack_unit(_wire_normalize(
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )))
+
+
+def encode_body_tail(frame: PoseFrame) -> bytes:
+    """The body after poseSeq (flags … last virtual): what the send policy's signature covers."""
+    flags = sanitize_flags(frame.flags)
+    n = min(len(frame.virtuals), MAX_VIRTUALS) if flags & FLAG_VIRTUALS else 0
+    args: list = [flags, ENCODING_FLAGS]
+    try:
+        if flags & FLAG_PHYSICAL:
+            d = frame.delta
+            args += (
+                _q16(d.dx, DELTA_POS_SCALE),
+                _q16(d.dz, DELTA_POS_SCALE),
+                _q16(d.dyaw, DELTA_YAW_SCALE),
+            )
+        if flags & FLAG_HEAD:
+            hx, hy, hz = frame.head.pos
+            x, y, z = round(hx / ABS_POS_SCALE), round(hy / ABS_POS_SCALE), round(hz / ABS_POS_SCALE)
+            if not (_I24_MIN <= x <= _I24_MAX and _I24_MIN <= y <= _I24_MAX and _I24_MIN <= z <= _I24_MAX):
+                x, y, z = _q24(hx), _q24(hy), _q24(hz)
+            # normalised twice, as the shipped serializer does (once on read, again in compress
+            # and in the inverse); the two can differ in the last bit
+            hn = _wire_normalize(*_wire_normalize(*frame.head.rot))
+            args += (x & 0xFFFF, x >> 16, y & 0xFFFF, y >> 16, z & 0xFFFF, z >> 16, _pack_unit(hn))
+            inv_head = q_conj(hn)
+            if flags & FLAG_RIGHT:
+                _rel(args, frame.right, hx, hy, hz, inv_head)
+            if flags & FLAG_LEFT:
+                _rel(args, frame.left, hx, hy, hz, inv_head)
+            args.append(n)
+            for i in range(n):
+                _rel(args, frame.virtuals[i], hx, hy, hz, inv_head)
+        else:
+            args.append(0)
+    except (ValueError, OverflowError) as e:  # round() of NaN / inf
+        raise PoseEncodeError(f"pose has a non-finite value: {e}") from None
+    return _tail_struct(flags, n).pack(*args)
+
+
+def encode_body(pose_seq: int, frame: PoseFrame) -> bytes:
+    return _U16.pack(pose_seq & 0xFFFF) + encode_body_tail(frame)
+
+
+def client_pose_header(device_id: str) -> bytes:
+    """`11 | 3 | len | deviceId`: constant per client, so it is built once."""
+    raw = device_id.encode("utf-8")
+    if len(raw) > 255:
+        raise PoseEncodeError(f"deviceId is {len(raw)} bytes; the wire allows 255")
+    return bytes((MSG_CLIENT_POSE, PROTOCOL_VERSION, len(raw))) + raw
+
+
+def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame) -> bytes:
+    return client_pose_header(device_id) + encode_body(pose_seq, frame)
+
+
+def encode_room_pose(room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]]) -> bytes:
+    """Message 12 from raw bodies, as the server relays them: (clientNo, poseTime, body)."""
+    rid = room_id.encode("utf-8")
+    parts = [bytes((MSG_ROOM_POSE, PROTOCOL_VERSION, len(rid))), rid, _ROOM_TAIL.pack(broadcast_time, len(entries))]
+    for client_no, pose_time, body in entries:
+        parts += (_ENTRY_HEAD.pack(client_no, pose_time), body)
+    return b"".join(parts)
+
+
+def encode_device_id_mapping(version: tuple[int, int, int], mappings: list[DeviceMapping]) -> bytes:
+    parts = [bytes((MSG_DEVICE_ID_MAPPING,)), _MAP_HEAD.pack(*version, len(mappings))]
+    for m in mappings:
+        raw = m.device_id.encode("utf-8")
+        parts += (_MAP_ENTRY.pack(m.client_no, int(m.stealth), len(raw)), raw)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------- decoders
+
+def _need(data: bytes, offset: int, size: int, what: str) -> None:  # for the envelopes
+    if offset + size > len(data):
+        raise TruncatedError(offset, f"{what} needs {size} bytes, {max(0, len(data) - offset)} left")
+
+
+@lru_cache(maxsize=64)
+def _fixed_struct(flags: int) -> struct.Struct:
+    """Everything of a body from the Δ block up to and including virtualCount."""
+    fmt = "<"
+    if flags & FLAG_PHYSICAL:
+        fmt += "hhh"
+    if flags & FLAG_HEAD:
+        fmt += "HbHbHbI" + "hhhI" * ((flags & FLAG_RIGHT) // FLAG_RIGHT + (flags & FLAG_LEFT) // FLAG_LEFT)
+    return struct.Struct(fmt + "B")
+
+
+def _truncated(data: bytes, offset: int, flags: int) -> TruncatedError:
+    """Slow path: name the first block that runs past the end."""
+    pos = offset + 4
+    blocks = [("XROrigin delta", 6, FLAG_PHYSICAL), ("head", 13, FLAG_HEAD),
+              ("right hand", 10, FLAG_RIGHT), ("left hand", 10, FLAG_LEFT), ("virtualCount", 1, 0)]
+    for what, size, bit in blocks:
+        if bit and not flags & bit:
+            continue
+        if pos + size > len(data):
+            break
+        pos += size
+    return TruncatedError(pos, f"{what} needs {size} bytes, {max(0, len(data) - pos)} left")
+
+
+def _part(hx: float, hy: float, hz: float, head: Quat, qx: int, qy: int, qz: int, packed: int) -> Transform:
+    """A hand/virtual: head-relative wire values → absolute transform (shipped receiver math)."""
+    ax, ay, az, aw = head
+    bx, by, bz, bw = decompress_quat(packed)
+    # q_mul inlined: this runs for every hand of every peer of every broadcast
+    return Transform(
+        (hx + qx * REL_POS_SCALE, hy + qy * REL_POS_SCALE, hz + qz * REL_POS_SCALE),
+        _wire_normalize(
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ),
+    )
+
+
+def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
+    """One pose body starting at `offset`; returns it and the offset just past it."""
+    if offset + 4 > len(data):
+        raise TruncatedError(offset, f"body header needs 4 bytes, {max(0, len(data) - offset)} left")
+    seq, flags, enc = _BODY_HEAD.unpack_from(data, offset)
+    if flags & ~KNOWN_FLAGS:
+        raise FlagsError(offset + 2, f"flags 0x{flags:02x} has bits protocol 3 does not define")
+    if flags & FLAG_STEALTH and flags != FLAG_STEALTH:
+        raise FlagsError(offset + 2, f"stealth flags 0x{flags:02x} carry transform bits")
+    if not flags & FLAG_HEAD and flags & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
+        raise FlagsError(offset + 2, f"flags 0x{flags:02x}: hands/virtuals without a head")
+    if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA:
+        raise MissingDeltaEncodingError(offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)")
+    st = _fixed_struct(flags)
+    pos = offset + 4
+    if pos + st.size > len(data):
+        raise _truncated(data, offset, flags)
+    v = st.unpack_from(data, pos)
+    pos += st.size
+    n = v[-1]
+    if n > MAX_VIRTUALS:
+        raise VirtualCountError(pos - 1, f"virtualCount {n} > {MAX_VIRTUALS}")
+    if n and not flags & FLAG_VIRTUALS:
+        raise FlagsError(pos - 1, f"virtualCount {n} without VirtualsValid")
+    if pos + 10 * n > len(data):
+        raise TruncatedError(pos, f"{n} virtual transforms need {10 * n} bytes, {len(data) - pos} left")
+    k = 0
+    delta = head = right = left = physical = None
+    virtuals: tuple[Transform, ...] = ()
+    if flags & FLAG_PHYSICAL:
+        delta = OriginDelta(v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE)
+        k = 3
+    if flags & FLAG_HEAD:
+        hx = (v[k + 1] << 16 | v[k]) * ABS_POS_SCALE
+        hy = (v[k + 3] << 16 | v[k + 2]) * ABS_POS_SCALE
+        hz = (v[k + 5] << 16 | v[k + 4]) * ABS_POS_SCALE
+        hq = decompress_quat(v[k + 6])
+        head = Transform((hx, hy, hz), hq)
+        k += 7
+        if flags & FLAG_RIGHT:
+            right = _part(hx, hy, hz, hq, *v[k : k + 4])
+            k += 4
+        if flags & FLAG_LEFT:
+            left = _part(hx, hy, hz, hq, *v[k : k + 4])
+        if n:
+            virtuals = tuple(_part(hx, hy, hz, hq, *e) for e in _REL_ITER(data[pos : pos + 10 * n]))
+            pos += 10 * n
+        if delta is not None:
+            physical = reconstruct_physical(head, delta)
+    return PoseBody(seq, flags, enc, delta, head, right, left, virtuals, physical), pos
+
+
+def _string(data: bytes, offset: int, what: str) -> tuple[str, int]:
+    _need(data, offset, 1, f"{what} length")
+    n = data[offset]
+    _need(data, offset + 1, n, what)
+    try:
+        return data[offset + 1 : offset + 1 + n].decode("utf-8"), offset + 1 + n
+    except UnicodeDecodeError as e:
+        raise StringError(offset + 1 + e.start, f"{what} is not UTF-8") from None
+
+
+def _versioned(data: bytes, msg_type: int) -> None:
+    _need(data, 0, 2, "message header")
+    if data[0] != msg_type:
+        raise MessageTypeError(0, f"message type {data[0]}, expected {msg_type}")
+    if data[1] != PROTOCOL_VERSION:
+        raise UnsupportedProtocolError(1, f"protocol version {data[1]}, this codec speaks {PROTOCOL_VERSION}")
+
+
+def _end(data: bytes, pos: int, what: str) -> None:
+    if pos != len(data):
+        raise TrailingBytesError(pos, f"{len(data) - pos} bytes after the {what}")
+
+
+def decode_client_pose(data: bytes) -> ClientPose:
+    if len(data) < 3 or data[0] != MSG_CLIENT_POSE or data[1] != PROTOCOL_VERSION:
+        _versioned(data, MSG_CLIENT_POSE)
+    device_id, start = _string(data, 2, "deviceId")
+    body, end = decode_body(data, start)
+    _end(data, end, "pose body")
+    return ClientPose(device_id, body, bytes(data[start:]))
+
+
+def decode_room_pose(data: bytes) -> RoomPose:
+    _versioned(data, MSG_ROOM_POSE)
+    room_id, pos = _string(data, 2, "roomId")
+    _need(data, pos, 10, "broadcastTime and count")
+    broadcast_time, count = _ROOM_TAIL.unpack_from(data, pos)
+    pos += 10
+    entries = []
+    for _ in range(count):
+        _need(data, pos, 10, "room entry header")
+        client_no, pose_time = _ENTRY_HEAD.unpack_from(data, pos)
+        body, pos = decode_body(data, pos + 10)
+        entries.append(RoomEntry(client_no, pose_time, body))
+    # Bodies are not length-prefixed: junk relayed inside an entry shows up here or as a bad
+    # field further on; either way the whole message is refused.
+    _end(data, pos, f"{count} room entries")
+    return RoomPose(room_id, broadcast_time, tuple(entries))
+
+
+def decode_device_id_mapping(data: bytes) -> DeviceIdMapping:
+    _need(data, 0, 6, "mapping header")
+    if data[0] != MSG_DEVICE_ID_MAPPING:
+        raise MessageTypeError(0, f"message type {data[0]}, expected {MSG_DEVICE_ID_MAPPING}")
+    major, minor, patch, count = _MAP_HEAD.unpack_from(data, 1)
+    pos = 6
+    mappings = []
+    for _ in range(count):
+        _need(data, pos, 4, "mapping entry")
+        client_no, stealth, _len = _MAP_ENTRY.unpack_from(data, pos)
+        if stealth > 1:
+            raise FlagsError(pos + 2, f"stealth byte {stealth} is not 0 or 1")
+        device_id, pos = _string(data, pos + 3, "deviceId")
+        mappings.append(DeviceMapping(client_no, device_id, bool(stealth)))
+    _end(data, pos, f"{count} mappings")
+    return DeviceIdMapping((major, minor, patch), tuple(mappings))
