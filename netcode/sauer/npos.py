@@ -1,0 +1,351 @@
+"""Cube 2: Sauerbraten N_POS records (protocol 260; client.cpp sendposition / parsepositions).
+
+Two layers:
+- `NPos` is the record as it is on the wire: integers only (DMF-scaled coordinates, packed
+  direction words, byte magnitudes). `encode_npos` / `decode_npos` convert it to and from bytes
+  exactly; its properties give what a receiving game computes from it.
+- `make_npos` is sendposition's arithmetic: it turns a player's float state into an `NPos` with
+  the game's float32 steps and C truncations, including the yaw quirk (a yaw in (−1, 0)
+  encodes as 360, i.e. yaw 0 and pitch +1°) for velocity and fall directions.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from .wire import UINT_MAX, UINT_MIN, Reader, SauerDecodeError, put_int, put_uint
+
+N_POS = 4
+DMF = 16  # coordinate scale
+DVELF = 1  # velocity scale
+EYEHEIGHT = 14.0  # a player's eye height above its feet, in cube units
+# The server kicks a client whose rebuilt horizontal or vertical speed stays ≥ 180.
+MAX_SAFE_SPEED = 179.0
+
+# physstate values (ents.h)
+PHYS_FLOAT, PHYS_FALL, PHYS_SLIDE, PHYS_SLOPE, PHYS_FLOOR, PHYS_STEP_UP, PHYS_STEP_DOWN, PHYS_BOUNCE = range(8)
+
+_F_XYZ3 = (1 << 0, 1 << 1, 1 << 2)
+_F_VEL2 = 1 << 3
+_F_FALL = 1 << 4
+_F_FALL2 = 1 << 5
+_F_FALLDIR = 1 << 6
+_F_GAMECLIP = 1 << 7
+_COORD_MIN, _COORD_MAX = -(1 << 23), (1 << 23) - 1  # 3 bytes, sign-extended from bit 23
+
+Vec3 = tuple[float, float, float]
+
+_F32 = struct.Struct("<f")
+
+
+def _f32(x: float) -> float:
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except OverflowError:
+        raise ValueError(f"{x!r} does not fit a float") from None
+
+
+_RAD = _f32(_f32(3.14159265358979) / 180.0)  # the game's RAD = PI/180.0f with PI a float
+
+
+def _trunc(x: float, what: str) -> int:
+    if not math.isfinite(x):
+        raise ValueError(f"{what}: non-finite value {x!r}")
+    return int(x)
+
+
+@dataclass(frozen=True)
+class NPos:
+    """One N_POS record in wire units. z of `o` is the feet height; `falldir` None = straight down."""
+
+    cn: int
+    physstate: int  # 0..7, PHYS_*
+    lifebit: int  # lifesequence & 1; receivers drop records whose bit does not match
+    move: int  # −1, 0, 1 (1 = forward)
+    strafe: int  # −1, 0, 1 (1 = left)
+    o: tuple[int, int, int]  # int(coord · DMF)
+    dir: int  # yawpart + pitchpart · 360
+    roll: int  # byte: clamp(int(roll + 90), 0, 180)
+    vel: int  # speed · DVELF, 0..65535
+    veldir: int
+    fall: int = 0  # 0 = no fall block
+    falldir: int | None = None
+    gameclip: bool = False
+
+    def __post_init__(self) -> None:
+        checks = (
+            (UINT_MIN <= self.cn <= UINT_MAX, "cn"),
+            (0 <= self.physstate <= 7, "physstate"),
+            (self.lifebit in (0, 1), "lifebit"),
+            (self.move in (-1, 0, 1), "move"),
+            (self.strafe in (-1, 0, 1), "strafe"),
+            (len(self.o) == 3 and all(_COORD_MIN <= c <= _COORD_MAX for c in self.o), "o"),
+            (0 <= self.dir <= 0xFFFF, "dir"),
+            (0 <= self.roll <= 0xFF, "roll"),
+            (0 <= self.vel <= 0xFFFF, "vel"),
+            (0 <= self.veldir <= 0xFFFF, "veldir"),
+            (0 <= self.fall <= 0xFFFF, "fall"),
+            (self.falldir is None or (0 <= self.falldir <= 0xFFFF and self.fall > 0), "falldir"),
+        )
+        for ok, name in checks:
+            if not ok:
+                raise ValueError(f"NPos.{name} out of range: {getattr(self, name)!r}")
+
+    # What parsepositions makes of it.
+    @property
+    def position(self) -> Vec3:
+        """Feet position in cube units."""
+        x, y, z = self.o
+        return (x / DMF, y / DMF, z / DMF)
+
+    def eye(self, eyeheight: float = EYEHEIGHT) -> Vec3:
+        x, y, z = self.position
+        return (x, y, z + eyeheight)
+
+    @property
+    def yaw(self) -> int:
+        return dir_yaw(self.dir)
+
+    @property
+    def pitch(self) -> int:
+        return dir_pitch(self.dir)
+
+    @property
+    def roll_deg(self) -> int:
+        return min(self.roll, 180) - 90
+
+    @property
+    def velocity(self) -> Vec3:
+        return _vec_from_dir(self.veldir, self.vel / DVELF)
+
+    @property
+    def falling(self) -> Vec3:
+        if self.fall == 0:
+            return (0.0, 0.0, 0.0)
+        if self.falldir is None:
+            return (0.0, 0.0, -self.fall / DVELF)
+        return _vec_from_dir(self.falldir, self.fall / DVELF)
+
+
+def dir_yaw(d: int) -> int:
+    return d % 360
+
+
+def dir_pitch(d: int) -> int:
+    # integer division: pitch arrives in whole degrees
+    return min(max(d // 360, 0), 180) - 90
+
+
+def _vec_from_dir(d: int, mag: float) -> Vec3:
+    """vecfromyawpitch(yaw, pitch, move=1, strafe=0) · mag."""
+    yaw, pitch = math.radians(dir_yaw(d)), math.radians(dir_pitch(d))
+    cp = math.cos(pitch)
+    return (-math.sin(yaw) * cp * mag, math.cos(yaw) * cp * mag, math.sin(pitch) * mag)
+
+
+# --- sendposition's arithmetic --------------------------------------------------------------
+
+def pack_dir(yaw: float, pitch: float) -> int:
+    """`(yaw < 0 ? 360 + int(yaw)%360 : int(yaw)%360) + clamp(int(pitch+90), 0, 180)*360`.
+
+    C's % keeps the sign of the dividend; a yaw in (−1, 0) gives 360 + 0 = 360 (the quirk).
+    """
+    yaw = _f32(yaw)
+    iy = _trunc(yaw, "yaw")
+    rem = -((-iy) % 360) if iy < 0 else iy % 360
+    yawpart = 360 + rem if yaw < 0 else rem
+    pitchpart = min(max(_trunc(_f32(_f32(pitch) + 90.0), "pitch"), 0), 180)
+    return (yawpart + pitchpart * 360) & 0xFFFF
+
+
+def normalize_yaw(yaw: float) -> float:
+    """fixcamerarange's yaw loops in float: into [0, 360) (−1e-6 + 360 rounds to 360, then 0)."""
+    yaw = _f32(yaw)
+    if not math.isfinite(yaw):
+        raise ValueError(f"yaw: non-finite value {yaw!r}")
+    if abs(yaw) > 1080.0:
+        yaw = _f32(math.fmod(yaw, 360.0))
+    while yaw < 0.0:
+        yaw = _f32(yaw + 360.0)
+    while yaw >= 360.0:
+        yaw = _f32(yaw - 360.0)
+    return yaw
+
+
+def _magnitude(v: Vec3) -> float:
+    # vec::magnitude in float; double sums of float products round to the same float
+    x, y, z = (_f32(c) for c in v)
+    return _f32(math.sqrt(_f32(_f32(_f32(x * x) + _f32(y * y)) + _f32(z * z))))
+
+
+def vec_to_yaw_pitch(v: Vec3) -> tuple[float, float]:
+    """vectoyawpitch: zero → (0, 0); yaw = −atan2(x, y), pitch = asin(z / |v|), degrees, floats."""
+    x, y, z = (_f32(c) for c in v)
+    if x == 0.0 and y == 0.0 and z == 0.0:
+        return 0.0, 0.0
+    yaw = _f32(-_f32(math.atan2(x, y)) / _RAD)
+    mag = _magnitude((x, y, z))
+    # The game would take asin of inf/NaN here (a denormal vector's float magnitude is 0, or a
+    # rounded magnitude is a hair below |z|); clamp instead of sending garbage.
+    if mag == 0.0:
+        return yaw, 0.0
+    pitch = _f32(_f32(math.asin(max(-1.0, min(1.0, _f32(z / mag))))) / _RAD)
+    return yaw, pitch
+
+
+def _speed(v: Vec3, what: str) -> int:
+    return min(_trunc(_f32(_magnitude(v) * DVELF), what), 0xFFFF)
+
+
+def make_npos(
+    cn: int,
+    *,
+    eye: Vec3,
+    yaw: float,
+    pitch: float,
+    roll: float,
+    vel: Vec3 = (0.0, 0.0, 0.0),
+    falling: Vec3 = (0.0, 0.0, 0.0),
+    physstate: int = PHYS_FLOOR,
+    lifesequence: int = 0,
+    move: int = 0,
+    strafe: int = 0,
+    eyeheight: float = EYEHEIGHT,
+    gameclip: bool = False,
+) -> NPos:
+    """The record sendposition writes for a player (cube units, degrees, Sauerbraten axes).
+
+    `eye` is the player's `o` (eye position); z is sent as feet height `o.z − eyeheight`.
+    The view yaw is first brought into [0, 360) as the game's fixcamerarange keeps it.
+    Raises ValueError for non-finite input or a position outside the 24-bit coordinate range.
+    """
+    ex, ey, ez = (_f32(c) for c in eye)
+    feet = (ex, ey, _f32(ez - _f32(eyeheight)))
+    o = tuple(_trunc(_f32(c * DMF), "position") for c in feet)
+    if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
+        raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
+    speed = _speed(vel, "vel")
+    fall = _speed(falling, "falling")
+    falldir = None
+    fx, fy, fz = (_f32(c) for c in falling)
+    if fall > 0 and (fx != 0.0 or fy != 0.0 or fz > 0.0):
+        falldir = pack_dir(*vec_to_yaw_pitch(falling))
+    return NPos(
+        cn=cn,
+        physstate=physstate & 7,
+        lifebit=lifesequence & 1,
+        move=_two_bit(move),
+        strafe=_two_bit(strafe),
+        o=o,  # type: ignore[arg-type]
+        dir=pack_dir(normalize_yaw(yaw), pitch),
+        roll=min(max(_trunc(_f32(_f32(roll) + 90.0), "roll"), 0), 180),
+        vel=speed,
+        veldir=pack_dir(*vec_to_yaw_pitch(vel)),
+        fall=fall,
+        falldir=falldir,
+        gameclip=gameclip,
+    )
+
+
+def _two_bit(v: int) -> int:
+    # sent as v & 3, read back as "bit 1 set → −1, else bit 0"
+    b = v & 3
+    return -1 if b & 2 else b
+
+
+# --- bytes -----------------------------------------------------------------------------------
+
+def encode_npos(rec: NPos) -> bytes:
+    """The record's bytes, from the N_POS type byte on, with sendposition's field layout."""
+    out = bytearray()
+    put_int(out, N_POS)
+    put_uint(out, rec.cn)
+    out.append(rec.physstate | rec.lifebit << 3 | (rec.move & 3) << 4 | (rec.strafe & 3) << 6)
+    flags = 0
+    for bit, c in zip(_F_XYZ3, rec.o):
+        if c < 0 or c > 0xFFFF:
+            flags |= bit
+    if rec.vel > 0xFF:
+        flags |= _F_VEL2
+    if rec.fall > 0:
+        flags |= _F_FALL
+        if rec.fall > 0xFF:
+            flags |= _F_FALL2
+        if rec.falldir is not None:
+            flags |= _F_FALLDIR
+    if rec.gameclip:
+        flags |= _F_GAMECLIP
+    put_uint(out, flags)
+    for bit, c in zip(_F_XYZ3, rec.o):
+        out += (c & 0xFFFFFF).to_bytes(3 if flags & bit else 2, "little")
+    out += rec.dir.to_bytes(2, "little")
+    out.append(rec.roll)
+    out += rec.vel.to_bytes(2 if flags & _F_VEL2 else 1, "little")
+    out += rec.veldir.to_bytes(2, "little")
+    if rec.fall > 0:
+        out += rec.fall.to_bytes(2 if flags & _F_FALL2 else 1, "little")
+        if rec.falldir is not None:
+            out += rec.falldir.to_bytes(2, "little")
+    return bytes(out)
+
+
+def decode_npos(data: bytes, offset: int = 0) -> tuple[NPos, int]:
+    """One record starting at `offset` (the N_POS type byte); returns it and the next offset.
+
+    Reads as parsepositions does (flag-selected optional bytes, sign extension of 3-byte
+    coordinates, 2-bit move/strafe); raises SauerDecodeError on truncation or a wrong type.
+    """
+    r = Reader(data, offset)
+    start = r.pos
+    kind = r.get_int("message type")
+    if kind != N_POS:
+        raise SauerDecodeError(f"not an N_POS record (type {kind})", start)
+    cn = r.get_uint("cn")
+    state = r.byte("state")
+    flags = r.get_uint("flags")
+    o = []
+    for bit in _F_XYZ3:
+        n = r.u16("coordinate")
+        if flags & bit:
+            n |= r.byte("coordinate 3rd byte") << 16
+            if n & 0x800000:
+                n -= 1 << 24
+        o.append(n)
+    d = r.u16("dir")
+    roll = r.byte("roll")
+    vel = r.u16("vel") if flags & _F_VEL2 else r.byte("vel")
+    veldir = r.u16("veldir")
+    fall, falldir = 0, None
+    if flags & _F_FALL:
+        fall = r.u16("fall") if flags & _F_FALL2 else r.byte("fall")
+        if flags & _F_FALLDIR:
+            falldir = r.u16("falldir")
+            if fall == 0:
+                falldir = None  # a direction on a zero magnitude is no fall at all
+    rec = NPos(
+        cn=cn,
+        physstate=state & 7,
+        lifebit=state >> 3 & 1,
+        move=_two_bit(state >> 4),
+        strafe=_two_bit(state >> 6),
+        o=(o[0], o[1], o[2]),
+        dir=d,
+        roll=roll,
+        vel=vel,
+        veldir=veldir,
+        fall=fall,
+        falldir=falldir,
+        gameclip=bool(flags & _F_GAMECLIP),
+    )
+    return rec, r.pos
+
+
+def decode_npos_packet(data: bytes) -> list[NPos]:
+    """Every record in a channel-0 packet (several may share one), until the buffer is empty."""
+    out: list[NPos] = []
+    pos = 0
+    while pos < len(data):
+        rec, pos = decode_npos(data, pos)
+        out.append(rec)
+    return out
