@@ -1,0 +1,128 @@
+"""The frame loop: one thread, one clock.
+
+Each step: drain every sink's sockets, take the XR frame (the runtime paces us), update the
+rig, run the sinks, draw the mirror, record telemetry. Nothing here blocks except the XR
+frame wait; a sink that cannot send this frame says so and the loop goes on.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+from headcast.app.rig import Rig, RigState
+from headcast.app.sink import Sink
+from headcast.app.telemetry import Telemetry
+from headcast.xr.errors import SessionEnded
+from headcast.xr.frame import TrackingFrame
+
+MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
+
+
+class FrameSource(Protocol):
+    def next_frame(self) -> TrackingFrame: ...
+    def close(self) -> None: ...
+
+
+class Mirror(Protocol):
+    def draw(self, loop: "FrameLoop", now: float) -> bool:
+        """Draw one frame; False once the user closed the window."""
+    def close(self) -> None: ...
+
+
+@dataclass
+class FrameLoop:
+    source: FrameSource
+    rig: Rig
+    sinks: Sequence[Sink]
+    telemetry: Telemetry = field(default_factory=Telemetry)
+    mirror: Mirror | None = None
+    recorder: object | None = None          # headcast.xr.trace.TraceWriter
+    duration: float = 0.0                   # seconds; 0 = until stopped
+    clock: Callable[[], float] = time.perf_counter
+    on_status: Callable[["FrameLoop", float], None] | None = None
+    status_interval: float = 0.5
+    frame: TrackingFrame | None = None
+    state: RigState | None = None
+    stop_reason: str = ""
+    _prev_time_ns: int | None = None
+    _next_status: float = 0.0
+    _t0: float | None = None
+
+    def step(self) -> bool:
+        """One frame; False when the run is over (`stop_reason` says why)."""
+        clock = self.clock
+        start = clock()
+        if self._t0 is None:
+            self._t0 = start
+        for s in self.sinks:
+            s.poll(start)
+        poll_cost = clock() - start
+        try:
+            frame = self.source.next_frame()
+        except SessionEnded as e:
+            self.stop_reason = f"XR session ended: {e}" if e.lost else "XR session ended by the runtime"
+            return False
+        located = clock()
+        dt = 0.0
+        if self._prev_time_ns is not None:
+            dt = min(MAX_DT, max(0.0, (frame.time_ns - self._prev_time_ns) / 1e9))
+        self._prev_time_ns = frame.time_ns
+        state = self.rig.update(frame, dt)
+        self.frame, self.state = frame, state
+        if not frame.head.valid:
+            self.telemetry.tracking_lost_frames += 1
+        if self.recorder is not None:
+            self.recorder.write(frame)
+        for s in self.sinks:
+            t_wire = s.send(state, frame, located)
+            if t_wire is not None:
+                self.telemetry.wire(t_wire - located)
+        self._record_head(located)
+        alive = True
+        if self.mirror is not None:
+            alive = self.mirror.draw(self, located)
+        end = clock()
+        self.telemetry.frame(poll_cost + (end - located))
+        if self.on_status is not None and end >= self._next_status:
+            self._next_status = end + self.status_interval
+            self.on_status(self, end)
+        if not alive:
+            self.stop_reason = "mirror window closed"
+            return False
+        if self.duration and end - self._t0 >= self.duration:
+            self.stop_reason = f"ran for {self.duration:g} s"
+            return False
+        return True
+
+    def _record_head(self, now: float) -> None:
+        q3 = next((s for s in self.sinks if s.name == "q3"), None)
+        intent = getattr(q3, "intent", None)
+        sent = None if intent is None or intent.head is None else (intent.head[0], intent.head[1])
+        seen = q3.seen_head() if q3 is not None else None
+        self.telemetry.head(now, sent, seen)
+
+    def run(self) -> str:
+        """Run until the duration, the window, the runtime or Ctrl-C ends it; always closes
+        every sink (disconnecting from its server), the recorder and the source."""
+        try:
+            while self.step():
+                pass
+        except KeyboardInterrupt:
+            self.stop_reason = "interrupted (Ctrl-C)"
+        finally:
+            self.close()
+        return self.stop_reason
+
+    def close(self) -> None:
+        errors: list[BaseException] = []
+        for closer in [s.close for s in self.sinks] + [
+                getattr(self.recorder, "close", None), getattr(self.mirror, "close", None), self.source.close]:
+            if closer is None:
+                continue
+            try:
+                closer()
+            except Exception as e:  # one failing close must not leave the other servers connected
+                errors.append(e)
+        if errors:
+            raise errors[0]

@@ -1,0 +1,318 @@
+"""The desktop mirror window (glfw + PyOpenGL, GL 3.3 core): avatars, HUD, live plots.
+
+Runs on the loop's thread. Never waits for vsync (the XR runtime paces the loop). When the
+XR session has an OpenGL binding it binds to this window's context (pass `window` to
+XRSession), so there is one GL context in the process. Minimised: nothing drawn, events
+still pumped. Closing the window ends the run.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from headcast.app import glfont, scene
+from headcast.app.errors import AppError
+
+_COLOR_VS = """#version 330 core
+layout(location = 0) in vec3 pos;
+layout(location = 1) in vec3 col;
+uniform mat4 mvp;
+out vec3 vcol;
+void main() { gl_Position = mvp * vec4(pos, 1.0); vcol = col; }
+"""
+_COLOR_FS = """#version 330 core
+in vec3 vcol;
+out vec4 frag;
+void main() { frag = vec4(vcol, 1.0); }
+"""
+_TEXT_VS = """#version 330 core
+layout(location = 0) in vec2 pos;
+layout(location = 1) in vec2 uv;
+layout(location = 2) in vec3 col;
+uniform mat4 mvp;
+out vec2 vuv;
+out vec3 vcol;
+void main() { gl_Position = mvp * vec4(pos, 0.0, 1.0); vuv = uv; vcol = col; }
+"""
+_TEXT_FS = """#version 330 core
+in vec2 vuv;
+in vec3 vcol;
+uniform sampler2D font;
+out vec4 frag;
+void main() { if (texture(font, vuv).r < 0.5) discard; frag = vec4(vcol, 1.0); }
+"""
+
+TEXT_SCALE = 2
+WHITE = (0.95, 0.95, 0.95)
+DIM = (0.6, 0.6, 0.65)
+SENT_COLOR = (0.95, 0.95, 0.95)
+SEEN_COLOR = scene.COLORS["q3"][0]
+
+
+class MirrorError(AppError):
+    pass
+
+
+def display_available() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def write_png(path: Path, rgb: np.ndarray) -> Path:
+    """A plain RGB8 PNG (no extra dependency): rows top first."""
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
+    chunk = lambda tag, data: (struct.pack(">I", len(data)) + tag + data  # noqa: E731
+                               + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    path = Path(path)
+    path.write_bytes(png)
+    return path
+
+
+class MirrorWindow:
+    def __init__(self, width: int = 1280, height: int = 720, plot_seconds: float = 5.0,
+                 title: str = "headcast mirror", visible: bool = True) -> None:
+        os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
+        import glfw
+        from OpenGL import GL
+
+        self.glfw, self.gl = glfw, GL
+        self.plot_seconds = plot_seconds
+        self.capture_next = False
+        self.last_pixels: np.ndarray | None = None
+        if not display_available():
+            raise MirrorError("no display for the mirror window (DISPLAY is not set): "
+                              "use --no-mirror, or run under xvfb-run")
+        if not glfw.init():
+            raise MirrorError("glfw could not initialise (no X server at $DISPLAY?): use --no-mirror")
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+        glfw.window_hint(glfw.VISIBLE, visible)
+        self.window = glfw.create_window(width, height, title, None, None)
+        if not self.window:
+            raise MirrorError("could not create an OpenGL 3.3 window (driver too old?): use --no-mirror")
+        glfw.make_context_current(self.window)
+        glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
+        self._init_gl()
+        self.closed = False
+
+    # -- GL setup -------------------------------------------------------------------------
+
+    def _program(self, vs: str, fs: str) -> int:
+        from OpenGL.GL import shaders
+        return shaders.compileProgram(shaders.compileShader(vs, self.gl.GL_VERTEX_SHADER),
+                                      shaders.compileShader(fs, self.gl.GL_FRAGMENT_SHADER))
+
+    def _vao(self, layout: list[int]) -> tuple[int, int]:
+        GL = self.gl
+        vao, vbo = GL.glGenVertexArrays(1), GL.glGenBuffers(1)
+        GL.glBindVertexArray(vao)
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, vbo)
+        stride, offset = sum(layout) * 4, 0
+        for i, n in enumerate(layout):
+            GL.glEnableVertexAttribArray(i)
+            GL.glVertexAttribPointer(i, n, GL.GL_FLOAT, GL.GL_FALSE, stride, ctypes.c_void_p(offset))
+            offset += n * 4
+        GL.glBindVertexArray(0)
+        return vao, vbo
+
+    def _init_gl(self) -> None:
+        GL = self.gl
+        self.color_prog = self._program(_COLOR_VS, _COLOR_FS)
+        self.text_prog = self._program(_TEXT_VS, _TEXT_FS)
+        self.color_mvp = GL.glGetUniformLocation(self.color_prog, "mvp")
+        self.text_mvp = GL.glGetUniformLocation(self.text_prog, "mvp")
+        self.color_vao, self.color_vbo = self._vao([3, 3])
+        self.text_vao, self.text_vbo = self._vao([2, 2, 3])
+        img = glfont.atlas()
+        self.font_tex = GL.glGenTextures(1)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, self.font_tex)
+        GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
+        GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_R8, img.shape[1], img.shape[0], 0,
+                        GL.GL_RED, GL.GL_UNSIGNED_BYTE, np.ascontiguousarray(img))
+        for p in (GL.GL_TEXTURE_MIN_FILTER, GL.GL_TEXTURE_MAG_FILTER):
+            GL.glTexParameteri(GL.GL_TEXTURE_2D, p, GL.GL_NEAREST)
+        self.font_w = img.shape[1]
+        self.grid = scene.grid_lines()
+
+    # -- drawing primitives -----------------------------------------------------------------
+
+    def _draw(self, verts: np.ndarray, mode: int, mvp: np.ndarray) -> None:
+        if len(verts) == 0:
+            return
+        GL = self.gl
+        GL.glUseProgram(self.color_prog)
+        GL.glUniformMatrix4fv(self.color_mvp, 1, GL.GL_TRUE, mvp.astype(np.float32))
+        GL.glBindVertexArray(self.color_vao)
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.color_vbo)
+        data = np.ascontiguousarray(verts, dtype=np.float32)
+        GL.glBufferData(GL.GL_ARRAY_BUFFER, data.nbytes, data, GL.GL_STREAM_DRAW)
+        GL.glDrawArrays(mode, 0, len(data))
+
+    def _text_verts(self, x: float, y: float, text: str, color) -> np.ndarray:
+        n = len(text)
+        if n == 0:
+            return np.zeros((0, 7), dtype=np.float32)
+        cw, ch = glfont.CELL_W * TEXT_SCALE, glfont.CELL_H * TEXT_SCALE
+        idx = glfont.text_indices(text)
+        x0 = x + np.arange(n, dtype=np.float32) * cw
+        u0 = idx * glfont.CELL_W / self.font_w
+        u1 = (idx + 1) * glfont.CELL_W / self.font_w
+        # two triangles per glyph: (x0,y)(x1,y)(x1,y1) (x0,y)(x1,y1)(x0,y1); v = 0 is the glyph top
+        quad = [(0, 0, 0, 0), (1, 0, 1, 0), (1, 1, 1, 1), (0, 0, 0, 0), (1, 1, 1, 1), (0, 1, 0, 1)]
+        v = np.empty((n, 6, 7), dtype=np.float32)
+        for k, (dx, dy, su, sv) in enumerate(quad):
+            v[:, k, 0] = x0 + dx * cw
+            v[:, k, 1] = y + dy * ch
+            v[:, k, 2] = np.where(su, u1, u0)
+            v[:, k, 3] = sv
+        v[:, :, 4:] = color
+        return v.reshape(-1, 7)
+
+    def _draw_text(self, items: list[tuple[float, float, str, tuple]], mvp: np.ndarray) -> None:
+        if not items:
+            return
+        GL = self.gl
+        data = np.ascontiguousarray(np.vstack([self._text_verts(*it) for it in items]), dtype=np.float32)
+        if len(data) == 0:
+            return
+        GL.glUseProgram(self.text_prog)
+        GL.glUniformMatrix4fv(self.text_mvp, 1, GL.GL_TRUE, mvp.astype(np.float32))
+        GL.glActiveTexture(GL.GL_TEXTURE0)
+        GL.glBindTexture(GL.GL_TEXTURE_2D, self.font_tex)
+        GL.glBindVertexArray(self.text_vao)
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.text_vbo)
+        GL.glBufferData(GL.GL_ARRAY_BUFFER, data.nbytes, data, GL.GL_STREAM_DRAW)
+        GL.glDrawArrays(GL.GL_TRIANGLES, 0, len(data))
+
+    # -- one frame ----------------------------------------------------------------------
+
+    def draw(self, loop, now: float) -> bool:
+        glfw, GL = self.glfw, self.gl
+        glfw.poll_events()
+        if glfw.window_should_close(self.window):
+            self.closed = True
+            return False
+        w, h = glfw.get_framebuffer_size(self.window)
+        if w == 0 or h == 0:  # minimised
+            return True
+        glfw.make_context_current(self.window)
+        GL.glViewport(0, 0, w, h)
+        GL.glClearColor(0.08, 0.08, 0.1, 1.0)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
+
+        vp = scene.view_projection(w, h)
+        GL.glEnable(GL.GL_DEPTH_TEST)
+        self._draw(self.grid, GL.GL_LINES, vp)
+        avatars = avatars_of(loop)
+        tris = [scene.avatar_triangles(k, a) for k, a in avatars.items()]
+        self._draw(np.vstack(tris), GL.GL_TRIANGLES, vp)
+        GL.glDisable(GL.GL_DEPTH_TEST)
+
+        px = scene.ortho(w, h)
+        text: list[tuple[float, float, str, tuple]] = []
+        for kind, a in avatars.items():
+            at = scene.project(vp, (scene.ANCHORS[kind][0], 2.05, scene.ANCHORS[kind][2]), w, h)
+            label = scene.LABELS[kind] + ("" if a.head is not None else " (NO HEAD)")
+            if at is not None:
+                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label, scene.COLORS[kind][0]))
+        text += hud_lines(loop, now)
+        lines = self._plots(loop, now, w, h, text)
+        self._draw(lines, GL.GL_LINES, px)
+        self._draw_text(text, px)
+
+        if self.capture_next:
+            self.capture_next = False
+            GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+            raw = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
+            self.last_pixels = np.frombuffer(raw, dtype=np.uint8).reshape(h, w, 3)[::-1].copy()
+        glfw.swap_buffers(self.window)
+        return True
+
+    def _plots(self, loop, now: float, w: int, h: int, text: list) -> np.ndarray:
+        series = loop.telemetry.head_series.values()
+        pw, ph = (w - 60) / 2, min(140.0, h * 0.22)
+        y = h - ph - 20
+        out = []
+        for i, (title, col_sent, col_seen, lim) in enumerate(
+                (("HEAD PITCH SENT/SEEN (DEG)", 1, 3, 90.0), ("HEAD YAW SENT/SEEN (DEG)", 2, 4, 180.0))):
+            rect = (20 + i * (pw + 20), y, pw, ph)
+            out.append(scene.rect_lines(rect, DIM))
+            mid = rect[1] + ph / 2
+            out.append(np.array([(rect[0], mid, 0, *DIM), (rect[0] + pw, mid, 0, *DIM)], dtype=np.float32))
+            out.append(scene.plot_lines(series, now, self.plot_seconds, rect, 0, col_sent, -lim, lim, SENT_COLOR))
+            out.append(scene.plot_lines(series, now, self.plot_seconds, rect, 0, col_seen, -lim, lim, SEEN_COLOR))
+            text.append((rect[0] + 6, rect[1] + 6, f"{title}  +-{lim:g}  LAST {self.plot_seconds:g} S", DIM))
+        return np.vstack(out)
+
+    def screenshot(self, path: Path) -> Path:
+        if self.last_pixels is None:
+            raise MirrorError("no frame captured yet")
+        return write_png(path, self.last_pixels)
+
+    def close(self) -> None:
+        if not self.closed or self.window is not None:
+            self.glfw.destroy_window(self.window)
+            self.window = None
+            self.closed = True
+
+
+def avatars_of(loop) -> dict[str, scene.AvatarPose]:
+    """The three avatars from the loop's latest state and its sinks' far-side views."""
+    out: dict[str, scene.AvatarPose] = {}
+    st = loop.state
+    if st is None:
+        return {k: scene.AvatarPose(None) for k in scene.ANCHORS}
+    hp = st.head.position
+
+    def rel(pose):
+        if not pose.valid:
+            return None
+        p = pose.position
+        return (p[0] - hp[0], p[1] - hp[1], p[2] - hp[2]), pose.orientation
+    out["tracked"] = scene.AvatarPose(st.head.orientation if st.head.orientation_valid else None,
+                                      rel(st.right_grip), rel(st.left_grip))
+    sinks = {s.name: s for s in loop.sinks}
+    q3 = sinks.get("q3")
+    if q3 is not None and q3.intent is not None:
+        view = q3.server_view()
+        weapon = (view[0], view[1]) if view is not None else q3.intent.angles[:2]
+        head = None
+        if q3.far_head_smoothed is not None:
+            p, y, r = q3.far_head_smoothed
+            head = scene.q3_head_quat(p, y, r, weapon[1])
+        out["q3"] = scene.AvatarPose(head, aim=weapon)
+    else:
+        out["q3"] = scene.AvatarPose(None)
+    ns = sinks.get("netsync")
+    body = getattr(ns, "seen", None)
+    if body is not None and body.head is not None:
+        out["netsync"] = scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)
+    else:
+        out["netsync"] = scene.AvatarPose(None)
+    return out
+
+
+def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
+    tel = loop.telemetry
+    cost = tel.frame_cost.percentile(50)
+    lines = [(f"HEADCAST  FRAME {tel.frames}  COST {0 if cost is None else cost * 1000:.2f} MS"
+              f"  TRACKING {'OK' if loop.frame is not None and loop.frame.head.valid else 'LOST'}", WHITE)]
+    for s in loop.sinks:
+        st = s.status(now)
+        err = "" if st.error_deg is None else f"  ERR {st.error_deg:.2f}°"
+        lines.append((f"{st.name.upper():8} {st.state.upper():10} {st.send_hz:5.1f}/S {st.bytes_per_s / 1000:6.2f} KB/S"
+                      f"  {st.packed}{err}", WHITE))
+        if st.detail:
+            lines.append((f"         {st.detail}", DIM))
+    step = glfont.CELL_H * TEXT_SCALE + 2
+    return [(12.0, 10.0 + i * step, t, c) for i, (t, c) in enumerate(lines)]

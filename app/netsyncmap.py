@@ -1,0 +1,49 @@
+"""Rig state → a NetSync PoseFrame (Unity's frame), and the angle the far side sees.
+
+Head absolute (world), hands from the grip poses, the XROrigin Δ from the rig's start and
+current origins. Tracking lost → no head block (HeadValid clear): the receiver keeps no
+stale head, and hands go with it (the protocol only carries hands relative to a head).
+"""
+from __future__ import annotations
+
+import math
+
+from headcast.app.rig import Origin, RigState
+from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
+from headcast.netcode.netsync.origin import origin_delta
+from headcast.netcode.pose import Quat, q_conj, q_mul, unity_position, unity_quat
+from headcast.xr.frame import Pose
+
+
+def unity_transform(pose: Pose) -> Transform | None:
+    if not pose.valid:
+        return None
+    return Transform(unity_position(pose.position), unity_quat(pose.orientation))
+
+
+def unity_origin(o: Origin) -> tuple[tuple[float, float, float], float]:
+    """An XROrigin as Unity sees it: position (x, 0, -z), eulerAngles.y (+ = turn right)."""
+    return (o.x, 0.0, -o.z), -o.yaw
+
+
+def xrorigin_delta(start: Origin, now: Origin) -> OriginDelta:
+    p0, yaw0 = unity_origin(start)
+    p1, yaw1 = unity_origin(now)
+    return origin_delta(p0, yaw0, p1, yaw1)
+
+
+def pose_frame(state: RigState, stealth: bool = False) -> PoseFrame:
+    if stealth:
+        return PoseFrame.build(None, stealth=True)
+    return PoseFrame.build(
+        unity_transform(state.head),
+        right=unity_transform(state.right_grip),
+        left=unity_transform(state.left_grip),
+        delta=xrorigin_delta(state.start, state.origin),
+    )
+
+
+def rotation_error_deg(a: Quat, b: Quat) -> float:
+    """The angle of the rotation taking `a` to `b` (degrees, 0..180)."""
+    x, y, z, w = q_mul(q_conj(a), b)
+    return math.degrees(2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w)))

@@ -1,0 +1,207 @@
+"""The mirror's scene as numpy geometry (no GL here): matrices, boxes, avatars, plots.
+
+Three avatars side by side, each drawn with its world orientation about a fixed anchor:
+the tracked pose as it is, the Quake 3 head as a VR receiver draws it (7-bit pitch / yaw
+offset and 16-bit roll, EMA-smoothed, display-limited) and the NetSync head and hands as the
+server broadcast them. Vertex rows are (x, y, z, r, g, b) float32.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from headcast.app.synthetic import orientation
+from headcast.netcode.pose import Quat, Vec3, unity_position, unity_quat
+
+# The camera looks at the avatars from the front (a mirror), so +X is the left of the screen.
+ANCHORS = {"tracked": (1.1, 1.6, 0.0), "q3": (0.0, 1.6, 0.0), "netsync": (-1.1, 1.6, 0.0)}
+LABELS = {"tracked": "TRACKED", "q3": "Q3 FAR SIDE", "netsync": "NETSYNC FAR SIDE"}
+COLORS = {
+    "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),   # head, nose/aim
+    "q3": ((0.95, 0.55, 0.1), (1.0, 0.9, 0.1)),
+    "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
+}
+NOSE_COLOR = {k: v[1] for k, v in COLORS.items()}
+EYE = np.array([1.6, 2.3, -3.4])
+TARGET = np.array([0.0, 1.3, 0.0])
+
+
+def perspective(fovy_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
+    f = 1.0 / math.tan(math.radians(fovy_deg) / 2.0)
+    m = np.zeros((4, 4), dtype=np.float32)
+    m[0, 0] = f / max(aspect, 1e-6)
+    m[1, 1] = f
+    m[2, 2] = (far + near) / (near - far)
+    m[2, 3] = 2.0 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m
+
+
+def look_at(eye: np.ndarray, target: np.ndarray, up=(0.0, 1.0, 0.0)) -> np.ndarray:
+    f = target - eye
+    f = f / np.linalg.norm(f)
+    s = np.cross(f, up)
+    s = s / np.linalg.norm(s)
+    u = np.cross(s, f)
+    m = np.identity(4, dtype=np.float32)
+    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def ortho(width: float, height: float) -> np.ndarray:
+    """Pixels, origin top-left, y down."""
+    m = np.identity(4, dtype=np.float32)
+    m[0, 0], m[1, 1] = 2.0 / width, -2.0 / height
+    m[0, 3], m[1, 3] = -1.0, 1.0
+    return m
+
+
+def view_projection(width: int, height: int) -> np.ndarray:
+    return perspective(50.0, width / max(height, 1), 0.05, 50.0) @ look_at(EYE, TARGET)
+
+
+def project(mvp: np.ndarray, p: Vec3, width: int, height: int) -> tuple[float, float] | None:
+    """Window pixel (x right, y down) of a world point, None when behind the camera."""
+    c = mvp @ np.array([p[0], p[1], p[2], 1.0])
+    if c[3] <= 1e-6:
+        return None
+    return ((c[0] / c[3] + 1.0) * 0.5 * width, (1.0 - c[1] / c[3]) * 0.5 * height)
+
+
+def quat_matrix(q: Quat) -> np.ndarray:
+    x, y, z, w = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+# A unit cube as 12 triangles, with a fixed shade per face so solid boxes read as 3D.
+_FACES = [  # (normal axis, sign, shade)
+    (0, 1, 0.75), (0, -1, 0.6), (1, 1, 1.0), (1, -1, 0.45), (2, 1, 0.55), (2, -1, 0.9)]
+
+
+def _cube() -> tuple[np.ndarray, np.ndarray]:
+    pos, shade = [], []
+    for axis, sign, s in _FACES:
+        a, b = [i for i in range(3) if i != axis]
+        corners = []
+        for u, v in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+            c = [0.0, 0.0, 0.0]
+            c[axis], c[a], c[b] = 0.5 * sign, 0.5 * u, 0.5 * v
+            corners.append(c)
+        for i in (0, 1, 2, 0, 2, 3):
+            pos.append(corners[i])
+            shade.append(s)
+    return np.array(pos), np.array(shade)
+
+
+CUBE_POS, CUBE_SHADE = _cube()
+
+
+def box(center: Vec3, rot: np.ndarray, size: Vec3, color: Vec3, offset: Vec3 = (0.0, 0.0, 0.0)) -> np.ndarray:
+    """Triangles of a box of `size`, its centre at `offset` in the rotated frame about `center`."""
+    local = CUBE_POS * np.asarray(size) + np.asarray(offset)
+    world = local @ rot.T + np.asarray(center)
+    cols = np.outer(CUBE_SHADE, color)
+    return np.hstack([world, cols]).astype(np.float32)
+
+
+def head_triangles(center: Vec3, q: Quat, color: Vec3, nose: Vec3) -> np.ndarray:
+    r = quat_matrix(q)
+    return np.vstack([
+        box(center, r, (0.18, 0.22, 0.20), color),
+        box(center, r, (0.16, 0.05, 0.02), (0.1, 0.1, 0.12), (0.0, 0.03, -0.105)),  # visor
+        box(center, r, (0.045, 0.045, 0.22), nose, (0.0, -0.02, -0.2)),            # nose: forward
+    ])
+
+
+def hand_triangles(center: Vec3, q: Quat, color: Vec3) -> np.ndarray:
+    r = quat_matrix(q)
+    return np.vstack([box(center, r, (0.06, 0.06, 0.1), color),
+                      box(center, r, (0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))])
+
+
+def grid_lines(extent: float = 4.0, step: float = 0.5) -> np.ndarray:
+    rows = []
+    n = int(extent / step)
+    for i in range(-n, n + 1):
+        v = i * step
+        c = (0.45, 0.45, 0.5) if i == 0 else (0.25, 0.25, 0.3)
+        rows += [(v, 0.0, -extent, *c), (v, 0.0, extent, *c), (-extent, 0.0, v, *c), (extent, 0.0, v, *c)]
+    return np.array(rows, dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class AvatarPose:
+    """One avatar in world orientation; hands relative to the head (world axes)."""
+
+    head: Quat | None
+    right: tuple[Vec3, Quat] | None = None
+    left: tuple[Vec3, Quat] | None = None
+    aim: tuple[float, float] | None = None   # weapon pitch, yaw (Quake) for the Q3 avatar
+
+
+def q3_head_quat(pitch: float, yaw_offset: float, roll: float, weapon_yaw: float) -> Quat:
+    """The receiver's head: absolute yaw = weapon (view) yaw + the decoded offset."""
+    return orientation(pitch, weapon_yaw + yaw_offset, roll)
+
+
+def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPose:
+    """A decoded NetSync body (Unity frame) back in OpenXR terms, hands relative to the head."""
+    hp = unity_position(head_pos_u)
+
+    def part(t):
+        if t is None:
+            return None
+        p = unity_position(t.pos)
+        return (p[0] - hp[0], p[1] - hp[1], p[2] - hp[2]), unity_quat(t.rot)
+    return AvatarPose(unity_quat(head_rot_u), part(right), part(left))
+
+
+def avatar_triangles(kind: str, a: AvatarPose) -> np.ndarray:
+    anchor = ANCHORS[kind]
+    head_c, nose_c = COLORS[kind]
+    parts = []
+    if a.head is not None:
+        parts.append(head_triangles(anchor, a.head, head_c, nose_c))
+    for hand in (a.right, a.left):
+        if hand is not None:
+            rel, q = hand
+            parts.append(hand_triangles((anchor[0] + rel[0], anchor[1] + rel[1], anchor[2] + rel[2]), q, head_c))
+    if a.aim is not None:
+        q = orientation(a.aim[0], a.aim[1], 0.0)
+        parts.append(hand_triangles((anchor[0] + 0.2, anchor[1] - 0.4, anchor[2] - 0.3), q, nose_c))
+    if not parts:
+        return np.zeros((0, 6), dtype=np.float32)
+    return np.vstack(parts)
+
+
+def plot_lines(series: np.ndarray, now: float, seconds: float, rect: tuple[float, float, float, float],
+               col_t: int, col_v: int, lo: float, hi: float, color: Vec3) -> np.ndarray:
+    """GL_LINES segments of one column over the last `seconds`, in a pixel rect (x, y, w, h);
+    gaps (NaN: nothing sent or seen) break the line."""
+    x, y, w, h = rect
+    if len(series) < 2:
+        return np.zeros((0, 6), dtype=np.float32)
+    t, v = series[:, col_t], series[:, col_v]
+    px = x + (t - (now - seconds)) / seconds * w
+    py = y + h - (np.clip(v, lo, hi) - lo) / (hi - lo) * h
+    ok = np.isfinite(v[:-1]) & np.isfinite(v[1:]) & (px[:-1] >= x)
+    idx = np.nonzero(ok)[0]
+    seg = np.empty((len(idx) * 2, 6), dtype=np.float32)
+    seg[0::2, 0], seg[0::2, 1] = px[idx], py[idx]
+    seg[1::2, 0], seg[1::2, 1] = px[idx + 1], py[idx + 1]
+    seg[:, 2] = 0.0
+    seg[:, 3:] = color
+    return seg
+
+
+def rect_lines(rect: tuple[float, float, float, float], color: Vec3) -> np.ndarray:
+    x, y, w, h = rect
+    pts = [(x, y), (x + w, y), (x + w, y), (x + w, y + h), (x + w, y + h), (x, y + h), (x, y + h), (x, y)]
+    return np.array([(px, py, 0.0, *color) for px, py in pts], dtype=np.float32)

@@ -1,0 +1,25 @@
+"""What the loop asks of every sink (Quake 3, NetSync, Sauerbraten)."""
+from __future__ import annotations
+
+from typing import Protocol
+
+from headcast.app.rig import RigState
+from headcast.app.telemetry import SinkStatus
+from headcast.xr.frame import TrackingFrame
+
+
+class Sink(Protocol):
+    name: str
+
+    def poll(self, now: float) -> None:
+        """Drain this sink's sockets and run its protocol timers (non-blocking)."""
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        """Map this frame and hand it to the protocol; the clock time the bytes reached the
+        socket, or None when nothing went out this frame (policy, not connected, offline)."""
+
+    def status(self, now: float) -> SinkStatus:
+        ...
+
+    def close(self) -> None:
+        """Disconnect cleanly (bounded: never waits long for a peer)."""

@@ -1,0 +1,91 @@
+"""The Quake 3 sink: usercmds with VR head bits, and what the far side makes of them.
+
+Without a server (`host` None) it still computes every usercmd field and the receiver's view,
+so the mirror and the demo show the protocol's quantization on any machine.
+"""
+from __future__ import annotations
+
+from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent, remote_head
+from headcast.app.rig import RigState
+from headcast.app.telemetry import RateMeter, SinkStatus
+from headcast.netcode.pose import angle_subtract
+from headcast.netcode.q3.vrhead import HeadSmoother
+from headcast.xr.frame import TrackingFrame
+
+
+class Q3Sink:
+    name = "q3"
+
+    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None) -> None:
+        self.vr = vr
+        self.move_speed = move_speed
+        self.link = link                       # a connected Q3Link, or None = offline
+        self.meter = RateMeter()
+        self.smoother = HeadSmoother()
+        self.intent: Q3Intent | None = None
+        self.far_head: RemoteHead | None = None            # decoded from the bits we send
+        self.far_head_smoothed: tuple[float, float, float] | None = None
+        self.lost_frames = 0
+
+    @property
+    def head_bits_on_wire(self) -> bool:
+        """Whether the link carries 32-bit buttons (a VR server and vr=1); offline: what we would send."""
+        return self.vr if self.link is None else self.link.head_bits
+
+    def poll(self, now: float) -> None:
+        if self.link is not None:
+            self.link.poll(now)
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
+        self.intent = intent
+        if intent.head is None:
+            self.lost_frames += 1
+        # The far side decodes only what went on the wire: no head bits on a 16-bit link.
+        wire_buttons = intent.buttons if self.head_bits_on_wire else intent.buttons & 0xFFFF
+        self.far_head = remote_head(wire_buttons, intent.roll_short)
+        if self.far_head is None:
+            self.smoother.reset()
+            self.far_head_smoothed = None
+        else:
+            h = self.far_head
+            self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
+        if self.link is None:
+            return None
+        sent = self.link.send(intent, now)
+        if sent is None:
+            return None
+        nbytes, t_wire = sent
+        self.meter.add(t_wire, nbytes)
+        return t_wire
+
+    def seen_head(self) -> tuple[float, float] | None:
+        """(pitch, absolute yaw) of the head as a VR receiver draws it, for the sent-vs-seen plot."""
+        if self.far_head_smoothed is None or self.intent is None:
+            return None
+        weapon_yaw = self.intent.angles[1]
+        view = self.server_view()
+        if view is not None:
+            weapon_yaw = view[1]
+        return self.far_head_smoothed[0], weapon_yaw + self.far_head_smoothed[1]
+
+    def server_view(self) -> tuple[float, float, float] | None:
+        """The server's own view of us (playerState viewangles), once in game."""
+        return None if self.link is None else self.link.view_angles
+
+    def status(self, now: float) -> SinkStatus:
+        hz, bps = self.meter.rates(now)
+        i = self.intent
+        packed = "" if i is None else f"buttons {i.buttons:#010x} roll {i.roll_short}"
+        error = None
+        view = self.server_view()
+        if i is not None and view is not None:
+            error = max(abs(angle_subtract(i.angles[0], view[0])), abs(angle_subtract(i.angles[1], view[1])))
+        detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
+        if self.link is None:
+            return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)")
+        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail or self.link.detail)
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()

@@ -1,0 +1,110 @@
+"""Telemetry: send rates, bytes/s, frame cost, motion-to-wire latency, sent-vs-seen series.
+
+Fixed-size numpy rings, so a long run keeps constant memory and the HUD/plots read slices
+without copying Python lists. Times are seconds on the loop's one clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Ring:
+    """The last `size` values of one or more columns (a float64 ring)."""
+
+    def __init__(self, size: int, columns: int = 1) -> None:
+        self.data = np.zeros((size, columns))
+        self.size, self.n, self.i = size, 0, 0
+
+    def add(self, *values: float) -> None:
+        self.data[self.i] = values
+        self.i = (self.i + 1) % self.size
+        self.n = min(self.n + 1, self.size)
+
+    def values(self) -> np.ndarray:
+        """Oldest first."""
+        if self.n < self.size:
+            return self.data[: self.n]
+        return np.roll(self.data, -self.i, axis=0)
+
+    def percentile(self, q: float, column: int = 0) -> float | None:
+        if self.n == 0:
+            return None
+        return float(np.percentile(self.data[: self.n, column], q))
+
+
+class RateMeter:
+    """Messages and bytes per second over the last `window` seconds."""
+
+    def __init__(self, window: float = 1.0, size: int = 1024) -> None:
+        self.window = window
+        self.events = Ring(size, 2)  # (time, bytes)
+        self.total_messages = 0
+        self.total_bytes = 0
+
+    def add(self, now: float, nbytes: int) -> None:
+        self.events.add(now, nbytes)
+        self.total_messages += 1
+        self.total_bytes += nbytes
+
+    def rates(self, now: float) -> tuple[float, float]:
+        """(messages/s, bytes/s)."""
+        if self.events.n == 0:
+            return 0.0, 0.0
+        v = self.events.data[: self.events.n]
+        recent = v[v[:, 0] > now - self.window]
+        return len(recent) / self.window, float(recent[:, 1].sum()) / self.window
+
+
+@dataclass(frozen=True, slots=True)
+class SinkStatus:
+    """What the HUD, the console status line and --json show for one sink."""
+
+    name: str
+    state: str                  # "offline", "connecting", "connected", "in game", "error", ...
+    send_hz: float = 0.0
+    bytes_per_s: float = 0.0
+    packed: str = ""            # latest packed values (buttons hex, body size, record bytes)
+    error_deg: float | None = None  # angle error sent vs seen (far side's view), degrees
+    detail: str = ""            # one line of extra state (tracking lost, server name, ...)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "state": self.state, "send_hz": round(self.send_hz, 2),
+                "bytes_per_s": round(self.bytes_per_s, 1), "packed": self.packed,
+                "error_deg": None if self.error_deg is None else round(self.error_deg, 3),
+                "detail": self.detail}
+
+
+class Telemetry:
+    """Loop-wide figures: per-frame cost, motion-to-wire latency, head angles sent vs seen."""
+
+    def __init__(self, history: int = 4096, plot_points: int = 1024) -> None:
+        self.frame_cost = Ring(history)    # seconds of work per frame (excluding the XR wait)
+        self.latency = Ring(history)       # pose located → bytes handed to a socket, seconds
+        # t, sent pitch, sent yaw, seen pitch, seen yaw (NaN where nothing seen yet)
+        self.head_series = Ring(plot_points, 5)
+        self.frames = 0
+        self.tracking_lost_frames = 0
+
+    def frame(self, cost: float) -> None:
+        self.frames += 1
+        self.frame_cost.add(cost)
+
+    def wire(self, latency: float) -> None:
+        self.latency.add(latency)
+
+    def head(self, t: float, sent: tuple[float, float] | None, seen: tuple[float, float] | None) -> None:
+        nan = float("nan")
+        sp, sy = sent if sent is not None else (nan, nan)
+        vp, vy = seen if seen is not None else (nan, nan)
+        self.head_series.add(t, sp, sy, vp, vy)
+
+    def summary(self) -> dict:
+        ms = lambda v: None if v is None else round(v * 1000.0, 3)  # noqa: E731
+        return {
+            "frames": self.frames,
+            "tracking_lost_frames": self.tracking_lost_frames,
+            "frame_cost_ms": {"median": ms(self.frame_cost.percentile(50)), "p99": ms(self.frame_cost.percentile(99))},
+            "latency_ms": {"median": ms(self.latency.percentile(50)), "p99": ms(self.latency.percentile(99))},
+        }
