@@ -1,0 +1,67 @@
+"""Package layout: `import xr` is pyopenxr from the repo root, and the headcast subpackages import."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import REPO
+
+PROBE = Path(__file__).with_name("xr_import_probe.py")
+XR_REPORT = (
+    "import json, xr; print(json.dumps({'file': xr.__file__, 'create_instance': hasattr(xr, 'create_instance')}))"
+)
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _assert_pyopenxr(report: dict) -> None:
+    path = Path(report["file"]).resolve()
+    assert report["create_instance"], f"xr at {path} has no create_instance: not pyopenxr"
+    assert "site-packages" in path.parts, f"xr imported from {path}, not an installed package"
+    assert not path.is_relative_to(REPO / "xr"), f"the repo's xr/ folder shadows pyopenxr: {path}"
+
+
+def test_xr_folder_has_no_init():
+    assert (REPO / "xr").is_dir()
+    assert not (REPO / "xr" / "__init__.py").exists(), "xr/__init__.py would shadow pyopenxr"
+
+
+@pytest.mark.parametrize("where", ["repo root", "outside"])
+def test_python_c_import_xr_is_pyopenxr(where, tmp_path):
+    proc = _run(["-c", XR_REPORT], cwd=REPO if where == "repo root" else tmp_path)
+    _assert_pyopenxr(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_pytest_collection_from_repo_root_imports_pyopenxr(tmp_path):
+    out = tmp_path / "probe.json"
+    proc = _run(
+        ["-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(PROBE.relative_to(REPO))],
+        cwd=REPO, env={"HEADCAST_XR_PROBE_OUT": str(out)},
+    )
+    assert "test_probe_placeholder" in proc.stdout
+    assert out.exists(), f"the probe was not collected:\n{proc.stdout}"
+    _assert_pyopenxr(json.loads(out.read_text()))
+
+
+def test_headcast_subpackages_import_from_repo_root():
+    code = (
+        "import json, headcast.app, headcast.netcode, headcast.xr, headcast.netcode.pose;"
+        "print(json.dumps({'xr': list(headcast.xr.__path__), 'netcode': headcast.netcode.__file__,"
+        " 'app': headcast.app.__file__}))"
+    )
+    report = json.loads(_run(["-c", code], cwd=REPO).stdout.strip().splitlines()[-1])
+    assert Path(report["netcode"]).resolve() == REPO / "netcode" / "__init__.py"
+    assert Path(report["app"]).resolve() == REPO / "app" / "__init__.py"
+    assert str(REPO / "xr") in report["xr"]
