@@ -1,0 +1,67 @@
+"""When a pose goes out: Unity's TransformSyncManager policy (seed §7, reference §8).
+
+- at most SendRate Hz (default 10, clamped 0.5–60), measured from the last actual send;
+- only on change: a 64-bit FNV-1a signature over the body after poseSeq (flags … last virtual,
+  i.e. exactly the quantised wire fields), compared with the last sent one;
+- an unchanged pose still goes out once per heartbeat (1 s) so the server's 5 s timeout
+  never removes an idle client;
+- poseSeq advances only when a pose is actually sent.
+
+Pure logic: the caller passes `now` (seconds, any monotonic clock).
+"""
+from __future__ import annotations
+
+# Unity's offset basis is the standard 14695981039346656037 with its last digit dropped
+# (reference §8); kept so our signatures equal Unity's for the same body.
+FNV_OFFSET_UNITY = 1469598103934665603
+FNV_PRIME = 1099511628211
+_MASK64 = (1 << 64) - 1
+
+SEND_RATE_MIN = 0.5
+SEND_RATE_MAX = 60.0
+HEARTBEAT_S = 1.0
+
+
+def pose_signature(tail: bytes) -> int:
+    h = FNV_OFFSET_UNITY
+    for b in tail:
+        h = ((h ^ b) * FNV_PRIME) & _MASK64
+    return h
+
+
+class SendPolicy:
+    def __init__(self, send_rate: float = 10.0, heartbeat: float = HEARTBEAT_S) -> None:
+        self.send_rate = send_rate
+        self.heartbeat = heartbeat
+        self.pose_seq = 0  # the seq of the last send (Unity increments before writing)
+        self._last_send: float | None = None
+        self._last_sig: int | None = None
+        self.last_skip = ""  # why the last None: "rate" or "unchanged" (for counters)
+
+    @property
+    def send_rate(self) -> float:
+        return self._rate
+
+    @send_rate.setter
+    def send_rate(self, hz: float) -> None:
+        self._rate = min(max(float(hz), SEND_RATE_MIN), SEND_RATE_MAX)
+        self._interval = 1.0 / self._rate
+
+    def decide(self, now: float, tail: bytes) -> int | None:
+        """The poseSeq to send `tail` with now, or None when this frame sends nothing."""
+        last = self._last_send
+        if last is not None and now - last < self._interval:
+            self.last_skip = "rate"
+            return None
+        sig = pose_signature(tail)
+        if sig == self._last_sig and last is not None and now - last < self.heartbeat:
+            self.last_skip = "unchanged"
+            return None
+        self._last_send = now
+        self._last_sig = sig
+        self.pose_seq = (self.pose_seq + 1) & 0xFFFF
+        return self.pose_seq
+
+    def forget_signature(self) -> None:
+        """The last send never left: treat the next pose as changed (the rate cap still holds)."""
+        self._last_sig = None
