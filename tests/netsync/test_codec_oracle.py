@@ -1,0 +1,234 @@
+"""Our encoder's bytes == the shipped serializer's bytes (styly-netsync-server 0.10.4 as oracle)."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from netsync.oracle import oracle_encode, random_frame, tdict
+from styly_netsync import binary_serializer as shipped
+from support import LONG
+
+from headcast.netcode.netsync.codec import (
+    PoseEncodeError,
+    compress_quat,
+    decode_body,
+    decode_client_pose,
+    decode_device_id_mapping,
+    decode_room_pose,
+    decompress_quat,
+    encode_body,
+    encode_client_pose,
+    encode_device_id_mapping,
+    encode_room_pose,
+)
+from headcast.netcode.netsync.model import (
+    FLAG_HEAD,
+    FLAG_LEFT,
+    FLAG_PHYSICAL,
+    FLAG_RIGHT,
+    FLAG_STEALTH,
+    FLAG_VIRTUALS,
+    DeviceMapping,
+    OriginDelta,
+    PoseFrame,
+    Transform,
+)
+
+GOLDEN = bytes.fromhex(
+    "ffff1e1f" "7d00ceff2c01" "7b0000a5000006ffff355a1cdd" "3600baff3c00fe78d7ec" "beffb0ff28003526dce5" "00"
+)
+
+
+@pytest.mark.parametrize("flags", range(64))
+def test_every_flag_combination_matches_shipped(flags):
+    rng = random.Random(flags)
+    for n in (0, 1, 2, 50, 51):  # 51: both encoders cap at 50
+        for seq in (0, 1, 65535, 70000):  # 70000: both mask to u16
+            f = random_frame(rng, flags, n)
+            ours = encode_client_pose("dev-Ω", seq, f)
+            assert ours == oracle_encode("dev-Ω", seq, f), (hex(flags), n, seq)
+            # and what we wrote decodes back to the sanitised flags
+            body = decode_client_pose(ours).body
+            assert body.flags == ours[3 + len("dev-Ω".encode()) + 2]
+
+
+def test_random_poses_match_shipped():
+    count = 200_000 if LONG else 10_000
+    rng = random.Random(0x5EED)
+    mismatches = []
+    for i in range(count):
+        f = random_frame(rng)
+        seq = rng.randrange(65536)
+        if encode_client_pose("d", seq, f) != oracle_encode("d", seq, f):
+            mismatches.append((i, f))
+    assert not mismatches[:3], f"{len(mismatches)} of {count} differ"
+
+
+EDGE_QUATS = [
+    (0.0, 0.0, 0.0, 0.0),  # zero → identity
+    (math.nan, 0.0, 0.0, 1.0),
+    (math.inf, 0.0, 0.0, 1.0),
+    (1e-7, 1e-7, 1e-7, 1e-7),  # |q|² = 4e-14 ≤ 1e-12 → identity
+    (1e-6, 0.0, 0.0, 0.0),  # |q|² = 1e-12: still identity
+    (2e-6, 0.0, 0.0, 0.0),  # just above: a real rotation
+    (0.5, 0.5, 0.5, 0.5),  # four-way tie → index 0
+    (-0.5, 0.5, -0.5, 0.5),  # tie, negative first → negate
+    (0.0, 0.0, 0.0, -1.0),  # negative largest
+    (0.70710677, 0.70710677, 0.0, 0.0),
+    (0.0, -0.70710678, 0.70710678, 0.0),
+    (1.0, 1.0, 1.0, 1e-300),
+    (3.0, -4.0, 12.0, 84.0),
+    (1e300, 1e300, 0.0, 0.0),  # |q|² overflows to inf → identity
+]
+
+
+@pytest.mark.parametrize("q", EDGE_QUATS)
+def test_quaternion_edge_cases_match_shipped(q):
+    assert compress_quat(q) == shipped._compress_quaternion_smallest_three(*q)
+    for flags in (0x06, 0x1E, 0x3E):
+        f = PoseFrame(flags, Transform((1.0, 2.0, 3.0), q), Transform((1.5, 2, 3), q), Transform((0, 0, 0), (q[3], q[2], q[1], q[0])),
+                      (Transform((2, 2, 2), q),), OriginDelta(1, 2, 3))
+        assert encode_client_pose("x", 7, f) == oracle_encode("x", 7, f)
+
+
+def test_identity_and_decoded_zero_component():
+    assert compress_quat((0.0, 0.0, 0.0, 1.0)) == 0xE0080200
+    x, y, z, w = decompress_quat(0xE0080200)
+    assert x == y == z == pytest.approx(0.000691, abs=1e-6) and w == pytest.approx(1.0, abs=1e-6)
+
+
+def test_every_packed_value_decodes_to_a_unit_quaternion():
+    rng = random.Random(3)
+    for packed in [0, 0xFFFFFFFF, 0xC0000000, 0x3FFFFFFF] + [rng.getrandbits(32) for _ in range(20_000)]:
+        q = decompress_quat(packed)
+        assert all(math.isfinite(c) for c in q)
+        assert sum(c * c for c in q) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_clamping_and_rounding_vector():
+    """Reference §10: head x 0.125 → 12 (half-to-even), y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
+    f = PoseFrame(0x1E, Transform((0.125, 100000.0, -5.0)), Transform((0.125 + 200.0, 0, 0)), Transform((0.125, 100000.0 - 200, -5.0)),
+                  delta=OriginDelta(0.045, -400.0, 4000.0))
+    ours = encode_body(1, f)
+    assert ours == oracle_encode("", 1, f)[3:]
+    assert ours[4:10] == bytes.fromhex("0400" "0080" "ff7f")  # dx 0.045 → 4, dz → −32768, dyaw → 32767
+    assert ours[10:19] == bytes.fromhex("0c0000" "ffff7f" "0cfeff")  # 12, 8388607, −500
+    # relative to the unquantised head: right (+200, −1e5, +5) m → (32767, −32768, 1000)
+    assert ours[23:29] == bytes.fromhex("ff7f" "0080" "e803")
+    assert ours[33:39] == bytes.fromhex("0000" "0080" "0000")  # left y −200 m → −32768
+
+
+def test_golden_body():
+    body, end = decode_body(GOLDEN)
+    assert end == len(GOLDEN) == 44
+    assert (body.pose_seq, body.flags, body.encoding_flags) == (65535, 0x1E, 0x1F)
+    assert body.delta == pytest.approx((1.25, -0.5, 30.0))
+    assert body.head.pos == pytest.approx((1.23, 1.65, -2.5))
+    assert body.right.pos == pytest.approx((1.23 + 0.27, 1.65 - 0.35, -2.5 + 0.30))
+    assert body.left.pos == pytest.approx((1.23 - 0.33, 1.65 - 0.40, -2.5 + 0.20))
+    assert body.virtuals == ()
+    # what we decoded encodes back to the same 44 bytes, with our encoder and with the shipped one
+    f = PoseFrame(body.flags, body.head, body.right, body.left, body.virtuals, body.delta)
+    assert encode_body(65535, f) == GOLDEN
+    assert oracle_encode("", 65535, f)[3:] == GOLDEN
+
+
+@pytest.mark.parametrize(
+    "flags, n, size",
+    [(FLAG_STEALTH, 0, 5), (FLAG_HEAD, 0, 18), (FLAG_PHYSICAL, 0, 11), (0x1C, 0, 38), (0x1E, 0, 44),
+     (0x3E, 1, 54), (0x3E, 50, 544), (0x3F, 3, 5), (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS, 2, 5)],
+)
+def test_body_sizes(flags, n, size):
+    f = random_frame(random.Random(n), flags, n)
+    assert len(encode_body(0, f)) == size
+
+
+def test_decoder_agrees_with_shipped_decoder():
+    rng = random.Random(11)
+    for _ in range(2000):
+        f = random_frame(rng)
+        msg = encode_client_pose("peer", 9, f)
+        ours = decode_client_pose(msg)
+        _, theirs, raw = shipped.deserialize(msg)
+        assert ours.raw_body == raw and ours.device_id == theirs["deviceId"] == "peer"
+        b = ours.body
+        assert (b.pose_seq, b.flags, b.encoding_flags) == (theirs["poseSeq"], theirs["flags"], theirs["encodingFlags"])
+        if b.delta is not None:
+            assert b.delta == (theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"])
+        for mine, key in ((b.head, "head"), (b.right, "rightHand"), (b.left, "leftHand")):
+            if mine is not None:
+                assert tdict(mine) == pytest.approx(tdict(Transform(
+                    (theirs[key]["posX"], theirs[key]["posY"], theirs[key]["posZ"]),
+                    (theirs[key]["rotX"], theirs[key]["rotY"], theirs[key]["rotZ"], theirs[key]["rotW"]))), abs=1e-12)
+        assert len(b.virtuals) == len(theirs["virtuals"])
+        for mine, t in zip(b.virtuals, theirs["virtuals"]):
+            assert mine.pos == pytest.approx((t["posX"], t["posY"], t["posZ"]), abs=1e-12)
+        if b.physical is not None:
+            p = theirs["physical"]
+            # positions agree; yaw differs by design when the head pitches/rolls (reference §5)
+            assert b.physical.pos == pytest.approx((p["posX"], p["posY"], p["posZ"]), abs=1e-9)
+
+
+def test_room_pose_matches_shipped():
+    rng = random.Random(5)
+    frames = [random_frame(rng) for _ in range(6)]
+    bodies = [encode_body(i * 7, f) for i, f in enumerate(frames)]
+    entries = [(i + 1, 100.25 + i, b) for i, b in enumerate(bodies)]
+    ours = encode_room_pose("room-é", 1234.5, entries)
+    theirs = shipped.serialize_room_transform({
+        "roomId": "room-é",
+        "broadcastTime": 1234.5,
+        "clients": [{**_client_dict(f, i * 7), "clientNo": i + 1, "poseTime": 100.25 + i} for i, f in enumerate(frames)],
+    })
+    assert ours == theirs
+    room = decode_room_pose(theirs)
+    assert room.room_id == "room-é" and room.broadcast_time == 1234.5
+    assert [(e.client_no, e.pose_time) for e in room.entries] == [(n, t) for n, t, _ in entries]
+    assert [e.body for e in room.entries] == [decode_body(b)[0] for b in bodies]
+    assert decode_room_pose(encode_room_pose("r", 0.0, [])).entries == ()
+
+
+def _client_dict(f: PoseFrame, seq: int) -> dict:
+    from netsync.oracle import oracle_client
+
+    d = oracle_client("", seq, f)
+    del d["deviceId"]
+    return d
+
+
+def test_device_id_mapping_matches_shipped():
+    maps = [DeviceMapping(1, "a" * 36, False), DeviceMapping(2, "ステルス", True), DeviceMapping(65535, "", False)]
+    ours = encode_device_id_mapping((0, 10, 4), maps)
+    assert ours == shipped.serialize_device_id_mapping([(m.client_no, m.device_id, m.stealth) for m in maps], (0, 10, 4))
+    decoded = decode_device_id_mapping(ours)
+    assert decoded.server_version == (0, 10, 4) and decoded.mappings == tuple(maps)
+    # reference §6 example header: 06 00 0a 04 01 00 | 01 00 00 24 <36-byte UUID>
+    one = encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "u" * 36, False)])
+    assert one[:10] == bytes.fromhex("06000a04010001000024")
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_pose_is_a_typed_error(bad):
+    for f in (PoseFrame(0x04, Transform((bad, 0, 0))), PoseFrame(0x02, delta=OriginDelta(0, bad, 0)),
+              PoseFrame(0x0C, right=Transform((0, bad, 0)))):
+        with pytest.raises(PoseEncodeError):
+            encode_body(0, f)
+        with pytest.raises((ValueError, OverflowError)):  # the shipped one raises too
+            oracle_encode("", 0, f)
+
+
+def test_encoder_refuses_undefined_flags_and_long_device_ids():
+    with pytest.raises(PoseEncodeError):
+        encode_body(0, PoseFrame(0x40 | FLAG_HEAD))
+    with pytest.raises(PoseEncodeError):
+        encode_client_pose("x" * 256, 0, PoseFrame(FLAG_HEAD))
+    assert len(encode_client_pose("x" * 255, 0, PoseFrame(FLAG_HEAD))) == 3 + 255 + 18
+
+
+def test_build_derives_flags_like_unity():
+    h = Transform((0, 1.7, 0))
+    assert PoseFrame.build(h, h, h, (h,), OriginDelta()).flags == 0x3E
+    assert PoseFrame.build(h, None, h).flags == FLAG_HEAD | FLAG_LEFT
+    assert PoseFrame.build(None, h, h, (h,), OriginDelta()).flags == FLAG_PHYSICAL
+    assert PoseFrame.build(h, h, stealth=True).flags == FLAG_STEALTH
