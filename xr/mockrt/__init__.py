@@ -1,0 +1,254 @@
+"""headcast's mocked OpenXR runtime: build it, point the loader at it, drive it from tests.
+
+`ensure_runtime()` builds `libmockxr.so` with gcc when missing or stale and returns its loader
+manifest; set `XR_RUNTIME_JSON` to that path (see `runtime_env`) before the first OpenXR call.
+`MockControl` opens the same library with ctypes. Because glibc hands back the handle the
+loader already holds, its calls act on the live runtime; and because that handle keeps the
+library loaded after `xrDestroyInstance`, control state persists: call `reset()` between tests.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .build import LIBRARY_NAME, RuntimeBuildError, build, default_build_dir
+
+__all__ = [
+    "ensure_runtime", "library_path", "motion_path", "runtime_env", "MockControl", "MockControlError",
+    "HapticRecord", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
+    "ORIENTATION_TRACKED", "POSITION_TRACKED", "TRACKED",
+]
+
+# XrSpaceLocationFlags bits, as the runtime reports them for a device
+ORIENTATION_VALID = 0x1
+POSITION_VALID = 0x2
+ORIENTATION_TRACKED = 0x4
+POSITION_TRACKED = 0x8
+TRACKED = 0xF
+
+PROFILES = (
+    "/interaction_profiles/khr/simple_controller",
+    "/interaction_profiles/oculus/touch_controller",
+    "/interaction_profiles/valve/index_controller",
+    "/interaction_profiles/htc/vive_controller",
+    "/interaction_profiles/microsoft/motion_controller",
+)
+
+_MOTIONS = Path(__file__).resolve().parent.parent.parent / "assets" / "motions"
+
+
+def ensure_runtime(build_dir: Path | None = None) -> Path:
+    """The runtime's manifest path (absolute), compiling the library first if needed.
+
+    Builds into build/mockrt/ of a repository checkout, else into the user cache directory.
+    Raises RuntimeBuildError naming the Debian packages when gcc or the OpenXR headers are missing.
+    """
+    return build(build_dir)
+
+
+def library_path(manifest: Path | None = None) -> Path:
+    """Absolute path of libmockxr.so next to `manifest` (default: the built runtime)."""
+    manifest = manifest or ensure_runtime()
+    return (Path(manifest).parent / LIBRARY_NAME).resolve()
+
+
+def motion_path(name: str) -> Path:
+    """A shipped motion file by name ("look_around") or file name ("look_around.motion")."""
+    file = name if name.endswith(".motion") else f"{name}.motion"
+    path = _MOTIONS / file
+    if not path.is_file():
+        from importlib.resources import files
+
+        path = Path(str(files("headcast.assets") / "motions" / file))
+    if not path.is_file():
+        raise FileNotFoundError(f"no motion file {file!r} in assets/motions")
+    return path
+
+
+def runtime_env(
+    motion: str | Path | None = None,
+    *,
+    throttle: bool = True,
+    profile: str | None = None,
+    script: str | Path | None = None,
+    log: str | Path | None = None,
+) -> dict[str, str]:
+    """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env)."""
+    env = {"XR_RUNTIME_JSON": str(ensure_runtime())}
+    if motion is not None:
+        env["HEADCAST_MOCK_MOTION"] = str(motion if isinstance(motion, Path) or "/" in str(motion) else motion_path(str(motion)))
+    if not throttle:
+        env["HEADCAST_MOCK_THROTTLE"] = "0"
+    if profile is not None:
+        env["HEADCAST_MOCK_PROFILE"] = profile
+    if script is not None:
+        env["HEADCAST_MOCK_SCRIPT"] = str(script)
+    if log is not None:
+        env["HEADCAST_MOCK_LOG"] = str(log)
+    return env
+
+
+class MockControlError(ValueError):
+    """The runtime rejected a control call (unknown path, bad motion file, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HapticRecord:
+    count: int          # xrApplyHapticFeedback calls that reached this hand
+    amplitude: float    # of the last one
+    duration_ns: int
+    frequency: float
+    stops: int          # xrStopHapticFeedback calls
+
+
+_c = ctypes
+_SIGNATURES: dict[str, tuple[list, object]] = {
+    "mockxr_last_error": ([], _c.c_char_p),
+    "mockxr_reset": ([], None),
+    "mockxr_load_motion": ([_c.c_char_p], _c.c_int),
+    "mockxr_load_script": ([_c.c_char_p], _c.c_int),
+    "mockxr_clear_motion": ([], None),
+    "mockxr_set_pose": ([_c.c_char_p] + [_c.c_float] * 7, _c.c_int),
+    "mockxr_get_pose": ([_c.c_char_p, _c.POINTER(_c.c_float)], _c.c_int),
+    "mockxr_set_float": ([_c.c_char_p, _c.c_float], _c.c_int),
+    "mockxr_set_bool": ([_c.c_char_p, _c.c_int], _c.c_int),
+    "mockxr_set_vec2": ([_c.c_char_p, _c.c_float, _c.c_float], _c.c_int),
+    "mockxr_set_tracking": ([_c.c_char_p, _c.c_uint64], _c.c_int),
+    "mockxr_command": ([_c.c_char_p], _c.c_int),
+    "mockxr_set_profile": ([_c.c_char_p], _c.c_int),
+    "mockxr_set_throttle": ([_c.c_int], None),
+    "mockxr_set_stage_supported": ([_c.c_int], None),
+    "mockxr_set_hmd_present": ([_c.c_int], None),
+    "mockxr_get_haptics": (
+        [_c.c_char_p, _c.POINTER(_c.c_int64), _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64),
+         _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64)], _c.c_int),
+    "mockxr_frames_ended": ([], _c.c_int64),
+    "mockxr_frames_waited": ([], _c.c_int64),
+    "mockxr_frame_index": ([], _c.c_int64),
+    "mockxr_session_state": ([], _c.c_int),
+    "mockxr_instance_alive": ([], _c.c_int),
+}
+
+
+class MockControl:
+    """ctypes control of the live mock runtime (same dlopen handle as the OpenXR loader's).
+
+    Paths are OpenXR paths: poses "/user/head", "/user/hand/left/input/aim/pose",
+    ".../grip/pose"; inputs "/user/hand/right/input/trigger/value", ".../thumbstick",
+    ".../a/click" (assets/motions/README.md lists them); tracking "/user/head", "/user/hand/left".
+    """
+
+    def __init__(self, manifest: Path | None = None) -> None:
+        self.library = library_path(manifest)
+        self._lib = ctypes.CDLL(str(self.library))
+        for name, (argtypes, restype) in _SIGNATURES.items():
+            fn = getattr(self._lib, name)
+            fn.argtypes, fn.restype = argtypes, restype
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise MockControlError(f"{what}: {self._lib.mockxr_last_error().decode()}")
+
+    def reset(self) -> None:
+        """Defaults everywhere: no motion, default poses, all tracked, throttle/profile from env again."""
+        self._lib.mockxr_reset()
+
+    def load_motion(self, path: str | Path) -> None:
+        """Play a motion file from the next session begin (frame 0 = first xrWaitFrame)."""
+        self._check(self._lib.mockxr_load_motion(str(path).encode()), "load_motion")
+
+    def load_script(self, path: str | Path) -> None:
+        """A second motion file applied on top of the first (same format)."""
+        self._check(self._lib.mockxr_load_script(str(path).encode()), "load_script")
+
+    def clear_motion(self) -> None:
+        self._lib.mockxr_clear_motion()
+
+    def set_pose(self, path: str, position: Sequence[float], orientation: Sequence[float] = (0, 0, 0, 1)) -> None:
+        """Position (x, y, z) metres and orientation (x, y, z, w) in STAGE."""
+        self._check(self._lib.mockxr_set_pose(path.encode(), *position, *orientation), f"set_pose {path}")
+
+    def get_pose(self, path: str) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
+        out = (ctypes.c_float * 7)()
+        self._check(self._lib.mockxr_get_pose(path.encode(), out), f"get_pose {path}")
+        return (out[0], out[1], out[2]), (out[3], out[4], out[5], out[6])
+
+    def set_float(self, path: str, value: float) -> None:
+        self._check(self._lib.mockxr_set_float(path.encode(), value), f"set_float {path}")
+
+    def set_bool(self, path: str, value: bool) -> None:
+        self._check(self._lib.mockxr_set_bool(path.encode(), int(bool(value))), f"set_bool {path}")
+
+    def set_vec2(self, path: str, x: float, y: float) -> None:
+        self._check(self._lib.mockxr_set_vec2(path.encode(), x, y), f"set_vec2 {path}")
+
+    def set_tracking(self, path: str, flags: int) -> None:
+        """XrSpaceLocationFlags for "/user/head", "/user/hand/left" or "/user/hand/right"."""
+        self._check(self._lib.mockxr_set_tracking(path.encode(), flags), f"set_tracking {path}")
+
+    def command(self, name: str) -> None:
+        """Session event: "exit", "unfocus", "focus" or "loss"."""
+        self._check(self._lib.mockxr_command(name.encode()), f"command {name}")
+
+    def request_exit(self) -> None:
+        self.command("exit")
+
+    def unfocus(self) -> None:
+        self.command("unfocus")
+
+    def focus(self) -> None:
+        self.command("focus")
+
+    def lose_session(self) -> None:
+        self.command("loss")
+
+    def set_profile(self, profile: str) -> None:
+        """The emulated controller's interaction profile (one of PROFILES)."""
+        self._check(self._lib.mockxr_set_profile(profile.encode()), "set_profile")
+
+    def set_throttle(self, on: bool) -> None:
+        """Pace xrWaitFrame at 90 Hz (True) or return at once (False)."""
+        self._lib.mockxr_set_throttle(int(on))
+
+    def set_stage_supported(self, on: bool) -> None:
+        """Offer the STAGE reference space (True by default); False mimics a seated-only runtime."""
+        self._lib.mockxr_set_stage_supported(int(on))
+
+    def set_hmd_present(self, on: bool) -> None:
+        """False makes xrGetSystem fail with XR_ERROR_FORM_FACTOR_UNAVAILABLE (headset unplugged)."""
+        self._lib.mockxr_set_hmd_present(int(on))
+
+    def haptics(self, hand: str) -> HapticRecord:
+        """What the app sent to "/user/hand/left" or "/user/hand/right"."""
+        count, dur, stops = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        amp, freq = ctypes.c_float(), ctypes.c_float()
+        self._check(self._lib.mockxr_get_haptics(
+            hand.encode(), ctypes.byref(count), ctypes.byref(amp), ctypes.byref(dur), ctypes.byref(freq),
+            ctypes.byref(stops)), f"haptics {hand}")
+        return HapticRecord(count.value, amp.value, dur.value, freq.value, stops.value)
+
+    @property
+    def frames_ended(self) -> int:
+        """xrEndFrame calls that succeeded since the last reset."""
+        return self._lib.mockxr_frames_ended()
+
+    @property
+    def frames_waited(self) -> int:
+        return self._lib.mockxr_frames_waited()
+
+    @property
+    def frame_index(self) -> int:
+        """Motion frame of the running session (0 = first xrWaitFrame after begin), -1 if none."""
+        return self._lib.mockxr_frame_index()
+
+    @property
+    def session_state(self) -> int:
+        """XrSessionState value of the live session (0 when there is none)."""
+        return self._lib.mockxr_session_state()
+
+    @property
+    def instance_alive(self) -> bool:
+        return bool(self._lib.mockxr_instance_alive())
+

@@ -1,0 +1,2395 @@
+/*
+ * MockXR: headcast's mocked OpenXR runtime.
+ *
+ * A real OpenXR runtime library that the Khronos loader loads through XR_RUNTIME_JSON. It plays
+ * scripted motion (assets/motions/, *.motion files) for the head and both controllers, emulates one
+ * physical controller type, and exports a small control API (mockxr_*) that tests call through
+ * ctypes on the same dlopen handle the loader uses.
+ *
+ * Built with gcc against Debian's libopenxr-dev 1.0.20 headers (xr/mockrt/build.py). Everything
+ * is static or hidden: the loader in the same process exports the same xr* names, so only
+ * xrNegotiateLoaderRuntimeInterface and the mockxr_* control functions are visible.
+ *
+ * Environment (read at xrCreateInstance unless the control API set the value):
+ *   HEADCAST_MOCK_MOTION=<file>   motion file played from session begin
+ *   HEADCAST_MOCK_SCRIPT=<file>   second motion file layered on top (same format; !commands)
+ *   HEADCAST_MOCK_THROTTLE=0      xrWaitFrame does not pace at 90 Hz
+ *   HEADCAST_MOCK_PROFILE=<path>  emulated controller, default /interaction_profiles/oculus/touch_controller
+ *   HEADCAST_MOCK_LOG=<file>      JSON-lines log of state changes, haptics and ended frames
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* the xr* names are ours (static); the loader's prototypes would clash */
+#define XR_NO_PROTOTYPES 1
+#define XR_USE_TIMESPEC 1
+#define XR_USE_GRAPHICS_API_OPENGL 1
+#include <openxr/openxr.h>
+#include <openxr/openxr_platform.h>
+#include <openxr/openxr_reflection.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define API static XRAPI_ATTR XrResult XRAPI_CALL
+
+/* ---- loader negotiation (openxr_loader_negotiation.h is not in the 1.0.20 headers) ---- */
+
+typedef enum {
+    LOADER_STRUCT_UNINTIALIZED = 0,
+    LOADER_STRUCT_LOADER_INFO = 1,
+    LOADER_STRUCT_API_LAYER_REQUEST = 2,
+    LOADER_STRUCT_RUNTIME_REQUEST = 3,
+    LOADER_STRUCT_MAX_ENUM = 0x7FFFFFFF
+} XrLoaderInterfaceStructs;
+
+typedef struct XrNegotiateLoaderInfo {
+    XrLoaderInterfaceStructs structType;
+    uint32_t structVersion;
+    size_t structSize;
+    uint32_t minInterfaceVersion;
+    uint32_t maxInterfaceVersion;
+    XrVersion minApiVersion;
+    XrVersion maxApiVersion;
+} XrNegotiateLoaderInfo;
+
+typedef struct XrNegotiateRuntimeRequest {
+    XrLoaderInterfaceStructs structType;
+    uint32_t structVersion;
+    size_t structSize;
+    uint32_t runtimeInterfaceVersion;
+    XrVersion runtimeApiVersion;
+    PFN_xrGetInstanceProcAddr getInstanceProcAddr;
+} XrNegotiateRuntimeRequest;
+
+/* ---- OpenXR 1.1 additions the 1.0.20 headers lack ---- */
+
+#define MOCK_TYPE_SPACES_LOCATE_INFO ((XrStructureType)1000471000)
+#define MOCK_TYPE_SPACE_LOCATIONS ((XrStructureType)1000471001)
+#define MOCK_TYPE_SPACE_VELOCITIES ((XrStructureType)1000471002)
+#define MOCK_REFERENCE_SPACE_TYPE_LOCAL_FLOOR ((XrReferenceSpaceType)1000426000)
+
+typedef struct MockSpacesLocateInfo {
+    XrStructureType type;
+    const void *next;
+    XrSpace baseSpace;
+    XrTime time;
+    uint32_t spaceCount;
+    const XrSpace *spaces;
+} MockSpacesLocateInfo;
+
+typedef struct MockSpaceLocationData {
+    XrSpaceLocationFlags locationFlags;
+    XrPosef pose;
+} MockSpaceLocationData;
+
+typedef struct MockSpaceLocations {
+    XrStructureType type;
+    void *next;
+    uint32_t locationCount;
+    MockSpaceLocationData *locations;
+} MockSpaceLocations;
+
+/* The GLX binding, laid out as in openxr_platform.h, so that no X11/GL headers are needed. */
+typedef struct MockGraphicsBindingOpenGLXlib {
+    XrStructureType type;
+    const void *next;
+    void *xDisplay;
+    uint32_t visualid;
+    void *glxFBConfig;
+    unsigned long glxDrawable;
+    void *glxContext;
+} MockGraphicsBindingOpenGLXlib;
+
+/* ---- constants ---- */
+
+#define RUNTIME_NAME "MockXR (headcast)"
+#define SYSTEM_ID ((XrSystemId)1)
+#define FRAME_PERIOD_NS 11111111LL /* 90 Hz */
+#define NOMINAL_RATE 90.0
+#define IPD 0.064f
+#define LOCAL_HEIGHT 1.6f
+#define VIEW_W 1024
+#define VIEW_H 1024
+#define ALL_FLAGS                                                                                  \
+    (XR_SPACE_LOCATION_ORIENTATION_VALID_BIT | XR_SPACE_LOCATION_POSITION_VALID_BIT |             \
+     XR_SPACE_LOCATION_ORIENTATION_TRACKED_BIT | XR_SPACE_LOCATION_POSITION_TRACKED_BIT)
+
+static char g_error[512]; /* last control-API / motion error, read by mockxr_last_error */
+
+static void set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    va_end(ap);
+}
+
+static XrTime now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (XrTime)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- pose math (double inside, float at the API) ---- */
+
+static const XrPosef IDENTITY_POSE = {{0, 0, 0, 1}, {0, 0, 0}};
+
+static int pose_is_identity(const XrPosef *p) {
+    return p->orientation.x == 0 && p->orientation.y == 0 && p->orientation.z == 0 &&
+           p->orientation.w == 1 && p->position.x == 0 && p->position.y == 0 &&
+           p->position.z == 0;
+}
+
+static void quat_mul(const double a[4], const double b[4], double o[4]) {
+    double x = a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1];
+    double y = a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0];
+    double z = a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3];
+    double w = a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2];
+    o[0] = x, o[1] = y, o[2] = z, o[3] = w;
+}
+
+static void quat_rotate(const double q[4], const double v[3], double o[3]) {
+    /* v' = v + 2w(q×v) + 2q×(q×v) */
+    double tx = 2 * (q[1] * v[2] - q[2] * v[1]);
+    double ty = 2 * (q[2] * v[0] - q[0] * v[2]);
+    double tz = 2 * (q[0] * v[1] - q[1] * v[0]);
+    o[0] = v[0] + q[3] * tx + (q[1] * tz - q[2] * ty);
+    o[1] = v[1] + q[3] * ty + (q[2] * tx - q[0] * tz);
+    o[2] = v[2] + q[3] * tz + (q[0] * ty - q[1] * tx);
+}
+
+/* a ∘ b: b expressed in a's frame, returned in a's parent frame. Identity operands are exact. */
+static XrPosef pose_compose(const XrPosef *a, const XrPosef *b) {
+    if (pose_is_identity(a)) return *b;
+    if (pose_is_identity(b)) return *a;
+    double qa[4] = {a->orientation.x, a->orientation.y, a->orientation.z, a->orientation.w};
+    double qb[4] = {b->orientation.x, b->orientation.y, b->orientation.z, b->orientation.w};
+    double pb[3] = {b->position.x, b->position.y, b->position.z}, r[3], q[4];
+    quat_mul(qa, qb, q);
+    quat_rotate(qa, pb, r);
+    XrPosef o;
+    o.orientation.x = (float)q[0], o.orientation.y = (float)q[1];
+    o.orientation.z = (float)q[2], o.orientation.w = (float)q[3];
+    o.position.x = (float)(r[0] + a->position.x);
+    o.position.y = (float)(r[1] + a->position.y);
+    o.position.z = (float)(r[2] + a->position.z);
+    return o;
+}
+
+static XrPosef pose_inverse(const XrPosef *a) {
+    if (pose_is_identity(a)) return *a;
+    double qi[4] = {-a->orientation.x, -a->orientation.y, -a->orientation.z, a->orientation.w};
+    double p[3] = {-a->position.x, -a->position.y, -a->position.z}, r[3];
+    quat_rotate(qi, p, r);
+    XrPosef o;
+    o.orientation.x = (float)qi[0], o.orientation.y = (float)qi[1];
+    o.orientation.z = (float)qi[2], o.orientation.w = (float)qi[3];
+    o.position.x = (float)r[0], o.position.y = (float)r[1], o.position.z = (float)r[2];
+    return o;
+}
+
+static int quat_is_unit(const XrQuaternionf *q) {
+    double n = (double)q->x * q->x + (double)q->y * q->y + (double)q->z * q->z + (double)q->w * q->w;
+    return isfinite(n) && fabs(n - 1.0) <= 0.01;
+}
+
+static void quat_from_ypr(double yaw, double pitch, double roll, double o[4]) {
+    /* yaw about +Y (turn left), then pitch about +X (look up), then roll about +Z */
+    double d = M_PI / 360.0;
+    double qy[4] = {0, sin(yaw * d), 0, cos(yaw * d)};
+    double qp[4] = {sin(pitch * d), 0, 0, cos(pitch * d)};
+    double qr[4] = {0, 0, sin(roll * d), cos(roll * d)};
+    double t[4];
+    quat_mul(qy, qp, t);
+    quat_mul(t, qr, o);
+}
+
+static void quat_slerp(const float a[4], const float b[4], double f, float o[4]) {
+    double qa[4] = {a[0], a[1], a[2], a[3]}, qb[4] = {b[0], b[1], b[2], b[3]};
+    double dot = qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3];
+    if (dot < 0) {
+        for (int i = 0; i < 4; i++) qb[i] = -qb[i];
+        dot = -dot;
+    }
+    double wa, wb;
+    if (dot > 0.9995) {
+        wa = 1 - f, wb = f;
+    } else {
+        double th = acos(dot), s = sin(th);
+        wa = sin((1 - f) * th) / s, wb = sin(f * th) / s;
+    }
+    double r[4], n = 0;
+    for (int i = 0; i < 4; i++) r[i] = wa * qa[i] + wb * qb[i], n += r[i] * r[i];
+    n = sqrt(n);
+    for (int i = 0; i < 4; i++) o[i] = (float)(r[i] / n);
+}
+
+/* ---- paths ---- */
+
+#define MAX_PATHS 4096
+static char *g_paths[MAX_PATHS]; /* XrPath = index + 1 */
+static uint32_t g_npaths;
+
+static int path_well_formed(const char *s) {
+    size_t n = strlen(s);
+    if (n < 2 || n >= XR_MAX_PATH_LENGTH || s[0] != '/' || s[n - 1] == '/') return 0;
+    const char *seg = s + 1;
+    for (const char *c = s + 1;; c++) {
+        if (*c == '/' || *c == 0) {
+            size_t len = (size_t)(c - seg);
+            if (len == 0) return 0;
+            size_t dots = 0;
+            for (const char *d = seg; d < c; d++) dots += *d == '.';
+            if (dots == len) return 0; /* "." and ".." components */
+            if (*c == 0) return 1;
+            seg = c + 1;
+        } else if (!(islower((unsigned char)*c) || isdigit((unsigned char)*c) || *c == '-' ||
+                     *c == '_' || *c == '.')) {
+            return 0;
+        }
+    }
+}
+
+static XrPath path_lookup(const char *s) {
+    for (uint32_t i = 0; i < g_npaths; i++)
+        if (strcmp(g_paths[i], s) == 0) return i + 1;
+    return XR_NULL_PATH;
+}
+
+static XrPath path_intern(const char *s) {
+    XrPath p = path_lookup(s);
+    if (p != XR_NULL_PATH || g_npaths >= MAX_PATHS) return p;
+    g_paths[g_npaths] = strdup(s);
+    return ++g_npaths;
+}
+
+static const char *path_str(XrPath p) {
+    return (p >= 1 && p <= g_npaths) ? g_paths[p - 1] : NULL;
+}
+
+static void paths_clear(void) {
+    for (uint32_t i = 0; i < g_npaths; i++) free(g_paths[i]);
+    g_npaths = 0;
+}
+
+/* ---- the emulated devices: poses, tracking flags, physical inputs, haptics ---- */
+
+enum { P_HEAD, P_LEFT_AIM, P_LEFT_GRIP, P_RIGHT_AIM, P_RIGHT_GRIP, NPOSE };
+enum { F_HEAD, F_LEFT, F_RIGHT, NFLAGS };
+enum { IN_TRIGGER, IN_SQUEEZE, IN_STICK, IN_PAD, IN_STICK_CLICK, IN_PAD_CLICK, IN_PAD_TOUCH,
+       IN_A, IN_B, IN_MENU, IN_SYSTEM, NIN, IN_NONE = NIN };
+
+static const char *const POSE_PATHS[NPOSE] = {
+    "/user/head", "/user/hand/left/input/aim/pose", "/user/hand/left/input/grip/pose",
+    "/user/hand/right/input/aim/pose", "/user/hand/right/input/grip/pose"};
+static const char *const FLAG_PATHS[NFLAGS] = {"/user/head", "/user/hand/left", "/user/hand/right"};
+static const char *const HAND_PATHS[2] = {"/user/hand/left", "/user/hand/right"};
+
+/* Inputs by the generic name the control API and motion files use (after /user/hand/<side>). */
+static const struct { const char *suffix; int input; int dims; } INPUT_NAMES[] = {
+    {"/input/trigger/value", IN_TRIGGER, 1}, {"/input/trigger", IN_TRIGGER, 1},
+    {"/input/trigger/click", IN_TRIGGER, 1}, {"/input/select/click", IN_TRIGGER, 1},
+    {"/input/squeeze/value", IN_SQUEEZE, 1}, {"/input/squeeze", IN_SQUEEZE, 1},
+    {"/input/squeeze/click", IN_SQUEEZE, 1}, {"/input/squeeze/force", IN_SQUEEZE, 1},
+    {"/input/thumbstick", IN_STICK, 2},      {"/input/thumbstick/click", IN_STICK_CLICK, 1},
+    {"/input/trackpad", IN_PAD, 2},          {"/input/trackpad/click", IN_PAD_CLICK, 1},
+    {"/input/trackpad/touch", IN_PAD_TOUCH, 1}, {"/input/a/click", IN_A, 1},
+    {"/input/x/click", IN_A, 1},             {"/input/b/click", IN_B, 1},
+    {"/input/y/click", IN_B, 1},             {"/input/menu/click", IN_MENU, 1},
+    {"/input/system/click", IN_SYSTEM, 1},
+};
+#define NINPUT_NAMES (sizeof INPUT_NAMES / sizeof INPUT_NAMES[0])
+
+static XrPosef g_pose[NPOSE];
+static XrSpaceLocationFlags g_flags[NFLAGS];
+static float g_in[2][NIN][2];
+
+typedef struct {
+    int64_t count, stops, duration;
+    float amplitude, frequency;
+} Haptic;
+static Haptic g_haptic[2];
+
+static void devices_default(void) {
+    static const float pos[NPOSE][3] = {
+        {0, 1.6f, 0}, {-0.2f, 1.3f, -0.3f}, {-0.2f, 1.3f, -0.25f}, {0.2f, 1.3f, -0.3f},
+        {0.2f, 1.3f, -0.25f}};
+    for (int i = 0; i < NPOSE; i++) {
+        g_pose[i] = IDENTITY_POSE;
+        g_pose[i].position.x = pos[i][0], g_pose[i].position.y = pos[i][1];
+        g_pose[i].position.z = pos[i][2];
+    }
+    for (int i = 0; i < NFLAGS; i++) g_flags[i] = ALL_FLAGS;
+    memset(g_in, 0, sizeof g_in);
+    memset(g_haptic, 0, sizeof g_haptic);
+}
+
+static int pose_index(const char *path) {
+    for (int i = 0; i < NPOSE; i++)
+        if (strcmp(POSE_PATHS[i], path) == 0) return i;
+    return -1;
+}
+
+static int flags_index(const char *path) {
+    for (int i = 0; i < NFLAGS; i++)
+        if (strcmp(FLAG_PATHS[i], path) == 0) return i;
+    return -1;
+}
+
+static int hand_prefix(const char *path, const char **rest) {
+    for (int h = 0; h < 2; h++) {
+        size_t n = strlen(HAND_PATHS[h]);
+        if (strncmp(path, HAND_PATHS[h], n) == 0) {
+            *rest = path + n;
+            return h;
+        }
+    }
+    return -1;
+}
+
+/* "/user/hand/right/input/trigger/value" → hand*NIN + input; dims through *dims; -1 if unknown */
+static int input_index(const char *path, int *dims) {
+    const char *rest;
+    int h = hand_prefix(path, &rest);
+    if (h < 0) return -1;
+    for (size_t i = 0; i < NINPUT_NAMES; i++)
+        if (strcmp(INPUT_NAMES[i].suffix, rest) == 0) {
+            *dims = INPUT_NAMES[i].dims;
+            return h * NIN + INPUT_NAMES[i].input;
+        }
+    return -1;
+}
+
+static int input_is_bool(int input) { return input >= IN_STICK_CLICK; }
+
+/* ---- interaction profiles (openxr.md §4 and the OpenXR 1.0 interaction profile paths) ---- */
+
+enum { K_BOOL = 1, K_FLOAT, K_VEC2, K_POSE, K_HAPTIC };
+enum { M_DIRECT, M_CLICK, M_TOUCH, M_X, M_Y };
+enum { SRC_AIM = 100, SRC_GRIP, SRC_HAPTIC };
+#define L 1
+#define R 2
+#define LR 3
+
+typedef struct {
+    const char *suffix;
+    uint8_t hands, kind, src, mode;
+} Comp;
+
+#define POSES_AND_HAPTIC                                                                           \
+    {"/input/grip/pose", LR, K_POSE, SRC_GRIP, M_DIRECT},                                          \
+        {"/input/aim/pose", LR, K_POSE, SRC_AIM, M_DIRECT},                                        \
+        {"/output/haptic", LR, K_HAPTIC, SRC_HAPTIC, M_DIRECT},                                    \
+    {                                                                                              \
+        NULL, 0, 0, 0, 0                                                                           \
+    }
+#define STICK_COMPS(name, src, click)                                                              \
+    {"/input/" name, LR, K_VEC2, src, M_DIRECT}, {"/input/" name "/x", LR, K_FLOAT, src, M_X},     \
+        {"/input/" name "/y", LR, K_FLOAT, src, M_Y},                                              \
+        {"/input/" name "/click", LR, K_BOOL, click, M_DIRECT},                                    \
+        {"/input/" name "/touch", LR, K_BOOL, src, M_TOUCH}
+
+static const Comp SIMPLE[] = {
+    {"/input/select/click", LR, K_BOOL, IN_TRIGGER, M_CLICK},
+    {"/input/menu/click", LR, K_BOOL, IN_MENU, M_DIRECT},
+    POSES_AND_HAPTIC};
+
+static const Comp TOUCH[] = {
+    {"/input/x/click", L, K_BOOL, IN_A, M_DIRECT}, {"/input/x/touch", L, K_BOOL, IN_A, M_DIRECT},
+    {"/input/y/click", L, K_BOOL, IN_B, M_DIRECT}, {"/input/y/touch", L, K_BOOL, IN_B, M_DIRECT},
+    {"/input/menu/click", L, K_BOOL, IN_MENU, M_DIRECT},
+    {"/input/a/click", R, K_BOOL, IN_A, M_DIRECT}, {"/input/a/touch", R, K_BOOL, IN_A, M_DIRECT},
+    {"/input/b/click", R, K_BOOL, IN_B, M_DIRECT}, {"/input/b/touch", R, K_BOOL, IN_B, M_DIRECT},
+    {"/input/system/click", R, K_BOOL, IN_SYSTEM, M_DIRECT},
+    {"/input/squeeze/value", LR, K_FLOAT, IN_SQUEEZE, M_DIRECT},
+    {"/input/trigger/value", LR, K_FLOAT, IN_TRIGGER, M_DIRECT},
+    {"/input/trigger/touch", LR, K_BOOL, IN_TRIGGER, M_TOUCH},
+    STICK_COMPS("thumbstick", IN_STICK, IN_STICK_CLICK),
+    {"/input/thumbrest/touch", LR, K_BOOL, IN_NONE, M_DIRECT},
+    POSES_AND_HAPTIC};
+
+static const Comp INDEX[] = {
+    {"/input/system/click", LR, K_BOOL, IN_SYSTEM, M_DIRECT},
+    {"/input/system/touch", LR, K_BOOL, IN_SYSTEM, M_DIRECT},
+    {"/input/a/click", LR, K_BOOL, IN_A, M_DIRECT}, {"/input/a/touch", LR, K_BOOL, IN_A, M_DIRECT},
+    {"/input/b/click", LR, K_BOOL, IN_B, M_DIRECT}, {"/input/b/touch", LR, K_BOOL, IN_B, M_DIRECT},
+    {"/input/squeeze/value", LR, K_FLOAT, IN_SQUEEZE, M_DIRECT},
+    {"/input/squeeze/force", LR, K_FLOAT, IN_SQUEEZE, M_DIRECT},
+    {"/input/trigger/click", LR, K_BOOL, IN_TRIGGER, M_CLICK},
+    {"/input/trigger/value", LR, K_FLOAT, IN_TRIGGER, M_DIRECT},
+    {"/input/trigger/touch", LR, K_BOOL, IN_TRIGGER, M_TOUCH},
+    STICK_COMPS("thumbstick", IN_STICK, IN_STICK_CLICK),
+    {"/input/trackpad", LR, K_VEC2, IN_PAD, M_DIRECT},
+    {"/input/trackpad/x", LR, K_FLOAT, IN_PAD, M_X},
+    {"/input/trackpad/y", LR, K_FLOAT, IN_PAD, M_Y},
+    {"/input/trackpad/force", LR, K_FLOAT, IN_PAD_CLICK, M_DIRECT},
+    {"/input/trackpad/touch", LR, K_BOOL, IN_PAD_TOUCH, M_DIRECT},
+    POSES_AND_HAPTIC};
+
+/* The Vive has no stick: its trackpad is the primary 2-axis input, fed by the thumbstick state. */
+static const Comp VIVE[] = {
+    {"/input/system/click", LR, K_BOOL, IN_SYSTEM, M_DIRECT},
+    {"/input/squeeze/click", LR, K_BOOL, IN_SQUEEZE, M_CLICK},
+    {"/input/menu/click", LR, K_BOOL, IN_MENU, M_DIRECT},
+    {"/input/trigger/click", LR, K_BOOL, IN_TRIGGER, M_CLICK},
+    {"/input/trigger/value", LR, K_FLOAT, IN_TRIGGER, M_DIRECT},
+    STICK_COMPS("trackpad", IN_STICK, IN_STICK_CLICK),
+    POSES_AND_HAPTIC};
+
+static const Comp WMR[] = {
+    {"/input/menu/click", LR, K_BOOL, IN_MENU, M_DIRECT},
+    {"/input/squeeze/click", LR, K_BOOL, IN_SQUEEZE, M_CLICK},
+    {"/input/trigger/value", LR, K_FLOAT, IN_TRIGGER, M_DIRECT},
+    {"/input/thumbstick", LR, K_VEC2, IN_STICK, M_DIRECT},
+    {"/input/thumbstick/x", LR, K_FLOAT, IN_STICK, M_X},
+    {"/input/thumbstick/y", LR, K_FLOAT, IN_STICK, M_Y},
+    {"/input/thumbstick/click", LR, K_BOOL, IN_STICK_CLICK, M_DIRECT},
+    {"/input/trackpad", LR, K_VEC2, IN_PAD, M_DIRECT},
+    {"/input/trackpad/x", LR, K_FLOAT, IN_PAD, M_X},
+    {"/input/trackpad/y", LR, K_FLOAT, IN_PAD, M_Y},
+    {"/input/trackpad/click", LR, K_BOOL, IN_PAD_CLICK, M_DIRECT},
+    {"/input/trackpad/touch", LR, K_BOOL, IN_PAD_TOUCH, M_DIRECT},
+    POSES_AND_HAPTIC};
+
+typedef struct {
+    const char *path, *name;
+    const Comp *comps;
+} Profile;
+
+enum { PR_SIMPLE, PR_TOUCH, PR_INDEX, PR_VIVE, PR_WMR, NPROFILES };
+static const Profile PROFILES[NPROFILES] = {
+    {"/interaction_profiles/khr/simple_controller", "Simple Controller", SIMPLE},
+    {"/interaction_profiles/oculus/touch_controller", "Oculus Touch Controller", TOUCH},
+    {"/interaction_profiles/valve/index_controller", "Valve Index Controller", INDEX},
+    {"/interaction_profiles/htc/vive_controller", "HTC Vive Controller", VIVE},
+    {"/interaction_profiles/microsoft/motion_controller", "Microsoft Motion Controller", WMR},
+};
+
+static int profile_index(const char *path) {
+    for (int i = 0; i < NPROFILES; i++)
+        if (path && strcmp(PROFILES[i].path, path) == 0) return i;
+    return -1;
+}
+
+static int kind_fits(int kind, XrActionType type) {
+    switch (type) {
+    case XR_ACTION_TYPE_BOOLEAN_INPUT:
+    case XR_ACTION_TYPE_FLOAT_INPUT: return kind == K_BOOL || kind == K_FLOAT;
+    case XR_ACTION_TYPE_VECTOR2F_INPUT: return kind == K_VEC2;
+    case XR_ACTION_TYPE_POSE_INPUT: return kind == K_POSE;
+    case XR_ACTION_TYPE_VIBRATION_OUTPUT: return kind == K_HAPTIC;
+    default: return 0;
+    }
+}
+
+/*
+ * The component a binding suffix names for an action type: the exact path when its kind fits,
+ * else (parent-path shorthand, e.g. ".../input/trigger") the preferred child component.
+ * type 0 asks only whether the path exists at all (binding validation).
+ */
+static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, XrActionType type) {
+    static const char *const BOOL_PREF[] = {"click", "value", "force", "touch", NULL};
+    static const char *const FLOAT_PREF[] = {"value", "force", "click", "touch", NULL};
+    static const char *const POSE_PREF[] = {"pose", NULL};
+    static const char *const NO_PREF[] = {NULL};
+    int bit = hand == 0 ? L : R;
+    size_t n = strlen(suffix);
+    for (const Comp *c = comps; c->suffix; c++)
+        if ((c->hands & bit) && strcmp(c->suffix, suffix) == 0 && (!type || kind_fits(c->kind, type)))
+            return c;
+    const char *const *pref = type == XR_ACTION_TYPE_BOOLEAN_INPUT  ? BOOL_PREF
+                              : type == XR_ACTION_TYPE_FLOAT_INPUT  ? FLOAT_PREF
+                              : type == XR_ACTION_TYPE_POSE_INPUT   ? POSE_PREF
+                                                                    : NO_PREF;
+    for (const Comp *c = comps; c->suffix; c++) {
+        if (!(c->hands & bit) || strncmp(c->suffix, suffix, n) != 0 || c->suffix[n] != '/') continue;
+        if (!type) return c;
+        for (const char *const *p = pref; *p; p++)
+            if (strcmp(c->suffix + n + 1, *p) == 0 && kind_fits(c->kind, type)) {
+                /* a better-ranked sibling may come later in the table */
+                for (const char *const *q = pref; q != p; q++) {
+                    char want[XR_MAX_PATH_LENGTH];
+                    snprintf(want, sizeof want, "%s/%s", suffix, *q);
+                    for (const Comp *d = comps; d->suffix; d++)
+                        if ((d->hands & bit) && strcmp(d->suffix, want) == 0 && kind_fits(d->kind, type))
+                            return d;
+                }
+                return c;
+            }
+    }
+    return NULL;
+}
+
+static void comp_read(const Comp *c, int hand, float out[2]) {
+    out[0] = out[1] = 0;
+    if (c->src >= NIN) return;
+    const float *v = g_in[hand][c->src];
+    switch (c->mode) {
+    case M_DIRECT: out[0] = v[0], out[1] = v[1]; break;
+    case M_CLICK: out[0] = v[0] >= 0.5f ? 1.0f : 0.0f; break;
+    case M_TOUCH: {
+        int touched = v[0] != 0 || v[1] != 0;
+        if (c->src == IN_STICK) touched |= g_in[hand][IN_STICK_CLICK][0] != 0;
+        out[0] = touched ? 1.0f : 0.0f;
+        break;
+    }
+    case M_X: out[0] = v[0]; break;
+    case M_Y: out[0] = v[1]; break;
+    }
+}
+
+/* ---- motion files ---- */
+
+enum { CH_POS, CH_ORI, CH_FLAGS, CH_INPUT };
+
+typedef struct {
+    double t;
+    float v[4];
+} Key;
+
+typedef struct {
+    int channel, target, dims, lerp;
+    int n, cap;
+    Key *keys;
+} Track;
+
+typedef struct {
+    double t;
+    char cmd[32];
+} Cue;
+
+typedef struct {
+    int loaded, frames_timebase, interpolate, loop;
+    double rate, end;
+    Track *tracks;
+    int ntracks;
+    Cue *cues;
+    int ncues, next_cue;
+    char path[512];
+} Motion;
+
+enum { SLOT_MOTION, SLOT_SCRIPT, NSLOTS };
+static Motion g_motion[NSLOTS];
+
+static void motion_free(Motion *m) {
+    for (int i = 0; i < m->ntracks; i++) free(m->tracks[i].keys);
+    free(m->tracks);
+    free(m->cues);
+    memset(m, 0, sizeof *m);
+}
+
+static Track *motion_track(Motion *m, int channel, int target, int dims, int lerp) {
+    for (int i = 0; i < m->ntracks; i++)
+        if (m->tracks[i].channel == channel && m->tracks[i].target == target) return &m->tracks[i];
+    m->tracks = realloc(m->tracks, sizeof(Track) * (size_t)(m->ntracks + 1));
+    Track *t = &m->tracks[m->ntracks++];
+    memset(t, 0, sizeof *t);
+    t->channel = channel, t->target = target, t->dims = dims, t->lerp = lerp;
+    return t;
+}
+
+static int track_add(Track *t, double time, const float *v) {
+    if (t->n && time < t->keys[t->n - 1].t) return -1;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->keys = realloc(t->keys, sizeof(Key) * (size_t)t->cap);
+    }
+    Key *k = &t->keys[t->n++];
+    k->t = time;
+    memset(k->v, 0, sizeof k->v);
+    memcpy(k->v, v, sizeof(float) * (size_t)t->dims);
+    return 0;
+}
+
+static int parse_numbers(char **tok, int ntok, double *out) {
+    for (int i = 0; i < ntok; i++) {
+        char *end;
+        if (!tok[i]) return -1;
+        out[i] = strtod(tok[i], &end);
+        if (*end || end == tok[i] || !isfinite(out[i])) return -1;
+    }
+    return 0;
+}
+
+static int parse_flags(const char *s, XrSpaceLocationFlags *out) {
+    char *end;
+    unsigned long v = strtoul(s, &end, 0);
+    if (*end == 0 && end != s) {
+        *out = v & ALL_FLAGS;
+        return v == (v & ALL_FLAGS) ? 0 : -1;
+    }
+    *out = 0;
+    if (strcmp(s, "none") == 0) return 0;
+    if (strcmp(s, "all") == 0) return (*out = ALL_FLAGS), 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strcmp(w, "ov") == 0) *out |= XR_SPACE_LOCATION_ORIENTATION_VALID_BIT;
+        else if (strcmp(w, "pv") == 0) *out |= XR_SPACE_LOCATION_POSITION_VALID_BIT;
+        else if (strcmp(w, "ot") == 0) *out |= XR_SPACE_LOCATION_ORIENTATION_TRACKED_BIT;
+        else if (strcmp(w, "pt") == 0) *out |= XR_SPACE_LOCATION_POSITION_TRACKED_BIT;
+        else return -1;
+    }
+    return 0;
+}
+
+static const char *const COMMANDS[] = {"exit", "unfocus", "focus", "loss", NULL};
+
+/* One line "<time> <target> ..." of a motion file; returns an error message or NULL. */
+static const char *motion_line(Motion *m, char **tok, int ntok) {
+    double t;
+    if (parse_numbers(tok, 1, &t) || t < 0) return "bad time";
+    if (ntok < 2) return "missing target";
+    double time = m->frames_timebase ? t : t * m->rate;
+    if (tok[1][0] == '!') {
+        int ok = 0;
+        for (const char *const *c = COMMANDS; *c; c++) ok |= strcmp(*c, tok[1] + 1) == 0;
+        if (!ok || ntok != 2) return "unknown command (exit, unfocus, focus, loss)";
+        if (m->ncues && time < m->cues[m->ncues - 1].t) return "commands out of time order";
+        m->cues = realloc(m->cues, sizeof(Cue) * (size_t)(m->ncues + 1));
+        m->cues[m->ncues].t = time;
+        snprintf(m->cues[m->ncues].cmd, sizeof m->cues[m->ncues].cmd, "%s", tok[1] + 1);
+        m->ncues++;
+        return NULL;
+    }
+    double v[7];
+    float f[4];
+    int pi = pose_index(tok[1]), fi = flags_index(tok[1]), dims;
+    if (ntok >= 3 && strcmp(tok[2], "flags") == 0) {
+        XrSpaceLocationFlags fl;
+        if (fi < 0) return "flags need /user/head, /user/hand/left or /user/hand/right";
+        if (ntok != 4 || parse_flags(tok[3], &fl)) return "flags: one value (0xf, all, none or ov,pv,ot,pt)";
+        f[0] = (float)fl;
+        track_add(motion_track(m, CH_FLAGS, fi, 1, 0), time, f);
+        return NULL;
+    }
+    if (pi >= 0) {
+        if (ntok < 3) return "pose channel missing (pos, ypr, quat or pose)";
+        const char *ch = tok[2];
+        int want = strcmp(ch, "pos") == 0 ? 3 : strcmp(ch, "ypr") == 0 ? 3
+                 : strcmp(ch, "quat") == 0 ? 4 : strcmp(ch, "pose") == 0 ? 7 : -1;
+        if (want < 0) return "unknown pose channel (pos, ypr, quat, pose, flags)";
+        if (ntok != 3 + want || parse_numbers(tok + 3, want, v)) return "wrong number of values";
+        if (strcmp(ch, "pos") == 0 || strcmp(ch, "pose") == 0) {
+            for (int i = 0; i < 3; i++) f[i] = (float)v[i];
+            if (track_add(motion_track(m, CH_POS, pi, 3, 1), time, f)) return "keyframes out of time order";
+        }
+        if (strcmp(ch, "pos") != 0) {
+            double q[4];
+            if (ch[0] == 'y') quat_from_ypr(v[0], v[1], v[2], q);
+            else memcpy(q, ch[0] == 'q' ? v : v + 3, sizeof q);
+            double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+            if (!(n > 1e-6)) return "zero quaternion";
+            if (m->interpolate) /* exact samples keep their bits */
+                for (int i = 0; i < 4; i++) q[i] /= n;
+            for (int i = 0; i < 4; i++) f[i] = (float)q[i];
+            if (track_add(motion_track(m, CH_ORI, pi, 4, 1), time, f)) return "keyframes out of time order";
+        }
+        return NULL;
+    }
+    int ii = input_index(tok[1], &dims);
+    if (ii < 0) return "unknown path";
+    if (ntok != 2 + dims || parse_numbers(tok + 2, dims, v)) return "wrong number of values";
+    for (int i = 0; i < dims; i++) f[i] = (float)v[i];
+    if (track_add(motion_track(m, CH_INPUT, ii, dims, !input_is_bool(ii % NIN)), time, f))
+        return "keyframes out of time order";
+    return NULL;
+}
+
+static int motion_load(Motion *m, const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        set_error("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    Motion n;
+    memset(&n, 0, sizeof n);
+    n.rate = NOMINAL_RATE, n.interpolate = 1;
+    snprintf(n.path, sizeof n.path, "%s", path);
+    char line[1024];
+    int lineno = 0;
+    while (fgets(line, sizeof line, fp)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *tok[16], *save;
+        int ntok = 0;
+        for (char *w = strtok_r(line, " \t\r\n", &save); w && ntok < 16; w = strtok_r(NULL, " \t\r\n", &save))
+            tok[ntok++] = w;
+        if (ntok == 0) continue;
+        const char *err = NULL;
+        if (isalpha((unsigned char)tok[0][0])) {
+            const char *d = tok[0];
+            const char *arg = ntok == 2 ? tok[1] : "";
+            int on = strcmp(arg, "on") == 0, off = strcmp(arg, "off") == 0;
+            if (strcmp(d, "rate") == 0) {
+                double r;
+                if (ntok != 2 || parse_numbers(tok + 1, 1, &r) || r <= 0) err = "rate: one positive number";
+                else n.rate = r;
+            } else if (strcmp(d, "timebase") == 0) {
+                if (strcmp(arg, "frames") == 0) n.frames_timebase = 1;
+                else if (strcmp(arg, "seconds") == 0) n.frames_timebase = 0;
+                else err = "timebase: frames or seconds";
+            } else if (strcmp(d, "interpolate") == 0 || strcmp(d, "loop") == 0) {
+                if (!on && !off) err = "expected on or off";
+                else if (d[0] == 'i') n.interpolate = on;
+                else n.loop = on;
+            } else {
+                err = "unknown directive (rate, timebase, interpolate, loop)";
+            }
+        } else {
+            err = motion_line(&n, tok, ntok);
+        }
+        if (err) {
+            set_error("%s:%d: %s", path, lineno, err);
+            fclose(fp);
+            motion_free(&n);
+            return lineno;
+        }
+    }
+    fclose(fp);
+    for (int i = 0; i < n.ntracks; i++)
+        if (n.tracks[i].n && n.tracks[i].keys[n.tracks[i].n - 1].t > n.end)
+            n.end = n.tracks[i].keys[n.tracks[i].n - 1].t;
+    n.loaded = 1;
+    motion_free(m);
+    *m = n;
+    return 0;
+}
+
+static void apply_track(const Track *t, double f, int interpolate) {
+    float v[4];
+    int i = 0;
+    while (i < t->n && t->keys[i].t <= f) i++; /* keys[i-1].t <= f < keys[i].t */
+    if (i == 0) {
+        memcpy(v, t->keys[0].v, sizeof v);
+    } else if (i == t->n || !interpolate || !t->lerp || t->keys[i - 1].t == f) {
+        memcpy(v, t->keys[i - 1].v, sizeof v);
+    } else {
+        const Key *a = &t->keys[i - 1], *b = &t->keys[i];
+        double u = (f - a->t) / (b->t - a->t);
+        if (t->channel == CH_ORI) quat_slerp(a->v, b->v, u, v);
+        else
+            for (int k = 0; k < 4; k++) v[k] = (float)(a->v[k] + (b->v[k] - a->v[k]) * u);
+    }
+    switch (t->channel) {
+    case CH_POS:
+        g_pose[t->target].position.x = v[0], g_pose[t->target].position.y = v[1];
+        g_pose[t->target].position.z = v[2];
+        break;
+    case CH_ORI:
+        g_pose[t->target].orientation.x = v[0], g_pose[t->target].orientation.y = v[1];
+        g_pose[t->target].orientation.z = v[2], g_pose[t->target].orientation.w = v[3];
+        break;
+    case CH_FLAGS: g_flags[t->target] = (XrSpaceLocationFlags)v[0]; break;
+    case CH_INPUT: memcpy(g_in[t->target / NIN][t->target % NIN], v, sizeof(float) * 2); break;
+    }
+}
+
+static int run_command(const char *cmd); /* session events, below */
+
+/* Set the devices to the motion's state at frame `frame` (counted from session begin). */
+static void motion_apply(Motion *m, int64_t frame) {
+    if (!m->loaded) return;
+    double f = (double)frame;
+    if (m->loop && m->end > 0) f = fmod(f, m->end);
+    for (int i = 0; i < m->ntracks; i++) apply_track(&m->tracks[i], f, m->interpolate);
+    while (m->next_cue < m->ncues && m->cues[m->next_cue].t <= (double)frame)
+        run_command(m->cues[m->next_cue++].cmd);
+}
+
+/* ---- JSON-lines log for apps in a subprocess ---- */
+
+static FILE *g_log;
+
+static void log_line(const char *fmt, ...) {
+    if (!g_log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(g_log, "{\"t\": %lld, ", (long long)now_ns());
+    vfprintf(g_log, fmt, ap);
+    fputs("}\n", g_log);
+    fflush(g_log);
+    va_end(ap);
+}
+
+/* ---- objects ---- */
+
+enum { OBJ_INSTANCE = 1, OBJ_SESSION, OBJ_SPACE, OBJ_ACTION_SET, OBJ_ACTION, OBJ_SWAPCHAIN };
+
+#define MAX_OBJECTS 1024
+static void *g_objects[MAX_OBJECTS];
+static int g_object_kinds[MAX_OBJECTS];
+
+static void *obj_new(int kind, size_t size) {
+    for (int i = 0; i < MAX_OBJECTS; i++)
+        if (!g_objects[i]) {
+            g_objects[i] = calloc(1, size);
+            g_object_kinds[i] = kind;
+            return g_objects[i];
+        }
+    return NULL;
+}
+
+static int obj_live(const void *p, int kind) {
+    if (!p) return 0;
+    for (int i = 0; i < MAX_OBJECTS; i++)
+        if (g_objects[i] == p) return g_object_kinds[i] == kind;
+    return 0;
+}
+
+static void obj_free(void *p) {
+    for (int i = 0; i < MAX_OBJECTS; i++)
+        if (g_objects[i] == p) g_objects[i] = NULL;
+    free(p);
+}
+
+typedef struct {
+    int hand;
+    const Comp *comp;
+    XrPath path;
+} Source;
+
+#define NSLOT 5 /* action state slots: all, left, right, head, gamepad */
+typedef struct {
+    float v[2];
+    int active, changed;
+    XrTime last;
+} ActState;
+
+#define MAX_SUB 4
+#define MAX_SOURCES 16
+struct XrAction_T {
+    XrActionSet set;
+    char name[XR_MAX_ACTION_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_NAME_SIZE];
+    XrActionType type;
+    XrPath sub[MAX_SUB];
+    uint32_t nsub;
+    Source src[MAX_SOURCES];
+    int nsrc;
+    ActState st[NSLOT];
+};
+
+#define MAX_ACTIONS 64
+struct XrActionSet_T {
+    XrInstance inst;
+    char name[XR_MAX_ACTION_SET_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_SET_NAME_SIZE];
+    uint32_t priority;
+    int attached;
+    XrAction actions[MAX_ACTIONS];
+    int nactions;
+};
+
+typedef struct {
+    XrAction action;
+    XrPath path;
+} Binding;
+
+#define MAX_SETS 32
+struct XrInstance_T {
+    XrVersion api;
+    int ext_headless, ext_timespec, ext_gl;
+    int gl_requirements_queried;
+    XrActionSet sets[MAX_SETS];
+    int nsets;
+    Binding *suggested[NPROFILES];
+    uint32_t nsuggested[NPROFILES];
+};
+
+struct XrSession_T {
+    XrInstance inst;
+    int headless;
+    void *glx_context;
+    XrSessionState state;
+    int running, exit_requested, lost, first_frame_ended;
+    int64_t frame;          /* frames waited since begin, -1 before the first */
+    int waited, begun;      /* frame-loop call order */
+    XrTime next_slot, last_display;
+    XrActionSet attached[MAX_SETS];
+    int nattached;
+    int profile[2];         /* current interaction profile per hand, -1 none */
+};
+
+struct XrSpace_T {
+    XrSession session;
+    int is_action;
+    XrReferenceSpaceType ref;
+    XrAction action;
+    XrPath sub;
+    XrPosef offset;
+};
+
+#define MAX_IMAGES 3
+struct XrSwapchain_T {
+    XrSession session;
+    int64_t format;
+    uint32_t width, height, layers;
+    uint32_t tex[MAX_IMAGES];
+    uint32_t queue[MAX_IMAGES]; /* acquired images, oldest first */
+    int nqueued, waited, next;
+};
+
+static XrInstance g_instance;
+static XrSession g_session;
+
+/* Control state (survives instances while the test's ctypes handle keeps the library loaded). */
+static int g_throttle = 1, g_throttle_set;
+static int g_emulated = PR_TOUCH, g_emulated_set;
+static int g_stage = 1, g_hmd = 1;
+static int64_t g_frames_ended, g_frames_waited;
+
+/* ---- events ---- */
+
+#define MAX_EVENTS 64
+static XrEventDataBuffer g_events[MAX_EVENTS];
+static int g_ev_head, g_ev_count;
+
+static void push_event(const void *ev, size_t size) {
+    if (g_ev_count == MAX_EVENTS) { /* drop the oldest, as real runtimes do with EVENTS_LOST */
+        g_ev_head = (g_ev_head + 1) % MAX_EVENTS;
+        g_ev_count--;
+    }
+    XrEventDataBuffer *slot = &g_events[(g_ev_head + g_ev_count++) % MAX_EVENTS];
+    memset(slot, 0, sizeof *slot);
+    memcpy(slot, ev, size);
+}
+
+static const char *state_name(XrSessionState s) {
+    switch (s) {
+#define STATE_CASE(name, value) case name: return #name + 17;
+        XR_LIST_ENUM_XrSessionState(STATE_CASE)
+#undef STATE_CASE
+    default: return "UNKNOWN";
+    }
+}
+
+static void set_state(XrSession s, XrSessionState st) {
+    s->state = st;
+    XrEventDataSessionStateChanged ev = {XR_TYPE_EVENT_DATA_SESSION_STATE_CHANGED, NULL, s, st, now_ns()};
+    push_event(&ev, sizeof ev);
+    log_line("\"event\": \"state\", \"state\": \"%s\"", state_name(st));
+}
+
+static int g_want_focus = 1;
+
+/* SYNCHRONIZED → VISIBLE → FOCUSED (or stop at VISIBLE while the control API says unfocused) */
+static void go_visible(XrSession s) {
+    if (s->state == XR_SESSION_STATE_READY) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
+    if (s->state == XR_SESSION_STATE_SYNCHRONIZED) set_state(s, XR_SESSION_STATE_VISIBLE);
+    if (s->state == XR_SESSION_STATE_VISIBLE && g_want_focus) set_state(s, XR_SESSION_STATE_FOCUSED);
+}
+
+static void go_stopping(XrSession s) {
+    s->exit_requested = 1;
+    if (s->state == XR_SESSION_STATE_FOCUSED) set_state(s, XR_SESSION_STATE_VISIBLE);
+    if (s->state == XR_SESSION_STATE_VISIBLE) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
+    if (s->state == XR_SESSION_STATE_SYNCHRONIZED) set_state(s, XR_SESSION_STATE_STOPPING);
+}
+
+static int run_command(const char *cmd) {
+    XrSession s = g_session;
+    if (strcmp(cmd, "focus") == 0) {
+        g_want_focus = 1;
+        if (s && s->state == XR_SESSION_STATE_VISIBLE) set_state(s, XR_SESSION_STATE_FOCUSED);
+    } else if (strcmp(cmd, "unfocus") == 0) {
+        g_want_focus = 0;
+        if (s && s->state == XR_SESSION_STATE_FOCUSED) set_state(s, XR_SESSION_STATE_VISIBLE);
+    } else if (strcmp(cmd, "exit") == 0) {
+        if (!s || s->lost) return 0;
+        if (s->running) {
+            go_stopping(s);
+        } else if (s->state == XR_SESSION_STATE_READY || s->state == XR_SESSION_STATE_IDLE) {
+            s->exit_requested = 1;
+            if (s->state == XR_SESSION_STATE_READY) set_state(s, XR_SESSION_STATE_IDLE);
+            set_state(s, XR_SESSION_STATE_EXITING);
+        }
+    } else if (strcmp(cmd, "loss") == 0) {
+        if (!s || s->lost) return 0;
+        s->lost = 1;
+        set_state(s, XR_SESSION_STATE_LOSS_PENDING);
+    } else {
+        set_error("unknown command %s (exit, unfocus, focus, loss)", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- OpenGL through the app's current GLX context, resolved at run time ---- */
+
+#define GL_TEXTURE_2D 0x0DE1
+#define GL_TEXTURE_2D_ARRAY 0x8C1A
+#define GL_TEXTURE_BINDING_2D 0x8069
+#define GL_TEXTURE_BINDING_2D_ARRAY 0x8C1D
+#define GL_TEXTURE_MIN_FILTER 0x2801
+#define GL_TEXTURE_MAG_FILTER 0x2800
+#define GL_LINEAR 0x2601
+#define GL_RGBA 0x1908
+#define GL_UNSIGNED_BYTE 0x1401
+#define GL_UNSIGNED_INT 0x1405
+#define GL_FLOAT 0x1406
+#define GL_DEPTH_COMPONENT 0x1902
+#define GL_DEPTH_STENCIL 0x84F9
+#define GL_UNSIGNED_INT_24_8 0x84FA
+#define GL_RGBA8 0x8058
+#define GL_SRGB8_ALPHA8 0x8C43
+#define GL_DEPTH_COMPONENT24 0x81A6
+#define GL_DEPTH_COMPONENT32F 0x8CAC
+#define GL_DEPTH24_STENCIL8 0x88F0
+
+static const int64_t GL_FORMATS[] = {GL_SRGB8_ALPHA8, GL_RGBA8, GL_DEPTH_COMPONENT24,
+                                     GL_DEPTH_COMPONENT32F, GL_DEPTH24_STENCIL8};
+#define NGL_FORMATS (sizeof GL_FORMATS / sizeof GL_FORMATS[0])
+
+static struct {
+    int loaded;
+    void *(*GetCurrentContext)(void);
+    void (*GenTextures)(int, uint32_t *);
+    void (*DeleteTextures)(int, const uint32_t *);
+    void (*BindTexture)(uint32_t, uint32_t);
+    void (*TexParameteri)(uint32_t, uint32_t, int);
+    void (*GetIntegerv)(uint32_t, int *);
+    void (*TexImage2D)(uint32_t, int, int, int, int, int, uint32_t, uint32_t, const void *);
+    void (*TexImage3D)(uint32_t, int, int, int, int, int, int, uint32_t, uint32_t, const void *);
+} gl;
+
+static int gl_load(void) {
+    if (gl.loaded) return 0;
+    void *lib = dlopen("libGL.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libGL.so.1", RTLD_LAZY);
+    if (!lib) return -1;
+    void *(*gpa)(const unsigned char *) = (void *(*)(const unsigned char *))dlsym(lib, "glXGetProcAddressARB");
+    gl.GetCurrentContext = (void *(*)(void))dlsym(lib, "glXGetCurrentContext");
+    if (!gpa || !gl.GetCurrentContext) return -1;
+#define GLFN(field, name) *(void **)&gl.field = gpa((const unsigned char *)name)
+    GLFN(GenTextures, "glGenTextures");
+    GLFN(DeleteTextures, "glDeleteTextures");
+    GLFN(BindTexture, "glBindTexture");
+    GLFN(TexParameteri, "glTexParameteri");
+    GLFN(GetIntegerv, "glGetIntegerv");
+    GLFN(TexImage2D, "glTexImage2D");
+    GLFN(TexImage3D, "glTexImage3D");
+#undef GLFN
+    if (!gl.GenTextures || !gl.DeleteTextures || !gl.BindTexture || !gl.TexParameteri ||
+        !gl.GetIntegerv || !gl.TexImage2D || !gl.TexImage3D)
+        return -1;
+    gl.loaded = 1;
+    return 0;
+}
+
+/* ---- helpers for the API ---- */
+
+#define CHECK_INSTANCE(i) if (!obj_live(i, OBJ_INSTANCE)) return XR_ERROR_HANDLE_INVALID
+#define CHECK_SESSION(s) if (!obj_live(s, OBJ_SESSION)) return XR_ERROR_HANDLE_INVALID
+#define CHECK_TYPE(p, t) if (!(p) || (p)->type != (t)) return XR_ERROR_VALIDATION_FAILURE
+
+/* The two-call idiom: report the count, fill when the capacity allows. */
+#define TWO_CALL(capacity, countOut, needed)                                                       \
+    do {                                                                                           \
+        if (!(countOut)) return XR_ERROR_VALIDATION_FAILURE;                                       \
+        *(countOut) = (uint32_t)(needed);                                                          \
+        if ((capacity) == 0) return XR_SUCCESS;                                                    \
+        if ((capacity) < (uint32_t)(needed)) return XR_ERROR_SIZE_INSUFFICIENT;                    \
+    } while (0)
+
+static XrResult copy_string(const char *s, uint32_t capacity, uint32_t *countOut, char *buffer) {
+    size_t n = strlen(s) + 1;
+    TWO_CALL(capacity, countOut, n);
+    memcpy(buffer, s, n);
+    return XR_SUCCESS;
+}
+
+/* ---- instance ---- */
+
+static const XrExtensionProperties EXTENSIONS[] = {
+    {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME, 10},
+    {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_MND_HEADLESS_EXTENSION_NAME, 2},
+    {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME, 1},
+};
+#define NEXTENSIONS (sizeof EXTENSIONS / sizeof EXTENSIONS[0])
+
+API xrEnumerateApiLayerProperties(uint32_t capacity, uint32_t *countOut, XrApiLayerProperties *props) {
+    (void)props, (void)capacity;
+    if (!countOut) return XR_ERROR_VALIDATION_FAILURE;
+    *countOut = 0; /* the runtime brings no API layers */
+    return XR_SUCCESS;
+}
+
+API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capacity,
+                                           uint32_t *countOut, XrExtensionProperties *props) {
+    if (layerName) return XR_ERROR_API_LAYER_NOT_PRESENT;
+    TWO_CALL(capacity, countOut, NEXTENSIONS);
+    for (uint32_t i = 0; i < NEXTENSIONS; i++) {
+        if (props[i].type != XR_TYPE_EXTENSION_PROPERTIES) return XR_ERROR_VALIDATION_FAILURE;
+        memcpy(props[i].extensionName, EXTENSIONS[i].extensionName, XR_MAX_EXTENSION_NAME_SIZE);
+        props[i].extensionVersion = EXTENSIONS[i].extensionVersion;
+    }
+    return XR_SUCCESS;
+}
+
+static void control_from_env(void) {
+    const char *v = getenv("HEADCAST_MOCK_THROTTLE");
+    if (!g_throttle_set) g_throttle = !(v && strcmp(v, "0") == 0);
+    v = getenv("HEADCAST_MOCK_PROFILE");
+    if (!g_emulated_set) g_emulated = profile_index(v) >= 0 ? profile_index(v) : PR_TOUCH;
+    v = getenv("HEADCAST_MOCK_LOG");
+    if (v && *v && !g_log) g_log = fopen(v, "a");
+}
+
+API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
+    CHECK_TYPE(info, XR_TYPE_INSTANCE_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    XrVersion v = info->applicationInfo.apiVersion;
+    if (XR_VERSION_MAJOR(v) != 1 || XR_VERSION_MINOR(v) > 1) return XR_ERROR_API_VERSION_UNSUPPORTED;
+    if (info->applicationInfo.applicationName[0] == 0) return XR_ERROR_NAME_INVALID;
+    int headless = 0, timespec = 0, glx = 0;
+    for (uint32_t i = 0; i < info->enabledExtensionCount; i++) {
+        const char *e = info->enabledExtensionNames[i];
+        if (strcmp(e, XR_MND_HEADLESS_EXTENSION_NAME) == 0) headless = 1;
+        else if (strcmp(e, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME) == 0) timespec = 1;
+        else if (strcmp(e, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME) == 0) glx = 1;
+        else return XR_ERROR_EXTENSION_NOT_PRESENT;
+    }
+    if (g_instance) return XR_ERROR_LIMIT_REACHED;
+    control_from_env();
+    const char *envs[NSLOTS] = {"HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT"};
+    for (int i = 0; i < NSLOTS; i++) {
+        const char *p = getenv(envs[i]);
+        if (p && *p && !g_motion[i].loaded && motion_load(&g_motion[i], p) != 0) {
+            fprintf(stderr, "MockXR: %s: %s\n", envs[i], g_error);
+            return XR_ERROR_RUNTIME_FAILURE;
+        }
+    }
+    XrInstance inst = obj_new(OBJ_INSTANCE, sizeof *inst);
+    if (!inst) return XR_ERROR_OUT_OF_MEMORY;
+    inst->api = v;
+    inst->ext_headless = headless, inst->ext_timespec = timespec, inst->ext_gl = glx;
+    g_instance = inst;
+    g_ev_head = g_ev_count = 0;
+    *out = inst;
+    log_line("\"event\": \"instance\", \"application\": \"%.64s\"", info->applicationInfo.applicationName);
+    return XR_SUCCESS;
+}
+
+API xrDestroySession(XrSession s);
+API xrDestroyActionSet(XrActionSet set);
+
+API xrDestroyInstance(XrInstance inst) {
+    CHECK_INSTANCE(inst);
+    if (g_session && g_session->inst == inst) xrDestroySession(g_session);
+    while (inst->nsets) xrDestroyActionSet(inst->sets[inst->nsets - 1]);
+    for (int p = 0; p < NPROFILES; p++) free(inst->suggested[p]);
+    obj_free(inst);
+    g_instance = NULL;
+    g_ev_head = g_ev_count = 0;
+    paths_clear();
+    log_line("\"event\": \"instance_destroyed\"");
+    return XR_SUCCESS;
+}
+
+API xrGetInstanceProperties(XrInstance inst, XrInstanceProperties *props) {
+    CHECK_INSTANCE(inst);
+    CHECK_TYPE(props, XR_TYPE_INSTANCE_PROPERTIES);
+    props->runtimeVersion = XR_MAKE_VERSION(0, 1, 0);
+    snprintf(props->runtimeName, XR_MAX_RUNTIME_NAME_SIZE, "%s", RUNTIME_NAME);
+    return XR_SUCCESS;
+}
+
+API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
+    CHECK_INSTANCE(inst);
+    if (!buf) return XR_ERROR_VALIDATION_FAILURE;
+    if (!g_ev_count) return XR_EVENT_UNAVAILABLE;
+    memcpy(buf, &g_events[g_ev_head], sizeof *buf);
+    g_ev_head = (g_ev_head + 1) % MAX_EVENTS;
+    g_ev_count--;
+    return XR_SUCCESS;
+}
+
+API xrResultToString(XrInstance inst, XrResult value, char buffer[XR_MAX_RESULT_STRING_SIZE]) {
+    CHECK_INSTANCE(inst);
+    switch (value) {
+#define RESULT_CASE(name, val) case name: snprintf(buffer, XR_MAX_RESULT_STRING_SIZE, "%s", #name); return XR_SUCCESS;
+        XR_LIST_ENUM_XrResult(RESULT_CASE)
+#undef RESULT_CASE
+    default:
+        snprintf(buffer, XR_MAX_RESULT_STRING_SIZE, "XR_UNKNOWN_%s_%d", value < 0 ? "FAILURE" : "SUCCESS", (int)value);
+        return XR_SUCCESS;
+    }
+}
+
+API xrStructureTypeToString(XrInstance inst, XrStructureType value, char buffer[XR_MAX_STRUCTURE_NAME_SIZE]) {
+    CHECK_INSTANCE(inst);
+    switch (value) {
+#define STYPE_CASE(name, val) case name: snprintf(buffer, XR_MAX_STRUCTURE_NAME_SIZE, "%s", #name); return XR_SUCCESS;
+        XR_LIST_ENUM_XrStructureType(STYPE_CASE)
+#undef STYPE_CASE
+    default:
+        snprintf(buffer, XR_MAX_STRUCTURE_NAME_SIZE, "XR_UNKNOWN_STRUCTURE_TYPE_%d", (int)value);
+        return XR_SUCCESS;
+    }
+}
+
+/* ---- system ---- */
+
+API xrGetSystem(XrInstance inst, const XrSystemGetInfo *info, XrSystemId *out) {
+    CHECK_INSTANCE(inst);
+    CHECK_TYPE(info, XR_TYPE_SYSTEM_GET_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (info->formFactor == XR_FORM_FACTOR_HANDHELD_DISPLAY) return XR_ERROR_FORM_FACTOR_UNSUPPORTED;
+    if (info->formFactor != XR_FORM_FACTOR_HEAD_MOUNTED_DISPLAY) return XR_ERROR_FORM_FACTOR_UNSUPPORTED;
+    if (!g_hmd) return XR_ERROR_FORM_FACTOR_UNAVAILABLE;
+    *out = SYSTEM_ID;
+    return XR_SUCCESS;
+}
+
+API xrGetSystemProperties(XrInstance inst, XrSystemId sid, XrSystemProperties *p) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    CHECK_TYPE(p, XR_TYPE_SYSTEM_PROPERTIES);
+    p->systemId = sid;
+    p->vendorId = 0x4843; /* "HC" */
+    snprintf(p->systemName, XR_MAX_SYSTEM_NAME_SIZE, "MockXR HMD");
+    p->graphicsProperties.maxSwapchainImageWidth = 4096;
+    p->graphicsProperties.maxSwapchainImageHeight = 4096;
+    p->graphicsProperties.maxLayerCount = XR_MIN_COMPOSITION_LAYERS_SUPPORTED;
+    p->trackingProperties.orientationTracking = XR_TRUE;
+    p->trackingProperties.positionTracking = XR_TRUE;
+    return XR_SUCCESS;
+}
+
+API xrEnumerateEnvironmentBlendModes(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
+                                     uint32_t capacity, uint32_t *countOut, XrEnvironmentBlendMode *modes) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
+    TWO_CALL(capacity, countOut, 1);
+    modes[0] = XR_ENVIRONMENT_BLEND_MODE_OPAQUE;
+    return XR_SUCCESS;
+}
+
+API xrEnumerateViewConfigurations(XrInstance inst, XrSystemId sid, uint32_t capacity, uint32_t *countOut,
+                                  XrViewConfigurationType *types) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    TWO_CALL(capacity, countOut, 1);
+    types[0] = XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO;
+    return XR_SUCCESS;
+}
+
+API xrGetViewConfigurationProperties(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
+                                     XrViewConfigurationProperties *p) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
+    CHECK_TYPE(p, XR_TYPE_VIEW_CONFIGURATION_PROPERTIES);
+    p->viewConfigurationType = vct;
+    p->fovMutable = XR_FALSE;
+    return XR_SUCCESS;
+}
+
+API xrEnumerateViewConfigurationViews(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
+                                      uint32_t capacity, uint32_t *countOut, XrViewConfigurationView *views) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
+    TWO_CALL(capacity, countOut, 2);
+    for (int i = 0; i < 2; i++) {
+        if (views[i].type != XR_TYPE_VIEW_CONFIGURATION_VIEW) return XR_ERROR_VALIDATION_FAILURE;
+        views[i].recommendedImageRectWidth = VIEW_W, views[i].maxImageRectWidth = 4096;
+        views[i].recommendedImageRectHeight = VIEW_H, views[i].maxImageRectHeight = 4096;
+        views[i].recommendedSwapchainSampleCount = 1, views[i].maxSwapchainSampleCount = 1;
+    }
+    return XR_SUCCESS;
+}
+
+/* ---- extension functions ---- */
+
+API xrGetOpenGLGraphicsRequirementsKHR(XrInstance inst, XrSystemId sid, XrGraphicsRequirementsOpenGLKHR *req) {
+    CHECK_INSTANCE(inst);
+    if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    CHECK_TYPE(req, XR_TYPE_GRAPHICS_REQUIREMENTS_OPENGL_KHR);
+    req->minApiVersionSupported = XR_MAKE_VERSION(3, 3, 0);
+    req->maxApiVersionSupported = XR_MAKE_VERSION(4, 6, 0);
+    inst->gl_requirements_queried = 1;
+    return XR_SUCCESS;
+}
+
+API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, XrTime *out) {
+    CHECK_INSTANCE(inst);
+    if (!ts || !out) return XR_ERROR_VALIDATION_FAILURE;
+    XrTime t = (XrTime)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    *out = t;
+    return XR_SUCCESS;
+}
+
+API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *ts) {
+    CHECK_INSTANCE(inst);
+    if (!ts) return XR_ERROR_VALIDATION_FAILURE;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    ts->tv_sec = t / 1000000000LL;
+    ts->tv_nsec = t % 1000000000LL;
+    return XR_SUCCESS;
+}
+
+/* ---- session ---- */
+
+static void resolve_profiles(XrSession s, int notify);
+
+API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession *out) {
+    CHECK_INSTANCE(inst);
+    CHECK_TYPE(info, XR_TYPE_SESSION_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (info->systemId != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
+    const MockGraphicsBindingOpenGLXlib *glx = NULL;
+    for (const XrBaseInStructure *n = info->next; n; n = n->next)
+        if (n->type == XR_TYPE_GRAPHICS_BINDING_OPENGL_XLIB_KHR) glx = (const void *)n;
+    if (glx) {
+        if (!inst->ext_gl) return XR_ERROR_GRAPHICS_DEVICE_INVALID;
+        if (!inst->gl_requirements_queried) return XR_ERROR_GRAPHICS_REQUIREMENTS_CALL_MISSING;
+        if (!glx->glxContext || !glx->xDisplay) return XR_ERROR_GRAPHICS_DEVICE_INVALID;
+        if (gl_load() != 0) return XR_ERROR_GRAPHICS_DEVICE_INVALID;
+    } else if (!inst->ext_headless) {
+        return XR_ERROR_GRAPHICS_DEVICE_INVALID;
+    }
+    if (g_session) return XR_ERROR_LIMIT_REACHED;
+    XrSession s = obj_new(OBJ_SESSION, sizeof *s);
+    if (!s) return XR_ERROR_OUT_OF_MEMORY;
+    s->inst = inst;
+    s->headless = glx == NULL;
+    s->glx_context = glx ? glx->glxContext : NULL;
+    s->frame = -1;
+    s->profile[0] = s->profile[1] = -1;
+    g_session = s;
+    g_want_focus = 1;
+    *out = s;
+    set_state(s, XR_SESSION_STATE_IDLE);
+    set_state(s, XR_SESSION_STATE_READY);
+    return XR_SUCCESS;
+}
+
+API xrDestroySwapchain(XrSwapchain sc);
+API xrDestroySpace(XrSpace sp);
+
+API xrDestroySession(XrSession s) {
+    CHECK_SESSION(s);
+    for (int i = 0; i < MAX_OBJECTS; i++) {
+        void *o = g_objects[i];
+        if (o && g_object_kinds[i] == OBJ_SPACE && ((XrSpace)o)->session == s) xrDestroySpace(o);
+        else if (o && g_object_kinds[i] == OBJ_SWAPCHAIN && ((XrSwapchain)o)->session == s) xrDestroySwapchain(o);
+    }
+    /* drop queued events that name this session */
+    int kept = 0;
+    XrEventDataBuffer tmp[MAX_EVENTS];
+    for (int i = 0; i < g_ev_count; i++) {
+        XrEventDataBuffer *e = &g_events[(g_ev_head + i) % MAX_EVENTS];
+        const XrEventDataSessionStateChanged *sc = (const void *)e;
+        if ((e->type == XR_TYPE_EVENT_DATA_SESSION_STATE_CHANGED ||
+             e->type == XR_TYPE_EVENT_DATA_INTERACTION_PROFILE_CHANGED) && sc->session == s)
+            continue;
+        tmp[kept++] = *e;
+    }
+    memcpy(g_events, tmp, sizeof(XrEventDataBuffer) * (size_t)kept);
+    g_ev_head = 0, g_ev_count = kept;
+    for (int i = 0; i < s->nattached; i++) s->attached[i]->attached = 0;
+    obj_free(s);
+    g_session = NULL;
+    log_line("\"event\": \"session_destroyed\"");
+    return XR_SUCCESS;
+}
+
+API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_SESSION_BEGIN_INFO);
+    if (s->lost) return XR_ERROR_SESSION_LOST;
+    if (info->primaryViewConfigurationType != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO)
+        return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
+    if (s->running) return XR_ERROR_SESSION_RUNNING;
+    if (s->state != XR_SESSION_STATE_READY) return XR_ERROR_SESSION_NOT_READY;
+    s->running = 1;
+    s->frame = -1;
+    s->waited = s->begun = 0;
+    s->first_frame_ended = 0;
+    s->next_slot = now_ns();
+    s->last_display = 0;
+    for (int i = 0; i < NSLOTS; i++) g_motion[i].next_cue = 0;
+    if (s->headless) go_visible(s); /* headless sessions focus at begin, as Monado does */
+    else set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
+    return XR_SUCCESS;
+}
+
+API xrEndSession(XrSession s) {
+    CHECK_SESSION(s);
+    if (s->lost) return XR_SESSION_LOSS_PENDING;
+    if (!s->running) return XR_ERROR_SESSION_NOT_RUNNING;
+    if (s->state != XR_SESSION_STATE_STOPPING) return XR_ERROR_SESSION_NOT_STOPPING;
+    s->running = 0;
+    set_state(s, XR_SESSION_STATE_IDLE);
+    if (s->exit_requested) set_state(s, XR_SESSION_STATE_EXITING);
+    else set_state(s, XR_SESSION_STATE_READY);
+    return XR_SUCCESS;
+}
+
+API xrRequestExitSession(XrSession s) {
+    CHECK_SESSION(s);
+    if (s->lost) return XR_SESSION_LOSS_PENDING;
+    if (!s->running) return XR_ERROR_SESSION_NOT_RUNNING;
+    go_stopping(s);
+    return XR_SUCCESS;
+}
+
+/* ---- frame loop ---- */
+
+API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
+    CHECK_SESSION(s);
+    if (info && info->type != XR_TYPE_FRAME_WAIT_INFO) return XR_ERROR_VALIDATION_FAILURE;
+    CHECK_TYPE(fs, XR_TYPE_FRAME_STATE);
+    if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+    XrTime display;
+    if (g_throttle) {
+        struct timespec ts = {(time_t)(s->next_slot / 1000000000LL), (long)(s->next_slot % 1000000000LL)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+        XrTime now = now_ns();
+        if (now > s->next_slot + FRAME_PERIOD_NS) s->next_slot = now; /* fell behind: resync */
+        display = s->next_slot + FRAME_PERIOD_NS;
+        s->next_slot += FRAME_PERIOD_NS;
+    } else {
+        display = now_ns() + FRAME_PERIOD_NS;
+    }
+    if (display <= s->last_display) display = s->last_display + 1;
+    s->last_display = display;
+    s->frame++;
+    g_frames_waited++;
+    s->waited = 1;
+    for (int i = 0; i < NSLOTS; i++) motion_apply(&g_motion[i], s->frame);
+    fs->predictedDisplayTime = display;
+    fs->predictedDisplayPeriod = FRAME_PERIOD_NS;
+    fs->shouldRender = s->state == XR_SESSION_STATE_VISIBLE || s->state == XR_SESSION_STATE_FOCUSED;
+    return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
+}
+
+API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
+    CHECK_SESSION(s);
+    if (info && info->type != XR_TYPE_FRAME_BEGIN_INFO) return XR_ERROR_VALIDATION_FAILURE;
+    if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+    if (!s->waited) return XR_ERROR_CALL_ORDER_INVALID;
+    s->waited = 0;
+    int discarded = s->begun;
+    s->begun = 1;
+    if (s->lost) return XR_SESSION_LOSS_PENDING;
+    return discarded ? XR_FRAME_DISCARDED : XR_SUCCESS;
+}
+
+static XrResult check_layer(XrSession s, const XrCompositionLayerBaseHeader *l) {
+    if (!l) return XR_ERROR_LAYER_INVALID;
+    if (s->headless) return XR_ERROR_LAYER_INVALID;
+    if (!obj_live(l->space, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    if (l->type == XR_TYPE_COMPOSITION_LAYER_PROJECTION) {
+        const XrCompositionLayerProjection *p = (const void *)l;
+        if (p->viewCount != 2 || !p->views) return XR_ERROR_VALIDATION_FAILURE;
+        for (int i = 0; i < 2; i++) {
+            const XrSwapchainSubImage *si = &p->views[i].subImage;
+            if (p->views[i].type != XR_TYPE_COMPOSITION_LAYER_PROJECTION_VIEW) return XR_ERROR_VALIDATION_FAILURE;
+            if (!obj_live(si->swapchain, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+            if (si->imageArrayIndex >= si->swapchain->layers) return XR_ERROR_VALIDATION_FAILURE;
+            if (si->imageRect.offset.x < 0 || si->imageRect.offset.y < 0 ||
+                (uint32_t)(si->imageRect.offset.x + si->imageRect.extent.width) > si->swapchain->width ||
+                (uint32_t)(si->imageRect.offset.y + si->imageRect.extent.height) > si->swapchain->height)
+                return XR_ERROR_SWAPCHAIN_RECT_INVALID;
+        }
+        return XR_SUCCESS;
+    }
+    if (l->type == XR_TYPE_COMPOSITION_LAYER_QUAD) {
+        const XrCompositionLayerQuad *q = (const void *)l;
+        return obj_live(q->subImage.swapchain, OBJ_SWAPCHAIN) ? XR_SUCCESS : XR_ERROR_HANDLE_INVALID;
+    }
+    return XR_ERROR_LAYER_INVALID;
+}
+
+API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_FRAME_END_INFO);
+    if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+    if (!s->begun) return XR_ERROR_CALL_ORDER_INVALID;
+    if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
+    if (info->environmentBlendMode != XR_ENVIRONMENT_BLEND_MODE_OPAQUE)
+        return XR_ERROR_ENVIRONMENT_BLEND_MODE_UNSUPPORTED;
+    if (info->layerCount > XR_MIN_COMPOSITION_LAYERS_SUPPORTED) return XR_ERROR_LAYER_LIMIT_EXCEEDED;
+    if (info->layerCount && !info->layers) return XR_ERROR_VALIDATION_FAILURE;
+    for (uint32_t i = 0; i < info->layerCount; i++) {
+        XrResult r = check_layer(s, info->layers[i]);
+        if (r != XR_SUCCESS) return r;
+    }
+    s->begun = 0;
+    g_frames_ended++;
+    log_line("\"event\": \"end_frame\", \"frame\": %lld, \"layers\": %u", (long long)s->frame, info->layerCount);
+    if (s->lost) return XR_SESSION_LOSS_PENDING;
+    if (!s->first_frame_ended) {
+        s->first_frame_ended = 1;
+        if (!s->headless && s->state == XR_SESSION_STATE_SYNCHRONIZED) go_visible(s);
+    }
+    return XR_SUCCESS;
+}
+
+/* ---- spaces ---- */
+
+static int ref_supported(XrInstance inst, XrReferenceSpaceType t) {
+    return t == XR_REFERENCE_SPACE_TYPE_VIEW || t == XR_REFERENCE_SPACE_TYPE_LOCAL ||
+           (t == XR_REFERENCE_SPACE_TYPE_STAGE && g_stage) ||
+           (t == MOCK_REFERENCE_SPACE_TYPE_LOCAL_FLOOR && XR_VERSION_MINOR(inst->api) >= 1);
+}
+
+API xrEnumerateReferenceSpaces(XrSession s, uint32_t capacity, uint32_t *countOut, XrReferenceSpaceType *out) {
+    CHECK_SESSION(s);
+    XrReferenceSpaceType all[4] = {XR_REFERENCE_SPACE_TYPE_VIEW, XR_REFERENCE_SPACE_TYPE_LOCAL,
+                                   XR_REFERENCE_SPACE_TYPE_STAGE, MOCK_REFERENCE_SPACE_TYPE_LOCAL_FLOOR};
+    XrReferenceSpaceType have[4];
+    uint32_t n = 0;
+    for (int i = 0; i < 4; i++)
+        if (ref_supported(s->inst, all[i])) have[n++] = all[i];
+    TWO_CALL(capacity, countOut, n);
+    memcpy(out, have, sizeof(XrReferenceSpaceType) * n);
+    return XR_SUCCESS;
+}
+
+API xrCreateReferenceSpace(XrSession s, const XrReferenceSpaceCreateInfo *info, XrSpace *out) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_REFERENCE_SPACE_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (!ref_supported(s->inst, info->referenceSpaceType)) return XR_ERROR_REFERENCE_SPACE_UNSUPPORTED;
+    if (!quat_is_unit(&info->poseInReferenceSpace.orientation)) return XR_ERROR_POSE_INVALID;
+    XrSpace sp = obj_new(OBJ_SPACE, sizeof *sp);
+    if (!sp) return XR_ERROR_OUT_OF_MEMORY;
+    sp->session = s;
+    sp->ref = info->referenceSpaceType;
+    sp->offset = info->poseInReferenceSpace;
+    *out = sp;
+    return XR_SUCCESS;
+}
+
+API xrGetReferenceSpaceBoundsRect(XrSession s, XrReferenceSpaceType t, XrExtent2Df *bounds) {
+    CHECK_SESSION(s);
+    if (!bounds) return XR_ERROR_VALIDATION_FAILURE;
+    if (!ref_supported(s->inst, t)) return XR_ERROR_REFERENCE_SPACE_UNSUPPORTED;
+    if (t == XR_REFERENCE_SPACE_TYPE_STAGE) {
+        bounds->width = 2.0f, bounds->height = 2.0f;
+        return XR_SUCCESS;
+    }
+    bounds->width = bounds->height = 0;
+    return XR_SPACE_BOUNDS_UNAVAILABLE;
+}
+
+static int sub_slot(XrPath sub) {
+    const char *s = path_str(sub);
+    if (sub == XR_NULL_PATH) return 0;
+    if (!s) return -1;
+    if (strcmp(s, "/user/hand/left") == 0) return 1;
+    if (strcmp(s, "/user/hand/right") == 0) return 2;
+    if (strcmp(s, "/user/head") == 0) return 3;
+    if (strcmp(s, "/user/gamepad") == 0) return 4;
+    return -1;
+}
+
+static int action_has_sub(XrAction a, XrPath sub) {
+    if (sub == XR_NULL_PATH) return 1;
+    for (uint32_t i = 0; i < a->nsub; i++)
+        if (a->sub[i] == sub) return 1;
+    return 0;
+}
+
+static int set_attached(XrSession s, XrActionSet set) {
+    for (int i = 0; i < s->nattached; i++)
+        if (s->attached[i] == set) return 1;
+    return 0;
+}
+
+API xrCreateActionSpace(XrSession s, const XrActionSpaceCreateInfo *info, XrSpace *out) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_ACTION_SPACE_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    if (info->action->type != XR_ACTION_TYPE_POSE_INPUT) return XR_ERROR_ACTION_TYPE_MISMATCH;
+    if (sub_slot(info->subactionPath) < 0 || !action_has_sub(info->action, info->subactionPath))
+        return XR_ERROR_PATH_UNSUPPORTED;
+    if (!set_attached(s, info->action->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    if (!quat_is_unit(&info->poseInActionSpace.orientation)) return XR_ERROR_POSE_INVALID;
+    XrSpace sp = obj_new(OBJ_SPACE, sizeof *sp);
+    if (!sp) return XR_ERROR_OUT_OF_MEMORY;
+    sp->session = s;
+    sp->is_action = 1;
+    sp->action = info->action;
+    sp->sub = info->subactionPath;
+    sp->offset = info->poseInActionSpace;
+    *out = sp;
+    return XR_SUCCESS;
+}
+
+API xrDestroySpace(XrSpace sp) {
+    if (!obj_live(sp, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    obj_free(sp);
+    return XR_SUCCESS;
+}
+
+/* A space's pose in STAGE (the mock's world) and how well it is known. */
+static XrSpaceLocationFlags space_world(XrSpace sp, XrPosef *out) {
+    XrPosef origin = IDENTITY_POSE;
+    XrSpaceLocationFlags flags = ALL_FLAGS;
+    if (sp->is_action) {
+        XrAction a = sp->action;
+        int slot = sub_slot(sp->sub);
+        const Source *src = NULL;
+        for (int i = 0; i < a->nsrc && !src; i++)
+            if (slot == 0 || a->src[i].hand + 1 == slot) src = &a->src[i];
+        if (!src || !a->st[slot].active) {
+            *out = IDENTITY_POSE;
+            return 0;
+        }
+        int pi = (src->hand == 0 ? P_LEFT_AIM : P_RIGHT_AIM) + (src->comp->src == SRC_GRIP);
+        origin = g_pose[pi];
+        flags = g_flags[1 + src->hand];
+    } else if (sp->ref == XR_REFERENCE_SPACE_TYPE_VIEW) {
+        origin = g_pose[P_HEAD];
+        flags = g_flags[F_HEAD];
+    } else if (sp->ref == XR_REFERENCE_SPACE_TYPE_LOCAL) {
+        origin.position.y = LOCAL_HEIGHT;
+    }
+    *out = pose_compose(&origin, &sp->offset);
+    return flags;
+}
+
+static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, XrPosef *out) {
+    XrPosef ws, wb;
+    XrSpaceLocationFlags fs = space_world(sp, &ws), fb = space_world(base, &wb);
+    XrSpaceLocationFlags f = fs & fb;
+    XrPosef inv = pose_inverse(&wb);
+    *out = pose_compose(&inv, &ws);
+    if (!(f & XR_SPACE_LOCATION_ORIENTATION_VALID_BIT)) out->orientation = IDENTITY_POSE.orientation;
+    if (!(f & XR_SPACE_LOCATION_POSITION_VALID_BIT)) out->position = IDENTITY_POSE.position;
+    return f;
+}
+
+API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
+    if (!obj_live(sp, OBJ_SPACE) || !obj_live(base, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    CHECK_TYPE(loc, XR_TYPE_SPACE_LOCATION);
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    loc->locationFlags = locate(sp, base, &loc->pose);
+    for (XrBaseOutStructure *n = loc->next; n; n = n->next)
+        if (n->type == XR_TYPE_SPACE_VELOCITY) {
+            XrSpaceVelocity *v = (XrSpaceVelocity *)n;
+            v->velocityFlags = 0;
+            memset(&v->linearVelocity, 0, sizeof v->linearVelocity);
+            memset(&v->angularVelocity, 0, sizeof v->angularVelocity);
+        }
+    return sp->session->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
+}
+
+API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocations *locs) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, MOCK_TYPE_SPACES_LOCATE_INFO);
+    CHECK_TYPE(locs, MOCK_TYPE_SPACE_LOCATIONS);
+    if (!obj_live(info->baseSpace, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    if (info->time <= 0) return XR_ERROR_TIME_INVALID;
+    if (info->spaceCount == 0 || !info->spaces || locs->locationCount != info->spaceCount || !locs->locations)
+        return XR_ERROR_VALIDATION_FAILURE;
+    for (uint32_t i = 0; i < info->spaceCount; i++)
+        if (!obj_live(info->spaces[i], OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    for (uint32_t i = 0; i < info->spaceCount; i++)
+        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, &locs->locations[i].pose);
+    return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
+}
+
+API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, uint32_t capacity,
+                  uint32_t *countOut, XrView *views) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_VIEW_LOCATE_INFO);
+    CHECK_TYPE(vs, XR_TYPE_VIEW_STATE);
+    if (info->viewConfigurationType != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO)
+        return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
+    if (!obj_live(info->space, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
+    TWO_CALL(capacity, countOut, 2);
+    XrPosef head = g_pose[P_HEAD], wb, inv;
+    XrSpaceLocationFlags f = g_flags[F_HEAD] & space_world(info->space, &wb);
+    inv = pose_inverse(&wb);
+    vs->viewStateFlags = f;
+    for (int i = 0; i < 2; i++) {
+        if (views[i].type != XR_TYPE_VIEW) return XR_ERROR_VALIDATION_FAILURE;
+        XrPosef eye = IDENTITY_POSE, we;
+        eye.position.x = i == 0 ? -IPD / 2 : IPD / 2;
+        we = pose_compose(&head, &eye);
+        views[i].pose = pose_compose(&inv, &we);
+        views[i].fov.angleLeft = i == 0 ? -0.8727f : -0.7854f; /* 50° outward, 45° inward */
+        views[i].fov.angleRight = i == 0 ? 0.7854f : 0.8727f;
+        views[i].fov.angleUp = 0.7854f, views[i].fov.angleDown = -0.8727f;
+    }
+    return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
+}
+
+/* ---- swapchains ---- */
+
+API xrEnumerateSwapchainFormats(XrSession s, uint32_t capacity, uint32_t *countOut, int64_t *formats) {
+    CHECK_SESSION(s);
+    uint32_t n = s->headless ? 0 : (uint32_t)NGL_FORMATS;
+    TWO_CALL(capacity, countOut, n);
+    memcpy(formats, GL_FORMATS, sizeof(int64_t) * n);
+    return XR_SUCCESS;
+}
+
+static int gl_upload_format(int64_t fmt, uint32_t *format, uint32_t *type) {
+    switch (fmt) {
+    case GL_SRGB8_ALPHA8:
+    case GL_RGBA8: *format = GL_RGBA, *type = GL_UNSIGNED_BYTE; return 0;
+    case GL_DEPTH_COMPONENT24: *format = GL_DEPTH_COMPONENT, *type = GL_UNSIGNED_INT; return 0;
+    case GL_DEPTH_COMPONENT32F: *format = GL_DEPTH_COMPONENT, *type = GL_FLOAT; return 0;
+    case GL_DEPTH24_STENCIL8: *format = GL_DEPTH_STENCIL, *type = GL_UNSIGNED_INT_24_8; return 0;
+    default: return -1;
+    }
+}
+
+API xrCreateSwapchain(XrSession s, const XrSwapchainCreateInfo *info, XrSwapchain *out) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_SWAPCHAIN_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (s->headless) return XR_ERROR_FEATURE_UNSUPPORTED;
+    if (s->lost) return XR_ERROR_SESSION_LOST;
+    uint32_t format, type;
+    if (gl_upload_format(info->format, &format, &type)) return XR_ERROR_SWAPCHAIN_FORMAT_UNSUPPORTED;
+    if (info->sampleCount != 1 || info->faceCount != 1 || info->mipCount != 1 || info->arraySize < 1 ||
+        info->width < 1 || info->height < 1 || info->width > 4096 || info->height > 4096 || info->arraySize > 16)
+        return XR_ERROR_FEATURE_UNSUPPORTED;
+    if (!gl.GetCurrentContext()) return XR_ERROR_RUNTIME_FAILURE; /* the app's context must be current */
+    XrSwapchain sc = obj_new(OBJ_SWAPCHAIN, sizeof *sc);
+    if (!sc) return XR_ERROR_OUT_OF_MEMORY;
+    sc->session = s;
+    sc->format = info->format;
+    sc->width = info->width, sc->height = info->height, sc->layers = info->arraySize;
+    uint32_t target = sc->layers > 1 ? GL_TEXTURE_2D_ARRAY : GL_TEXTURE_2D;
+    int prev = 0;
+    gl.GetIntegerv(sc->layers > 1 ? GL_TEXTURE_BINDING_2D_ARRAY : GL_TEXTURE_BINDING_2D, &prev);
+    gl.GenTextures(MAX_IMAGES, sc->tex);
+    for (int i = 0; i < MAX_IMAGES; i++) {
+        gl.BindTexture(target, sc->tex[i]);
+        gl.TexParameteri(target, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+        gl.TexParameteri(target, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+        if (sc->layers > 1)
+            gl.TexImage3D(target, 0, (int)info->format, (int)sc->width, (int)sc->height, (int)sc->layers, 0, format, type, NULL);
+        else
+            gl.TexImage2D(target, 0, (int)info->format, (int)sc->width, (int)sc->height, 0, format, type, NULL);
+    }
+    gl.BindTexture(target, (uint32_t)prev);
+    *out = sc;
+    return XR_SUCCESS;
+}
+
+API xrDestroySwapchain(XrSwapchain sc) {
+    if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+    /* textures belong to the app's context: delete them only while a context is current */
+    if (gl.loaded && gl.GetCurrentContext()) gl.DeleteTextures(MAX_IMAGES, sc->tex);
+    obj_free(sc);
+    return XR_SUCCESS;
+}
+
+API xrEnumerateSwapchainImages(XrSwapchain sc, uint32_t capacity, uint32_t *countOut, XrSwapchainImageBaseHeader *images) {
+    if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+    TWO_CALL(capacity, countOut, MAX_IMAGES);
+    XrSwapchainImageOpenGLKHR *gli = (XrSwapchainImageOpenGLKHR *)images;
+    for (int i = 0; i < MAX_IMAGES; i++) {
+        if (gli[i].type != XR_TYPE_SWAPCHAIN_IMAGE_OPENGL_KHR) return XR_ERROR_VALIDATION_FAILURE;
+        gli[i].image = sc->tex[i];
+    }
+    return XR_SUCCESS;
+}
+
+API xrAcquireSwapchainImage(XrSwapchain sc, const XrSwapchainImageAcquireInfo *info, uint32_t *index) {
+    if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+    if (info && info->type != XR_TYPE_SWAPCHAIN_IMAGE_ACQUIRE_INFO) return XR_ERROR_VALIDATION_FAILURE;
+    if (!index) return XR_ERROR_VALIDATION_FAILURE;
+    if (sc->nqueued == MAX_IMAGES) return XR_ERROR_CALL_ORDER_INVALID;
+    sc->queue[sc->nqueued++] = (uint32_t)sc->next;
+    *index = (uint32_t)sc->next;
+    sc->next = (sc->next + 1) % MAX_IMAGES;
+    return XR_SUCCESS;
+}
+
+API xrWaitSwapchainImage(XrSwapchain sc, const XrSwapchainImageWaitInfo *info) {
+    if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+    CHECK_TYPE(info, XR_TYPE_SWAPCHAIN_IMAGE_WAIT_INFO);
+    if (sc->waited || sc->nqueued == 0) return XR_ERROR_CALL_ORDER_INVALID;
+    sc->waited = 1;
+    return XR_SUCCESS;
+}
+
+API xrReleaseSwapchainImage(XrSwapchain sc, const XrSwapchainImageReleaseInfo *info) {
+    if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
+    if (info && info->type != XR_TYPE_SWAPCHAIN_IMAGE_RELEASE_INFO) return XR_ERROR_VALIDATION_FAILURE;
+    if (!sc->waited) return XR_ERROR_CALL_ORDER_INVALID;
+    sc->waited = 0;
+    memmove(sc->queue, sc->queue + 1, sizeof(uint32_t) * (size_t)(--sc->nqueued));
+    return XR_SUCCESS;
+}
+
+/* ---- paths API ---- */
+
+API xrStringToPath(XrInstance inst, const char *s, XrPath *out) {
+    CHECK_INSTANCE(inst);
+    if (!s || !out) return XR_ERROR_VALIDATION_FAILURE;
+    if (!path_well_formed(s)) return XR_ERROR_PATH_FORMAT_INVALID;
+    XrPath p = path_intern(s);
+    if (p == XR_NULL_PATH) return XR_ERROR_PATH_COUNT_EXCEEDED;
+    *out = p;
+    return XR_SUCCESS;
+}
+
+API xrPathToString(XrInstance inst, XrPath p, uint32_t capacity, uint32_t *countOut, char *buffer) {
+    CHECK_INSTANCE(inst);
+    const char *s = path_str(p);
+    if (!s) return XR_ERROR_PATH_INVALID;
+    return copy_string(s, capacity, countOut, buffer);
+}
+
+/* ---- actions ---- */
+
+static int name_well_formed(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '-' || *s == '_' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+API xrCreateActionSet(XrInstance inst, const XrActionSetCreateInfo *info, XrActionSet *out) {
+    CHECK_INSTANCE(inst);
+    CHECK_TYPE(info, XR_TYPE_ACTION_SET_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (!info->actionSetName[0] || !memchr(info->actionSetName, 0, XR_MAX_ACTION_SET_NAME_SIZE)) return XR_ERROR_NAME_INVALID;
+    if (!name_well_formed(info->actionSetName)) return XR_ERROR_PATH_FORMAT_INVALID;
+    if (!info->localizedActionSetName[0]) return XR_ERROR_LOCALIZED_NAME_INVALID;
+    for (int i = 0; i < inst->nsets; i++) {
+        if (strcmp(inst->sets[i]->name, info->actionSetName) == 0) return XR_ERROR_NAME_DUPLICATED;
+        if (strcmp(inst->sets[i]->lname, info->localizedActionSetName) == 0) return XR_ERROR_LOCALIZED_NAME_DUPLICATED;
+    }
+    if (inst->nsets == MAX_SETS) return XR_ERROR_LIMIT_REACHED;
+    XrActionSet set = obj_new(OBJ_ACTION_SET, sizeof *set);
+    if (!set) return XR_ERROR_OUT_OF_MEMORY;
+    set->inst = inst;
+    snprintf(set->name, sizeof set->name, "%s", info->actionSetName);
+    snprintf(set->lname, sizeof set->lname, "%s", info->localizedActionSetName);
+    set->priority = info->priority;
+    inst->sets[inst->nsets++] = set;
+    *out = set;
+    return XR_SUCCESS;
+}
+
+API xrDestroyAction(XrAction a);
+
+API xrDestroyActionSet(XrActionSet set) {
+    if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
+    while (set->nactions) xrDestroyAction(set->actions[set->nactions - 1]);
+    XrInstance inst = set->inst;
+    for (int i = 0; i < inst->nsets; i++)
+        if (inst->sets[i] == set) inst->sets[i] = inst->sets[--inst->nsets];
+    obj_free(set);
+    return XR_SUCCESS;
+}
+
+API xrCreateAction(XrActionSet set, const XrActionCreateInfo *info, XrAction *out) {
+    if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
+    CHECK_TYPE(info, XR_TYPE_ACTION_CREATE_INFO);
+    if (!out) return XR_ERROR_VALIDATION_FAILURE;
+    if (set->attached) return XR_ERROR_ACTIONSETS_ALREADY_ATTACHED;
+    if (!info->actionName[0]) return XR_ERROR_NAME_INVALID;
+    if (!name_well_formed(info->actionName)) return XR_ERROR_PATH_FORMAT_INVALID;
+    if (!info->localizedActionName[0]) return XR_ERROR_LOCALIZED_NAME_INVALID;
+    switch (info->actionType) {
+    case XR_ACTION_TYPE_BOOLEAN_INPUT: case XR_ACTION_TYPE_FLOAT_INPUT: case XR_ACTION_TYPE_VECTOR2F_INPUT:
+    case XR_ACTION_TYPE_POSE_INPUT: case XR_ACTION_TYPE_VIBRATION_OUTPUT: break;
+    default: return XR_ERROR_VALIDATION_FAILURE;
+    }
+    for (int i = 0; i < set->nactions; i++) {
+        if (strcmp(set->actions[i]->name, info->actionName) == 0) return XR_ERROR_NAME_DUPLICATED;
+        if (strcmp(set->actions[i]->lname, info->localizedActionName) == 0) return XR_ERROR_LOCALIZED_NAME_DUPLICATED;
+    }
+    if (info->countSubactionPaths > MAX_SUB || (info->countSubactionPaths && !info->subactionPaths))
+        return XR_ERROR_PATH_UNSUPPORTED;
+    for (uint32_t i = 0; i < info->countSubactionPaths; i++) {
+        if (!path_str(info->subactionPaths[i])) return XR_ERROR_PATH_INVALID;
+        if (sub_slot(info->subactionPaths[i]) <= 0) return XR_ERROR_PATH_UNSUPPORTED;
+        for (uint32_t j = 0; j < i; j++)
+            if (info->subactionPaths[j] == info->subactionPaths[i]) return XR_ERROR_PATH_UNSUPPORTED;
+    }
+    if (set->nactions == MAX_ACTIONS) return XR_ERROR_LIMIT_REACHED;
+    XrAction a = obj_new(OBJ_ACTION, sizeof *a);
+    if (!a) return XR_ERROR_OUT_OF_MEMORY;
+    a->set = set;
+    snprintf(a->name, sizeof a->name, "%s", info->actionName);
+    snprintf(a->lname, sizeof a->lname, "%s", info->localizedActionName);
+    a->type = info->actionType;
+    a->nsub = info->countSubactionPaths;
+    memcpy(a->sub, info->subactionPaths, sizeof(XrPath) * a->nsub);
+    set->actions[set->nactions++] = a;
+    *out = a;
+    return XR_SUCCESS;
+}
+
+API xrDestroyAction(XrAction a) {
+    if (!obj_live(a, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    XrActionSet set = a->set;
+    for (int i = 0; i < set->nactions; i++)
+        if (set->actions[i] == a) set->actions[i] = set->actions[--set->nactions];
+    XrInstance inst = set->inst;
+    for (int p = 0; p < NPROFILES; p++) /* forget suggestions naming it */
+        for (uint32_t i = 0; i < inst->nsuggested[p];)
+            if (inst->suggested[p][i].action == a) inst->suggested[p][i] = inst->suggested[p][--inst->nsuggested[p]];
+            else i++;
+    obj_free(a);
+    return XR_SUCCESS;
+}
+
+API xrSuggestInteractionProfileBindings(XrInstance inst, const XrInteractionProfileSuggestedBinding *sb) {
+    CHECK_INSTANCE(inst);
+    CHECK_TYPE(sb, XR_TYPE_INTERACTION_PROFILE_SUGGESTED_BINDING);
+    if (sb->countSuggestedBindings == 0 || !sb->suggestedBindings) return XR_ERROR_VALIDATION_FAILURE;
+    const char *ps = path_str(sb->interactionProfile);
+    if (!ps) return XR_ERROR_PATH_INVALID;
+    int pi = profile_index(ps);
+    if (pi < 0) return XR_ERROR_PATH_UNSUPPORTED;
+    for (uint32_t i = 0; i < sb->countSuggestedBindings; i++) {
+        const XrActionSuggestedBinding *b = &sb->suggestedBindings[i];
+        if (!obj_live(b->action, OBJ_ACTION) || b->action->set->inst != inst) return XR_ERROR_HANDLE_INVALID;
+        if (b->action->set->attached) return XR_ERROR_ACTIONSETS_ALREADY_ATTACHED;
+        const char *bs = path_str(b->binding), *rest;
+        if (!bs) return XR_ERROR_PATH_INVALID;
+        int hand = hand_prefix(bs, &rest);
+        if (hand < 0 || !comp_find(PROFILES[pi].comps, hand, rest, 0)) return XR_ERROR_PATH_UNSUPPORTED;
+    }
+    Binding *list = malloc(sizeof(Binding) * sb->countSuggestedBindings);
+    if (!list) return XR_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < sb->countSuggestedBindings; i++) {
+        list[i].action = sb->suggestedBindings[i].action;
+        list[i].path = sb->suggestedBindings[i].binding;
+    }
+    free(inst->suggested[pi]); /* a later call for the same profile replaces the earlier one */
+    inst->suggested[pi] = list;
+    inst->nsuggested[pi] = sb->countSuggestedBindings;
+    return XR_SUCCESS;
+}
+
+/*
+ * The profile each hand runs: the emulated controller's when the app suggested bindings for it,
+ * else khr/simple_controller when suggested (every controller can act as one), else none.
+ * Re-resolves every attached action's bound sources.
+ */
+static void resolve_profiles(XrSession s, int notify) {
+    XrInstance inst = s->inst;
+    int p = inst->nsuggested[g_emulated] ? g_emulated : inst->nsuggested[PR_SIMPLE] ? PR_SIMPLE : -1;
+    int changed = s->profile[0] != p || s->profile[1] != p;
+    s->profile[0] = s->profile[1] = p;
+    for (int k = 0; k < s->nattached; k++) {
+        XrActionSet set = s->attached[k];
+        for (int j = 0; j < set->nactions; j++) {
+            XrAction a = set->actions[j];
+            a->nsrc = 0;
+            memset(a->st, 0, sizeof a->st);
+            if (p < 0) continue;
+            for (uint32_t i = 0; i < inst->nsuggested[p] && a->nsrc < MAX_SOURCES; i++) {
+                const Binding *b = &inst->suggested[p][i];
+                if (b->action != a) continue;
+                const char *rest = "";
+                int hand = hand_prefix(path_str(b->path), &rest);
+                if (hand < 0) continue;
+                XrPath hp = path_lookup(HAND_PATHS[hand]);
+                if (a->nsub && (hp == XR_NULL_PATH || !action_has_sub(a, hp))) continue;
+                const Comp *c = comp_find(PROFILES[p].comps, hand, rest, a->type);
+                if (!c) continue; /* the path exists but does not fit the action type */
+                a->src[a->nsrc++] = (Source){hand, c, b->path};
+            }
+        }
+    }
+    if (notify && changed) {
+        XrEventDataInteractionProfileChanged ev = {XR_TYPE_EVENT_DATA_INTERACTION_PROFILE_CHANGED, NULL, s};
+        push_event(&ev, sizeof ev);
+        log_line("\"event\": \"interaction_profile\", \"profile\": \"%s\"", p >= 0 ? PROFILES[p].path : "");
+    }
+}
+
+API xrAttachSessionActionSets(XrSession s, const XrSessionActionSetsAttachInfo *info) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_SESSION_ACTION_SETS_ATTACH_INFO);
+    if (s->nattached) return XR_ERROR_ACTIONSETS_ALREADY_ATTACHED;
+    if (info->countActionSets == 0 || !info->actionSets || info->countActionSets > MAX_SETS)
+        return XR_ERROR_VALIDATION_FAILURE;
+    for (uint32_t i = 0; i < info->countActionSets; i++)
+        if (!obj_live(info->actionSets[i], OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
+    for (uint32_t i = 0; i < info->countActionSets; i++) {
+        s->attached[s->nattached++] = info->actionSets[i];
+        info->actionSets[i]->attached = 1;
+    }
+    resolve_profiles(s, 1);
+    return XR_SUCCESS;
+}
+
+API xrGetCurrentInteractionProfile(XrSession s, XrPath top, XrInteractionProfileState *st) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(st, XR_TYPE_INTERACTION_PROFILE_STATE);
+    int slot = sub_slot(top);
+    if (top == XR_NULL_PATH || slot < 0) return XR_ERROR_PATH_UNSUPPORTED;
+    if (!s->nattached) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    int p = slot == 1 || slot == 2 ? s->profile[slot - 1] : -1;
+    st->interactionProfile = p >= 0 ? path_intern(PROFILES[p].path) : XR_NULL_PATH;
+    return XR_SUCCESS;
+}
+
+static void sync_action(XrAction a, XrTime t, int active_set) {
+    ActState next[NSLOT];
+    memset(next, 0, sizeof next);
+    for (int i = 0; active_set && i < a->nsrc; i++) {
+        const Source *src = &a->src[i];
+        float v[2];
+        comp_read(src->comp, src->hand, v);
+        if (a->type == XR_ACTION_TYPE_BOOLEAN_INPUT)
+            v[0] = src->comp->kind == K_FLOAT ? (v[0] >= 0.5f ? 1.0f : 0.0f) : (v[0] != 0 ? 1.0f : 0.0f);
+        int slots[2] = {0, src->hand + 1};
+        for (int k = 0; k < 2; k++) {
+            ActState *n = &next[slots[k]];
+            /* several sources: booleans OR, analog inputs keep the largest magnitude */
+            if (!n->active || fabsf(v[0]) + fabsf(v[1]) > fabsf(n->v[0]) + fabsf(n->v[1]))
+                n->v[0] = v[0], n->v[1] = v[1];
+            n->active = 1;
+        }
+    }
+    for (int k = 0; k < NSLOT; k++) {
+        ActState *o = &a->st[k], *n = &next[k];
+        int is_input = a->type != XR_ACTION_TYPE_POSE_INPUT && a->type != XR_ACTION_TYPE_VIBRATION_OUTPUT;
+        n->changed = is_input && o->active && n->active && (o->v[0] != n->v[0] || o->v[1] != n->v[1]);
+        n->last = n->changed ? t : (n->active ? o->last : 0);
+        if (n->active && !o->active) n->last = t;
+        *o = *n;
+    }
+}
+
+API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_ACTIONS_SYNC_INFO);
+    if (s->lost) return XR_SESSION_LOSS_PENDING;
+    for (uint32_t i = 0; i < info->countActiveActionSets; i++) {
+        XrActionSet set = info->activeActionSets[i].actionSet;
+        if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
+        if (!set_attached(s, set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+        XrPath sub = info->activeActionSets[i].subactionPath;
+        if (sub != XR_NULL_PATH && sub_slot(sub) <= 0) return XR_ERROR_PATH_UNSUPPORTED;
+    }
+    int focused = s->state == XR_SESSION_STATE_FOCUSED;
+    XrTime t = s->last_display ? s->last_display : now_ns();
+    for (int k = 0; k < s->nattached; k++) {
+        XrActionSet set = s->attached[k];
+        int active = 0;
+        for (uint32_t i = 0; i < info->countActiveActionSets; i++)
+            active |= info->activeActionSets[i].actionSet == set;
+        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], t, active && focused);
+    }
+    return focused ? XR_SUCCESS : XR_SESSION_NOT_FOCUSED;
+}
+
+static XrResult action_state_slot(XrSession s, const XrActionStateGetInfo *info, XrActionType type, int *slot) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_ACTION_STATE_GET_INFO);
+    if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    if (info->action->type != type) return XR_ERROR_ACTION_TYPE_MISMATCH;
+    if (!set_attached(s, info->action->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    *slot = sub_slot(info->subactionPath);
+    if (*slot < 0 || !action_has_sub(info->action, info->subactionPath)) return XR_ERROR_PATH_UNSUPPORTED;
+    return XR_SUCCESS;
+}
+
+API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrActionStateBoolean *st) {
+    int slot;
+    XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_BOOLEAN_INPUT, &slot);
+    if (r != XR_SUCCESS) return r;
+    CHECK_TYPE(st, XR_TYPE_ACTION_STATE_BOOLEAN);
+    const ActState *a = &info->action->st[slot];
+    st->currentState = a->v[0] != 0;
+    st->changedSinceLastSync = a->changed;
+    st->lastChangeTime = a->last;
+    st->isActive = a->active;
+    return XR_SUCCESS;
+}
+
+API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActionStateFloat *st) {
+    int slot;
+    XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_FLOAT_INPUT, &slot);
+    if (r != XR_SUCCESS) return r;
+    CHECK_TYPE(st, XR_TYPE_ACTION_STATE_FLOAT);
+    const ActState *a = &info->action->st[slot];
+    st->currentState = a->v[0];
+    st->changedSinceLastSync = a->changed;
+    st->lastChangeTime = a->last;
+    st->isActive = a->active;
+    return XR_SUCCESS;
+}
+
+API xrGetActionStateVector2f(XrSession s, const XrActionStateGetInfo *info, XrActionStateVector2f *st) {
+    int slot;
+    XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_VECTOR2F_INPUT, &slot);
+    if (r != XR_SUCCESS) return r;
+    CHECK_TYPE(st, XR_TYPE_ACTION_STATE_VECTOR2F);
+    const ActState *a = &info->action->st[slot];
+    st->currentState.x = a->v[0], st->currentState.y = a->v[1];
+    st->changedSinceLastSync = a->changed;
+    st->lastChangeTime = a->last;
+    st->isActive = a->active;
+    return XR_SUCCESS;
+}
+
+API xrGetActionStatePose(XrSession s, const XrActionStateGetInfo *info, XrActionStatePose *st) {
+    int slot;
+    XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_POSE_INPUT, &slot);
+    if (r != XR_SUCCESS) return r;
+    CHECK_TYPE(st, XR_TYPE_ACTION_STATE_POSE);
+    st->isActive = info->action->st[slot].active;
+    return XR_SUCCESS;
+}
+
+API xrEnumerateBoundSourcesForAction(XrSession s, const XrBoundSourcesForActionEnumerateInfo *info,
+                                     uint32_t capacity, uint32_t *countOut, XrPath *sources) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_BOUND_SOURCES_FOR_ACTION_ENUMERATE_INFO);
+    if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    XrAction a = info->action;
+    if (!set_attached(s, a->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    TWO_CALL(capacity, countOut, a->nsrc);
+    for (int i = 0; i < a->nsrc; i++) {
+        char full[XR_MAX_PATH_LENGTH];
+        snprintf(full, sizeof full, "%s%s", HAND_PATHS[a->src[i].hand], a->src[i].comp->suffix);
+        sources[i] = path_intern(full);
+    }
+    return XR_SUCCESS;
+}
+
+API xrGetInputSourceLocalizedName(XrSession s, const XrInputSourceLocalizedNameGetInfo *info, uint32_t capacity,
+                                  uint32_t *countOut, char *buffer) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_INPUT_SOURCE_LOCALIZED_NAME_GET_INFO);
+    if (!info->whichComponents) return XR_ERROR_VALIDATION_FAILURE;
+    const char *src = path_str(info->sourcePath), *rest;
+    if (!src) return XR_ERROR_PATH_INVALID;
+    int hand = hand_prefix(src, &rest);
+    if (hand < 0) return XR_ERROR_PATH_UNSUPPORTED;
+    int p = s->profile[hand];
+    char name[256] = "";
+    size_t n = 0;
+    if (info->whichComponents & XR_INPUT_SOURCE_LOCALIZED_NAME_USER_PATH_BIT)
+        n += (size_t)snprintf(name + n, sizeof name - n, "%s", hand ? "Right Hand" : "Left Hand");
+    if ((info->whichComponents & XR_INPUT_SOURCE_LOCALIZED_NAME_INTERACTION_PROFILE_BIT) && p >= 0)
+        n += (size_t)snprintf(name + n, sizeof name - n, "%s%s", n ? " " : "", PROFILES[p].name);
+    if (info->whichComponents & XR_INPUT_SOURCE_LOCALIZED_NAME_COMPONENT_BIT)
+        snprintf(name + n, sizeof name - n, "%s%s", n ? " " : "", rest[0] == '/' ? rest + 1 : rest);
+    return copy_string(name, capacity, countOut, buffer);
+}
+
+static XrResult haptic_target(XrSession s, const XrHapticActionInfo *info) {
+    CHECK_SESSION(s);
+    CHECK_TYPE(info, XR_TYPE_HAPTIC_ACTION_INFO);
+    if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    if (info->action->type != XR_ACTION_TYPE_VIBRATION_OUTPUT) return XR_ERROR_ACTION_TYPE_MISMATCH;
+    if (!set_attached(s, info->action->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    if (sub_slot(info->subactionPath) < 0 || !action_has_sub(info->action, info->subactionPath))
+        return XR_ERROR_PATH_UNSUPPORTED;
+    return XR_SUCCESS;
+}
+
+API xrApplyHapticFeedback(XrSession s, const XrHapticActionInfo *info, const XrHapticBaseHeader *fb) {
+    XrResult r = haptic_target(s, info);
+    if (r != XR_SUCCESS) return r;
+    CHECK_TYPE(fb, XR_TYPE_HAPTIC_VIBRATION);
+    if (s->state != XR_SESSION_STATE_FOCUSED) return XR_SESSION_NOT_FOCUSED;
+    const XrHapticVibration *v = (const void *)fb;
+    int slot = sub_slot(info->subactionPath);
+    XrAction a = info->action;
+    for (int i = 0; i < a->nsrc; i++) {
+        int hand = a->src[i].hand;
+        if (slot != 0 && slot != hand + 1) continue;
+        Haptic *h = &g_haptic[hand];
+        h->count++;
+        h->amplitude = v->amplitude, h->frequency = v->frequency, h->duration = v->duration;
+        log_line("\"event\": \"haptic\", \"hand\": \"%s\", \"amplitude\": %g, \"duration\": %lld, \"frequency\": %g",
+                 HAND_PATHS[hand], v->amplitude, (long long)v->duration, v->frequency);
+    }
+    return XR_SUCCESS;
+}
+
+API xrStopHapticFeedback(XrSession s, const XrHapticActionInfo *info) {
+    XrResult r = haptic_target(s, info);
+    if (r != XR_SUCCESS) return r;
+    if (s->state != XR_SESSION_STATE_FOCUSED) return XR_SESSION_NOT_FOCUSED;
+    int slot = sub_slot(info->subactionPath);
+    for (int i = 0; i < info->action->nsrc; i++) {
+        int hand = info->action->src[i].hand;
+        if (slot == 0 || slot == hand + 1) g_haptic[hand].stops++;
+    }
+    return XR_SUCCESS;
+}
+
+/* ---- dispatch ---- */
+
+API xrGetInstanceProcAddr(XrInstance inst, const char *name, PFN_xrVoidFunction *fn);
+
+#define FN(name) {#name, (PFN_xrVoidFunction)name}
+static const struct { const char *name; PFN_xrVoidFunction fn; } CORE[] = {
+    FN(xrGetInstanceProcAddr), FN(xrEnumerateApiLayerProperties), FN(xrEnumerateInstanceExtensionProperties),
+    FN(xrCreateInstance), FN(xrDestroyInstance), FN(xrGetInstanceProperties), FN(xrPollEvent),
+    FN(xrResultToString), FN(xrStructureTypeToString), FN(xrGetSystem), FN(xrGetSystemProperties),
+    FN(xrEnumerateEnvironmentBlendModes), FN(xrCreateSession), FN(xrDestroySession),
+    FN(xrEnumerateReferenceSpaces), FN(xrCreateReferenceSpace), FN(xrGetReferenceSpaceBoundsRect),
+    FN(xrCreateActionSpace), FN(xrLocateSpace), FN(xrDestroySpace), FN(xrEnumerateViewConfigurations),
+    FN(xrGetViewConfigurationProperties), FN(xrEnumerateViewConfigurationViews),
+    FN(xrEnumerateSwapchainFormats), FN(xrCreateSwapchain), FN(xrDestroySwapchain),
+    FN(xrEnumerateSwapchainImages), FN(xrAcquireSwapchainImage), FN(xrWaitSwapchainImage),
+    FN(xrReleaseSwapchainImage), FN(xrBeginSession), FN(xrEndSession), FN(xrRequestExitSession),
+    FN(xrWaitFrame), FN(xrBeginFrame), FN(xrEndFrame), FN(xrLocateViews), FN(xrStringToPath),
+    FN(xrPathToString), FN(xrCreateActionSet), FN(xrDestroyActionSet), FN(xrCreateAction),
+    FN(xrDestroyAction), FN(xrSuggestInteractionProfileBindings), FN(xrAttachSessionActionSets),
+    FN(xrGetCurrentInteractionProfile), FN(xrGetActionStateBoolean), FN(xrGetActionStateFloat),
+    FN(xrGetActionStateVector2f), FN(xrGetActionStatePose), FN(xrSyncActions),
+    FN(xrEnumerateBoundSourcesForAction), FN(xrGetInputSourceLocalizedName), FN(xrApplyHapticFeedback),
+    FN(xrStopHapticFeedback),
+};
+#define NCORE (sizeof CORE / sizeof CORE[0])
+
+API xrGetInstanceProcAddr(XrInstance inst, const char *name, PFN_xrVoidFunction *fn) {
+    if (!name || !fn) return XR_ERROR_VALIDATION_FAILURE;
+    *fn = NULL;
+    if (inst == XR_NULL_HANDLE) {
+        if (strcmp(name, "xrEnumerateInstanceExtensionProperties") == 0) *fn = (PFN_xrVoidFunction)xrEnumerateInstanceExtensionProperties;
+        else if (strcmp(name, "xrEnumerateApiLayerProperties") == 0) *fn = (PFN_xrVoidFunction)xrEnumerateApiLayerProperties;
+        else if (strcmp(name, "xrCreateInstance") == 0) *fn = (PFN_xrVoidFunction)xrCreateInstance;
+        else if (strcmp(name, "xrGetInstanceProcAddr") == 0) *fn = (PFN_xrVoidFunction)xrGetInstanceProcAddr;
+        return *fn ? XR_SUCCESS : XR_ERROR_HANDLE_INVALID;
+    }
+    CHECK_INSTANCE(inst);
+    for (size_t i = 0; i < NCORE; i++)
+        if (strcmp(CORE[i].name, name) == 0) return (*fn = CORE[i].fn), XR_SUCCESS;
+    if (XR_VERSION_MINOR(inst->api) >= 1 && strcmp(name, "xrLocateSpaces") == 0)
+        *fn = (PFN_xrVoidFunction)xrLocateSpaces;
+    else if (inst->ext_gl && strcmp(name, "xrGetOpenGLGraphicsRequirementsKHR") == 0)
+        *fn = (PFN_xrVoidFunction)xrGetOpenGLGraphicsRequirementsKHR;
+    else if (inst->ext_timespec && strcmp(name, "xrConvertTimespecTimeToTimeKHR") == 0)
+        *fn = (PFN_xrVoidFunction)xrConvertTimespecTimeToTimeKHR;
+    else if (inst->ext_timespec && strcmp(name, "xrConvertTimeToTimespecTimeKHR") == 0)
+        *fn = (PFN_xrVoidFunction)xrConvertTimeToTimespecTimeKHR;
+    return *fn ? XR_SUCCESS : XR_ERROR_FUNCTION_UNSUPPORTED;
+}
+
+EXPORT XrResult xrNegotiateLoaderRuntimeInterface(const XrNegotiateLoaderInfo *li, XrNegotiateRuntimeRequest *rr) {
+    if (!li || li->structType != LOADER_STRUCT_LOADER_INFO || li->structVersion != 1 ||
+        li->structSize != sizeof(XrNegotiateLoaderInfo))
+        return XR_ERROR_INITIALIZATION_FAILED;
+    if (!rr || rr->structType != LOADER_STRUCT_RUNTIME_REQUEST || rr->structVersion != 1 ||
+        rr->structSize != sizeof(XrNegotiateRuntimeRequest))
+        return XR_ERROR_INITIALIZATION_FAILED;
+    if (li->minInterfaceVersion > 1 || li->maxInterfaceVersion < 1) return XR_ERROR_INITIALIZATION_FAILED;
+    if (XR_VERSION_MAJOR(li->minApiVersion) > 1 || XR_VERSION_MAJOR(li->maxApiVersion) < 1)
+        return XR_ERROR_INITIALIZATION_FAILED;
+    XrVersion ours = XR_MAKE_VERSION(1, 1, 0);
+    rr->runtimeInterfaceVersion = 1;
+    rr->runtimeApiVersion = li->maxApiVersion < ours ? XR_MAKE_VERSION(1, 0, 0) : ours;
+    rr->getInstanceProcAddr = xrGetInstanceProcAddr;
+    return XR_SUCCESS;
+}
+
+/* ---- control API (ctypes, same dlopen handle as the loader) ---- */
+
+EXPORT const char *mockxr_last_error(void) { return g_error; }
+
+EXPORT void mockxr_reset(void) {
+    for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]);
+    devices_default();
+    g_throttle_set = g_emulated_set = 0;
+    g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
+    g_frames_ended = g_frames_waited = 0;
+    g_error[0] = 0;
+    if (g_log) fclose(g_log), g_log = NULL;
+}
+
+/* 0 on success, -1 when the file cannot be read, else the line number of the error. */
+EXPORT int mockxr_load_motion(const char *path) { return motion_load(&g_motion[SLOT_MOTION], path); }
+EXPORT int mockxr_load_script(const char *path) { return motion_load(&g_motion[SLOT_SCRIPT], path); }
+
+EXPORT void mockxr_clear_motion(void) {
+    for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]);
+}
+
+EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float qx, float qy, float qz, float qw) {
+    int i = path ? pose_index(path) : -1;
+    if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
+    g_pose[i] = (XrPosef){{qx, qy, qz, qw}, {px, py, pz}};
+    return 0;
+}
+
+EXPORT int mockxr_get_pose(const char *path, float out[7]) {
+    int i = path ? pose_index(path) : -1;
+    if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
+    const XrPosef *p = &g_pose[i];
+    float v[7] = {p->position.x, p->position.y, p->position.z, p->orientation.x, p->orientation.y,
+                  p->orientation.z, p->orientation.w};
+    memcpy(out, v, sizeof v);
+    return 0;
+}
+
+static int set_input(const char *path, int want_dims, float x, float y) {
+    int dims, i = path ? input_index(path, &dims) : -1;
+    if (i < 0) return set_error("not an input path: %s", path ? path : "(null)"), -1;
+    if (dims != want_dims) return set_error("%s takes %d value(s)", path, dims), -1;
+    g_in[i / NIN][i % NIN][0] = x;
+    g_in[i / NIN][i % NIN][1] = y;
+    return 0;
+}
+
+EXPORT int mockxr_set_float(const char *path, float v) { return set_input(path, 1, v, 0); }
+EXPORT int mockxr_set_bool(const char *path, int v) { return set_input(path, 1, v ? 1.0f : 0.0f, 0); }
+EXPORT int mockxr_set_vec2(const char *path, float x, float y) { return set_input(path, 2, x, y); }
+
+EXPORT int mockxr_set_tracking(const char *path, uint64_t flags) {
+    int i = path ? flags_index(path) : -1;
+    if (i < 0) return set_error("tracking flags take /user/head, /user/hand/left or /user/hand/right"), -1;
+    g_flags[i] = flags & ALL_FLAGS;
+    return 0;
+}
+
+EXPORT int mockxr_command(const char *cmd) { return cmd ? run_command(cmd) : -1; }
+
+EXPORT int mockxr_set_profile(const char *profile) {
+    int p = profile_index(profile);
+    if (p < 0) return set_error("unknown interaction profile %s", profile ? profile : "(null)"), -1;
+    g_emulated = p, g_emulated_set = 1;
+    if (g_session && g_session->nattached) resolve_profiles(g_session, 1);
+    return 0;
+}
+
+EXPORT void mockxr_set_throttle(int on) { g_throttle = on != 0, g_throttle_set = 1; }
+EXPORT void mockxr_set_stage_supported(int on) { g_stage = on != 0; }
+EXPORT void mockxr_set_hmd_present(int on) { g_hmd = on != 0; }
+
+EXPORT int mockxr_get_haptics(const char *hand, int64_t *count, float *amplitude, int64_t *duration,
+                              float *frequency, int64_t *stops) {
+    int h = -1;
+    for (int i = 0; i < 2; i++)
+        if (hand && strcmp(hand, HAND_PATHS[i]) == 0) h = i;
+    if (h < 0) return set_error("haptics are per hand: /user/hand/left or /user/hand/right"), -1;
+    *count = g_haptic[h].count, *amplitude = g_haptic[h].amplitude, *duration = g_haptic[h].duration;
+    *frequency = g_haptic[h].frequency, *stops = g_haptic[h].stops;
+    return 0;
+}
+
+EXPORT int64_t mockxr_frames_ended(void) { return g_frames_ended; }
+EXPORT int64_t mockxr_frames_waited(void) { return g_frames_waited; }
+EXPORT int64_t mockxr_frame_index(void) { return g_session ? g_session->frame : -1; }
+EXPORT int mockxr_session_state(void) { return g_session ? (int)g_session->state : 0; }
+EXPORT int mockxr_instance_alive(void) { return g_instance != NULL; }
+
+__attribute__((constructor)) static void mockxr_init(void) { devices_default(); }
