@@ -19,6 +19,10 @@ from headcast.xr.frame import TrackingFrame
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
 
 
+class SourceEnded(Exception):
+    """A finite frame source (a replayed trace) has no more frames; the message says why."""
+
+
 class FrameSource(Protocol):
     def next_frame(self) -> TrackingFrame: ...
     def close(self) -> None: ...
@@ -62,6 +66,9 @@ class FrameLoop:
             frame = self.source.next_frame()
         except SessionEnded as e:
             self.stop_reason = f"XR session ended: {e}" if e.lost else "XR session ended by the runtime"
+            return False
+        except SourceEnded as e:
+            self.stop_reason = str(e)
             return False
         located = clock()
         dt = 0.0

@@ -2,16 +2,41 @@
 
 Without a server it encodes the body every frame and decodes it back the way a receiver
 would, so the mirror shows the quantised head and the reconstructed physical pose anyway.
+With one, our body as the server relayed it (seen by a stealth observer) is matched to the
+frame sent under the same poseSeq: the error shown is what the wire did, not network lag.
 """
 from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 from headcast.app.netsyncmap import pose_frame, rotation_error_deg
 from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import FLAG_HEAD, PoseBody, PoseFrame
-from headcast.netcode.pose import unity_quat
+from headcast.netcode.pose import Vec3, unity_position
 from headcast.xr.frame import TrackingFrame
+
+SENT_HISTORY = 256
+
+
+@dataclass
+class NetSyncCheck:
+    """Sent vs relayed, accumulated over the run (for the demo's verification summary)."""
+
+    matched: int = 0                 # relayed bodies matched to the frame sent with that poseSeq
+    head_rot_max: float = 0.0        # degrees
+    head_pos_max: float = 0.0        # metres
+    physical_max: float = 0.0        # metres: reconstructed physical pose vs the stage head
+    lost_reported: int = 0           # bodies relayed without a head while tracking was lost
+    lost_stale: int = 0              # bodies relayed WITH a head for a frame sent without one
+    dyaws: set = field(default_factory=set)  # distinct XROrigin yaw deltas seen (0.1° steps)
+
+
+def _dist(a: Vec3, b: Vec3) -> float:
+    return math.dist(a, b)
 
 
 class NetSyncSink:
@@ -22,53 +47,90 @@ class NetSyncSink:
         self.link = link                 # a NetSyncLink, or None = offline
         self.meter = RateMeter()
         self.frame: PoseFrame | None = None
-        self.sent_head_rot = None        # the OpenXR head orientation of the last frame (world)
         self.body_size = 0
         self.seen: PoseBody | None = None     # our own body as the far side decodes it
+        self.check = NetSyncCheck()
+        self._last_error: float | None = None
+        # poseSeq → (frame sent, stage head position in Unity's frame or None)
+        self._sent: OrderedDict[int, tuple[PoseFrame, Vec3 | None]] = OrderedDict()
 
     def poll(self, now: float) -> None:
-        if self.link is not None:
-            self.link.poll(now)
-            self.seen = self.link.own_body
+        if self.link is None:
+            return
+        self.link.poll(now)
+        body = self.link.own_body
+        if body is not None and body is not self.seen:
+            self.seen = body
+            self._verify(body)
+
+    def _verify(self, body: PoseBody) -> None:
+        sent = self._sent.get(body.pose_seq)
+        if sent is None:
+            return
+        frame, stage_head = sent
+        c = self.check
+        c.matched += 1
+        if body.delta is not None:
+            c.dyaws.add(round(body.delta.dyaw, 1))
+        if not frame.flags & FLAG_HEAD:
+            if body.head is None:
+                c.lost_reported += 1
+            else:
+                c.lost_stale += 1
+            self._last_error = None
+            return
+        if body.head is None:
+            return
+        err = rotation_error_deg(frame.head.rot, body.head.rot)
+        self._last_error = err
+        c.head_rot_max = max(c.head_rot_max, err)
+        c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
+        if body.physical is not None and stage_head is not None:
+            c.physical_max = max(c.physical_max, _dist(body.physical.pos, stage_head))
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         pf = pose_frame(state, self.stealth)
         self.frame = pf
-        self.sent_head_rot = state.head.orientation if state.head.valid else None
         if self.link is None:
             body = encode_body(0, pf)
             self.body_size = len(body)
             self.seen = decode_body(body)[0]
+            self._last_error = (rotation_error_deg(pf.head.rot, self.seen.head.rot)
+                                if self.seen.head is not None else None)
             return None
         sent = self.link.send(pf, now)
         if sent is None:
             return None
-        nbytes, body_size, t_wire = sent
+        nbytes, body_size, t_wire, seq = sent
         self.body_size = body_size
         self.meter.add(t_wire, nbytes)
+        stage = unity_position(frame.head.position) if frame.head.valid else None
+        self._sent[seq] = (pf, stage)
+        self._sent.move_to_end(seq)
+        if len(self._sent) > SENT_HISTORY:
+            self._sent.popitem(last=False)
         return t_wire
 
     @property
     def others(self) -> dict[int, PoseBody]:
         return {} if self.link is None else self.link.others
 
-    def head_error_deg(self) -> float | None:
-        if self.seen is None or self.seen.head is None or self.sent_head_rot is None:
-            return None
-        return rotation_error_deg(unity_quat(self.sent_head_rot), self.seen.head.rot)
-
     def status(self, now: float) -> SinkStatus:
         hz, bps = self.meter.rates(now)
         pf = self.frame
         packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
+        if pf is not None and pf.flags & 0x02 and not self.stealth:
+            packed += f" dyaw {pf.delta.dyaw:.1f}"
         detail = ""
         if pf is not None and not self.stealth and not pf.flags & FLAG_HEAD:
             detail = "tracking lost: head not valid"
         if self.link is None:
-            return SinkStatus(self.name, "offline", packed=packed, error_deg=self.head_error_deg(),
+            return SinkStatus(self.name, "offline", packed=packed, error_deg=self._last_error,
                               detail=detail or "no server (--netsync HOST)")
-        return SinkStatus(self.name, self.link.state, hz, bps, packed, self.head_error_deg(),
-                          detail or self.link.detail)
+        others = len(self.link.others)
+        extra = f"; {others} other{'s' if others != 1 else ''} in the room" if others else ""
+        return SinkStatus(self.name, self.link.state, hz, bps, packed, self._last_error,
+                          detail or self.link.detail + extra)
 
     def close(self) -> None:
         if self.link is not None:

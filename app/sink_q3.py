@@ -8,7 +8,6 @@ from __future__ import annotations
 from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent, remote_head
 from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
-from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3.vrhead import HeadSmoother
 from headcast.xr.frame import TrackingFrame
 
@@ -77,10 +76,7 @@ class Q3Sink:
         hz, bps = self.meter.rates(now)
         i = self.intent
         packed = "" if i is None else f"buttons {i.buttons:#010x} roll {i.roll_short}"
-        error = None
-        view = self.server_view()
-        if i is not None and view is not None:
-            error = max(abs(angle_subtract(i.angles[0], view[0])), abs(angle_subtract(i.angles[1], view[1])))
+        error = None if self.link is None else self.link.last_error
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:
             return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)")

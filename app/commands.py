@@ -1,0 +1,246 @@
+"""`headcast run` and `headcast replay`: build the pipeline from the configuration and run it."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from headcast.app import config as config_mod
+from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.app.loop import FrameLoop, SourceEnded
+from headcast.app.rig import Rig, RigSettings
+from headcast.app.sink_netsync import NetSyncSink
+from headcast.app.sink_q3 import Q3Sink
+from headcast.app.sink_sauer import SauerSink
+from headcast.app.telemetry import Telemetry
+from headcast.xr.frame import TrackingFrame
+
+
+def load_config(args: argparse.Namespace, flags: dict | None = None) -> config_mod.Config:
+    from headcast.app.cli import flag_overrides
+    try:
+        return config_mod.load(Path(args.config) if getattr(args, "config", None) else None,
+                               flags=flags if flags is not None else flag_overrides(args))
+    except config_mod.ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def rig_from(cfg: config_mod.Config) -> Rig:
+    r = cfg.section("rig")
+    try:
+        return Rig(RigSettings(move_speed=r["move_speed"], turn_mode=r["turn"], snap_angle=r["snap_angle"],
+                               smooth_speed=r["smooth_speed"], deadzone=r["deadzone"]))
+    except ValueError as e:
+        raise UsageError(f"rig.turn: {e}") from None
+
+
+def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
+    """Q3, NetSync and Sauerbraten sinks; those without a host compute and show only."""
+    sinks: list = []
+    try:
+        q = cfg.section("q3")
+        q3_link = None
+        if q["host"]:
+            from headcast.app.q3_link import Q3Link, parse_address as q3_address
+            host, port = q3_address(q["host"])
+            q3_link = Q3Link(host, port, name=q["name"], vr=q["vr"], pk3=q["pk3"], clock=clock)
+        sinks.append(Q3Sink(vr=q["vr"], move_speed=cfg[("rig", "move_speed")], link=q3_link))
+        n = cfg.section("netsync")
+        ns_link = None
+        if n["host"]:
+            from headcast.app.netsync_link import NetSyncLink, default_device_id, parse_address as ns_address
+            if not 0.5 <= n["send_rate"] <= 60:
+                raise UsageError(f"--send-rate {n['send_rate']:g}: must be 0.5..60 Hz (Unity's clamp)")
+            host, dealer, pub = ns_address(n["host"])
+            ns_link = NetSyncLink(host, dealer, pub, n["room"], n["device_id"] or default_device_id(),
+                                  n["send_rate"], n["stealth"], clock)
+        sinks.append(NetSyncSink(stealth=n["stealth"], link=ns_link))
+        sinks.append(SauerSink())
+    except BaseException:
+        for s in sinks:
+            s.close()
+        raise
+    return sinks
+
+
+def want_mirror(cfg: config_mod.Config) -> bool:
+    from headcast.app.mirror import display_available
+    v = str(cfg[("mirror", "enabled")]).lower()
+    if v in ("auto", ""):
+        return display_available()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise UsageError(f"mirror.enabled = {v!r}: expected auto, true or false")
+
+
+def open_mirror(cfg: config_mod.Config):
+    if not want_mirror(cfg):
+        return None
+    from headcast.app.mirror import MirrorWindow
+    m = cfg.section("mirror")
+    return MirrorWindow(m["width"], m["height"], m["plot_seconds"])
+
+
+def open_xr(cfg: config_mod.Config, mirror) -> Any:
+    """The OpenXR session: the headset's runtime, or the mock runtime playing a motion."""
+    from headcast.xr.errors import XRError
+    motion = cfg[("xr", "mock")]
+    try:
+        if motion:
+            from headcast.app.mock import activate_mock
+            activate_mock(motion)
+        from headcast.xr.session import XRSession
+        return XRSession("auto", window=None if mirror is None else mirror.window)
+    except XRError as e:
+        raise AppError(str(e)) from None
+
+
+class ReplaySource:
+    """Frames of a recorded trace at their recorded pace (XrTime differences)."""
+
+    gl_context = None
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter, sleep=time.sleep) -> None:
+        from headcast.xr.trace import TraceError, iter_trace
+        self.path = path
+        self._frames = iter_trace(path)
+        self._error = TraceError
+        self.clock, self.sleep = clock, sleep
+        self._t0: float | None = None
+        self._first_ns = 0
+        self.count = 0
+
+    def next_frame(self) -> TrackingFrame:
+        try:
+            frame = next(self._frames)
+        except StopIteration:
+            raise SourceEnded(f"replay finished ({self.count} frames from {self.path})") from None
+        except self._error as e:
+            raise AppError(str(e)) from None
+        if self._t0 is None:
+            self._t0, self._first_ns = self.clock(), frame.time_ns
+        delay = self._t0 + (frame.time_ns - self._first_ns) / 1e9 - self.clock()
+        if delay > 0:
+            self.sleep(min(delay, 1.0))
+        self.count += 1
+        return frame
+
+    def close(self) -> None:
+        self._frames.close()
+
+
+@dataclass
+class Console:
+    """Status lines while running (text, or one JSON object per line with --json)."""
+
+    json_mode: bool
+    connect_timeout: float
+    out: Any = field(default_factory=lambda: sys.stdout)
+    t0: float | None = None
+    _last_states: dict = field(default_factory=dict)
+
+    def __call__(self, loop: FrameLoop, now: float) -> None:
+        if self.t0 is None:
+            self.t0 = now
+        elapsed = now - self.t0
+        statuses = [s.status(now) for s in loop.sinks]
+        tracking = "ok" if loop.frame is not None and loop.frame.head.valid else "lost"
+        if self.json_mode:
+            print(json.dumps({"type": "status", "t": round(elapsed, 2), "tracking": tracking,
+                              "sinks": [s.as_dict() for s in statuses]}), file=self.out, flush=True)
+        else:
+            parts = [f"{s.name} {s.state}" + (f" {s.send_hz:.0f}/s {s.bytes_per_s / 1000:.1f} kB/s" if s.send_hz else "")
+                     + (f" {s.packed}" if s.packed else "") for s in statuses]
+            print(f"[{elapsed:6.1f} s] tracking {tracking} | " + " | ".join(parts), file=self.out, flush=True)
+            for s in statuses:
+                if self._last_states.get(s.name) != (s.state, s.detail) and s.state != "offline":
+                    print(f"           {s.name}: {s.state} — {s.detail}", file=self.out, flush=True)
+        for s in statuses:
+            self._last_states[s.name] = (s.state, s.detail)
+        for sink, st in zip(loop.sinks, statuses):
+            if st.state == "connecting" and elapsed > self.connect_timeout:
+                link = getattr(sink, "link", None)
+                where = getattr(link, "address", "the server")
+                raise UnreachableError(
+                    f"{sink.name}: no answer from {where} within {self.connect_timeout:g} s "
+                    f"(is the server running and the address/port right? firewall?)")
+
+
+def summary_of(loop: FrameLoop, reason: str) -> dict:
+    now = loop.clock()
+    out = {"type": "summary", "stopped": reason, **loop.telemetry.summary(),
+           "sinks": [s.status(now).as_dict() for s in loop.sinks]}
+    return out
+
+
+def print_summary(summary: dict, json_mode: bool, out=None) -> None:
+    out = out or sys.stdout
+    if json_mode:
+        print(json.dumps(summary), file=out, flush=True)
+        return
+    print(f"stopped: {summary['stopped']}", file=out)
+    fc, lat = summary["frame_cost_ms"], summary["latency_ms"]
+    print(f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
+          f"frame cost median {fc['median']} ms p99 {fc['p99']} ms; "
+          f"motion-to-wire median {lat['median']} ms p99 {lat['p99']} ms", file=out)
+    for s in summary["sinks"]:
+        print(f"  {s['name']:8} {s['state']:12} {s['packed']}  {s['detail']}", file=out, flush=True)
+
+
+def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
+                 clock: Callable[[], float] = time.perf_counter) -> tuple[int, dict]:
+    """Open mirror → source → sinks (each closed again if a later one fails), run, summarise."""
+    mirror = open_mirror(cfg)
+    source = sinks = None
+    try:
+        source = source_factory(mirror)
+        sinks = make_sinks(cfg, clock)
+        recorder = None
+        if cfg[("run", "record")]:
+            from headcast.xr.trace import TraceWriter
+            try:
+                recorder = TraceWriter(cfg[("run", "record")], {"tool": "headcast run"})
+            except OSError as e:
+                raise UsageError(f"--record {cfg[('run', 'record')]}: {e.strerror or e}") from None
+        loop = FrameLoop(source, rig_from(cfg), sinks, Telemetry(), mirror=mirror, recorder=recorder,
+                         duration=cfg[("run", "duration")], clock=clock,
+                         on_status=Console(json_mode, cfg[("run", "connect_timeout")]))
+    except BaseException:
+        for s in sinks or []:
+            s.close()
+        if source is not None:
+            source.close()
+        if mirror is not None:
+            mirror.close()
+        raise
+    reason = loop.run()
+    summary = summary_of(loop, reason)
+    print_summary(summary, json_mode)
+    return 0, summary
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    if args.print_config:
+        if args.json:
+            print(json.dumps(cfg.as_dict()))
+        else:
+            print(cfg.to_toml())
+        return 0
+    rc, _ = run_pipeline(cfg, lambda mirror: open_xr(cfg, mirror), args.json)
+    return rc
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"replay: {path} does not exist")
+    rc, _ = run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)
+    return rc

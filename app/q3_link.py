@@ -1,0 +1,140 @@
+"""A live Quake 3 connection for the sink (C2's Q3Client), and HOST[:PORT] parsing.
+
+The client core builds one usercmd per command tick from the latest input. The sink sets
+the input and then polls the client in the same frame, so a tick that falls due carries the
+pose located this frame (motion-to-wire latency under a millisecond instead of a frame).
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from headcast.app.errors import UsageError
+from headcast.app.q3map import Q3Intent
+from headcast.netcode.pose import angle_subtract
+from headcast.netcode.q3.client import ClientConfig, State
+from headcast.netcode.q3.events import Disconnected, EnteredWorld, GamestateReceived, HeadTracking, SnapshotReceived
+from headcast.netcode.q3.transport import Q3Client
+from headcast.netcode.q3.vrhead import EF_VR_PLAYER
+
+DEFAULT_PORT = 27960
+USER_BITS = 0xFFF
+
+STATE_TEXT = {
+    State.IDLE: "idle", State.PROBING: "connecting", State.CHALLENGING: "connecting",
+    State.CONNECTING: "connecting", State.CONNECTED: "loading", State.PRIMED: "loading",
+    State.ACTIVE: "in game", State.WAITING: "reconnecting", State.CLOSED: "closed",
+}
+
+
+SENT_HISTORY = 256
+
+
+@dataclass
+class Q3Check:
+    """The server's own view (playerState.viewangles) vs the angles of the usercmd it last ran."""
+
+    matched: int = 0
+    view_err_max: float = 0.0        # degrees, worst axis
+    vr_flag_frames: int = 0          # snapshots with EF_VR_PLAYER set in our playerState
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = text, str(DEFAULT_PORT)
+    if not host:
+        raise UsageError(f"--q3 {text!r}: expected HOST or HOST:PORT")
+    try:
+        p = int(port)
+    except ValueError:
+        raise UsageError(f"--q3 {text!r}: the port must be a number") from None
+    if not 0 < p < 65536:
+        raise UsageError(f"--q3 {text!r}: the port must be 1..65535")
+    return host, p
+
+
+class Q3Link:
+    def __init__(self, host: str, port: int, *, name: str = "headcast", vr: bool = True,
+                 pk3: list[str] | tuple[str, ...] = (), clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.address = f"{host}:{port}"
+        try:
+            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3)))
+        except OSError as e:
+            raise UsageError(f"--q3 {host}:{port}: {e.strerror or e}") from None
+        self.client.start(clock())
+        self.view_angles: tuple[float, float, float] | None = None
+        self.eflags = 0
+        self.head_bits = False
+        self.detail = f"joining {self.address}"
+        self.mapname = ""
+        self.entered = False
+        self.snapshots = 0
+        self.check = Q3Check()
+        self.last_error: float | None = None
+        self._sent: OrderedDict[int, tuple[float, float, float]] = OrderedDict()  # cmd serverTime → angles
+
+    @property
+    def state(self) -> str:
+        return STATE_TEXT.get(self.client.state, str(self.client.state))
+
+    def poll(self, now: float) -> None:
+        """Nothing: the socket is drained in send(), right after this frame's input is set."""
+
+    def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
+        head = None
+        if intent.head is not None:
+            head = (intent.head[0], angle_subtract(intent.head[1], intent.angles[1]))
+        self.client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
+                              intent.buttons & USER_BITS, 0, head)
+        counters = self.client.core._counters  # noqa: SLF001 - a plain Counter; Status copies it every call
+        before = counters["bytes_out"]
+        self._handle(self.client.poll(now))
+        sent = counters["bytes_out"] - before
+        if sent <= 0:
+            return None
+        t_wire = self.clock()
+        cmd_time = self.client.core._last_cmd_time  # noqa: SLF001 - serverTime of the cmd just built
+        self._sent[cmd_time] = intent.angles
+        if len(self._sent) > SENT_HISTORY:
+            self._sent.popitem(last=False)
+        return sent, t_wire
+
+    def _handle(self, events) -> None:
+        for ev in events:
+            if isinstance(ev, SnapshotReceived):
+                ps = ev.ps
+                self.snapshots += 1
+                self.view_angles = tuple(float(a) for a in ps.viewangles)  # type: ignore[assignment]
+                self.eflags = ps.eFlags
+                self._verify(ps)
+            elif isinstance(ev, HeadTracking):
+                self.head_bits = ev.sent
+                self.detail = ev.reason
+            elif isinstance(ev, GamestateReceived):
+                self.mapname = ev.mapname
+                self.detail = f"map {ev.mapname}, {'vr_support' if ev.vr_support else 'no vr_support'}"
+            elif isinstance(ev, EnteredWorld):
+                self.entered = True
+            elif isinstance(ev, Disconnected):
+                self.detail = f"disconnected: {ev.reason}" + (" (reconnecting)" if ev.will_reconnect else "")
+
+    def _verify(self, ps) -> None:
+        sent = self._sent.get(ps.commandTime)
+        if sent is None or self.view_angles is None:
+            return
+        # Roll is left out: the server's view roll is what we sent only while the head is tracked.
+        err = max(abs(angle_subtract(sent[i], self.view_angles[i])) for i in (0, 1))
+        self.last_error = err
+        c = self.check
+        c.matched += 1
+        c.view_err_max = max(c.view_err_max, err)
+        if self.eflags & EF_VR_PLAYER:
+            c.vr_flag_frames += 1
+
+    def close(self) -> None:
+        self._handle(self.client.close(self.clock()))

@@ -1,0 +1,61 @@
+"""The Sauerbraten sink: the N_POS record this frame's head would produce (computed and shown).
+
+Axes: Sauerbraten is x right, y forward, z up, in cube units; yaw 0 faces +y and grows to the
+left, pitch grows looking up. From OpenXR: (x, y, z)_sauer = (x, −z, y)_xr · UNITS_PER_METRE,
+yaw = Quake yaw, pitch = −Quake pitch. A player is 14 units from eye to feet (≈ 1.75 m), so a
+cube unit is taken as 1/8 m.
+"""
+from __future__ import annotations
+
+from headcast.app.rig import RigState
+from headcast.app.telemetry import SinkStatus
+from headcast.netcode.pose import quake_angles
+from headcast.netcode.sauer.npos import NPos, decode_npos, encode_npos, make_npos
+from headcast.xr.frame import TrackingFrame
+
+UNITS_PER_METRE = 8.0
+
+
+def npos_for(state: RigState, cn: int = 0) -> NPos | None:
+    """The record for this frame, None while the head is not tracked (no stale position)."""
+    if not state.head.valid:
+        return None
+    x, y, z = state.head.position
+    pitch, yaw, roll = quake_angles(state.head.orientation)
+    vx, vz = state.move_world
+    u = UNITS_PER_METRE
+    return make_npos(cn, eye=(x * u, -z * u, y * u), yaw=yaw, pitch=-pitch, roll=roll,
+                     vel=(vx * u, -vz * u, 0.0))
+
+
+class SauerSink:
+    name = "sauer"
+
+    def __init__(self) -> None:
+        self.record: NPos | None = None
+        self.size = 0
+        self.seen: NPos | None = None   # the record as a receiving game parses it
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        self.record = npos_for(state)
+        if self.record is None:
+            self.seen, self.size = None, 0
+            return None
+        data = encode_npos(self.record)
+        self.size = len(data)
+        self.seen = decode_npos(data)[0]
+        return None
+
+    def status(self, now: float) -> SinkStatus:
+        s = self.seen
+        if s is None:
+            return SinkStatus(self.name, "offline", detail="tracking lost: no position record")
+        return SinkStatus(self.name, "offline",
+                          packed=f"N_POS {self.size} B yaw {s.yaw} pitch {s.pitch} roll {s.roll_deg}",
+                          detail="computed only (no Sauerbraten connection in this build)")
+
+    def close(self) -> None:
+        pass
