@@ -45,13 +45,14 @@ def yaw_quat_unity(yaw_deg: float) -> Quat:
 
 
 def unity_yaw(q: Quat) -> float:
-    """eulerAngles.y of a unit quaternion, Unity's Euler order (q = q_y · q_x · q_z).
+    """eulerAngles.y of a quaternion, Unity's Euler order (q = q_y · q_x · q_z).
 
     The shipped Python decoder uses atan2(2(wy + zx), 1 − 2(y² + z²)), which agrees only
     without pitch and roll (reference §5); this is the formula Unity's own eulerAngles obeys.
     """
     x, y, z, w = q
-    return math.degrees(math.atan2(2.0 * (x * z + w * y), 1.0 - 2.0 * (x * x + y * y)))
+    # w² + z² − x² − y² equals 1 − 2(x² + y²) for a unit q and keeps the sign right for any scale
+    return math.degrees(math.atan2(2.0 * (x * z + w * y), w * w + z * z - x * x - y * y))
 
 
 def origin_delta(p0: Vec3, yaw0: float, p1: Vec3, yaw1: float) -> OriginDelta:

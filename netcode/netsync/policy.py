@@ -22,8 +22,8 @@ SEND_RATE_MAX = 60.0
 HEARTBEAT_S = 1.0
 
 
-def pose_signature(tail: bytes) -> int:
-    h = FNV_OFFSET_UNITY
+def pose_signature(tail: bytes, basis: int = FNV_OFFSET_UNITY) -> int:
+    h = basis
     for b in tail:
         h = ((h ^ b) * FNV_PRIME) & _MASK64
     return h
