@@ -1,0 +1,640 @@
+"""Sans-IO Quake 3 client core: handshake, gamestate, snapshots, reliable commands, usercmds.
+
+Shaped like aioquic's connection: bytes and `now` (seconds, any monotonic origin) go in through
+`receive_datagram` / `handle_timer`; datagrams come out of `datagrams_to_send`, events out of
+`next_event`. It never reads a clock or touches a socket. `transport.Q3Client` drives it over UDP.
+
+The application sets what it wants every frame with `set_input` (absolute view angles, stick
+moves, buttons, optional VR head pitch / yaw offset); the core turns that into one usercmd per
+command tick (`cmd_rate`, 60 Hz by default) with angles relative to the server's
+`ps.delta_angles`, so the server's view equals the intended one. Packets carry the new cmd plus
+the previous one (cl_packetdup 1). Buttons are 32 bits wide only on a VR link: the gamestate's
+serverinfo has `vr_support 1` and the userinfo the server executed has `vr\\1`; otherwise 16 bits
+and no head bits (a HeadTracking event says why).
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter, deque
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Sequence
+
+from . import huffman, oob, pure, serverparse
+from .clientmsg import usercmd_key, write_client_message
+from .delta import NULL_PLAYER, PlayerState
+from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
+                     ServerCommand, SnapshotReceived)
+from .netchan import Netchan, NetchanMode
+from .oob import Family
+from .usercmd import UserCmd
+from .vrhead import USER_BUTTON_MASK, angle2short, pack_head
+
+MAX_RELIABLE_COMMANDS = 64
+PACKET_BACKUP = 32
+MAX_PACKET_USERCMDS = 32
+CS_SERVERINFO, CS_SYSTEMINFO = 0, 1
+CHALLENGE_RESEND = 3.0     # ioq3 RETRANSMIT_TIMEOUT for getchallenge / connect
+GAMESTATE_RESEND = 1.0     # CA_CONNECTED: one packet per second until the gamestate arrives
+DISCONNECT_PACKETS = 3     # ioq3 CL_Disconnect sends the `disconnect` command three times
+OOB_DISCONNECT_GRACE = 3.0  # ioq3 ignores an OOB disconnect within 3 s of a real packet
+FLOOD_INTERVAL = 1.2       # ioq3 runs one game command per second per client (margin for jitter)
+URGENT_COMMANDS = ("cp", "userinfo", "disconnect")  # engine commands: bypass the flood pacing
+MAX_PENDING_COMMANDS = 32
+MAX_EVENTS = 1024
+MAX_DROP_REASONS = 32
+
+
+class State(StrEnum):
+    IDLE = "idle"
+    PROBING = "probing"            # getinfo: which protocol family
+    CHALLENGING = "challenging"    # getchallenge
+    CONNECTING = "connecting"      # connect
+    CONNECTED = "connected"        # netchan up, waiting for the gamestate
+    PRIMED = "primed"              # gamestate parsed, sending usercmds
+    ACTIVE = "active"              # the server runs our usercmds
+    WAITING = "waiting"            # reconnect backoff
+    CLOSED = "closed"
+
+
+class ClientError(RuntimeError):
+    """The application used the core wrongly (e.g. a command while closed, a full queue)."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    name: str = "headcast"
+    family: Family | None = None       # None: detect with getinfo (71 → legacy-71, 68 → new-71)
+    vr: bool = False                   # send `vr\1` and head bits where the server supports them
+    cmd_rate: float = 60.0             # usercmds (and packets) per second
+    rate: int = 25000
+    snaps: int = 20
+    model: str = "sarge"
+    cl_guid: str = field(default_factory=oob.new_guid)
+    qport: int = field(default_factory=lambda: random.randrange(1, 0x10000))
+    pure_paks: tuple[Path, ...] = ()   # pk3 files (or folders of them) for `cp` on sv_pure servers
+    connect_timeout: float = 10.0      # one attempt (probe → gamestate) may take this long
+    timeout: float = 10.0              # silence from a connected server before giving up on it
+    reconnect: bool = True
+    backoff: tuple[float, float] = (0.5, 8.0)  # first and largest reconnect delay
+
+
+@dataclass(frozen=True)
+class Input:
+    angles: tuple[float, float, float] = (0.0, 0.0, 0.0)   # intended view (pitch, yaw, roll) degrees
+    forward: int = 0
+    right: int = 0
+    up: int = 0
+    buttons: int = 0
+    weapon: int = 0
+    head: tuple[float, float] | None = None  # VR head (pitch, yaw offset from angles yaw) degrees
+
+
+@dataclass(frozen=True)
+class Status:
+    state: State
+    family: Family | None
+    server_id: int
+    client_num: int
+    mapname: str
+    sv_pure: bool
+    vr_support: bool
+    vr_active: bool                    # 32-bit buttons with head bits on this link
+    head_reason: str
+    ps: PlayerState | None             # our playerState from the latest valid snapshot
+    server_time: int
+    latency_ms: float | None
+    counters: dict[str, int]
+    drops: dict[str, int]
+    last_drop: str
+    last_disconnect: str
+    pure_error: str                    # why no `cp` could be sent to a pure server ("" if fine)
+
+
+def _s32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _clamp_move(v: int) -> int:
+    return max(-127, min(127, int(v)))
+
+
+class Q3ClientCore:
+    def __init__(self, config: ClientConfig | None = None) -> None:
+        self.config = config or ClientConfig()
+        self._state = State.IDLE
+        self._family: Family | None = self.config.family
+        self._events: deque[Event] = deque()
+        self._out: list[bytes] = []
+        self._timer: float | None = None
+        self._input = Input()
+        self._counters: Counter[str] = Counter()
+        self._drops: Counter[str] = Counter()
+        self._last_drop = ""
+        self._last_disconnect = ""
+        self._backoff = self.config.backoff[0]
+        self._pending: deque[str] = deque()
+        self._netchan: Netchan | None = None
+        self._reset_connection()
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def connect(self, now: float) -> None:
+        if self._state not in (State.IDLE, State.CLOSED):
+            raise ClientError(f"connect() in state {self._state}")
+        self._backoff = self.config.backoff[0]
+        self._start_attempt(now)
+
+    def set_input(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
+                  up: int = 0, buttons: int = 0, weapon: int = 0,
+                  head: tuple[float, float] | None = None) -> None:
+        """What the next usercmds carry. `angles` is the absolute view (pitch, yaw, roll) wanted on
+        the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits)."""
+        p, y, r = (float(a) for a in angles)
+        self._input = Input((p, y, r), _clamp_move(forward), _clamp_move(right), _clamp_move(up),
+                            int(buttons) & USER_BUTTON_MASK, int(weapon) & 0xFF,
+                            None if head is None else (float(head[0]), float(head[1])))
+
+    def send_command(self, text: str) -> None:
+        """Queue a reliable client command (e.g. `say hi`, `team s`). Game commands are paced one per
+        FLOOD_INTERVAL so the server's flood protection does not swallow them."""
+        if self._state is State.CLOSED:
+            raise ClientError("send_command() on a closed client")
+        if len(self._pending) >= MAX_PENDING_COMMANDS:
+            raise ClientError(f"{MAX_PENDING_COMMANDS} commands already waiting")
+        self._pending.append(text)
+
+    def set_vr(self, enabled: bool) -> None:
+        """Switch `vr` in the userinfo mid-session; the button width follows from the first packet
+        carrying the new userinfo (the server runs commands before moves)."""
+        if enabled == self._userinfo_vr:
+            return
+        self._userinfo_vr = enabled
+        if self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+            self._add_reliable(f'userinfo "{self._userinfo(None)}"')
+            self._update_head_status()
+
+    def close(self, now: float, reason: str = "closed by the application") -> None:
+        """Send `disconnect` (three packets, as ioq3) and stop."""
+        if self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+            self._add_reliable("disconnect")
+            for _ in range(DISCONNECT_PACKETS):
+                self._send_packet(now, with_cmds=False)
+        was = self._state
+        self._state = State.CLOSED
+        self._timer = None
+        if was is not State.CLOSED:
+            self._last_disconnect = reason
+            self._emit(Disconnected(reason, False))
+
+    def receive_datagram(self, data: bytes, now: float) -> None:
+        self._counters["packets_in"] += 1
+        self._counters["bytes_in"] += len(data)
+        if data[:4] == oob.OOB_PREFIX:
+            self._on_oob(data, now)
+        elif self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+            self._on_netchan(data, now)
+        else:
+            self._drop("netchan packet while not connected")
+
+    def datagrams_to_send(self, now: float) -> list[bytes]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> float | None:
+        return self._timer
+
+    def handle_timer(self, now: float) -> None:
+        if self._timer is None or now < self._timer:
+            return
+        st = self._state
+        if st is State.WAITING:
+            self._start_attempt(now)
+            return
+        if st in (State.PROBING, State.CHALLENGING, State.CONNECTING, State.CONNECTED):
+            if now - self._attempt_start >= self.config.connect_timeout:
+                self._fail(now, f"no answer while {st} for {self.config.connect_timeout:.0f} s")
+                return
+        elif st in (State.PRIMED, State.ACTIVE) and now - self._last_packet >= self.config.timeout:
+            self._fail(now, f"server silent for {self.config.timeout:.0f} s")
+            return
+        if st is State.PROBING:
+            self._send_oob(oob.getinfo(self._nonce))
+            self._timer = now + 1.0
+        elif st is State.CHALLENGING:
+            self._send_oob(oob.getchallenge(self._client_challenge))
+            self._timer = now + CHALLENGE_RESEND
+        elif st is State.CONNECTING:
+            self._send_connect()
+            self._timer = now + CHALLENGE_RESEND
+        elif st is State.CONNECTED:
+            self._send_packet(now, with_cmds=False)
+            self._timer = now + GAMESTATE_RESEND
+        elif st in (State.PRIMED, State.ACTIVE):
+            self._tick(now)
+            # Advance on the grid so the command rate does not drift with late polls.
+            period = 1.0 / self.config.cmd_rate
+            self._timer += period
+            if self._timer <= now:
+                self._timer = now + period
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    @property
+    def status(self) -> Status:
+        return Status(
+            state=self._state, family=self._family, server_id=self._server_id,
+            client_num=self._client_num, mapname=self._serverinfo.get("mapname", ""),
+            sv_pure=self._sv_pure, vr_support=self._vr_support, vr_active=self._vr_active(),
+            head_reason=self._head_reason, ps=self._last_snap.ps if self._last_snap else None,
+            server_time=self._last_cmd_time, latency_ms=self._latency_ms,
+            counters=dict(self._counters), drops=self._all_drops(), last_drop=self._last_drop,
+            last_disconnect=self._last_disconnect, pure_error=self._pure_error)
+
+    # ------------------------------------------------------------------ connection lifecycle
+
+    def _reset_connection(self) -> None:
+        if self._netchan is not None:  # keep the old link's netchan drops counted
+            for reason, n in self._netchan.drops.items():
+                self._drops[f"netchan: {reason}"] += n
+        self._netchan = None
+        self._challenge = 0
+        self._client_challenge = random.randrange(1, 0x7FFFFFFF)
+        self._nonce = f"{random.randrange(1 << 30):x}"
+        self._attempt_start = 0.0
+        self._last_packet = 0.0
+        self._server_commands = [""] * MAX_RELIABLE_COMMANDS
+        self._server_cmd_seq = 0
+        self._reliable = [""] * MAX_RELIABLE_COMMANDS
+        self._reliable_seq = 0
+        self._reliable_ack = 0
+        self._last_reliable_time = -1e9
+        self._userinfo_vr = self.config.vr
+        self._reset_gamestate()
+
+    def _reset_gamestate(self) -> None:
+        self._server_id = 0
+        self._client_num = -1
+        self._checksum_feed = 0
+        self._configstrings: dict[int, str] = {}
+        self._serverinfo: dict[str, str] = {}
+        self._baselines: dict = {}
+        self._sv_pure = False
+        self._vr_support = False
+        self._head_reason = "not connected"
+        self._pure_error = ""
+        self._bcs = ""
+        self._snapshots: list[serverparse.Snapshot | None] = [None] * PACKET_BACKUP
+        self._last_snap: serverparse.Snapshot | None = None
+        self._last_snap_time = 0.0
+        self._server_msg_seq = 0
+        self._cmds: deque[UserCmd] = deque(maxlen=2)  # cl_packetdup 1: the new cmd and the one before
+        self._last_cmd_time = 0
+        self._out_packets: deque[tuple[float, int]] = deque(maxlen=PACKET_BACKUP)  # (sent at, cmd time)
+        self._latency_ms: float | None = None
+        self._entered = False
+
+    def _start_attempt(self, now: float) -> None:
+        self._reset_connection()
+        self._attempt_start = now
+        self._counters["attempts"] += 1
+        self._state = State.CHALLENGING if self._family else State.PROBING
+        self._timer = now  # send the first request right away
+
+    def _fail(self, now: float, reason: str) -> None:
+        """The link is gone: report, then back off and start again (or stop)."""
+        self._last_disconnect = reason
+        again = self.config.reconnect
+        self._emit(Disconnected(reason, again))
+        self._counters["disconnects"] += 1
+        if again:
+            self._state = State.WAITING
+            self._timer = now + self._backoff
+            self._backoff = min(self._backoff * 2, self.config.backoff[1])
+        else:
+            self._state = State.CLOSED
+            self._timer = None
+
+    # ------------------------------------------------------------------ out-of-band
+
+    def _send_oob(self, packet: bytes) -> None:
+        self._out.append(packet)
+        self._counters["packets_out"] += 1
+        self._counters["bytes_out"] += len(packet)
+
+    def _userinfo(self, challenge: int | None) -> str:
+        fam = self._family or Family.LEGACY71
+        info = oob.build_userinfo(name=self.config.name, challenge=challenge or 0, qport=self.config.qport,
+                                  protocol=fam.protocol, cl_guid=self.config.cl_guid, rate=self.config.rate,
+                                  snaps=self.config.snaps, model=self.config.model, vr=self._userinfo_vr)
+        if challenge is None:  # a `userinfo` command: the engine adds (and strips) these itself
+            pairs = oob.info_parse(info)
+            for k in ("protocol", "qport", "challenge"):
+                pairs.pop(k, None)
+            info = oob.info_build(pairs)
+        return info
+
+    def _send_connect(self) -> None:
+        self._send_oob(huffman.compress(oob.connect_text(self._userinfo(self._challenge))))
+
+    def _on_oob(self, data: bytes, now: float) -> None:
+        try:
+            msg = oob.parse_oob(data)
+        except oob.OobError as exc:
+            self._drop(f"oob: {exc}")
+            return
+        st = self._state
+        if isinstance(msg, oob.InfoResponse):
+            if st is not State.PROBING or msg.info.get("challenge") != self._nonce:
+                return self._drop("oob: unexpected infoResponse")
+            try:
+                self._family = oob.family_for_protocol(int(msg.info.get("protocol", "0")))
+            except (ValueError, oob.OobError) as exc:
+                return self._fail(now, f"server protocol: {exc}")
+            self._state = State.CHALLENGING
+            self._timer = now
+        elif isinstance(msg, oob.ChallengeResponse):
+            if st is not State.CHALLENGING:
+                return self._drop("oob: challengeResponse while not challenging")
+            if msg.client_challenge is not None and msg.client_challenge != self._client_challenge:
+                return self._drop("oob: challengeResponse for another client challenge")
+            self._challenge = msg.challenge
+            self._state = State.CONNECTING
+            self._timer = now
+        elif isinstance(msg, oob.ConnectResponse):
+            if st is not State.CONNECTING:
+                return self._drop("oob: connectResponse while not connecting")
+            if msg.challenge is not None and msg.challenge != self._challenge:
+                return self._drop("oob: connectResponse with another challenge")
+            assert self._family is not None
+            mode = NetchanMode.LEGACY if self._family.legacy_netchan else NetchanMode.NEW71
+            self._netchan = Netchan(mode, challenge=self._challenge, qport=self.config.qport)
+            self._state = State.CONNECTED
+            self._last_packet = now
+            self._emit(Connected(self._family, self._challenge))
+            self._timer = now
+        elif isinstance(msg, oob.Disconnect):
+            if st in (State.CONNECTED, State.PRIMED, State.ACTIVE) and now - self._last_packet >= OOB_DISCONNECT_GRACE:
+                self._fail(now, "server sent disconnect (it no longer knows this client)")
+            else:
+                self._drop("oob: disconnect ignored (recent traffic or not connected)")
+        elif isinstance(msg, oob.Print):
+            self._counters["prints"] += 1
+            if st in (State.CHALLENGING, State.CONNECTING):
+                # ioq3 answers a refused connect with a print (bad GUID, game mismatch, full server)
+                self._fail(now, f"server refused: {msg.text.strip()[:200]}")
+        else:
+            self._drop("oob: unexpected packet")
+
+    # ------------------------------------------------------------------ netchan in
+
+    def _on_netchan(self, data: bytes, now: float) -> None:
+        assert self._netchan is not None
+        received = self._netchan.process(data, self._reliable)
+        if received is None:  # a fragment awaiting the rest, or a drop the netchan counted
+            return
+        self._last_packet = now
+        msg_num = received.sequence
+        payload = received.data
+        try:
+            msg = serverparse.parse_server_message(payload, msg_num, self._snapshot_at, self._baselines)
+        except serverparse.ServerParseError as exc:
+            self._drop(f"parse: {exc}")
+            return
+        self._server_msg_seq = msg_num
+        self._counters["messages_in"] += 1
+        ack = msg.reliable_ack
+        if self._reliable_seq - MAX_RELIABLE_COMMANDS <= ack <= self._reliable_seq:
+            self._reliable_ack = max(self._reliable_ack, ack)
+        for op in msg.ops:
+            if isinstance(op, serverparse.ServerCommandOp):
+                self._on_server_command(op.seq, op.text, now)
+            elif isinstance(op, serverparse.Gamestate):
+                self._on_gamestate(op, now)
+            elif self._state in (State.PRIMED, State.ACTIVE):
+                self._on_snapshot(op, now)
+            if self._state not in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+                return  # a `disconnect` command ended the link mid-message
+
+    def _snapshot_at(self, num: int) -> serverparse.Snapshot | None:
+        snap = self._snapshots[num % PACKET_BACKUP]
+        return snap if snap is not None and snap.message_num == num else None
+
+    def _on_server_command(self, seq: int, text: str, now: float) -> None:
+        if seq <= self._server_cmd_seq:
+            return  # the server resends until acked
+        if seq > self._server_cmd_seq + MAX_RELIABLE_COMMANDS and self._server_cmd_seq:
+            self._drop("server commands lost (ring overrun)")
+        self._server_cmd_seq = seq
+        self._server_commands[seq % MAX_RELIABLE_COMMANDS] = text
+        self._emit(ServerCommand(seq, text))
+        self._apply_server_command(text, now)
+
+    def _apply_server_command(self, text: str, now: float) -> None:
+        cmd, _, rest = text.partition(" ")
+        if cmd == "disconnect":
+            self._fail(now, f"server: {rest.strip().strip(chr(34)) or 'disconnected'}")
+        elif cmd == "cs":
+            index, _, value = rest.partition(" ")
+            try:
+                i = int(index)
+            except ValueError:
+                return self._drop("cs command without an index")
+            self._set_configstring(i, value.strip().strip('"'))
+        elif cmd in ("bcs0", "bcs1", "bcs2"):
+            # A big configstring in pieces: bcs0 starts, bcs1 continues, bcs2 ends (cl_cgame.c).
+            index, _, value = rest.partition(" ")
+            piece = value.strip().strip('"')
+            self._bcs = piece if cmd == "bcs0" else (self._bcs + piece)[:8192]
+            if cmd == "bcs2":
+                try:
+                    self._set_configstring(int(index), self._bcs)
+                except ValueError:
+                    self._drop("bcs command without an index")
+
+    def _set_configstring(self, index: int, value: str) -> None:
+        if not 0 <= index < serverparse.MAX_CONFIGSTRINGS:
+            return self._drop(f"configstring index {index} out of range")
+        self._configstrings[index] = value
+        if index == CS_SYSTEMINFO:
+            try:  # map_restart: a new sv_serverid arrives this way (cl_cgame.c CL_SystemInfoChanged)
+                self._server_id = int(oob.info_parse(value).get("sv_serverid", self._server_id))
+            except ValueError:
+                self._drop("sv_serverid is not a number")
+        elif index == CS_SERVERINFO:
+            self._serverinfo = oob.info_parse(value)
+
+    def _on_gamestate(self, gs: serverparse.Gamestate, now: float) -> None:
+        keep_cmds = (self._server_commands, self._server_cmd_seq)
+        self._reset_gamestate()
+        self._server_commands, self._server_cmd_seq = keep_cmds
+        # The gamestate's sequence is authoritative: commands inside it are already in the ring.
+        self._server_cmd_seq = gs.command_sequence
+        self._server_msg_seq = self._netchan.incoming_sequence if self._netchan else 0
+        self._configstrings = dict(gs.configstrings)
+        self._baselines = dict(gs.baselines)
+        self._client_num = gs.client_num
+        self._checksum_feed = gs.checksum_feed
+        self._serverinfo = oob.info_parse(self._configstrings.get(CS_SERVERINFO, ""))
+        sysinfo = oob.info_parse(self._configstrings.get(CS_SYSTEMINFO, ""))
+        try:
+            self._server_id = int(sysinfo.get("sv_serverid", "0"))
+        except ValueError:
+            self._server_id = 0
+        self._sv_pure = sysinfo.get("sv_pure", "0") not in ("", "0")
+        self._vr_support = self._serverinfo.get("vr_support", "0").strip() == "1"
+        self._counters["gamestates"] += 1
+        self._state = State.PRIMED
+        self._emit(GamestateReceived(self._server_id, gs.client_num, gs.checksum_feed,
+                                     self._serverinfo.get("mapname", ""), self._sv_pure, self._vr_support,
+                                     dict(self._serverinfo), sysinfo))
+        self._update_head_status()
+        if self._sv_pure:
+            try:
+                self._add_reliable(self._cp_command())
+            except pure.PureError as exc:
+                # Without a valid cp a pure ioq3 server ignores our moves: we stay PRIMED and say why.
+                self._pure_error = str(exc)
+                self._counters["pure_errors"] += 1
+        self._timer = now
+
+    def _cp_command(self) -> str:
+        files: list[Path] = []
+        for p in self.config.pure_paks:
+            p = Path(p)
+            files += sorted(p.glob("*.pk3")) if p.is_dir() else [p]
+        if not files:
+            raise pure.PureError("sv_pure 1 and no pk3 files configured (ClientConfig.pure_paks)")
+        return pure.cp_command(self._server_id, self._checksum_feed, pure.search_order(files))
+
+    def _update_head_status(self) -> None:
+        if not self._userinfo_vr:
+            sent, reason = False, "client not configured as VR"
+        elif not self._vr_support:
+            sent, reason = False, "server has no vr_support: 16-bit buttons, head tracking not sent"
+        else:
+            sent, reason = True, "VR server and vr\\1 userinfo: 32-bit buttons with head bits"
+        self._head_reason = reason
+        self._emit(HeadTracking(sent, reason))
+
+    def _vr_active(self) -> bool:
+        return self._vr_support and self._userinfo_vr
+
+    def _on_snapshot(self, snap: serverparse.Snapshot, now: float) -> None:
+        if not snap.valid:
+            self._drop("snapshot delta from a base we no longer hold")
+            return
+        if self._last_snap is not None and snap.message_num <= self._last_snap.message_num:
+            return
+        self._snapshots[snap.message_num % PACKET_BACKUP] = snap
+        self._last_snap = snap
+        self._last_snap_time = now
+        self._counters["snapshots"] += 1
+        ps = snap.ps
+        for sent_at, cmd_time in reversed(self._out_packets):
+            if ps.command_time >= cmd_time:
+                self._latency_ms = (now - sent_at) * 1000.0
+                break
+        if not snap.snap_flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:
+            self._entered = True
+            self._state = State.ACTIVE
+            self._backoff = self.config.backoff[0]
+            self._emit(EnteredWorld(snap.server_time, self._client_num))
+        self._emit(SnapshotReceived(snap.message_num, snap.server_time, snap.snap_flags, ps,
+                                    len(snap.entities), snap.delta_num >= 0))
+
+    # ------------------------------------------------------------------ netchan out
+
+    def _add_reliable(self, text: str) -> None:
+        if self._reliable_seq - self._reliable_ack >= MAX_RELIABLE_COMMANDS:
+            raise ClientError("64 reliable commands unacknowledged: the server would drop us")
+        self._reliable_seq += 1
+        self._reliable[self._reliable_seq % MAX_RELIABLE_COMMANDS] = text
+
+    def _release_pending(self, now: float) -> None:
+        while self._pending:
+            text = self._pending[0]
+            urgent = text.split(" ", 1)[0] in URGENT_COMMANDS
+            if not urgent and (self._state is not State.ACTIVE or now - self._last_reliable_time < FLOOD_INTERVAL):
+                return
+            if self._reliable_seq - self._reliable_ack >= MAX_RELIABLE_COMMANDS - 1:
+                return
+            self._pending.popleft()
+            self._add_reliable(text)
+            self._last_reliable_time = now
+
+    def _server_time(self, now: float) -> int:
+        if self._last_snap is not None:
+            t = self._last_snap.server_time + int((now - self._last_snap_time) * 1000.0)
+        else:
+            t = self._last_cmd_time + int(1000 / self.config.cmd_rate)
+        return _s32(max(t, self._last_cmd_time + 1))
+
+    def _make_cmd(self, now: float) -> UserCmd:
+        inp = self._input
+        delta = self._last_snap.ps.delta_angles if self._last_snap else (0, 0, 0)
+        # The server's view is (short)(cmd.angles + ps.delta_angles): subtract to aim absolutely.
+        angles = tuple((angle2short(a) - d) & 0xFFFF for a, d in zip(inp.angles, delta))
+        buttons = inp.buttons
+        if self._vr_active() and inp.head is not None:
+            buttons = pack_head(buttons, inp.head[0], inp.head[1], 0.0)
+        t = self._server_time(now)
+        self._last_cmd_time = t
+        return UserCmd(server_time=t, angles=angles, buttons=buttons, weapon=inp.weapon,
+                       forwardmove=inp.forward, rightmove=inp.right, upmove=inp.up)
+
+    def _tick(self, now: float) -> None:
+        self._cmds.append(self._make_cmd(now))
+        self._counters["usercmds"] += 1
+        self._send_packet(now, with_cmds=True)
+
+    def _send_packet(self, now: float, with_cmds: bool) -> None:
+        assert self._netchan is not None
+        self._release_pending(now)
+        cmds = list(self._cmds) if with_cmds else []
+        delta_ok = (self._last_snap is not None and self._server_msg_seq == self._last_snap.message_num)
+        last_cmd_text = self._server_commands[self._server_cmd_seq % MAX_RELIABLE_COMMANDS]
+        reliable = [(i, self._reliable[i % MAX_RELIABLE_COMMANDS])
+                    for i in range(self._reliable_ack + 1, self._reliable_seq + 1)]
+        payload = write_client_message(
+            self._server_id, self._server_msg_seq, self._server_cmd_seq, reliable, cmds,
+            usercmd_key(self._checksum_feed, self._server_msg_seq, last_cmd_text),
+            button_bits=32 if self._vr_active() else 16, move_no_delta=not delta_ok)
+        for dgram in self._netchan.transmit(payload, self._server_commands):
+            self._out.append(dgram)
+            self._counters["packets_out"] += 1
+            self._counters["bytes_out"] += len(dgram)
+        if cmds:
+            self._out_packets.append((now, cmds[-1].server_time))
+            self._counters["move" if delta_ok else "move_nodelta"] += 1
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _all_drops(self) -> dict[str, int]:
+        drops = Counter(self._drops)
+        if self._netchan is not None:
+            for reason, n in self._netchan.drops.items():
+                drops[f"netchan: {reason}"] += n
+        return dict(drops)
+
+    def _emit(self, ev: Event) -> None:
+        if len(self._events) >= MAX_EVENTS:
+            self._events.popleft()
+            self._counters["events_lost"] += 1
+        self._events.append(ev)
+
+    def _drop(self, reason: str) -> None:
+        self._counters["drops"] += 1
+        self._last_drop = reason
+        key = re.sub(r"-?\d+", "N", reason)[:64]  # numbers vary; the reason kinds are few
+        if key not in self._drops and len(self._drops) >= MAX_DROP_REASONS:
+            key = "other"
+        self._drops[key] += 1
