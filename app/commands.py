@@ -89,12 +89,18 @@ def open_mirror(cfg: config_mod.Config):
 
 def open_xr(cfg: config_mod.Config, mirror) -> Any:
     """The OpenXR session: the headset's runtime, or the mock runtime playing a motion."""
-    from headcast.xr.errors import XRError
     motion = cfg[("xr", "mock")]
+    if motion:
+        from headcast.app.mock import activate_mock
+        activate_mock(motion)
+    return xr_session(mirror)
+
+
+def xr_session(mirror) -> Any:
+    """An XRSession on whatever runtime the loader finds; bound to the mirror's GL context when
+    the runtime needs OpenGL (one context in the process)."""
+    from headcast.xr.errors import XRError
     try:
-        if motion:
-            from headcast.app.mock import activate_mock
-            activate_mock(motion)
         from headcast.xr.session import XRSession
         return XRSession("auto", window=None if mirror is None else mirror.window)
     except XRError as e:
@@ -194,7 +200,7 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
 
 
 def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
-                 clock: Callable[[], float] = time.perf_counter) -> tuple[int, dict]:
+                 clock: Callable[[], float] = time.perf_counter) -> tuple[FrameLoop, dict]:
     """Open mirror → source → sinks (each closed again if a later one fails), run, summarise."""
     mirror = open_mirror(cfg)
     source = sinks = None
@@ -222,7 +228,7 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
     reason = loop.run()
     summary = summary_of(loop, reason)
     print_summary(summary, json_mode)
-    return 0, summary
+    return loop, summary
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -233,8 +239,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(cfg.to_toml())
         return 0
-    rc, _ = run_pipeline(cfg, lambda mirror: open_xr(cfg, mirror), args.json)
-    return rc
+    run_pipeline(cfg, lambda mirror: open_xr(cfg, mirror), args.json)
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -242,5 +248,5 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"replay: {path} does not exist")
-    rc, _ = run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)
-    return rc
+    run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)
+    return 0

@@ -1,45 +1,176 @@
-"""`headcast demo`: the whole pipeline on this machine, on an embedded default."""
+"""`headcast demo`: the whole pipeline on this machine, on an embedded default.
+
+Starts a real NetSync server (styly-netsync-server 0.10.4, protocol 3) and, when installed, a
+real Quake 3 server (ioq3ded with the OpenArena data, sv_pure 0), both on 127.0.0.1 and free
+ports; plays a shipped motion through the mock OpenXR runtime (or the embedded Python script
+when the runtime cannot be built); runs the loop for a bounded time; stops the servers; ends
+with a verification summary: what each server saw versus what was sent.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from dataclasses import dataclass
 
-from headcast.app.q3map import q3_intent, remote_head
-from headcast.app.rig import Rig, RigSettings
+from headcast.app import commands
+from headcast.app.errors import AppError
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
 
-HEADER = (f"{'t':>5} {'head p/y/r':>19} {'weapon y':>8} {'buttons':>10} {'roll':>5} "
-          f"{'far side p/yoff/r':>19} {'origin yaw':>10}")
+# Quantisation bounds the checks allow (reference: quake3.md §7-8, netsync.md §4).
+Q3_VIEW_TOL = 2 * 360 / 65536          # ANGLE2SHORT step, twice (float32 rounding at a boundary)
+Q3_HEAD_TOL = 180 / 127 + 1e-3          # 7-bit truncation: one step
+NS_ROT_TOL = 0.2                        # smallest-three, 10 bits per component: ≤ ~0.1°
+NS_POS_TOL = 0.005 * 3 ** 0.5 + 1e-9    # 0.01 m grid, half a step per axis
+NS_PHYS_TOL = 0.02                      # Δ quantised to 0.01 m and 0.1°
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    text: str
+
+
+def _say(msg: str, json_mode: bool) -> None:
+    if json_mode:
+        print(json.dumps({"type": "progress", "message": msg}), flush=True)
+    else:
+        print(f"headcast demo: {msg}", flush=True)
+
+
+def start_netsync(json_mode: bool):
+    from headcast.netcode.netsync.localserver import LocalNetSyncServer, ServerStartError
+    _say("starting a local NetSync server (styly-netsync-server, protocol 3) on 127.0.0.1 ...", json_mode)
+    t = time.monotonic()
+    server = LocalNetSyncServer()
+    try:
+        server.start()
+    except ServerStartError as e:
+        server.close()
+        raise AppError(f"the local NetSync server did not start: {e} "
+                       "(pip install styly-netsync-server==0.10.4, or --no-netsync)") from None
+    a = server.address
+    _say(f"NetSync server ready in {time.monotonic() - t:.1f} s: dealer {a.dealer_port}, pub {a.pub_port}", json_mode)
+    return server, f"{a.host}:{a.dealer_port}:{a.pub_port}"
+
+
+def start_q3(json_mode: bool):
+    from headcast.netcode.q3.localserver import IOQ3DED, OPENARENA_BASEPATH, LocalQ3Server, LocalServerError
+    if not (os.access(IOQ3DED, os.X_OK) and os.path.isdir(OPENARENA_BASEPATH)):
+        _say("no Quake 3 server installed (apt install openarena-server): the Q3 sink runs offline", json_mode)
+        return None, ""
+    _say("starting a local Quake 3 server (ioq3ded + OpenArena data, sv_pure 0) on 127.0.0.1 ...", json_mode)
+    t = time.monotonic()
+    server = LocalQ3Server(kind="ioq3", pure=False)
+    try:
+        server.start()
+    except LocalServerError as e:
+        server.cleanup()
+        _say(f"the Quake 3 server did not start ({e}): the Q3 sink runs offline", json_mode)
+        return None, ""
+    host, port = server.address
+    _say(f"Quake 3 server ready in {time.monotonic() - t:.1f} s on port {port}", json_mode)
+    return server, f"{host}:{port}"
+
+
+def pick_source(args: argparse.Namespace, cfg, json_mode: bool):
+    """The mock OpenXR runtime playing the motion, or the embedded script when it cannot run."""
+    if not args.synthetic:
+        try:
+            from headcast.app.mock import activate_mock
+            activate_mock(args.motion)
+            _say(f"mock OpenXR runtime playing motion {args.motion!r}", json_mode)
+            return commands.xr_session
+        except AppError as e:
+            _say(f"{e}; using the embedded Python motion instead", json_mode)
+    _say("frames computed in Python from the embedded look-around script", json_mode)
+    return lambda mirror: SyntheticSource(LOOK_AROUND, cfg[("xr", "rate")])
+
+
+def verify(loop) -> list[Check]:
+    sinks = {s.name: s for s in loop.sinks}
+    checks: list[Check] = []
+    q3 = sinks["q3"]
+    if q3.link is not None:
+        c = q3.link.check
+        checks.append(Check("q3 server view", c.matched > 0 and c.view_err_max <= Q3_VIEW_TOL,
+                            f"{c.matched} snapshots matched to the usercmd the server ran; playerState "
+                            f"viewangles vs sent weapon angles: max error {c.view_err_max:.4f}° "
+                            f"(allowed {Q3_VIEW_TOL:.4f}°, two ANGLE2SHORT steps); {c.rebased} skipped across a "
+                            f"spawn/teleport"))
+        checks.append(Check("q3 head bits", True,
+                            f"{'sent (32-bit buttons)' if q3.link.head_bits else 'not sent'}: {q3.link.head_reason}"))
+    checks.append(Check("q3 head quantisation", q3.head_quant_max <= Q3_HEAD_TOL,
+                        f"7-bit pitch / yaw offset as a VR receiver decodes them: max error "
+                        f"{q3.head_quant_max:.3f}° (one step = {180 / 127:.3f}°)"))
+    if q3.lost_frames:
+        checks.append(Check("q3 tracking loss", q3.lost_cleared == q3.lost_frames,
+                            f"{q3.lost_frames} frames without a head: head bits cleared in {q3.lost_cleared}"))
+    ns = sinks["netsync"]
+    if ns.link is not None:
+        c = ns.check
+        checks.append(Check("netsync relay", c.matched > 0,
+                            f"{c.matched} of our bodies came back in the room broadcast and matched by poseSeq"))
+        checks.append(Check("netsync head", c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL,
+                            f"relayed head vs sent: rotation max {c.head_rot_max:.3f}° (allowed {NS_ROT_TOL}°), "
+                            f"position max {c.head_pos_max * 1000:.1f} mm (allowed {NS_POS_TOL * 1000:.1f} mm)"))
+        checks.append(Check("netsync physical", c.physical_max <= NS_PHYS_TOL,
+                            f"physical pose rebuilt from the XROrigin Δ vs the tracked (stage) head: max "
+                            f"{c.physical_max * 1000:.1f} mm; Δyaw values seen: "
+                            f"{', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
+        if c.lost_reported or c.lost_stale:
+            checks.append(Check("netsync tracking loss", c.lost_stale == 0,
+                                f"{c.lost_reported} relayed bodies without a head while tracking was lost, "
+                                f"{c.lost_stale} with a stale head"))
+    sauer = sinks["sauer"]
+    if sauer.seen is not None:
+        s = sauer.seen
+        checks.append(Check("sauer N_POS", True, f"last record {sauer.size} B: yaw {s.yaw} pitch {s.pitch} "
+                                                 f"roll {s.roll_deg} (computed, not sent)"))
+    return checks
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    rate = 90.0
-    source = SyntheticSource(LOOK_AROUND, rate)
-    rig = Rig(RigSettings())
-    out = sys.stdout
-    if not args.json:
-        print("headcast demo: scripted head motion (embedded look_around) → Quake 3 VR usercmd fields", file=out)
-        print(HEADER, file=out)
-    frames = int(args.duration * rate)
-    for _ in range(frames):
-        frame = source.next_frame()
-        state = rig.update(frame, 1.0 / rate)
-        intent = q3_intent(state, frame.controls, vr=True, move_speed=rig.settings.move_speed)
-        if frame.seq % 9:
-            continue
-        seen = remote_head(intent.buttons, intent.roll_short)
-        t = frame.time_ns / 1e9
-        if args.json:
-            print(json.dumps({"t": round(t, 3), "head": intent.head, "weapon": intent.angles[:2],
-                              "buttons": intent.buttons, "roll_short": intent.roll_short,
-                              "seen": None if seen is None else [seen.pitch, seen.yaw_offset, seen.roll],
-                              "origin_yaw": state.origin.yaw}), file=out, flush=True)
-            continue
-        head = "   (tracking lost)  " if intent.head is None else "{:6.1f} {:6.1f} {:5.1f}".format(*intent.head)
-        far = "  (no head bits)   " if seen is None else f"{seen.pitch:6.1f} {seen.yaw_offset:6.1f} {seen.roll:5.1f}"
-        print(f"{t:5.2f} {head:>19} {intent.angles[1]:8.1f} {intent.buttons:#010x} "
-              f"{intent.roll_short:5d} {far:>19} {state.origin.yaw:10.1f}", file=out, flush=True)
-    source.close()
-    return 0
+    json_mode = args.json
+    servers = []
+    try:
+        ns_host = q3_host = ""
+        if not args.no_netsync:
+            server, ns_host = start_netsync(json_mode)
+            servers.append(server)
+        if not args.no_q3:
+            server, q3_host = start_q3(json_mode)
+            if server is not None:
+                servers.append(server)
+        flags = {("q3", "host"): q3_host, ("netsync", "host"): ns_host, ("netsync", "room"): "headcast-demo",
+                 ("run", "duration"): args.duration, ("mirror", "enabled"): args.mirror}
+        cfg = commands.load_config(args, flags)
+        source = pick_source(args, cfg, json_mode)
+        loop, summary = commands.run_pipeline(cfg, source, json_mode)
+    finally:
+        for s in servers:
+            _stop(s)
+    checks = verify(loop)
+    ok = all(c.ok for c in checks)
+    if json_mode:
+        print(json.dumps({"type": "verification", "ok": ok,
+                          "checks": [{"name": c.name, "ok": c.ok, "text": c.text} for c in checks]}), flush=True)
+    else:
+        print("\nverification (what the servers saw vs what was sent):")
+        for c in checks:
+            print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.text}")
+        print("all checks passed" if ok else "SOME CHECKS FAILED", file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+def _stop(server) -> None:
+    stop = getattr(server, "stop", None)
+    if stop is not None:
+        stop()
+    for extra in ("close", "cleanup"):
+        fn = getattr(server, extra, None)
+        if fn is not None:
+            fn()

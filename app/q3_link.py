@@ -40,6 +40,7 @@ class Q3Check:
     matched: int = 0
     view_err_max: float = 0.0        # degrees, worst axis
     vr_flag_frames: int = 0          # snapshots with EF_VR_PLAYER set in our playerState
+    rebased: int = 0                 # skipped: delta_angles changed under the cmd (spawn, teleport)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -70,13 +71,16 @@ class Q3Link:
         self.view_angles: tuple[float, float, float] | None = None
         self.eflags = 0
         self.head_bits = False
+        self.head_reason = "no gamestate yet"
         self.detail = f"joining {self.address}"
         self.mapname = ""
         self.entered = False
         self.snapshots = 0
         self.check = Q3Check()
         self.last_error: float | None = None
-        self._sent: OrderedDict[int, tuple[float, float, float]] = OrderedDict()  # cmd serverTime → angles
+        # cmd serverTime → (angles, the delta_angles the cmd was built against)
+        self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
+        self._delta_angles: tuple = (0, 0, 0)
 
     @property
     def state(self) -> str:
@@ -99,7 +103,7 @@ class Q3Link:
             return None
         t_wire = self.clock()
         cmd_time = self.client.core._last_cmd_time  # noqa: SLF001 - serverTime of the cmd just built
-        self._sent[cmd_time] = intent.angles
+        self._sent[cmd_time] = (intent.angles, self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
         return sent, t_wire
@@ -112,8 +116,10 @@ class Q3Link:
                 self.view_angles = tuple(float(a) for a in ps.viewangles)  # type: ignore[assignment]
                 self.eflags = ps.eFlags
                 self._verify(ps)
+                self._delta_angles = tuple(ps.delta_angles)
             elif isinstance(ev, HeadTracking):
                 self.head_bits = ev.sent
+                self.head_reason = ev.reason
                 self.detail = ev.reason
             elif isinstance(ev, GamestateReceived):
                 self.mapname = ev.mapname
@@ -127,8 +133,14 @@ class Q3Link:
         sent = self._sent.get(ps.commandTime)
         if sent is None or self.view_angles is None:
             return
+        angles, delta = sent
+        if tuple(ps.delta_angles) != delta:
+            # Spawn, teleport or the pitch clamp moved delta_angles after the cmd was built:
+            # the server's view then differs by design, not by a wire error.
+            self.check.rebased += 1
+            return
         # Roll is left out: the server's view roll is what we sent only while the head is tracked.
-        err = max(abs(angle_subtract(sent[i], self.view_angles[i])) for i in (0, 1))
+        err = max(abs(angle_subtract(angles[i], self.view_angles[i])) for i in (0, 1))
         self.last_error = err
         c = self.check
         c.matched += 1

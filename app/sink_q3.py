@@ -8,7 +8,8 @@ from __future__ import annotations
 from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent, remote_head
 from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
-from headcast.netcode.q3.vrhead import HeadSmoother
+from headcast.netcode.pose import angle_subtract
+from headcast.netcode.q3.vrhead import HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, VR_BUTTON_MASK, HeadSmoother
 from headcast.xr.frame import TrackingFrame
 
 
@@ -25,6 +26,8 @@ class Q3Sink:
         self.far_head: RemoteHead | None = None            # decoded from the bits we send
         self.far_head_smoothed: tuple[float, float, float] | None = None
         self.lost_frames = 0
+        self.lost_cleared = 0            # lost-tracking frames whose buttons carried no head bits
+        self.head_quant_max = 0.0        # worst 7-bit head error seen (sent, clamped vs decoded), degrees
 
     @property
     def head_bits_on_wire(self) -> bool:
@@ -38,11 +41,19 @@ class Q3Sink:
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self.intent = intent
-        if intent.head is None:
-            self.lost_frames += 1
         # The far side decodes only what went on the wire: no head bits on a 16-bit link.
         wire_buttons = intent.buttons if self.head_bits_on_wire else intent.buttons & 0xFFFF
         self.far_head = remote_head(wire_buttons, intent.roll_short)
+        if intent.head is None:
+            self.lost_frames += 1
+            if not intent.buttons & VR_BUTTON_MASK:
+                self.lost_cleared += 1
+        elif self.vr:
+            seen = remote_head(intent.buttons, intent.roll_short)
+            if seen is not None:
+                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
+                offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
+                self.head_quant_max = max(self.head_quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
         if self.far_head is None:
             self.smoother.reset()
             self.far_head_smoothed = None
@@ -75,7 +86,10 @@ class Q3Sink:
     def status(self, now: float) -> SinkStatus:
         hz, bps = self.meter.rates(now)
         i = self.intent
-        packed = "" if i is None else f"buttons {i.buttons:#010x} roll {i.roll_short}"
+        packed = ""
+        if i is not None:
+            packed = (f"buttons {i.buttons:#010x} roll {i.roll_short}" if self.head_bits_on_wire
+                      else f"buttons {i.buttons & 0xFFF:#06x} (16-bit, no head bits) roll {i.roll_short}")
         error = None if self.link is None else self.link.last_error
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:
