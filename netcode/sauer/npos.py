@@ -10,9 +10,12 @@ Two layers:
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 from .wire import UINT_MAX, UINT_MIN, Reader, SauerDecodeError, put_int, put_uint
 
@@ -46,7 +49,32 @@ def _f32(x: float) -> float:
         raise ValueError(f"{x!r} does not fit a float") from None
 
 
-_RAD = _f32(_f32(3.14159265358979) / 180.0)  # the game's RAD = PI/180.0f with PI a float
+_RAD = _f32(_f32(3.1415927) / 180.0)  # tools.h: PI (3.1415927f), RAD (PI / 180.0f)
+# The game is built with -O3 -ffast-math (src/Makefile), which turns `x / RAD` into
+# `x * (1 / RAD)`: a whole-degree direction then truncates to the degree below about one time
+# in 200 compared with a true division. We follow the game's build.
+_INV_RAD = _f32(1.0 / _RAD)
+
+
+def _load_libm_float_trig() -> tuple[Callable[[float, float], float], Callable[[float], float]]:
+    """The C library's atan2f/asinf, which the game calls on floats.
+
+    They are not always correctly rounded, and a 1-ulp difference moves a yaw of −124.0000076
+    to −123.9999924, i.e. a whole degree after truncation; so use the same functions when the
+    platform has them, and double-precision math rounded to float otherwise.
+    """
+    name = ctypes.util.find_library("m")
+    try:
+        libm = ctypes.CDLL(name) if name else None
+        atan2f, asinf = libm.atan2f, libm.asinf  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        return (lambda y, x: _f32(math.atan2(y, x))), (lambda v: _f32(math.asin(v)))
+    atan2f.restype, atan2f.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+    asinf.restype, asinf.argtypes = ctypes.c_float, [ctypes.c_float]
+    return atan2f, asinf
+
+
+_atan2f, _asinf = _load_libm_float_trig()
 
 
 def _trunc(x: float, what: str) -> int:
@@ -152,11 +180,22 @@ def pack_dir(yaw: float, pitch: float) -> int:
     C's % keeps the sign of the dividend; a yaw in (−1, 0) gives 360 + 0 = 360 (the quirk).
     """
     yaw = _f32(yaw)
-    iy = _trunc(yaw, "yaw")
+    iy = _cvtt(yaw)
     rem = -((-iy) % 360) if iy < 0 else iy % 360
     yawpart = 360 + rem if yaw < 0 else rem
-    pitchpart = min(max(_trunc(_f32(_f32(pitch) + 90.0), "pitch"), 0), 180)
+    pitchpart = min(max(_cvtt(_f32(_f32(pitch) + 90.0)), 0), 180)
     return (yawpart + pitchpart * 360) & 0xFFFF
+
+
+def _cvtt(x: float) -> int:
+    """C float→int on x86 (cvttss2si): truncation; NaN or out of range gives INT_MIN.
+
+    vectoyawpitch yields a NaN pitch for a vector whose float magnitude underflows to 0 (or
+    rounds below |z|); the game then sends pitch part clamp(INT_MIN) = 0, and so do we.
+    """
+    if math.isfinite(x) and -2147483648.0 <= x < 2147483648.0:
+        return int(x)
+    return -2147483648
 
 
 def normalize_yaw(yaw: float) -> float:
@@ -180,17 +219,19 @@ def _magnitude(v: Vec3) -> float:
 
 
 def vec_to_yaw_pitch(v: Vec3) -> tuple[float, float]:
-    """vectoyawpitch: zero → (0, 0); yaw = −atan2(x, y), pitch = asin(z / |v|), degrees, floats."""
+    """vectoyawpitch: zero → (0, 0); yaw = −atan2(x, y), pitch = asin(z / |v|), degrees, floats.
+
+    Float steps as the game's x86-64 build computes them (atan2f/asinf, reciprocal of RAD).
+    """
     x, y, z = (_f32(c) for c in v)
     if x == 0.0 and y == 0.0 and z == 0.0:
         return 0.0, 0.0
-    yaw = _f32(-_f32(math.atan2(x, y)) / _RAD)
+    yaw = _f32(-_atan2f(x, y) * _INV_RAD)
     mag = _magnitude((x, y, z))
-    # The game would take asin of inf/NaN here (a denormal vector's float magnitude is 0, or a
-    # rounded magnitude is a hair below |z|); clamp instead of sending garbage.
-    if mag == 0.0:
-        return yaw, 0.0
-    pitch = _f32(_f32(math.asin(max(-1.0, min(1.0, _f32(z / mag))))) / _RAD)
+    # As in the game: a magnitude that underflowed to 0 gives z/0, and a ratio past ±1 gives
+    # asin's NaN; pack_dir turns a NaN pitch into what the game's binary sends.
+    ratio = math.nan if mag == 0.0 else _f32(z / mag)
+    pitch = math.nan if not -1.0 <= ratio <= 1.0 else _f32(_asinf(ratio) * _INV_RAD)
     return yaw, pitch
 
 
@@ -220,6 +261,8 @@ def make_npos(
     The view yaw is first brought into [0, 360) as the game's fixcamerarange keeps it.
     Raises ValueError for non-finite input or a position outside the 24-bit coordinate range.
     """
+    if not all(math.isfinite(v) for v in (*eye, yaw, pitch, roll, *vel, *falling, eyeheight)):
+        raise ValueError("make_npos: non-finite player state")
     ex, ey, ez = (_f32(c) for c in eye)
     feet = (ex, ey, _f32(ez - _f32(eyeheight)))
     o = tuple(_trunc(_f32(c * DMF), "position") for c in feet)
