@@ -577,6 +577,7 @@ typedef struct {
 
 enum { SLOT_MOTION, SLOT_SCRIPT, NSLOTS };
 static Motion g_motion[NSLOTS];
+static int g_motion_by_control[NSLOTS];
 
 static void motion_free(Motion *m) {
     for (int i = 0; i < m->ntracks; i++) free(m->tracks[i].keys);
@@ -768,9 +769,8 @@ static void apply_track(const Track *t, double f, int interpolate) {
     float v[4];
     int i = 0;
     while (i < t->n && t->keys[i].t <= f) i++; /* keys[i-1].t <= f < keys[i].t */
-    if (i == 0) {
-        memcpy(v, t->keys[0].v, sizeof v);
-    } else if (i == t->n || !interpolate || !t->lerp || t->keys[i - 1].t == f) {
+    if (i == 0) return; /* before its first keyframe a track leaves the value alone */
+    if (i == t->n || !interpolate || !t->lerp || t->keys[i - 1].t == f) {
         memcpy(v, t->keys[i - 1].v, sizeof v);
     } else {
         const Key *a = &t->keys[i - 1], *b = &t->keys[i];
@@ -1159,9 +1159,11 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     if (g_instance) return XR_ERROR_LIMIT_REACHED;
     control_from_env();
     const char *envs[NSLOTS] = {"HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT"};
-    for (int i = 0; i < NSLOTS; i++) {
+    for (int i = 0; i < NSLOTS; i++) { /* the environment applies unless the control API loaded one */
         const char *p = getenv(envs[i]);
-        if (p && *p && !g_motion[i].loaded && motion_load(&g_motion[i], p) != 0) {
+        if (g_motion_by_control[i]) continue;
+        if (!p || !*p) motion_free(&g_motion[i]);
+        else if (motion_load(&g_motion[i], p) != 0) {
             fprintf(stderr, "MockXR: %s: %s\n", envs[i], g_error);
             return XR_ERROR_RUNTIME_FAILURE;
         }
@@ -2306,22 +2308,28 @@ EXPORT XrResult xrNegotiateLoaderRuntimeInterface(const XrNegotiateLoaderInfo *l
 
 EXPORT const char *mockxr_last_error(void) { return g_error; }
 
+
+EXPORT void mockxr_clear_motion(void) {
+    for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]), g_motion_by_control[i] = 0;
+}
+
+/* 0 on success, -1 when the file cannot be read, else the line number of the error. */
+static int load_slot(int slot, const char *path) {
+    int rc = path ? motion_load(&g_motion[slot], path) : -1;
+    if (rc == 0) g_motion_by_control[slot] = 1;
+    return rc;
+}
+EXPORT int mockxr_load_motion(const char *path) { return load_slot(SLOT_MOTION, path); }
+EXPORT int mockxr_load_script(const char *path) { return load_slot(SLOT_SCRIPT, path); }
+
 EXPORT void mockxr_reset(void) {
-    for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]);
+    mockxr_clear_motion();
     devices_default();
     g_throttle_set = g_emulated_set = 0;
     g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
     if (g_log) fclose(g_log), g_log = NULL;
-}
-
-/* 0 on success, -1 when the file cannot be read, else the line number of the error. */
-EXPORT int mockxr_load_motion(const char *path) { return motion_load(&g_motion[SLOT_MOTION], path); }
-EXPORT int mockxr_load_script(const char *path) { return motion_load(&g_motion[SLOT_SCRIPT], path); }
-
-EXPORT void mockxr_clear_motion(void) {
-    for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]);
 }
 
 EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float qx, float qy, float qz, float qw) {

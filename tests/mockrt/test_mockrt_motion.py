@@ -1,0 +1,160 @@
+"""Scripted motion: keyframe interpolation, exact hex-float samples, the shipped files, errors."""
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import pytest
+import xr
+
+from headcast.xr import mockrt
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def ypr_quat(yaw: float, pitch: float, roll: float) -> tuple[float, float, float, float]:
+    """The runtime's convention: yaw about +Y, then pitch about +X, then roll about +Z (degrees)."""
+    def mul(a, b):
+        ax, ay, az, aw = a
+        bx, by, bz, bw = b
+        return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+    h = math.pi / 360
+    qy = (0.0, math.sin(yaw * h), 0.0, math.cos(yaw * h))
+    qp = (math.sin(pitch * h), 0.0, 0.0, math.cos(pitch * h))
+    qr = (0.0, 0.0, math.sin(roll * h), math.cos(roll * h))
+    return mul(mul(qy, qp), qr)
+
+
+def quat(pose) -> tuple[float, float, float, float]:
+    o = pose.orientation
+    return (o.x, o.y, o.z, o.w)
+
+
+def pos(pose) -> tuple[float, float, float]:
+    return (pose.position.x, pose.position.y, pose.position.z)
+
+
+def run_frames(h, n: int):
+    """n frames; returns the head (VIEW in STAGE) location after each, located at its display time."""
+    out = []
+    for _ in range(n):
+        t = h.frame()
+        out.append(h.locate(h.view, t))
+    return out
+
+
+def test_head_yaws_3_degrees_per_frame_and_reads_back_exactly(mock, session, tmp_path):
+    motion = tmp_path / "yaw.motion"
+    motion.write_text("timebase frames\n0 /user/head pos 0 1.6 0\n0 /user/head ypr 0 0 0\n60 /user/head ypr 180 0 0\n")
+    mock.load_motion(motion)
+    with session() as h:
+        heads = run_frames(h, 61)
+    assert mock.frames_ended == 61
+    at30 = heads[30]
+    assert at30.location_flags == mockrt.TRACKED
+    assert math.degrees(2 * math.atan2(at30.pose.orientation.y, at30.pose.orientation.w)) == pytest.approx(90.0, abs=1e-4)
+    for frame in (0, 15, 30, 45):
+        assert quat(heads[frame].pose) == pytest.approx(ypr_quat(3.0 * frame, 0, 0), abs=1e-6)
+    # at a keyframe the value is the keyframe's, bit for bit
+    assert quat(heads[60].pose) == tuple(f32(c) for c in ypr_quat(180, 0, 0))
+    assert pos(heads[30].pose) == (0.0, f32(1.6), 0.0)
+
+
+def test_exact_samples_replay_bit_identical(mock, session, tmp_path):
+    rng = random.Random(5)
+    frames = []
+    lines = ["timebase frames", "interpolate off"]
+    for i in range(20):
+        q = [rng.uniform(-1, 1) for _ in range(4)]
+        n = math.sqrt(sum(c * c for c in q))
+        q = [f32(c / n) for c in q]  # float32, normalised in float64 then rounded: not exactly unit
+        p = [f32(rng.uniform(-2, 2)) for _ in range(3)]
+        frames.append((p, q))
+        lines.append(f"{i} /user/head pose " + " ".join(v.hex() for v in p + q))
+    motion = tmp_path / "samples.motion"
+    motion.write_text("\n".join(lines) + "\n")
+    mock.load_motion(motion)
+    with session() as h:
+        heads = run_frames(h, 22)
+    for i, (p, q) in enumerate(frames):
+        assert pos(heads[i].pose) == tuple(p), i
+        assert quat(heads[i].pose) == tuple(q), i
+    assert quat(heads[21].pose) == tuple(frames[-1][1])  # the last sample holds
+
+
+def test_look_around_sweeps_past_the_clamps(mock, session):
+    mock.load_motion(mockrt.motion_path("look_around"))
+    with session() as h:
+        heads = run_frames(h, 12 * 90 + 1)
+    expect = {90: (120, 0, 0), 270: (-120, 0, 0), 450: (0, 85, 0), 630: (0, -85, 0), 810: (0, 0, 70),
+              990: (0, 0, -70), 45: (60, 0, 0)}
+    for frame, ypr in expect.items():
+        assert quat(heads[frame].pose) == pytest.approx(ypr_quat(*ypr), abs=1e-5), frame
+
+
+def test_tracking_loss_drops_and_recovers(mock, session):
+    mock.load_motion(mockrt.motion_path("tracking_loss"))
+    with session() as h:
+        heads = run_frames(h, 3 * 90 + 20)
+    assert heads[45].location_flags == mockrt.TRACKED
+    inferred = heads[int(1.5 * 90)]
+    assert inferred.location_flags == mockrt.ORIENTATION_VALID | mockrt.POSITION_VALID | mockrt.ORIENTATION_TRACKED
+    lost = heads[int(2.5 * 90)]
+    assert lost.location_flags == 0
+    assert quat(lost.pose) == (0, 0, 0, 1) and pos(lost.pose) == (0, 0, 0)  # no stale pose behind a zero flag
+    assert heads[3 * 90 + 10].location_flags == mockrt.TRACKED
+
+
+def test_loop_and_commands(mock, session, tmp_path):
+    motion = tmp_path / "loop.motion"
+    motion.write_text("timebase frames\nloop on\n0 /user/head pos 0 0 0\n10 /user/head pos 1 0 0\n12 !unfocus\n")
+    mock.load_motion(motion)
+    with session() as h:
+        heads = run_frames(h, 16)
+        assert xr.SessionState.VISIBLE in h.events()
+    assert pos(heads[5].pose) == pytest.approx((0.5, 0, 0))
+    assert pos(heads[15].pose) == pytest.approx((0.5, 0, 0))  # frame 15 wraps to 5
+
+
+def test_script_layers_on_top_of_motion(mock, session, tmp_path):
+    base = tmp_path / "base.motion"
+    base.write_text("timebase frames\n0 /user/head pos 0 1 0\n")
+    script = tmp_path / "script.motion"
+    script.write_text("timebase frames\ninterpolate off\n3 /user/head pos 0 2 0\n")
+    mock.load_motion(base)
+    mock.load_script(script)
+    with session() as h:
+        heads = run_frames(h, 5)
+    assert [pos(x.pose)[1] for x in heads] == [1, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("text, line", [
+    ("0 /user/head ypr 0 0\n", 1),
+    ("timebase hours\n", 1),
+    ("0 /user/head pos 0 0 0\n# ok\n0 /user/nose pos 0 0 0\n", 3),
+    ("1 /user/head pos 0 0 0\n0 /user/head pos 1 0 0\n", 2),
+    ("0 /user/hand/left/input/thumbstick 1\n", 1),
+    ("0 /user/head flags pv,xx\n", 1),
+    ("0 !explode\n", 1),
+    ("nan /user/head pos 0 0 0\n", 1),
+])
+def test_bad_motion_files_name_the_line(mock, tmp_path, text, line):
+    bad = tmp_path / "bad.motion"
+    bad.write_text(text)
+    with pytest.raises(mockrt.MockControlError, match=f"bad.motion:{line}:"):
+        mock.load_motion(bad)
+
+
+def test_motion_from_the_environment(mock, session, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(mockrt.motion_path("walk")))
+    with session() as h:
+        assert pos(run_frames(h, 91)[90].pose)[1] == pytest.approx(1.58)  # the walk's head bob
+    mock.reset()
+    monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(tmp_path / "missing.motion"))
+    with pytest.raises(xr.RuntimeFailureError):
+        with session():
+            pass
