@@ -2308,7 +2308,6 @@ EXPORT XrResult xrNegotiateLoaderRuntimeInterface(const XrNegotiateLoaderInfo *l
 
 EXPORT const char *mockxr_last_error(void) { return g_error; }
 
-
 EXPORT void mockxr_clear_motion(void) {
     for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]), g_motion_by_control[i] = 0;
 }
