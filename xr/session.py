@@ -283,6 +283,13 @@ class XRSession:
                 return self._idle_frame()
         session = self._session
         self._check(raw.xrWaitFrame(session, self._wait_info, self._frame_state), "waiting for a frame")
+        # Events again: xrWaitFrame can block for most of a frame, and focus or stop changes
+        # that arrived meanwhile must describe this frame, not the next.
+        self._pump_events()
+        if self._ended is not None:
+            raise self._ended
+        if not self._running:
+            return self._idle_frame()
         # FRAME_DISCARDED (a qualified success) only says the previous frame was dropped.
         self._check(raw.xrBeginFrame(session, self._begin_info), "beginning a frame")
         t = self._frame_state.predicted_display_time

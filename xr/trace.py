@@ -15,6 +15,11 @@ runtime's floats are float32 values, so poses come back bit for bit.
 The writer streams into a temporary file beside the target and renames it into place on
 close, so a crash or an abort leaves no half-written trace; the end object lets the reader
 tell a complete file from a truncated copy.
+
+`replay()` plays a trace through the mock runtime: the frames become a motion file (frame
+timebase, no interpolation, hex floats) and a session on the mock gives them back, poses bit
+for bit. The runtime emulates one controller, so a trace replays with the profile it was
+recorded with (its first non-empty one); each hand's tracking flags come from its aim pose.
 """
 from __future__ import annotations
 
@@ -24,9 +29,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
+from . import mockrt
+from .actions import BINDINGS, LEFT
 from .frame import Controls, Pose, TrackingFrame
+from .session import XRSession
 
 FORMAT = "headcast-trace"
 VERSION = 1
@@ -248,3 +256,117 @@ def _header(path: Path, fh: BinaryIO) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise TraceError(f"{path}: header meta is not an object")
     return meta
+
+
+# -- replay through the mock runtime -------------------------------------------------------
+
+DEFAULT_PROFILE = "/interaction_profiles/oculus/touch_controller"
+
+_POSE_PATHS = (("/user/head", "head"), (f"{LEFT}/input/aim/pose", "left_aim"),
+               (f"{LEFT}/input/grip/pose", "left_grip"), ("/user/hand/right/input/aim/pose", "right_aim"),
+               ("/user/hand/right/input/grip/pose", "right_grip"))
+
+
+def replay_profile(frames: Iterable[TrackingFrame]) -> str:
+    """The controller profile a trace was recorded with (the mock emulates exactly one)."""
+    for f in frames:
+        if f.profile_right or f.profile_left:
+            return f.profile_right or f.profile_left
+    return DEFAULT_PROFILE
+
+
+def _hex(*values: float) -> str:
+    return " ".join(float(v).hex() for v in values)
+
+
+def _input_values(frame: TrackingFrame, profile: str) -> dict[str, str]:
+    """Physical input path -> motion-file values reproducing the frame's action states."""
+    c = frame.controls
+    per_hand = {"trigger": (c.trigger_left, c.trigger_right), "squeeze": (c.squeeze_left, c.squeeze_right)}
+    shared = {"move": c.move, "turn": c.turn, "jump": c.jump, "menu": c.menu}
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for action, path in BINDINGS[profile]:
+        if action in per_hand:
+            out[path] = _hex(per_hand[action][0 if path.startswith(LEFT) else 1])
+        elif action in shared:
+            value = shared[action]
+            if action in seen:  # bound on both hands: the first carries it, the rest rest
+                value = (0.0, 0.0) if isinstance(value, tuple) else False
+            seen.add(action)
+            out[path] = _hex(*value) if isinstance(value, tuple) else _hex(float(value))
+    return out
+
+
+def motion_text(frames: Sequence[TrackingFrame], profile: str) -> str:
+    """The mock runtime's motion file reproducing `frames` (frame i = i-th xrWaitFrame)."""
+    if profile not in BINDINGS:
+        raise ValueError(f"cannot replay profile {profile!r}: not one of {sorted(BINDINGS)}")
+    lines = ["# replay of a headcast trace", "timebase frames", "interpolate off"]
+    last: dict[str, str] = {}
+    focused: bool | None = None
+
+    def put(i: int, key: str, text: str) -> None:
+        # Values persist in the runtime: write only what changed.
+        if last.get(key) != text:
+            last[key] = text
+            lines.append(f"{i} {key} {text}")
+
+    for i, f in enumerate(frames):
+        for path, name in _POSE_PATHS:
+            p: Pose = getattr(f, name)
+            put(i, f"{path} pose", _hex(*p.position, *p.orientation))
+        put(i, "/user/head flags", hex(_flags(f.head)))
+        for hand, aim, grip in ((LEFT, f.left_aim, f.left_grip), ("/user/hand/right", f.right_aim, f.right_grip)):
+            put(i, f"{hand} flags", hex(_flags(aim) or _flags(grip)))
+        for path, values in _input_values(f, profile).items():
+            put(i, path, values)
+        if f.focused != focused:
+            if focused is not None or not f.focused:  # a headless session starts focused
+                lines.append(f"{i} !{'focus' if f.focused else 'unfocus'}")
+            focused = f.focused
+    return "\n".join(lines) + "\n"
+
+
+def _flags(p: Pose) -> int:
+    return _pose_row(p)[7]
+
+
+def replay(source: str | os.PathLike | Sequence[TrackingFrame], *, throttle: bool = False,
+           mode: str = "headless", window: Any | None = None) -> Iterator[TrackingFrame]:
+    """Play a trace (file or frames) through the mock runtime; yields the session's frames.
+
+    Builds the mock if needed and points this process's loader at it for the session's
+    creation. throttle=True paces at 90 Hz like a headset; mode/window as for XRSession.
+    """
+    frames = list(iter_trace(source)) if isinstance(source, (str, os.PathLike)) else list(source)
+    profile = replay_profile(frames)
+    text = motion_text(frames, profile)
+    manifest = mockrt.ensure_runtime()
+    control = mockrt.MockControl(manifest)
+    with tempfile.TemporaryDirectory(prefix="headcast-replay-") as tmp:
+        motion = Path(tmp) / "replay.motion"
+        motion.write_text(text)
+        control.reset()
+        control.load_motion(motion)
+        control.set_profile(profile)
+        control.set_throttle(throttle)
+        saved = os.environ.get("XR_RUNTIME_JSON")
+        os.environ["XR_RUNTIME_JSON"] = str(manifest)
+        try:
+            session = XRSession(mode, window=window)
+        finally:
+            if saved is None:
+                del os.environ["XR_RUNTIME_JSON"]
+            else:
+                os.environ["XR_RUNTIME_JSON"] = saved
+        try:
+            n = 0
+            while n < len(frames):
+                frame = session.next_frame()
+                if session.running:
+                    n += 1
+                    yield frame
+        finally:
+            session.close()
+            control.reset()  # the library stays loaded through `control`: leave it clean

@@ -1,0 +1,48 @@
+"""Fixtures for the XR session tests: the mock runtime (built for real, loaded by the real
+loader through pyopenxr) and its control API."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from headcast.xr import mockrt
+from support import REPO
+
+MOCK_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
+             "XR_ENABLE_API_LAYERS")
+
+
+@pytest.fixture(scope="session")
+def manifest():
+    return mockrt.ensure_runtime()
+
+
+@pytest.fixture
+def ctl(manifest, monkeypatch):
+    """MockControl on the live runtime, reset around the test; the loader points at the mock, unpaced."""
+    monkeypatch.setenv("XR_RUNTIME_JSON", str(manifest))
+    monkeypatch.setenv("HEADCAST_MOCK_THROTTLE", "0")
+    for var in MOCK_VARS:
+        monkeypatch.delenv(var, raising=False)
+    control = mockrt.MockControl(manifest)
+    control.reset()
+    yield control
+    alive = control.instance_alive
+    control.reset()
+    assert not alive, "the test left an XrInstance alive (XRSession not closed)"
+
+
+@pytest.fixture
+def run_script(manifest):
+    """Run code in a fresh interpreter (its own loader, glfw and GL state) against the mock."""
+
+    def run(code: str, env_extra: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k not in MOCK_VARS}
+        env.update({"XR_RUNTIME_JSON": str(manifest), "HEADCAST_MOCK_THROTTLE": "0", "XR_LOADER_DEBUG": "error",
+                    **(env_extra or {})})
+        return subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=timeout)
+    return run
