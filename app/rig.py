@@ -32,9 +32,10 @@ class Origin:
         return q_mul(yaw_quat(self.yaw), q)
 
     def pose_to_world(self, pose: Pose) -> Pose:
-        if not pose.valid:
-            return pose
-        return Pose(self.to_world(pose.position), self.rotate(pose.orientation),
+        """Each part that is valid is mapped; an invalid part stays as the runtime gave it."""
+        position = self.to_world(pose.position) if pose.position_valid else pose.position
+        orientation = self.rotate(pose.orientation) if pose.orientation_valid else pose.orientation
+        return Pose(position, orientation,
                     pose.position_valid, pose.orientation_valid,
                     pose.position_tracked, pose.orientation_tracked)
 

@@ -1,0 +1,185 @@
+"""End to end: mock OpenXR runtime (real loader, pyopenxr) → rig → sinks → REAL local servers.
+
+The Quake 3 server is ioq3ded with the OpenArena data (vanilla: 16-bit buttons), the NetSync
+server the shipped styly-netsync-server 0.10.4; both on 127.0.0.1, free ports. What the far
+side sees is read back from the servers themselves: our playerState from the Q3 snapshots and
+our body from the NetSync room broadcast (received by a stealth observer).
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from headcast.app import commands, config
+from headcast.app.demo import NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_VIEW_TOL
+from headcast.app.loop import FrameLoop
+from headcast.app.telemetry import Telemetry
+from headcast.netcode.netsync.model import FLAG_HEAD
+from headcast.netcode.netsync.origin import unity_yaw
+from headcast.netcode.pose import angle_subtract
+from headcast.xr.session import XRSession
+
+pytestmark = pytest.mark.live
+
+LEAD_IN = 4.0  # seconds still at the start, so both servers have let us in before anything moves
+
+
+def motion(lines: str) -> str:
+    """A motion file whose keyframe times are shifted by the still lead-in."""
+    out = ["timebase seconds", "0.0 /user/head pos 0 1.6 0", "0.0 /user/head ypr 0 0 0",
+           "0.0 /user/hand/right/input/aim/pose ypr 0 0 0", "0.0 /user/hand/right/input/thumbstick 0 0",
+           "0.0 /user/head flags all"]
+    for line in lines.strip().splitlines():
+        t, rest = line.split(maxsplit=1)
+        out.append(f"{float(t) + LEAD_IN:.3f} {rest}")
+    return "\n".join(out) + "\n"
+
+
+# Weapon and head sweep apart, then back.
+SWEEP = motion("""
+0.0 /user/head ypr 0 0 0
+0.0 /user/hand/right/input/aim/pose ypr 0 0 0
+1.0 /user/head ypr 50 -30 0
+1.0 /user/hand/right/input/aim/pose ypr 40 20 0
+2.0 /user/head ypr -50 30 0
+2.0 /user/hand/right/input/aim/pose ypr -40 -20 0
+3.0 /user/head ypr 0 0 0
+3.0 /user/hand/right/input/aim/pose ypr 0 0 0
+""")
+# Right-stick flicks: right, right, left, left, then a long hold right (one snap only).
+FLICKS = motion("\n".join(
+    f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
+    f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
+    for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))))
+# The head turns slowly and loses all tracking for 1.5 s.
+LOSS = motion("""
+0.0 /user/head ypr 0 0 0
+3.5 /user/head ypr 60 0 0
+1.0 /user/head flags none
+2.5 /user/head flags all
+""")
+
+
+def load(mock, tmp_path, text: str) -> None:
+    path = tmp_path / "test.motion"
+    path.write_text(text)
+    mock.load_motion(path)
+
+
+def run_until(loop, pred, timeout: float, what: str) -> None:
+    """Step the loop until pred() holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        assert loop.step(), f"the loop stopped: {loop.stop_reason}"
+
+
+def pipeline(netsync_server, q3_server, **flags):
+    a = netsync_server.address
+    host, port = q3_server.address
+    cfg = config.load(env={"HOME": "/nonexistent"}, flags={
+        ("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
+        ("netsync", "room"): flags.pop("room"), ("netsync", "device_id"): flags.pop("device_id"),
+        ("mirror", "enabled"): False, **flags})
+    session = XRSession("headless")
+    try:
+        sinks = commands.make_sinks(cfg, time.perf_counter)
+    except BaseException:
+        session.close()
+        raise
+    return FrameLoop(session, commands.rig_from(cfg), sinks, Telemetry())
+
+
+def connected(loop) -> bool:
+    q3, ns = loop.sinks[0], loop.sinks[1]
+    return q3.link.entered and ns.link.client_no is not None and ns.seen is not None
+
+
+def test_weapon_and_head_follow_on_both_servers(mock, tmp_path, netsync_server, q3_server):
+    load(mock, tmp_path, SWEEP)
+    loop = pipeline(netsync_server, q3_server, room="e2e-follow", device_id="e2e-follow")
+    q3, ns = loop.sinks[0], loop.sinks[1]
+    server_yaw, relayed_yaw = [], []
+    try:
+        run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
+        assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
+
+        def sample() -> bool:
+            if q3.link.view_angles is not None:
+                server_yaw.append(q3.link.view_angles[1])
+            if ns.seen is not None and ns.seen.head is not None:
+                relayed_yaw.append(-unity_yaw(ns.seen.head.rot))  # back to OpenXR's +left
+            return loop.frame.seq >= int((LEAD_IN + 3.3) * 90)
+        run_until(loop, sample, 15, "the sweep to finish")
+    finally:
+        loop.close()
+    # Q3: the server ran our usercmds and its view equals the weapon to the angle quantum.
+    assert q3.link.check.matched > 100
+    assert q3.link.check.view_err_max <= Q3_VIEW_TOL
+    assert max(server_yaw) >= 39.0 and min(server_yaw) <= -39.0  # the aim swept ±40°
+    # NetSync: the broadcast head follows the HMD within smallest-three quantisation.
+    c = ns.check
+    assert c.matched >= 25
+    assert c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL
+    assert max(relayed_yaw) >= 45.0 and min(relayed_yaw) <= -45.0  # the head swept ±50° (10 Hz sampling)
+    # The offline 7-bit view of the head matches what a VR receiver would decode.
+    assert q3.head_quant_max <= 180 / 127 + 1e-3
+
+
+def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_server, q3_server):
+    load(mock, tmp_path, FLICKS)
+    loop = pipeline(netsync_server, q3_server, room="e2e-snap", device_id="e2e-snap")
+    q3, ns = loop.sinks[0], loop.sinks[1]
+    yaws: list[float] = []
+    try:
+        run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
+        assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
+
+        def sample() -> bool:
+            yaws.append(loop.state.origin.yaw)
+            return loop.frame.seq >= int((LEAD_IN + 4.2) * 90)
+        run_until(loop, sample, 20, "the snap-turn motion to finish")
+        run_until(loop, lambda: ns.seen is not None and ns.seen.delta is not None
+                  and ns.seen.delta.dyaw == ns.frame.delta.dyaw, 5, "the last Δ to come back")
+    finally:
+        loop.close()
+    # Five flicks: right, right, left, left, hold right (one snap) → -45, -90, -45, 0, -45 (OpenXR +left).
+    steps = [b - a for a, b in zip(yaws, yaws[1:]) if b != a]
+    assert [round(s, 6) for s in steps] == [-45.0, -45.0, 45.0, 45.0, -45.0]
+    c = ns.check
+    # Unity's yaw is +right: the relayed XROrigin Δ went through 45 and 90 degrees.
+    assert {45.0, 90.0} <= c.dyaws
+    assert c.physical_max <= NS_PHYS_TOL   # the reconstructed physical pose stayed with the stage head
+    assert c.head_rot_max <= NS_ROT_TOL
+    # Quake 3: the server's view yaw is the weapon's world yaw, which turned with the rig.
+    assert q3.link.check.view_err_max <= Q3_VIEW_TOL
+    assert abs(angle_subtract(q3.link.view_angles[1], -45.0)) <= Q3_VIEW_TOL
+
+
+def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3_server):
+    load(mock, tmp_path, LOSS)
+    loop = pipeline(netsync_server, q3_server, room="e2e-loss", device_id="e2e-loss")
+    q3, ns = loop.sinks[0], loop.sinks[1]
+    during: list[tuple] = []
+    try:
+        run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
+        assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
+
+        def sample() -> bool:
+            f = loop.frame
+            if not f.head.orientation_valid:
+                during.append((q3.intent.head, q3.intent.buttons, q3.far_head, ns.frame.flags))
+            return f.seq >= int((LEAD_IN + 3.0) * 90)
+        run_until(loop, sample, 15, "the tracking-loss motion to finish")
+        run_until(loop, lambda: ns.seen is not None and ns.seen.head is not None, 5, "the head to come back")
+    finally:
+        loop.close()
+    assert len(during) >= 120  # the head is lost for 1.5 s
+    for head, buttons, far_head, flags in during:
+        assert head is None and buttons & 0x03FFF000 == 0 and far_head is None   # Q3: no head bits
+        assert not flags & FLAG_HEAD                                               # NetSync: head not valid
+    assert q3.lost_frames == q3.lost_cleared >= 120
+    assert ns.check.lost_reported >= 1 and ns.check.lost_stale == 0
+    assert "tracking lost" not in ns.status(0.0).detail  # recovered: no stale loss message either
