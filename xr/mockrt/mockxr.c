@@ -1369,7 +1369,6 @@ API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession 
     s->frame = -1;
     s->profile[0] = s->profile[1] = -1;
     g_session = s;
-    g_want_focus = 1;
     *out = s;
     set_state(s, XR_SESSION_STATE_IDLE);
     set_state(s, XR_SESSION_STATE_READY);
