@@ -17,14 +17,14 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter, deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Sequence
 
 from . import huffman, oob, pure, serverparse
 from .clientmsg import usercmd_key, write_client_message
-from .delta import NULL_PLAYER, PlayerState
+from .delta import PlayerState
 from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
                      ServerCommand, SnapshotReceived)
 from .netchan import Netchan, NetchanMode
@@ -151,6 +151,7 @@ class Q3ClientCore:
             raise ClientError(f"connect() in state {self._state}")
         self._backoff = self.config.backoff[0]
         self._start_attempt(now)
+        self.handle_timer(now)
 
     def set_input(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
                   up: int = 0, buttons: int = 0, weapon: int = 0,
@@ -214,10 +215,9 @@ class Q3ClientCore:
     def handle_timer(self, now: float) -> None:
         if self._timer is None or now < self._timer:
             return
-        st = self._state
-        if st is State.WAITING:
+        if self._state is State.WAITING:
             self._start_attempt(now)
-            return
+        st = self._state
         if st in (State.PROBING, State.CHALLENGING, State.CONNECTING, State.CONNECTED):
             if now - self._attempt_start >= self.config.connect_timeout:
                 self._fail(now, f"no answer while {st} for {self.config.connect_timeout:.0f} s")
@@ -225,18 +225,19 @@ class Q3ClientCore:
         elif st in (State.PRIMED, State.ACTIVE) and now - self._last_packet >= self.config.timeout:
             self._fail(now, f"server silent for {self.config.timeout:.0f} s")
             return
+        deadline = self._attempt_start + self.config.connect_timeout
         if st is State.PROBING:
             self._send_oob(oob.getinfo(self._nonce))
-            self._timer = now + 1.0
+            self._timer = min(now + 1.0, deadline)
         elif st is State.CHALLENGING:
             self._send_oob(oob.getchallenge(self._client_challenge))
-            self._timer = now + CHALLENGE_RESEND
+            self._timer = min(now + CHALLENGE_RESEND, deadline)
         elif st is State.CONNECTING:
             self._send_connect()
-            self._timer = now + CHALLENGE_RESEND
+            self._timer = min(now + CHALLENGE_RESEND, deadline)
         elif st is State.CONNECTED:
             self._send_packet(now, with_cmds=False)
-            self._timer = now + GAMESTATE_RESEND
+            self._timer = min(now + GAMESTATE_RESEND, deadline)
         elif st in (State.PRIMED, State.ACTIVE):
             self._tick(now)
             # Advance on the grid so the command rate does not drift with late polls.
