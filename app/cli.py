@@ -6,6 +6,7 @@ OpenXR, OpenGL or ZeroMQ.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Sequence
 
@@ -151,6 +152,9 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage line on bad flags
+    # The loader's own error lines repeat, less clearly, what our typed errors say; set
+    # XR_LOADER_DEBUG=error (or all) to see them.
+    os.environ.setdefault("XR_LOADER_DEBUG", "none")
     try:
         if args.command == "run":
             from headcast.app.commands import cmd_run

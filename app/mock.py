@@ -32,5 +32,4 @@ def activate_mock(name: str) -> Path:
     except mockrt.RuntimeBuildError as e:
         raise AppError(f"cannot build the mock OpenXR runtime: {e}") from None
     os.environ.update(env)
-    os.environ.setdefault("XR_LOADER_DEBUG", "error")
     return Path(env["XR_RUNTIME_JSON"])

@@ -1,0 +1,159 @@
+"""`headcast doctor`: check what headcast needs on this machine; each problem comes with its fix."""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Finding:
+    area: str
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+def check_openxr() -> list[Finding]:
+    out = []
+    try:
+        import xr
+    except Exception as e:  # a broken wheel raises anything at import
+        return [Finding("openxr", False, f"pyopenxr does not import: {e}", "pip install 'pyopenxr>=1.1.6501' into the venv")]
+    out.append(Finding("openxr", True, f"pyopenxr {getattr(xr, '__version__', '?')} with its bundled OpenXR loader"))
+    manifest = os.environ.get("XR_RUNTIME_JSON")
+    if manifest and not Path(manifest).is_file():
+        out.append(Finding("openxr", False, f"XR_RUNTIME_JSON points at {manifest}, which does not exist",
+                           "unset XR_RUNTIME_JSON, or point it at your runtime's manifest (.json)"))
+        return out
+    try:
+        inst = xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(
+            application_name="headcast doctor", engine_name="headcast")))
+    except xr.XrException as e:
+        from headcast.xr.errors import translate
+        out.append(Finding("openxr", False, f"no usable OpenXR runtime ({translate(e, 'creating an instance')})",
+                           "start your headset's runtime (SteamVR, Monado, WMR) and make it the active OpenXR "
+                           "runtime — or use the mock: `headcast run --mock look_around`"))
+        return out
+    try:
+        props = xr.get_instance_properties(inst)
+        name = props.runtime_name.decode() if isinstance(props.runtime_name, bytes) else str(props.runtime_name)
+        out.append(Finding("openxr", True, f"runtime: {name}" + (f" (XR_RUNTIME_JSON={manifest})" if manifest else "")))
+        try:
+            xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+            out.append(Finding("openxr", True, "a head-mounted display is available"))
+        except xr.XrException:
+            out.append(Finding("openxr", False, "the runtime sees no headset",
+                               "connect and power on the headset (and wake it), then retry"))
+    finally:
+        xr.destroy_instance(inst)
+    return out
+
+
+def check_mock() -> list[Finding]:
+    from headcast.app.mock import shipped_motions
+    from headcast.xr import mockrt
+    try:
+        manifest = mockrt.ensure_runtime()
+    except mockrt.RuntimeBuildError as e:
+        return [Finding("mock", False, f"the mock OpenXR runtime cannot be built: {e}",
+                        "apt-get install gcc libc6-dev libopenxr-dev (scripts/setup.sh does)")]
+    motions = shipped_motions()
+    return [Finding("mock", True, f"mock runtime built: {manifest}"),
+            Finding("mock", bool(motions), f"shipped motions: {', '.join(motions) or 'none'}",
+                    "" if motions else "reinstall headcast (assets/motions/*.motion are missing)")]
+
+
+def check_display() -> list[Finding]:
+    from headcast.app.mirror import display_available
+    if not display_available():
+        return [Finding("display", False, "no display (DISPLAY is not set): the mirror window is off",
+                        "run on a desktop session, or under a virtual display: xvfb-run -a headcast ...")]
+    os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
+    try:
+        import glfw
+    except Exception as e:
+        return [Finding("display", False, f"glfw does not load: {e}", "pip install glfw (and apt-get install libx11-6)")]
+    if not glfw.init():
+        return [Finding("display", False, f"glfw cannot open the display {os.environ.get('DISPLAY')}",
+                        "check that the X server is running and DISPLAY/XAUTHORITY are right")]
+    try:
+        glfw.window_hint(glfw.VISIBLE, glfw.FALSE)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+        win = glfw.create_window(64, 64, "headcast doctor", None, None)
+        if not win:
+            return [Finding("display", False, "no OpenGL 3.3 core context on this display",
+                            "apt-get install libgl1-mesa-dri libglx-mesa0 (Mesa), or update the GPU driver")]
+        glfw.make_context_current(win)
+        from OpenGL import GL
+        renderer = GL.glGetString(GL.GL_RENDERER).decode()
+        version = GL.glGetString(GL.GL_VERSION).decode()
+        glfw.destroy_window(win)
+        return [Finding("display", True, f"OpenGL {version} on {renderer} (display {os.environ.get('DISPLAY')})")]
+    finally:
+        glfw.terminate()
+
+
+def _listening(port: int, kind: int) -> bool:
+    with socket.socket(socket.AF_INET, kind) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports() -> list[Finding]:
+    out = []
+    for port, kind, what in ((27960, socket.SOCK_DGRAM, "Quake 3 default (UDP)"),
+                             (5555, socket.SOCK_STREAM, "NetSync dealer (TCP)"),
+                             (5556, socket.SOCK_STREAM, "NetSync pub (TCP)")):
+        busy = _listening(port, kind)
+        out.append(Finding("ports", True, f"127.0.0.1:{port} {what}: " +
+                           ("in use (a local server is running there)" if busy else "free")))
+    return out
+
+
+def check_servers() -> list[Finding]:
+    from headcast.netcode.q3.localserver import IOQ3DED, OPENARENA_BASEPATH, OPENARENA_SERVER
+    out = []
+    have_q3 = os.access(IOQ3DED, os.X_OK) and Path(OPENARENA_BASEPATH).is_dir()
+    out.append(Finding("servers", have_q3,
+                       f"Quake 3 server: {IOQ3DED} + OpenArena data" if have_q3 else "no local Quake 3 server",
+                       "" if have_q3 else "apt-get install openarena-server (the demo then starts one)"))
+    if shutil.which(OPENARENA_SERVER) or Path(OPENARENA_SERVER).exists():
+        out.append(Finding("servers", True, f"OpenArena server: {OPENARENA_SERVER}"))
+    try:
+        v = importlib.metadata.version("styly-netsync-server")
+        out.append(Finding("servers", True, f"NetSync server: styly-netsync-server {v}"))
+    except importlib.metadata.PackageNotFoundError:
+        out.append(Finding("servers", False, "no NetSync server (styly-netsync-server) installed",
+                           "pip install 'styly-netsync-server==0.10.4' into the venv (the demo then starts one)"))
+    return out
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    findings: list[Finding] = []
+    for check in (check_openxr, check_mock, check_display, check_ports, check_servers):
+        try:
+            findings += check()
+        except Exception as e:  # a check that breaks is itself a finding, not a traceback
+            findings.append(Finding(check.__name__.removeprefix("check_"), False, f"check failed: {e}"))
+    problems = [f for f in findings if not f.ok]
+    if args.json:
+        print(json.dumps({"ok": not problems, "findings": [f.__dict__ for f in findings]}))
+    else:
+        for f in findings:
+            print(f"[{'ok' if f.ok else '!!'}] {f.area:8} {f.what}")
+            if not f.ok and f.fix:
+                print(f"           fix: {f.fix}")
+        print(f"\n{len(problems)} problem(s)" if problems else "\nall good")
+    return 1 if problems else 0
