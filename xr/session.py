@@ -8,13 +8,15 @@
                 break
 
 Runs unchanged on a PC VR runtime and on the mock runtime (`headcast.xr.mockrt`). The
-per-frame path calls pyopenxr's raw entry points with structs built once, because the
-convenience wrappers allocate every output struct and raise an exception object for each
-qualified success (SESSION_NOT_FOCUSED, EVENT_UNAVAILABLE) — see bench_xr_poll.py.
+per-frame path calls the loader's entry points (pyopenxr's library and structs) with structs
+built once and plain-int results, and unpacks the five locations in one struct call: the
+convenience wrappers allocate every output struct, build an enum per result and raise an
+exception object for each qualified success (SESSION_NOT_FOCUSED) — see bench_xr_poll.py.
 """
 from __future__ import annotations
 
 import ctypes
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -37,6 +39,31 @@ _EV_STATE = int(xr.StructureType.EVENT_DATA_SESSION_STATE_CHANGED)
 _EV_PROFILE = int(xr.StructureType.EVENT_DATA_INTERACTION_PROFILE_CHANGED)
 _EV_INSTANCE_LOSS = int(xr.StructureType.EVENT_DATA_INSTANCE_LOSS_PENDING)
 _EVENT_BUFFER_TYPE = int(xr.StructureType.EVENT_DATA_BUFFER)
+
+
+def _int_result(name: str) -> Any:
+    """The loader's entry point with pyopenxr's argtypes but a plain int result (no enum per call)."""
+    fn = raw.openxr_loader_library[name]  # a fresh function object: pyopenxr's own stays as it is
+    fn.argtypes = getattr(raw, name).argtypes
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_xrPollEvent = _int_result("xrPollEvent")
+_xrWaitFrame = _int_result("xrWaitFrame")
+_xrBeginFrame = _int_result("xrBeginFrame")
+_xrEndFrame = _int_result("xrEndFrame")
+_xrSyncActions = _int_result("xrSyncActions")
+_xrLocateSpace = _int_result("xrLocateSpace")
+_xrGetActionStateFloat = _int_result("xrGetActionStateFloat")
+_xrGetActionStateVector2f = _int_result("xrGetActionStateVector2f")
+_xrGetActionStateBoolean = _int_result("xrGetActionStateBoolean")
+
+# One XrSpaceLocation as (flags, qx, qy, qz, qw, px, py, pz): XrPosef is orientation, then position.
+_LOC_FMT = (f"{xr.SpaceLocation._location_flags.offset}xQ"
+            f"{xr.SpaceLocation.pose.offset - xr.SpaceLocation._location_flags.offset - 8}x7f"
+            f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x")
+_FIVE_LOCATIONS = struct.Struct("<" + _LOC_FMT * 5)
 
 # A unit quaternion off by more than this is not a rotation the runtime meant.
 _NORM_TOLERANCE = 1e-3
@@ -227,7 +254,7 @@ class XRSession:
         left, right = self._actions.hand_paths
         self._active_sets = (xr.ActiveActionSet * 1)(xr.ActiveActionSet(self._actions.handle, xr.NULL_PATH))
         self._sync_info = xr.ActionsSyncInfo(active_action_sets=self._active_sets)
-        self._locations = [xr.SpaceLocation() for _ in range(5)]
+        self._locations = (xr.SpaceLocation * 5)(*(xr.SpaceLocation() for _ in range(5)))
         self._locate_args = [
             (space, self._base, ctypes.pointer(loc))
             for space, loc in zip([self._view, *self._hand_spaces], self._locations)
@@ -282,7 +309,7 @@ class XRSession:
             if not self._running:
                 return self._idle_frame()
         session = self._session
-        self._check(raw.xrWaitFrame(session, self._wait_info, self._frame_state), "waiting for a frame")
+        self._check(_xrWaitFrame(session, self._wait_info, self._frame_state), "waiting for a frame")
         # Events again: xrWaitFrame can block for most of a frame, and focus or stop changes
         # that arrived meanwhile must describe this frame, not the next.
         self._pump_events()
@@ -291,21 +318,21 @@ class XRSession:
         if not self._running:
             return self._idle_frame()
         # FRAME_DISCARDED (a qualified success) only says the previous frame was dropped.
-        self._check(raw.xrBeginFrame(session, self._begin_info), "beginning a frame")
+        self._check(_xrBeginFrame(session, self._begin_info), "beginning a frame")
         t = self._frame_state.predicted_display_time
         frame = self.poll(t)
         self._end_info.display_time = t
-        self._check(raw.xrEndFrame(session, self._end_info), "ending a frame")
+        self._check(_xrEndFrame(session, self._end_info), "ending a frame")
         return frame
 
     def poll(self, time_ns: int) -> TrackingFrame:
         """Sync actions and locate everything at `time_ns`; next_frame() calls this inside a frame."""
         session = self._session
         # SESSION_NOT_FOCUSED is a qualified success: the states then read inactive.
-        self._check(raw.xrSyncActions(session, self._sync_info), "reading the controllers")
+        self._check(_xrSyncActions(session, self._sync_info), "reading the controllers")
         for args in self._locate_args:
-            self._check(raw.xrLocateSpace(args[0], args[1], time_ns, args[2]), "locating the tracked devices")
-        get_float, get_vec2, get_bool = raw.xrGetActionStateFloat, raw.xrGetActionStateVector2f, raw.xrGetActionStateBoolean
+            self._check(_xrLocateSpace(args[0], args[1], time_ns, args[2]), "locating the tracked devices")
+        get_float, get_vec2, get_bool = _xrGetActionStateFloat, _xrGetActionStateVector2f, _xrGetActionStateBoolean
         f = []
         for info, state in self._floats:
             self._check(get_float(session, info, state), "reading the controllers")
@@ -319,11 +346,11 @@ class XRSession:
         for info, state in self._bools:
             self._check(get_bool(session, info, state), "reading the controllers")
             b.append(bool(state.current_state) and bool(state.is_active))
-        locs = self._locations
+        loc = _FIVE_LOCATIONS.unpack_from(self._locations)
         frame = TrackingFrame(
             seq=self._seq, time_ns=time_ns,
-            head=_pose(locs[0]), left_aim=_pose(locs[1]), left_grip=_pose(locs[2]),
-            right_aim=_pose(locs[3]), right_grip=_pose(locs[4]),
+            head=_pose(*loc[0:8]), left_aim=_pose(*loc[8:16]), left_grip=_pose(*loc[16:24]),
+            right_aim=_pose(*loc[24:32]), right_grip=_pose(*loc[32:40]),
             controls=Controls(move=v[0], turn=v[1], trigger_left=f[0], trigger_right=f[1],
                               squeeze_left=f[2], squeeze_right=f[3], jump=b[0], menu=b[1]),
             profile_left=self._profiles[0], profile_right=self._profiles[1],
@@ -375,11 +402,14 @@ class XRSession:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _check(self, result: xr.Result, during: str) -> None:
+    def _check(self, result: int, during: str) -> None:
         if result >= 0:
             return
-        exc = xr.check_result(xr.Result(result))
-        err = translate(exc, during)
+        try:
+            code = xr.Result(result)
+        except ValueError:  # a result code this pyopenxr does not know
+            raise XRError(f"{during}: the OpenXR runtime failed with result {result}") from None
+        err = translate(xr.check_result(code), during)
         if isinstance(err, SessionEnded):
             self._end(err)
         raise err
@@ -394,7 +424,7 @@ class XRSession:
         while self._ended is None:
             ev._type = _EVENT_BUFFER_TYPE  # the runtime overwrites the header: reset it each poll
             ev._next = None
-            result = raw.xrPollEvent(self._instance, ctypes.byref(ev))
+            result = _xrPollEvent(self._instance, ctypes.byref(ev))
             if result == _EVENT_UNAVAILABLE:
                 return
             self._check(result, "reading runtime events")
@@ -439,29 +469,23 @@ class XRSession:
         return frame
 
 
-def _pose(loc: xr.SpaceLocation) -> Pose:
-    """The located pose with its flags; invalid parts are zeroed, garbage is never valid."""
-    flags = loc._location_flags
+def _pose(flags: int, qx: float, qy: float, qz: float, qw: float, px: float, py: float, pz: float) -> Pose:
+    """A located pose with its flags; invalid parts are zeroed, garbage is never valid."""
     if not flags & (_ORI_VALID | _POS_VALID):
         return INVALID_POSE
-    p = loc.pose
     ori_valid = bool(flags & _ORI_VALID)
     pos_valid = bool(flags & _POS_VALID)
     orientation = IDENTITY
     position = ORIGIN
     if ori_valid:
-        o = p.orientation
-        q = (o.x, o.y, o.z, o.w)
-        norm2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
-        if abs(norm2 - 1.0) <= _NORM_TOLERANCE:  # also false for NaN
-            orientation = q
+        if abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= _NORM_TOLERANCE:  # false for NaN too
+            orientation = (qx, qy, qz, qw)
         else:
             ori_valid = False
     if pos_valid:
-        v = p.position
-        position = (v.x, v.y, v.z)
-        if not abs(position[0] + position[1] + position[2]) < _INF:  # NaN or inf
-            position = ORIGIN
+        if abs(px + py + pz) < _INF:  # false for NaN and infinities
+            position = (px, py, pz)
+        else:
             pos_valid = False
     return Pose(position, orientation, pos_valid, ori_valid,
                 pos_valid and bool(flags & _POS_TRACKED), ori_valid and bool(flags & _ORI_TRACKED))

@@ -276,3 +276,20 @@ def test_headless_mode_required_but_gl_asked(ctl):
     # in test_gl_session.py; here the mode argument itself is checked.
     with pytest.raises(ValueError, match="mode"):
         XRSession("vulkan")
+
+
+def test_idle_frames_until_the_runtime_is_ready(ctl):
+    """Until READY (a headset runtime waits for the user) next_frame paces itself and tracks nothing."""
+    import time
+
+    with XRSession() as xs:
+        xs._pump_events = lambda: None  # as if the READY event had not come yet
+        start = time.monotonic()
+        idle = [xs.next_frame() for _ in range(3)]
+        elapsed = time.monotonic() - start
+        del xs._pump_events
+        live = xs.next_frame()
+    assert not any(f.focused or f.head.valid or f.right_aim.valid for f in idle)
+    assert [f.seq for f in idle] == [0, 1, 2] and all(f.time_ns == 0 for f in idle)
+    assert elapsed >= 3 * 0.010  # waited about a frame each instead of spinning
+    assert live.seq == 3 and live.head.valid and live.focused and live.time_ns > 0
