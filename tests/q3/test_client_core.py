@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from headcast.netcode.q3 import huffman, oob, serverparse
 from headcast.netcode.q3.client import ClientConfig, Q3ClientCore, State
@@ -403,3 +404,27 @@ def test_pure_server_gets_cp_from_configured_pk3s(tmp_path):
     server2.read(0.0)
     server2.gamestate(0.0, sv_pure=True)
     assert "no pk3" in core2.status.pure_error
+
+
+@settings(max_examples=60, deadline=None)
+@given(junk=st.lists(st.binary(min_size=0, max_size=300), min_size=1, max_size=30), fresh_seq=st.booleans())
+def test_garbage_datagrams_are_counted_drops_and_the_link_survives(junk, fresh_seq):
+    core, server = make()
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.0)
+    server.snapshot(0.01, 1000, PlayerState.from_dict({"commandTime": 990}))
+    before = sum(core.status.drops.values()) + core.status.counters.get("messages_in", 0)
+    for i, blob in enumerate(junk):
+        if fresh_seq:
+            server.send(blob, 0.02)  # a valid netchan header: the garbage reaches the parser
+        else:
+            core.receive_datagram(blob, 0.02)
+    st_ = core.status
+    assert st_.state is State.ACTIVE
+    # Every datagram is either a counted drop (almost all) or a message that parsed cleanly.
+    assert sum(st_.drops.values()) + st_.counters.get("messages_in", 0) == before + len(junk)
+    # A real snapshot after the storm is still understood (a full one: the ring may hold garbage-free bases only).
+    server.snapshot(0.03, 1100, PlayerState.from_dict({"commandTime": 1090}))
+    snaps = [e for e in events(core) if isinstance(e, SnapshotReceived)]
+    assert snaps[-1].server_time == 1100 and snaps[-1].ps.command_time == 1090
