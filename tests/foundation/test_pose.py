@@ -157,6 +157,7 @@ def _angle_subtract_loop(a1, a2):
     return a
 
 
+@settings(deadline=None)
 @given(st.floats(-5000, 5000), st.floats(-5000, 5000))
 def test_angle_subtract_equals_the_loop(a1, a2):
     assert abs(angle_subtract(a1, a2) - _angle_subtract_loop(a1, a2)) <= 1e-9

@@ -21,7 +21,9 @@ from headcast.netcode.sauer.npos import (
     vec_to_yaw_pitch,
 )
 from headcast.netcode.sauer.wire import Reader, SauerDecodeError, put_int, put_uint
+from support import LONG
 
+FUZZ_EXAMPLES = 50_000 if LONG else 1500
 EXAMPLE = bytes([4, 1, 17, 16, 11, 39, 102, 35, 207, 27, 134, 112, 90, 132, 151, 126, 35])
 
 
@@ -127,6 +129,7 @@ def test_putuint_getuint(n, hexbytes):
     assert r.get_uint("n") == n and r.remaining() == 0
 
 
+@settings(deadline=None)
 @given(st.integers(-(1 << 31), (1 << 31) - 1))
 def test_putint_roundtrip(n):
     out = bytearray()
@@ -134,6 +137,7 @@ def test_putint_roundtrip(n):
     assert Reader(bytes(out)).get_int("n") == n
 
 
+@settings(deadline=None)
 @given(st.integers(-(1 << 28), (1 << 28) - 1))
 def test_putuint_roundtrip(n):
     out = bytearray()
@@ -318,7 +322,8 @@ def test_every_truncation_is_a_typed_error(rec):
         assert exc.value.offset == cut
 
 
-@settings(max_examples=1500, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(st.binary(max_size=64))
 def test_fuzz_random_bytes_only_raise_the_typed_error(data):
     try:
@@ -331,7 +336,8 @@ def test_fuzz_random_bytes_only_raise_the_typed_error(data):
             assert decode_npos(encode_npos(r)) == (r, len(encode_npos(r)))
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(st.binary(min_size=1, max_size=40))
 def test_fuzz_records_behind_a_valid_type_byte(tail):
     try:

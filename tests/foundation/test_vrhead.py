@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import SHARED
@@ -122,6 +122,7 @@ def test_pack7_is_float32_arithmetic_not_double():
         assert pack7(x, 80.0) == want
 
 
+@settings(deadline=None)
 @given(st.floats(-200, 200, allow_nan=False))
 def test_pack7_property_against_float_formula(v):
     assert pack7(v, 80.0) == ref_pack7(v, 80.0)
@@ -159,6 +160,7 @@ def test_pack_head_yaw_offset(head, weapon, offset_code):
     assert (pack_head(0, 0.0, head, weapon) >> 19) & 0x7F == offset_code
 
 
+@settings(deadline=None)
 @given(st.integers(0, 0xFFFFFFFF), st.floats(-500, 500), st.floats(-1e4, 1e4), st.floats(-1e4, 1e4))
 def test_pack_head_properties(user, pitch, head_yaw, weapon_yaw):
     b = pack_head(user, pitch, head_yaw, weapon_yaw)
