@@ -363,8 +363,7 @@ class XRSession:
     def request_exit(self) -> None:
         """Ask the runtime to end the session; next_frame() raises SessionEnded when it has."""
         if self._running:
-            with xr_errors("asking the runtime to end the session"):
-                xr.request_exit_session(self._session)
+            self._call("asking the runtime to end the session", xr.request_exit_session, self._session)
 
     def close(self) -> None:
         """End the session politely when it runs, then destroy every handle. Idempotent."""
@@ -442,13 +441,12 @@ class XRSession:
         self._focused = state == xr.SessionState.FOCUSED
         S = xr.SessionState
         if state == S.READY:
-            with xr_errors("starting the XR session"):
-                xr.begin_session(self._session, xr.SessionBeginInfo(self._view_config))
+            self._call("starting the XR session", xr.begin_session, self._session,
+                       xr.SessionBeginInfo(self._view_config))
             self._running = True
         elif state == S.STOPPING:
             self._running = False
-            with xr_errors("stopping the XR session"):
-                xr.end_session(self._session)
+            self._call("stopping the XR session", xr.end_session, self._session)
         elif state == S.EXITING:
             self._end(SessionEnded("the OpenXR runtime ended the session", lost=False))
         elif state == S.LOSS_PENDING:
@@ -457,10 +455,24 @@ class XRSession:
     def _read_profiles(self) -> None:
         names = []
         for hand in self._actions.hand_paths:
-            with xr_errors("reading the active controller profile"):
-                path = xr.get_current_interaction_profile(self._session, hand).interaction_profile
-                names.append(xr.path_to_string(self._instance, path) if path else "")
+            during = "reading the active controller profile"
+            state = self._call(during, xr.get_current_interaction_profile, self._session, hand)
+            path = state.interaction_profile if state is not None else 0
+            name = self._call(during, xr.path_to_string, self._instance, path) if path else ""
+            names.append(name or "")
         self._profiles = (names[0], names[1])
+
+    def _call(self, during: str, fn: Any, *args: Any) -> Any:
+        """A pyopenxr call off the per-frame path; None when the session is about to be lost."""
+        try:
+            return fn(*args)
+        except xr.SessionLossPending:
+            return None  # a qualified success: the LOSS_PENDING state event follows and ends us
+        except xr.XrException as exc:
+            err = translate(exc, during)
+            if isinstance(err, SessionEnded):
+                self._end(err)
+            raise err from exc
 
     def _idle_frame(self) -> TrackingFrame:
         frame = TrackingFrame(seq=self._seq, time_ns=self._last_time,
