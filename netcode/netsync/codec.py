@@ -180,19 +180,24 @@ _DQ10 = tuple(_QMIN + (_QRANGE * (v * (1.0 / 1023.0))) for v in range(1024))
 
 
 def decompress_quat(packed: int) -> Quat:
-    """Smallest-three u32 → unit quaternion (never zero, never NaN); the shipped receiver's math."""
+    """Smallest-three u32 → unit quaternion (never zero, never NaN)."""
     i = packed >> 30
     a = _DQ10[(packed >> 20) & 0x3FF]
     b = _DQ10[(packed >> 10) & 0x3FF]
     c = _DQ10[packed & 0x3FF]
-    big = math.sqrt(max(0.0, 1.0 - (a * a + b * b + c * c)))
+    s = a * a + b * b + c * c
+    # With s ≤ 1 the rebuilt component makes the quaternion unit already; only a corrupt
+    # packing (s > 1) needs the renormalisation the shipped decoder always does.
+    big = math.sqrt(1.0 - s) if s <= 1.0 else 0.0
     if i == 3:
-        return _wire_normalize(a, b, c, big)
-    if i == 0:
-        return _wire_normalize(big, a, b, c)
-    if i == 1:
-        return _wire_normalize(a, big, b, c)
-    return _wire_normalize(a, b, big, c)
+        q = (a, b, c, big)
+    elif i == 0:
+        q = (big, a, b, c)
+    elif i == 1:
+        q = (a, big, b, c)
+    else:
+        q = (a, b, big, c)
+    return q if s <= 1.0 else _wire_normalize(*q)
 
 
 def compress_quat(q: Quat) -> int:
@@ -292,6 +297,7 @@ def encode_body(pose_seq: int, frame: PoseFrame) -> bytes:
     return _U16.pack(pose_seq & 0xFFFF) + encode_body_tail(frame)
 
 
+@lru_cache(maxsize=64)
 def client_pose_header(device_id: str) -> bytes:
     """`11 | 3 | len | deviceId`: constant per client, so it is built once."""
     raw = device_id.encode("utf-8")
@@ -357,10 +363,11 @@ def _part(hx: float, hy: float, hz: float, head: Quat, qx: int, qy: int, qz: int
     """A hand/virtual: head-relative wire values → absolute transform (shipped receiver math)."""
     ax, ay, az, aw = head
     bx, by, bz, bw = decompress_quat(packed)
-    # q_mul inlined: this runs for every hand of every peer of every broadcast
+    # q_mul inlined: this runs for every hand of every peer of every broadcast. Both factors
+    # are unit, so the product is unit to rounding: no renormalisation needed.
     return Transform(
         (hx + qx * REL_POS_SCALE, hy + qy * REL_POS_SCALE, hz + qz * REL_POS_SCALE),
-        _wire_normalize(
+        (
             aw * bx + ax * bw + ay * bz - az * by,
             aw * by - ax * bz + ay * bw + az * bx,
             aw * bz + ax * by - ay * bx + az * bw,
