@@ -164,3 +164,22 @@ def test_reference_spaces_and_stage_fallback(mock, session):
         kinds = {xr.ReferenceSpaceType(k) for k in xr.enumerate_reference_spaces(h.session)}
         assert xr.ReferenceSpaceType.STAGE not in kinds and xr.ReferenceSpaceType.LOCAL in kinds
         assert h.locate(h.view).pose.position.y == pytest.approx(0.0)  # LOCAL sits at eye height
+
+
+def test_openxr_1_1_apps_get_local_floor_and_locate_spaces(mock, session):
+    mock.set_pose("/user/head", (0.1, 1.7, -0.2))
+    with session(api_version=xr.Version(1, 1, 0)) as h:
+        kinds = {xr.ReferenceSpaceType(k) for k in xr.enumerate_reference_spaces(h.session)}
+        assert xr.ReferenceSpaceType.LOCAL_FLOOR in kinds
+        local = xr.create_reference_space(h.session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.LOCAL))
+        t = h.frame()
+        spaces = (xr.Space * 2)(h.view, local)
+        info = xr.SpacesLocateInfo(base_space=h.stage, time=t, spaces=spaces)
+        data = (xr.SpaceLocationData * 2)()
+        out = xr.SpaceLocations(locations=data)
+        assert xr.raw_functions.xrLocateSpaces(h.session, ctypes.byref(info), ctypes.byref(out)) == 0
+        assert (data[0].pose.position.x, data[0].pose.position.y) == pytest.approx((0.1, 1.7))
+        assert data[1].pose.position.y == pytest.approx(1.6) and data[1]._location_flags == mockrt.TRACKED
+    with session() as h:  # a 1.0 app sees neither
+        kinds = {xr.ReferenceSpaceType(k) for k in xr.enumerate_reference_spaces(h.session)}
+        assert xr.ReferenceSpaceType.LOCAL_FLOOR not in kinds
