@@ -187,6 +187,9 @@ def pack_dir(yaw: float, pitch: float) -> int:
     return (yawpart + pitchpart * 360) & 0xFFFF
 
 
+_ZERO_DIR = 90 * 360  # pack_dir(0, 0): what vectoyawpitch gives a zero vector
+
+
 def _cvtt(x: float) -> int:
     """C float→int on x86 (cvttss2si): truncation; NaN or out of range gives INT_MIN.
 
@@ -212,10 +215,20 @@ def normalize_yaw(yaw: float) -> float:
     return yaw
 
 
-def _magnitude(v: Vec3) -> float:
-    # vec::magnitude in float; double sums of float products round to the same float
-    x, y, z = (_f32(c) for c in v)
+def _magnitude(x: float, y: float, z: float) -> float:
+    # vec::magnitude in float on float components; double sums of float products round the same
     return _f32(math.sqrt(_f32(_f32(_f32(x * x) + _f32(y * y)) + _f32(z * z))))
+
+
+def _yaw_pitch(x: float, y: float, z: float, mag: float) -> tuple[float, float]:
+    if x == 0.0 and y == 0.0 and z == 0.0:
+        return 0.0, 0.0
+    yaw = _f32(-_atan2f(x, y) * _INV_RAD)
+    # As in the game: a magnitude that underflowed to 0 gives z/0, and a ratio past ±1 gives
+    # asin's NaN; pack_dir turns a NaN pitch into what the game's binary sends.
+    ratio = math.nan if mag == 0.0 else _f32(z / mag)
+    pitch = math.nan if not -1.0 <= ratio <= 1.0 else _f32(_asinf(ratio) * _INV_RAD)
+    return yaw, pitch
 
 
 def vec_to_yaw_pitch(v: Vec3) -> tuple[float, float]:
@@ -224,19 +237,17 @@ def vec_to_yaw_pitch(v: Vec3) -> tuple[float, float]:
     Float steps as the game's x86-64 build computes them (atan2f/asinf, reciprocal of RAD).
     """
     x, y, z = (_f32(c) for c in v)
+    return _yaw_pitch(x, y, z, _magnitude(x, y, z))
+
+
+def _speed_dir(v: Vec3, what: str) -> tuple[int, int, tuple[float, float, float]]:
+    """(int speed capped at 0xFFFF, packed direction, the float vector) as sendposition computes them."""
+    x, y, z = (_f32(c) for c in v)
     if x == 0.0 and y == 0.0 and z == 0.0:
-        return 0.0, 0.0
-    yaw = _f32(-_atan2f(x, y) * _INV_RAD)
-    mag = _magnitude((x, y, z))
-    # As in the game: a magnitude that underflowed to 0 gives z/0, and a ratio past ±1 gives
-    # asin's NaN; pack_dir turns a NaN pitch into what the game's binary sends.
-    ratio = math.nan if mag == 0.0 else _f32(z / mag)
-    pitch = math.nan if not -1.0 <= ratio <= 1.0 else _f32(_asinf(ratio) * _INV_RAD)
-    return yaw, pitch
-
-
-def _speed(v: Vec3, what: str) -> int:
-    return min(_trunc(_f32(_magnitude(v) * DVELF), what), 0xFFFF)
+        return 0, _ZERO_DIR, (x, y, z)
+    mag = _magnitude(x, y, z)
+    speed = min(_trunc(_f32(mag * DVELF), what), 0xFFFF)
+    return speed, pack_dir(*_yaw_pitch(x, y, z, mag)), (x, y, z)
 
 
 def make_npos(
@@ -265,15 +276,13 @@ def make_npos(
         raise ValueError("make_npos: non-finite player state")
     ex, ey, ez = (_f32(c) for c in eye)
     feet = (ex, ey, _f32(ez - _f32(eyeheight)))
-    o = tuple(_trunc(_f32(c * DMF), "position") for c in feet)
+    o = tuple(_trunc(c * DMF, "position") for c in feet)  # ·16 of a float is exact
     if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
         raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
-    speed = _speed(vel, "vel")
-    fall = _speed(falling, "falling")
-    falldir = None
-    fx, fy, fz = (_f32(c) for c in falling)
-    if fall > 0 and (fx != 0.0 or fy != 0.0 or fz > 0.0):
-        falldir = pack_dir(*vec_to_yaw_pitch(falling))
+    speed, veldir, _ = _speed_dir(vel, "vel")
+    fall, falldir, (fx, fy, fz) = _speed_dir(falling, "falling")
+    if fall == 0 or (fx == 0.0 and fy == 0.0 and fz <= 0.0):
+        falldir = None  # no fall block, or straight down: the receiver assumes (0, 0, −1)
     return NPos(
         cn=cn,
         physstate=physstate & 7,
@@ -284,7 +293,7 @@ def make_npos(
         dir=pack_dir(normalize_yaw(yaw), pitch),
         roll=min(max(_trunc(_f32(_f32(roll) + 90.0), "roll"), 0), 180),
         vel=speed,
-        veldir=pack_dir(*vec_to_yaw_pitch(vel)),
+        veldir=veldir,
         fall=fall,
         falldir=falldir,
         gameclip=gameclip,
