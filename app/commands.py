@@ -38,6 +38,21 @@ def rig_from(cfg: config_mod.Config) -> Rig:
         raise UsageError(f"rig.turn: {e}") from None
 
 
+def check_config(cfg: config_mod.Config) -> None:
+    """Refuse unusable addresses and values before anything is opened (a typo fails at once,
+    not after the headset session and the first server are up)."""
+    from headcast.app import netsync_link, q3_link
+    if cfg[("q3", "host")]:
+        q3_link.parse_address(cfg[("q3", "host")])
+    if cfg[("netsync", "host")]:
+        netsync_link.parse_address(cfg[("netsync", "host")])
+    rate = cfg[("netsync", "send_rate")]
+    if not 0.5 <= rate <= 60:
+        raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
+    rig_from(cfg)
+    want_mirror(cfg)
+
+
 def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
     """Q3, NetSync and Sauerbraten sinks; those without a host compute and show only."""
     sinks: list = []
@@ -53,8 +68,6 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
         ns_link = None
         if n["host"]:
             from headcast.app.netsync_link import NetSyncLink, default_device_id, parse_address as ns_address
-            if not 0.5 <= n["send_rate"] <= 60:
-                raise UsageError(f"--send-rate {n['send_rate']:g}: must be 0.5..60 Hz (Unity's clamp)")
             host, dealer, pub = ns_address(n["host"])
             ns_link = NetSyncLink(host, dealer, pub, n["room"], n["device_id"] or default_device_id(),
                                   n["send_rate"], n["stealth"], clock)
@@ -202,6 +215,7 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
 def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
                  clock: Callable[[], float] = time.perf_counter) -> tuple[FrameLoop, dict]:
     """Open mirror → source → sinks (each closed again if a later one fails), run, summarise."""
+    check_config(cfg)
     mirror = open_mirror(cfg)
     source = sinks = None
     try:

@@ -21,14 +21,17 @@ def activate_mock(name: str) -> Path:
     file), for this process; returns the manifest. Must run before the OpenXR instance exists
     (the loader reads the variables then)."""
     from headcast.xr import mockrt
-    motion: str | Path = name
-    if Path(name).is_file():
-        motion = Path(name).resolve()
+    # Resolved here, not by mockrt.motion_path: its importlib.resources fallback cannot read the
+    # assets namespace package of an editable install.
+    motion = Path(name)
+    if not motion.is_file():
+        try:
+            motion = asset_path("motions", name if name.endswith(".motion") else f"{name}.motion")
+        except FileNotFoundError:
+            known = ", ".join(shipped_motions()) or "none installed"
+            raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})") from None
     try:
-        env = mockrt.runtime_env(motion)
-    except FileNotFoundError:
-        known = ", ".join(shipped_motions()) or "none installed"
-        raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})") from None
+        env = mockrt.runtime_env(motion.resolve())
     except mockrt.RuntimeBuildError as e:
         raise AppError(f"cannot build the mock OpenXR runtime: {e}") from None
     os.environ.update(env)

@@ -1,0 +1,150 @@
+"""The `headcast` command as a user runs it (a subprocess): help, errors, exit codes, Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support import REPO, free_port, wait_for
+
+
+def env(**extra: str) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    e["HOME"] = str(REPO / "build" / "no-home")  # no user config file
+    e.update(extra)
+    return e
+
+
+def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env(**extra),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_clean_error(r: subprocess.CompletedProcess, code: int, *needles: str) -> None:
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr + r.stdout
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
+@pytest.mark.parametrize("args, needle", [
+    ((), "headcast demo"),
+    (("run",), "--q3 HOST[:PORT]"),
+    (("demo",), "verification summary"),
+    (("replay",), "--record FILE"),
+    (("probe",), "KIND"),
+    (("probe", "q3"), "vr_support"),
+    (("probe", "netsync"), "device-id"),
+    (("doctor",), "each problem with its fix"),
+])
+def test_every_help_teaches(args, needle):
+    r = headcast(*args, "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: headcast")
+    assert needle in " ".join(r.stdout.split())  # argparse wraps lines
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("run", "--bogus"), "unrecognized arguments: --bogus"),
+    (("run", "--turn", "spin"), "invalid choice: 'spin'"),
+    (("demo", "--duration", "soon"), "invalid float value: 'soon'"),
+    (("probe",), "required: KIND"),
+    ((), "required: COMMAND"),
+])
+def test_bad_flags_are_usage_errors(args, needle):
+    r = headcast(*args)
+    assert_clean_error(r, 2, "usage: headcast", needle)
+
+
+def test_bad_values_and_config_are_named():
+    assert_clean_error(headcast("run", "--mock", "nope", "--no-mirror"), 2, "no such motion", "look_around")
+    assert_clean_error(headcast("run", "--q3", "host:port"), 2, "--q3 'host:port': the port must be a number")
+    assert_clean_error(headcast("run", "--netsync", "h:1:2:3"), 2, "--netsync 'h:1:2:3'")
+    assert_clean_error(headcast("run", "--netsync", "127.0.0.1", "--send-rate", "100"), 2, "0.5..60 Hz")
+    assert_clean_error(headcast("run", HEADCAST_RIG_MOVE_SPEED="fast"), 2, "$HEADCAST_RIG_MOVE_SPEED", "number")
+    assert_clean_error(headcast("run", "--config", "/nonexistent.toml"), 2, "cannot read config file")
+    assert_clean_error(headcast("replay", "/nonexistent.trace"), 2, "does not exist")
+
+
+def test_print_config_shows_layers(tmp_path):
+    user = tmp_path / "c.toml"
+    user.write_text('[netsync]\nroom = "file"\nsend_rate = 30\n')
+    r = headcast("run", "--config", str(user), "--room", "flag", "--print-config", HEADCAST_RIG_TURN="smooth")
+    assert r.returncode == 0, r.stderr
+    assert 'room = "flag"  # --room' in r.stdout
+    assert f"send_rate = 30.0  # {user}" in r.stdout
+    assert 'turn = "smooth"  # $HEADCAST_RIG_TURN' in r.stdout
+    r = headcast("run", "--print-config", "--json")
+    assert json.loads(r.stdout)["rig"]["snap_angle"] == 45.0
+
+
+def test_no_runtime_is_a_clear_error(tmp_path):
+    r = headcast("run", "--no-mirror", XR_RUNTIME_JSON=str(tmp_path / "missing.json"))
+    assert_clean_error(r, 1, "OpenXR")
+
+
+def test_unreachable_servers_fail_clearly(tmp_path):
+    udp = free_port(socket.SOCK_DGRAM)
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--q3", f"127.0.0.1:{udp}",
+                 HEADCAST_RUN_CONNECT_TIMEOUT="1.5")
+    assert_clean_error(r, 3, f"no answer from 127.0.0.1:{udp} within 1.5 s")
+    tcp = free_port()
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--netsync", f"127.0.0.1:{tcp}:{tcp + 1}",
+                 HEADCAST_RUN_CONNECT_TIMEOUT="1.5")
+    assert_clean_error(r, 3, "netsync: no answer from")
+    assert_clean_error(headcast("probe", "q3", f"127.0.0.1:{udp}", "--timeout", "1"), 3, "no answer from the Quake 3 server")
+    assert_clean_error(headcast("probe", "netsync", f"127.0.0.1:{tcp}", "--timeout", "1"), 3,
+                       "no answer from the NetSync server")
+
+
+def test_record_then_replay(tmp_path):
+    trace = tmp_path / "look.trace"
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5", "--record", str(trace), "--json")
+    assert r.returncode == 0, r.stderr
+    recorded = json.loads(r.stdout.splitlines()[-1])["frames"]
+    assert trace.is_file() and recorded > 100
+    r = headcast("replay", str(trace), "--no-mirror", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["frames"] == recorded and summary["stopped"].startswith("replay finished")
+
+
+@pytest.mark.live
+def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
+    host, port = q3_server.address
+    r = headcast("probe", "q3", f"{host}:{port}", "--json")
+    info = json.loads(r.stdout)
+    assert r.returncode == 0 and info["map"] == "oa_dm1" and info["vr_support"] is False
+    a = netsync_server.address
+    r = headcast("probe", "netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["room"] == "default_room"
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
+         "--q3", f"{host}:{port}", "--name", "ctrlc", "--netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}"],
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def players() -> list[str]:
+            return [p.name for p in q3_server.getstatus().players]
+        # getstatus is rate-limited by the server (10/s per address): poll gently.
+        wait_for(lambda: "ctrlc" in players(), 20, "the server to list our player", interval=0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    summary = json.loads(out.splitlines()[-1])
+    assert summary["stopped"] == "interrupted (Ctrl-C)"
+    # The server saw a disconnect, not a timeout: the player is gone at once.
+    deadline = time.monotonic() + 3
+    while "ctrlc" in players():
+        assert time.monotonic() < deadline, "the Q3 server still lists us after Ctrl-C"
+        time.sleep(0.3)
