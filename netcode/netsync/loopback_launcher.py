@@ -1,4 +1,4 @@
-"""Run styly-netsync-server with every listening socket on 127.0.0.1.
+"""Run styly-netsync-server with every listening socket on 127.0.0.1 (and its true version).
 
 The server has no host option: ZeroMQ binds `tcp://*`, the REST bridge `0.0.0.0`, discovery
 `""` (reference §7). This script rewrites those binds before the server module is imported,
@@ -37,8 +37,22 @@ def confine_to_loopback() -> None:
     socket.socket.bind = sock_bind_loopback
 
 
+def report_installed_version() -> None:
+    """The server takes its version (sent in every device-ID mapping) from the first
+    pyproject.toml above its own file when its dist lists files outside site-packages, as a
+    console script does — so a venv inside a project reports that project's version. Use the
+    installed distribution's version instead."""
+    import importlib.metadata
+
+    from styly_netsync import server
+
+    version = importlib.metadata.version("styly-netsync-server")
+    server.get_version = lambda: version
+
+
 def main() -> None:
     confine_to_loopback()
+    report_installed_version()
     from styly_netsync.server import main as server_main
 
     sys.argv = ["styly-netsync-server"] + sys.argv[1:]

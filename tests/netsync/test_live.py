@@ -100,6 +100,20 @@ def test_server_listens_on_loopback_only(netsync_server):
     assert not any(p.startswith("udp") for p, _, _ in socks), "discovery must be off"
 
 
+def test_mapping_names_us_and_the_real_server_version(netsync_server):
+    import importlib.metadata
+
+    c = client(netsync_server, "versioned")
+    try:
+        events = c.join(PoseFrame.build(Transform((0, 1.6, 0))), timeout=15)
+        joined = [e for e in events if isinstance(e, Joined)]
+        installed = tuple(int(x) for x in importlib.metadata.version("styly-netsync-server").split(".")[:3])
+        assert joined and joined[0].client_no == 1 and joined[0].server_version == installed == (0, 10, 4)
+        assert c.core.members[1].device_id == "versioned" and not c.core.members[1].stealth
+    finally:
+        c.close()
+
+
 def test_relay_integrity(netsync_server):
     """§12.4: our client → server raw cache → broadcast → our subscriber, bytes and pose intact."""
     a, b = client(netsync_server, "sender-a"), client(netsync_server, "viewer-b")
@@ -273,3 +287,17 @@ def test_clean_shutdown_leaks_nothing(netsync_server):
         wait_for(lambda: _fds() <= fds, 5, f"fds back to {fds}")
         with pytest.raises(zmq.ZMQError):
             clients[0]._dealer.send(b"x")
+
+
+def test_stealth_client_is_registered_but_never_relayed(netsync_server):
+    ghost = client(netsync_server, "ghost", stealth=True)
+    viewer = client(netsync_server, "viewer")
+    pump = Pump({"ghost": ghost, "viewer": viewer}, lambda n, now: moving(now))
+    try:
+        pump.until(lambda: ghost.client_no and viewer.client_no and viewer.counters.room_poses >= 5, 15, "both joined, five broadcasts")
+        assert viewer.core.members[ghost.client_no].stealth
+        assert not [p for p in pump.of("viewer", PeerPose) if p.client_no == ghost.client_no]
+        assert ghost.counters.bytes_sent == (3 + len("ghost") + 5) * ghost.counters.sends  # minimal body
+    finally:
+        ghost.close()
+        viewer.close()
