@@ -149,6 +149,8 @@ def run(mode: str) -> dict:
         ctl.set_vec2(f"{L}/input/thumbstick", 0.0, 1.0)
         ctl.set_bool(f"{R}/input/a/click", True)
         for frame in range(4):
+            if frame == 2:
+                ctl.capture_next_frame()
             fs = xr.wait_frame(session)
             xr.begin_frame(session)
             layers = []
@@ -160,9 +162,12 @@ def run(mode: str) -> dict:
                 gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, fbo)
                 gl.glFramebufferTexture2D(gl.GL_FRAMEBUFFER, gl.GL_COLOR_ATTACHMENT0, gl.GL_TEXTURE_2D, names[index], 0)
                 report["fbo_complete"] = gl.glCheckFramebufferStatus(gl.GL_FRAMEBUFFER) == gl.GL_FRAMEBUFFER_COMPLETE
-                gl.glViewport(0, 0, 2 * w, h)
-                gl.glClearColor(0.0, 1.0, 0.0, 1.0)
-                gl.glClear(gl.GL_COLOR_BUFFER_BIT)
+                gl.glEnable(gl.GL_SCISSOR_TEST)
+                for eye, colour in enumerate(((1.0, 0.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0))):  # left red, right blue
+                    gl.glScissor(eye * w, 0, w, h)
+                    gl.glClearColor(*colour)
+                    gl.glClear(gl.GL_COLOR_BUFFER_BIT)
+                gl.glDisable(gl.GL_SCISSOR_TEST)
                 pixels.append(list(bytes(gl.glReadPixels(w, h // 2, 1, 1, gl.GL_RGBA, gl.GL_UNSIGNED_BYTE))))
                 gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, 0)
                 xr.release_swapchain_image(swapchain, xr.SwapchainImageReleaseInfo())
@@ -189,6 +194,9 @@ def run(mode: str) -> dict:
                                  xr.HapticVibration(amplitude=0.5, duration=10_000_000, frequency=xr.FREQUENCY_UNSPECIFIED))
         report["haptic_count"] = ctl.haptics(R).count
         report["pixels"] = pixels
+        shots = [ctl.captured(eye) for eye in (0, 1)]
+        report["captures"] = [None if c is None else [c.frame, c.width, c.height, sorted(set(
+            tuple(c.rgba[i:i + 4]) for i in range(0, len(c.rgba), 4)))] for c in shots]
         xr.request_exit_session(session)
         states += drain(inst)
         xr.end_session(session)

@@ -104,6 +104,25 @@ def test_binding_validation_rejects_paths_the_profile_lacks(mock, session, profi
             rig.suggest(profile, [("aim", f"{R}/input/aim/pose"), (action, path)])
 
 
+def test_grip_surface_pose_needs_openxr_1_1(mock, session):
+    with session(begin=False) as h:
+        with pytest.raises(xr.PathUnsupportedError):
+            Rig(h).suggest(TOUCH, [("grip", f"{R}/input/grip_surface/pose")])
+    mock.set_pose(f"{R}/input/grip/pose", (0.25, 1.0, -0.1))
+
+    def setup(h):
+        nonlocal rig
+        rig = Rig(h)
+        rig.suggest(TOUCH, [("grip", f"{R}/input/grip_surface/pose")])
+        rig.attach()
+
+    rig = None
+    with session(api_version=xr.Version(1, 1, 0), setup=setup) as h:
+        h.frame()
+        rig.sync()
+        assert rig.h.locate(rig.spaces[("grip", R)]).pose.position.x == pytest.approx(0.25)
+
+
 def test_valid_bindings_for_every_profile_and_the_attach_rules(mock, session):
     with session(begin=False) as h:
         rig = Rig(h)

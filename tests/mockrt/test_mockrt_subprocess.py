@@ -40,7 +40,9 @@ def test_gl_session_renders_into_real_swapchain_textures(runtime_manifest, xvfb_
     assert report["textures"] == [True, True, True]  # glIsTexture in the app's own context
     assert report["texture_size"] == [256, 96]
     assert report["fbo_complete"]
-    assert report["pixels"] == [[0, 255, 0, 255]] * 3  # frame 0 is not rendered: not yet VISIBLE
+    assert report["pixels"] == [[0, 0, 255, 255]] * 3  # frame 0 is not rendered: not yet VISIBLE
+    # the runtime's own readback of the submitted eye rectangles (frame 2): left red, right blue
+    assert report["captures"] == [[2, 128, 96, [[255, 0, 0, 255]]], [2, 128, 96, [[0, 0, 255, 255]]]]
     assert report["focused_after_first_frame"]
     assert report["states"] == STATES
     assert report["controls"] == [0.5, [0.0, 1.0], True]

@@ -17,7 +17,7 @@ from .build import LIBRARY_NAME, RuntimeBuildError, build, default_build_dir
 
 __all__ = [
     "ensure_runtime", "library_path", "motion_path", "runtime_env", "MockControl", "MockControlError",
-    "HapticRecord", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
+    "HapticRecord", "CapturedImage", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
     "ORIENTATION_TRACKED", "POSITION_TRACKED", "TRACKED",
 ]
 
@@ -75,18 +75,23 @@ def runtime_env(
     script: str | Path | None = None,
     log: str | Path | None = None,
 ) -> dict[str, str]:
-    """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env)."""
+    """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env).
+
+    `motion` is a motion file path or the name of a shipped one ("walk"); paths are made absolute
+    so that a subprocess with another working directory finds them.
+    """
     env = {"XR_RUNTIME_JSON": str(ensure_runtime())}
     if motion is not None:
-        env["HEADCAST_MOCK_MOTION"] = str(motion if isinstance(motion, Path) or "/" in str(motion) else motion_path(str(motion)))
+        file = Path(motion)
+        env["HEADCAST_MOCK_MOTION"] = str(file.resolve() if file.is_file() else motion_path(str(motion)))
     if not throttle:
         env["HEADCAST_MOCK_THROTTLE"] = "0"
     if profile is not None:
         env["HEADCAST_MOCK_PROFILE"] = profile
     if script is not None:
-        env["HEADCAST_MOCK_SCRIPT"] = str(script)
+        env["HEADCAST_MOCK_SCRIPT"] = str(Path(script).resolve())
     if log is not None:
-        env["HEADCAST_MOCK_LOG"] = str(log)
+        env["HEADCAST_MOCK_LOG"] = str(Path(log).resolve())
     return env
 
 
@@ -101,6 +106,14 @@ class HapticRecord:
     duration_ns: int
     frequency: float
     stops: int          # xrStopHapticFeedback calls
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedImage:
+    frame: int          # motion frame index of the xrEndFrame that submitted it
+    width: int
+    height: int
+    rgba: bytes         # width*height*4, rows bottom-up (glReadPixels order)
 
 
 _c = ctypes
@@ -124,6 +137,9 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_get_haptics": (
         [_c.c_char_p, _c.POINTER(_c.c_int64), _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64),
          _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64)], _c.c_int),
+    "mockxr_capture_next_frame": ([], None),
+    "mockxr_get_capture": (
+        [_c.c_int, _c.c_char_p, _c.c_int64, _c.POINTER(_c.c_int), _c.POINTER(_c.c_int)], _c.c_int64),
     "mockxr_frames_ended": ([], _c.c_int64),
     "mockxr_frames_waited": ([], _c.c_int64),
     "mockxr_frame_index": ([], _c.c_int64),
@@ -228,6 +244,19 @@ class MockControl:
             hand.encode(), ctypes.byref(count), ctypes.byref(amp), ctypes.byref(dur), ctypes.byref(freq),
             ctypes.byref(stops)), f"haptics {hand}")
         return HapticRecord(count.value, amp.value, dur.value, freq.value, stops.value)
+
+    def capture_next_frame(self) -> None:
+        """Read back both eye images of the next projection layer submitted (colour swapchains)."""
+        self._lib.mockxr_capture_next_frame()
+
+    def captured(self, eye: int) -> CapturedImage | None:
+        """The captured image of eye 0 (left) or 1 (right), None until a frame was captured."""
+        w, h = ctypes.c_int(), ctypes.c_int()
+        if self._lib.mockxr_get_capture(eye, None, 0, ctypes.byref(w), ctypes.byref(h)) < 0:
+            return None
+        buf = ctypes.create_string_buffer(w.value * h.value * 4)
+        frame = self._lib.mockxr_get_capture(eye, buf, len(buf), ctypes.byref(w), ctypes.byref(h))
+        return CapturedImage(frame, w.value, h.value, buf.raw)
 
     @property
     def frames_ended(self) -> int:

@@ -494,7 +494,13 @@ static int kind_fits(int kind, XrActionType type) {
  * else (parent-path shorthand, e.g. ".../input/trigger") the preferred child component.
  * type 0 asks only whether the path exists at all (binding validation).
  */
-static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, XrActionType type) {
+/* OpenXR 1.1 adds the grip surface pose to every controller profile. */
+static const Comp GRIP_SURFACE = {"/input/grip_surface/pose", LR, K_POSE, SRC_GRIP, M_DIRECT};
+
+static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, XrActionType type, int v11) {
+    if (v11 && (!type || type == XR_ACTION_TYPE_POSE_INPUT) &&
+        (strcmp(suffix, GRIP_SURFACE.suffix) == 0 || strcmp(suffix, "/input/grip_surface") == 0))
+        return &GRIP_SURFACE;
     static const char *const BOOL_PREF[] = {"click", "value", "force", "touch", NULL};
     static const char *const FLOAT_PREF[] = {"value", "force", "click", "touch", NULL};
     static const char *const POSE_PREF[] = {"pose", NULL};
@@ -827,12 +833,14 @@ enum { OBJ_INSTANCE = 1, OBJ_SESSION, OBJ_SPACE, OBJ_ACTION_SET, OBJ_ACTION, OBJ
 #define MAX_OBJECTS 1024
 static void *g_objects[MAX_OBJECTS];
 static int g_object_kinds[MAX_OBJECTS];
+static int g_nobjects; /* slots in use lie below this mark: handle checks stay short */
 
 static void *obj_new(int kind, size_t size) {
     for (int i = 0; i < MAX_OBJECTS; i++)
         if (!g_objects[i]) {
             g_objects[i] = calloc(1, size);
             g_object_kinds[i] = kind;
+            if (i >= g_nobjects) g_nobjects = i + 1;
             return g_objects[i];
         }
     return NULL;
@@ -840,14 +848,15 @@ static void *obj_new(int kind, size_t size) {
 
 static int obj_live(const void *p, int kind) {
     if (!p) return 0;
-    for (int i = 0; i < MAX_OBJECTS; i++)
+    for (int i = 0; i < g_nobjects; i++)
         if (g_objects[i] == p) return g_object_kinds[i] == kind;
     return 0;
 }
 
 static void obj_free(void *p) {
-    for (int i = 0; i < MAX_OBJECTS; i++)
+    for (int i = 0; i < g_nobjects; i++)
         if (g_objects[i] == p) g_objects[i] = NULL;
+    while (g_nobjects && !g_objects[g_nobjects - 1]) g_nobjects--;
     free(p);
 }
 
@@ -934,6 +943,7 @@ struct XrSwapchain_T {
     uint32_t tex[MAX_IMAGES];
     uint32_t queue[MAX_IMAGES]; /* acquired images, oldest first */
     int nqueued, waited, next;
+    int released; /* the image last released: what a layer submitted this frame shows */
 };
 
 static XrInstance g_instance;
@@ -1042,6 +1052,12 @@ static int run_command(const char *cmd) {
 #define GL_DEPTH_COMPONENT24 0x81A6
 #define GL_DEPTH_COMPONENT32F 0x8CAC
 #define GL_DEPTH24_STENCIL8 0x88F0
+#define GL_READ_FRAMEBUFFER 0x8CA8
+#define GL_READ_FRAMEBUFFER_BINDING 0x8CAA
+#define GL_COLOR_ATTACHMENT0 0x8CE0
+#define GL_PIXEL_PACK_BUFFER 0x88EB
+#define GL_PIXEL_PACK_BUFFER_BINDING 0x88ED
+#define GL_PACK_ALIGNMENT 0x0D05
 
 static const int64_t GL_FORMATS[] = {GL_SRGB8_ALPHA8, GL_RGBA8, GL_DEPTH_COMPONENT24,
                                      GL_DEPTH_COMPONENT32F, GL_DEPTH24_STENCIL8};
@@ -1057,6 +1073,14 @@ static struct {
     void (*GetIntegerv)(uint32_t, int *);
     void (*TexImage2D)(uint32_t, int, int, int, int, int, uint32_t, uint32_t, const void *);
     void (*TexImage3D)(uint32_t, int, int, int, int, int, int, uint32_t, uint32_t, const void *);
+    void (*GenFramebuffers)(int, uint32_t *);
+    void (*DeleteFramebuffers)(int, const uint32_t *);
+    void (*BindFramebuffer)(uint32_t, uint32_t);
+    void (*FramebufferTexture2D)(uint32_t, uint32_t, uint32_t, uint32_t, int);
+    void (*FramebufferTextureLayer)(uint32_t, uint32_t, uint32_t, int, int);
+    void (*BindBuffer)(uint32_t, uint32_t);
+    void (*PixelStorei)(uint32_t, int);
+    void (*ReadPixels)(int, int, int, int, uint32_t, uint32_t, void *);
 } gl;
 
 static int gl_load(void) {
@@ -1075,9 +1099,19 @@ static int gl_load(void) {
     GLFN(GetIntegerv, "glGetIntegerv");
     GLFN(TexImage2D, "glTexImage2D");
     GLFN(TexImage3D, "glTexImage3D");
+    GLFN(GenFramebuffers, "glGenFramebuffers");
+    GLFN(DeleteFramebuffers, "glDeleteFramebuffers");
+    GLFN(BindFramebuffer, "glBindFramebuffer");
+    GLFN(FramebufferTexture2D, "glFramebufferTexture2D");
+    GLFN(FramebufferTextureLayer, "glFramebufferTextureLayer");
+    GLFN(BindBuffer, "glBindBuffer");
+    GLFN(PixelStorei, "glPixelStorei");
+    GLFN(ReadPixels, "glReadPixels");
 #undef GLFN
     if (!gl.GenTextures || !gl.DeleteTextures || !gl.BindTexture || !gl.TexParameteri ||
-        !gl.GetIntegerv || !gl.TexImage2D || !gl.TexImage3D)
+        !gl.GetIntegerv || !gl.TexImage2D || !gl.TexImage3D || !gl.GenFramebuffers || !gl.DeleteFramebuffers ||
+        !gl.BindFramebuffer || !gl.FramebufferTexture2D || !gl.FramebufferTextureLayer || !gl.BindBuffer ||
+        !gl.PixelStorei || !gl.ReadPixels)
         return -1;
     gl.loaded = 1;
     return 0;
@@ -1380,7 +1414,7 @@ API xrDestroySpace(XrSpace sp);
 
 API xrDestroySession(XrSession s) {
     CHECK_SESSION(s);
-    for (int i = 0; i < MAX_OBJECTS; i++) {
+    for (int i = 0; i < g_nobjects; i++) {
         void *o = g_objects[i];
         if (o && g_object_kinds[i] == OBJ_SPACE && ((XrSpace)o)->session == s) xrDestroySpace(o);
         else if (o && g_object_kinds[i] == OBJ_SWAPCHAIN && ((XrSwapchain)o)->session == s) xrDestroySwapchain(o);
@@ -1513,6 +1547,55 @@ static XrResult check_layer(XrSession s, const XrCompositionLayerBaseHeader *l) 
     return XR_ERROR_LAYER_INVALID;
 }
 
+/* Eye images of the next submitted projection layer, read back in the app's context. */
+static struct {
+    int pending;
+    int64_t frame;
+    int width[2], height[2];
+    uint8_t *rgba[2]; /* rows bottom-up, as glReadPixels gives them */
+} g_capture = {0, -1, {0, 0}, {0, 0}, {NULL, NULL}};
+
+static void capture_clear(void) {
+    for (int i = 0; i < 2; i++) free(g_capture.rgba[i]), g_capture.rgba[i] = NULL;
+    g_capture.width[0] = g_capture.width[1] = g_capture.height[0] = g_capture.height[1] = 0;
+    g_capture.frame = -1;
+}
+
+static void capture_layer(XrSession s, const XrCompositionLayerProjection *p) {
+    if (!gl.loaded || !gl.GetCurrentContext()) return;
+    int prev_fbo = 0, prev_pbo = 0, prev_align = 4;
+    gl.GetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &prev_fbo);
+    gl.GetIntegerv(GL_PIXEL_PACK_BUFFER_BINDING, &prev_pbo);
+    gl.GetIntegerv(GL_PACK_ALIGNMENT, &prev_align);
+    uint32_t fbo;
+    gl.GenFramebuffers(1, &fbo);
+    gl.BindFramebuffer(GL_READ_FRAMEBUFFER, fbo);
+    gl.BindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+    gl.PixelStorei(GL_PACK_ALIGNMENT, 1);
+    capture_clear();
+    for (int eye = 0; eye < 2; eye++) {
+        const XrSwapchainSubImage *si = &p->views[eye].subImage;
+        XrSwapchain sc = si->swapchain;
+        if (sc->format != GL_RGBA8 && sc->format != GL_SRGB8_ALPHA8) continue;
+        uint32_t tex = sc->tex[sc->released];
+        if (sc->layers > 1)
+            gl.FramebufferTextureLayer(GL_READ_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, tex, 0, (int)si->imageArrayIndex);
+        else
+            gl.FramebufferTexture2D(GL_READ_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, tex, 0);
+        int w = si->imageRect.extent.width, h = si->imageRect.extent.height;
+        g_capture.rgba[eye] = malloc((size_t)w * (size_t)h * 4);
+        if (!g_capture.rgba[eye]) continue;
+        gl.ReadPixels(si->imageRect.offset.x, si->imageRect.offset.y, w, h, GL_RGBA, GL_UNSIGNED_BYTE, g_capture.rgba[eye]);
+        g_capture.width[eye] = w, g_capture.height[eye] = h;
+    }
+    gl.PixelStorei(GL_PACK_ALIGNMENT, prev_align);
+    gl.BindBuffer(GL_PIXEL_PACK_BUFFER, (uint32_t)prev_pbo);
+    gl.BindFramebuffer(GL_READ_FRAMEBUFFER, (uint32_t)prev_fbo);
+    gl.DeleteFramebuffers(1, &fbo);
+    g_capture.frame = s->frame;
+    g_capture.pending = 0;
+}
+
 API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_FRAME_END_INFO);
@@ -1529,6 +1612,9 @@ API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
     }
     s->begun = 0;
     g_frames_ended++;
+    for (uint32_t i = 0; g_capture.pending && i < info->layerCount; i++)
+        if (info->layers[i]->type == XR_TYPE_COMPOSITION_LAYER_PROJECTION)
+            capture_layer(s, (const XrCompositionLayerProjection *)info->layers[i]);
     log_line("\"event\": \"end_frame\", \"frame\": %lld, \"layers\": %u", (long long)s->frame, info->layerCount);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
     if (!s->first_frame_ended) {
@@ -1831,6 +1917,7 @@ API xrReleaseSwapchainImage(XrSwapchain sc, const XrSwapchainImageReleaseInfo *i
     if (info && info->type != XR_TYPE_SWAPCHAIN_IMAGE_RELEASE_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!sc->waited) return XR_ERROR_CALL_ORDER_INVALID;
     sc->waited = 0;
+    sc->released = (int)sc->queue[0];
     memmove(sc->queue, sc->queue + 1, sizeof(uint32_t) * (size_t)(--sc->nqueued));
     return XR_SUCCESS;
 }
@@ -1967,7 +2054,8 @@ API xrSuggestInteractionProfileBindings(XrInstance inst, const XrInteractionProf
         const char *bs = path_str(b->binding), *rest;
         if (!bs) return XR_ERROR_PATH_INVALID;
         int hand = hand_prefix(bs, &rest);
-        if (hand < 0 || !comp_find(PROFILES[pi].comps, hand, rest, 0)) return XR_ERROR_PATH_UNSUPPORTED;
+        if (hand < 0 || !comp_find(PROFILES[pi].comps, hand, rest, 0, XR_VERSION_MINOR(inst->api) >= 1))
+            return XR_ERROR_PATH_UNSUPPORTED;
     }
     Binding *list = malloc(sizeof(Binding) * sb->countSuggestedBindings);
     if (!list) return XR_ERROR_OUT_OF_MEMORY;
@@ -2006,7 +2094,7 @@ static void resolve_profiles(XrSession s, int notify) {
                 if (hand < 0) continue;
                 XrPath hp = path_lookup(HAND_PATHS[hand]);
                 if (a->nsub && (hp == XR_NULL_PATH || !action_has_sub(a, hp))) continue;
-                const Comp *c = comp_find(PROFILES[p].comps, hand, rest, a->type);
+                const Comp *c = comp_find(PROFILES[p].comps, hand, rest, a->type, XR_VERSION_MINOR(inst->api) >= 1);
                 if (!c) continue; /* the path exists but does not fit the action type */
                 a->src[a->nsrc++] = (Source){hand, c, b->path};
             }
@@ -2327,6 +2415,8 @@ EXPORT void mockxr_reset(void) {
     g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
+    capture_clear();
+    g_capture.pending = 0;
     if (g_log) fclose(g_log), g_log = NULL;
 }
 
@@ -2390,6 +2480,21 @@ EXPORT int mockxr_get_haptics(const char *hand, int64_t *count, float *amplitude
     *count = g_haptic[h].count, *amplitude = g_haptic[h].amplitude, *duration = g_haptic[h].duration;
     *frequency = g_haptic[h].frequency, *stops = g_haptic[h].stops;
     return 0;
+}
+
+/* Read back the eye images of the next projection layer submitted (RGBA8/SRGB8_ALPHA8 swapchains). */
+EXPORT void mockxr_capture_next_frame(void) {
+    capture_clear();
+    g_capture.pending = 1;
+}
+
+/* Frame index of the capture (-1 if none yet); with buf == NULL only width/height are given. */
+EXPORT int64_t mockxr_get_capture(int eye, uint8_t *buf, int64_t size, int *width, int *height) {
+    if (eye < 0 || eye > 1) return set_error("eye is 0 (left) or 1 (right)"), -1;
+    *width = g_capture.width[eye], *height = g_capture.height[eye];
+    int64_t need = (int64_t)g_capture.width[eye] * g_capture.height[eye] * 4;
+    if (buf && g_capture.rgba[eye]) memcpy(buf, g_capture.rgba[eye], (size_t)(size < need ? size : need));
+    return g_capture.rgba[eye] ? g_capture.frame : -1;
 }
 
 EXPORT int64_t mockxr_frames_ended(void) { return g_frames_ended; }
