@@ -244,7 +244,7 @@ class MirrorWindow:
         y = h - ph - 20
         out = []
         for i, (title, col_sent, col_seen, lim) in enumerate(
-                (("HEAD PITCH SENT/SEEN (DEG)", 1, 3, 90.0), ("HEAD YAW SENT/SEEN (DEG)", 2, 4, 180.0))):
+                (("HEAD PITCH SENT/SEEN (DEG, + DOWN)", 1, 3, 90.0), ("HEAD YAW SENT/SEEN (DEG, + LEFT)", 2, 4, 180.0))):
             rect = (20 + i * (pw + 20), y, pw, ph)
             out.append(scene.rect_lines(rect, DIM))
             mid = rect[1] + ph / 2

@@ -175,7 +175,7 @@ def avatar_triangles(kind: str, a: AvatarPose) -> np.ndarray:
             parts.append(hand_triangles((anchor[0] + rel[0], anchor[1] + rel[1], anchor[2] + rel[2]), q, head_c))
     if a.aim is not None:
         q = orientation(a.aim[0], a.aim[1], 0.0)
-        parts.append(hand_triangles((anchor[0] + 0.2, anchor[1] - 0.4, anchor[2] - 0.3), q, nose_c))
+        parts.append(hand_triangles((anchor[0] + 0.2, anchor[1] - 0.4, anchor[2] - 0.3), q, head_c))
     if not parts:
         return np.zeros((0, 6), dtype=np.float32)
     return np.vstack(parts)

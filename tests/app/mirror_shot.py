@@ -1,0 +1,84 @@
+"""Render the mirror for known head poses and save what it drew (run by test_mirror.py under Xvfb).
+
+Usage: python mirror_shot.py OUT_DIR. Writes pitch_<P>.png (artifact) and .npy (pixels), and
+state.json with the window/resize/minimise/close observations. Runs in its own process so its
+glfw/GL state never meets another test's.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from headcast.app.loop import FrameLoop
+from headcast.app.mirror import MirrorWindow
+from headcast.app.rig import Rig
+from headcast.app.sink_netsync import NetSyncSink
+from headcast.app.sink_q3 import Q3Sink
+from headcast.app.synthetic import orientation
+from headcast.xr.frame import Controls, Pose, TrackingFrame
+
+PITCHES = (-40.0, 40.0)   # Quake sense: -40 looks up, +40 looks down
+FRAMES = 40               # at 90 Hz: the receiver's 30 ms EMA has long converged
+
+
+class ConstantHead:
+    """A head held at one pitch, paced at 90 Hz."""
+
+    def __init__(self, pitch: float) -> None:
+        self.pitch, self.seq, self.t0 = pitch, 0, time.perf_counter()
+
+    def next_frame(self) -> TrackingFrame:
+        due = self.t0 + self.seq / 90
+        if (d := due - time.perf_counter()) > 0:
+            time.sleep(d)
+        head = Pose((0.0, 1.6, 0.0), orientation(self.pitch, 0.0, 0.0), True, True, True, True)
+        hand = Pose((0.2, 1.2, -0.3), orientation(0.0, 0.0, 0.0), True, True, True, True)
+        f = TrackingFrame(self.seq, int(self.seq * 1e9 / 90), head, hand, hand, hand, hand, Controls(), focused=True)
+        self.seq += 1
+        return f
+
+    def close(self) -> None:
+        pass
+
+
+def main(out: Path) -> None:
+    import glfw
+    mirror = MirrorWindow(1280, 720)
+    state: dict = {}
+    for pitch in PITCHES:
+        loop = FrameLoop(ConstantHead(pitch), Rig(), [Q3Sink(), NetSyncSink()], mirror=mirror)
+        for _ in range(FRAMES):
+            assert loop.step()
+        mirror.capture_next = True
+        assert loop.step()
+        name = f"pitch_{pitch:+.0f}"
+        np.save(out / f"{name}.npy", mirror.last_pixels)
+        mirror.screenshot(out / f"{name}.png")
+    # Resize: the next frame is drawn at the new framebuffer size.
+    glfw.set_window_size(mirror.window, 800, 600)
+    mirror.capture_next = True
+    for _ in range(20):
+        glfw.poll_events()
+        if glfw.get_framebuffer_size(mirror.window) == (800, 600):
+            break
+        time.sleep(0.05)
+    assert loop.step()
+    state["resized"] = list(mirror.last_pixels.shape)
+    # Minimise: drawing is skipped, the loop goes on.
+    glfw.iconify_window(mirror.window)
+    state["minimised_step"] = all(loop.step() for _ in range(5))
+    glfw.restore_window(mirror.window)
+    # Close: the loop ends, saying why.
+    glfw.set_window_should_close(mirror.window, True)
+    state["after_close_step"] = loop.step()
+    state["stop_reason"] = loop.stop_reason
+    loop.close()
+    (out / "state.json").write_text(json.dumps(state))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
