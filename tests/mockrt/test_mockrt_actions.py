@@ -241,6 +241,12 @@ def test_profile_fallback_and_change_event(mock, session):
         rig.sync()
         assert rig.state("move", L).current_state.y == 1.0
         assert rig.state("jump", R).current_state
+        mock.set_vec2(f"{L}/input/trackpad", -0.5, 0.25)  # its own trackpad wins over the stick state
+        mock.set_bool(f"{R}/input/thumbstick/click", False)
+        mock.set_bool(f"{R}/input/trackpad/click", True)
+        rig.sync()
+        move = rig.state("move", L).current_state
+        assert (move.x, move.y) == (-0.5, 0.25) and rig.state("jump", R).current_state
         sources = [xr.path_to_string(h.inst, p) for p in xr.enumerate_bound_sources_for_action(
             h.session, xr.BoundSourcesForActionEnumerateInfo(action=rig.a["move"]))]
         assert sources == [f"{L}/input/trackpad"]

@@ -373,7 +373,7 @@ static int input_is_bool(int input) { return input >= IN_STICK_CLICK; }
 
 enum { K_BOOL = 1, K_FLOAT, K_VEC2, K_POSE, K_HAPTIC };
 enum { M_DIRECT, M_CLICK, M_TOUCH, M_X, M_Y };
-enum { SRC_AIM = 100, SRC_GRIP, SRC_HAPTIC };
+enum { SRC_AIM = 100, SRC_GRIP, SRC_HAPTIC, SRC_VIVE_PAD, SRC_VIVE_PAD_CLICK };
 #define L 1
 #define R 2
 #define LR 3
@@ -433,14 +433,15 @@ static const Comp INDEX[] = {
     {"/input/trackpad/touch", LR, K_BOOL, IN_PAD_TOUCH, M_DIRECT},
     POSES_AND_HAPTIC};
 
-/* The Vive has no stick: its trackpad is the primary 2-axis input, fed by the thumbstick state. */
+/* The Vive has no stick: its trackpad is the primary 2-axis input. It reads the trackpad state,
+ * or the thumbstick state while the trackpad is untouched, so generic motion files drive it too. */
 static const Comp VIVE[] = {
     {"/input/system/click", LR, K_BOOL, IN_SYSTEM, M_DIRECT},
     {"/input/squeeze/click", LR, K_BOOL, IN_SQUEEZE, M_CLICK},
     {"/input/menu/click", LR, K_BOOL, IN_MENU, M_DIRECT},
     {"/input/trigger/click", LR, K_BOOL, IN_TRIGGER, M_CLICK},
     {"/input/trigger/value", LR, K_FLOAT, IN_TRIGGER, M_DIRECT},
-    STICK_COMPS("trackpad", IN_STICK, IN_STICK_CLICK),
+    STICK_COMPS("trackpad", SRC_VIVE_PAD, SRC_VIVE_PAD_CLICK),
     POSES_AND_HAPTIC};
 
 static const Comp WMR[] = {
@@ -534,15 +535,27 @@ static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, Xr
 }
 
 static void comp_read(const Comp *c, int hand, float out[2]) {
+    const float(*in)[2] = g_in[hand];
+    float v[2] = {0, 0};
     out[0] = out[1] = 0;
-    if (c->src >= NIN) return;
-    const float *v = g_in[hand][c->src];
+    if (c->src < NIN) {
+        v[0] = in[c->src][0], v[1] = in[c->src][1];
+    } else if (c->src == SRC_VIVE_PAD) { /* its own trackpad, else the generic thumbstick state */
+        const float *p = (in[IN_PAD][0] != 0 || in[IN_PAD][1] != 0) ? in[IN_PAD] : in[IN_STICK];
+        v[0] = p[0], v[1] = p[1];
+    } else if (c->src == SRC_VIVE_PAD_CLICK) {
+        v[0] = fmaxf(in[IN_PAD_CLICK][0], in[IN_STICK_CLICK][0]);
+    } else {
+        return;
+    }
     switch (c->mode) {
     case M_DIRECT: out[0] = v[0], out[1] = v[1]; break;
     case M_CLICK: out[0] = v[0] >= 0.5f ? 1.0f : 0.0f; break;
     case M_TOUCH: {
         int touched = v[0] != 0 || v[1] != 0;
-        if (c->src == IN_STICK) touched |= g_in[hand][IN_STICK_CLICK][0] != 0;
+        if (c->src == IN_STICK) touched |= in[IN_STICK_CLICK][0] != 0;
+        if (c->src == SRC_VIVE_PAD)
+            touched |= in[IN_PAD_TOUCH][0] != 0 || in[IN_PAD_CLICK][0] != 0 || in[IN_STICK_CLICK][0] != 0;
         out[0] = touched ? 1.0f : 0.0f;
         break;
     }
