@@ -294,3 +294,18 @@ def test_idle_frames_until_the_runtime_is_ready(ctl):
     assert [f.seq for f in idle] == [0, 1, 2] and all(f.time_ns == 0 for f in idle)
     assert elapsed >= 3 * 0.010  # waited about a frame each instead of spinning
     assert live.seq == 3 and live.head.valid and live.focused and live.time_ns > 0
+
+
+def test_one_rejected_profile_does_not_cost_the_others(ctl, monkeypatch):
+    """Each profile is suggested in its own call: a path the runtime refuses loses only that profile."""
+    bad = dict(actions.BINDINGS)
+    bad[TOUCH] = bad[TOUCH] + (("trigger", f"{RIGHT}/input/trigger/click"),)  # Touch has no trigger/click
+    monkeypatch.setattr(actions, "BINDINGS", bad)
+    with XRSession() as xs:  # the mock emulates a Touch controller
+        assert xs.info.rejected_profiles == (TOUCH,)
+        assert set(xs.info.profiles) == set(PROFILES) - {TOUCH}
+        xs.next_frame()
+        ctl.set_float(f"{RIGHT}/input/trigger/value", 1.0)
+        frame = xs.next_frame()
+    assert frame.profile_right == "/interaction_profiles/khr/simple_controller"
+    assert frame.controls.trigger_right == 1.0
