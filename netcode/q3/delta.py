@@ -79,6 +79,8 @@ _PLAYER_NAMES = _lookup(PLAYER_FIELDS)
 _ENTITY_ZERO_VALUES = tuple(0.0 if f.bits == 0 else 0 for f in ENTITY_FIELDS)
 _PLAYER_ZERO_VALUES = tuple(0.0 if f.bits == 0 else 0 for f in PLAYER_FIELDS)
 _ARRAY_NAMES = {name: length for name, length, _ in PLAYER_ARRAYS}
+_ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
+_PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 
 
 def _get(values: tuple, names: dict[str, int | tuple[int, ...]], name: str) -> Any:
@@ -182,27 +184,10 @@ NULL_PLAYER = PlayerState()
 # --- the generic field walk ---
 
 def _read_fields(r: BitReader, table: tuple[NetField, ...], base: tuple, entity: bool) -> tuple:
-    lc = r.read_byte()
-    if lc > len(table):
-        raise MsgError(f"invalid {'entityState' if entity else 'playerState'} field count {lc}")
-    values = list(base)
-    for i in range(lc):
-        if not r.read_bits(1):
-            continue
-        bits = table[i].bits
-        if bits == 0:
-            # Entities flag a zero float with one bit; playerStates do not have that bit.
-            if entity and not r.read_bits(1):
-                values[i] = 0.0
-            elif not r.read_bits(1):
-                values[i] = float(r.read_bits(FLOAT_INT_BITS) - FLOAT_INT_BIAS)
-            else:
-                values[i] = _float_from_bits(r.read_bits(32))
-        elif entity and not r.read_bits(1):
-            values[i] = 0
-        else:
-            values[i] = r.read_bits(bits)
-    return tuple(values)
+    try:
+        return r.read_netfields(_ENTITY_WIDTHS if entity else _PLAYER_WIDTHS, base, zero_flags=entity)
+    except MsgError as e:
+        raise MsgError(f"{'entityState' if entity else 'playerState'}: {e}") from None
 
 
 def _write_float(w: BitWriter, value: float) -> None:
@@ -253,9 +238,9 @@ def read_delta_entity(r: BitReader, base: EntityState, number: int) -> EntitySta
     """`MSG_ReadDeltaEntity` after the entity number: None if removed, else the new state."""
     if not 0 <= number < MAX_GENTITIES:
         raise MsgError(f"bad delta entity number {number}")
-    if r.read_bits(1):
+    if r.read_flag():
         return None
-    if not r.read_bits(1):
+    if not r.read_flag():
         return EntityState(number, base.values)
     return EntityState(number, _read_fields(r, ENTITY_FIELDS, base.values, entity=True))
 
@@ -290,9 +275,9 @@ def read_delta_playerstate(r: BitReader, base: PlayerState | None) -> PlayerStat
     base = base if base is not None else NULL_PLAYER
     values = _read_fields(r, PLAYER_FIELDS, base.values, entity=False)
     arrays = [base.stats, base.persistant, base.ammo, base.powerups]
-    if r.read_bits(1):
+    if r.read_flag():
         for k, (_, length, elem_bits) in enumerate(PLAYER_ARRAYS):
-            if not r.read_bits(1):
+            if not r.read_flag():
                 continue
             mask = r.read_bits(length)
             current = list(arrays[k])

@@ -254,6 +254,8 @@ def _decode_table() -> tuple[int, ...]:
 
 
 DECODE: tuple[int, ...] = _decode_table()
+DECODE_SYMBOL: tuple[int, ...] = tuple(e >> 4 for e in DECODE)
+DECODE_LENGTH: tuple[int, ...] = tuple(e & 15 for e in DECODE)
 
 
 # --- adaptive code of the `connect` packet (ioq3 huffman.c Huff_Compress / Huff_Decompress) ---

@@ -9,8 +9,12 @@ returning 0 / -1, so a bad packet becomes a counted drop, never a half-parsed st
 """
 from __future__ import annotations
 
+import struct
+
+import numpy as np
+
 from .errors import MsgError
-from .huffman import DECODE, ENCODE_CODE, ENCODE_LEN, NYT
+from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
 
 __all__ = [
     "MsgError", "BitWriter", "BitReader", "sanitize",
@@ -24,6 +28,13 @@ OOB_MARKER = b"\xff\xff\xff\xff"  # sequence -1: a connectionless (out-of-band) 
 
 _DOT = ord(".")
 _PERCENT = ord("%")
+_F32 = struct.Struct("<f")
+_I32 = struct.Struct("<i")
+# Integral floats travel as 13 bits biased by 4096 (ioq3 FLOAT_INT_BITS / FLOAT_INT_BIAS).
+_FLOAT_INT_BITS = 13
+_FLOAT_INT_BIAS = 1 << (_FLOAT_INT_BITS - 1)
+_PAD = 8  # bytes of zeros after the data: see BitReader.__init__
+_SANITIZE = bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in range(256))
 
 
 def is_oob(packet: bytes) -> bool:
@@ -37,7 +48,7 @@ def sanitize(text: str | bytes) -> bytes:
     nul = raw.find(0)
     if nul >= 0:
         raw = raw[:nul]
-    return bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in raw)
+    return raw.translate(_SANITIZE)
 
 
 def _check_width(nbits: int) -> int:
@@ -67,8 +78,17 @@ class BitWriter:
             return bytes(self._buf) + bytes((self._acc & 0xFF,))
         return bytes(self._buf)
 
+    def write_flag(self, flag: int) -> None:
+        """One raw bit (`MSG_WriteBits(msg, flag, 1)`): the delta code's change flags."""
+        self._acc |= (flag & 1) << self._nacc
+        self._nacc += 1
+        if self._nacc == 8:
+            self._buf.append(self._acc)
+            self._acc = 0
+            self._nacc = 0
+
     def write_bits(self, value: int, nbits: int) -> None:
-        n = _check_width(nbits)
+        n = nbits if 0 < nbits <= 32 else _check_width(nbits)
         value &= (1 << n) - 1
         acc = self._acc
         nacc = self._nacc
@@ -126,13 +146,16 @@ class BitWriter:
 class BitReader:
     """Reads a Huffman bitstream from `data`, starting at byte `start` (e.g. after a netchan header)."""
 
-    __slots__ = ("_data", "_bit", "_end")
+    __slots__ = ("_words", "_bit", "_end")
 
     def __init__(self, data: bytes, start: int = 0) -> None:
         if not 0 <= start <= len(data):
             raise MsgError(f"message start {start} outside a {len(data)}-byte packet")
-        # Three pad bytes let an 11-bit lookup at any position read a whole 3-byte window.
-        self._data = bytes(data) + b"\0\0\0"
+        # _words[i] = bytes i..i+2 as one little-endian int, so any 11-bit window is one lookup
+        # and one shift. The zero padding covers a read that runs up to 4 symbols past the end
+        # before the bound check fires.
+        b = np.frombuffer(bytes(data) + bytes(_PAD), dtype=np.uint8).astype(np.uint32)
+        self._words: list[int] = (b[:-2] | (b[1:-1] << 8) | (b[2:] << 16)).tolist()
         self._bit = start << 3
         self._end = len(data) << 3
 
@@ -145,10 +168,18 @@ class BitReader:
     def bits_left(self) -> int:
         return self._end - self._bit
 
+    def read_flag(self) -> int:
+        """One raw bit (`MSG_ReadBits(msg, 1)`), the delta code's change flags: the hot path."""
+        bit = self._bit
+        if bit >= self._end:
+            raise MsgError(f"overread: 1 raw bit at bit {bit} of {self._end}")
+        self._bit = bit + 1
+        return (self._words[bit >> 3] >> (bit & 7)) & 1
+
     def read_bits(self, nbits: int) -> int:
         """`MSG_ReadBits`: unsigned for n < 32, a C int (signed) for 32, sign-extended for negative n."""
-        n = _check_width(nbits)
-        data = self._data
+        n = nbits if 0 < nbits <= 32 else _check_width(nbits)
+        words = self._words
         bit = self._bit
         end = self._end
         raw = n & 7
@@ -156,19 +187,17 @@ class BitReader:
         if raw:
             if bit + raw > end:
                 raise MsgError(f"overread: {raw} raw bits at bit {bit} of {end}")
-            i = bit >> 3
-            value = ((data[i] | (data[i + 1] << 8)) >> (bit & 7)) & ((1 << raw) - 1)
+            value = (words[bit >> 3] >> (bit & 7)) & ((1 << raw) - 1)
             bit += raw
         shift = raw
         for _ in range(n >> 3):
-            i = bit >> 3
-            entry = DECODE[((data[i] | (data[i + 1] << 8) | (data[i + 2] << 16)) >> (bit & 7)) & 0x7FF]
-            symbol = entry >> 4
-            bit += entry & 15
+            idx = (words[bit >> 3] >> (bit & 7)) & 0x7FF
+            symbol = DECODE_SYMBOL[idx]
+            bit += DECODE_LENGTH[idx]
             if bit > end:
                 raise MsgError(f"overread: Huffman symbol past the end ({end} bits)")
             if symbol == NYT:
-                raise MsgError(f"garbage Huffman code (NYT) at bit {bit - (entry & 15)}")
+                raise MsgError(f"garbage Huffman code (NYT) at bit {bit - DECODE_LENGTH[idx]}")
             value |= symbol << shift
             shift += 8
         self._bit = bit
@@ -181,6 +210,54 @@ class BitReader:
         if value >= 0x80000000:
             value -= 1 << 32
         return value
+
+    def read_netfields(self, widths: tuple[int, ...], base: tuple, zero_flags: bool) -> tuple:
+        """The netField walk of `MSG_ReadDeltaEntity` / `MSG_ReadDeltaPlayerstate`.
+
+        `widths[i]`: 0 = float, else the int width (negative = signed). Reads the changed-field
+        count, then per field a change flag and, if set, the value; unchanged fields keep
+        `base[i]`. `zero_flags` (entities) adds a bit before each changed value that is 0 for
+        a zero value. Floats come back as Python floats (13-bit integral or 32-bit IEEE).
+        Flags are read inline: a method call per flag would dominate a snapshot's parse time.
+        """
+        lc = self.read_bits(8)
+        if lc > len(widths):
+            raise MsgError(f"invalid field count {lc} (max {len(widths)})")
+        values = list(base)
+        words = self._words
+        end = self._end
+        bit = self._bit
+        for i in range(lc):
+            if bit >= end:
+                raise MsgError(f"overread: field flag at bit {bit} of {end}")
+            changed = (words[bit >> 3] >> (bit & 7)) & 1
+            bit += 1
+            if not changed:
+                continue
+            if zero_flags:
+                if bit >= end:
+                    raise MsgError(f"overread: zero flag at bit {bit} of {end}")
+                nonzero = (words[bit >> 3] >> (bit & 7)) & 1
+                bit += 1
+                if not nonzero:
+                    values[i] = 0 if widths[i] else 0.0
+                    continue
+            width = widths[i]
+            if width == 0:
+                if bit >= end:
+                    raise MsgError(f"overread: float form flag at bit {bit} of {end}")
+                full = (words[bit >> 3] >> (bit & 7)) & 1
+                self._bit = bit + 1
+                if full:
+                    values[i] = _F32.unpack(_I32.pack(self.read_bits(32)))[0]
+                else:
+                    values[i] = float(self.read_bits(_FLOAT_INT_BITS) - _FLOAT_INT_BIAS)
+            else:
+                self._bit = bit
+                values[i] = self.read_bits(width)
+            bit = self._bit
+        self._bit = bit
+        return tuple(values)
 
     def read_byte(self) -> int:
         return self.read_bits(8)

@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from .huffman import DECODE
 from .msg import MAX_MSGLEN, sanitize
 
@@ -98,17 +100,17 @@ def _xor(data: bytearray, start: int, key: int, text: str | bytes) -> None:
     `start` is an index into the message body; the headers before it have even lengths, so the
     `i & 1` shift agrees with ioq3's packet-relative index.
     """
-    chars = sanitize(text)
-    n = len(chars)
-    key &= 0xFF
-    idx = 0
-    for i in range(start, len(data)):
-        if idx >= n:
-            idx = 0
-        c = chars[idx] if n else 0
-        key = (key ^ (c << (i & 1))) & 0xFF
-        idx += 1
-        data[i] ^= key
+    count = len(data) - start
+    if count <= 0:
+        return
+    chars = sanitize(text) or b"\0"
+    # The key after byte i is key0 ^ (XOR of every c << (j & 1) up to i), taken mod 256:
+    # a prefix XOR, so the whole keystream comes from one vectorized accumulate.
+    shifts = (np.arange(start, start + count, dtype=np.uint16) & 1)
+    rolled = np.resize(np.frombuffer(chars, dtype=np.uint8), count).astype(np.uint16) << shifts
+    stream = ((np.bitwise_xor.accumulate(rolled) ^ (key & 0xFF)) & 0xFF).astype(np.uint8)
+    body = np.frombuffer(bytes(data[start:]), dtype=np.uint8) ^ stream
+    data[start:] = body.tobytes()
 
 
 def _ring_text(ring: Sequence[str | bytes], index: int) -> str | bytes:

@@ -66,24 +66,24 @@ def write_delta_usercmd_key(w: BitWriter, key: int, frm: UserCmd, to: UserCmd, b
     # ioq3 compares the int difference (signed); Quake3e's unsigned test differs only for dt < 0.
     dt = _s32(to.server_time - frm.server_time)
     if dt < 256:
-        w.write_bits(1, 1)
+        w.write_flag(1)
         w.write_bits(dt, 8)
     else:
-        w.write_bits(0, 1)
+        w.write_flag(0)
         w.write_bits(to.server_time, 32)
     old = _c_fields(frm)
     new = _c_fields(to)
     if old == new:
-        w.write_bits(0, 1)
+        w.write_flag(0)
         return
-    w.write_bits(1, 1)
+    w.write_flag(1)
     k = key ^ to.server_time
     widths = (16, 16, 16, 8, 8, 8, button_bits, 8)
     for o, n, bits in zip(old, new, widths):
         if o == n:
-            w.write_bits(0, 1)
+            w.write_flag(0)
         else:
-            w.write_bits(1, 1)
+            w.write_flag(1)
             w.write_bits(n ^ k, bits)
 
 
@@ -94,16 +94,16 @@ def read_delta_usercmd_key(r: BitReader, key: int, frm: UserCmd, button_bits: in
     chars with -128 turned into -127, 16-bit buttons masked to 16 bits, weapon 0..255.
     """
     _check_button_bits(button_bits)
-    if r.read_bits(1):
+    if r.read_flag():
         server_time = _s32(frm.server_time + r.read_bits(8))
     else:
         server_time = r.read_bits(32)
-    if not r.read_bits(1):
+    if not r.read_flag():
         return UserCmd(server_time, frm.angles, frm.buttons, frm.weapon, frm.forwardmove, frm.rightmove, frm.upmove)
     k = key ^ server_time
 
     def field(old: int, bits: int) -> int:
-        if r.read_bits(1):
+        if r.read_flag():
             return (r.read_bits(bits) ^ k) & ((1 << bits) - 1)
         return old
 
