@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,18 @@
 #include <openxr/openxr_reflection.h>
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* One recursive lock around all runtime state: the control API may be called from a test thread
+ * while the app's frame loop runs. LOCKED holds it until the enclosing block ends. */
+static pthread_mutex_t g_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static void unlock_at_scope_end(int *unused) {
+    (void)unused;
+    pthread_mutex_unlock(&g_lock);
+}
+#define LOCKED                                                                                     \
+    pthread_mutex_lock(&g_lock);                                                                   \
+    int lock_scope_ __attribute__((cleanup(unlock_at_scope_end))) = 0;                            \
+    (void)lock_scope_
 #define API static XRAPI_ATTR XrResult XRAPI_CALL
 
 /* ---- loader negotiation (openxr_loader_negotiation.h is not in the 1.0.20 headers) ---- */
@@ -1162,6 +1175,7 @@ static const XrExtensionProperties EXTENSIONS[] = {
 #define NEXTENSIONS (sizeof EXTENSIONS / sizeof EXTENSIONS[0])
 
 API xrEnumerateApiLayerProperties(uint32_t capacity, uint32_t *countOut, XrApiLayerProperties *props) {
+    LOCKED;
     (void)props, (void)capacity;
     if (!countOut) return XR_ERROR_VALIDATION_FAILURE;
     *countOut = 0; /* the runtime brings no API layers */
@@ -1170,6 +1184,7 @@ API xrEnumerateApiLayerProperties(uint32_t capacity, uint32_t *countOut, XrApiLa
 
 API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capacity,
                                            uint32_t *countOut, XrExtensionProperties *props) {
+    LOCKED;
     if (layerName) return XR_ERROR_API_LAYER_NOT_PRESENT;
     TWO_CALL(capacity, countOut, NEXTENSIONS);
     for (uint32_t i = 0; i < NEXTENSIONS; i++) {
@@ -1190,6 +1205,7 @@ static void control_from_env(void) {
 }
 
 API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
+    LOCKED;
     CHECK_TYPE(info, XR_TYPE_INSTANCE_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
     XrVersion v = info->applicationInfo.apiVersion;
@@ -1230,6 +1246,7 @@ API xrDestroySession(XrSession s);
 API xrDestroyActionSet(XrActionSet set);
 
 API xrDestroyInstance(XrInstance inst) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (g_session && g_session->inst == inst) xrDestroySession(g_session);
     while (inst->nsets) xrDestroyActionSet(inst->sets[inst->nsets - 1]);
@@ -1243,6 +1260,7 @@ API xrDestroyInstance(XrInstance inst) {
 }
 
 API xrGetInstanceProperties(XrInstance inst, XrInstanceProperties *props) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     CHECK_TYPE(props, XR_TYPE_INSTANCE_PROPERTIES);
     props->runtimeVersion = XR_MAKE_VERSION(0, 1, 0);
@@ -1251,6 +1269,7 @@ API xrGetInstanceProperties(XrInstance inst, XrInstanceProperties *props) {
 }
 
 API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (!buf) return XR_ERROR_VALIDATION_FAILURE;
     if (!g_ev_count) return XR_EVENT_UNAVAILABLE;
@@ -1261,6 +1280,7 @@ API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
 }
 
 API xrResultToString(XrInstance inst, XrResult value, char buffer[XR_MAX_RESULT_STRING_SIZE]) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     switch (value) {
 #define RESULT_CASE(name, val) case name: snprintf(buffer, XR_MAX_RESULT_STRING_SIZE, "%s", #name); return XR_SUCCESS;
@@ -1273,6 +1293,7 @@ API xrResultToString(XrInstance inst, XrResult value, char buffer[XR_MAX_RESULT_
 }
 
 API xrStructureTypeToString(XrInstance inst, XrStructureType value, char buffer[XR_MAX_STRUCTURE_NAME_SIZE]) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     switch (value) {
 #define STYPE_CASE(name, val) case name: snprintf(buffer, XR_MAX_STRUCTURE_NAME_SIZE, "%s", #name); return XR_SUCCESS;
@@ -1287,6 +1308,7 @@ API xrStructureTypeToString(XrInstance inst, XrStructureType value, char buffer[
 /* ---- system ---- */
 
 API xrGetSystem(XrInstance inst, const XrSystemGetInfo *info, XrSystemId *out) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     CHECK_TYPE(info, XR_TYPE_SYSTEM_GET_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1298,6 +1320,7 @@ API xrGetSystem(XrInstance inst, const XrSystemGetInfo *info, XrSystemId *out) {
 }
 
 API xrGetSystemProperties(XrInstance inst, XrSystemId sid, XrSystemProperties *p) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     CHECK_TYPE(p, XR_TYPE_SYSTEM_PROPERTIES);
@@ -1314,6 +1337,7 @@ API xrGetSystemProperties(XrInstance inst, XrSystemId sid, XrSystemProperties *p
 
 API xrEnumerateEnvironmentBlendModes(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
                                      uint32_t capacity, uint32_t *countOut, XrEnvironmentBlendMode *modes) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
@@ -1324,6 +1348,7 @@ API xrEnumerateEnvironmentBlendModes(XrInstance inst, XrSystemId sid, XrViewConf
 
 API xrEnumerateViewConfigurations(XrInstance inst, XrSystemId sid, uint32_t capacity, uint32_t *countOut,
                                   XrViewConfigurationType *types) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     TWO_CALL(capacity, countOut, 1);
@@ -1333,6 +1358,7 @@ API xrEnumerateViewConfigurations(XrInstance inst, XrSystemId sid, uint32_t capa
 
 API xrGetViewConfigurationProperties(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
                                      XrViewConfigurationProperties *p) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
@@ -1344,6 +1370,7 @@ API xrGetViewConfigurationProperties(XrInstance inst, XrSystemId sid, XrViewConf
 
 API xrEnumerateViewConfigurationViews(XrInstance inst, XrSystemId sid, XrViewConfigurationType vct,
                                       uint32_t capacity, uint32_t *countOut, XrViewConfigurationView *views) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
@@ -1360,6 +1387,7 @@ API xrEnumerateViewConfigurationViews(XrInstance inst, XrSystemId sid, XrViewCon
 /* ---- extension functions ---- */
 
 API xrGetOpenGLGraphicsRequirementsKHR(XrInstance inst, XrSystemId sid, XrGraphicsRequirementsOpenGLKHR *req) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     CHECK_TYPE(req, XR_TYPE_GRAPHICS_REQUIREMENTS_OPENGL_KHR);
@@ -1370,6 +1398,7 @@ API xrGetOpenGLGraphicsRequirementsKHR(XrInstance inst, XrSystemId sid, XrGraphi
 }
 
 API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, XrTime *out) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (!ts || !out) return XR_ERROR_VALIDATION_FAILURE;
     XrTime t = (XrTime)ts->tv_sec * 1000000000LL + ts->tv_nsec;
@@ -1379,6 +1408,7 @@ API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, X
 }
 
 API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *ts) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (!ts) return XR_ERROR_VALIDATION_FAILURE;
     if (t <= 0) return XR_ERROR_TIME_INVALID;
@@ -1392,6 +1422,7 @@ API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *t
 static void resolve_profiles(XrSession s, int notify);
 
 API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession *out) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     CHECK_TYPE(info, XR_TYPE_SESSION_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1426,6 +1457,7 @@ API xrDestroySwapchain(XrSwapchain sc);
 API xrDestroySpace(XrSpace sp);
 
 API xrDestroySession(XrSession s) {
+    LOCKED;
     CHECK_SESSION(s);
     for (int i = 0; i < g_nobjects; i++) {
         void *o = g_objects[i];
@@ -1453,6 +1485,7 @@ API xrDestroySession(XrSession s) {
 }
 
 API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_SESSION_BEGIN_INFO);
     if (s->lost) return XR_ERROR_SESSION_LOST;
@@ -1473,6 +1506,7 @@ API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
 }
 
 API xrEndSession(XrSession s) {
+    LOCKED;
     CHECK_SESSION(s);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
     if (!s->running) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1485,6 +1519,7 @@ API xrEndSession(XrSession s) {
 }
 
 API xrRequestExitSession(XrSession s) {
+    LOCKED;
     CHECK_SESSION(s);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
     if (!s->running) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1495,14 +1530,23 @@ API xrRequestExitSession(XrSession s) {
 /* ---- frame loop ---- */
 
 API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
-    CHECK_SESSION(s);
-    if (info && info->type != XR_TYPE_FRAME_WAIT_INFO) return XR_ERROR_VALIDATION_FAILURE;
-    CHECK_TYPE(fs, XR_TYPE_FRAME_STATE);
-    if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+    XrTime slot = 0;
+    {
+        LOCKED;
+        CHECK_SESSION(s);
+        if (info && info->type != XR_TYPE_FRAME_WAIT_INFO) return XR_ERROR_VALIDATION_FAILURE;
+        CHECK_TYPE(fs, XR_TYPE_FRAME_STATE);
+        if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+        if (g_throttle) slot = s->next_slot;
+    }
+    if (slot) { /* sleep without the lock: control calls from other threads go on meanwhile */
+        struct timespec ts = {(time_t)(slot / 1000000000LL), (long)(slot % 1000000000LL)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+    }
+    LOCKED;
+    CHECK_SESSION(s); /* destroyed by another thread while we slept */
     XrTime display;
     if (g_throttle) {
-        struct timespec ts = {(time_t)(s->next_slot / 1000000000LL), (long)(s->next_slot % 1000000000LL)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
         XrTime now = now_ns();
         if (now > s->next_slot + FRAME_PERIOD_NS) s->next_slot = now; /* fell behind: resync */
         display = s->next_slot + FRAME_PERIOD_NS;
@@ -1523,6 +1567,7 @@ API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
 }
 
 API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
+    LOCKED;
     CHECK_SESSION(s);
     if (info && info->type != XR_TYPE_FRAME_BEGIN_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1610,6 +1655,7 @@ static void capture_layer(XrSession s, const XrCompositionLayerProjection *p) {
 }
 
 API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_FRAME_END_INFO);
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1646,6 +1692,7 @@ static int ref_supported(XrInstance inst, XrReferenceSpaceType t) {
 }
 
 API xrEnumerateReferenceSpaces(XrSession s, uint32_t capacity, uint32_t *countOut, XrReferenceSpaceType *out) {
+    LOCKED;
     CHECK_SESSION(s);
     XrReferenceSpaceType all[4] = {XR_REFERENCE_SPACE_TYPE_VIEW, XR_REFERENCE_SPACE_TYPE_LOCAL,
                                    XR_REFERENCE_SPACE_TYPE_STAGE, MOCK_REFERENCE_SPACE_TYPE_LOCAL_FLOOR};
@@ -1659,6 +1706,7 @@ API xrEnumerateReferenceSpaces(XrSession s, uint32_t capacity, uint32_t *countOu
 }
 
 API xrCreateReferenceSpace(XrSession s, const XrReferenceSpaceCreateInfo *info, XrSpace *out) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_REFERENCE_SPACE_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1674,6 +1722,7 @@ API xrCreateReferenceSpace(XrSession s, const XrReferenceSpaceCreateInfo *info, 
 }
 
 API xrGetReferenceSpaceBoundsRect(XrSession s, XrReferenceSpaceType t, XrExtent2Df *bounds) {
+    LOCKED;
     CHECK_SESSION(s);
     if (!bounds) return XR_ERROR_VALIDATION_FAILURE;
     if (!ref_supported(s->inst, t)) return XR_ERROR_REFERENCE_SPACE_UNSUPPORTED;
@@ -1710,6 +1759,7 @@ static int set_attached(XrSession s, XrActionSet set) {
 }
 
 API xrCreateActionSpace(XrSession s, const XrActionSpaceCreateInfo *info, XrSpace *out) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_ACTION_SPACE_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1731,6 +1781,7 @@ API xrCreateActionSpace(XrSession s, const XrActionSpaceCreateInfo *info, XrSpac
 }
 
 API xrDestroySpace(XrSpace sp) {
+    LOCKED;
     if (!obj_live(sp, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     obj_free(sp);
     return XR_SUCCESS;
@@ -1775,6 +1826,7 @@ static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, XrPosef *out) {
 }
 
 API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
+    LOCKED;
     if (!obj_live(sp, OBJ_SPACE) || !obj_live(base, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     CHECK_TYPE(loc, XR_TYPE_SPACE_LOCATION);
     if (t <= 0) return XR_ERROR_TIME_INVALID;
@@ -1790,6 +1842,7 @@ API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
 }
 
 API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocations *locs) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, MOCK_TYPE_SPACES_LOCATE_INFO);
     CHECK_TYPE(locs, MOCK_TYPE_SPACE_LOCATIONS);
@@ -1806,6 +1859,7 @@ API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocat
 
 API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, uint32_t capacity,
                   uint32_t *countOut, XrView *views) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_VIEW_LOCATE_INFO);
     CHECK_TYPE(vs, XR_TYPE_VIEW_STATE);
@@ -1834,6 +1888,7 @@ API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, ui
 /* ---- swapchains ---- */
 
 API xrEnumerateSwapchainFormats(XrSession s, uint32_t capacity, uint32_t *countOut, int64_t *formats) {
+    LOCKED;
     CHECK_SESSION(s);
     uint32_t n = s->headless ? 0 : (uint32_t)NGL_FORMATS;
     TWO_CALL(capacity, countOut, n);
@@ -1853,6 +1908,7 @@ static int gl_upload_format(int64_t fmt, uint32_t *format, uint32_t *type) {
 }
 
 API xrCreateSwapchain(XrSession s, const XrSwapchainCreateInfo *info, XrSwapchain *out) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_SWAPCHAIN_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1888,6 +1944,7 @@ API xrCreateSwapchain(XrSession s, const XrSwapchainCreateInfo *info, XrSwapchai
 }
 
 API xrDestroySwapchain(XrSwapchain sc) {
+    LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
     /* textures belong to the app's context: delete them only while a context is current */
     if (gl.loaded && gl.GetCurrentContext()) gl.DeleteTextures(MAX_IMAGES, sc->tex);
@@ -1896,6 +1953,7 @@ API xrDestroySwapchain(XrSwapchain sc) {
 }
 
 API xrEnumerateSwapchainImages(XrSwapchain sc, uint32_t capacity, uint32_t *countOut, XrSwapchainImageBaseHeader *images) {
+    LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
     TWO_CALL(capacity, countOut, MAX_IMAGES);
     XrSwapchainImageOpenGLKHR *gli = (XrSwapchainImageOpenGLKHR *)images;
@@ -1907,6 +1965,7 @@ API xrEnumerateSwapchainImages(XrSwapchain sc, uint32_t capacity, uint32_t *coun
 }
 
 API xrAcquireSwapchainImage(XrSwapchain sc, const XrSwapchainImageAcquireInfo *info, uint32_t *index) {
+    LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
     if (info && info->type != XR_TYPE_SWAPCHAIN_IMAGE_ACQUIRE_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!index) return XR_ERROR_VALIDATION_FAILURE;
@@ -1918,6 +1977,7 @@ API xrAcquireSwapchainImage(XrSwapchain sc, const XrSwapchainImageAcquireInfo *i
 }
 
 API xrWaitSwapchainImage(XrSwapchain sc, const XrSwapchainImageWaitInfo *info) {
+    LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
     CHECK_TYPE(info, XR_TYPE_SWAPCHAIN_IMAGE_WAIT_INFO);
     if (sc->waited || sc->nqueued == 0) return XR_ERROR_CALL_ORDER_INVALID;
@@ -1926,6 +1986,7 @@ API xrWaitSwapchainImage(XrSwapchain sc, const XrSwapchainImageWaitInfo *info) {
 }
 
 API xrReleaseSwapchainImage(XrSwapchain sc, const XrSwapchainImageReleaseInfo *info) {
+    LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
     if (info && info->type != XR_TYPE_SWAPCHAIN_IMAGE_RELEASE_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!sc->waited) return XR_ERROR_CALL_ORDER_INVALID;
@@ -1938,6 +1999,7 @@ API xrReleaseSwapchainImage(XrSwapchain sc, const XrSwapchainImageReleaseInfo *i
 /* ---- paths API ---- */
 
 API xrStringToPath(XrInstance inst, const char *s, XrPath *out) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     if (!s || !out) return XR_ERROR_VALIDATION_FAILURE;
     if (!path_well_formed(s)) return XR_ERROR_PATH_FORMAT_INVALID;
@@ -1948,6 +2010,7 @@ API xrStringToPath(XrInstance inst, const char *s, XrPath *out) {
 }
 
 API xrPathToString(XrInstance inst, XrPath p, uint32_t capacity, uint32_t *countOut, char *buffer) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     const char *s = path_str(p);
     if (!s) return XR_ERROR_PATH_INVALID;
@@ -1965,6 +2028,7 @@ static int name_well_formed(const char *s) {
 }
 
 API xrCreateActionSet(XrInstance inst, const XrActionSetCreateInfo *info, XrActionSet *out) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     CHECK_TYPE(info, XR_TYPE_ACTION_SET_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1990,6 +2054,7 @@ API xrCreateActionSet(XrInstance inst, const XrActionSetCreateInfo *info, XrActi
 API xrDestroyAction(XrAction a);
 
 API xrDestroyActionSet(XrActionSet set) {
+    LOCKED;
     if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
     while (set->nactions) xrDestroyAction(set->actions[set->nactions - 1]);
     XrInstance inst = set->inst;
@@ -2000,6 +2065,7 @@ API xrDestroyActionSet(XrActionSet set) {
 }
 
 API xrCreateAction(XrActionSet set, const XrActionCreateInfo *info, XrAction *out) {
+    LOCKED;
     if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
     CHECK_TYPE(info, XR_TYPE_ACTION_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -2039,6 +2105,7 @@ API xrCreateAction(XrActionSet set, const XrActionCreateInfo *info, XrAction *ou
 }
 
 API xrDestroyAction(XrAction a) {
+    LOCKED;
     if (!obj_live(a, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
     XrActionSet set = a->set;
     for (int i = 0; i < set->nactions; i++)
@@ -2053,6 +2120,7 @@ API xrDestroyAction(XrAction a) {
 }
 
 API xrSuggestInteractionProfileBindings(XrInstance inst, const XrInteractionProfileSuggestedBinding *sb) {
+    LOCKED;
     CHECK_INSTANCE(inst);
     CHECK_TYPE(sb, XR_TYPE_INTERACTION_PROFILE_SUGGESTED_BINDING);
     if (sb->countSuggestedBindings == 0 || !sb->suggestedBindings) return XR_ERROR_VALIDATION_FAILURE;
@@ -2121,6 +2189,7 @@ static void resolve_profiles(XrSession s, int notify) {
 }
 
 API xrAttachSessionActionSets(XrSession s, const XrSessionActionSetsAttachInfo *info) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_SESSION_ACTION_SETS_ATTACH_INFO);
     if (s->nattached) return XR_ERROR_ACTIONSETS_ALREADY_ATTACHED;
@@ -2137,6 +2206,7 @@ API xrAttachSessionActionSets(XrSession s, const XrSessionActionSetsAttachInfo *
 }
 
 API xrGetCurrentInteractionProfile(XrSession s, XrPath top, XrInteractionProfileState *st) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(st, XR_TYPE_INTERACTION_PROFILE_STATE);
     int slot = sub_slot(top);
@@ -2176,6 +2246,7 @@ static void sync_action(XrAction a, XrTime t, int active_set) {
 }
 
 API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_ACTIONS_SYNC_INFO);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
@@ -2210,6 +2281,7 @@ static XrResult action_state_slot(XrSession s, const XrActionStateGetInfo *info,
 }
 
 API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrActionStateBoolean *st) {
+    LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_BOOLEAN_INPUT, &slot);
     if (r != XR_SUCCESS) return r;
@@ -2223,6 +2295,7 @@ API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrAct
 }
 
 API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActionStateFloat *st) {
+    LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_FLOAT_INPUT, &slot);
     if (r != XR_SUCCESS) return r;
@@ -2236,6 +2309,7 @@ API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActio
 }
 
 API xrGetActionStateVector2f(XrSession s, const XrActionStateGetInfo *info, XrActionStateVector2f *st) {
+    LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_VECTOR2F_INPUT, &slot);
     if (r != XR_SUCCESS) return r;
@@ -2249,6 +2323,7 @@ API xrGetActionStateVector2f(XrSession s, const XrActionStateGetInfo *info, XrAc
 }
 
 API xrGetActionStatePose(XrSession s, const XrActionStateGetInfo *info, XrActionStatePose *st) {
+    LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_POSE_INPUT, &slot);
     if (r != XR_SUCCESS) return r;
@@ -2259,6 +2334,7 @@ API xrGetActionStatePose(XrSession s, const XrActionStateGetInfo *info, XrAction
 
 API xrEnumerateBoundSourcesForAction(XrSession s, const XrBoundSourcesForActionEnumerateInfo *info,
                                      uint32_t capacity, uint32_t *countOut, XrPath *sources) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_BOUND_SOURCES_FOR_ACTION_ENUMERATE_INFO);
     if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
@@ -2275,6 +2351,7 @@ API xrEnumerateBoundSourcesForAction(XrSession s, const XrBoundSourcesForActionE
 
 API xrGetInputSourceLocalizedName(XrSession s, const XrInputSourceLocalizedNameGetInfo *info, uint32_t capacity,
                                   uint32_t *countOut, char *buffer) {
+    LOCKED;
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_INPUT_SOURCE_LOCALIZED_NAME_GET_INFO);
     if (!info->whichComponents) return XR_ERROR_VALIDATION_FAILURE;
@@ -2306,6 +2383,7 @@ static XrResult haptic_target(XrSession s, const XrHapticActionInfo *info) {
 }
 
 API xrApplyHapticFeedback(XrSession s, const XrHapticActionInfo *info, const XrHapticBaseHeader *fb) {
+    LOCKED;
     XrResult r = haptic_target(s, info);
     if (r != XR_SUCCESS) return r;
     CHECK_TYPE(fb, XR_TYPE_HAPTIC_VIBRATION);
@@ -2326,6 +2404,7 @@ API xrApplyHapticFeedback(XrSession s, const XrHapticActionInfo *info, const XrH
 }
 
 API xrStopHapticFeedback(XrSession s, const XrHapticActionInfo *info) {
+    LOCKED;
     XrResult r = haptic_target(s, info);
     if (r != XR_SUCCESS) return r;
     if (s->state != XR_SESSION_STATE_FOCUSED) return XR_SESSION_NOT_FOCUSED;
@@ -2364,6 +2443,7 @@ static const struct { const char *name; PFN_xrVoidFunction fn; } CORE[] = {
 #define NCORE (sizeof CORE / sizeof CORE[0])
 
 API xrGetInstanceProcAddr(XrInstance inst, const char *name, PFN_xrVoidFunction *fn) {
+    LOCKED;
     if (!name || !fn) return XR_ERROR_VALIDATION_FAILURE;
     *fn = NULL;
     if (inst == XR_NULL_HANDLE) {
@@ -2406,9 +2486,10 @@ EXPORT XrResult xrNegotiateLoaderRuntimeInterface(const XrNegotiateLoaderInfo *l
 
 /* ---- control API (ctypes, same dlopen handle as the loader) ---- */
 
-EXPORT const char *mockxr_last_error(void) { return g_error; }
+EXPORT const char *mockxr_last_error(void) { LOCKED; return g_error; }
 
 EXPORT void mockxr_clear_motion(void) {
+    LOCKED;
     for (int i = 0; i < NSLOTS; i++) motion_free(&g_motion[i]), g_motion_by_control[i] = 0;
 }
 
@@ -2418,10 +2499,11 @@ static int load_slot(int slot, const char *path) {
     if (rc == 0) g_motion_by_control[slot] = 1;
     return rc;
 }
-EXPORT int mockxr_load_motion(const char *path) { return load_slot(SLOT_MOTION, path); }
-EXPORT int mockxr_load_script(const char *path) { return load_slot(SLOT_SCRIPT, path); }
+EXPORT int mockxr_load_motion(const char *path) { LOCKED; return load_slot(SLOT_MOTION, path); }
+EXPORT int mockxr_load_script(const char *path) { LOCKED; return load_slot(SLOT_SCRIPT, path); }
 
 EXPORT void mockxr_reset(void) {
+    LOCKED;
     mockxr_clear_motion();
     devices_default();
     g_throttle_set = g_emulated_set = 0;
@@ -2434,6 +2516,7 @@ EXPORT void mockxr_reset(void) {
 }
 
 EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float qx, float qy, float qz, float qw) {
+    LOCKED;
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
     g_pose[i] = (XrPosef){{qx, qy, qz, qw}, {px, py, pz}};
@@ -2441,6 +2524,7 @@ EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float
 }
 
 EXPORT int mockxr_get_pose(const char *path, float out[7]) {
+    LOCKED;
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
     const XrPosef *p = &g_pose[i];
@@ -2459,20 +2543,22 @@ static int set_input(const char *path, int want_dims, float x, float y) {
     return 0;
 }
 
-EXPORT int mockxr_set_float(const char *path, float v) { return set_input(path, 1, v, 0); }
-EXPORT int mockxr_set_bool(const char *path, int v) { return set_input(path, 1, v ? 1.0f : 0.0f, 0); }
-EXPORT int mockxr_set_vec2(const char *path, float x, float y) { return set_input(path, 2, x, y); }
+EXPORT int mockxr_set_float(const char *path, float v) { LOCKED; return set_input(path, 1, v, 0); }
+EXPORT int mockxr_set_bool(const char *path, int v) { LOCKED; return set_input(path, 1, v ? 1.0f : 0.0f, 0); }
+EXPORT int mockxr_set_vec2(const char *path, float x, float y) { LOCKED; return set_input(path, 2, x, y); }
 
 EXPORT int mockxr_set_tracking(const char *path, uint64_t flags) {
+    LOCKED;
     int i = path ? flags_index(path) : -1;
     if (i < 0) return set_error("tracking flags take /user/head, /user/hand/left or /user/hand/right"), -1;
     g_flags[i] = flags & ALL_FLAGS;
     return 0;
 }
 
-EXPORT int mockxr_command(const char *cmd) { return cmd ? run_command(cmd) : -1; }
+EXPORT int mockxr_command(const char *cmd) { LOCKED; return cmd ? run_command(cmd) : -1; }
 
 EXPORT int mockxr_set_profile(const char *profile) {
+    LOCKED;
     int p = profile_index(profile);
     if (p < 0) return set_error("unknown interaction profile %s", profile ? profile : "(null)"), -1;
     g_emulated = p, g_emulated_set = 1;
@@ -2480,12 +2566,13 @@ EXPORT int mockxr_set_profile(const char *profile) {
     return 0;
 }
 
-EXPORT void mockxr_set_throttle(int on) { g_throttle = on != 0, g_throttle_set = 1; }
-EXPORT void mockxr_set_stage_supported(int on) { g_stage = on != 0; }
-EXPORT void mockxr_set_hmd_present(int on) { g_hmd = on != 0; }
+EXPORT void mockxr_set_throttle(int on) { LOCKED; g_throttle = on != 0, g_throttle_set = 1; }
+EXPORT void mockxr_set_stage_supported(int on) { LOCKED; g_stage = on != 0; }
+EXPORT void mockxr_set_hmd_present(int on) { LOCKED; g_hmd = on != 0; }
 
 EXPORT int mockxr_get_haptics(const char *hand, int64_t *count, float *amplitude, int64_t *duration,
                               float *frequency, int64_t *stops) {
+    LOCKED;
     int h = -1;
     for (int i = 0; i < 2; i++)
         if (hand && strcmp(hand, HAND_PATHS[i]) == 0) h = i;
@@ -2497,12 +2584,14 @@ EXPORT int mockxr_get_haptics(const char *hand, int64_t *count, float *amplitude
 
 /* Read back the eye images of the next projection layer submitted (RGBA8/SRGB8_ALPHA8 swapchains). */
 EXPORT void mockxr_capture_next_frame(void) {
+    LOCKED;
     capture_clear();
     g_capture.pending = 1;
 }
 
 /* Frame index of the capture (-1 if none yet); with buf == NULL only width/height are given. */
 EXPORT int64_t mockxr_get_capture(int eye, uint8_t *buf, int64_t size, int *width, int *height) {
+    LOCKED;
     if (eye < 0 || eye > 1) return set_error("eye is 0 (left) or 1 (right)"), -1;
     *width = g_capture.width[eye], *height = g_capture.height[eye];
     int64_t need = (int64_t)g_capture.width[eye] * g_capture.height[eye] * 4;
@@ -2510,10 +2599,10 @@ EXPORT int64_t mockxr_get_capture(int eye, uint8_t *buf, int64_t size, int *widt
     return g_capture.rgba[eye] ? g_capture.frame : -1;
 }
 
-EXPORT int64_t mockxr_frames_ended(void) { return g_frames_ended; }
-EXPORT int64_t mockxr_frames_waited(void) { return g_frames_waited; }
-EXPORT int64_t mockxr_frame_index(void) { return g_session ? g_session->frame : -1; }
-EXPORT int mockxr_session_state(void) { return g_session ? (int)g_session->state : 0; }
-EXPORT int mockxr_instance_alive(void) { return g_instance != NULL; }
+EXPORT int64_t mockxr_frames_ended(void) { LOCKED; return g_frames_ended; }
+EXPORT int64_t mockxr_frames_waited(void) { LOCKED; return g_frames_waited; }
+EXPORT int64_t mockxr_frame_index(void) { LOCKED; return g_session ? g_session->frame : -1; }
+EXPORT int mockxr_session_state(void) { LOCKED; return g_session ? (int)g_session->state : 0; }
+EXPORT int mockxr_instance_alive(void) { LOCKED; return g_instance != NULL; }
 
 __attribute__((constructor)) static void mockxr_init(void) { devices_default(); }
