@@ -302,6 +302,8 @@ class XRSession:
         for events and returns an idle frame (no valid pose). Raises SessionEnded once the
         runtime ends the session, XRError on a runtime failure.
         """
+        if self._instance is None:
+            raise XRError("the XR session is closed")
         if self._ended is not None:
             raise self._ended
         self._pump_events()

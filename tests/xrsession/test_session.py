@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from headcast.xr import actions
-from headcast.xr.errors import NoHeadsetError, SessionEnded
+from headcast.xr.errors import NoHeadsetError, SessionEnded, XRError
 from headcast.xr.frame import IDENTITY, INVALID_POSE, ORIGIN, Controls
 from headcast.xr.mockrt import PROFILES
 from headcast.xr.session import XRSession
@@ -263,6 +263,8 @@ def test_close_while_running_destroys_everything(ctl):
     xs.close()
     xs.close()  # idempotent
     assert not ctl.instance_alive
+    with pytest.raises(XRError, match="closed"):
+        xs.next_frame()
 
 
 def test_no_headset_is_a_clear_error(ctl):
