@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import xr
 
-from .errors import xr_errors
 
 LEFT = "/user/hand/left"
 RIGHT = "/user/hand/right"
@@ -90,18 +89,17 @@ class ActionSet:
     """The created action set and actions of one instance, plus the profiles the runtime took."""
 
     def __init__(self, instance: xr.Instance) -> None:
+        """Raises pyopenxr's exceptions; the session turns them into XRErrors."""
         self.hand_paths = tuple(xr.string_to_path(instance, h) for h in HANDS)
-        with xr_errors("creating the controller actions"):
-            self.handle = xr.create_action_set(
-                instance, xr.ActionSetCreateInfo("headcast", "headcast controls", 0))
-            self.actions: dict[str, xr.Action] = {}
-            for spec in ACTIONS:
-                self.actions[spec.name] = xr.create_action(self.handle, xr.ActionCreateInfo(
-                    action_name=spec.name,
-                    localized_action_name=spec.localized,
-                    action_type=spec.type,
-                    subaction_paths=list(self.hand_paths) if spec.per_hand else None,
-                ))
+        self.handle = xr.create_action_set(instance, xr.ActionSetCreateInfo("headcast", "headcast controls", 0))
+        self.actions: dict[str, xr.Action] = {}
+        for spec in ACTIONS:
+            self.actions[spec.name] = xr.create_action(self.handle, xr.ActionCreateInfo(
+                action_name=spec.name,
+                localized_action_name=spec.localized,
+                action_type=spec.type,
+                subaction_paths=list(self.hand_paths) if spec.per_hand else None,
+            ))
         self.accepted: list[str] = []
         self.rejected: dict[str, str] = {}
         for profile, rows in BINDINGS.items():

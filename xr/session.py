@@ -213,8 +213,8 @@ class XRSession:
         with xr_errors("creating the XR session"):
             self._session = xr.create_session(inst, create_info)
 
-        self._actions = ActionSet(inst)
         with xr_errors("setting up the controllers"):
+            self._actions = ActionSet(inst)
             xr.attach_session_action_sets(
                 self._session, xr.SessionActionSetsAttachInfo(action_sets=[self._actions.handle]))
         with xr_errors("creating the tracking spaces"):
