@@ -323,3 +323,14 @@ def test_shipped_motions_drive_the_controls(mock, session, name, frame, action, 
         if isinstance(want, tuple):
             got = (got.x, got.y)
         assert got == want
+
+
+def test_destroyed_actions_leave_no_dangling_state(mock, rig):
+    aim_space = rig.spaces[("aim", R)]
+    xr.destroy_action(rig.a["aim"])
+    rig.sync()
+    assert rig.h.locate(aim_space).location_flags == 0
+    xr.destroy_action_set(rig.set)
+    with pytest.raises(xr.HandleInvalidError):
+        rig.sync()
+    rig.h.frame()

@@ -1,6 +1,7 @@
 """The session state machine and the frame loop rules of the mock runtime."""
 from __future__ import annotations
 
+import ctypes
 import time
 
 import pytest
@@ -116,3 +117,15 @@ def test_frames_are_paced_at_90_hz_when_throttled(mock, session):
         elapsed = time.monotonic() - start
     assert elapsed >= 18 * 0.0111 * 0.95  # pacing sleeps at least one period per frame
     assert mock.frames_ended == 19
+
+
+def test_unpolled_events_are_reported_lost(mock, session):
+    with session() as h:
+        for _ in range(40):  # 80 state changes, the queue holds 64
+            mock.unfocus()
+            mock.focus()
+        ev = xr.poll_event(h.inst)
+        assert xr.StructureType(ev.type) == xr.StructureType.EVENT_DATA_EVENTS_LOST
+        lost = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataEventsLost)).contents
+        assert lost.lost_event_count == 3 + 80 - 64  # SYNCHRONIZED, VISIBLE, FOCUSED were queued too
+        assert len(h.events()) == 64

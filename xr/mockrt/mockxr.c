@@ -986,11 +986,13 @@ static int64_t g_frames_ended, g_frames_waited;
 #define MAX_EVENTS 64
 static XrEventDataBuffer g_events[MAX_EVENTS];
 static int g_ev_head, g_ev_count;
+static uint32_t g_ev_lost; /* dropped because the app did not poll: reported as EVENTS_LOST */
 
 static void push_event(const void *ev, size_t size) {
-    if (g_ev_count == MAX_EVENTS) { /* drop the oldest, as real runtimes do with EVENTS_LOST */
+    if (g_ev_count == MAX_EVENTS) { /* drop the oldest */
         g_ev_head = (g_ev_head + 1) % MAX_EVENTS;
         g_ev_count--;
+        g_ev_lost++;
     }
     XrEventDataBuffer *slot = &g_events[(g_ev_head + g_ev_count++) % MAX_EVENTS];
     memset(slot, 0, sizeof *slot);
@@ -1236,7 +1238,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     inst->api = v;
     inst->ext_headless = headless, inst->ext_timespec = timespec, inst->ext_gl = glx;
     g_instance = inst;
-    g_ev_head = g_ev_count = 0;
+    g_ev_head = g_ev_count = 0, g_ev_lost = 0;
     *out = inst;
     log_line("\"event\": \"instance\", \"application\": \"%.64s\"", info->applicationInfo.applicationName);
     return XR_SUCCESS;
@@ -1253,7 +1255,7 @@ API xrDestroyInstance(XrInstance inst) {
     for (int p = 0; p < NPROFILES; p++) free(inst->suggested[p]);
     obj_free(inst);
     g_instance = NULL;
-    g_ev_head = g_ev_count = 0;
+    g_ev_head = g_ev_count = 0, g_ev_lost = 0;
     paths_clear();
     log_line("\"event\": \"instance_destroyed\"");
     return XR_SUCCESS;
@@ -1272,6 +1274,13 @@ API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
     LOCKED;
     CHECK_INSTANCE(inst);
     if (!buf) return XR_ERROR_VALIDATION_FAILURE;
+    if (g_ev_lost) {
+        XrEventDataEventsLost lost = {XR_TYPE_EVENT_DATA_EVENTS_LOST, NULL, g_ev_lost};
+        memset(buf, 0, sizeof *buf);
+        memcpy(buf, &lost, sizeof lost);
+        g_ev_lost = 0;
+        return XR_SUCCESS;
+    }
     if (!g_ev_count) return XR_EVENT_UNAVAILABLE;
     memcpy(buf, &g_events[g_ev_head], sizeof *buf);
     g_ev_head = (g_ev_head + 1) % MAX_EVENTS;
@@ -1795,9 +1804,9 @@ static XrSpaceLocationFlags space_world(XrSpace sp, XrPosef *out) {
         XrAction a = sp->action;
         int slot = sub_slot(sp->sub);
         const Source *src = NULL;
-        for (int i = 0; i < a->nsrc && !src; i++)
+        for (int i = 0; a && i < a->nsrc && !src; i++)
             if (slot == 0 || a->src[i].hand + 1 == slot) src = &a->src[i];
-        if (!src || !a->st[slot].active) {
+        if (!src || slot < 0 || !a->st[slot].active) {
             *out = IDENTITY_POSE;
             return 0;
         }
@@ -2060,6 +2069,8 @@ API xrDestroyActionSet(XrActionSet set) {
     XrInstance inst = set->inst;
     for (int i = 0; i < inst->nsets; i++)
         if (inst->sets[i] == set) inst->sets[i] = inst->sets[--inst->nsets];
+    for (int i = 0; g_session && i < g_session->nattached; i++) /* the session stops using it */
+        if (g_session->attached[i] == set) g_session->attached[i] = g_session->attached[--g_session->nattached];
     obj_free(set);
     return XR_SUCCESS;
 }
@@ -2115,6 +2126,9 @@ API xrDestroyAction(XrAction a) {
         for (uint32_t i = 0; i < inst->nsuggested[p];)
             if (inst->suggested[p][i].action == a) inst->suggested[p][i] = inst->suggested[p][--inst->nsuggested[p]];
             else i++;
+    for (int i = 0; i < g_nobjects; i++) /* its action spaces stay valid handles but locate nothing */
+        if (g_objects[i] && g_object_kinds[i] == OBJ_SPACE && ((XrSpace)g_objects[i])->action == a)
+            ((XrSpace)g_objects[i])->action = NULL;
     obj_free(a);
     return XR_SUCCESS;
 }
