@@ -36,17 +36,12 @@ __all__ = [
 ]
 
 _F32 = struct.Struct("<f")
-_I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
 
 
 def _f32(x: float) -> float:
     """Round to the nearest float32 value (what the C struct can hold)."""
     return _F32.unpack(_F32.pack(x))[0]
-
-
-def _float_from_bits(bits: int) -> float:
-    return _F32.unpack(_U32.pack(bits & 0xFFFFFFFF))[0]
 
 
 def _pattern(value: Any, bits: int) -> int:
@@ -183,7 +178,7 @@ NULL_PLAYER = PlayerState()
 
 # --- the generic field walk ---
 
-def _read_fields(r: BitReader, table: tuple[NetField, ...], base: tuple, entity: bool) -> tuple:
+def _read_fields(r: BitReader, base: tuple, entity: bool) -> tuple:
     try:
         return r.read_netfields(_ENTITY_WIDTHS if entity else _PLAYER_WIDTHS, base, zero_flags=entity)
     except MsgError as e:
@@ -242,7 +237,7 @@ def read_delta_entity(r: BitReader, base: EntityState, number: int) -> EntitySta
         return None
     if not r.read_flag():
         return EntityState(number, base.values)
-    return EntityState(number, _read_fields(r, ENTITY_FIELDS, base.values, entity=True))
+    return EntityState(number, _read_fields(r, base.values, entity=True))
 
 
 def write_delta_entity(w: BitWriter, frm: EntityState | None, to: EntityState | None, force: bool) -> None:
@@ -273,7 +268,7 @@ def write_delta_entity(w: BitWriter, frm: EntityState | None, to: EntityState | 
 def read_delta_playerstate(r: BitReader, base: PlayerState | None) -> PlayerState:
     """`MSG_ReadDeltaPlayerstate` against `base` (None = all zero)."""
     base = base if base is not None else NULL_PLAYER
-    values = _read_fields(r, PLAYER_FIELDS, base.values, entity=False)
+    values = _read_fields(r, base.values, entity=False)
     arrays = [base.stats, base.persistant, base.ammo, base.powerups]
     if r.read_flag():
         for k, (_, length, elem_bits) in enumerate(PLAYER_ARRAYS):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import MsgError
 from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
+from .netfields import FLOAT_INT_BIAS, FLOAT_INT_BITS
 
 __all__ = [
     "MsgError", "BitWriter", "BitReader", "sanitize",
@@ -30,10 +31,7 @@ _DOT = ord(".")
 _PERCENT = ord("%")
 _F32 = struct.Struct("<f")
 _I32 = struct.Struct("<i")
-# Integral floats travel as 13 bits biased by 4096 (ioq3 FLOAT_INT_BITS / FLOAT_INT_BIAS).
-_FLOAT_INT_BITS = 13
-_FLOAT_INT_BIAS = 1 << (_FLOAT_INT_BITS - 1)
-_PAD = 8  # bytes of zeros after the data: see BitReader.__init__
+_PAD = 3  # bytes of zeros after the data: see BitReader.__init__
 _SANITIZE = bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in range(256))
 
 
@@ -43,7 +41,10 @@ def is_oob(packet: bytes) -> bool:
 
 
 def sanitize(text: str | bytes) -> bytes:
-    """ioq3's string rules: stop at NUL; bytes > 127 and `%` become `.`."""
+    """ioq3's string rules: stop at NUL; bytes > 127 and `%` become `.`.
+
+    A str is taken as latin-1 (one byte per char); chars beyond it become `?`.
+    """
     raw = text.encode("latin-1", errors="replace") if isinstance(text, str) else bytes(text)
     nul = raw.find(0)
     if nul >= 0:
@@ -152,8 +153,7 @@ class BitReader:
         if not 0 <= start <= len(data):
             raise MsgError(f"message start {start} outside a {len(data)}-byte packet")
         # _words[i] = bytes i..i+2 as one little-endian int, so any 11-bit window is one lookup
-        # and one shift. The zero padding covers a read that runs up to 4 symbols past the end
-        # before the bound check fires.
+        # and one shift; the zero padding lets a window start at the very end of the data.
         b = np.frombuffer(bytes(data) + bytes(_PAD), dtype=np.uint8).astype(np.uint32)
         self._words: list[int] = (b[:-2] | (b[1:-1] << 8) | (b[2:] << 16)).tolist()
         self._bit = start << 3
@@ -251,7 +251,7 @@ class BitReader:
                 if full:
                     values[i] = _F32.unpack(_I32.pack(self.read_bits(32)))[0]
                 else:
-                    values[i] = float(self.read_bits(_FLOAT_INT_BITS) - _FLOAT_INT_BIAS)
+                    values[i] = float(self.read_bits(FLOAT_INT_BITS) - FLOAT_INT_BIAS)
             else:
                 self._bit = bit
                 values[i] = self.read_bits(width)
