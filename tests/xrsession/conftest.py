@@ -39,10 +39,11 @@ def ctl(manifest, monkeypatch):
 def run_script(manifest):
     """Run code in a fresh interpreter (its own loader, glfw and GL state) against the mock."""
 
-    def run(code: str, env_extra: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+    def run(code: str, env_extra: dict[str, str] | None = None, timeout: float = 90,
+            args: list[str] = ()) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k not in MOCK_VARS}
         env.update({"XR_RUNTIME_JSON": str(manifest), "HEADCAST_MOCK_THROTTLE": "0", "XR_LOADER_DEBUG": "error",
                     **(env_extra or {})})
-        return subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True,
                               timeout=timeout)
     return run

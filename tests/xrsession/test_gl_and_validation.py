@@ -8,10 +8,13 @@ import json
 
 import pytest
 
+from headcast.xr.trace import frame_row, read_trace, replay
+
 GL_SESSION = r"""
-import ctypes, json, glfw
+import ctypes, json, sys, glfw
 from headcast.xr.mockrt import MockControl
 from headcast.xr.session import XRSession
+from headcast.xr.trace import write_trace
 
 ctl = MockControl()
 out = {}
@@ -20,6 +23,7 @@ with XRSession("auto") as xs:                 # the mock offers headless: auto p
     out["auto_headless"] = xs.info.headless
 with XRSession("gl") as xs:                   # a hidden window of the session's own
     fs = [xs.next_frame() for _ in range(4)]
+    write_trace(sys.argv[1], fs)
     out["hidden"] = dict(headless=xs.info.headless, ext=list(xs.info.extensions),
                          focused=[f.focused for f in fs], head=[f.head.valid for f in fs],
                          right=[f.right_aim.valid for f in fs], ended=ctl.frames_ended)
@@ -38,8 +42,9 @@ print(json.dumps(out))
 
 
 @pytest.mark.display
-def test_opengl_session_under_xvfb(run_script, xvfb_display):
-    proc = run_script(GL_SESSION, {"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11"})
+def test_opengl_session_under_xvfb(run_script, xvfb_display, tmp_path, ctl):
+    trace = tmp_path / "gl.trace"
+    proc = run_script(GL_SESSION, {"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11"}, args=[str(trace)])
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["auto_headless"] is True
@@ -51,6 +56,12 @@ def test_opengl_session_under_xvfb(run_script, xvfb_display):
     assert hidden["ended"] == 4
     assert out["mirror"] == {"focused": True, "head": True, "ended": 3, "current": True}
     assert out["mirror_alive"] is True  # the caller's window survives the session
+
+    # The GL recording (unfocused first frame, then focused) replays through a headless session.
+    recorded = read_trace(trace).frames
+    replayed = list(replay(trace))
+    assert [frame_row(f)[2:] for f in replayed] == [frame_row(f)[2:] for f in recorded]
+    assert [f.focused for f in replayed] == [False, True, True, True]
 
 
 NO_DISPLAY = r"""
