@@ -22,6 +22,7 @@ DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
 OBSERVER_SUFFIX = "-observer"
 PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
+OBSERVER_PERIOD = 1 / 30  # the room broadcast is ≤ 10 Hz: the observer need not look every frame
 
 
 def parse_address(text: str) -> tuple[str, int, int]:
@@ -72,6 +73,7 @@ class NetSyncLink:
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
         self._observer_frame = PoseFrame(FLAG_STEALTH)
+        self._observer_next = 0.0
 
     def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int] | None:
         """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy)."""
@@ -96,6 +98,9 @@ class NetSyncLink:
             elif isinstance(ev, PeerPose) and not ev.device_id == self.device_id + OBSERVER_SUFFIX:
                 self.others[ev.client_no] = ev.body
                 self._others_seen[ev.client_no] = now
+        if now < self._observer_next:
+            return
+        self._observer_next = now + OBSERVER_PERIOD
         self.observer.send_pose(now, self._observer_frame)
         for ev in self.observer.poll(now):
             if isinstance(ev, PeerPose) and self.client_no is not None and ev.client_no == self.client_no:

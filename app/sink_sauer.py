@@ -14,6 +14,7 @@ from headcast.netcode.sauer.npos import NPos, decode_npos, encode_npos, make_npo
 from headcast.xr.frame import TrackingFrame
 
 UNITS_PER_METRE = 8.0
+SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (reference sauerbraten.md §6)
 
 
 def npos_for(state: RigState, cn: int = 0) -> NPos | None:
@@ -33,20 +34,28 @@ class SauerSink:
 
     def __init__(self) -> None:
         self.record: NPos | None = None
-        self.size = 0
-        self.seen: NPos | None = None   # the record as a receiving game parses it
+        self.data = b""
+        self._next = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def seen(self) -> NPos | None:
+        """The last record as a receiving game parses it (decoded on demand: display only)."""
+        return decode_npos(self.data)[0] if self.data else None
 
     def poll(self, now: float) -> None:
         pass
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
-        self.record = npos_for(state)
-        if self.record is None:
-            self.seen, self.size = None, 0
+        lost = not state.head.valid
+        if now < self._next and not lost:
             return None
-        data = encode_npos(self.record)
-        self.size = len(data)
-        self.seen = decode_npos(data)[0]
+        self._next = now + 1.0 / SEND_RATE
+        self.record = npos_for(state)
+        self.data = b"" if self.record is None else encode_npos(self.record)
         return None
 
     def status(self, now: float) -> SinkStatus:
