@@ -20,7 +20,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from . import huffman, oob, pure, serverparse
 from .clientmsg import usercmd_key, write_client_message
@@ -132,6 +133,7 @@ class Q3ClientCore:
         self._timer: float | None = None
         self._input = Input()
         self._counters: Counter[str] = Counter()
+        self._counters_view = MappingProxyType(self._counters)
         self._drops: Counter[str] = Counter()
         self._last_drop = ""
         self._last_disconnect = ""
@@ -145,6 +147,16 @@ class Q3ClientCore:
     @property
     def state(self) -> State:
         return self._state
+
+    @property
+    def counters(self) -> Mapping[str, int]:
+        """Live read-only view of the counters (no copy; `status.counters` is a snapshot copy)."""
+        return self._counters_view
+
+    @property
+    def last_cmd_time(self) -> int:
+        """serverTime of the newest usercmd built (the one a packet just carried)."""
+        return self._last_cmd_time
 
     def connect(self, now: float) -> None:
         if self._state not in (State.IDLE, State.CLOSED):
