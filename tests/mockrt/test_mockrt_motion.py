@@ -7,6 +7,7 @@ import struct
 
 import pytest
 import xr
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.xr import mockrt
 
@@ -158,3 +159,28 @@ def test_motion_from_the_environment(mock, session, tmp_path, monkeypatch):
     with pytest.raises(xr.RuntimeFailureError):
         with session():
             pass
+
+
+TOKENS = st.sampled_from([
+    "0", "1.5", "-2", "0x1.8p+1", "nan", "1e400", "timebase", "frames", "seconds", "interpolate", "loop", "on",
+    "off", "rate", "/user/head", "/user/hand/left", "/user/hand/right/input/trigger/value",
+    "/user/hand/left/input/thumbstick", "/user/hand/right/input/aim/pose", "pos", "ypr", "quat", "pose", "flags",
+    "ov,pv", "all", "none", "!exit", "!loss", "#", "\t", "x" * 300])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.lists(TOKENS, max_size=12).map(" ".join), max_size=12), tail=st.binary(max_size=64))
+def test_any_text_loads_or_fails_with_a_message(mock, tmp_path, lines, tail):
+    bad = tmp_path / "fuzz.motion"
+    bad.write_bytes("\n".join(lines).encode() + b"\n" + tail)
+    try:
+        mock.load_motion(bad)
+    except mockrt.MockControlError as exc:
+        assert "fuzz.motion:" in str(exc)
+
+
+def test_overlong_lines_are_refused(mock, tmp_path):
+    bad = tmp_path / "long.motion"
+    bad.write_text("0 /user/head pos 0 0 0 " + " " * 2000 + "\n")
+    with pytest.raises(mockrt.MockControlError, match="long.motion:1: line longer"):
+        mock.load_motion(bad)

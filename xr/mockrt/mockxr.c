@@ -750,12 +750,25 @@ static int motion_load(Motion *m, const char *path) {
     int lineno = 0;
     while (fgets(line, sizeof line, fp)) {
         lineno++;
+        if (!strchr(line, '\n') && !feof(fp)) {
+            set_error("%s:%d: line longer than %d characters", path, lineno, (int)sizeof line - 2);
+            fclose(fp);
+            motion_free(&n);
+            return lineno;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
-        char *tok[16], *save;
+        char *tok[17], *save;
         int ntok = 0;
-        for (char *w = strtok_r(line, " \t\r\n", &save); w && ntok < 16; w = strtok_r(NULL, " \t\r\n", &save))
-            tok[ntok++] = w;
+        for (char *w = strtok_r(line, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save))
+            if (ntok < 16) tok[ntok++] = w;
+            else ntok = 17; /* too many: no line has that many fields */
+        if (ntok > 16) {
+            set_error("%s:%d: too many fields", path, lineno);
+            fclose(fp);
+            motion_free(&n);
+            return lineno;
+        }
         if (ntok == 0) continue;
         const char *err = NULL;
         if (isalpha((unsigned char)tok[0][0])) {
