@@ -102,6 +102,10 @@ class TraceWriter:
             os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
+            # mkstemp makes the file owner-only; a trace gets the permissions of any new file.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self._tmp, 0o666 & ~umask)
             os.replace(self._tmp, self.path)
         except BaseException:
             self.abort()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 
 import pytest
@@ -75,6 +76,9 @@ def test_nothing_appears_until_close_and_abort_leaves_nothing(tmp_path):
         for f in sample():
             w.write(f)
     assert [p.name for p in tmp_path.iterdir()] == ["rec.jsonl"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
     assert read_trace(path).frames == tuple(sample())
 
 
