@@ -128,9 +128,6 @@ class _GLContext:
             glx_context=GLX.glXGetCurrentContext(),
         )
 
-    def make_current(self) -> None:
-        self._glfw.make_context_current(self.window)
-
     def close(self) -> None:
         # Only our own window goes: the caller's window (the mirror) is the caller's. glfw is
         # left initialised, since the app may have windows of its own.
@@ -196,12 +193,17 @@ class XRSession:
             self._system = xr.get_system(
                 inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
             sysprops = xr.get_system_properties(inst, self._system)
-        with xr_errors("reading the headset's view configurations"):
-            view_configs = list(xr.enumerate_view_configurations(inst, self._system))
-            blend_modes = list(xr.enumerate_environment_blend_modes(
-                inst, self._system, xr.ViewConfigurationType.PRIMARY_STEREO)) if not headless else []
         stereo = xr.ViewConfigurationType.PRIMARY_STEREO
-        self._view_config = stereo if (headless or stereo in view_configs) else view_configs[0]
+        self._view_config = stereo  # what a headless session's begin ignores
+        blend_modes = []
+        if not headless:
+            with xr_errors("reading the headset's view configurations"):
+                view_configs = list(xr.enumerate_view_configurations(inst, self._system))
+                if not view_configs:
+                    raise XRError("the OpenXR runtime reports no view configuration for the headset")
+                if stereo not in view_configs:
+                    self._view_config = view_configs[0]
+                blend_modes = list(xr.enumerate_environment_blend_modes(inst, self._system, self._view_config))
 
         create_info = xr.SessionCreateInfo(system_id=self._system)
         if not headless:
