@@ -40,6 +40,7 @@ CS_SERVERINFO, CS_SYSTEMINFO = 0, 1
 CHALLENGE_RESEND = 3.0     # ioq3 RETRANSMIT_TIMEOUT for getchallenge / connect
 GAMESTATE_RESEND = 1.0     # CA_CONNECTED: one packet per second until the gamestate arrives
 DISCONNECT_PACKETS = 3     # ioq3 CL_Disconnect sends the `disconnect` command three times
+SILENCE_PROBE = 1.5         # snapshots come at 20 Hz: this much silence from a live link is suspicious
 OOB_DISCONNECT_GRACE = 3.0  # ioq3 ignores an OOB disconnect within 3 s of a real packet
 FLOOD_INTERVAL = 1.2       # ioq3 runs one game command per second per client (margin for jitter)
 URGENT_COMMANDS = ("cp", "userinfo", "disconnect")  # engine commands: bypass the flood pacing
@@ -234,9 +235,17 @@ class Q3ClientCore:
             if now - self._attempt_start >= self.config.connect_timeout:
                 self._fail(now, f"no answer while {st} for {self.config.connect_timeout:.0f} s")
                 return
-        elif st in (State.PRIMED, State.ACTIVE) and now - self._last_packet >= self.config.timeout:
-            self._fail(now, f"server silent for {self.config.timeout:.0f} s")
-            return
+        elif st in (State.PRIMED, State.ACTIVE):
+            silent = now - self._last_packet
+            if silent >= self.config.timeout:
+                self._fail(now, f"server silent for {self.config.timeout:.0f} s")
+                return
+            if silent >= SILENCE_PROBE and now >= self._next_probe:
+                # ioq3 ignores packets from clients it does not know (a restarted server) without a
+                # word: ask whether the server is up at all; an answer while the netchan stays
+                # silent means it has forgotten us, so reconnect without waiting for the timeout.
+                self._send_oob(oob.getinfo(self._nonce))
+                self._next_probe = now + 1.0
         deadline = self._attempt_start + self.config.connect_timeout
         if st is State.PROBING:
             self._send_oob(oob.getinfo(self._nonce))
@@ -284,6 +293,7 @@ class Q3ClientCore:
         self._nonce = f"{random.randrange(1 << 30):x}"
         self._attempt_start = 0.0
         self._last_packet = 0.0
+        self._next_probe = 0.0
         self._server_commands = [""] * MAX_RELIABLE_COMMANDS
         self._server_cmd_seq = 0
         self._reliable = [""] * MAX_RELIABLE_COMMANDS
@@ -366,7 +376,13 @@ class Q3ClientCore:
             return
         st = self._state
         if isinstance(msg, oob.InfoResponse):
-            if st is not State.PROBING or msg.info.get("challenge") != self._nonce:
+            if msg.info.get("challenge") != self._nonce:
+                return self._drop("oob: infoResponse to another request")
+            if st in (State.PRIMED, State.ACTIVE):
+                if now - self._last_packet >= SILENCE_PROBE:
+                    self._fail(now, "server is up but no longer talks to this client (restarted?)")
+                return
+            if st is not State.PROBING:
                 return self._drop("oob: unexpected infoResponse")
             try:
                 self._family = oob.family_for_protocol(int(msg.info.get("protocol", "0")))

@@ -54,6 +54,8 @@ class Q3Client:
         self.core.send_command(text)
 
     def poll(self, now: float) -> list[Event]:
+        if self._sock.fileno() == -1:
+            return []  # closed
         for _ in range(MAX_READS_PER_POLL):
             try:
                 data, addr = self._sock.recvfrom(MAX_DATAGRAM)
@@ -81,6 +83,8 @@ class Q3Client:
 
     def close(self, now: float) -> list[Event]:
         """Send `disconnect`, close the socket; returns the final events."""
+        if self._sock.fileno() == -1:
+            return []
         self.core.close(now)
         self._flush(now)
         self._sock.close()

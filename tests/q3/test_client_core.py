@@ -371,6 +371,22 @@ def test_silence_times_out_and_reconnects_with_backoff():
     assert len(discs) >= 2 and all(d.will_reconnect for d in discs)
 
 
+def test_silent_link_probes_with_getinfo_and_reconnects_when_the_server_forgot_us():
+    core, server = make()
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.0)
+    run(core, 0.0, 1.4)
+    assert not [d for d in core.datagrams_to_send(1.4) if d.startswith(b"\xff\xff\xff\xffgetinfo")]
+    run(core, 1.4, 1.6)
+    probes = [d for d in core.datagrams_to_send(1.6) if d.startswith(b"\xff\xff\xff\xffgetinfo")]
+    assert len(probes) == 1
+    nonce = probes[0][4:].decode().split()[1]
+    server.oob(f"infoResponse\n\\protocol\\68\\challenge\\{nonce}", 1.61)
+    ev = events(core)
+    assert isinstance(ev[-1], Disconnected) and "restarted" in ev[-1].reason and core.state is State.WAITING
+
+
 def test_close_sends_disconnect_three_times():
     core, server = make()
     server.handshake(0.0)
