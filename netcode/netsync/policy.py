@@ -7,6 +7,9 @@
   never removes an idle client;
 - poseSeq advances only when a pose is actually sent.
 
+A stealth client's body never changes, so it goes out at the heartbeat (1 Hz, like the official
+Python client; Unity repeats it at SendRate) — enough to stay registered.
+
 Pure logic: the caller passes `now` (seconds, any monotonic clock).
 """
 from __future__ import annotations
