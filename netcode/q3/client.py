@@ -46,6 +46,7 @@ FLOOD_INTERVAL = 1.2       # ioq3 runs one game command per second per client (m
 URGENT_COMMANDS = ("cp", "userinfo", "disconnect")  # engine commands: bypass the flood pacing
 MAX_PENDING_COMMANDS = 32
 MAX_EVENTS = 1024
+MAX_QUEUED_DATAGRAMS = 256
 MAX_DROP_REASONS = 32
 
 
@@ -349,9 +350,15 @@ class Q3ClientCore:
     # ------------------------------------------------------------------ out-of-band
 
     def _send_oob(self, packet: bytes) -> None:
-        self._out.append(packet)
+        self._queue(packet)
+
+    def _queue(self, dgram: bytes) -> None:
+        if len(self._out) >= MAX_QUEUED_DATAGRAMS:  # nobody drains us: keep the newest, bounded
+            del self._out[0]
+            self._counters["datagrams_discarded"] += 1
+        self._out.append(dgram)
         self._counters["packets_out"] += 1
-        self._counters["bytes_out"] += len(packet)
+        self._counters["bytes_out"] += len(dgram)
 
     def _userinfo(self, challenge: int | None) -> str:
         fam = self._family or Family.LEGACY71
@@ -638,9 +645,7 @@ class Q3ClientCore:
             usercmd_key(self._checksum_feed, self._server_msg_seq, last_cmd_text),
             button_bits=32 if self._vr_active() else 16, move_no_delta=not delta_ok)
         for dgram in self._netchan.transmit(payload, self._server_commands):
-            self._out.append(dgram)
-            self._counters["packets_out"] += 1
-            self._counters["bytes_out"] += len(dgram)
+            self._queue(dgram)
         if cmds:
             self._out_packets.append((now, cmds[-1].server_time))
             self._counters["move" if delta_ok else "move_nodelta"] += 1

@@ -444,3 +444,16 @@ def test_garbage_datagrams_are_counted_drops_and_the_link_survives(junk, fresh_s
     server.snapshot(0.03, 1100, PlayerState.from_dict({"commandTime": 1090}))
     snaps = [e for e in events(core) if isinstance(e, SnapshotReceived)]
     assert snaps[-1].server_time == 1100 and snaps[-1].ps.command_time == 1090
+
+
+def test_an_undrained_core_stays_bounded():
+    core, server = make(timeout=1000.0)
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.0)
+    for i in range(1500):  # 1500 snapshots and 60 s of ticks, nobody draining datagrams or events
+        server.snapshot(i * 0.04, 1000 + i * 40, PlayerState.from_dict({"commandTime": 1000 + i * 40}))
+        run(core, i * 0.04, (i + 1) * 0.04)
+    assert core.counters["datagrams_discarded"] > 0
+    assert len(core.datagrams_to_send(60.0)) <= 256
+    assert len(events(core)) <= 1024 and core.counters["events_lost"] > 0
