@@ -59,7 +59,6 @@ _QRANGE = _QMAX - _QMIN
 _QEPS = 1e-12
 _IDENTITY_PACKED = 0xE0080200  # identity: index 3, three zeros at 511.5 → 512
 
-_U16 = struct.Struct("<H")
 _F64 = struct.Struct("<d")
 _BODY_HEAD = struct.Struct("<HBB")  # poseSeq, flags, encodingFlags
 _ENTRY_HEAD = struct.Struct("<Hd")  # clientNo, poseTime
@@ -218,9 +217,9 @@ def sanitize_flags(flags: int) -> int:
     return flags
 
 
-@lru_cache(maxsize=512)
-def _tail_struct(flags: int, n_virtuals: int) -> struct.Struct:
-    fmt = "<BB"
+@lru_cache(maxsize=1024)
+def _body_struct(flags: int, n_virtuals: int, with_seq: bool) -> struct.Struct:
+    fmt = "<HBB" if with_seq else "<BB"
     if flags & FLAG_PHYSICAL:
         fmt += "hhh"
     if flags & FLAG_HEAD:
@@ -258,9 +257,20 @@ def _rel(args: list, part: Transform, hx: float, hy: float, hz: float, inv_head:
 
 def encode_body_tail(frame: PoseFrame) -> bytes:
     """The body after poseSeq (flags … last virtual): what the send policy's signature covers."""
+    flags, n, args = _body_args(frame, [])
+    return _body_struct(flags, n, False).pack(*args)
+
+
+def encode_body(pose_seq: int, frame: PoseFrame) -> bytes:
+    flags, n, args = _body_args(frame, [pose_seq & 0xFFFF])
+    return _body_struct(flags, n, True).pack(*args)
+
+
+def _body_args(frame: PoseFrame, args: list) -> tuple[int, int, list]:
+    """Sanitised flags, virtual count and the struct arguments of a body, appended to `args`."""
     flags = sanitize_flags(frame.flags)
     n = min(len(frame.virtuals), MAX_VIRTUALS) if flags & FLAG_VIRTUALS else 0
-    args: list = [flags, ENCODING_FLAGS]
+    args += (flags, ENCODING_FLAGS)
     try:
         if flags & FLAG_PHYSICAL:
             d = frame.delta
@@ -290,11 +300,7 @@ def encode_body_tail(frame: PoseFrame) -> bytes:
             args.append(0)
     except (ValueError, OverflowError) as e:  # round() of NaN / inf
         raise PoseEncodeError(f"pose has a non-finite value: {e}") from None
-    return _tail_struct(flags, n).pack(*args)
-
-
-def encode_body(pose_seq: int, frame: PoseFrame) -> bytes:
-    return _U16.pack(pose_seq & 0xFFFF) + encode_body_tail(frame)
+    return flags, n, args
 
 
 @lru_cache(maxsize=64)
@@ -416,10 +422,10 @@ def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
         head = Transform((hx, hy, hz), hq)
         k += 7
         if flags & FLAG_RIGHT:
-            right = _part(hx, hy, hz, hq, *v[k : k + 4])
+            right = _part(hx, hy, hz, hq, v[k], v[k + 1], v[k + 2], v[k + 3])
             k += 4
         if flags & FLAG_LEFT:
-            left = _part(hx, hy, hz, hq, *v[k : k + 4])
+            left = _part(hx, hy, hz, hq, v[k], v[k + 1], v[k + 2], v[k + 3])
         if n:
             virtuals = tuple(_part(hx, hy, hz, hq, *e) for e in _REL_ITER(data[pos : pos + 10 * n]))
             pos += 10 * n
