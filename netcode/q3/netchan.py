@@ -35,6 +35,7 @@ FRAGMENT_BIT = 1 << 31
 _CL_ENCODE_START = 12
 _SV_ENCODE_START = 4
 _RING = 64
+_PARITY = np.arange(MAX_MSGLEN + 2, dtype=np.uint16) & 1  # i & 1 for every body index
 
 
 class NetchanMode(enum.Enum):
@@ -104,13 +105,12 @@ def _xor(data: bytearray, start: int, key: int, text: str | bytes) -> None:
     if count <= 0:
         return
     chars = sanitize(text) or b"\0"
-    # The key after byte i is key0 ^ (XOR of every c << (j & 1) up to i), taken mod 256:
+    # The key after byte i is key0 ^ (XOR of every c << (i & 1) up to i), taken mod 256:
     # a prefix XOR, so the whole keystream comes from one vectorized accumulate.
-    shifts = (np.arange(start, start + count, dtype=np.uint16) & 1)
-    rolled = np.resize(np.frombuffer(chars, dtype=np.uint8), count).astype(np.uint16) << shifts
+    repeated = (chars * (count // len(chars) + 1))[:count]
+    rolled = np.frombuffer(repeated, dtype=np.uint8).astype(np.uint16) << _PARITY[start & 1:(start & 1) + count]
     stream = ((np.bitwise_xor.accumulate(rolled) ^ (key & 0xFF)) & 0xFF).astype(np.uint8)
-    body = np.frombuffer(bytes(data[start:]), dtype=np.uint8) ^ stream
-    data[start:] = body.tobytes()
+    data[start:] = (np.frombuffer(bytes(data[start:]), dtype=np.uint8) ^ stream).tobytes()
 
 
 def _ring_text(ring: Sequence[str | bytes], index: int) -> str | bytes:
