@@ -5,6 +5,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from netsync.oracle import oracle_encode, random_frame, tdict
 from styly_netsync import binary_serializer as shipped
 from support import LONG
@@ -232,3 +234,21 @@ def test_build_derives_flags_like_unity():
     assert PoseFrame.build(h, None, h).flags == FLAG_HEAD | FLAG_LEFT
     assert PoseFrame.build(None, h, h, (h,), OriginDelta()).flags == FLAG_PHYSICAL
     assert PoseFrame.build(h, h, stealth=True).flags == FLAG_STEALTH
+
+
+# Halfway cases are where round-half-to-even matters: multiples of 0.005 m / 0.05° land on .5.
+_coord = st.one_of(
+    st.floats(-2e5, 2e5, allow_nan=False),
+    st.integers(-400_000, 400_000).map(lambda k: k * 0.005),
+    st.sampled_from([0.0, -0.0, 0.125, -0.125, 0.045, -0.005, 163.835, -163.84, 83886.07, 83886.075, 1e-320]),
+)
+_comp = st.one_of(st.floats(-2.0, 2.0, allow_nan=False), st.sampled_from([0.0, -0.0, 0.5, -0.5, 0.70710677, -0.70710678, 1e-7]))
+_transform = st.builds(lambda p, q: Transform(p, q), st.tuples(_coord, _coord, _coord), st.tuples(_comp, _comp, _comp, _comp))
+
+
+@settings(max_examples=3000 if LONG else 400, deadline=None)
+@given(st.integers(0, 63), _transform, _transform, _transform, st.lists(_transform, max_size=3),
+       st.tuples(_coord, _coord, st.one_of(_coord, st.integers(-40_000, 40_000).map(lambda k: k * 0.05))))
+def test_property_bytes_equal_the_shipped_serializer(flags, head, right, left, virtuals, delta):
+    f = PoseFrame(flags, head, right, left, tuple(virtuals), OriginDelta(*delta))
+    assert encode_client_pose("p", 1, f) == oracle_encode("p", 1, f)
