@@ -95,6 +95,8 @@ def rig(mock, session):
     (INDEX, f"{L}/input/menu/click"),          # the Index has no menu button
     (mockrt.PROFILES[4], f"{R}/input/a/click"),
     (TOUCH, "/user/head/input/trigger/value"),
+    (TOUCH, f"{R}/input"),                     # a parent path names one input, not a group of them
+    (TOUCH, f"{R}/output"),
 ])
 def test_binding_validation_rejects_paths_the_profile_lacks(mock, session, profile, path):
     with session(begin=False) as h:

@@ -530,7 +530,12 @@ static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, Xr
                                                                     : NO_PREF;
     for (const Comp *c = comps; c->suffix; c++) {
         if (!(c->hands & bit) || strncmp(c->suffix, suffix, n) != 0 || c->suffix[n] != '/') continue;
-        if (!type) return c;
+        if (!type) { /* validation: the path names an input whose component is left out */
+            static const char *const COMPONENTS[] = {"click", "value", "touch", "force", "x", "y", "pose", NULL};
+            for (const char *const *k = COMPONENTS; *k; k++)
+                if (strcmp(c->suffix + n + 1, *k) == 0) return c;
+            continue;
+        }
         for (const char *const *p = pref; *p; p++)
             if (strcmp(c->suffix + n + 1, *p) == 0 && kind_fits(c->kind, type)) {
                 /* a better-ranked sibling may come later in the table */
