@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "installed), drive them from the mock OpenXR runtime playing a shipped "
                                    "motion, show the mirror window when a display exists, and end with a "
                                    "verification summary of what each server saw versus what was sent.")
-    p.add_argument("--motion", default="look_around", help="shipped motion or file to play (default look_around)")
+    p.add_argument("--motion", default="tour", help="shipped motion or file to play (default tour: look around, "
+                   "aim, fire, walk, snap turns, a tracking loss)")
     p.add_argument("--duration", type=float, default=20.0, metavar="SECONDS", help="how long to run (default 20)")
     p.add_argument("--mirror", dest="mirror", action="store_true", default=None, help="force the mirror window")
     p.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")

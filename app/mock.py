@@ -8,12 +8,27 @@ from headcast.app.assets import asset_path
 from headcast.app.errors import AppError, UsageError
 
 
+MOTION_FOLDERS = ("motions", "demo")  # the mock runtime's motions, then the demo's tour
+
+
 def shipped_motions() -> list[str]:
-    try:
-        folder = asset_path("motions")
-    except FileNotFoundError:
-        return []
-    return sorted(p.stem for p in folder.glob("*.motion"))
+    names = []
+    for folder in MOTION_FOLDERS:
+        try:
+            names += [p.stem for p in asset_path(folder).glob("*.motion")]
+        except FileNotFoundError:
+            continue
+    return sorted(names)
+
+
+def find_motion(name: str) -> Path | None:
+    file = name if name.endswith(".motion") else f"{name}.motion"
+    for folder in MOTION_FOLDERS:
+        try:
+            return asset_path(folder, file)
+        except FileNotFoundError:
+            continue
+    return None
 
 
 def activate_mock(name: str) -> Path:
@@ -23,13 +38,10 @@ def activate_mock(name: str) -> Path:
     from headcast.xr import mockrt
     # Resolved here, not by mockrt.motion_path: its importlib.resources fallback cannot read the
     # assets namespace package of an editable install.
-    motion = Path(name)
-    if not motion.is_file():
-        try:
-            motion = asset_path("motions", name if name.endswith(".motion") else f"{name}.motion")
-        except FileNotFoundError:
-            known = ", ".join(shipped_motions()) or "none installed"
-            raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})") from None
+    motion = Path(name) if Path(name).is_file() else find_motion(name)
+    if motion is None:
+        known = ", ".join(shipped_motions()) or "none installed"
+        raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})")
     try:
         env = mockrt.runtime_env(motion.resolve())
     except mockrt.RuntimeBuildError as e:
