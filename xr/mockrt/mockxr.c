@@ -1170,9 +1170,9 @@ static int gl_load(void) {
 #define CHECK_TYPE(p, t) if (!(p) || (p)->type != (t)) return XR_ERROR_VALIDATION_FAILURE
 
 /* The two-call idiom: report the count, fill when the capacity allows. */
-#define TWO_CALL(capacity, countOut, needed)                                                       \
+#define TWO_CALL(capacity, countOut, needed, array)                                                \
     do {                                                                                           \
-        if (!(countOut)) return XR_ERROR_VALIDATION_FAILURE;                                       \
+        if (!(countOut) || ((capacity) && !(array))) return XR_ERROR_VALIDATION_FAILURE;           \
         *(countOut) = (uint32_t)(needed);                                                          \
         if ((capacity) == 0) return XR_SUCCESS;                                                    \
         if ((capacity) < (uint32_t)(needed)) return XR_ERROR_SIZE_INSUFFICIENT;                    \
@@ -1180,7 +1180,7 @@ static int gl_load(void) {
 
 static XrResult copy_string(const char *s, uint32_t capacity, uint32_t *countOut, char *buffer) {
     size_t n = strlen(s) + 1;
-    TWO_CALL(capacity, countOut, n);
+    TWO_CALL(capacity, countOut, n, buffer);
     memcpy(buffer, s, n);
     return XR_SUCCESS;
 }
@@ -1206,7 +1206,7 @@ API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capac
                                            uint32_t *countOut, XrExtensionProperties *props) {
     LOCKED;
     if (layerName) return XR_ERROR_API_LAYER_NOT_PRESENT;
-    TWO_CALL(capacity, countOut, NEXTENSIONS);
+    TWO_CALL(capacity, countOut, NEXTENSIONS, props);
     for (uint32_t i = 0; i < NEXTENSIONS; i++) {
         if (props[i].type != XR_TYPE_EXTENSION_PROPERTIES) return XR_ERROR_VALIDATION_FAILURE;
         memcpy(props[i].extensionName, EXTENSIONS[i].extensionName, XR_MAX_EXTENSION_NAME_SIZE);
@@ -1232,6 +1232,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     if (XR_VERSION_MAJOR(v) != 1 || XR_VERSION_MINOR(v) > 1) return XR_ERROR_API_VERSION_UNSUPPORTED;
     if (info->applicationInfo.applicationName[0] == 0) return XR_ERROR_NAME_INVALID;
     int headless = 0, timespec = 0, glx = 0;
+    if (info->enabledExtensionCount && !info->enabledExtensionNames) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->enabledExtensionCount; i++) {
         const char *e = info->enabledExtensionNames[i];
         if (strcmp(e, XR_MND_HEADLESS_EXTENSION_NAME) == 0) headless = 1;
@@ -1368,7 +1369,7 @@ API xrEnumerateEnvironmentBlendModes(XrInstance inst, XrSystemId sid, XrViewConf
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
-    TWO_CALL(capacity, countOut, 1);
+    TWO_CALL(capacity, countOut, 1, modes);
     modes[0] = XR_ENVIRONMENT_BLEND_MODE_OPAQUE;
     return XR_SUCCESS;
 }
@@ -1378,7 +1379,7 @@ API xrEnumerateViewConfigurations(XrInstance inst, XrSystemId sid, uint32_t capa
     LOCKED;
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
-    TWO_CALL(capacity, countOut, 1);
+    TWO_CALL(capacity, countOut, 1, types);
     types[0] = XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO;
     return XR_SUCCESS;
 }
@@ -1401,7 +1402,7 @@ API xrEnumerateViewConfigurationViews(XrInstance inst, XrSystemId sid, XrViewCon
     CHECK_INSTANCE(inst);
     if (sid != SYSTEM_ID) return XR_ERROR_SYSTEM_INVALID;
     if (vct != XR_VIEW_CONFIGURATION_TYPE_PRIMARY_STEREO) return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
-    TWO_CALL(capacity, countOut, 2);
+    TWO_CALL(capacity, countOut, 2, views);
     for (int i = 0; i < 2; i++) {
         if (views[i].type != XR_TYPE_VIEW_CONFIGURATION_VIEW) return XR_ERROR_VALIDATION_FAILURE;
         views[i].recommendedImageRectWidth = VIEW_W, views[i].maxImageRectWidth = 4096;
@@ -1727,7 +1728,7 @@ API xrEnumerateReferenceSpaces(XrSession s, uint32_t capacity, uint32_t *countOu
     uint32_t n = 0;
     for (int i = 0; i < 4; i++)
         if (ref_supported(s->inst, all[i])) have[n++] = all[i];
-    TWO_CALL(capacity, countOut, n);
+    TWO_CALL(capacity, countOut, n, out);
     memcpy(out, have, sizeof(XrReferenceSpaceType) * n);
     return XR_SUCCESS;
 }
@@ -1894,7 +1895,7 @@ API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, ui
         return XR_ERROR_VIEW_CONFIGURATION_TYPE_UNSUPPORTED;
     if (!obj_live(info->space, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
-    TWO_CALL(capacity, countOut, 2);
+    TWO_CALL(capacity, countOut, 2, views);
     XrPosef head = g_pose[P_HEAD], wb, inv;
     XrSpaceLocationFlags f = g_flags[F_HEAD] & space_world(info->space, &wb);
     inv = pose_inverse(&wb);
@@ -1918,7 +1919,7 @@ API xrEnumerateSwapchainFormats(XrSession s, uint32_t capacity, uint32_t *countO
     LOCKED;
     CHECK_SESSION(s);
     uint32_t n = s->headless ? 0 : (uint32_t)NGL_FORMATS;
-    TWO_CALL(capacity, countOut, n);
+    TWO_CALL(capacity, countOut, n, formats);
     memcpy(formats, GL_FORMATS, sizeof(int64_t) * n);
     return XR_SUCCESS;
 }
@@ -1982,7 +1983,7 @@ API xrDestroySwapchain(XrSwapchain sc) {
 API xrEnumerateSwapchainImages(XrSwapchain sc, uint32_t capacity, uint32_t *countOut, XrSwapchainImageBaseHeader *images) {
     LOCKED;
     if (!obj_live(sc, OBJ_SWAPCHAIN)) return XR_ERROR_HANDLE_INVALID;
-    TWO_CALL(capacity, countOut, MAX_IMAGES);
+    TWO_CALL(capacity, countOut, MAX_IMAGES, images);
     XrSwapchainImageOpenGLKHR *gli = (XrSwapchainImageOpenGLKHR *)images;
     for (int i = 0; i < MAX_IMAGES; i++) {
         if (gli[i].type != XR_TYPE_SWAPCHAIN_IMAGE_OPENGL_KHR) return XR_ERROR_VALIDATION_FAILURE;
@@ -2282,6 +2283,7 @@ API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_ACTIONS_SYNC_INFO);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
+    if (info->countActiveActionSets && !info->activeActionSets) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->countActiveActionSets; i++) {
         XrActionSet set = info->activeActionSets[i].actionSet;
         if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
@@ -2372,7 +2374,7 @@ API xrEnumerateBoundSourcesForAction(XrSession s, const XrBoundSourcesForActionE
     if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
     XrAction a = info->action;
     if (!set_attached(s, a->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
-    TWO_CALL(capacity, countOut, a->nsrc);
+    TWO_CALL(capacity, countOut, a->nsrc, sources);
     for (int i = 0; i < a->nsrc; i++) {
         char full[XR_MAX_PATH_LENGTH];
         snprintf(full, sizeof full, "%s%s", HAND_PATHS[a->src[i].hand], a->src[i].comp->suffix);
