@@ -215,6 +215,7 @@ class MirrorWindow:
         self._draw(self.grid, GL.GL_LINES, vp)
         avatars = avatars_of(loop)
         tris = [scene.avatar_triangles(k, a) for k, a in avatars.items()]
+        tris += [scene.avatar_triangles("peer", a, anchor) for anchor, a in peers_of(loop)]
         self._draw(np.vstack(tris), GL.GL_TRIANGLES, vp)
         GL.glDisable(GL.GL_DEPTH_TEST)
 
@@ -299,6 +300,21 @@ def avatars_of(loop) -> dict[str, scene.AvatarPose]:
         out["netsync"] = scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)
     else:
         out["netsync"] = scene.AvatarPose(None)
+    return out
+
+
+def peers_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose]]:
+    """Everybody else in the NetSync room, as the server broadcast them."""
+    ns = next((s for s in loop.sinks if s.name == "netsync"), None)
+    if ns is None or not ns.others:
+        return []
+    own = ns.seen.head.pos if ns.seen is not None and ns.seen.head is not None else None
+    out = []
+    for body in ns.others.values():
+        if body.head is None:
+            continue
+        out.append((scene.peer_anchor(own, body.head.pos),
+                    scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)))
     return out
 
 

@@ -151,6 +151,16 @@ def q3_head_quat(pitch: float, yaw_offset: float, roll: float, weapon_yaw: float
     return orientation(pitch, weapon_yaw + yaw_offset, roll)
 
 
+def peer_anchor(own_head_u: Vec3 | None, peer_head_u: Vec3) -> Vec3:
+    """Where another NetSync member is drawn: beside our NetSync avatar, offset as in the room
+    (world metres, OpenXR axes) from our own relayed head."""
+    base = ANCHORS["netsync"]
+    if own_head_u is None:
+        return base
+    d = unity_position(tuple(p - o for p, o in zip(peer_head_u, own_head_u)))
+    return (base[0] + d[0], base[1] + d[1], base[2] + d[2])
+
+
 def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPose:
     """A decoded NetSync body (Unity frame) back in OpenXR terms, hands relative to the head."""
     hp = unity_position(head_pos_u)
@@ -163,9 +173,12 @@ def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPos
     return AvatarPose(unity_quat(head_rot_u), part(right), part(left))
 
 
-def avatar_triangles(kind: str, a: AvatarPose) -> np.ndarray:
-    anchor = ANCHORS[kind]
-    head_c, nose_c = COLORS[kind]
+PEER_COLORS = ((0.55, 0.8, 0.45), (0.3, 0.45, 0.95))  # other NetSync members: head, nose
+
+
+def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3 | None = None) -> np.ndarray:
+    anchor = ANCHORS[kind] if anchor is None else anchor
+    head_c, nose_c = PEER_COLORS if kind == "peer" else COLORS[kind]
     parts = []
     if a.head is not None:
         parts.append(head_triangles(anchor, a.head, head_c, nose_c))

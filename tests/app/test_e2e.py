@@ -183,3 +183,33 @@ def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3
     assert q3.lost_frames == q3.lost_cleared >= 120
     assert ns.check.lost_reported >= 1 and ns.check.lost_stale == 0
     assert "tracking lost" not in ns.status(0.0).detail  # recovered: no stale loss message either
+
+
+def test_other_room_members_are_decoded_and_reconstructed(mock, tmp_path, netsync_server, q3_server):
+    from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
+    from headcast.netcode.netsync.origin import reconstruct_physical, yaw_quat_unity
+    from headcast.netcode.netsync.transport import NetSyncClient
+
+    load(mock, tmp_path, SWEEP)
+    loop = pipeline(netsync_server, q3_server, room="e2e-peers", device_id="e2e-me")
+    ns = loop.sinks[1]
+    a = netsync_server.address
+    peer = NetSyncClient(a.host, a.dealer_port, a.pub_port, "e2e-peers", "e2e-peer")
+    head = Transform((1.0, 1.5, 2.0), yaw_quat_unity(30.0))
+    delta = OriginDelta(0.5, 0.0, 90.0)
+    frame = PoseFrame.build(head, delta=delta)
+    try:
+        def peer_seen() -> bool:
+            now = time.perf_counter()
+            peer.send_pose(now, frame)
+            peer.poll(now)
+            return any(b.head is not None for b in ns.others.values())
+        run_until(loop, peer_seen, 15, "the other member's pose in our room broadcast")
+    finally:
+        peer.close()
+        loop.close()
+    (body,) = ns.others.values()
+    assert max(abs(x - y) for x, y in zip(body.head.pos, head.pos)) <= NS_POS_TOL
+    want = reconstruct_physical(head, delta)
+    assert max(abs(x - y) for x, y in zip(body.physical.pos, want.pos)) <= NS_PHYS_TOL
+    assert ns.status(time.perf_counter()).detail.endswith("1 other in the room")

@@ -1,0 +1,128 @@
+"""The frame loop's contract: order, stop reasons, clean shutdown, telemetry; the rings it uses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headcast.app.loop import FrameLoop, SourceEnded
+from headcast.app.rig import Rig
+from headcast.app.sink_q3 import Q3Sink
+from headcast.app.synthetic import LOOK_AROUND, SyntheticSource, sample
+from headcast.app.telemetry import RateMeter, Ring, Telemetry
+from headcast.xr.errors import SessionEnded
+
+
+class Recorder:
+    """A sink that records what the loop asks of it (the loop is tested, not a protocol)."""
+
+    def __init__(self, name="rec", log=None, wire_delay=0.0, fail_close=False):
+        self.name, self.log, self.wire_delay, self.fail_close = name, log if log is not None else [], wire_delay, fail_close
+        self.closed = False
+
+    def poll(self, now):
+        self.log.append(("poll", self.name))
+
+    def send(self, state, frame, now):
+        self.log.append(("send", self.name, frame.seq))
+        return now + self.wire_delay if self.wire_delay else None
+
+    def status(self, now):
+        raise AssertionError("not used")
+
+    def close(self):
+        self.closed = True
+        if self.fail_close:
+            raise RuntimeError("close failed")
+
+
+class Finite:
+    def __init__(self, n, end=SourceEnded("no more frames")):
+        self.src, self.n, self.end, self.closed = SyntheticSource(paced=False), n, end, False
+
+    def next_frame(self):
+        if self.n == 0:
+            raise self.end
+        self.n -= 1
+        return self.src.next_frame()
+
+    def close(self):
+        self.closed = True
+
+
+def test_order_per_frame_and_stop_reasons():
+    log = []
+    a, b = Recorder("a", log), Recorder("b", log)
+    src = Finite(2)
+    loop = FrameLoop(src, Rig(), [a, b])
+    assert loop.run() == "no more frames"
+    assert log[:4] == [("poll", "a"), ("poll", "b"), ("send", "a", 0), ("send", "b", 0)]
+    assert a.closed and b.closed and src.closed
+    loop = FrameLoop(Finite(5, SessionEnded("gone", lost=True)), Rig(), [])
+    assert loop.run() == "XR session ended: gone"
+    loop = FrameLoop(Finite(5, SessionEnded("bye", lost=False)), Rig(), [])
+    assert loop.run() == "XR session ended by the runtime"
+
+
+def test_duration_and_window_close():
+    t = iter(np.arange(0, 100, 0.25))
+    loop = FrameLoop(Finite(100), Rig(), [], duration=2.0, clock=lambda: float(next(t)))
+    assert loop.run() == "ran for 2 s" and loop.telemetry.frames < 10
+
+    class Closing:
+        calls = 0
+
+        def draw(self, loop, now):
+            self.calls += 1
+            return self.calls < 3
+
+        def close(self):
+            pass
+    loop = FrameLoop(Finite(100), Rig(), [], mirror=Closing())
+    assert loop.run() == "mirror window closed" and loop.telemetry.frames == 3
+
+
+def test_ctrl_c_closes_every_sink_even_when_one_fails():
+    class Interrupting(Finite):
+        def next_frame(self):
+            if self.n == 3:
+                raise KeyboardInterrupt
+            return super().next_frame()
+    bad, good = Recorder("bad", fail_close=True), Recorder("good")
+    src = Interrupting(10)
+    loop = FrameLoop(src, Rig(), [bad, good])
+    with pytest.raises(RuntimeError, match="close failed"):
+        loop.run()
+    assert loop.stop_reason == "interrupted (Ctrl-C)"
+    assert bad.closed and good.closed and src.closed
+
+
+def test_latency_and_head_series_are_recorded():
+    loop = FrameLoop(Finite(30), Rig(), [Recorder(wire_delay=0.0005), Q3Sink()])
+    loop.run()
+    lat = loop.telemetry.latency.values()[:, 0]
+    assert len(lat) == 30 and np.allclose(lat, 0.0005)
+    series = loop.telemetry.head_series.values()
+    assert series.shape == (30, 5) and np.isfinite(series).all()   # sent and seen every frame
+    # Unpaced frames: the receiver's 30 ms EMA (on the real clock) trails the sent pitch.
+    sent, seen = series[-1, 1], series[-1, 3]
+    assert sent < 0 and sent - 180 / 127 <= seen < 0
+
+
+def test_rings_keep_bounded_memory_and_order():
+    r = Ring(4)
+    for v in range(10):
+        r.add(v)
+    assert r.values()[:, 0].tolist() == [6, 7, 8, 9] and r.percentile(50) == 7.5
+    m = RateMeter(window=1.0, size=8)
+    for i in range(20):
+        m.add(i * 0.1, 100)
+    assert m.rates(1.95) == (8.0, 800.0)          # the ring holds 8: bounded, not exact beyond it
+    assert m.total_messages == 20 and m.total_bytes == 2000
+    assert Telemetry().summary()["latency_ms"] == {"median": None, "p99": None}
+
+
+def test_script_sampling_steps_controls_and_loops():
+    k = sample(LOOK_AROUND, 5.6)
+    assert k.turn_x == 1.0 and k.tracked
+    assert not sample(LOOK_AROUND, 7.2).tracked
+    assert sample(LOOK_AROUND, LOOK_AROUND[-1].t + 1.0).head == pytest.approx(sample(LOOK_AROUND, 1.0).head)

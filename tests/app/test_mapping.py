@@ -1,0 +1,118 @@
+"""Rig state → protocol values: Q3 usercmd fields, NetSync pose frames, Sauerbraten N_POS."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
+from headcast.app.q3map import BUTTON_ATTACK, q3_intent, remote_head, weapon_frame_moves
+from headcast.app.rig import Origin, Rig, RigSettings
+from headcast.app.sink_sauer import UNITS_PER_METRE, npos_for
+from headcast.app.synthetic import orientation
+from headcast.netcode.netsync.codec import decode_body, encode_body
+from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH
+from headcast.netcode.pose import unity_position
+from headcast.netcode.q3 import vrhead
+from headcast.xr.frame import Controls, Pose, TrackingFrame
+
+def frame(head=(0, 0, 0), aim=(0, 0), head_ok=True, aim_ok=True, controls=Controls(), pos=(0.0, 1.6, 0.0)):
+    h = Pose(pos, orientation(*head), head_ok, head_ok, head_ok, head_ok)
+    a = Pose((0.2, 1.2, -0.3), orientation(aim[0], aim[1], 0), aim_ok, aim_ok, aim_ok, aim_ok)
+    return TrackingFrame(0, 0, h, a, a, a, a, controls)
+
+
+def rig_state(f, yaw=0.0):
+    rig = Rig()
+    rig.origin = Origin(0.0, 0.0, yaw)
+    return rig.update(f, 0.0)
+
+
+def test_q3_weapon_angles_head_bits_roll_and_buttons():
+    f = frame(head=(20, 30, 70), aim=(-10, 5), controls=Controls(trigger_right=0.8))
+    i = q3_intent(rig_state(f, yaw=-45.0), f.controls, vr=True, move_speed=2.0)
+    assert i.angles[0] == pytest.approx(-10) and i.angles[1] == pytest.approx(-40)   # weapon, turned by the rig
+    assert i.angles[2] == pytest.approx(60)                                           # roll clamped ±60
+    assert i.buttons == vrhead.pack_head(BUTTON_ATTACK, i.head[0], i.head[1], i.angles[1])
+    assert i.buttons & 0xFFF == BUTTON_ATTACK
+    seen = remote_head(i.buttons, i.roll_short)
+    assert abs(seen.pitch - 20) <= 180 / 127 and abs(seen.yaw_offset - 25) <= 180 / 127
+    assert seen.roll == pytest.approx(60, abs=0.01)
+
+
+def test_q3_lost_head_clears_head_bits_and_roll():
+    f = frame(head=(20, 30, 10), head_ok=False, controls=Controls(jump=True))
+    i = q3_intent(rig_state(f), f.controls, vr=True, move_speed=2.0)
+    assert i.head is None and i.buttons == 0 and i.angles[2] == 0.0 and i.upmove == 127
+    assert remote_head(i.buttons, i.roll_short) is None
+    # Without a controller either, the view holds the rig's yaw (no stale head angles).
+    f = frame(head_ok=False, aim_ok=False)
+    assert q3_intent(rig_state(f, yaw=30.0), f.controls, True, 2.0).angles[:2] == (0.0, 30.0)
+
+
+def test_q3_flat_link_sends_no_head_and_aims_with_the_head_without_a_controller():
+    f = frame(head=(10, 20, 5), aim_ok=False)
+    i = q3_intent(rig_state(f), f.controls, vr=False, move_speed=2.0)
+    assert i.buttons & vrhead.VR_BUTTON_MASK == 0
+    assert i.angles[:2] == pytest.approx((10, 20))
+
+
+@pytest.mark.parametrize("world, weapon_yaw, expect", [
+    ((0.0, -2.0), 0.0, (127, 0)),      # forward along -Z, weapon forward
+    ((2.0, 0.0), 0.0, (0, 127)),       # +X is the weapon's right
+    ((-2.0, 0.0), 90.0, (127, 0)),     # weapon turned left faces -X
+    ((0.0, -1.0), 90.0, (0, 64)),      # half speed forward = weapon's right when it faces -X
+    ((0.0, 0.0), 10.0, (0, 0)),
+])
+def test_moves_rotate_into_the_weapon_frame(world, weapon_yaw, expect):
+    assert weapon_frame_moves(world, weapon_yaw, 2.0) == expect
+
+
+def test_netsync_frame_flags_and_stealth():
+    f = frame(head=(0, 10, 0))
+    pf = pose_frame(rig_state(f))
+    assert pf.flags == FLAG_PHYSICAL | FLAG_HEAD | FLAG_RIGHT | FLAG_LEFT
+    assert len(encode_body(0, pf)) == 44
+    assert pose_frame(rig_state(frame(head_ok=False))).flags == FLAG_PHYSICAL    # head not valid: no hands
+    assert pose_frame(rig_state(f), stealth=True).flags == FLAG_STEALTH
+
+
+def test_xrorigin_delta_uses_unity_yaw_sign():
+    d = xrorigin_delta(Origin(), Origin(0.0, 0.0, -45.0))  # turned right in OpenXR
+    assert d.dyaw == pytest.approx(45.0) and d.dx == pytest.approx(0.0) and d.dz == pytest.approx(0.0)
+    d = xrorigin_delta(Origin(), Origin(1.0, -2.0, 0.0))
+    assert (d.dx, d.dz) == pytest.approx((1.0, 2.0))   # Unity z = -OpenXR z
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1), st.sampled_from([-1.0, 0.0, 1.0])), max_size=12),
+       st.floats(-1.5, 1.5), st.floats(-1.5, 1.5), st.floats(-170, 170))
+def test_physical_pose_survives_any_locomotion(moves, hx, hz, head_yaw):
+    """Walk and snap around at random: the receiver's physical pose is the stage head."""
+    rig = Rig(RigSettings(move_speed=1.5))
+    f = None
+    for mx, my, turn in moves:
+        f = frame(head=(0, head_yaw, 0), pos=(hx, 1.7, hz), controls=Controls(move=(mx, my), turn=(turn, 0)))
+        rig.update(f, 0.1)
+        rig.update(frame(head=(0, head_yaw, 0), pos=(hx, 1.7, hz)), 0.0)  # release the stick
+    f = frame(head=(0, head_yaw, 0), pos=(hx, 1.7, hz))
+    body = decode_body(encode_body(1, pose_frame(rig.update(f, 0.0))))[0]
+    want = unity_position((hx, 1.7, hz))
+    assert max(abs(a - b) for a, b in zip(body.physical.pos, want)) < 0.03   # Δ and head quantisation
+
+
+def test_rotation_error():
+    assert rotation_error_deg(orientation(0, 10, 0), orientation(0, 10, 0)) == pytest.approx(0, abs=1e-6)
+    assert rotation_error_deg(orientation(0, 10, 0), orientation(0, 40, 0)) == pytest.approx(30)
+
+
+def test_sauer_record_axes_and_loss():
+    f = frame(head=(20, 90, 0), pos=(1.0, 1.75, -2.0))
+    rec = npos_for(rig_state(f))
+    x, y, z = rec.eye()
+    assert (x, y) == pytest.approx((1.0 * UNITS_PER_METRE, 2.0 * UNITS_PER_METRE), abs=1 / 16)
+    assert z == pytest.approx(1.75 * UNITS_PER_METRE, abs=1 / 16)
+    assert rec.yaw == 90 and rec.pitch == -20      # Sauerbraten pitch grows looking up
+    assert npos_for(rig_state(frame(head_ok=False))) is None
+    assert math.isfinite(rec.velocity[0])
