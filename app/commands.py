@@ -106,16 +106,18 @@ def open_xr(cfg: config_mod.Config, mirror) -> Any:
     if motion:
         from headcast.app.mock import activate_mock
         activate_mock(motion)
-    return xr_session(mirror)
+    return xr_session(mirror, cfg[("xr", "session")])
 
 
-def xr_session(mirror) -> Any:
-    """An XRSession on whatever runtime the loader finds; bound to the mirror's GL context when
-    the runtime needs OpenGL (one context in the process)."""
+def xr_session(mirror, mode: str = "auto") -> Any:
+    """An XRSession on whatever runtime the loader finds; an OpenGL session binds to the
+    mirror window's context (one GL context in the process)."""
     from headcast.xr.errors import XRError
+    from headcast.xr.session import MODES, XRSession
+    if mode not in MODES:
+        raise UsageError(f"xr.session = {mode!r}: expected one of {', '.join(MODES)}")
     try:
-        from headcast.xr.session import XRSession
-        return XRSession("auto", window=None if mirror is None else mirror.window)
+        return XRSession(mode, window=None if mirror is None else mirror.window)
     except XRError as e:
         raise AppError(str(e)) from None
 

@@ -83,7 +83,7 @@ def pick_source(args: argparse.Namespace, cfg, json_mode: bool):
             from headcast.app.mock import activate_mock
             activate_mock(args.motion)
             _say(f"mock OpenXR runtime playing motion {args.motion!r}", json_mode)
-            return commands.xr_session
+            return lambda mirror: commands.xr_session(mirror, cfg[("xr", "session")])
         except AppError as e:
             _say(f"{e}; using the embedded Python motion instead", json_mode)
     _say("frames computed in Python from the embedded look-around script", json_mode)

@@ -100,3 +100,14 @@ def test_resize_minimise_and_close(shots):
     assert state["minimised_step"] is True
     assert state["after_close_step"] is False and state["stop_reason"] == "mirror window closed"
     assert (shots / "pitch_+40.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gl_session_shares_the_mirror_context(xvfb_display):
+    """An OpenGL XR session (mock runtime) bound to the mirror window's context: both run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_", "XR_"))}
+    env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11", HEADCAST_XR_SESSION="gl")
+    r = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--mirror",
+                        "--duration", "1.5", "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["stopped"] == "ran for 1.5 s" and summary["frames"] > 60
