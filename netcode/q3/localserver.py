@@ -117,7 +117,11 @@ class LocalQ3Server:
         self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
                                       stderr=subprocess.STDOUT, cwd=self._home)
         self.starts += 1
-        self.wait_ready(self.ready_timeout)
+        try:
+            self.wait_ready(self.ready_timeout)
+        except LocalServerError:
+            self.stop()  # never leave a half-started server behind
+            raise
         return self
 
     def wait_ready(self, timeout: float) -> dict[str, str]:
