@@ -457,3 +457,22 @@ def test_an_undrained_core_stays_bounded():
     assert core.counters["datagrams_discarded"] > 0
     assert len(core.datagrams_to_send(60.0)) <= 256
     assert len(events(core)) <= 1024 and core.counters["events_lost"] > 0
+
+
+def test_switching_vr_mid_game_changes_the_width_from_the_packet_carrying_the_userinfo():
+    core, server = make(vr=False, vr_support=True)
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.0)
+    core.set_input((0.0, 10.0, 0.0), head=(20.0, -10.0))
+    run(core, 0.0, 0.05)
+    assert all(c.buttons == 0 for m in server.read(0.05, button_bits=16) for c in m.cmds)
+    core.set_vr(True)
+    assert core.status.vr_active and [e for e in events(core) if isinstance(e, HeadTracking)][-1].sent
+    run(core, 0.05, 0.1)
+    msgs = server.read(0.1, button_bits=32)  # the server runs the userinfo first, then reads 32 bits
+    assert msgs and all(m.commands and m.commands[-1][1].startswith('userinfo "') for m in msgs)
+    info = oob.info_parse(msgs[0].commands[-1][1][len('userinfo "'):-1])
+    assert info["vr"] == "1" and "challenge" not in info and "qport" not in info
+    # Every cmd built after the switch carries head bits (the dup of an older cmd need not).
+    assert all(unpack_head(m.cmds[-1].buttons) is not None for m in msgs)
