@@ -143,6 +143,7 @@ class Q3ClientCore:
         self._pending: deque[str] = deque()
         self._netchan: Netchan | None = None
         self._reset_connection()
+        self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
     # ------------------------------------------------------------------ public API
 

@@ -476,3 +476,8 @@ def test_switching_vr_mid_game_changes_the_width_from_the_packet_carrying_the_us
     assert info["vr"] == "1" and "challenge" not in info and "qport" not in info
     # Every cmd built after the switch carries head bits (the dup of an older cmd need not).
     assert all(unpack_head(m.cmds[-1].buttons) is not None for m in msgs)
+
+
+def test_a_config_the_engine_would_mangle_is_refused_up_front():
+    with pytest.raises(oob.OobError):
+        Q3ClientCore(ClientConfig(name='bad"name'))
