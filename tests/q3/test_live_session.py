@@ -184,8 +184,9 @@ def test_vr_client_on_vanilla_server_sends_16bit_buttons_and_says_so(oa_server, 
     no_drops(s)
 
 
-def test_map_change_via_rcon_on_pure_server_is_followed(session_factory):
-    with LocalQ3Server(kind="openarena") as server:
+@pytest.mark.parametrize("kind", ["openarena", "ioq3"])
+def test_map_change_and_map_restart_via_rcon_are_followed(session_factory, kind):
+    with LocalQ3Server(kind=kind) as server:
         s = session_factory(server, pure_paks=tuple(pk3_files()), name="mapper")
         intended = (-20.0, 100.0, 0.0)
         s.client.set_input(intended)
@@ -206,9 +207,10 @@ def test_map_change_via_rcon_on_pure_server_is_followed(session_factory):
         s.close()
 
 
-def test_server_kill_and_restart_is_recovered(session_factory):
-    with LocalQ3Server(kind="ioq3") as server:
-        s = session_factory(server, family=Family.NEW71, name="phoenix")  # default 10 s silence timeout
+@pytest.mark.parametrize("kind", ["openarena", "ioq3"])
+def test_server_kill_and_restart_is_recovered(session_factory, kind):
+    with LocalQ3Server(kind=kind) as server:
+        s = session_factory(server, pure_paks=tuple(pk3_files()), name="phoenix")  # default 10 s silence timeout
         intended = (0.0, -135.0, 10.0)
         s.client.set_input(intended)
         s.enter()
