@@ -142,6 +142,7 @@ class Q3ClientCore:
         self._backoff = self.config.backoff[0]
         self._pending: deque[str] = deque()
         self._netchan: Netchan | None = None
+        self._userinfo_vr = self.config.vr  # what our userinfo says; set_vr changes it for good
         self._reset_connection()
         self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
@@ -302,7 +303,6 @@ class Q3ClientCore:
         self._reliable_seq = 0
         self._reliable_ack = 0
         self._last_reliable_time = -1e9
-        self._userinfo_vr = self.config.vr
         self._reset_gamestate()
 
     def _reset_gamestate(self) -> None:
