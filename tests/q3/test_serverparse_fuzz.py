@@ -80,6 +80,7 @@ def captured():
     return out
 
 
+@pytest.mark.live
 def test_capture_holds_gamestate_full_and_delta_snapshots(captured):
     replay = Replay()
     seen = set()
@@ -102,6 +103,7 @@ def _parse(data: bytes, num: int, ring: dict, baselines: dict) -> None:
         pass
 
 
+@pytest.mark.live
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_real_messages_parse_or_raise_typed_error(captured, data):
@@ -134,6 +136,7 @@ def test_random_bytes_parse_or_raise_typed_error(blob, num):
     _parse(blob, num, {}, {})
 
 
+@pytest.mark.live
 def test_parsing_garbage_is_memory_bounded(captured):
     import random
     rng = random.Random(1234)
