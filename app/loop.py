@@ -85,6 +85,8 @@ class FrameLoop:
             t_wire = s.send(state, frame, located)
             if t_wire is not None:
                 self.telemetry.wire(t_wire - located)
+        for s in self.sinks:
+            s.observe(located)
         self._record_head(located)
         alive = True
         if self.mirror is not None:

@@ -66,8 +66,7 @@ class RigState:
 
     start: Origin
     origin: Origin
-    head: Pose                # world
-    left_aim: Pose
+    head: Pose                # world (the left aim pose drives nothing, so it is not mapped)
     right_aim: Pose
     left_grip: Pose
     right_grip: Pose
@@ -118,9 +117,8 @@ class Rig:
             self.origin = Origin(self.origin.x + vx * dt, self.origin.z + vz * dt, self.origin.yaw)
 
         o = self.origin
-        return RigState(self.start, o, o.pose_to_world(frame.head), o.pose_to_world(frame.left_aim),
-                        o.pose_to_world(frame.right_aim), o.pose_to_world(frame.left_grip),
-                        o.pose_to_world(frame.right_grip), snapped, move_world)
+        return RigState(self.start, o, o.pose_to_world(frame.head), o.pose_to_world(frame.right_aim),
+                        o.pose_to_world(frame.left_grip), o.pose_to_world(frame.right_grip), snapped, move_world)
 
     @staticmethod
     def _floor_forward(q: Quat) -> tuple[float, float]:

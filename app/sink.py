@@ -18,6 +18,10 @@ class Sink(Protocol):
         """Map this frame and hand it to the protocol; the clock time the bytes reached the
         socket, or None when nothing went out this frame (policy, not connected, offline)."""
 
+    def observe(self, now: float) -> None:
+        """After every sink has sent this frame: the far side's view, checks, display state
+        (kept out of send() so no sink's bookkeeping delays another sink's bytes)."""
+
     def status(self, now: float) -> SinkStatus:
         ...
 

@@ -92,11 +92,6 @@ class NetSyncSink:
         pf = pose_frame(state, self.stealth)
         self.frame = pf
         if self.link is None:
-            body = encode_body(0, pf)
-            self.body_size = len(body)
-            self.seen = decode_body(body)[0]
-            self._last_error = (rotation_error_deg(pf.head.rot, self.seen.head.rot)
-                                if self.seen.head is not None else None)
             return None
         sent = self.link.send(pf, now)
         if sent is None:
@@ -110,6 +105,16 @@ class NetSyncSink:
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
         return t_wire
+
+    def observe(self, now: float) -> None:
+        """After every sink has sent. Offline: our body as a receiver would decode it."""
+        if self.link is not None:
+            return
+        body = encode_body(0, self.frame)
+        self.body_size = len(body)
+        self.seen = decode_body(body)[0]
+        self._last_error = (rotation_error_deg(self.frame.head.rot, self.seen.head.rot)
+                            if self.seen.head is not None else None)
 
     @property
     def others(self) -> dict[int, PoseBody]:

@@ -41,25 +41,6 @@ class Q3Sink:
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self.intent = intent
-        # The far side decodes only what went on the wire: no head bits on a 16-bit link.
-        wire_buttons = intent.buttons if self.head_bits_on_wire else intent.buttons & 0xFFFF
-        self.far_head = remote_head(wire_buttons, intent.roll_short)
-        if intent.head is None:
-            self.lost_frames += 1
-            if not intent.buttons & VR_BUTTON_MASK:
-                self.lost_cleared += 1
-        elif self.vr:
-            seen = remote_head(intent.buttons, intent.roll_short)
-            if seen is not None:
-                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
-                offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
-                self.head_quant_max = max(self.head_quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
-        if self.far_head is None:
-            self.smoother.reset()
-            self.far_head_smoothed = None
-        else:
-            h = self.far_head
-            self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
         if self.link is None:
             return None
         sent = self.link.send(intent, now)
@@ -68,6 +49,27 @@ class Q3Sink:
         nbytes, t_wire = sent
         self.meter.add(t_wire, nbytes)
         return t_wire
+
+    def observe(self, now: float) -> None:
+        """After every sink has sent: what a VR receiver makes of this frame's buttons."""
+        intent = self.intent
+        # Decoded from the buttons we built; the far side only has them on a 32-bit link.
+        seen = remote_head(intent.buttons, intent.roll_short)
+        self.far_head = seen if self.head_bits_on_wire else None
+        if intent.head is None:
+            self.lost_frames += 1
+            if not intent.buttons & VR_BUTTON_MASK:
+                self.lost_cleared += 1
+        elif seen is not None:
+            pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
+            offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
+            self.head_quant_max = max(self.head_quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
+        h = self.far_head
+        if h is None:
+            self.smoother.reset()
+            self.far_head_smoothed = None
+        else:
+            self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
 
     def seen_head(self) -> tuple[float, float] | None:
         """(pitch, absolute yaw) of the head as a VR receiver draws it, for the sent-vs-seen plot."""

@@ -58,6 +58,9 @@ class SauerSink:
         self.data = b"" if self.record is None else encode_npos(self.record)
         return None
 
+    def observe(self, now: float) -> None:
+        pass
+
     def status(self, now: float) -> SinkStatus:
         s = self.seen
         if s is None:

@@ -26,6 +26,9 @@ class Recorder:
         self.log.append(("send", self.name, frame.seq))
         return now + self.wire_delay if self.wire_delay else None
 
+    def observe(self, now):
+        self.log.append(("observe", self.name))
+
     def status(self, now):
         raise AssertionError("not used")
 
@@ -55,7 +58,8 @@ def test_order_per_frame_and_stop_reasons():
     src = Finite(2)
     loop = FrameLoop(src, Rig(), [a, b])
     assert loop.run() == "no more frames"
-    assert log[:4] == [("poll", "a"), ("poll", "b"), ("send", "a", 0), ("send", "b", 0)]
+    assert log[:6] == [("poll", "a"), ("poll", "b"), ("send", "a", 0), ("send", "b", 0),
+                       ("observe", "a"), ("observe", "b")]
     assert a.closed and b.closed and src.closed
     loop = FrameLoop(Finite(5, SessionEnded("gone", lost=True)), Rig(), [])
     assert loop.run() == "XR session ended: gone"
