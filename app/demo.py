@@ -50,8 +50,9 @@ def start_netsync(json_mode: bool):
         server.start()
     except ServerStartError as e:
         server.close()
-        raise AppError(f"the local NetSync server did not start: {e} "
-                       "(pip install styly-netsync-server==0.10.4, or --no-netsync)") from None
+        _say(f"the local NetSync server did not start ({e}; pip install styly-netsync-server==0.10.4): "
+             "the NetSync sink runs offline", json_mode)
+        return None, ""
     a = server.address
     _say(f"NetSync server ready in {time.monotonic() - t:.1f} s: dealer {a.dealer_port}, pub {a.pub_port}", json_mode)
     return server, f"{a.host}:{a.dealer_port}:{a.pub_port}"
@@ -140,7 +141,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         ns_host = q3_host = ""
         if not args.no_netsync:
             server, ns_host = start_netsync(json_mode)
-            servers.append(server)
+            if server is not None:
+                servers.append(server)
         if not args.no_q3:
             server, q3_host = start_q3(json_mode)
             if server is not None:

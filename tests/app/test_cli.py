@@ -148,3 +148,18 @@ def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
     while "ctrlc" in players():
         assert time.monotonic() < deadline, "the Q3 server still lists us after Ctrl-C"
         time.sleep(0.3)
+
+
+@pytest.mark.live
+def test_demo_runs_everything_and_verifies():
+    """The README's main job, bounded: its own servers, the mock runtime, the verification."""
+    r = headcast("demo", "--duration", "16", "--json", "--no-mirror", timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert {"progress", "status", "summary", "verification"} <= {line["type"] for line in lines}
+    verification = lines[-1]
+    assert verification["ok"] is True
+    checks = {c["name"]: c for c in verification["checks"]}
+    assert {"q3 server view", "netsync relay", "netsync head", "netsync physical",
+            "q3 tracking loss", "netsync tracking loss"} <= checks.keys()
+    assert "45°, 90°" in checks["netsync physical"]["text"]     # the tour's snap turns came back
