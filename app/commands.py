@@ -125,8 +125,6 @@ def xr_session(mirror, mode: str = "auto") -> Any:
 class ReplaySource:
     """Frames of a recorded trace at their recorded pace (XrTime differences)."""
 
-    gl_context = None
-
     def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter, sleep=time.sleep) -> None:
         from headcast.xr.trace import TraceError, iter_trace
         self.path = path

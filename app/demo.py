@@ -102,8 +102,12 @@ def verify(loop) -> list[Check]:
                             f"viewangles vs sent weapon angles: max error {c.view_err_max:.4f}° "
                             f"(allowed {Q3_VIEW_TOL:.4f}°, two ANGLE2SHORT steps); {c.rebased} skipped across a "
                             f"spawn/teleport"))
-        checks.append(Check("q3 head bits", True,
-                            f"{'sent (32-bit buttons)' if q3.link.head_bits else 'not sent'}: {q3.link.head_reason}"))
+        if q3.link.head_bits:
+            checks.append(Check("q3 head bits", c.vr_flag_frames > 0,
+                                f"sent (32-bit buttons): {q3.link.head_reason}; the server set EF_VR_PLAYER "
+                                f"in {c.vr_flag_frames} of our snapshots"))
+        else:
+            checks.append(Check("q3 head bits", True, f"not sent: {q3.link.head_reason}"))
     checks.append(Check("q3 head quantisation", q3.head_quant_max <= Q3_HEAD_TOL,
                         f"7-bit pitch / yaw offset as a VR receiver decodes them: max error "
                         f"{q3.head_quant_max:.3f}° (one step = {180 / 127:.3f}°)"))

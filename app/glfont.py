@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-GLYPH_W, GLYPH_H = 5, 7
-CELL_W, CELL_H = 6, 9  # glyph plus one column and two rows of spacing
+CELL_W, CELL_H = 6, 9  # a 5×7 glyph plus one column and two rows of spacing
 
 _GLYPHS = {
     " ": "00000 00000 00000 00000 00000 00000 00000",

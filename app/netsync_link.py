@@ -72,7 +72,6 @@ class NetSyncLink:
         self.detail = f"waiting for {self.address} room {room!r}"
         self.client_no: int | None = None
         self.own_body: PoseBody | None = None
-        self.own_received: float | None = None
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
         self._observer_frame = PoseFrame(FLAG_STEALTH)
@@ -108,16 +107,10 @@ class NetSyncLink:
         for ev in self.observer.poll(now):
             if isinstance(ev, PeerPose) and self.client_no is not None and ev.client_no == self.client_no:
                 self.own_body = ev.body
-                self.own_received = now
         for no, seen in list(self._others_seen.items()):
             if now - seen > PEER_STALE_S:
                 del self._others_seen[no]
                 self.others.pop(no, None)
-
-    def counters(self) -> dict:
-        c = self.client.counters
-        return {"sends": c.sends, "bytes_sent": c.bytes_sent, "room_poses": c.room_poses,
-                "skipped": dict(c.skipped), "drops": dict(c.drops)}
 
     def close(self) -> None:
         # NetSync has no leave message: the server drops us after its 5 s timeout. Closing the

@@ -73,7 +73,6 @@ class Q3Link:
         self.head_bits = False
         self.head_reason = "no gamestate yet"
         self.detail = f"joining {self.address}"
-        self.mapname = ""
         self.entered = False
         self.snapshots = 0
         self.check = Q3Check()
@@ -122,7 +121,6 @@ class Q3Link:
                 self.head_reason = ev.reason
                 self.detail = ev.reason
             elif isinstance(ev, GamestateReceived):
-                self.mapname = ev.mapname
                 self.detail = f"map {ev.mapname}, {'vr_support' if ev.vr_support else 'no vr_support'}"
             elif isinstance(ev, EnteredWorld):
                 self.entered = True

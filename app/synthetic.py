@@ -83,9 +83,6 @@ def frame_at(script: tuple[Keyframe, ...], seq: int, t: float, time_ns: int) -> 
 class SyntheticSource:
     """Frames of a script paced at `rate` Hz on the monotonic clock (the mock runtime's role)."""
 
-    name = "synthetic"
-    gl_context = None  # no XR graphics binding: the mirror makes its own context
-
     def __init__(self, script: tuple[Keyframe, ...] = LOOK_AROUND, rate: float = 90.0,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, paced: bool = True) -> None:
