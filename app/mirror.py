@@ -320,8 +320,9 @@ def peers_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose]]:
 
 def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
     tel = loop.telemetry
-    cost = tel.frame_cost.percentile(50)
+    cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
     lines = [(f"HEADCAST  FRAME {tel.frames}  COST {0 if cost is None else cost * 1000:.2f} MS"
+              f"  MOTION-TO-WIRE {'-' if wire is None else f'{wire * 1000:.2f} MS'}"
               f"  TRACKING {'OK' if loop.frame is not None and loop.frame.head.valid else 'LOST'}", WHITE)]
     for s in loop.sinks:
         st = s.status(now)

@@ -163,3 +163,15 @@ def test_demo_runs_everything_and_verifies():
     assert {"q3 server view", "netsync relay", "netsync head", "netsync physical",
             "q3 tracking loss", "netsync tracking loss"} <= checks.keys()
     assert "45°, 90°" in checks["netsync physical"]["text"]     # the tour's snap turns came back
+
+
+def test_demo_without_runtime_or_servers_still_shows_the_protocols():
+    r = headcast("demo", "--synthetic", "--no-q3", "--no-netsync", "--duration", "2", "--json", timeout=60)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    summary = next(line for line in lines if line["type"] == "summary")
+    assert summary["frames"] >= 150
+    packed = {s["name"]: s["packed"] for s in summary["sinks"]}
+    assert packed["q3"].startswith("buttons 0x") and packed["netsync"].startswith("body 44 B")
+    assert packed["sauer"].startswith("N_POS ")
+    assert lines[-1]["type"] == "verification" and lines[-1]["ok"] is True
