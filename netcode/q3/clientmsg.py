@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .errors import MsgError
-from .msg import BitReader, BitWriter
-from .usercmd import NULL_CMD, UserCmd, hash_key, read_delta_usercmd_key, write_delta_usercmd_key
+from .msg import MAX_STRING_CHARS, BitReader, huffman_bits, sanitize
+from .usercmd import NULL_CMD, UserCmd, delta_usercmd_fields, hash_key, read_delta_usercmd_key
 
 __all__ = [
     "CLC_BAD", "CLC_NOP", "CLC_MOVE", "CLC_MOVE_NO_DELTA", "CLC_CLIENT_COMMAND", "CLC_EOF",
@@ -56,23 +56,23 @@ def write_client_message(
     """
     if len(cmds) > MAX_PACKET_USERCMDS:
         raise ValueError(f"{len(cmds)} usercmds in one packet (max {MAX_PACKET_USERCMDS})")
-    w = BitWriter()
-    w.write_long(server_id)
-    w.write_long(server_message_seq)
-    w.write_long(server_command_seq)
+    fields = [server_id, 32, server_message_seq, 32, server_command_seq, 32]
     for seq, text in reliable_commands:
-        w.write_byte(CLC_CLIENT_COMMAND)
-        w.write_long(seq)
-        w.write_string(text)
+        raw = sanitize(text)
+        if len(raw) >= MAX_STRING_CHARS:
+            # ioq3 would silently send an empty string instead; refuse rather than lose the text.
+            raise ValueError(f"string of {len(raw)} chars exceeds the {MAX_STRING_CHARS - 1}-char limit")
+        fields += (CLC_CLIENT_COMMAND, 8, seq, 32)
+        for c in raw + b"\0":
+            fields += (c, 8)
     if cmds:
-        w.write_byte(CLC_MOVE_NO_DELTA if move_no_delta else CLC_MOVE)
-        w.write_byte(len(cmds))
+        fields += (CLC_MOVE_NO_DELTA if move_no_delta else CLC_MOVE, 8, len(cmds), 8)
         prev = NULL_CMD
         for cmd in cmds:
-            write_delta_usercmd_key(w, key, prev, cmd, button_bits)
+            delta_usercmd_fields(fields, key, prev, cmd, button_bits)
             prev = cmd
-    w.write_byte(CLC_EOF)
-    return w.to_bytes()
+    fields += (CLC_EOF, 8)
+    return huffman_bits(fields)
 
 
 @dataclass(frozen=True, slots=True)

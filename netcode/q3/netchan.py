@@ -19,8 +19,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
-
 from .huffman import DECODE
 from .msg import MAX_MSGLEN, sanitize
 
@@ -35,7 +33,7 @@ FRAGMENT_BIT = 1 << 31
 _CL_ENCODE_START = 12
 _SV_ENCODE_START = 4
 _RING = 64
-_PARITY = np.arange(MAX_MSGLEN + 2, dtype=np.uint16) & 1  # i & 1 for every body index
+_KEYSTREAM_CACHE = 8  # (text, parity) streams kept per netchan: the key texts change rarely
 
 
 class NetchanMode(enum.Enum):
@@ -95,22 +93,42 @@ def _ioq3_read_longs(data: bytes, start: int, count: int) -> list[int]:
     return out
 
 
-def _xor(data: bytearray, start: int, key: int, text: str | bytes) -> None:
+def _keystream(chars: bytes, parity: int, count: int) -> bytes:
+    """The text's part of the XOR stream: byte i = XOR of `c_j << ((parity + j) & 1)` for j <= i, mod 256.
+
+    The full key after byte i is `key0 ^ stream[i]`: key0 only XORs a constant into every byte,
+    so one stream per (text, parity) serves every packet, whatever its key.
+    """
+    out = bytearray(count)
+    n = len(chars)
+    k = 0
+    for i in range(count):
+        k ^= chars[i % n] << ((parity + i) & 1)
+        out[i] = k & 0xFF
+    return bytes(out)
+
+
+def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple[bytes, int], bytes]) -> bytes:
     """Roll `key` over `text` (`%` and > 127 read as `.`, wrapping at its end) and XOR from `start`.
 
     `start` is an index into the message body; the headers before it have even lengths, so the
-    `i & 1` shift agrees with ioq3's packet-relative index.
+    `i & 1` shift agrees with ioq3's packet-relative index. `cache` keeps the text streams (see
+    `_keystream`); the XOR itself is one big-int operation, cheap at 30 bytes and at 16 kB.
     """
     count = len(data) - start
     if count <= 0:
-        return
+        return data
     chars = sanitize(text) or b"\0"
-    # The key after byte i is key0 ^ (XOR of every c << (i & 1) up to i), taken mod 256:
-    # a prefix XOR, so the whole keystream comes from one vectorized accumulate.
-    repeated = (chars * (count // len(chars) + 1))[:count]
-    rolled = np.frombuffer(repeated, dtype=np.uint8).astype(np.uint16) << _PARITY[start & 1:(start & 1) + count]
-    stream = ((np.bitwise_xor.accumulate(rolled) ^ (key & 0xFF)) & 0xFF).astype(np.uint8)
-    data[start:] = (np.frombuffer(bytes(data[start:]), dtype=np.uint8) ^ stream).tobytes()
+    slot = (chars, start & 1)
+    stream = cache.get(slot)
+    if stream is None or len(stream) < count:
+        if len(cache) >= _KEYSTREAM_CACHE:
+            cache.clear()
+        # Round up so a message a few bytes longer than the last does not recompute the stream.
+        stream = cache[slot] = _keystream(chars, start & 1, max(count, min(2 * len(stream or b""), MAX_MSGLEN), 64))
+    body = (int.from_bytes(data[start:], "little") ^ int.from_bytes(stream[:count], "little")
+            ^ int.from_bytes(bytes((key & 0xFF,)) * count, "little"))
+    return data[:start] + body.to_bytes(count, "little")
 
 
 def _ring_text(ring: Sequence[str | bytes], index: int) -> str | bytes:
@@ -134,6 +152,7 @@ class Netchan:
         self.drops: Counter[str] = Counter()
         self._frag_sequence = 0
         self._frag_buffer = bytearray()
+        self._keystreams: dict[tuple[bytes, int], bytes] = {}
 
     # --- sending ---
 
@@ -171,10 +190,8 @@ class Netchan:
         if len(message) <= _CL_ENCODE_START:
             return message
         server_id, message_ack, reliable_ack = _ioq3_read_longs(message, 0, 3)
-        data = bytearray(message)
-        _xor(data, _CL_ENCODE_START, self.challenge ^ server_id ^ message_ack,
-             _ring_text(server_commands, reliable_ack))
-        return bytes(data)
+        return _xor(bytes(message), _CL_ENCODE_START, self.challenge ^ server_id ^ message_ack,
+                    _ring_text(server_commands, reliable_ack), self._keystreams)
 
     # --- receiving ---
 
@@ -241,6 +258,5 @@ class Netchan:
         # CL_Netchan_Decode); its code can reach into scrambled bytes, and the server encoded
         # with whatever it last executed, so reproduce the read exactly.
         (ack,) = _ioq3_read_longs(message, 0, 1)
-        data = bytearray(message)
-        _xor(data, _SV_ENCODE_START, self.challenge ^ sequence, _ring_text(reliable_commands, ack))
-        return bytes(data)
+        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence,
+                    _ring_text(reliable_commands, ack), self._keystreams)

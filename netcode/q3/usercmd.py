@@ -8,10 +8,12 @@ silent corruption on both sides, so callers pass it explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .msg import BitReader, BitWriter, sanitize
 
-__all__ = ["UserCmd", "NULL_CMD", "hash_key", "write_delta_usercmd_key", "read_delta_usercmd_key"]
+__all__ = ["UserCmd", "NULL_CMD", "hash_key", "write_delta_usercmd_key", "delta_usercmd_fields",
+           "read_delta_usercmd_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ def _c_fields(c: UserCmd) -> tuple[int, ...]:
             _s32(c.buttons), c.weapon & 0xFF)
 
 
+@lru_cache(maxsize=128)  # the same last server command keys every packet until the next one arrives
 def hash_key(text: str | bytes, maxlen: int = 32) -> int:
     """`MSG_HashKey`: sum of c * (119 + i) over at most `maxlen` chars (`%`, > 127 → `.`), folded."""
     h = 0
@@ -62,29 +65,34 @@ def _check_button_bits(button_bits: int) -> None:
 
 def write_delta_usercmd_key(w: BitWriter, key: int, frm: UserCmd, to: UserCmd, button_bits: int = 16) -> None:
     """Append `to` as a delta from `frm` (ioq3 `MSG_WriteDeltaUsercmdKey`, buttons `button_bits` wide)."""
+    fields: list[int] = []
+    delta_usercmd_fields(fields, key, frm, to, button_bits)
+    it = iter(fields)
+    for value, nbits in zip(it, it):
+        w.write_bits(value, nbits)
+
+
+def delta_usercmd_fields(out: list[int], key: int, frm: UserCmd, to: UserCmd, button_bits: int = 16) -> None:
+    """Append the delta's `value, nbits` pairs to `out` (see `msg.huffman_bits`)."""
     _check_button_bits(button_bits)
     # ioq3 compares the int difference (signed); Quake3e's unsigned test differs only for dt < 0.
     dt = _s32(to.server_time - frm.server_time)
     if dt < 256:
-        w.write_flag(1)
-        w.write_bits(dt, 8)
+        out += (1, 1, dt, 8)
     else:
-        w.write_flag(0)
-        w.write_bits(to.server_time, 32)
+        out += (0, 1, to.server_time, 32)
     old = _c_fields(frm)
     new = _c_fields(to)
     if old == new:
-        w.write_flag(0)
+        out += (0, 1)
         return
-    w.write_flag(1)
+    out += (1, 1)
     k = key ^ to.server_time
-    widths = (16, 16, 16, 8, 8, 8, button_bits, 8)
-    for o, n, bits in zip(old, new, widths):
+    for o, n, bits in zip(old, new, (16, 16, 16, 8, 8, 8, button_bits, 8)):
         if o == n:
-            w.write_flag(0)
+            out += (0, 1)
         else:
-            w.write_flag(1)
-            w.write_bits(n ^ k, bits)
+            out += (1, 1, n ^ k, bits)
 
 
 def read_delta_usercmd_key(r: BitReader, key: int, frm: UserCmd, button_bits: int = 16) -> UserCmd:

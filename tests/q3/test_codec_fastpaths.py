@@ -1,0 +1,57 @@
+"""The hot-path shortcuts (cached XOR keystreams, ...) agree with the plain per-byte rules."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from headcast.netcode.q3.msg import BitWriter, huffman_bits
+from headcast.netcode.q3.netchan import _xor
+
+
+def xor_per_byte(body: bytes, start: int, key: int, text: bytes) -> bytes:
+    """ioq3 CL_Netchan_Encode / SV_Netchan_Encode, byte by byte (NUL ends the text; empty → 0)."""
+    out = bytearray(body)
+    raw = text.split(b"\0", 1)[0]
+    idx = 0
+    for i in range(start, len(out)):
+        if idx >= len(raw):
+            idx = 0
+        c = raw[idx] if raw else 0
+        if c > 127 or c == ord("%"):
+            c = ord(".")
+        key ^= c << (i & 1)
+        out[i] ^= key & 0xFF
+        idx += 1
+    return bytes(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=3000), st.sampled_from([4, 12, 5]), st.integers(-2**31, 2**31 - 1),
+                          st.sampled_from([b"", b"\0", b"cs 5 100%", b"say \xff\x80", b"x" * 70, b"ab\0cd"])),
+                min_size=1, max_size=6))
+def test_cached_xor_matches_the_per_byte_rule(packets) -> None:
+    cache: dict = {}  # one cache across packets: streams are reused, grown and evicted
+    for body, start, key, text in packets:
+        assert _xor(body, start, key, text, cache) == xor_per_byte(body, start, key, text)
+    assert len(cache) <= 8
+
+
+def test_cache_stays_bounded_over_many_texts() -> None:
+    cache: dict = {}
+    for i in range(100):
+        _xor(bytes(200), 4, i, f"say {i}", cache)
+    assert len(cache) <= 8
+
+
+_WIDTHS = st.sampled_from([1, 2, 3, 7, 8, 9, 10, 12, 13, 15, 16, 17, 24, 31, 32])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2**32, 2**32), _WIDTHS), max_size=80))
+def test_huffman_bits_equals_the_bit_writer(pairs) -> None:
+    w = BitWriter()
+    flat: list[int] = []
+    for value, nbits in pairs:
+        w.write_bits(value, nbits)
+        flat += (value, nbits)
+    assert huffman_bits(flat) == w.to_bytes()
