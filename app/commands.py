@@ -12,6 +12,7 @@ from typing import Any, Callable
 from headcast.app import config as config_mod
 from headcast.app.errors import AppError, UnreachableError, UsageError
 from headcast.app.loop import FrameLoop, SourceEnded
+from headcast.app.q3_link import PURE_FAILED
 from headcast.app.rig import Rig, RigSettings
 from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_q3 import Q3Sink
@@ -183,9 +184,14 @@ class Console:
         for s in statuses:
             self._last_states[s.name] = (s.state, s.detail)
         for sink, st in zip(loop.sinks, statuses):
-            if st.state == "connecting" and elapsed > self.connect_timeout:
+            if st.state == PURE_FAILED:
+                raise AppError(f"{sink.name}: {st.detail}")
+            if st.state in ("connecting", "loading") and elapsed > self.connect_timeout:
                 link = getattr(sink, "link", None)
                 where = getattr(link, "address", "the server")
+                if st.state == "loading":
+                    raise UnreachableError(f"{sink.name}: {where} answered but did not let us in within "
+                                           f"{self.connect_timeout:g} s ({st.detail})")
                 raise UnreachableError(
                     f"{sink.name}: no answer from {where} within {self.connect_timeout:g} s "
                     f"(is the server running and the address/port right? firewall?)")

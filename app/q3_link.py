@@ -21,6 +21,7 @@ from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER
 
 DEFAULT_PORT = 27960
+PURE_FAILED = "pure check failed"
 USER_BITS = 0xFFF
 
 STATE_TEXT = {
@@ -72,8 +73,9 @@ class Q3Link:
         self.eflags = 0
         self.head_bits = False
         self.head_reason = "no gamestate yet"
-        self.detail = f"joining {self.address}"
+        self._detail = f"joining {self.address}"
         self.entered = False
+        self.pure_error = ""
         self.snapshots = 0
         self.check = Q3Check()
         self.last_error: float | None = None
@@ -82,7 +84,16 @@ class Q3Link:
         self._delta_angles: tuple = (0, 0, 0)
 
     @property
+    def detail(self) -> str:
+        if self.pure_error and self.client.state is State.PRIMED:
+            return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
+                    f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)")
+        return self._detail
+
+    @property
     def state(self) -> str:
+        if self.pure_error and self.client.state is State.PRIMED:
+            return PURE_FAILED
         return STATE_TEXT.get(self.client.state, str(self.client.state))
 
     def poll(self, now: float) -> None:
@@ -119,13 +130,15 @@ class Q3Link:
             elif isinstance(ev, HeadTracking):
                 self.head_bits = ev.sent
                 self.head_reason = ev.reason
-                self.detail = ev.reason
+                self._detail = ev.reason
             elif isinstance(ev, GamestateReceived):
-                self.detail = f"map {ev.mapname}, {'vr_support' if ev.vr_support else 'no vr_support'}"
+                self._detail = f"map {ev.mapname}, {'vr_support' if ev.vr_support else 'no vr_support'}"
+                # Without a valid `cp` a pure server ignores our moves: say so instead of "loading".
+                self.pure_error = self.client.status.pure_error
             elif isinstance(ev, EnteredWorld):
                 self.entered = True
             elif isinstance(ev, Disconnected):
-                self.detail = f"disconnected: {ev.reason}" + (" (reconnecting)" if ev.will_reconnect else "")
+                self._detail = f"disconnected: {ev.reason}" + (" (reconnecting)" if ev.will_reconnect else "")
 
     def _verify(self, ps) -> None:
         sent = self._sent.get(ps.commandTime)

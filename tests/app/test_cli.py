@@ -175,3 +175,18 @@ def test_demo_without_runtime_or_servers_still_shows_the_protocols():
     assert packed["q3"].startswith("buttons 0x") and packed["netsync"].startswith("body 44 B")
     assert packed["sauer"].startswith("N_POS ")
     assert lines[-1]["type"] == "verification" and lines[-1]["ok"] is True
+
+
+@pytest.mark.live
+def test_pure_server_needs_pk3_and_joins_with_them():
+    """OpenArena's own server runs sv_pure 1: without --pk3 a clear error, with them in game."""
+    from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
+    with LocalQ3Server(kind="openarena") as server:
+        host, port = server.address
+        r = headcast("run", "--mock", "look_around", "--no-mirror", "--q3", f"{host}:{port}")
+        assert_clean_error(r, 1, "pure server (sv_pure 1)", "--pk3")
+        r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "3", "--json",
+                     "--q3", f"{host}:{port}", "--pk3", *map(str, pk3_files()))
+        assert r.returncode == 0, r.stderr[-2000:]
+        states = [s["sinks"][0]["state"] for s in map(json.loads, r.stdout.splitlines()) if s["type"] == "status"]
+        assert "in game" in states
