@@ -197,6 +197,14 @@ class Console:
                     f"(is the server running and the address/port right? firewall?)")
 
 
+def say(message: str, json_mode: bool) -> None:
+    """A progress line (stdout: it is part of the run's story, not an error)."""
+    if json_mode:
+        print(json.dumps({"type": "progress", "message": message}), flush=True)
+    else:
+        print(f"headcast: {message}", flush=True)
+
+
 def summary_of(loop: FrameLoop, reason: str) -> dict:
     now = loop.clock()
     out = {"type": "summary", "stopped": reason, **loop.telemetry.summary(),
@@ -226,6 +234,11 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
     source = sinks = None
     try:
         source = source_factory(mirror)
+        info = getattr(source, "info", None)
+        if info is not None:
+            say(f"OpenXR: {info.runtime}, {info.system}, {'headless' if info.headless else 'OpenGL'} session, "
+                f"{info.base_space} space, bindings for {len(info.profiles)} controller profiles",
+                json_mode)
         sinks = make_sinks(cfg, clock)
         recorder = None
         if cfg[("run", "record")]:

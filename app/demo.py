@@ -34,11 +34,7 @@ class Check:
     text: str
 
 
-def _say(msg: str, json_mode: bool) -> None:
-    if json_mode:
-        print(json.dumps({"type": "progress", "message": msg}), flush=True)
-    else:
-        print(f"headcast demo: {msg}", flush=True)
+_say = commands.say
 
 
 def start_netsync(json_mode: bool):

@@ -105,14 +105,14 @@ class Q3Link:
             head = (intent.head[0], angle_subtract(intent.head[1], intent.angles[1]))
         self.client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
                               intent.buttons & USER_BITS, 0, head)
-        counters = self.client.core._counters  # noqa: SLF001 - a plain Counter; Status copies it every call
+        counters = self.client.core.counters  # a live view: Status would copy everything each frame
         before = counters["bytes_out"]
         self._handle(self.client.poll(now))
         sent = counters["bytes_out"] - before
         if sent <= 0:
             return None
         t_wire = self.clock()
-        cmd_time = self.client.core._last_cmd_time  # noqa: SLF001 - serverTime of the cmd just built
+        cmd_time = self.client.core.last_cmd_time  # serverTime of the usercmd just built
         self._sent[cmd_time] = (intent.angles, self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
