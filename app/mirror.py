@@ -223,9 +223,14 @@ class MirrorWindow:
         text: list[tuple[float, float, str, tuple]] = []
         for kind, a in avatars.items():
             at = scene.project(vp, (scene.ANCHORS[kind][0], 2.05, scene.ANCHORS[kind][2]), w, h)
-            label = scene.LABELS[kind] + ("" if a.head is not None else " (NO HEAD)")
-            if at is not None:
-                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label, scene.COLORS[kind][0]))
+            labels = [scene.LABELS[kind] + ("" if a.head is not None else " (NO HEAD)")]
+            if kind == "q3" and a.head is not None and not _q3_head_on_wire(loop):
+                labels.append("(IF THE SERVER HAD VR)")  # a 16-bit link carries no head
+            if at is None:
+                continue
+            for i, label in enumerate(labels):
+                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2,
+                             at[1] + i * (glfont.CELL_H * TEXT_SCALE + 2), label, scene.COLORS[kind][0]))
         text += hud_lines(loop, now)
         lines = self._plots(loop, now, w, h, text)
         self._draw(lines, GL.GL_LINES, px)
@@ -265,6 +270,11 @@ class MirrorWindow:
             self.glfw.destroy_window(self.window)
             self.window = None
             self.closed = True
+
+
+def _q3_head_on_wire(loop) -> bool:
+    q3 = next((s for s in loop.sinks if s.name == "q3"), None)
+    return q3 is not None and q3.head_bits_on_wire
 
 
 def avatars_of(loop) -> dict[str, scene.AvatarPose]:

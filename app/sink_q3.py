@@ -23,7 +23,9 @@ class Q3Sink:
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
         self.intent: Q3Intent | None = None
-        self.far_head: RemoteHead | None = None            # decoded from the bits we send
+        # The head a VR-aware receiver decodes from the 32-bit buttons we build (None: lost or --no-vr).
+        # On a 16-bit link it never reaches the server: the mirror then labels it hypothetical.
+        self.far_head: RemoteHead | None = None
         self.far_head_smoothed: tuple[float, float, float] | None = None
         self.lost_frames = 0
         self.lost_cleared = 0            # lost-tracking frames whose buttons carried no head bits
@@ -55,7 +57,7 @@ class Q3Sink:
         intent = self.intent
         # Decoded from the buttons we built; the far side only has them on a 32-bit link.
         seen = remote_head(intent.buttons, intent.roll_short)
-        self.far_head = seen if self.head_bits_on_wire else None
+        self.far_head = seen
         if intent.head is None:
             self.lost_frames += 1
             if not intent.buttons & VR_BUTTON_MASK:
@@ -72,7 +74,8 @@ class Q3Sink:
             self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
 
     def seen_head(self) -> tuple[float, float] | None:
-        """(pitch, absolute yaw) of the head as a VR receiver draws it, for the sent-vs-seen plot."""
+        """(pitch, absolute yaw) of the head as a VR receiver draws it, for the sent-vs-seen plot
+        (on a 16-bit link: as one would, had the server VR support)."""
         if self.far_head_smoothed is None or self.intent is None:
             return None
         weapon_yaw = self.intent.angles[1]

@@ -178,7 +178,7 @@ def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3
         loop.close()
     assert len(during) >= 120  # the head is lost for 1.5 s
     for head, buttons, far_head, flags in during:
-        assert head is None and buttons & 0x03FFF000 == 0 and far_head is None   # Q3: no head bits
+        assert head is None and buttons & 0x03FFF000 == 0 and far_head is None   # Q3: no head bits, none drawn
         assert not flags & FLAG_HEAD                                               # NetSync: head not valid
     assert q3.lost_frames == q3.lost_cleared >= 120
     assert ns.check.lost_reported >= 1 and ns.check.lost_stale == 0
