@@ -179,10 +179,10 @@ class Console:
                      + (f" {s.packed}" if s.packed else "") for s in statuses]
             print(f"[{elapsed:6.1f} s] tracking {tracking} | " + " | ".join(parts), file=self.out, flush=True)
             for s in statuses:
-                if self._last_states.get(s.name) != (s.state, s.detail) and s.state != "offline":
+                if self._last_states.get(s.name) != s.state and s.state != "offline":
                     print(f"           {s.name}: {s.state} — {s.detail}", file=self.out, flush=True)
         for s in statuses:
-            self._last_states[s.name] = (s.state, s.detail)
+            self._last_states[s.name] = s.state
         for sink, st in zip(loop.sinks, statuses):
             if st.state == PURE_FAILED:
                 raise AppError(f"{sink.name}: {st.detail}")

@@ -88,6 +88,10 @@ class Q3Link:
         if self.pure_error and self.client.state is State.PRIMED:
             return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
                     f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)")
+        if self.client.state is State.ACTIVE:
+            ping = self.client.status.latency_ms  # a copy of the core's state: status lines only
+            if ping is not None:
+                return f"{self._detail}; ping {ping:.0f} ms"
         return self._detail
 
     @property
