@@ -87,9 +87,9 @@ class FrameLoop:
                 self.telemetry.wire(t_wire - located)
         for s in self.sinks:
             s.observe(located)
-        self._record_head(located)
         alive = True
         if self.mirror is not None:
+            self._record_head(located)  # the plots' data: nothing else reads it
             alive = self.mirror.draw(self, located)
         end = clock()
         self.telemetry.frame(poll_cost + (end - located))

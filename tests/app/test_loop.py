@@ -100,8 +100,16 @@ def test_ctrl_c_closes_every_sink_even_when_one_fails():
     assert bad.closed and good.closed and src.closed
 
 
+class NullMirror:
+    def draw(self, loop, now):
+        return True
+
+    def close(self):
+        pass
+
+
 def test_latency_and_head_series_are_recorded():
-    loop = FrameLoop(Finite(30), Rig(), [Recorder(wire_delay=0.0005), Q3Sink()])
+    loop = FrameLoop(Finite(30), Rig(), [Recorder(wire_delay=0.0005), Q3Sink()], mirror=NullMirror())
     loop.run()
     lat = loop.telemetry.latency.values()[:, 0]
     assert len(lat) == 30 and np.allclose(lat, 0.0005)
