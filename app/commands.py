@@ -186,9 +186,10 @@ class Console:
         for sink, st in zip(loop.sinks, statuses):
             if st.state == PURE_FAILED:
                 raise AppError(f"{sink.name}: {st.detail}")
-            if st.state in ("connecting", "loading") and elapsed > self.connect_timeout:
-                link = getattr(sink, "link", None)
-                where = getattr(link, "address", "the server")
+            link = getattr(sink, "link", None)
+            # Only the first join is bounded: later drops are the links' to ride out (reconnect).
+            if link is not None and not link.joined and elapsed > self.connect_timeout:
+                where = link.address
                 if st.state == "loading":
                     raise UnreachableError(f"{sink.name}: {where} answered but did not let us in within "
                                            f"{self.connect_timeout:g} s ({st.detail})")

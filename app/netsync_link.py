@@ -77,6 +77,11 @@ class NetSyncLink:
         self._observer_frame = PoseFrame(FLAG_STEALTH)
         self._next_poll = 0.0
 
+    @property
+    def joined(self) -> bool:
+        """The server has registered us (a device-ID mapping named our clientNo)."""
+        return self.client_no is not None
+
     def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int] | None:
         """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy)."""
         before = self.client.counters.bytes_sent

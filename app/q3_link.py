@@ -84,6 +84,11 @@ class Q3Link:
         self._delta_angles: tuple = (0, 0, 0)
 
     @property
+    def joined(self) -> bool:
+        """The server has run our usercmds at least once (in game)."""
+        return self.entered
+
+    @property
     def detail(self) -> str:
         if self.pure_error and self.client.state is State.PRIMED:
             return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
