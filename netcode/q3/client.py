@@ -62,6 +62,10 @@ class State(StrEnum):
     CLOSED = "closed"
 
 
+# Netchan up with the gamestate in: the command timer ticks at cmd_rate.
+LINKED = frozenset((State.PRIMED, State.ACTIVE))
+
+
 class ClientError(RuntimeError):
     """The application used the core wrongly (e.g. a command while closed, a full queue)."""
 
@@ -82,17 +86,6 @@ class ClientConfig:
     timeout: float = 10.0              # silence from a connected server before giving up on it
     reconnect: bool = True
     backoff: tuple[float, float] = (0.5, 8.0)  # first and largest reconnect delay
-
-
-@dataclass(frozen=True)
-class Input:
-    angles: tuple[float, float, float] = (0.0, 0.0, 0.0)   # intended view (pitch, yaw, roll) degrees
-    forward: int = 0
-    right: int = 0
-    up: int = 0
-    buttons: int = 0
-    weapon: int = 0
-    head: tuple[float, float] | None = None  # VR head (pitch, yaw offset from angles yaw) degrees
 
 
 @dataclass(frozen=True)
@@ -122,7 +115,8 @@ def _s32(v: int) -> int:
 
 
 def _clamp_move(v: int) -> int:
-    return max(-127, min(127, int(v)))
+    v = int(v)
+    return v if -127 <= v <= 127 else (127 if v > 0 else -127)
 
 
 class Q3ClientCore:
@@ -133,7 +127,8 @@ class Q3ClientCore:
         self._events: deque[Event] = deque()
         self._out: list[bytes] = []
         self._timer: float | None = None
-        self._input = Input()
+        # set_input's values, validated: (pitch, yaw, roll, forward, right, up, buttons, weapon, head)
+        self._input: tuple = (0.0, 0.0, 0.0, 0, 0, 0, 0, 0, None)
         self._counters: Counter[str] = Counter()
         self._counters_view = MappingProxyType(self._counters)
         self._drops: Counter[str] = Counter()
@@ -174,10 +169,11 @@ class Q3ClientCore:
                   head: tuple[float, float] | None = None) -> None:
         """What the next usercmds carry. `angles` is the absolute view (pitch, yaw, roll) wanted on
         the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits)."""
-        p, y, r = (float(a) for a in angles)
-        self._input = Input((p, y, r), _clamp_move(forward), _clamp_move(right), _clamp_move(up),
-                            int(buttons) & USER_BUTTON_MASK, int(weapon) & 0xFF,
-                            None if head is None else (float(head[0]), float(head[1])))
+        p, y, r = angles
+        # A plain tuple: this runs every frame, and a frozen dataclass costs several times more.
+        self._input = (float(p), float(y), float(r), _clamp_move(forward), _clamp_move(right), _clamp_move(up),
+                       int(buttons) & USER_BUTTON_MASK, int(weapon) & 0xFF,
+                       None if head is None else (float(head[0]), float(head[1])))
 
     def send_command(self, text: str) -> None:
         """Queue a reliable client command (e.g. `say hi`, `team s`). Game commands are paced one per
@@ -319,6 +315,7 @@ class Q3ClientCore:
         self._bcs = ""
         self._snapshots: list[serverparse.Snapshot | None] = [None] * PACKET_BACKUP
         self._last_snap: serverparse.Snapshot | None = None
+        self._delta_angles: tuple[int, int, int] = (0, 0, 0)  # the last snapshot's ps.delta_angles
         self._last_snap_time = 0.0
         self._server_msg_seq = 0
         self._cmds: deque[UserCmd] = deque(maxlen=2)  # cl_packetdup 1: the new cmd and the one before
@@ -573,6 +570,7 @@ class Q3ClientCore:
             return
         self._snapshots[snap.message_num % PACKET_BACKUP] = snap
         self._last_snap = snap
+        self._delta_angles = snap.ps.delta_angles
         self._last_snap_time = now
         self._counters["snapshots"] += 1
         ps = snap.ps
@@ -616,17 +614,15 @@ class Q3ClientCore:
         return _s32(max(t, self._last_cmd_time + 1))
 
     def _make_cmd(self, now: float) -> UserCmd:
-        inp = self._input
-        delta = self._last_snap.ps.delta_angles if self._last_snap else (0, 0, 0)
+        p, y, r, forward, right, up, buttons, weapon, head = self._input
+        d0, d1, d2 = self._delta_angles
         # The server's view is (short)(cmd.angles + ps.delta_angles): subtract to aim absolutely.
-        angles = tuple((angle2short(a) - d) & 0xFFFF for a, d in zip(inp.angles, delta))
-        buttons = inp.buttons
-        if self._vr_active() and inp.head is not None:
-            buttons = pack_head(buttons, inp.head[0], inp.head[1], 0.0)
+        angles = ((angle2short(p) - d0) & 0xFFFF, (angle2short(y) - d1) & 0xFFFF, (angle2short(r) - d2) & 0xFFFF)
+        if head is not None and self._vr_support and self._userinfo_vr:
+            buttons = pack_head(buttons, head[0], head[1], 0.0)
         t = self._server_time(now)
         self._last_cmd_time = t
-        return UserCmd(server_time=t, angles=angles, buttons=buttons, weapon=inp.weapon,
-                       forwardmove=inp.forward, rightmove=inp.right, upmove=inp.up)
+        return UserCmd(t, angles, buttons, weapon, forward, right, up)
 
     def _tick(self, now: float) -> None:
         self._cmds.append(self._make_cmd(now))
@@ -635,17 +631,21 @@ class Q3ClientCore:
 
     def _send_packet(self, now: float, with_cmds: bool) -> None:
         assert self._netchan is not None
-        self._release_pending(now)
+        if self._pending:
+            self._release_pending(now)
         cmds = list(self._cmds) if with_cmds else []
         delta_ok = (self._last_snap is not None and self._server_msg_seq == self._last_snap.message_num)
-        last_cmd_text = self._server_commands[self._server_cmd_seq % MAX_RELIABLE_COMMANDS]
+        msg_seq = self._server_msg_seq
+        cmd_seq = self._server_cmd_seq
+        last_cmd_text = self._server_commands[cmd_seq % MAX_RELIABLE_COMMANDS]
         reliable = [(i, self._reliable[i % MAX_RELIABLE_COMMANDS])
                     for i in range(self._reliable_ack + 1, self._reliable_seq + 1)]
         payload = write_client_message(
-            self._server_id, self._server_msg_seq, self._server_cmd_seq, reliable, cmds,
-            usercmd_key(self._checksum_feed, self._server_msg_seq, last_cmd_text),
-            button_bits=32 if self._vr_active() else 16, move_no_delta=not delta_ok)
-        for dgram in self._netchan.transmit(payload, self._server_commands):
+            self._server_id, msg_seq, cmd_seq, reliable, cmds,
+            usercmd_key(self._checksum_feed, msg_seq, last_cmd_text),
+            button_bits=32 if self._vr_support and self._userinfo_vr else 16, move_no_delta=not delta_ok)
+        for dgram in self._netchan.transmit(payload, self._server_commands,
+                                            (_s32(self._server_id), _s32(msg_seq), _s32(cmd_seq))):
             self._queue(dgram)
         if cmds:
             self._out_packets.append((now, cmds[-1].server_time))

@@ -118,14 +118,14 @@ def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple
     count = len(data) - start
     if count <= 0:
         return data
-    chars = sanitize(text) or b"\0"
-    slot = (chars, start & 1)
+    slot = (text, start & 1)
     stream = cache.get(slot)
     if stream is None or len(stream) < count:
         if len(cache) >= _KEYSTREAM_CACHE:
             cache.clear()
         # Round up so a message a few bytes longer than the last does not recompute the stream.
-        stream = cache[slot] = _keystream(chars, start & 1, max(count, min(2 * len(stream or b""), MAX_MSGLEN), 64))
+        stream = cache[slot] = _keystream(sanitize(text) or b"\0", start & 1,
+                                          max(count, min(2 * len(stream or b""), MAX_MSGLEN), 64))
     body = (int.from_bytes(data[start:], "little") ^ int.from_bytes(stream[:count], "little")
             ^ int.from_bytes(bytes((key & 0xFF,)) * count, "little"))
     return data[:start] + body.to_bytes(count, "little")
@@ -156,16 +156,19 @@ class Netchan:
 
     # --- sending ---
 
-    def transmit(self, message: bytes, server_commands: Sequence[str | bytes] = ()) -> list[bytes]:
+    def transmit(self, message: bytes, server_commands: Sequence[str | bytes] = (),
+                 longs: tuple[int, int, int] | None = None) -> list[bytes]:
         """Datagrams carrying `message` (a `write_client_message` body), one or more fragments.
 
         LEGACY mode scrambles the body first; `server_commands` is the 64-slot ring of server
-        command texts, indexed by the message's 3rd long (its reliable acknowledge).
+        command texts, indexed by the message's 3rd long (its reliable acknowledge). `longs`, if
+        given, are the message's first three longs as written (server id, message and command
+        acknowledges), which spares reading them back from its Huffman code.
         """
         if len(message) > MAX_MSGLEN:
             raise ValueError(f"message of {len(message)} bytes exceeds MAX_MSGLEN {MAX_MSGLEN}")
         if self.mode is NetchanMode.LEGACY:
-            message = self._scramble(message, server_commands)
+            message = self._scramble(message, server_commands, longs)
         seq = self.outgoing_sequence
         header = struct.pack("<iH", _s32(seq), self.qport)
         if self.mode is NetchanMode.NEW71:
@@ -186,10 +189,12 @@ class Netchan:
         self.outgoing_sequence += 1
         return packets
 
-    def _scramble(self, message: bytes, server_commands: Sequence[str | bytes]) -> bytes:
+    def _scramble(self, message: bytes, server_commands: Sequence[str | bytes],
+                  longs: tuple[int, int, int] | None) -> bytes:
         if len(message) <= _CL_ENCODE_START:
             return message
-        server_id, message_ack, reliable_ack = _ioq3_read_longs(message, 0, 3)
+        # ioq3 reads the longs back from its own clean buffer: the values it wrote.
+        server_id, message_ack, reliable_ack = longs or _ioq3_read_longs(message, 0, 3)
         return _xor(bytes(message), _CL_ENCODE_START, self.challenge ^ server_id ^ message_ack,
                     _ring_text(server_commands, reliable_ack), self._keystreams)
 

@@ -1,15 +1,25 @@
 """Non-blocking UDP driver for `Q3ClientCore`: call `poll(now)` once per frame.
 
 Each poll drains the socket (bounded), feeds the core, fires its timer, sends what it produced
-and returns the events. Datagrams from any address but the server's are counted and dropped.
+and returns the events. The socket is connected to the server, so the kernel drops datagrams
+from any other address, and a readiness check with a zero timeout stops the drain (an EAGAIN
+exception per poll costs more, cache-cold after a sleep, than the check).
+
+In game (PRIMED / ACTIVE) the socket is read only when the command tick is due, as ioq3 reads
+its socket once per client frame: a snapshot waits at most one tick (1/cmd_rate) in the kernel
+buffer, which is no later than the next usercmd packet could use it anyway, and a frame loop
+polling faster than the tick rate costs one comparison on the frames in between. `wait(now)`
+sleeps until there is work for `poll`, for a loop that has nothing else to wake it.
 """
 from __future__ import annotations
 
 import errno
+import select
 import socket
+import time
 from typing import Sequence
 
-from .client import ClientConfig, Q3ClientCore, State, Status
+from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
 from .events import Event
 
 MAX_DATAGRAM = 65535
@@ -26,7 +36,9 @@ class Q3Client:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
         self._sock.bind(bind)
-        self.foreign_packets = 0
+        self._sock.connect(self.server)
+        self._ready = select.poll()
+        self._ready.register(self._sock, select.POLLIN)
         self.socket_errors = 0
 
     @property
@@ -56,28 +68,55 @@ class Q3Client:
     def poll(self, now: float) -> list[Event]:
         if self._sock.fileno() == -1:
             return []  # closed
+        core = self.core
+        timer = core.get_timer()
+        if timer is not None and now < timer and core.state in LINKED:
+            return self._events()  # between ticks: snapshots wait for the tick (module doc)
+        ready = self._ready.poll
+        recv = self._sock.recv
         for _ in range(MAX_READS_PER_POLL):
+            if not ready(0):
+                break
             try:
-                data, addr = self._sock.recvfrom(MAX_DATAGRAM)
+                data = recv(MAX_DATAGRAM)
             except BlockingIOError:
                 break
-            except OSError as exc:
+            except OSError as exc:  # an ICMP error queued on the connected socket (POLLERR)
                 if exc.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
                     self.socket_errors += 1
                     continue
                 raise
-            if addr != self.server:
-                self.foreign_packets += 1
-                continue
-            self.core.receive_datagram(data, now)
+            core.receive_datagram(data, now)
         for _ in range(MAX_TIMER_STEPS):
-            timer = self.core.get_timer()
+            timer = core.get_timer()
             if timer is None or timer > now:
                 break
-            self.core.handle_timer(now)
+            core.handle_timer(now)
         self._flush(now)
+        return self._events()
+
+    def wait(self, now: float, until: float | None = None) -> None:
+        """Sleep until `poll` has work: the core's timer is due or, before the link is up (or while
+        it backs off), a datagram arrives; never past `until` (same clock as `now`). In game this
+        wakes once per command tick (60/s at cmd_rate 60), not for every snapshot."""
+        if self._sock.fileno() == -1:
+            return
+        timer = self.core.get_timer()
+        deadline = timer if until is None or (timer is not None and timer < until) else until
+        if deadline is None:
+            return  # neither a timer nor a limit: nothing to wait for
+        timeout = deadline - now
+        if timeout <= 0:
+            return
+        if self.core.state in LINKED and deadline == timer:
+            time.sleep(timeout)
+        else:
+            self._ready.poll(timeout * 1000.0)  # milliseconds, rounded up
+
+    def _events(self) -> list[Event]:
         events = []
-        while (ev := self.core.next_event()) is not None:
+        next_event = self.core.next_event
+        while (ev := next_event()) is not None:
             events.append(ev)
         return events
 
@@ -88,15 +127,12 @@ class Q3Client:
         self.core.close(now)
         self._flush(now)
         self._sock.close()
-        events = []
-        while (ev := self.core.next_event()) is not None:
-            events.append(ev)
-        return events
+        return self._events()
 
     def _flush(self, now: float) -> None:
         for dgram in self.core.datagrams_to_send(now):
             try:
-                self._sock.sendto(dgram, self.server)
+                self._sock.send(dgram)
             except OSError:
                 self.socket_errors += 1  # a full buffer or a vanished route: the protocol resends
 

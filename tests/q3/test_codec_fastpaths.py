@@ -5,7 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headcast.netcode.q3.msg import BitWriter, huffman_bits
-from headcast.netcode.q3.netchan import _xor
+from headcast.netcode.q3.clientmsg import write_client_message
+from headcast.netcode.q3.netchan import Netchan, NetchanMode, _xor
+from headcast.netcode.q3.usercmd import UserCmd
 
 
 def xor_per_byte(body: bytes, start: int, key: int, text: bytes) -> bytes:
@@ -55,3 +57,16 @@ def test_huffman_bits_equals_the_bit_writer(pairs) -> None:
         w.write_bits(value, nbits)
         flat += (value, nbits)
     assert huffman_bits(flat) == w.to_bytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-2**31, 2**32 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1),
+       st.lists(st.text(max_size=40), min_size=64, max_size=64), st.integers(0, 2**31 - 1))
+def test_transmit_with_known_longs_matches_the_read_back(server_id, msg_ack, cmd_seq, ring, time) -> None:
+    """The client passes the longs it wrote; ioq3 reads them back from the clean buffer: same bytes."""
+    cmds = [UserCmd(time, (1, 2, 3), 5, 0, 10, -10, 0), UserCmd(time + 16, (4, 5, 6), 5, 0, 10, -10, 0)]
+    body = write_client_message(server_id, msg_ack, cmd_seq, [(1, "say hi")], cmds, 77)
+    a = Netchan(NetchanMode.LEGACY, 1592594996, 31337)
+    b = Netchan(NetchanMode.LEGACY, 1592594996, 31337)
+    s32 = lambda v: (v & 0xFFFFFFFF) - (1 << 32) if v & 0x80000000 else v & 0xFFFFFFFF  # noqa: E731
+    assert a.transmit(body, ring, (s32(server_id), msg_ack, cmd_seq)) == b.transmit(body, ring)
