@@ -227,6 +227,8 @@ class Q3ClientCore:
     def handle_timer(self, now: float) -> None:
         if self._timer is None or now < self._timer:
             return
+        if self._state in LINKED:
+            return self._linked_timer(now)  # the cmd_rate path, first
         if self._state is State.WAITING:
             self._start_attempt(now)
         st = self._state
@@ -234,17 +236,6 @@ class Q3ClientCore:
             if now - self._attempt_start >= self.config.connect_timeout:
                 self._fail(now, f"no answer while {st} for {self.config.connect_timeout:.0f} s")
                 return
-        elif st in (State.PRIMED, State.ACTIVE):
-            silent = now - self._last_packet
-            if silent >= self.config.timeout:
-                self._fail(now, f"server silent for {self.config.timeout:.0f} s")
-                return
-            if silent >= SILENCE_PROBE and now >= self._next_probe:
-                # ioq3 ignores packets from clients it does not know (a restarted server) without a
-                # word: ask whether the server is up at all; an answer while the netchan stays
-                # silent means it has forgotten us, so reconnect without waiting for the timeout.
-                self._send_oob(oob.getinfo(self._nonce))
-                self._next_probe = now + 1.0
         deadline = self._attempt_start + self.config.connect_timeout
         if st is State.PROBING:
             self._send_oob(oob.getinfo(self._nonce))
@@ -258,13 +249,25 @@ class Q3ClientCore:
         elif st is State.CONNECTED:
             self._send_packet(now, with_cmds=False)
             self._timer = min(now + GAMESTATE_RESEND, deadline)
-        elif st in (State.PRIMED, State.ACTIVE):
-            self._tick(now)
-            # Advance on the grid so the command rate does not drift with late polls.
-            period = 1.0 / self.config.cmd_rate
-            self._timer += period
-            if self._timer <= now:
-                self._timer = now + period
+
+    def _linked_timer(self, now: float) -> None:
+        """PRIMED / ACTIVE: the link watch, then one usercmd packet per tick."""
+        silent = now - self._last_packet
+        if silent >= self.config.timeout:
+            self._fail(now, f"server silent for {self.config.timeout:.0f} s")
+            return
+        if silent >= SILENCE_PROBE and now >= self._next_probe:
+            # ioq3 ignores packets from clients it does not know (a restarted server) without a
+            # word: ask whether the server is up at all; an answer while the netchan stays
+            # silent means it has forgotten us, so reconnect without waiting for the timeout.
+            self._send_oob(oob.getinfo(self._nonce))
+            self._next_probe = now + 1.0
+        self._tick(now)
+        # Advance on the grid so the command rate does not drift with late polls.
+        period = 1.0 / self.config.cmd_rate
+        self._timer += period
+        if self._timer <= now:
+            self._timer = now + period
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None

@@ -43,10 +43,11 @@ def _s8(v: int) -> int:
 
 
 def _c_fields(c: UserCmd) -> tuple[int, ...]:
-    """The fields as ioq3's struct holds them (int, signed char, byte), for change tests."""
+    """The fields as ioq3's struct holds them (int, signed char, byte), for change tests, each
+    masked to its C width: equal masks mean equal C values, and the wire takes the low bits."""
     a0, a1, a2 = c.angles
-    return (_s32(a0), _s32(a1), _s32(a2), _s8(c.forwardmove), _s8(c.rightmove), _s8(c.upmove),
-            _s32(c.buttons), c.weapon & 0xFF)
+    return (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, c.forwardmove & 0xFF, c.rightmove & 0xFF,
+            c.upmove & 0xFF, c.buttons & 0xFFFFFFFF, c.weapon & 0xFF)
 
 
 @lru_cache(maxsize=128)  # the same last server command keys every packet until the next one arrives
