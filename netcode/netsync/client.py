@@ -6,8 +6,9 @@ Bytes and `now` in, bytes and events out; no sockets, no clock (DESIGN.md). The 
 - Joining needs no message: the first pose registers us; the server then unicasts the
   device-ID mapping (6), from which we learn our clientNo.
 - Room poses (12) arrive on the SUB socket; the SUB filter matches topics by prefix, so the
-  topic frame is compared exactly here. Our own entry is skipped; every other entry becomes
-  a `PeerPose` with the physical pose rebuilt from the XROrigin Δ.
+  topic frame is compared exactly here. Every other member's entry becomes a `PeerPose`
+  with the physical pose rebuilt from the XROrigin Δ; our own entry becomes an `OwnPose`:
+  our body exactly as the server relayed it to everybody (what the far side sees).
 - A message that fails to decode is dropped whole and counted by reason; nothing of it is used.
 - No valid message for `silence_timeout` seconds → `ServerSilent`; the next one → `ServerBack`.
   Sending never stops meanwhile, so a restarted server registers us again.
@@ -58,6 +59,15 @@ class PeerPose:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnPose:
+    """Our own entry in a room broadcast (matched by the clientNo the mapping gave us)."""
+
+    body: PoseBody
+    pose_time: float  # the server's monotonic clock
+    received: float  # our `now` when it arrived
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSilent:
     silent_for: float
 
@@ -73,7 +83,7 @@ class Dropped:
     detail: str
 
 
-Event = Joined | MembersChanged | PeerPose | ServerSilent | ServerBack | Dropped
+Event = Joined | MembersChanged | PeerPose | OwnPose | ServerSilent | ServerBack | Dropped
 
 
 @dataclass
@@ -189,7 +199,9 @@ class NetSyncClientCore:
             self.counters.drops["room pose: before mapping"] += 1
             return
         for e in room.entries:
-            if e.client_no != self.client_no:
+            if e.client_no == self.client_no:
+                self._emit(OwnPose(e.body, e.pose_time, now))
+            else:
                 m = self.members.get(e.client_no)
                 self._emit(PeerPose(e.client_no, m.device_id if m else None, e.body, e.pose_time, now))
 

@@ -8,11 +8,12 @@ from headcast.netcode.netsync.client import (
     Joined,
     MembersChanged,
     NetSyncClientCore,
+    OwnPose,
     PeerPose,
     ServerBack,
     ServerSilent,
 )
-from headcast.netcode.netsync.codec import PoseEncodeError, decode_client_pose, encode_body, encode_device_id_mapping, encode_room_pose
+from headcast.netcode.netsync.codec import PoseEncodeError, decode_body, decode_client_pose, encode_body, encode_device_id_mapping, encode_room_pose
 from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 
 ROOM = b"lobby"
@@ -39,8 +40,9 @@ def test_join_members_and_peer_poses():
     assert ev == [MembersChanged((DeviceMapping(1, "peer", False), DeviceMapping(2, "me", False)), (1, 2), ()),
                   Joined(2, (0, 10, 4))]
     core.receive_broadcast(0.2, room((1, PEER_BODY), (2, OWN_BODY)))
-    (p,) = core.events()  # our own entry is not a peer
+    p, own = core.events()  # our own entry is not a peer: it comes back as OwnPose
     assert isinstance(p, PeerPose) and (p.client_no, p.device_id, p.pose_time, p.received) == (1, "peer", 8.5, 0.2)
+    assert own == OwnPose(decode_body(OWN_BODY)[0], 8.5, 0.2)
     # physical = R(−90°)·(head − t) = R(−90°)·(2, 1.7, 0) = (0, 1.7, 2); yaw 0 − 90
     assert p.body.pose_seq == 77 and p.body.physical.pos == pytest.approx((0.0, 1.7, 2.0), abs=1e-9)
     assert p.body.physical.rot == pytest.approx((0.0, -0.7071, 0.0, 0.7071), abs=2e-3)
@@ -92,3 +94,22 @@ def test_messages_carry_the_cached_header_and_policy_seq():
         core.pose_message(1.0, PoseFrame.build(Transform((float("nan"), 1.6, 0))))
     with pytest.raises(PoseEncodeError):
         NetSyncClientCore("lobby", "x" * 256)
+
+
+def test_own_pose_follows_the_number_from_the_latest_mapping():
+    """OwnPose is the entry under the clientNo the latest mapping gave our deviceId — after a
+    renumbering (server restart) the old number is a peer, the new one is us."""
+    core = NetSyncClientCore("lobby", "me")
+    core.receive_unicast(0.0, mapping((1, "me"), (2, "peer")))
+    core.events()
+    core.receive_broadcast(0.1, room((1, OWN_BODY), (2, PEER_BODY)))
+    assert [type(e) for e in core.events()] == [OwnPose, PeerPose]
+    core.receive_unicast(0.2, mapping((1, "peer"), (2, "me")))
+    assert Joined(2, (0, 10, 4)) in core.events()
+    core.receive_broadcast(0.3, room((1, PEER_BODY), (2, OWN_BODY)))
+    peer, own = core.events()
+    assert (peer.client_no, peer.device_id, peer.body.pose_seq) == (1, "peer", 77)
+    assert isinstance(own, OwnPose) and own.body.pose_seq == 5
+    # a broadcast without our entry (stealth, or not yet relayed) gives no OwnPose
+    core.receive_broadcast(0.4, room((1, PEER_BODY)))
+    assert [type(e) for e in core.events()] == [PeerPose]

@@ -10,7 +10,7 @@ import pytest
 import zmq
 from support import free_port, wait_for
 
-from headcast.netcode.netsync.client import Joined, PeerPose, ServerBack, ServerSilent
+from headcast.netcode.netsync.client import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
 from headcast.netcode.netsync.codec import (
     MissingDeltaEncodingError,
     decode_client_pose,
@@ -160,6 +160,31 @@ def test_relay_integrity(netsync_server):
         b.close()
 
 
+def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_server):
+    """OwnPose: our entry of the real server's room broadcast, with no second client — each
+    one is the body we sent under that poseSeq, field for field; peers never show up as it."""
+    me, other = client(netsync_server, "self-seer"), client(netsync_server, "other")
+    sent: list[tuple[float, bytes]] = []
+    orig = me.core.pose_message
+    me.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
+    pump = Pump({"me": me, "other": other},
+                lambda n, now: moving(now) if n == "me" else PoseFrame.build(Transform((5.0, 1.6, 5.0))))
+    try:
+        pump.until(lambda: len(pump.of("me", OwnPose)) >= 5 and pump.of("me", PeerPose), 15, "five own poses and a peer")
+        by_seq = {decode_client_pose(m).body.pose_seq: m for _, m in sent}
+        own = pump.of("me", OwnPose)
+        for o in own:
+            assert o.body == decode_client_pose(by_seq[o.body.pose_seq]).body
+            assert o.body.physical is not None and o.body.flags == 0x3E
+        assert [o.pose_time for o in own] == sorted(o.pose_time for o in own)
+        assert {p.client_no for p in pump.of("me", PeerPose)} == {other.client_no} != {me.client_no}
+        assert all(o.body.head.pos[0] < 4.0 for o in own)  # never the peer's body (x = 5)
+        assert me.counters.sends >= len({o.body.pose_seq for o in own})
+    finally:
+        me.close()
+        other.close()
+
+
 def _record(now, msg, into):
     if msg is not None:
         into.append((now, msg))
@@ -297,6 +322,7 @@ def test_stealth_client_is_registered_but_never_relayed(netsync_server):
         pump.until(lambda: ghost.client_no and viewer.client_no and viewer.counters.room_poses >= 5, 15, "both joined, five broadcasts")
         assert viewer.core.members[ghost.client_no].stealth
         assert not [p for p in pump.of("viewer", PeerPose) if p.client_no == ghost.client_no]
+        assert not pump.of("ghost", OwnPose)  # a stealth member is never in the broadcast, ours included
         assert ghost.counters.bytes_sent == (3 + len("ghost") + 5) * ghost.counters.sends  # minimal body
     finally:
         ghost.close()
