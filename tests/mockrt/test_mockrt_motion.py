@@ -5,11 +5,14 @@ import math
 import random
 import struct
 
+from pathlib import Path
+
 import pytest
 import xr
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.xr import mockrt
+from support import REPO
 
 
 def f32(x: float) -> float:
@@ -184,3 +187,50 @@ def test_overlong_lines_are_refused(mock, tmp_path):
     bad.write_text("0 /user/head pos 0 0 0 " + " " * 2000 + "\n")
     with pytest.raises(mockrt.MockControlError, match="long.motion:1: line longer"):
         mock.load_motion(bad)
+
+
+# --- finding and checking motion files ---------------------------------------------------------
+
+def test_motion_path_in_the_editable_install():
+    import headcast.assets
+
+    # the case that broke: the namespace package's __path__ holds the editable finder's hook entry,
+    # which is no directory (importlib.resources.files() raises NotADirectoryError on it)
+    entries = [Path(e) for e in headcast.assets.__path__]
+    assert any(not e.is_dir() for e in entries), f"not an editable install? {entries}"
+    assert mockrt.motion_path("walk") == REPO / "assets" / "motions" / "walk.motion"
+    assert mockrt.motion_path("fire.motion") == REPO / "assets" / "motions" / "fire.motion"
+    assert mockrt.shipped_motions() == ["fire", "look_around", "snap_turns", "tracking_loss", "walk"]
+    with pytest.raises(FileNotFoundError, match=r"'nope.motion' in assets/motions \(shipped: fire, look_around"):
+        mockrt.motion_path("nope")
+
+
+def test_runtime_env_refuses_a_missing_motion_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.motion"):
+        mockrt.runtime_env(tmp_path / "missing.motion")
+    with pytest.raises(FileNotFoundError, match="shipped: "):
+        mockrt.runtime_env("no_such_shipped_motion")
+    env = mockrt.runtime_env("walk", script=mockrt.motion_path("fire"), throttle=False)
+    assert env["HEADCAST_MOCK_MOTION"] == str(REPO / "assets" / "motions" / "walk.motion")
+    assert env["HEADCAST_MOCK_SCRIPT"] == str(REPO / "assets" / "motions" / "fire.motion")
+
+
+def test_check_motion_names_file_and_line_and_plays_nothing(mock, session, tmp_path):
+    for name in mockrt.shipped_motions():
+        mockrt.check_motion(mockrt.motion_path(name))
+    bad = tmp_path / "bad.motion"
+    bad.write_text("0 /user/head pos 0 1.6 0\n# fine so far\n0.5 /user/head bogus 1 2\n")
+    with pytest.raises(mockrt.MockControlError, match=r"motion file: .*bad\.motion:3: unknown pose channel"):
+        mockrt.check_motion(bad)
+    with pytest.raises(mockrt.MockControlError, match=r"missing\.motion: No such file"):
+        mock.check_motion(tmp_path / "missing.motion")
+    # a directory opens but cannot be read: an error, not an empty motion
+    with pytest.raises(mockrt.MockControlError, match=r":1: cannot read: Is a directory"):
+        mock.check_motion(tmp_path)
+    with pytest.raises(mockrt.MockControlError, match="Is a directory"):
+        mock.load_motion(tmp_path)
+    # checking loads nothing: the session sees the default head, not the checked file's
+    mock.check_motion(mockrt.motion_path("walk"))
+    with session() as h:
+        frames = run_frames(h, 91)
+        assert pos(frames[90].pose) == pos(frames[0].pose)  # the walk would bob the head

@@ -16,7 +16,8 @@ from typing import Sequence
 from .build import LIBRARY_NAME, RuntimeBuildError, build, default_build_dir
 
 __all__ = [
-    "ensure_runtime", "library_path", "motion_path", "runtime_env", "MockControl", "MockControlError",
+    "ensure_runtime", "library_path", "motion_path", "shipped_motions", "check_motion", "runtime_env",
+    "MockControl", "MockControlError",
     "HapticRecord", "CapturedImage", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
     "ORIENTATION_TRACKED", "POSITION_TRACKED", "TRACKED",
 ]
@@ -36,9 +37,6 @@ PROFILES = (
     "/interaction_profiles/microsoft/motion_controller",
 )
 
-_MOTIONS = Path(__file__).resolve().parent.parent.parent / "assets" / "motions"
-
-
 def ensure_runtime(build_dir: Path | None = None) -> Path:
     """The runtime's manifest path (absolute), compiling the library first if needed.
 
@@ -54,17 +52,31 @@ def library_path(manifest: Path | None = None) -> Path:
     return (Path(manifest).parent / LIBRARY_NAME).resolve()
 
 
-def motion_path(name: str) -> Path:
-    """A shipped motion file by name ("look_around") or file name ("look_around.motion")."""
-    file = name if name.endswith(".motion") else f"{name}.motion"
-    path = _MOTIONS / file
-    if not path.is_file():
-        from importlib.resources import files
+def _motion_dirs() -> list[Path]:
+    """Every installed assets/motions folder. `headcast.assets` is a namespace package: in an
+    editable install its __path__ also holds an import-hook entry that is no directory (which is
+    why importlib.resources.files() raises NotADirectoryError there), so walk __path__ instead."""
+    import headcast.assets
 
-        path = Path(str(files("headcast.assets") / "motions" / file))
-    if not path.is_file():
-        raise FileNotFoundError(f"no motion file {file!r} in assets/motions")
-    return path
+    return [Path(entry) / "motions" for entry in headcast.assets.__path__ if (Path(entry) / "motions").is_dir()]
+
+
+def shipped_motions() -> list[str]:
+    """Names of the shipped motion files ("fire", "look_around", ...)."""
+    return sorted({p.stem for folder in _motion_dirs() for p in folder.glob("*.motion")})
+
+
+def motion_path(name: str) -> Path:
+    """A shipped motion file by name ("look_around") or file name ("look_around.motion").
+
+    Raises FileNotFoundError naming the shipped motions when there is no such file.
+    """
+    file = name if name.endswith(".motion") else f"{name}.motion"
+    for folder in _motion_dirs():
+        if (folder / file).is_file():
+            return (folder / file).resolve()
+    shipped = ", ".join(shipped_motions()) or "none"
+    raise FileNotFoundError(f"no motion file {file!r} in assets/motions (shipped: {shipped})")
 
 
 def runtime_env(
@@ -78,12 +90,16 @@ def runtime_env(
     """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env).
 
     `motion` is a motion file path or the name of a shipped one ("walk"); paths are made absolute
-    so that a subprocess with another working directory finds them.
+    so that a subprocess with another working directory finds them. The files' contents are
+    not checked here (call `check_motion` first for a clear error): a bad one makes
+    xrCreateInstance fail with XR_ERROR_RUNTIME_FAILURE, the reason (file:line) on stderr.
     """
     env = {"XR_RUNTIME_JSON": str(ensure_runtime())}
     if motion is not None:
         file = Path(motion)
-        env["HEADCAST_MOCK_MOTION"] = str(file.resolve() if file.is_file() else motion_path(str(motion)))
+        if not file.exists() and len(file.parts) > 1:  # a path, not the name of a shipped motion
+            raise FileNotFoundError(f"no motion file {str(file)!r}")
+        env["HEADCAST_MOCK_MOTION"] = str(file.resolve() if file.exists() else motion_path(str(motion)))
     if not throttle:
         env["HEADCAST_MOCK_THROTTLE"] = "0"
     if profile is not None:
@@ -93,6 +109,14 @@ def runtime_env(
     if log is not None:
         env["HEADCAST_MOCK_LOG"] = str(Path(log).resolve())
     return env
+
+
+def check_motion(path: str | Path, manifest: Path | None = None) -> None:
+    """Parse a motion file with the runtime's own parser, without playing it.
+
+    Raises MockControlError "motion file: <path>:<line>: <why>" for a bad or unreadable file.
+    """
+    MockControl(manifest).check_motion(path)
 
 
 class MockControlError(ValueError):
@@ -122,6 +146,7 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_reset": ([], None),
     "mockxr_load_motion": ([_c.c_char_p], _c.c_int),
     "mockxr_load_script": ([_c.c_char_p], _c.c_int),
+    "mockxr_check_motion": ([_c.c_char_p], _c.c_int),
     "mockxr_clear_motion": ([], None),
     "mockxr_set_pose": ([_c.c_char_p] + [_c.c_float] * 7, _c.c_int),
     "mockxr_get_pose": ([_c.c_char_p, _c.POINTER(_c.c_float)], _c.c_int),
@@ -178,6 +203,10 @@ class MockControl:
     def load_script(self, path: str | Path) -> None:
         """A second motion file applied on top of the first (same format)."""
         self._check(self._lib.mockxr_load_script(str(path).encode()), "load_script")
+
+    def check_motion(self, path: str | Path) -> None:
+        """Parse a motion file without playing it; MockControlError ("file:line: why") if it is bad."""
+        self._check(self._lib.mockxr_check_motion(str(path).encode()), "motion file")
 
     def clear_motion(self) -> None:
         self._lib.mockxr_clear_motion()

@@ -805,6 +805,12 @@ static int motion_load(Motion *m, const char *path) {
             return lineno;
         }
     }
+    if (ferror(fp)) { /* e.g. a directory: fopen succeeds, reading fails; not an empty motion */
+        set_error("%s:%d: cannot read: %s", path, lineno + 1, strerror(errno));
+        fclose(fp);
+        motion_free(&n);
+        return lineno + 1;
+    }
     fclose(fp);
     for (int i = 0; i < n.ntracks; i++)
         if (n.tracks[i].n && n.tracks[i].keys[n.tracks[i].n - 1].t > n.end)
@@ -2535,6 +2541,17 @@ static int load_slot(int slot, const char *path) {
 }
 EXPORT int mockxr_load_motion(const char *path) { LOCKED; return load_slot(SLOT_MOTION, path); }
 EXPORT int mockxr_load_script(const char *path) { LOCKED; return load_slot(SLOT_SCRIPT, path); }
+/* Parse a motion file without playing it, so that a bad file is reported (file:line) before the
+ * loader creates an instance, instead of as an opaque XR_ERROR_RUNTIME_FAILURE from xrCreateInstance. */
+EXPORT int mockxr_check_motion(const char *path) {
+    LOCKED;
+    if (!path) return set_error("no motion file given"), -1;
+    Motion m;
+    memset(&m, 0, sizeof m);
+    int rc = motion_load(&m, path);
+    motion_free(&m);
+    return rc;
+}
 
 EXPORT void mockxr_reset(void) {
     LOCKED;
