@@ -65,3 +65,38 @@ def test_headcast_subpackages_import_from_repo_root():
     assert Path(report["netcode"]).resolve() == REPO / "netcode" / "__init__.py"
     assert Path(report["app"]).resolve() == REPO / "app" / "__init__.py"
     assert str(REPO / "xr") in report["xr"]
+
+
+def test_wheel_ships_the_layout_and_assets(tmp_path):
+    """A built wheel (not the editable install) holds headcast.{app,xr,netcode}, no headcast/xr/__init__.py,
+    the console script, the assets as package data and the mock runtime's sources; and the shipped
+    motions are found in that layout."""
+    import zipfile
+
+    src = tmp_path / "src"
+    files = subprocess.run(["git", "ls-files", "pyproject.toml", "README.md", "app", "xr", "netcode", "assets"],
+                           cwd=REPO, capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    for name in files:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes((REPO / name).read_bytes())
+    # a copy, so the build writes its build/ and egg-info there and not into the shared checkout
+    _run(["-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)],
+         cwd=src)
+    (wheel,) = (tmp_path / "dist").glob("headcast-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        entry_points = next(z.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
+        z.extractall(tmp_path / "site")
+    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("headcast/assets/motions/")}
+    assert {"look_around.motion", "snap_turns.motion", "walk.motion", "fire.motion",
+            "tracking_loss.motion"} <= shipped
+    assert {"headcast/xr/mockrt/mockxr.c", "headcast/xr/mockrt/mockxr.json", "headcast/app/__main__.py",
+            "headcast/netcode/pose.py", "headcast/netcode/q3/vrhead.py", "headcast/netcode/sauer/npos.py"} <= names
+    assert "headcast/xr/__init__.py" not in names and not any(n.startswith("xr/") for n in names)
+    assert "headcast = headcast.app.cli:main" in entry_points
+    # only the unpacked wheel on the path (-I -S: no site-packages, so no editable finder)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from headcast.xr import mockrt; "
+            "print(mockrt.motion_path('walk')); print(','.join(mockrt.shipped_motions()))")
+    out = _run(["-I", "-S", "-c", code, str(tmp_path / "site")], cwd=tmp_path).stdout.splitlines()
+    assert Path(out[0]) == (tmp_path / "site" / "headcast" / "assets" / "motions" / "walk.motion").resolve()
+    assert out[1] == "fire,look_around,snap_turns,tracking_loss,walk"
