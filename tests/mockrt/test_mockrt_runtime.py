@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 
@@ -83,6 +84,17 @@ def test_negotiation_checks_the_loader_structs(mock):
     assert negotiate(mock, minInterfaceVersion=2, maxInterfaceVersion=2)[0] == xr.Result.ERROR_INITIALIZATION_FAILED
 
 
+def test_the_core_list_is_the_headers():
+    """CORE_1_0 is every OpenXR 1.0 prototype (no vendor/KHR suffix) of the header the runtime is built with."""
+    from headcast.xr.mockrt.build import HEADERS
+
+    text = HEADERS.read_text()
+    text = text.split("#define XR_VERSION_1_1 1")[0]  # a newer header: 1.0's section only
+    protos = set(re.findall(r"XRAPI_ATTR XrResult XRAPI_CALL xr(\w+)\(", text))
+    core = {name for name in protos if not re.search(r"[A-Z]{2,}X?$", name)}
+    assert core == set(CORE_1_0) and len(core) == 55
+
+
 def test_all_55_core_functions_resolve_in_the_runtime_table(mock, session):
     assert len(CORE_1_0) == 55
     gipa = GIPA(negotiate(mock)[1].getInstanceProcAddr)
@@ -147,6 +159,13 @@ def test_system_views_and_timespec(mock, session):
         buf = ctypes.create_string_buffer(xr.MAX_RESULT_STRING_SIZE)
         xr.result_to_string(h.inst, xr.Result.ERROR_PATH_UNSUPPORTED, buf)
         assert buf.value == b"XR_ERROR_PATH_UNSUPPORTED"
+        name = ctypes.create_string_buffer(xr.MAX_STRUCTURE_NAME_SIZE)
+        xr.structure_type_to_string(h.inst, xr.StructureType.SPACE_LOCATION, name)
+        assert name.value == b"XR_TYPE_SPACE_LOCATION"
+        vc = xr.get_view_configuration_properties(h.inst, h.system, xr.ViewConfigurationType.PRIMARY_STEREO)
+        assert vc.view_configuration_type == xr.ViewConfigurationType.PRIMARY_STEREO and not vc.fov_mutable
+        with pytest.raises(xr.ViewConfigurationTypeUnsupportedError):
+            xr.get_view_configuration_properties(h.inst, h.system, xr.ViewConfigurationType.PRIMARY_MONO)
 
 
 def test_reference_spaces_and_stage_fallback(mock, session):
