@@ -1,9 +1,9 @@
-"""A live NetSync connection for the sink: our client plus a stealth observer in the same room.
+"""A live NetSync connection for the sink: one client in the room.
 
-The client core leaves our own entry out of the room broadcast (it is not a peer). To show
-what the far side really receives, a second, stealth participant listens in the same room:
-our body as the server relayed it arrives there as an ordinary peer pose. Stealth members
-are never broadcast, so the observer adds no avatar to the room.
+The room broadcast carries our own entry too; the client core hands it back as `OwnPose`,
+our body exactly as the server relayed it to everybody, so the sink can show what the far
+side really receives without a second participant. (A stealth client is never broadcast,
+so in stealth mode there is no own body to show.)
 """
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ import uuid
 from typing import Callable
 
 from headcast.app.errors import UsageError
-from headcast.netcode.netsync.client import Joined, PeerPose, ServerBack, ServerSilent
-from headcast.netcode.netsync.model import FLAG_STEALTH, PoseBody, PoseFrame
+from headcast.netcode.netsync.client import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
+from headcast.netcode.netsync.model import PoseBody, PoseFrame
 from headcast.netcode.netsync.transport import NetSyncClient
 
 DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
-OBSERVER_SUFFIX = "-observer"
 PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
-# The server broadcasts the room at ≤ 10 Hz and maps devices at ≤ 2 Hz: draining both clients'
+# The server broadcasts the room at ≤ 10 Hz and maps devices at ≤ 2 Hz: draining the client's
 # sockets 30 times a second sees everything within 33 ms and costs a third of every frame.
 # (Sending is not tied to this: send() runs every frame under the send policy.)
 POLL_PERIOD = 1 / 30
@@ -61,12 +60,6 @@ class NetSyncLink:
         self.device_id = device_id
         self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id,
                                     send_rate=send_rate, stealth=stealth)
-        try:
-            self.observer = NetSyncClient(host, dealer_port, pub_port, room, device_id + OBSERVER_SUFFIX,
-                                          send_rate=1.0, stealth=True)
-        except BaseException:
-            self.client.close()
-            raise
         self._header_len = 3 + len(device_id.encode())
         self.state = "connecting"
         self.detail = f"waiting for {self.address} room {room!r}"
@@ -74,7 +67,6 @@ class NetSyncLink:
         self.own_body: PoseBody | None = None
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
-        self._observer_frame = PoseFrame(FLAG_STEALTH)
         self._next_poll = 0.0
 
     @property
@@ -105,13 +97,11 @@ class NetSyncLink:
                 self.detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
             elif isinstance(ev, ServerBack):
                 self.state = "connected" if self.client_no is not None else "connecting"
-            elif isinstance(ev, PeerPose) and not ev.device_id == self.device_id + OBSERVER_SUFFIX:
+            elif isinstance(ev, OwnPose):
+                self.own_body = ev.body
+            elif isinstance(ev, PeerPose):
                 self.others[ev.client_no] = ev.body
                 self._others_seen[ev.client_no] = now
-        self.observer.send_pose(now, self._observer_frame)
-        for ev in self.observer.poll(now):
-            if isinstance(ev, PeerPose) and self.client_no is not None and ev.client_no == self.client_no:
-                self.own_body = ev.body
         for no, seen in list(self._others_seen.items()):
             if now - seen > PEER_STALE_S:
                 del self._others_seen[no]
@@ -120,7 +110,4 @@ class NetSyncLink:
     def close(self) -> None:
         # NetSync has no leave message: the server drops us after its 5 s timeout. Closing the
         # sockets (LINGER 0) is the whole disconnect.
-        try:
-            self.client.close()
-        finally:
-            self.observer.close()
+        self.client.close()

@@ -2,7 +2,7 @@
 
 Without a server it encodes the body every frame and decodes it back the way a receiver
 would, so the mirror shows the quantised head and the reconstructed physical pose anyway.
-With one, our body as the server relayed it (seen by a stealth observer) is matched to the
+With one, our body as the server relayed it (our own entry of the room broadcast) is matched to the
 frame sent under the same poseSeq: the error shown is what the wire did, not network lag.
 """
 from __future__ import annotations

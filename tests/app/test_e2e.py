@@ -3,16 +3,17 @@
 The Quake 3 server is ioq3ded with the OpenArena data (vanilla: 16-bit buttons), the NetSync
 server the shipped styly-netsync-server 0.10.4; both on 127.0.0.1, free ports. What the far
 side sees is read back from the servers themselves: our playerState from the Q3 snapshots and
-our body from the NetSync room broadcast (received by a stealth observer).
+our body from the NetSync room broadcast (our own entry, as every member receives it).
 """
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
 
 from headcast.app import commands, config
-from headcast.app.demo import NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_VIEW_TOL
+from headcast.app.demo import NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
 from headcast.app.loop import FrameLoop
 from headcast.app.telemetry import Telemetry
 from headcast.netcode.netsync.model import FLAG_HEAD
@@ -36,17 +37,31 @@ def motion(lines: str) -> str:
     return "\n".join(out) + "\n"
 
 
-# Weapon and head sweep apart, then back.
-SWEEP = motion("""
+# Weapon and head sweep apart, HOLD at each extreme, then back. The holds make the extremes
+# exact: the far side samples us at its own rates (NetSync: 10 Hz sends, ≤ 10 Hz broadcasts;
+# Q3: 20 snapshots/s), so a peak passed through without a hold is seen up to
+# rate × sample gap below it, and a scheduling stall on a busy machine widens the gap further.
+# A hold of 0.5 s (≥ 5 NetSync samples, 10 snapshots) is seen as is, within quantisation.
+HEAD_YAW, HEAD_PITCH, AIM_YAW = 50.0, 30.0, 40.0
+SWEEP = motion(f"""
 0.0 /user/head ypr 0 0 0
 0.0 /user/hand/right/input/aim/pose ypr 0 0 0
-1.0 /user/head ypr 50 -30 0
-1.0 /user/hand/right/input/aim/pose ypr 40 20 0
-2.0 /user/head ypr -50 30 0
-2.0 /user/hand/right/input/aim/pose ypr -40 -20 0
-3.0 /user/head ypr 0 0 0
-3.0 /user/hand/right/input/aim/pose ypr 0 0 0
+1.0 /user/head ypr {HEAD_YAW} -{HEAD_PITCH} 0
+1.0 /user/hand/right/input/aim/pose ypr {AIM_YAW} 20 0
+1.5 /user/head ypr {HEAD_YAW} -{HEAD_PITCH} 0
+1.5 /user/hand/right/input/aim/pose ypr {AIM_YAW} 20 0
+2.5 /user/head ypr -{HEAD_YAW} {HEAD_PITCH} 0
+2.5 /user/hand/right/input/aim/pose ypr -{AIM_YAW} -20 0
+3.0 /user/head ypr -{HEAD_YAW} {HEAD_PITCH} 0
+3.0 /user/hand/right/input/aim/pose ypr -{AIM_YAW} -20 0
+4.0 /user/head ypr 0 0 0
+4.0 /user/hand/right/input/aim/pose ypr 0 0 0
 """)
+SWEEP_END = 4.3
+# Unity's eulerAngles.y of a head pitched by θ moves by ≤ ε/cos θ for a rotation error ε.
+NS_YAW_TOL = NS_ROT_TOL / math.cos(math.radians(HEAD_PITCH))
+F32_POSE_TOL = 1e-3  # degrees: the runtime's float32 quaternions (~1e-7 rad ≈ 6e-6°), generously
+
 # Right-stick flicks: right, right, left, left, then a long hold right (one snap only).
 FLICKS = motion("\n".join(
     f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
@@ -111,21 +126,23 @@ def test_weapon_and_head_follow_on_both_servers(mock, tmp_path, netsync_server, 
                 server_yaw.append(q3.link.view_angles[1])
             if ns.seen is not None and ns.seen.head is not None:
                 relayed_yaw.append(-unity_yaw(ns.seen.head.rot))  # back to OpenXR's +left
-            return loop.frame.seq >= int((LEAD_IN + 3.3) * 90)
+            return loop.frame.seq >= int((LEAD_IN + SWEEP_END) * 90)
         run_until(loop, sample, 15, "the sweep to finish")
     finally:
         loop.close()
     # Q3: the server ran our usercmds and its view equals the weapon to the angle quantum.
     assert q3.link.check.matched > 100
     assert q3.link.check.view_err_max <= Q3_VIEW_TOL
-    assert max(server_yaw) >= 35.0 and min(server_yaw) <= -35.0  # the aim swept ±40° (20 snapshots/s)
+    want = AIM_YAW - Q3_VIEW_TOL - F32_POSE_TOL  # the held extremes, as the server's view
+    assert max(server_yaw) >= want and min(server_yaw) <= -want, (min(server_yaw), max(server_yaw))
     # NetSync: the broadcast head follows the HMD within smallest-three quantisation.
     c = ns.check
     assert c.matched >= 25
     assert c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL
-    assert max(relayed_yaw) >= 35.0 and min(relayed_yaw) <= -35.0  # the head swept ±50° (≤ 10 Hz relayed)
+    want = HEAD_YAW - NS_YAW_TOL - F32_POSE_TOL  # the held extremes, as the room broadcast carries them
+    assert max(relayed_yaw) >= want and min(relayed_yaw) <= -want, (min(relayed_yaw), max(relayed_yaw))
     # The offline 7-bit view of the head matches what a VR receiver would decode.
-    assert q3.head_quant_max <= 180 / 127 + 1e-3
+    assert q3.head_quant_max <= Q3_HEAD_TOL
 
 
 def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_server, q3_server):
