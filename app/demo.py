@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -19,12 +20,22 @@ from headcast.app import commands
 from headcast.app.errors import AppError
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
 
-# Quantisation bounds the checks allow (reference: quake3.md §7-8, netsync.md §4).
-Q3_VIEW_TOL = 2 * 360 / 65536          # ANGLE2SHORT step, twice (float32 rounding at a boundary)
-Q3_HEAD_TOL = 180 / 127 + 1e-3          # 7-bit truncation: one step
-NS_ROT_TOL = 0.2                        # smallest-three, 10 bits per component: ≤ ~0.1°
-NS_POS_TOL = 0.005 * 3 ** 0.5 + 1e-9    # 0.01 m grid, half a step per axis
-NS_PHYS_TOL = 0.02                      # Δ quantised to 0.01 m and 0.1°
+# Quantisation bounds the checks allow, each derived from the protocol (reference: quake3.md §7-8,
+# netsync.md §4-5); tests/app/test_tolerances.py shows each holds and is nearly reached.
+F32_ANGLE_EPS = 4 * 360 * 2.0 ** -24    # a few float32 roundings of an angle ≤ 360° (ioq3's float maths)
+ANGLE_STEP = 360 / 65536                # ANGLE2SHORT truncates: the server's view is < one step off
+Q3_VIEW_TOL = ANGLE_STEP + F32_ANGLE_EPS
+Q3_HEAD_TOL = 180 / 127 + F32_ANGLE_EPS  # 7-bit truncation: < one step
+# Smallest-three: the three small components are each ≤ half a step h = 1.41421354/1023/2 off
+# (|δ3| ≤ √3·h); the largest w ≥ 1/2, rebuilt from them, moves ≤ (|c|/w)·|δ3| ≤ √3·|δ3|; so
+# |δq| ≤ 2|δ3| ≤ 2√3·h and the rotation angle 2|δq| ≤ 4√3·h.
+NS_ROT_STEP = 1.41421354 / 1023
+NS_ROT_TOL = math.degrees(4 * math.sqrt(3) * NS_ROT_STEP / 2)   # 0.274°
+NS_POS_TOL = 0.005 * math.sqrt(3) + 1e-9    # int24 × 0.01 m, rounded: half a step per axis
+# Physical pose = R(−dyaw)·(head − t): head x/z and t's dx/dz are each ≤ 0.005 m off per axis
+# (≤ 2·√2·0.005 on the floor), dyaw ≤ 0.05° turns a stage point r metres out by r·0.05°, head y ≤ 0.005.
+STAGE_RADIUS = 4.0                      # m: the tracked head's farthest floor distance from the stage centre
+NS_PHYS_TOL = math.hypot(2 * math.sqrt(2) * 0.005 + STAGE_RADIUS * math.radians(0.05), 0.005)
 
 
 @dataclass
@@ -96,7 +107,7 @@ def verify(loop) -> list[Check]:
         checks.append(Check("q3 server view", c.matched > 0 and c.view_err_max <= Q3_VIEW_TOL,
                             f"{c.matched} snapshots matched to the usercmd the server ran; playerState "
                             f"viewangles vs sent weapon angles: max error {c.view_err_max:.4f}° "
-                            f"(allowed {Q3_VIEW_TOL:.4f}°, two ANGLE2SHORT steps); {c.rebased} skipped across a "
+                            f"(allowed {Q3_VIEW_TOL:.4f}°, one ANGLE2SHORT step); {c.rebased} skipped across a "
                             f"spawn/teleport"))
         if q3.link.head_bits:
             checks.append(Check("q3 head bits", c.vr_flag_frames > 0,
@@ -116,11 +127,11 @@ def verify(loop) -> list[Check]:
         checks.append(Check("netsync relay", c.matched > 0,
                             f"{c.matched} of our bodies came back in the room broadcast and matched by poseSeq"))
         checks.append(Check("netsync head", c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL,
-                            f"relayed head vs sent: rotation max {c.head_rot_max:.3f}° (allowed {NS_ROT_TOL}°), "
+                            f"relayed head vs sent: rotation max {c.head_rot_max:.3f}° (allowed {NS_ROT_TOL:.3f}°), "
                             f"position max {c.head_pos_max * 1000:.1f} mm (allowed {NS_POS_TOL * 1000:.1f} mm)"))
         checks.append(Check("netsync physical", c.physical_max <= NS_PHYS_TOL,
                             f"physical pose rebuilt from the XROrigin Δ vs the tracked (stage) head: max "
-                            f"{c.physical_max * 1000:.1f} mm; Δyaw values seen: "
+                            f"{c.physical_max * 1000:.1f} mm (allowed {NS_PHYS_TOL * 1000:.1f} mm); Δyaw values seen: "
                             f"{', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
         if c.lost_reported or c.lost_stale:
             checks.append(Check("netsync tracking loss", c.lost_stale == 0,
