@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 
 import pytest
@@ -117,20 +118,25 @@ def test_missing_end_record_is_truncation(good):
         list(iter_trace(path))
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "empty file"),
-    (b"hello\n", "not JSON"),
-    (b'{"format": "other"}\n', "not a headcast trace"),
-    (b'{"format": "headcast-trace", "version": 99, "meta": {}}\n{"end": 0}\n', "version 99"),
-    (b'\xff\xfe\n', "not JSON"),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n{"end": 1}\n', "bad frame"),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 5}\n', "does not match"),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 0}\nxx\n', "after the end"),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n' + b"[" * 100_000 + b"\n", "too long"),
+# (bytes, what the message says, the line it names; None: a whole-file fault, named by the path alone)
+@pytest.mark.parametrize("data, message, line", [
+    (b"", "empty file", None),
+    (b"hello\n", "not JSON", 1),
+    (b'{"format": "other"}\n', "not a headcast trace", None),
+    (b'{"format": "headcast-trace", "version": 99, "meta": {}}\n{"end": 0}\n', "version 99", None),
+    (b'\xff\xfe\n', "not JSON", 1),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n{"end": 1}\n', "bad frame", 2),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 5}\n', "does not match", 2),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 0}\nxx\n', "after the end", 3),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n' + b"[" * 100_000 + b"\n", "too long", 2),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n\n{"end": 0}\n', "not JSON", 2),
+    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 0}', "truncated line", 2),
 ])
-def test_bad_files(good, data, message):
-    with pytest.raises(TraceError, match=message):
-        list(iter_trace(damaged(good, data)))
+def test_bad_files(good, data, message, line):
+    path = damaged(good, data)
+    where = re.escape(f"{path}:{line}: " if line else f"{path}: ")
+    with pytest.raises(TraceError, match=f"^{where}.*{message}"):
+        list(iter_trace(path))
 
 
 def test_missing_file(tmp_path):
