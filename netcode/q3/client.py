@@ -577,8 +577,9 @@ class Q3ClientCore:
         self._last_snap_time = now
         self._counters["snapshots"] += 1
         ps = snap.ps
+        command_time = ps.command_time
         for sent_at, cmd_time in reversed(self._out_packets):
-            if ps.command_time >= cmd_time:
+            if command_time >= cmd_time:
                 self._latency_ms = (now - sent_at) * 1000.0
                 break
         if not snap.snap_flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:

@@ -15,6 +15,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Mapping
 
 from .errors import MsgError
@@ -78,11 +79,19 @@ _ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
 _PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 
 
-def _get(values: tuple, names: dict[str, int | tuple[int, ...]], name: str) -> Any:
-    ix = names[name]
-    if isinstance(ix, int):
-        return values[ix]
-    return tuple(values[j] for j in ix)
+def _getters(names: dict[str, int | tuple[int, ...]]) -> dict[str, Any]:
+    """Name → index, or an itemgetter building the array's tuple in one C call (every array has
+    at least two elements in the netField tables, so itemgetter always returns a tuple)."""
+    return {name: ix if isinstance(ix, int) else itemgetter(*ix) for name, ix in names.items()}
+
+
+_ENTITY_GET = _getters(_ENTITY_NAMES)
+_PLAYER_GET = _getters(_PLAYER_NAMES)
+
+
+def _get(values: tuple, getters: dict[str, Any], name: str) -> Any:
+    ix = getters[name]
+    return values[ix] if ix.__class__ is int else ix(values)
 
 
 def _apply(values: list, table: tuple[NetField, ...], names: dict, key: str, value: Any) -> None:
@@ -106,11 +115,11 @@ class EntityState:
     def __getitem__(self, name: str) -> Any:
         if name == "number":
             return self.number
-        return _get(self.values, _ENTITY_NAMES, name)
+        return _get(self.values, _ENTITY_GET, name)
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return _get(self.values, _ENTITY_NAMES, name)
+            return _get(self.values, _ENTITY_GET, name)
         except KeyError:
             raise AttributeError(name) from None
 
@@ -144,11 +153,11 @@ class PlayerState:
                 return getattr(self, base)[int(idx)]
         elif name in _ARRAY_NAMES:
             return getattr(self, name)
-        return _get(self.values, _PLAYER_NAMES, name)
+        return _get(self.values, _PLAYER_GET, name)
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return _get(self.values, _PLAYER_NAMES, name)
+            return _get(self.values, _PLAYER_GET, name)
         except KeyError:
             raise AttributeError(name) from None
 

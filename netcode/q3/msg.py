@@ -67,11 +67,12 @@ _CODE16 = array.array("I", [((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << EN
 
 def huffman_bits(fields: Sequence[int]) -> bytes:
     """The bitstream of `BitWriter.write_bits(value, nbits)` for each flat pair in `fields`
-    (`[value0, nbits0, value1, nbits1, ...]`, nbits 1..32), as `to_bytes()` would return it.
+    (`[value0, nbits0, value1, nbits1, ...]`), as `to_bytes()` would return it.
 
     The hot path for the 60 Hz client message: one call, one big-int accumulator, table lookups
-    per byte or short, no method call or buffer append per field. Widths are not checked here:
-    callers pass constant ones.
+    per byte or short, no method call or buffer append per field. A field's raw low `n % 8` bits
+    go first, so a 1-bit flag followed by an 8k-bit value is one field `(flag | value << 1,
+    8k + 1)`; n may thus reach 40 here. Widths are not checked: callers pass constant ones.
     """
     t8 = _CODE8
     t16 = _CODE16
@@ -79,31 +80,29 @@ def huffman_bits(fields: Sequence[int]) -> bytes:
     nacc = 0
     it = iter(fields)
     for value, n in zip(it, it):
-        if n == 1:
-            acc |= (value & 1) << nacc
-            nacc += 1
-        elif n == 8:
-            e = t8[value & 0xFF]
-            acc |= (e >> 5) << nacc
-            nacc += e & 31
-        elif n == 16:
+        raw = n & 7
+        if raw:
+            acc |= (value & ((1 << raw) - 1)) << nacc
+            nacc += raw
+            value >>= raw
+        nbytes = n >> 3
+        if nbytes == 2:
             e = t16[value & 0xFFFF]
             acc |= (e >> 5) << nacc
             nacc += e & 31
-        elif n == 32:
+        elif nbytes == 1:
+            e = t8[value & 0xFF]
+            acc |= (e >> 5) << nacc
+            nacc += e & 31
+        elif nbytes == 4:
             e = t16[value & 0xFFFF]
             acc |= (e >> 5) << nacc
             nacc += e & 31
             e = t16[(value >> 16) & 0xFFFF]
             acc |= (e >> 5) << nacc
             nacc += e & 31
-        else:
-            raw = n & 7
-            if raw:
-                acc |= (value & ((1 << raw) - 1)) << nacc
-                nacc += raw
-                value >>= raw
-            for _ in range(n >> 3):
+        elif nbytes:
+            for _ in range(nbytes):
                 e = t8[value & 0xFF]
                 value >>= 8
                 acc |= (e >> 5) << nacc

@@ -70,18 +70,23 @@ def write_delta_usercmd_key(w: BitWriter, key: int, frm: UserCmd, to: UserCmd, b
     delta_usercmd_fields(fields, key, frm, to, button_bits)
     it = iter(fields)
     for value, nbits in zip(it, it):
-        w.write_bits(value, nbits)
+        raw = nbits & 7  # a merged flag: its raw bits, then the value's whole bytes
+        if raw:
+            w.write_bits(value & ((1 << raw) - 1), raw)
+        if nbits >> 3:
+            w.write_bits(value >> raw, nbits & ~7)
 
 
 def delta_usercmd_fields(out: list[int], key: int, frm: UserCmd, to: UserCmd, button_bits: int = 16) -> None:
-    """Append the delta's `value, nbits` pairs to `out` (see `msg.huffman_bits`)."""
+    """Append the delta's `value, nbits` pairs to `out` (see `msg.huffman_bits`); each change
+    flag travels merged with what follows it (a flag is raw bits, written first)."""
     _check_button_bits(button_bits)
     # ioq3 compares the int difference (signed); Quake3e's unsigned test differs only for dt < 0.
     dt = _s32(to.server_time - frm.server_time)
     if dt < 256:
-        out += (1, 1, dt, 8)
+        out += (1 | (dt & 0xFF) << 1, 9)
     else:
-        out += (0, 1, to.server_time, 32)
+        out += ((to.server_time & 0xFFFFFFFF) << 1, 33)
     old = _c_fields(frm)
     new = _c_fields(to)
     if old == new:
@@ -93,7 +98,7 @@ def delta_usercmd_fields(out: list[int], key: int, frm: UserCmd, to: UserCmd, bu
         if o == n:
             out += (0, 1)
         else:
-            out += (1, 1, n ^ k, bits)
+            out += (1 | ((n ^ k) & ((1 << bits) - 1)) << 1, bits + 1)
 
 
 def read_delta_usercmd_key(r: BitReader, key: int, frm: UserCmd, button_bits: int = 16) -> UserCmd:

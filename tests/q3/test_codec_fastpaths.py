@@ -70,3 +70,15 @@ def test_transmit_with_known_longs_matches_the_read_back(server_id, msg_ack, cmd
     b = Netchan(NetchanMode.LEGACY, 1592594996, 31337)
     s32 = lambda v: (v & 0xFFFFFFFF) - (1 << 32) if v & 0x80000000 else v & 0xFFFFFFFF  # noqa: E731
     assert a.transmit(body, ring, (s32(server_id), msg_ack, cmd_seq)) == b.transmit(body, ring)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(-2**32, 2**32), st.sampled_from([8, 16, 32])), max_size=40))
+def test_a_flag_merged_with_its_value_is_the_same_bits(pairs) -> None:
+    w = BitWriter()
+    flat: list[int] = []
+    for flag, value, nbits in pairs:
+        w.write_bits(flag, 1)
+        w.write_bits(value, nbits)
+        flat += (flag | (value & ((1 << nbits) - 1)) << 1, nbits + 1)
+    assert huffman_bits(flat) == w.to_bytes()
