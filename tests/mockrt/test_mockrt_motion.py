@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import struct
 
 from pathlib import Path
@@ -179,13 +180,23 @@ def test_any_text_loads_or_fails_with_a_message(mock, tmp_path, lines, tail):
     try:
         mock.load_motion(bad)
     except mockrt.MockControlError as exc:
-        assert "fuzz.motion:" in str(exc)
+        assert re.search(r"fuzz\.motion:\d+: \S", str(exc)), str(exc)  # file, line, and why
 
 
 def test_overlong_lines_are_refused(mock, tmp_path):
     bad = tmp_path / "long.motion"
     bad.write_text("0 /user/head pos 0 0 0 " + " " * 2000 + "\n")
     with pytest.raises(mockrt.MockControlError, match="long.motion:1: line longer"):
+        mock.load_motion(bad)
+
+
+def test_binary_files_are_refused_at_the_line(mock, tmp_path):
+    bad = tmp_path / "nul.motion"
+    bad.write_bytes(b"0 /user/head pos 0 0 0\n\0\0garbage\n")
+    with pytest.raises(mockrt.MockControlError, match=r"nul\.motion:2: NUL byte"):
+        mock.load_motion(bad)
+    bad.write_bytes(b"0 /user/head\0 pos 0 0 0\n")
+    with pytest.raises(mockrt.MockControlError, match=r"nul\.motion:1: NUL byte"):
         mock.load_motion(bad)
 
 

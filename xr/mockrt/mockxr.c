@@ -756,7 +756,11 @@ static int motion_load(Motion *m, const char *path) {
     while (fgets(line, sizeof line, fp)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(fp)) {
-            set_error("%s:%d: line longer than %d characters", path, lineno, (int)sizeof line - 2);
+            /* fgets stopped before a newline: the buffer is full, or a NUL byte hides the rest */
+            if (strlen(line) < sizeof line - 1)
+                set_error("%s:%d: NUL byte: not a text motion file", path, lineno);
+            else
+                set_error("%s:%d: line longer than %d characters", path, lineno, (int)sizeof line - 2);
             fclose(fp);
             motion_free(&n);
             return lineno;
