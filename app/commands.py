@@ -72,7 +72,7 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
             host, dealer, pub = ns_address(n["host"])
             ns_link = NetSyncLink(host, dealer, pub, n["room"], n["device_id"] or default_device_id(),
                                   n["send_rate"], n["stealth"], clock)
-        sinks.append(NetSyncSink(stealth=n["stealth"], link=ns_link))
+        sinks.append(NetSyncSink(stealth=n["stealth"], send_rate=n["send_rate"], link=ns_link))
         sinks.append(SauerSink())
     except BaseException:
         for s in sinks:

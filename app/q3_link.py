@@ -15,7 +15,7 @@ from typing import Callable
 from headcast.app.errors import UsageError
 from headcast.app.q3map import Q3Intent
 from headcast.netcode.pose import angle_subtract
-from headcast.netcode.q3.client import ClientConfig, State
+from headcast.netcode.q3.client import LINKED, ClientConfig, State
 from headcast.netcode.q3.events import Disconnected, EnteredWorld, GamestateReceived, HeadTracking, SnapshotReceived
 from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER
@@ -107,6 +107,13 @@ class Q3Link:
 
     def poll(self, now: float) -> None:
         """Nothing: the socket is drained in send(), right after this frame's input is set."""
+
+    def due(self, now: float) -> bool:
+        """Whether send() at `now` can do anything: in game the client reads and sends only at its
+        command tick (60/s against our 90 frames/s); while joining, every frame."""
+        core = self.client.core
+        timer = core.get_timer()
+        return timer is None or now >= timer or core.state not in LINKED
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
         head = None

@@ -16,6 +16,7 @@ from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import FLAG_HEAD, PoseBody, PoseFrame
+from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
 from headcast.netcode.pose import Vec3, unity_position
 from headcast.xr.frame import TrackingFrame
 
@@ -42,9 +43,12 @@ def _dist(a: Vec3, b: Vec3) -> float:
 class NetSyncSink:
     name = "netsync"
 
-    def __init__(self, *, stealth: bool = False, link=None) -> None:
+    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
+        # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
+        self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
+        self._last_send: float | None = None
         self.meter = RateMeter()
         self.frame: PoseFrame | None = None
         self.body_size = 0
@@ -89,6 +93,9 @@ class NetSyncSink:
             c.physical_max = max(c.physical_max, _dist(body.physical.pos, stage_head))
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        last = self._last_send
+        if last is not None and now - last < self._interval:
+            return None  # the policy's own test, on the same `now`: it would refuse this frame
         pf = pose_frame(state, self.stealth)
         self.frame = pf
         if self.link is None:
@@ -96,6 +103,7 @@ class NetSyncSink:
         sent = self.link.send(pf, now)
         if sent is None:
             return None
+        self._last_send = now
         nbytes, body_size, t_wire, seq = sent
         self.body_size = body_size
         self.meter.add(t_wire, nbytes)

@@ -27,9 +27,10 @@ class Q3Sink:
         # On a 16-bit link it never reaches the server: the mirror then labels it hypothetical.
         self.far_head: RemoteHead | None = None
         self.far_head_smoothed: tuple[float, float, float] | None = None
-        self.lost_frames = 0
-        self.lost_cleared = 0            # lost-tracking frames whose buttons carried no head bits
+        self.lost_frames = 0             # usercmds built while the head was not tracked
+        self.lost_cleared = 0            # ...of which carried no head bits
         self.head_quant_max = 0.0        # worst 7-bit head error seen (sent, clamped vs decoded), degrees
+        self._fresh = False              # whether send() built an intent this frame
 
     @property
     def head_bits_on_wire(self) -> bool:
@@ -41,6 +42,11 @@ class Q3Sink:
             self.link.poll(now)
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        # Connected, a usercmd is built only at the client's command tick: between ticks the
+        # intent would be overwritten unsent (and observe() has nothing new to decode).
+        self._fresh = self.link is None or self.link.due(now)
+        if not self._fresh:
+            return None
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self.intent = intent
         if self.link is None:
@@ -54,6 +60,8 @@ class Q3Sink:
 
     def observe(self, now: float) -> None:
         """After every sink has sent: what a VR receiver makes of this frame's buttons."""
+        if not self._fresh:
+            return
         intent = self.intent
         # Decoded from the buttons we built; the far side only has them on a 32-bit link.
         seen = remote_head(intent.buttons, intent.roll_short)

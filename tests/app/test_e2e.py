@@ -179,25 +179,36 @@ def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3
     load(mock, tmp_path, LOSS)
     loop = pipeline(netsync_server, q3_server, room="e2e-loss", device_id="e2e-loss")
     q3, ns = loop.sinks[0], loop.sinks[1]
-    during: list[tuple] = []
+    # What went on the wire while the head was lost: each usercmd (60/s) and each NetSync pose
+    # (the lost pose does not change, so the policy sends it once, then at its 1 s heartbeat).
+    q3_during: list[tuple] = []
+    ns_during: list[int] = []
+    sent = [0, 0]
     try:
         run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
         assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
 
         def sample() -> bool:
             f = loop.frame
+            now_sent = [q3.meter.total_messages, ns.meter.total_messages]
             if not f.head.orientation_valid:
-                during.append((q3.intent.head, q3.intent.buttons, q3.far_head, ns.frame.flags))
+                if now_sent[0] != sent[0]:
+                    q3_during.append((q3.intent.head, q3.intent.buttons, q3.far_head))
+                if now_sent[1] != sent[1]:
+                    ns_during.append(ns.frame.flags)
+            sent[:] = now_sent
             return f.seq >= int((LEAD_IN + 3.0) * 90)
         run_until(loop, sample, 15, "the tracking-loss motion to finish")
         run_until(loop, lambda: ns.seen is not None and ns.seen.head is not None, 5, "the head to come back")
     finally:
         loop.close()
-    assert len(during) >= 120  # the head is lost for 1.5 s
-    for head, buttons, far_head, flags in during:
+    # 1.5 s lost = 90 usercmds at 60/s; at least half of them, whatever a busy machine does to us.
+    assert len(q3_during) >= 45 and len(ns_during) >= 1, (len(q3_during), len(ns_during))
+    for head, buttons, far_head in q3_during:
         assert head is None and buttons & 0x03FFF000 == 0 and far_head is None   # Q3: no head bits, none drawn
+    for flags in ns_during:
         assert not flags & FLAG_HEAD                                               # NetSync: head not valid
-    assert q3.lost_frames == q3.lost_cleared >= 120
+    assert q3.lost_frames == q3.lost_cleared >= 45
     assert ns.check.lost_reported >= 1 and ns.check.lost_stale == 0
     assert "tracking lost" not in ns.status(0.0).detail  # recovered: no stale loss message either
 
