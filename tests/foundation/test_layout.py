@@ -100,3 +100,30 @@ def test_wheel_ships_the_layout_and_assets(tmp_path):
     out = _run(["-I", "-S", "-c", code, str(tmp_path / "site")], cwd=tmp_path).stdout.splitlines()
     assert Path(out[0]) == (tmp_path / "site" / "headcast" / "assets" / "motions" / "walk.motion").resolve()
     assert out[1] == "fire,look_around,snap_turns,tracking_loss,walk"
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute module names a source file imports (relative imports stay inside their folder)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("folder, forbidden", [
+    ("netcode", ("headcast.app", "headcast.xr", "xr")),  # sans-IO codecs: no XR runtime, no app
+    ("xr", ("headcast.app", "headcast.netcode")),
+])
+def test_dependency_direction(folder, forbidden):
+    bad = sorted(
+        f"{path.relative_to(REPO)}: {name}"
+        for path in (REPO / folder).rglob("*.py")
+        for name in _imports(path)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    )
+    assert bad == [], f"DESIGN.md: app -> xr, netcode only; {folder}/ must not import {forbidden}"
