@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import struct
+from math import sqrt
 from functools import lru_cache
 
-from headcast.netcode.pose import IDENTITY, Quat, q_conj
+from headcast.netcode.pose import IDENTITY, Quat
 
 from .model import (
     FLAG_HEAD,
@@ -57,6 +58,8 @@ _I24_MIN, _I24_MAX = -(1 << 23), (1 << 23) - 1
 _QMIN, _QMAX = -0.70710677, 0.70710677
 _QRANGE = _QMAX - _QMIN
 _QEPS = 1e-12
+_INF = math.inf
+_ROUND = 6755399441055744.0  # 1.5 · 2**52
 _IDENTITY_PACKED = 0xE0080200  # identity: index 3, three zeros at 511.5 → 512
 
 _F64 = struct.Struct("<d")
@@ -132,46 +135,43 @@ def _wire_normalize(x: float, y: float, z: float, w: float) -> Quat:
     # Not pose.q_normalize: the wire's identity threshold (|q|² ≤ 1e-12) and multiply-by-inverse
     # order are part of what fixes the bits, so they are the shipped serializer's own.
     m = x * x + y * y + z * z + w * w
-    if not math.isfinite(m) or m <= _QEPS:
+    if not _QEPS < m < _INF:  # also NaN
         return IDENTITY
-    inv = 1.0 / math.sqrt(m)
+    inv = 1.0 / sqrt(m)
     return (x * inv, y * inv, z * inv, w * inv)
 
 
-def _pack_unit(q: Quat) -> int:
+def _pack_unit(x: float, y: float, z: float, w: float) -> int:
     """Smallest-three of an already wire-normalised quaternion.
 
     Largest |component| wins (ties → first index); if it is negative the quaternion is negated;
     the other three, ascending, each clamped to ±1/√2 and scaled to 0..1023 (in [0, 1] × 1023
-    after the clamp, so the shipped 0..1023 clamp can never trigger).
+    after the clamp, so the shipped 0..1023 clamp can never trigger). Scalars in, not a tuple:
+    this runs three times per body.
+
+    Rounding: `v + 2**52·1.5 − 2**52·1.5` is IEEE round-half-to-even — Python's round() — for
+    0 ≤ v < 2**51 (there the sum's ulp is 1), and the packed word is built from exact float
+    integers below 2**32 with one int() at the end instead of three round() calls.
     """
-    x, y, z, w = q
     ax, ay, az, aw = abs(x), abs(y), abs(z), abs(w)
-    i, m = 0, ax
-    if ay > m:
-        i, m = 1, ay
-    if az > m:
-        i, m = 2, az
-    if aw > m:
-        i = 3
-    if i == 3:
-        big, a, b, c = w, x, y, z
-    elif i == 0:
-        big, a, b, c = x, y, z, w
-    elif i == 1:
-        big, a, b, c = y, x, z, w
+    if ax >= ay and ax >= az and ax >= aw:
+        i, big, a, b, c = 0.0, x, y, z, w
+    elif ay >= az and ay >= aw:
+        i, big, a, b, c = 1073741824.0, y, x, z, w  # index << 30
+    elif az >= aw:
+        i, big, a, b, c = 2147483648.0, z, x, y, w
     else:
-        big, a, b, c = z, x, y, w
+        i, big, a, b, c = 3221225472.0, w, x, y, z
     if big < 0.0:
         a, b, c = -a, -b, -c
     a = _QMIN if a < _QMIN else _QMAX if a > _QMAX else a
     b = _QMIN if b < _QMIN else _QMAX if b > _QMAX else b
     c = _QMIN if c < _QMIN else _QMAX if c > _QMAX else c
-    return (
-        i << 30
-        | round((a - _QMIN) / _QRANGE * 1023) << 20
-        | round((b - _QMIN) / _QRANGE * 1023) << 10
-        | round((c - _QMIN) / _QRANGE * 1023)
+    return int(
+        i
+        + ((a - _QMIN) / _QRANGE * 1023 + _ROUND - _ROUND) * 1048576.0
+        + ((b - _QMIN) / _QRANGE * 1023 + _ROUND - _ROUND) * 1024.0
+        + ((c - _QMIN) / _QRANGE * 1023 + _ROUND - _ROUND)
     )
 
 
@@ -201,7 +201,7 @@ def decompress_quat(packed: int) -> Quat:
 
 def compress_quat(q: Quat) -> int:
     """Smallest-three u32 of any quaternion (zero/non-finite → identity), shipped bit-for-bit."""
-    return _pack_unit(_wire_normalize(*q))
+    return _pack_unit(*_wire_normalize(*q))
 
 
 # ---------------------------------------------------------------- encoder
@@ -232,27 +232,32 @@ def _body_struct(flags: int, n_virtuals: int, with_seq: bool) -> struct.Struct:
     return struct.Struct(fmt)
 
 
-def _rel(args: list, part: Transform, hx: float, hy: float, hz: float, inv_head: Quat) -> None:
-    (px, py, pz), rot = part
+def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
+         ax: float, ay: float, az: float, aw: float) -> None:
+    """A hand/virtual relative to the head: world-axis offset, conj(head)·part; (ax…aw) = conj(head)."""
+    (px, py, pz), (bx, by, bz, bw) = part
     x = round((px - hx) / REL_POS_SCALE)
     y = round((py - hy) / REL_POS_SCALE)
     z = round((pz - hz) / REL_POS_SCALE)
     if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= y <= _I16_MAX and _I16_MIN <= z <= _I16_MAX):
         x, y, z = _q16(px - hx, REL_POS_SCALE), _q16(py - hy, REL_POS_SCALE), _q16(pz - hz, REL_POS_SCALE)
-    ax, ay, az, aw = inv_head
-    bx, by, bz, bw = rot
-    m = bx * bx + by * by + bz * bz + bw * bw  # _wire_normalize and q_mul inlined: hot path
-    if math.isfinite(m) and m > _QEPS:
-        inv = 1.0 / math.sqrt(m)
+    # _wire_normalize (twice: the part, then the product) and q_mul inlined: hot path
+    m = bx * bx + by * by + bz * bz + bw * bw
+    if _QEPS < m < _INF:
+        inv = 1.0 / sqrt(m)
         bx, by, bz, bw = bx * inv, by * inv, bz * inv, bw * inv
     else:
         bx, by, bz, bw = IDENTITY
-    args += (x, y, z, _pack_unit(_wire_normalize(
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    )))
+    rx = aw * bx + ax * bw + ay * bz - az * by
+    ry = aw * by - ax * bz + ay * bw + az * bx
+    rz = aw * bz + ax * by - ay * bx + az * bw
+    rw = aw * bw - ax * bx - ay * by - az * bz
+    m = rx * rx + ry * ry + rz * rz + rw * rw
+    if _QEPS < m < _INF:
+        inv = 1.0 / sqrt(m)
+        args += (x, y, z, _pack_unit(rx * inv, ry * inv, rz * inv, rw * inv))
+    else:
+        args += (x, y, z, _IDENTITY_PACKED)
 
 
 def encode_body_tail(frame: PoseFrame) -> bytes:
@@ -273,29 +278,27 @@ def _body_args(frame: PoseFrame, args: list) -> tuple[int, int, list]:
     args += (flags, ENCODING_FLAGS)
     try:
         if flags & FLAG_PHYSICAL:
-            d = frame.delta
-            args += (
-                _q16(d.dx, DELTA_POS_SCALE),
-                _q16(d.dz, DELTA_POS_SCALE),
-                _q16(d.dyaw, DELTA_YAW_SCALE),
-            )
+            dx, dz, dyaw = frame.delta
+            x, z, yaw = round(dx / DELTA_POS_SCALE), round(dz / DELTA_POS_SCALE), round(dyaw / DELTA_YAW_SCALE)
+            if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= z <= _I16_MAX and _I16_MIN <= yaw <= _I16_MAX):
+                x, z, yaw = _q16(dx, DELTA_POS_SCALE), _q16(dz, DELTA_POS_SCALE), _q16(dyaw, DELTA_YAW_SCALE)
+            args += (x, z, yaw)
         if flags & FLAG_HEAD:
-            hx, hy, hz = frame.head.pos
+            (hx, hy, hz), (qx, qy, qz, qw) = frame.head
             x, y, z = round(hx / ABS_POS_SCALE), round(hy / ABS_POS_SCALE), round(hz / ABS_POS_SCALE)
             if not (_I24_MIN <= x <= _I24_MAX and _I24_MIN <= y <= _I24_MAX and _I24_MIN <= z <= _I24_MAX):
                 x, y, z = _q24(hx), _q24(hy), _q24(hz)
             # normalised twice, as the shipped serializer does (once on read, again in compress
             # and in the inverse); the two can differ in the last bit
-            hn = _wire_normalize(*_wire_normalize(*frame.head.rot))
-            args += (x & 0xFFFF, x >> 16, y & 0xFFFF, y >> 16, z & 0xFFFF, z >> 16, _pack_unit(hn))
-            inv_head = q_conj(hn)
+            qx, qy, qz, qw = _wire_normalize(*_wire_normalize(qx, qy, qz, qw))
+            args += (x & 0xFFFF, x >> 16, y & 0xFFFF, y >> 16, z & 0xFFFF, z >> 16, _pack_unit(qx, qy, qz, qw))
             if flags & FLAG_RIGHT:
-                _rel(args, frame.right, hx, hy, hz, inv_head)
+                _rel(args, frame.right, hx, hy, hz, -qx, -qy, -qz, qw)
             if flags & FLAG_LEFT:
-                _rel(args, frame.left, hx, hy, hz, inv_head)
+                _rel(args, frame.left, hx, hy, hz, -qx, -qy, -qz, qw)
             args.append(n)
             for i in range(n):
-                _rel(args, frame.virtuals[i], hx, hy, hz, inv_head)
+                _rel(args, frame.virtuals[i], hx, hy, hz, -qx, -qy, -qz, qw)
         else:
             args.append(0)
     except (ValueError, OverflowError) as e:  # round() of NaN / inf
@@ -340,7 +343,6 @@ def _need(data: bytes, offset: int, size: int, what: str) -> None:  # for the en
         raise TruncatedError(offset, f"{what} needs {size} bytes, {max(0, len(data) - offset)} left")
 
 
-@lru_cache(maxsize=64)
 def _fixed_struct(flags: int) -> struct.Struct:
     """Everything of a body from the Δ block up to and including virtualCount."""
     fmt = "<"
@@ -349,6 +351,21 @@ def _fixed_struct(flags: int) -> struct.Struct:
     if flags & FLAG_HEAD:
         fmt += "HbHbHbI" + "hhhI" * ((flags & FLAG_RIGHT) // FLAG_RIGHT + (flags & FLAG_LEFT) // FLAG_LEFT)
     return struct.Struct(fmt + "B")
+
+
+def _flags_error(flags: int, offset: int) -> FlagsError | None:
+    """Why no conforming encoder writes these flags, or None when they are fine."""
+    if flags & ~KNOWN_FLAGS:
+        return FlagsError(offset, f"flags 0x{flags:02x} has bits protocol 3 does not define")
+    if flags & FLAG_STEALTH and flags != FLAG_STEALTH:
+        return FlagsError(offset, f"stealth flags 0x{flags:02x} carry transform bits")
+    if not flags & FLAG_HEAD and flags & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
+        return FlagsError(offset, f"flags 0x{flags:02x}: hands/virtuals without a head")
+    return None
+
+
+# The fixed part's layout per flags byte; None for flags a conforming encoder never writes.
+_LAYOUTS = tuple(None if _flags_error(f, 0) else _fixed_struct(f) for f in range(256))
 
 
 def _truncated(data: bytes, offset: int, flags: int) -> TruncatedError:
@@ -365,13 +382,16 @@ def _truncated(data: bytes, offset: int, flags: int) -> TruncatedError:
     return TruncatedError(pos, f"{what} needs {size} bytes, {max(0, len(data) - pos)} left")
 
 
-def _part(hx: float, hy: float, hz: float, head: Quat, qx: int, qy: int, qz: int, packed: int) -> Transform:
+_new = tuple.__new__  # NamedTuple(...) without its Python-level __new__: a dozen per peer per broadcast
+
+
+def _part(hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: float,
+          qx: int, qy: int, qz: int, packed: int) -> Transform:
     """A hand/virtual: head-relative wire values → absolute transform (shipped receiver math)."""
-    ax, ay, az, aw = head
     bx, by, bz, bw = decompress_quat(packed)
     # q_mul inlined: this runs for every hand of every peer of every broadcast. Both factors
     # are unit, so the product is unit to rounding: no renormalisation needed.
-    return Transform(
+    return _new(Transform, (
         (hx + qx * REL_POS_SCALE, hy + qy * REL_POS_SCALE, hz + qz * REL_POS_SCALE),
         (
             aw * bx + ax * bw + ay * bz - az * by,
@@ -379,59 +399,60 @@ def _part(hx: float, hy: float, hz: float, head: Quat, qx: int, qy: int, qz: int
             aw * bz + ax * by - ay * bx + az * bw,
             aw * bw - ax * bx - ay * by - az * bz,
         ),
-    )
+    ))
 
 
 def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
     """One pose body starting at `offset`; returns it and the offset just past it."""
-    if offset + 4 > len(data):
-        raise TruncatedError(offset, f"body header needs 4 bytes, {max(0, len(data) - offset)} left")
+    size = len(data)
+    if offset + 4 > size:
+        raise TruncatedError(offset, f"body header needs 4 bytes, {max(0, size - offset)} left")
     seq, flags, enc = _BODY_HEAD.unpack_from(data, offset)
-    if flags & ~KNOWN_FLAGS:
-        raise FlagsError(offset + 2, f"flags 0x{flags:02x} has bits protocol 3 does not define")
-    if flags & FLAG_STEALTH and flags != FLAG_STEALTH:
-        raise FlagsError(offset + 2, f"stealth flags 0x{flags:02x} carry transform bits")
-    if not flags & FLAG_HEAD and flags & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
-        raise FlagsError(offset + 2, f"flags 0x{flags:02x}: hands/virtuals without a head")
+    st = _LAYOUTS[flags]
+    if st is None:
+        raise _flags_error(flags, offset + 2)
     if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA:
         raise MissingDeltaEncodingError(offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)")
-    st = _fixed_struct(flags)
     pos = offset + 4
-    if pos + st.size > len(data):
+    if pos + st.size > size:
         raise _truncated(data, offset, flags)
     v = st.unpack_from(data, pos)
     pos += st.size
     n = v[-1]
-    if n > MAX_VIRTUALS:
-        raise VirtualCountError(pos - 1, f"virtualCount {n} > {MAX_VIRTUALS}")
-    if n and not flags & FLAG_VIRTUALS:
-        raise FlagsError(pos - 1, f"virtualCount {n} without VirtualsValid")
-    if pos + 10 * n > len(data):
-        raise TruncatedError(pos, f"{n} virtual transforms need {10 * n} bytes, {len(data) - pos} left")
-    k = 0
-    delta = head = right = left = physical = None
-    virtuals: tuple[Transform, ...] = ()
+    if n:
+        if n > MAX_VIRTUALS:
+            raise VirtualCountError(pos - 1, f"virtualCount {n} > {MAX_VIRTUALS}")
+        if not flags & FLAG_VIRTUALS:
+            raise FlagsError(pos - 1, f"virtualCount {n} without VirtualsValid")
+        if pos + 10 * n > size:
+            raise TruncatedError(pos, f"{n} virtual transforms need {10 * n} bytes, {size - pos} left")
     if flags & FLAG_PHYSICAL:
-        delta = OriginDelta(v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE)
+        delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE))
         k = 3
-    if flags & FLAG_HEAD:
-        hx = (v[k + 1] << 16 | v[k]) * ABS_POS_SCALE
-        hy = (v[k + 3] << 16 | v[k + 2]) * ABS_POS_SCALE
-        hz = (v[k + 5] << 16 | v[k + 4]) * ABS_POS_SCALE
-        hq = decompress_quat(v[k + 6])
-        head = Transform((hx, hy, hz), hq)
-        k += 7
-        if flags & FLAG_RIGHT:
-            right = _part(hx, hy, hz, hq, v[k], v[k + 1], v[k + 2], v[k + 3])
-            k += 4
-        if flags & FLAG_LEFT:
-            left = _part(hx, hy, hz, hq, v[k], v[k + 1], v[k + 2], v[k + 3])
-        if n:
-            virtuals = tuple(_part(hx, hy, hz, hq, *e) for e in _REL_ITER(data[pos : pos + 10 * n]))
-            pos += 10 * n
-        if delta is not None:
-            physical = reconstruct_physical(head, delta)
-    return PoseBody(seq, flags, enc, delta, head, right, left, virtuals, physical), pos
+    else:
+        delta = None
+        k = 0
+    if not flags & FLAG_HEAD:
+        return _new(PoseBody, (seq, flags, enc, delta, None, None, None, (), None)), pos
+    hx = (v[k + 1] << 16 | v[k]) * ABS_POS_SCALE
+    hy = (v[k + 3] << 16 | v[k + 2]) * ABS_POS_SCALE
+    hz = (v[k + 5] << 16 | v[k + 4]) * ABS_POS_SCALE
+    hq = decompress_quat(v[k + 6])
+    head = _new(Transform, ((hx, hy, hz), hq))
+    ax, ay, az, aw = hq
+    right = left = None
+    k += 7
+    if flags & FLAG_RIGHT:
+        right = _part(hx, hy, hz, ax, ay, az, aw, v[k], v[k + 1], v[k + 2], v[k + 3])
+        k += 4
+    if flags & FLAG_LEFT:
+        left = _part(hx, hy, hz, ax, ay, az, aw, v[k], v[k + 1], v[k + 2], v[k + 3])
+    virtuals: tuple[Transform, ...] = ()
+    if n:
+        virtuals = tuple(_part(hx, hy, hz, ax, ay, az, aw, *e) for e in _REL_ITER(data[pos : pos + 10 * n]))
+        pos += 10 * n
+    physical = None if delta is None else reconstruct_physical(head, delta)
+    return _new(PoseBody, (seq, flags, enc, delta, head, right, left, virtuals, physical)), pos
 
 
 def _string(data: bytes, offset: int, what: str) -> tuple[str, int]:
@@ -462,8 +483,9 @@ def decode_client_pose(data: bytes) -> ClientPose:
         _versioned(data, MSG_CLIENT_POSE)
     device_id, start = _string(data, 2, "deviceId")
     body, end = decode_body(data, start)
-    _end(data, end, "pose body")
-    return ClientPose(device_id, body, bytes(data[start:]))
+    if end != len(data):
+        _end(data, end, "pose body")
+    return _new(ClientPose, (device_id, body, bytes(data[start:])))
 
 
 def decode_room_pose(data: bytes) -> RoomPose:

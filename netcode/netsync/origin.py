@@ -10,10 +10,15 @@ initial origin sits at the world origin.
 from __future__ import annotations
 
 import math
+from math import atan2, cos, sin
 
 from headcast.netcode.pose import Quat, Vec3
 
 from .model import OriginDelta, Transform
+
+_RAD = math.pi / 180.0  # = math.radians' factor: x * _RAD is bit-identical to math.radians(x)
+_DEG = 180.0 / math.pi  # = math.degrees' factor
+_new = tuple.__new__
 
 
 def delta_angle(current: float, target: float) -> float:
@@ -69,13 +74,18 @@ def apply_delta(delta: OriginDelta, p: Vec3) -> Vec3:
 
 
 def reconstruct_physical(head: Transform, delta: OriginDelta) -> Transform:
-    """Seed §6: physical = Δ⁻¹ · head, position in 3D (Y kept), rotation yaw-only."""
-    (hx, hy, hz), rot = head
+    """Seed §6: physical = Δ⁻¹ · head, position in 3D (Y kept), rotation yaw-only.
+
+    unity_yaw, rotate_yaw and yaw_quat_unity inlined (same operations, same bits): the decoder
+    runs this for every peer of every broadcast.
+    """
+    (hx, hy, hz), (x, y, z, w) = head
     dx, dz, dyaw = delta
-    r = math.radians(-dyaw)
-    c, s = math.cos(r), math.sin(r)
+    r = -dyaw * _RAD
+    c, s = cos(r), sin(r)
     tx, tz = hx - dx, hz - dz
-    yaw = unity_yaw(rot) - dyaw
+    yaw = atan2(2.0 * (x * z + w * y), w * w + z * z - x * x - y * y) * _DEG - dyaw
     if not -180.0 < yaw <= 180.0:  # |dyaw| can reach 3276.7° (clamped, not wrapped, on the wire)
         yaw = normalize_yaw(yaw)
-    return Transform((tx * c + tz * s, hy, -tx * s + tz * c), yaw_quat_unity(yaw))
+    half = yaw * _RAD * 0.5
+    return _new(Transform, ((tx * c + tz * s, hy, -tx * s + tz * c), (0.0, sin(half), 0.0, cos(half))))

@@ -3,7 +3,7 @@
 Same poses for both (the Unity default: head + both hands + XROrigin Δ, no virtuals; then one
 mix with 3 virtuals), whole client-pose messages both ways: build the message from the pose,
 parse it back to poses with the physical pose reconstructed. Best of several rounds.
-Target: ours at least 2× faster.
+Target: ours at least 2× faster (the issue); the project keeps a margin of 2.5× on top.
 
     .venv/bin/python tests/benchmarks/bench_netsync_codec.py
 """
@@ -22,6 +22,7 @@ from styly_netsync import binary_serializer as shipped  # noqa: E402
 from headcast.netcode.netsync.codec import decode_client_pose, encode_client_pose  # noqa: E402
 
 TARGET = 2.0
+MARGIN = 2.5  # the 2× target with room for a noisy, shared machine
 POSES = 500
 ROUNDS = 25  # short rounds, the two codecs alternating, best of each: the machine is shared
 
@@ -54,7 +55,8 @@ def main() -> None:
             b = min(b, timed(theirs, dicts))
         worst = min(worst, b / a)
         print(f"{label}: headcast {a * 1e6:6.2f} µs, shipped {b * 1e6:6.2f} µs per encode+decode → {b / a:.2f}× (same bytes)")
-    print(f"speed-up {worst:.2f}× (target ≥ {TARGET:.0f}×: {'MEETS' if worst >= TARGET else 'MISSES'})")
+    print(f"speed-up {worst:.2f}× (target ≥ {TARGET:.0f}×: {'MEETS' if worst >= TARGET else 'MISSES'}; "
+          f"margin ≥ {MARGIN}×: {'MEETS' if worst >= MARGIN else 'MISSES'})")
 
 
 if __name__ == "__main__":
