@@ -31,13 +31,25 @@ class Origin:
     def rotate(self, q: Quat) -> Quat:
         return q_mul(yaw_quat(self.yaw), q)
 
-    def pose_to_world(self, pose: Pose) -> Pose:
-        """Each part that is valid is mapped; an invalid part stays as the runtime gave it."""
-        position = self.to_world(pose.position) if pose.position_valid else pose.position
-        orientation = self.rotate(pose.orientation) if pose.orientation_valid else pose.orientation
-        return Pose(position, orientation,
-                    pose.position_valid, pose.orientation_valid,
-                    pose.position_tracked, pose.orientation_tracked)
+    def poses_to_world(self, *poses: Pose) -> tuple[Pose, ...]:
+        """Stage poses in the world: `to_world` for each valid position, `rotate` for each valid
+        orientation (an invalid part stays as the runtime gave it). One evaluation of the
+        trigonometry for all of them (per frame: the head and three hand poses)."""
+        r = math.radians(self.yaw)
+        c, s = math.cos(r), math.sin(r)
+        cy, sy = math.cos(r * 0.5), math.sin(r * 0.5)   # yaw_quat(yaw) = (0, sy, 0, cy)
+        ox, oz = self.x, self.z
+        out = []
+        for pose in poses:
+            px, py, pz = pose.position
+            if pose.position_valid:
+                px, pz = ox + px * c + pz * s, oz - px * s + pz * c
+            qx, qy, qz, qw = pose.orientation
+            if pose.orientation_valid:  # q_mul(yaw_quat(yaw), q) with the zero terms left out
+                qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
+            out.append(Pose((px, py, pz), (qx, qy, qz, qw), pose.position_valid, pose.orientation_valid,
+                            pose.position_tracked, pose.orientation_tracked))
+        return tuple(out)
 
     def turned_about(self, pivot: Vec3, degrees: float) -> "Origin":
         """This origin turned by `degrees` about the stage point `pivot` (the head): the pivot's
@@ -117,8 +129,9 @@ class Rig:
             self.origin = Origin(self.origin.x + vx * dt, self.origin.z + vz * dt, self.origin.yaw)
 
         o = self.origin
-        return RigState(self.start, o, o.pose_to_world(frame.head), o.pose_to_world(frame.right_aim),
-                        o.pose_to_world(frame.left_grip), o.pose_to_world(frame.right_grip), snapped, move_world)
+        head, right_aim, left_grip, right_grip = o.poses_to_world(
+            frame.head, frame.right_aim, frame.left_grip, frame.right_grip)
+        return RigState(self.start, o, head, right_aim, left_grip, right_grip, snapped, move_world)
 
     @staticmethod
     def _floor_forward(q: Quat) -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from headcast.app.rig import Origin, Rig, RigSettings
 from headcast.app.synthetic import orientation
@@ -86,3 +86,17 @@ def test_lost_head_turns_about_its_last_known_place_and_stays_invalid():
 def test_bad_turn_mode_is_refused():
     with pytest.raises(ValueError, match="snap"):
         Rig(RigSettings(turn_mode="spin"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-720, 720), st.booleans(), st.booleans(),
+       st.tuples(*[st.floats(-1, 1)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1))
+def test_poses_to_world_maps_valid_parts_only(x, z, yaw, pos_ok, ori_ok, q):
+    n = math.sqrt(sum(c * c for c in q))
+    pose = Pose((0.3, 1.5, -0.7), tuple(c / n for c in q), pos_ok, ori_ok, pos_ok, ori_ok)
+    o = Origin(x, z, yaw)
+    (fast,) = o.poses_to_world(pose)
+    flags = lambda p: (p.position_valid, p.orientation_valid, p.position_tracked, p.orientation_tracked)  # noqa: E731
+    assert flags(fast) == flags(pose)
+    assert close(fast.position, o.to_world(pose.position) if pos_ok else pose.position, 1e-9)
+    assert close(fast.orientation, o.rotate(pose.orientation) if ori_ok else pose.orientation, 1e-12)
