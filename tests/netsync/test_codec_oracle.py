@@ -60,7 +60,7 @@ def test_random_poses_match_shipped():
     rng = random.Random(0x5EED)
     mismatches = []
     for i in range(count):
-        f = random_frame(rng)
+        f = random_frame(rng, flags=i % 64)  # every flag combination, ~156 random poses each
         seq = rng.randrange(65536)
         if encode_client_pose("d", seq, f) != oracle_encode("d", seq, f):
             mismatches.append((i, f))

@@ -224,3 +224,20 @@ def test_struct_layout_offsets_of_the_44_byte_body():
     assert int.from_bytes(body[10:13], "little", signed=True) * 0.01 == b.head.pos[0]
     assert body[43] == 0 and len(body) == 44
     assert encode_client_pose("", 0, PoseFrame(0x1E))[3:][2:] == encode_body(0, PoseFrame(0x1E))[2:]
+
+
+@settings(max_examples=FUZZ // 3, deadline=None)
+@given(st.integers(1, 60), st.binary(max_size=8))
+def test_bad_mapping_leaves_the_client_state_untouched(cut, junk):
+    """A mapping cut short or with junk after it changes no member and not our number."""
+    core = NetSyncClientCore("room", "me")
+    good = encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "me", False), DeviceMapping(2, "peer", False)])
+    core.receive_unicast(0.0, [b"room", good])
+    core.events()
+    renumbered = encode_device_id_mapping((0, 10, 5), [DeviceMapping(7, "me", False), DeviceMapping(8, "new", True)])
+    bad = renumbered[: min(cut, len(renumbered) - 1)] if junk == b"" else renumbered + junk
+    members, version = dict(core.members), core.server_version
+    core.receive_unicast(1.0, [b"room", bad])
+    events = core.events()
+    assert [type(e) for e in events] == [Dropped]
+    assert core.members == members and core.client_no == 1 and core.server_version == version == (0, 10, 4)
