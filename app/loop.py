@@ -108,7 +108,7 @@ class FrameLoop:
         q3 = next((s for s in self.sinks if s.name == "q3"), None)
         intent = getattr(q3, "intent", None)
         sent = None if intent is None or intent.head is None else (intent.head[0], intent.head[1])
-        seen = q3.seen_head() if q3 is not None else None
+        seen = q3.seen_head(now) if q3 is not None else None
         self.telemetry.head(now, sent, seen)
 
     def run(self) -> str:

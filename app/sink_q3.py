@@ -74,17 +74,22 @@ class Q3Sink:
             pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
             offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
             self.head_quant_max = max(self.head_quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
+
+    def smooth(self, now: float) -> tuple[float, float, float] | None:
+        """Step the receiver's EMA towards the latest decoded head, as a VR client does once per
+        rendered frame: called by whoever draws it (the mirror), not per usercmd."""
         h = self.far_head
         if h is None:
             self.smoother.reset()
             self.far_head_smoothed = None
         else:
             self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
+        return self.far_head_smoothed
 
-    def seen_head(self) -> tuple[float, float] | None:
-        """(pitch, absolute yaw) of the head as a VR receiver draws it, for the sent-vs-seen plot
-        (on a 16-bit link: as one would, had the server VR support)."""
-        if self.far_head_smoothed is None or self.intent is None:
+    def seen_head(self, now: float) -> tuple[float, float] | None:
+        """(pitch, absolute yaw) of the head as a VR receiver draws it at `now`, for the sent-vs-seen
+        plot (on a 16-bit link: as one would, had the server VR support)."""
+        if self.smooth(now) is None or self.intent is None:
             return None
         weapon_yaw = self.intent.angles[1]
         view = self.server_view()
