@@ -30,12 +30,23 @@ def npos_for(state: RigState, cn: int = 0) -> NPos | None:
 
 
 class SauerSink:
+    """Nothing is sent (no Sauerbraten connection in this build), so the record is built from
+    the state taken at the game's send rate only when something shows it (status, demo)."""
+
     name = "sauer"
 
     def __init__(self) -> None:
-        self.record: NPos | None = None
-        self.data = b""
+        self._state: RigState | None = None
+        self._built: tuple[RigState | None, bytes] = (None, b"")
         self._next = 0.0
+
+    @property
+    def data(self) -> bytes:
+        """The N_POS bytes of the last state taken (b"" while the head is not tracked)."""
+        if self._built[0] is not self._state:
+            record = None if self._state is None else npos_for(self._state)
+            self._built = (self._state, b"" if record is None else encode_npos(record))
+        return self._built[1]
 
     @property
     def size(self) -> int:
@@ -43,8 +54,9 @@ class SauerSink:
 
     @property
     def seen(self) -> NPos | None:
-        """The last record as a receiving game parses it (decoded on demand: display only)."""
-        return decode_npos(self.data)[0] if self.data else None
+        """The last record as a receiving game parses it."""
+        data = self.data
+        return decode_npos(data)[0] if data else None
 
     def poll(self, now: float) -> None:
         pass
@@ -54,8 +66,7 @@ class SauerSink:
         if now < self._next and not lost:
             return None
         self._next = now + 1.0 / SEND_RATE
-        self.record = npos_for(state)
-        self.data = b"" if self.record is None else encode_npos(self.record)
+        self._state = state
         return None
 
     def observe(self, now: float) -> None:
