@@ -23,14 +23,12 @@ class Q3Sink:
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
         self.intent: Q3Intent | None = None
-        # The head a VR-aware receiver decodes from the 32-bit buttons we build (None: lost or --no-vr).
-        # On a 16-bit link it never reaches the server: the mirror then labels it hypothetical.
-        self.far_head: RemoteHead | None = None
         self.far_head_smoothed: tuple[float, float, float] | None = None
         self.lost_frames = 0             # usercmds built while the head was not tracked
         self.lost_cleared = 0            # ...of which carried no head bits
-        self.head_quant_max = 0.0        # worst 7-bit head error seen (sent, clamped vs decoded), degrees
         self._fresh = False              # whether send() built an intent this frame
+        self._far: tuple[Q3Intent | None, RemoteHead | None] = (None, None)   # (decoded from, head)
+        self._quant_max = 0.0
 
     @property
     def head_bits_on_wire(self) -> bool:
@@ -59,21 +57,42 @@ class Q3Sink:
         return t_wire
 
     def observe(self, now: float) -> None:
-        """After every sink has sent: what a VR receiver makes of this frame's buttons."""
+        """After every sink has sent: count usercmds built without a head and whether they
+        carried head bits (the far side's decode waits until something shows it: `far_head`)."""
         if not self._fresh:
             return
         intent = self.intent
-        # Decoded from the buttons we built; the far side only has them on a 32-bit link.
-        seen = remote_head(intent.buttons, intent.roll_short)
-        self.far_head = seen
         if intent.head is None:
             self.lost_frames += 1
             if not intent.buttons & VR_BUTTON_MASK:
                 self.lost_cleared += 1
-        elif seen is not None:
-            pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
-            offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
-            self.head_quant_max = max(self.head_quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
+
+    @property
+    def far_head(self) -> RemoteHead | None:
+        """The head a VR-aware receiver decodes from the last usercmd's 32-bit buttons (None: lost
+        or --no-vr). On a 16-bit link it never reaches the server: the mirror labels it hypothetical."""
+        return self._decode()
+
+    @property
+    def head_quant_max(self) -> float:
+        """Worst 7-bit head error (sent, clamped, vs decoded) over the usercmds decoded so far, degrees."""
+        self._decode()  # the latest usercmd counts too
+        return self._quant_max
+
+    def _decode(self) -> RemoteHead | None:
+        """Decode the last usercmd once, when first asked for (the mirror each drawn frame, the demo
+        at the end): without a window no per-usercmd decoding work."""
+        intent = self.intent
+        if intent is None:
+            return None
+        if self._far[0] is not intent:
+            seen = remote_head(intent.buttons, intent.roll_short)
+            self._far = (intent, seen)
+            if intent.head is not None and seen is not None:
+                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
+                offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
+                self._quant_max = max(self._quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
+        return self._far[1]
 
     def smooth(self, now: float) -> tuple[float, float, float] | None:
         """Step the receiver's EMA towards the latest decoded head, as a VR client does once per

@@ -116,12 +116,14 @@ def test_weapon_and_head_follow_on_both_servers(mock, tmp_path, netsync_server, 
     load(mock, tmp_path, SWEEP)
     loop = pipeline(netsync_server, q3_server, room="e2e-follow", device_id="e2e-follow")
     q3, ns = loop.sinks[0], loop.sinks[1]
-    server_yaw, relayed_yaw = [], []
+    server_yaw, relayed_yaw, decoded = [], [], []
     try:
         run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
         assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
 
         def sample() -> bool:
+            if q3.far_head is not None:  # decoded as the mirror does each frame
+                decoded.append(q3.far_head)
             if q3.link.view_angles is not None:
                 server_yaw.append(q3.link.view_angles[1])
             if ns.seen is not None and ns.seen.head is not None:
@@ -141,8 +143,8 @@ def test_weapon_and_head_follow_on_both_servers(mock, tmp_path, netsync_server, 
     assert c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL
     want = HEAD_YAW - NS_YAW_TOL - F32_POSE_TOL  # the held extremes, as the room broadcast carries them
     assert max(relayed_yaw) >= want and min(relayed_yaw) <= -want, (min(relayed_yaw), max(relayed_yaw))
-    # The offline 7-bit view of the head matches what a VR receiver would decode.
-    assert q3.head_quant_max <= Q3_HEAD_TOL
+    # The 7-bit head a VR receiver would decode from our buttons matches the head sent.
+    assert len(decoded) > 100 and q3.head_quant_max <= Q3_HEAD_TOL
 
 
 def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_server, q3_server):
