@@ -62,7 +62,6 @@ _INF = math.inf
 _ROUND = 6755399441055744.0  # 1.5 · 2**52
 _IDENTITY_PACKED = 0xE0080200  # identity: index 3, three zeros at 511.5 → 512
 
-_F64 = struct.Struct("<d")
 _BODY_HEAD = struct.Struct("<HBB")  # poseSeq, flags, encodingFlags
 _ENTRY_HEAD = struct.Struct("<Hd")  # clientNo, poseTime
 _ROOM_TAIL = struct.Struct("<dH")  # broadcastTime, count
