@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,22 +37,31 @@ def rig_from(cfg: config_mod.Config) -> Rig:
         return Rig(RigSettings(move_speed=r["move_speed"], turn_mode=r["turn"], snap_angle=r["snap_angle"],
                                smooth_speed=r["smooth_speed"], deadzone=r["deadzone"]))
     except ValueError as e:
-        raise UsageError(f"rig.turn: {e}") from None
+        raise UsageError(f"rig.{e}") from None
 
 
 def check_config(cfg: config_mod.Config) -> None:
     """Refuse unusable addresses and values before anything is opened (a typo fails at once,
     not after the headset session and the first server are up)."""
     from headcast.app import netsync_link, q3_link
+    # Host names are resolved here too: ZeroMQ resolves in the background and retries forever,
+    # so a typo would only show as "no answer" after the connect timeout.
     if cfg[("q3", "host")]:
-        q3_link.parse_address(cfg[("q3", "host")])
+        _resolve("--q3", q3_link.parse_address(cfg[("q3", "host")])[0])
     if cfg[("netsync", "host")]:
-        netsync_link.parse_address(cfg[("netsync", "host")])
+        _resolve("--netsync", netsync_link.parse_address(cfg[("netsync", "host")])[0])
     rate = cfg[("netsync", "send_rate")]
     if not 0.5 <= rate <= 60:
         raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
     rig_from(cfg)
     want_mirror(cfg)
+
+
+def _resolve(flag: str, host: str) -> None:
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as e:
+        raise UsageError(f"{flag} {host}: cannot resolve host ({getattr(e, 'strerror', None) or e})") from None
 
 
 def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
@@ -220,9 +230,10 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
         return
     print(f"stopped: {summary['stopped']}", file=out)
     fc, lat = summary["frame_cost_ms"], summary["latency_ms"]
+    ms = lambda v: "-" if v is None else f"{v} ms"  # noqa: E731 - None: nothing went on a wire
     print(f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
-          f"frame cost median {fc['median']} ms p99 {fc['p99']} ms; "
-          f"motion-to-wire median {lat['median']} ms p99 {lat['p99']} ms", file=out)
+          f"frame cost median {ms(fc['median'])} p99 {ms(fc['p99'])}; "
+          f"motion-to-wire median {ms(lat['median'])} p99 {ms(lat['p99'])}", file=out)
     for s in summary["sinks"]:
         print(f"  {s['name']:8} {s['state']:12} {s['packed']}  {s['detail']}", file=out, flush=True)
 
@@ -281,6 +292,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     path = Path(args.file)
     if not path.is_file():
-        raise UsageError(f"replay: {path} does not exist")
+        raise UsageError(f"replay: {path} {'is not a file' if path.exists() else 'does not exist'}")
     run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)
     return 0

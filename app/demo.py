@@ -15,9 +15,11 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from headcast.app import commands
-from headcast.app.errors import AppError
+from headcast.app.errors import AppError, UsageError
+from headcast.app.mock import find_motion, shipped_motions
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
 
 # Quantisation bounds the checks allow, each derived from the protocol (reference: quake3.md §7-8,
@@ -147,6 +149,10 @@ def verify(loop) -> list[Check]:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     json_mode = args.json
+    if not args.synthetic and not Path(args.motion).is_file() and find_motion(args.motion) is None:
+        # A typo is refused before any server starts, not replaced by the embedded motion.
+        raise UsageError(f"--motion {args.motion}: no such motion file or shipped motion "
+                         f"(shipped: {', '.join(shipped_motions())})")
     servers = []
     try:
         ns_host = q3_host = ""

@@ -91,7 +91,13 @@ class Rig:
 
     def __init__(self, settings: RigSettings = RigSettings(), start: Origin = Origin()) -> None:
         if settings.turn_mode not in ("snap", "smooth"):
-            raise ValueError(f"turn mode must be 'snap' or 'smooth', not {settings.turn_mode!r}")
+            raise ValueError(f"turn = {settings.turn_mode!r}: must be 'snap' or 'smooth'")
+        for name, value, lo, hi in (("move_speed", settings.move_speed, 0.0, 100.0),
+                                    ("snap_angle", settings.snap_angle, 1.0, 180.0),
+                                    ("smooth_speed", settings.smooth_speed, 0.0, 3600.0),
+                                    ("deadzone", settings.deadzone, 0.0, 0.95)):
+            if not lo <= value <= hi:  # NaN fails too
+                raise ValueError(f"{name} = {value:g}: must be {lo:g}..{hi:g}")
         self.settings = settings
         self.start = start
         self.origin = start

@@ -72,6 +72,34 @@ def test_bad_values_and_config_are_named():
     assert_clean_error(headcast("replay", "/nonexistent.trace"), 2, "does not exist")
 
 
+def test_garbage_input_and_unknown_hosts_are_one_line_errors(tmp_path):
+    garbage = tmp_path / "garbage.trace"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    assert_clean_error(headcast("replay", str(garbage), "--no-mirror"), 1, str(garbage), "not JSON")
+    assert_clean_error(headcast("replay", str(tmp_path), "--no-mirror"), 2, "is not a file")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is [not toml\n")
+    assert_clean_error(headcast("run", "--config", str(bad), "--print-config"), 2, str(bad), "not valid TOML")
+    assert_clean_error(headcast("probe", "q3", "nosuchhost.invalid", "--timeout", "1"), 2, "cannot resolve host")
+    # Refused before the headset session or any server is opened, not after the connect timeout.
+    assert_clean_error(headcast("run", "--mock", "look_around", "--no-mirror", "--netsync", "nosuchhost.invalid"),
+                       2, "--netsync nosuchhost.invalid: cannot resolve host")
+    assert_clean_error(headcast("run", "--mock", "look_around", "--no-mirror", "--q3", "nosuchhost.invalid"),
+                       2, "--q3 nosuchhost.invalid")
+    assert_clean_error(headcast("run", "--snap-angle", "-5", "--no-mirror"), 2, "rig.snap_angle = -5")
+    assert_clean_error(headcast("run", "--move-speed", "nan", "--no-mirror"), 2, "rig.move_speed = nan")
+    r = headcast("demo", "--motion", "nosuch", "--no-mirror")
+    assert_clean_error(r, 2, "--motion nosuch: no such motion", "look_around")
+    assert "starting" not in r.stdout  # no server was started for a typo
+
+
+def test_text_summary_without_sends():
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert "stopped: ran for 0.5 s" in r.stdout
+    assert "motion-to-wire median - p99 -" in r.stdout   # nothing went on a wire: no "None ms"
+
+
 def test_print_config_shows_layers(tmp_path):
     user = tmp_path / "c.toml"
     user.write_text('[netsync]\nroom = "file"\nsend_rate = 30\n')

@@ -88,6 +88,13 @@ def test_bad_turn_mode_is_refused():
         Rig(RigSettings(turn_mode="spin"))
 
 
+@pytest.mark.parametrize("field, value", [("move_speed", -1.0), ("move_speed", math.nan), ("snap_angle", -5.0),
+                                          ("snap_angle", 0.0), ("smooth_speed", math.inf), ("deadzone", 1.0)])
+def test_unusable_rig_numbers_are_refused(field, value):
+    with pytest.raises(ValueError, match=field):
+        Rig(RigSettings(**{field: value}))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-720, 720), st.booleans(), st.booleans(),
        st.tuples(*[st.floats(-1, 1)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1))
