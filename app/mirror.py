@@ -49,6 +49,7 @@ void main() { if (texture(font, vuv).r < 0.5) discard; frag = vec4(vcol, 1.0); }
 """
 
 TEXT_SCALE = 2
+HUD_PERIOD = 0.1  # seconds between HUD text refreshes
 WHITE = (0.95, 0.95, 0.95)
 DIM = (0.6, 0.6, 0.65)
 SENT_COLOR = (0.95, 0.95, 0.95)
@@ -87,6 +88,8 @@ class MirrorWindow:
         self.plot_seconds = plot_seconds
         self.capture_next = False
         self.last_pixels: np.ndarray | None = None
+        self._hud: list = []
+        self._hud_due = float("-inf")
         if not display_available():
             raise MirrorError("no display for the mirror window (DISPLAY is not set): "
                               "use --no-mirror, or run under xvfb-run")
@@ -231,7 +234,10 @@ class MirrorWindow:
             for i, label in enumerate(labels):
                 text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2,
                              at[1] + i * (glfont.CELL_H * TEXT_SCALE + 2), label, scene.COLORS[kind][0]))
-        text += hud_lines(loop, now)
+        if now >= self._hud_due or self.capture_next:
+            # Text a person reads: 10 refreshes a second, not one per frame (percentiles, statuses).
+            self._hud, self._hud_due = hud_lines(loop, now), now + HUD_PERIOD
+        text += self._hud
         lines = self._plots(loop, now, w, h, text)
         self._draw(lines, GL.GL_LINES, px)
         self._draw_text(text, px)
