@@ -170,7 +170,8 @@ def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_server):
     pump = Pump({"me": me, "other": other},
                 lambda n, now: moving(now) if n == "me" else PoseFrame.build(Transform((5.0, 1.6, 5.0))))
     try:
-        pump.until(lambda: len(pump.of("me", OwnPose)) >= 5 and pump.of("me", PeerPose), 15, "five own poses and a peer")
+        pump.until(lambda: len(pump.of("me", OwnPose)) >= 5 and pump.of("me", PeerPose) and other.client_no, 15,
+                   "five own poses, a peer pose and the peer's own clientNo")
         by_seq = {decode_client_pose(m).body.pose_seq: m for _, m in sent}
         own = pump.of("me", OwnPose)
         for o in own:
