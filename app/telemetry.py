@@ -11,24 +11,47 @@ import numpy as np
 
 
 class Ring:
-    """The last `size` values of one or more columns (a float64 ring)."""
+    """The last `size` values of one or more columns (a float64 ring).
+
+    Values are appended to a short Python list and written into the array in batches (one
+    slice assignment per BATCH rows, or when read): a numpy row write per frame costs more
+    than the frame's own bookkeeping. Readers (HUD, status, summary) see every value added.
+    """
+
+    BATCH = 64
 
     def __init__(self, size: int, columns: int = 1) -> None:
         self.data = np.zeros((size, columns))
         self.size, self.n, self.i = size, 0, 0
+        self._pending: list[tuple[float, ...]] = []
 
     def add(self, *values: float) -> None:
-        self.data[self.i] = values
-        self.i = (self.i + 1) % self.size
-        self.n = min(self.n + 1, self.size)
+        self._pending.append(values)
+        if len(self._pending) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        rows = self._pending
+        if not rows:
+            return
+        self._pending = []
+        block = np.array(rows[-self.size:], dtype=np.float64)
+        k = len(block)
+        first = min(k, self.size - self.i)
+        self.data[self.i:self.i + first] = block[:first]
+        self.data[:k - first] = block[first:]
+        self.i = (self.i + k) % self.size
+        self.n = min(self.n + len(rows), self.size)
 
     def values(self) -> np.ndarray:
         """Oldest first."""
+        self.flush()
         if self.n < self.size:
             return self.data[: self.n]
         return np.roll(self.data, -self.i, axis=0)
 
     def percentile(self, q: float, column: int = 0) -> float | None:
+        self.flush()
         if self.n == 0:
             return None
         return float(np.percentile(self.data[: self.n, column], q))
@@ -50,6 +73,7 @@ class RateMeter:
 
     def rates(self, now: float) -> tuple[float, float]:
         """(messages/s, bytes/s)."""
+        self.events.flush()
         if self.events.n == 0:
             return 0.0, 0.0
         v = self.events.data[: self.events.n]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from headcast.app.loop import FrameLoop, SourceEnded
 from headcast.app.rig import Rig
@@ -131,6 +132,22 @@ def test_rings_keep_bounded_memory_and_order():
     assert m.rates(1.95) == (8.0, 800.0)          # the ring holds 8: bounded, not exact beyond it
     assert m.total_messages == 20 and m.total_bytes == 2000
     assert Telemetry().summary()["latency_ms"] == {"median": None, "p99": None}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 50), st.lists(st.integers(0, 200), min_size=1, max_size=12))
+def test_batched_ring_equals_a_plain_ring(size, bursts):
+    """Whatever the interleaving of adds and reads, the ring reads as the last `size` values."""
+    r = Ring(size, 2)
+    added: list[float] = []
+    for burst in bursts:
+        for _ in range(burst):
+            v = float(len(added))
+            r.add(v, -v)
+            added.append(v)
+        want = added[-size:]
+        assert r.values()[:, 0].tolist() == want and r.values()[:, 1].tolist() == [-v for v in want]
+        assert r.n == len(want)
 
 
 def test_script_sampling_steps_controls_and_loops():
