@@ -41,6 +41,10 @@ class Q3Client:
         self._ready.register(self._sock, select.POLLIN)
         self.socket_errors = 0
 
+    def fileno(self) -> int:
+        """The UDP socket's descriptor, for an application's own select/poll loop (-1 once closed)."""
+        return self._sock.fileno()
+
     @property
     def local_address(self) -> tuple[str, int]:
         return self._sock.getsockname()

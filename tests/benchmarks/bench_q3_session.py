@@ -2,7 +2,8 @@
 
 1. A live session against a real server on 127.0.0.1 (stock OpenArena: legacy-71 netchan with
    XOR scrambling both ways, sv_pure 1, i.e. the dearest family), 60 Hz usercmds with changing
-   angles/moves/VR head input, 20 Hz snapshots, measured for SECONDS (20 s by default;
+   angles/moves/buttons (head input is given too; stock OpenArena has no vr_support, so the link
+   uses 16-bit buttons without head bits), 20 Hz snapshots, measured for SECONDS (20 s by default;
    HEADCAST_LONG=1: 60 s) and extrapolated to one minute. The figure is the CPU time of this
    process, which is the client and nothing else (the server is a child process, not counted),
    over the whole window: protocol work, socket calls, and every sleep and wake-up.
