@@ -186,7 +186,7 @@ def decompress_quat(packed: int) -> Quat:
     s = a * a + b * b + c * c
     # With s ≤ 1 the rebuilt component makes the quaternion unit already; only a corrupt
     # packing (s > 1) needs the renormalisation the shipped decoder always does.
-    big = math.sqrt(1.0 - s) if s <= 1.0 else 0.0
+    big = sqrt(1.0 - s) if s <= 1.0 else 0.0
     if i == 3:
         q = (a, b, c, big)
     elif i == 0:
