@@ -1,10 +1,14 @@
 """The hot-path shortcuts (cached XOR keystreams, ...) agree with the plain per-byte rules."""
 from __future__ import annotations
 
+import struct
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headcast.netcode.q3.msg import BitWriter, huffman_bits
+from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError, huffman_bits
+from headcast.netcode.q3.netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_FIELDS
 from headcast.netcode.q3.clientmsg import write_client_message
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, _xor
 from headcast.netcode.q3.usercmd import UserCmd
@@ -82,3 +86,43 @@ def test_a_flag_merged_with_its_value_is_the_same_bits(pairs) -> None:
         w.write_bits(value, nbits)
         flat += (flag | (value & ((1 << nbits) - 1)) << 1, nbits + 1)
     assert huffman_bits(flat) == w.to_bytes()
+
+
+def netfields_per_flag(r: BitReader, widths, base, zero_flags):
+    """The netField walk one flag at a time (the plain reading of ioq3 MSG_ReadDelta*)."""
+    lc = r.read_bits(8)
+    if lc > len(widths):
+        raise MsgError("count")
+    values = list(base)
+    for i in range(lc):
+        if not r.read_flag():
+            continue
+        if zero_flags and not r.read_flag():
+            values[i] = 0 if widths[i] else 0.0
+            continue
+        if widths[i] == 0:
+            if r.read_flag():
+                values[i] = struct.unpack("<f", struct.pack("<i", r.read_bits(32)))[0]
+            else:
+                values[i] = float(r.read_bits(FLOAT_INT_BITS) - FLOAT_INT_BIAS)
+        else:
+            values[i] = r.read_bits(widths[i])
+    return tuple(values)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=60), st.booleans(), st.integers(0, 7))
+def test_netfield_run_skipping_matches_the_per_flag_walk(data, entity, start_bit) -> None:
+    widths = tuple(f.bits for f in (ENTITY_FIELDS if entity else PLAYER_FIELDS))
+    base = tuple(range(len(widths)))
+    fast, slow = BitReader(data), BitReader(data)
+    if start_bit and len(data) > 1:
+        fast.read_bits(start_bit), slow.read_bits(start_bit)
+    try:
+        got = fast.read_netfields(widths, base, entity)
+    except MsgError:
+        with pytest.raises(MsgError):
+            netfields_per_flag(slow, widths, base, entity)
+        return
+    assert netfields_per_flag(slow, widths, base, entity) == got
+    assert fast.bit == slow.bit
