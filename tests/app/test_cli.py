@@ -218,3 +218,22 @@ def test_pure_server_needs_pk3_and_joins_with_them():
         assert r.returncode == 0, r.stderr[-2000:]
         states = [s["sinks"][0]["state"] for s in map(json.loads, r.stdout.splitlines()) if s["type"] == "status"]
         assert "in game" in states
+
+
+def test_doctor_names_each_problem_with_its_fix(tmp_path):
+    r = headcast("doctor", XR_RUNTIME_JSON=str(tmp_path / "missing.json"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout
+    assert f"[!!] openxr   XR_RUNTIME_JSON points at {tmp_path / 'missing.json'}" in r.stdout
+    assert "[!!] display  no display" in r.stdout and "fix: run on a desktop session" in r.stdout
+    assert "2 problem(s)" in r.stdout
+
+
+@pytest.mark.display
+def test_doctor_all_good_with_the_mock_runtime_and_a_display(mock_manifest, xvfb_display):
+    r = headcast("doctor", "--json", XR_RUNTIME_JSON=str(mock_manifest), DISPLAY=xvfb_display,
+                 PYGLFW_LIBRARY_VARIANT="x11")
+    report = json.loads(r.stdout)
+    assert r.returncode == 0 and report["ok"] is True, report
+    found = {f["area"]: f["what"] for f in report["findings"]}
+    assert "MockXR" in " ".join(f["what"] for f in report["findings"] if f["area"] == "openxr")
+    assert found["display"].startswith("OpenGL")
