@@ -64,8 +64,9 @@ def _resolve(flag: str, host: str) -> None:
         raise UsageError(f"{flag} {host}: cannot resolve host ({getattr(e, 'strerror', None) or e})") from None
 
 
-def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
-    """Q3, NetSync and Sauerbraten sinks; those without a host compute and show only."""
+def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool = False) -> list:
+    """Q3, NetSync and Sauerbraten sinks; those without a host compute and show only.
+    `verify`: check every usercmd's head bits as a receiver decodes them (the demo's summary)."""
     sinks: list = []
     try:
         q = cfg.section("q3")
@@ -74,7 +75,7 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float]) -> list:
             from headcast.app.q3_link import Q3Link, parse_address as q3_address
             host, port = q3_address(q["host"])
             q3_link = Q3Link(host, port, name=q["name"], vr=q["vr"], pk3=q["pk3"], clock=clock)
-        sinks.append(Q3Sink(vr=q["vr"], move_speed=cfg[("rig", "move_speed")], link=q3_link))
+        sinks.append(Q3Sink(vr=q["vr"], move_speed=cfg[("rig", "move_speed")], link=q3_link, verify=verify))
         n = cfg.section("netsync")
         ns_link = None
         if n["host"]:
@@ -239,7 +240,7 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
 
 
 def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
-                 clock: Callable[[], float] = time.perf_counter) -> tuple[FrameLoop, dict]:
+                 clock: Callable[[], float] = time.perf_counter, verify: bool = False) -> tuple[FrameLoop, dict]:
     """Open mirror → source → sinks (each closed again if a later one fails), run, summarise."""
     check_config(cfg)
     mirror = open_mirror(cfg)
@@ -251,7 +252,7 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
             say(f"OpenXR: {info.runtime}, {info.system}, {'headless' if info.headless else 'OpenGL'} session, "
                 f"{info.base_space} space, bindings for {len(info.profiles)} controller profiles",
                 json_mode)
-        sinks = make_sinks(cfg, clock)
+        sinks = make_sinks(cfg, clock, verify)
         recorder = None
         if cfg[("run", "record")]:
             from headcast.xr.trace import TraceWriter

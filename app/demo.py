@@ -168,7 +168,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                  ("run", "duration"): args.duration, ("mirror", "enabled"): args.mirror}
         cfg = commands.load_config(args, flags)
         source = pick_source(args, cfg, json_mode)
-        loop, summary = commands.run_pipeline(cfg, source, json_mode)
+        loop, summary = commands.run_pipeline(cfg, source, json_mode, verify=True)
     finally:
         for s in servers:
             _stop(s)

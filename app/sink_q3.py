@@ -16,8 +16,9 @@ from headcast.xr.frame import TrackingFrame
 class Q3Sink:
     name = "q3"
 
-    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None) -> None:
+    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False) -> None:
         self.vr = vr
+        self.verify = verify                   # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
         self.link = link                       # a connected Q3Link, or None = offline
         self.meter = RateMeter()
@@ -58,7 +59,8 @@ class Q3Sink:
 
     def observe(self, now: float) -> None:
         """After every sink has sent: count usercmds built without a head and whether they
-        carried head bits (the far side's decode waits until something shows it: `far_head`)."""
+        carried head bits. The far side's decode waits until something shows it (`far_head`),
+        unless every usercmd is to be verified."""
         if not self._fresh:
             return
         intent = self.intent
@@ -66,6 +68,8 @@ class Q3Sink:
             self.lost_frames += 1
             if not intent.buttons & VR_BUTTON_MASK:
                 self.lost_cleared += 1
+        if self.verify:
+            self._decode()
 
     @property
     def far_head(self) -> RemoteHead | None:

@@ -132,3 +132,17 @@ def test_sauer_sink_takes_the_state_at_30_hz_and_a_loss_at_once():
     lost = frame(head_ok=False)
     sink.send(rig_state(lost), lost, 0.041)            # a loss is taken at once, whatever the rate
     assert sink.data == b"" and sink.seen is None
+
+
+def test_q3_sink_verifies_every_usercmd_only_when_asked():
+    from headcast.app.sink_q3 import Q3Sink
+    frames = [frame(head=(p, 0, 0)) for p in (10.3, -33.7, 51.1)]
+    lazy, every = Q3Sink(), Q3Sink(verify=True)
+    for f in frames:
+        for sink in (lazy, every):
+            sink.send(rig_state(f), f, 0.0)
+            sink.observe(0.0)
+    assert lazy._quant_max == 0.0                         # nothing decoded yet: nobody looked
+    worst = max(abs(p - remote_head(vrhead.pack_head(0, p, 0.0, 0.0), 0).pitch) for p in (10.3, -33.7, 51.1))
+    assert every.head_quant_max == pytest.approx(worst) and worst > 1.0
+    assert lazy.head_quant_max < worst                     # only the last usercmd, decoded when asked
