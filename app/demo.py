@@ -122,7 +122,7 @@ def verify(loop) -> list[Check]:
                         f"{q3.head_quant_max:.3f}° (one step = {180 / 127:.3f}°)"))
     if q3.lost_frames:
         checks.append(Check("q3 tracking loss", q3.lost_cleared == q3.lost_frames,
-                            f"{q3.lost_frames} frames without a head: head bits cleared in {q3.lost_cleared}"))
+                            f"{q3.lost_frames} usercmds built without a head: head bits cleared in {q3.lost_cleared}"))
     ns = sinks["netsync"]
     if ns.link is not None:
         c = ns.check

@@ -26,9 +26,9 @@ pytestmark = pytest.mark.live
 LEAD_IN = 4.0  # seconds still at the start, so both servers have let us in before anything moves
 
 
-def motion(lines: str) -> str:
+def motion(lines: str, head_pos: str = "0 1.6 0") -> str:
     """A motion file whose keyframe times are shifted by the still lead-in."""
-    out = ["timebase seconds", "0.0 /user/head pos 0 1.6 0", "0.0 /user/head ypr 0 0 0",
+    out = ["timebase seconds", f"0.0 /user/head pos {head_pos}", "0.0 /user/head ypr 0 0 0",
            "0.0 /user/hand/right/input/aim/pose ypr 0 0 0", "0.0 /user/hand/right/input/thumbstick 0 0",
            "0.0 /user/head flags all"]
     for line in lines.strip().splitlines():
@@ -66,7 +66,9 @@ F32_POSE_TOL = 1e-3  # degrees: the runtime's float32 quaternions (~1e-7 rad ≈
 FLICKS = motion("\n".join(
     f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
     f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
-    for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))))
+    for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))),
+    # Off the stage centre, so the Δ's rotation moves the reconstructed physical pose if it is wrong.
+    head_pos="0.6 1.6 -0.4")
 # The head turns slowly and loses all tracking for 1.5 s.
 LOSS = motion("""
 0.0 /user/head ypr 0 0 0
@@ -152,12 +154,18 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
     loop = pipeline(netsync_server, q3_server, room="e2e-snap", device_id="e2e-snap")
     q3, ns = loop.sinks[0], loop.sinks[1]
     yaws: list[float] = []
+    head_jumps: list[float] = []   # world head movement across each snap frame (metres)
+    last_head = [None]
     try:
         run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
         assert loop.frame.seq < LEAD_IN * 90, "connecting took longer than the still lead-in"
 
         def sample() -> bool:
             yaws.append(loop.state.origin.yaw)
+            head = loop.state.head.position
+            if loop.state.snapped and last_head[0] is not None:
+                head_jumps.append(math.dist(head, last_head[0]))
+            last_head[0] = head
             return loop.frame.seq >= int((LEAD_IN + 4.2) * 90)
         run_until(loop, sample, 20, "the snap-turn motion to finish")
         run_until(loop, lambda: ns.seen is not None and ns.seen.delta is not None
@@ -167,6 +175,9 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
     # Five flicks: right, right, left, left, hold right (one snap) → -45, -90, -45, 0, -45 (OpenXR +left).
     steps = [b - a for a, b in zip(yaws, yaws[1:]) if b != a]
     assert [round(s, 6) for s in steps] == [-45.0, -45.0, 45.0, 45.0, -45.0]
+    # The turns pivot on the head: its world position does not jump (a turn about the stage
+    # centre would move it by 2·0.72·sin(22.5°) ≈ 0.55 m).
+    assert len(head_jumps) == 5 and max(head_jumps) < 1e-6, head_jumps
     c = ns.check
     # Unity's yaw is +right: the relayed XROrigin Δ went through 45 and 90 degrees.
     assert {45.0, 90.0} <= c.dyaws
