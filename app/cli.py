@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="play a recorded trace through the sinks",
                        description="Feed a trace recorded with `headcast run --record FILE` through the "
                                    "rig and sinks, at the recorded pace.")
-    p.add_argument("file", metavar="FILE", help="trace file")
+    p.add_argument("file", metavar="FILE", help="trace file (from `headcast run --record FILE`); sinks as for run")
     _add_sink_flags(p)
     _add_common(p)
 
@@ -118,15 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
     psub = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     q = psub.add_parser("q3", help="Quake 3: getinfo/getstatus, protocol family, vr_support",
                         description="Send getinfo and getstatus; report protocol, map, players, vr_support.")
-    q.add_argument("host", metavar="HOST[:PORT]")
-    q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS")
+    q.add_argument("host", metavar="HOST[:PORT]", help="the server (default port 27960), e.g. 127.0.0.1:27960")
+    q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS",
+                   help="how long to wait for an answer (default 2); no answer exits 3")
     _add_common(q)
     q = psub.add_parser("netsync", help="NetSync: is the server there, which version, who is in the room",
                         description="Send a stealth pose to the room and wait for the server's device-id "
                                     "mapping and room broadcast.")
-    q.add_argument("host", metavar="HOST[:DEALER[:PUB]]")
-    q.add_argument("--room", default="default_room")
-    q.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS")
+    q.add_argument("host", metavar="HOST[:DEALER[:PUB]]",
+                   help="the server (default ports 5555/5556; PUB defaults to DEALER + 1)")
+    q.add_argument("--room", default="default_room", help="room to look into (default: default_room)")
+    q.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
+                   help="how long to wait for an answer (default 3); no answer exits 3")
     _add_common(q)
 
     p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",

@@ -41,7 +41,9 @@ def assert_clean_error(r: subprocess.CompletedProcess, code: int, *needles: str)
     (("replay",), "--record FILE"),
     (("probe",), "KIND"),
     (("probe", "q3"), "vr_support"),
+    (("probe", "q3"), "no answer exits 3"),
     (("probe", "netsync"), "device-id"),
+    (("probe", "netsync"), "room to look into"),
     (("doctor",), "each problem with its fix"),
 ])
 def test_every_help_teaches(args, needle):
