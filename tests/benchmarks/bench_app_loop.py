@@ -2,7 +2,7 @@
 
 Mock OpenXR runtime (real loader, pyopenxr, paced at 90 Hz) playing look_around → rig → Q3 sink
 (joined to a local ioq3ded, 60 usercmds/s) + NetSync sink (joined to a local
-styly-netsync-server, 10 Hz, plus its stealth observer) + Sauerbraten N_POS sink.
+styly-netsync-server, 10 Hz; our relayed body read from its room broadcast) + Sauerbraten N_POS sink.
 
 - frame cost (wall): the loop's own work per frame (drain sockets, rig, sinks, telemetry), i.e.
   the frame minus the XR call (which waits for the runtime's frame clock). On a shared machine
