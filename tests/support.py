@@ -36,3 +36,30 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: fl
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}")
         time.sleep(interval)
+
+
+# Every variable the mock runtime (or the loader's layer list) reads: tests start from none of them.
+MOCK_ENV_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
+                 "HEADCAST_MOCK_THROTTLE", "XR_ENABLE_API_LAYERS")
+
+
+def mock_control(manifest, monkeypatch, *, paced: bool):
+    """Fixture body: the loader pointed at the mock runtime with a clean mock environment.
+
+    Yields a reset MockControl on the live library (paced at 90 Hz or not) and, on the way out,
+    fails the test if it left an XrInstance alive. Use as `yield from mock_control(...)`.
+    """
+    from headcast.xr import mockrt
+
+    monkeypatch.setenv("XR_RUNTIME_JSON", str(manifest))
+    monkeypatch.setenv("XR_LOADER_DEBUG", "error")
+    for var in MOCK_ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    if not paced:
+        monkeypatch.setenv("HEADCAST_MOCK_THROTTLE", "0")
+    ctl = mockrt.MockControl(manifest)
+    ctl.reset()
+    yield ctl
+    alive = ctl.instance_alive
+    ctl.reset()
+    assert not alive, "the test left an XrInstance alive (close the XRSession)"

@@ -4,9 +4,8 @@ from __future__ import annotations
 import pytest
 
 from headcast.xr import mockrt
+from support import mock_control
 
-MOCK_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
-             "HEADCAST_MOCK_THROTTLE")
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +40,4 @@ def mock_manifest():
 @pytest.fixture
 def mock(mock_manifest, monkeypatch):
     """The loader pointed at the mock runtime, paced at 90 Hz (the network sinks run on wall time)."""
-    monkeypatch.setenv("XR_RUNTIME_JSON", str(mock_manifest))
-    monkeypatch.setenv("XR_LOADER_DEBUG", "error")
-    for var in MOCK_VARS:
-        monkeypatch.delenv(var, raising=False)
-    ctl = mockrt.MockControl(mock_manifest)
-    ctl.reset()
-    yield ctl
-    alive = ctl.instance_alive
-    ctl.reset()
-    assert not alive, "the test left an XrInstance alive"
+    yield from mock_control(mock_manifest, monkeypatch, paced=True)

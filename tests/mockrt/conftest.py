@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from headcast.xr import mockrt
+from support import mock_control
 
 
 @pytest.fixture(scope="session")
@@ -17,17 +18,8 @@ def runtime_manifest():
 
 @pytest.fixture
 def mock(runtime_manifest, monkeypatch):
-    """A MockControl on the live library, reset before and after; the loader pointed at it."""
-    monkeypatch.setenv("XR_RUNTIME_JSON", str(runtime_manifest))
-    for var in ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HEADCAST_MOCK_THROTTLE", "0")
-    ctl = mockrt.MockControl(runtime_manifest)
-    ctl.reset()
-    yield ctl
-    alive = ctl.instance_alive
-    ctl.reset()
-    assert not alive, "a test left an XrInstance alive"
+    """A MockControl on the live library, reset before and after; the loader pointed at it, unpaced."""
+    yield from mock_control(runtime_manifest, monkeypatch, paced=False)
 
 
 @dataclass

@@ -9,10 +9,8 @@ import sys
 import pytest
 
 from headcast.xr import mockrt
-from support import REPO
+from support import MOCK_ENV_VARS, REPO, mock_control
 
-MOCK_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
-             "XR_ENABLE_API_LAYERS")
 
 
 @pytest.fixture(scope="session")
@@ -23,16 +21,7 @@ def manifest():
 @pytest.fixture
 def ctl(manifest, monkeypatch):
     """MockControl on the live runtime, reset around the test; the loader points at the mock, unpaced."""
-    monkeypatch.setenv("XR_RUNTIME_JSON", str(manifest))
-    monkeypatch.setenv("HEADCAST_MOCK_THROTTLE", "0")
-    for var in MOCK_VARS:
-        monkeypatch.delenv(var, raising=False)
-    control = mockrt.MockControl(manifest)
-    control.reset()
-    yield control
-    alive = control.instance_alive
-    control.reset()
-    assert not alive, "the test left an XrInstance alive (XRSession not closed)"
+    yield from mock_control(manifest, monkeypatch, paced=False)
 
 
 @pytest.fixture
@@ -41,7 +30,7 @@ def run_script(manifest):
 
     def run(code: str, env_extra: dict[str, str] | None = None, timeout: float = 90,
             args: list[str] = ()) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if k not in MOCK_VARS}
+        env = {k: v for k, v in os.environ.items() if k not in MOCK_ENV_VARS}
         env.update({"XR_RUNTIME_JSON": str(manifest), "HEADCAST_MOCK_THROTTLE": "0", "XR_LOADER_DEBUG": "error",
                     **(env_extra or {})})
         return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True,
