@@ -44,7 +44,12 @@ def activate_mock(name: str) -> Path:
         raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})")
     try:
         env = mockrt.runtime_env(motion.resolve())
+        # The runtime's own parser, before the loader reads the file: a bad line is the user's
+        # mistake to name, not an "internal failure" of the runtime at xrCreateInstance.
+        mockrt.check_motion(motion.resolve(), Path(env["XR_RUNTIME_JSON"]))
     except mockrt.RuntimeBuildError as e:
         raise AppError(f"cannot build the mock OpenXR runtime: {e}") from None
+    except mockrt.MockControlError as e:
+        raise UsageError(f"--mock {name}: {e}") from None
     os.environ.update(env)
     return Path(env["XR_RUNTIME_JSON"])

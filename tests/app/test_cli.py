@@ -93,6 +93,11 @@ def test_garbage_input_and_unknown_hosts_are_one_line_errors(tmp_path):
     r = headcast("demo", "--motion", "nosuch", "--no-mirror")
     assert_clean_error(r, 2, "--motion nosuch: no such motion", "look_around")
     assert "starting" not in r.stdout  # no server was started for a typo
+    motion = tmp_path / "bad.motion"
+    motion.write_text("rate 90\n0 /user/head bogus 1 2\n")
+    # The runtime's parser names file and line; not "internal failure" from xrCreateInstance.
+    assert_clean_error(headcast("run", "--mock", str(motion), "--no-mirror", "--duration", "1"),
+                       2, f"{motion}:2: unknown pose channel")
 
 
 def test_text_summary_without_sends():
