@@ -2,7 +2,8 @@
 
 The client core builds one usercmd per command tick from the latest input. The sink sets
 the input and then polls the client in the same frame, so a tick that falls due carries the
-pose located this frame (motion-to-wire latency under a millisecond instead of a frame).
+pose located this frame (motion-to-wire latency under a millisecond instead of a frame); the
+client sends it before reading the tick's snapshots, and the latency ends at that send.
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ class Q3Link:
         self.clock = clock
         self.address = f"{host}:{port}"
         try:
-            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3)))
+            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3)),
+                                   clock=clock)
         except OSError as e:
             raise UsageError(f"--q3 {host}:{port}: {e.strerror or e}") from None
         self.client.start(clock())
@@ -121,15 +123,20 @@ class Q3Link:
             head = (intent.head[0], angle_subtract(intent.head[1], intent.angles[1]))
         self.client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
                               intent.buttons & USER_BITS, 0, head)
-        counters = self.client.core.counters  # a live view: Status would copy everything each frame
+        client = self.client
+        core = client.core
+        counters = core.counters  # a live view: Status would copy everything each frame
         before = counters["bytes_out"]
-        self._handle(self.client.poll(now))
+        # In game the client sends the tick's usercmd before it reads the socket, so the cmd was
+        # built against the delta_angles known before this poll; while joining it reads first.
+        linked = core.state in LINKED
+        delta = self._delta_angles
+        self._handle(client.poll(now))
         sent = counters["bytes_out"] - before
         if sent <= 0:
             return None
-        t_wire = self.clock()
-        cmd_time = self.client.core.last_cmd_time  # serverTime of the usercmd just built
-        self._sent[cmd_time] = (intent.angles, self._delta_angles)
+        t_wire = client.sent_at
+        self._sent[core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
         return sent, t_wire

@@ -8,8 +8,12 @@ exception per poll costs more, cache-cold after a sleep, than the check).
 In game (PRIMED / ACTIVE) the socket is read only when the command tick is due, as ioq3 reads
 its socket once per client frame: a snapshot waits at most one tick (1/cmd_rate) in the kernel
 buffer, which is no later than the next usercmd packet could use it anyway, and a frame loop
-polling faster than the tick rate costs one comparison on the frames in between. `wait(now)`
-sleeps until there is work for `poll`, for a loop that has nothing else to wake it.
+polling faster than the tick rate costs one comparison on the frames in between. At a tick the
+usercmd packet is built and sent first and the socket read after, so reading snapshots does not
+delay the usercmd (motion-to-wire); the cmd then uses the delta_angles of the snapshots read up to
+the previous tick, which ioq3 changes only on spawn, teleport and the pitch clamp. `sent_at` is the clock right
+after the last datagrams went to the socket. `wait(now)` sleeps until there is work for `poll`,
+for a loop that has nothing else to wake it.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import errno
 import select
 import socket
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
 from .events import Event
@@ -29,7 +33,7 @@ MAX_TIMER_STEPS = 8         # catch-up ticks per poll after a stall (the core re
 
 class Q3Client:
     def __init__(self, server: tuple[str, int], config: ClientConfig | None = None,
-                 bind: tuple[str, int] = ("0.0.0.0", 0)) -> None:
+                 bind: tuple[str, int] = ("0.0.0.0", 0), clock: Callable[[], float] = time.perf_counter) -> None:
         host, port = server
         self.server = (socket.gethostbyname(host), int(port))
         self.core = Q3ClientCore(config)
@@ -40,6 +44,8 @@ class Q3Client:
         self._ready = select.poll()
         self._ready.register(self._sock, select.POLLIN)
         self.socket_errors = 0
+        self._clock = clock
+        self.sent_at: float | None = None  # clock() right after the last datagrams were sent
 
     def fileno(self) -> int:
         """The UDP socket's descriptor, for an application's own select/poll loop (-1 once closed)."""
@@ -73,9 +79,22 @@ class Q3Client:
         if self._sock.fileno() == -1:
             return []  # closed
         core = self.core
-        timer = core.get_timer()
-        if timer is not None and now < timer and core.state in LINKED:
-            return self._events()  # between ticks: snapshots wait for the tick (module doc)
+        if core.state in LINKED:
+            timer = core.get_timer()
+            if timer is not None and now < timer:
+                return self._events()  # between ticks: snapshots wait for the tick (module doc)
+            # The tick's usercmd goes out before the socket is read (module doc).
+            self._run_timers(now)
+            self._flush(now)
+            self._receive(now)
+        else:
+            self._receive(now)
+            self._run_timers(now)
+        self._flush(now)
+        return self._events()
+
+    def _receive(self, now: float) -> None:
+        core = self.core
         ready = self._ready.poll
         recv = self._sock.recv
         for _ in range(MAX_READS_PER_POLL):
@@ -91,13 +110,14 @@ class Q3Client:
                     continue
                 raise
             core.receive_datagram(data, now)
+
+    def _run_timers(self, now: float) -> None:
+        core = self.core
         for _ in range(MAX_TIMER_STEPS):
             timer = core.get_timer()
             if timer is None or timer > now:
                 break
             core.handle_timer(now)
-        self._flush(now)
-        return self._events()
 
     def wait(self, now: float, until: float | None = None) -> None:
         """Sleep until `poll` has work: the core's timer is due or, before the link is up (or while
@@ -134,11 +154,15 @@ class Q3Client:
         return self._events()
 
     def _flush(self, now: float) -> None:
-        for dgram in self.core.datagrams_to_send(now):
+        dgrams = self.core.datagrams_to_send(now)
+        if not dgrams:
+            return
+        for dgram in dgrams:
             try:
                 self._sock.send(dgram)
             except OSError:
                 self.socket_errors += 1  # a full buffer or a vanished route: the protocol resends
+        self.sent_at = self._clock()
 
     def __enter__(self) -> "Q3Client":
         return self
