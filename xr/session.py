@@ -8,10 +8,14 @@
                 break
 
 Runs unchanged on a PC VR runtime and on the mock runtime (`headcast.xr.mockrt`). The
-per-frame path calls the loader's entry points (pyopenxr's library and structs) with structs
-built once and plain-int results, and unpacks the five locations in one struct call: the
-convenience wrappers allocate every output struct, build an enum per result and raise an
-exception object for each qualified success (SESSION_NOT_FOCUSED) — see bench_xr_poll.py.
+per-frame path calls the runtime's own entry points (xrGetInstanceProcAddr: no loader
+trampoline and its handle lookup per call) with handles and struct addresses as plain ints
+prepared once and plain-int results, and unpacks the five locations and the eight action
+states in one struct call each: the convenience wrappers allocate every output struct, build
+an enum per result and raise an exception object for each qualified success
+(SESSION_NOT_FOCUSED) — see bench_xr_poll.py. The frame path runs once per 11 ms, after a
+sleep, with cold caches: every call and attribute read left out of it counts several times
+its warm cost.
 """
 from __future__ import annotations
 
@@ -23,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import xr
-from xr import raw_functions as raw
 
 from .actions import ActionSet
 from .errors import GraphicsError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
@@ -41,23 +44,55 @@ _EV_INSTANCE_LOSS = int(xr.StructureType.EVENT_DATA_INSTANCE_LOSS_PENDING)
 _EVENT_BUFFER_TYPE = int(xr.StructureType.EVENT_DATA_BUFFER)
 
 
-def _int_result(name: str) -> Any:
-    """The loader's entry point with pyopenxr's argtypes but a plain int result (no enum per call)."""
-    fn = raw.openxr_loader_library[name]  # a fresh function object: pyopenxr's own stays as it is
-    fn.argtypes = getattr(raw, name).argtypes
-    fn.restype = ctypes.c_int
-    return fn
+_P = ctypes.c_void_p
+# Per-frame entry points: handles and struct pointers as plain ints, an int result.
+_SIGNATURES = {
+    "xrPollEvent": (_P, _P), "xrWaitFrame": (_P, _P, _P), "xrBeginFrame": (_P, _P),
+    "xrEndFrame": (_P, _P), "xrSyncActions": (_P, _P), "xrLocateSpace": (_P, _P, ctypes.c_int64, _P),
+    "xrGetActionStateFloat": (_P, _P, _P), "xrGetActionStateVector2f": (_P, _P, _P),
+    "xrGetActionStateBoolean": (_P, _P, _P),
+}
 
 
-_xrPollEvent = _int_result("xrPollEvent")
-_xrWaitFrame = _int_result("xrWaitFrame")
-_xrBeginFrame = _int_result("xrBeginFrame")
-_xrEndFrame = _int_result("xrEndFrame")
-_xrSyncActions = _int_result("xrSyncActions")
-_xrLocateSpace = _int_result("xrLocateSpace")
-_xrGetActionStateFloat = _int_result("xrGetActionStateFloat")
-_xrGetActionStateVector2f = _int_result("xrGetActionStateVector2f")
-_xrGetActionStateBoolean = _int_result("xrGetActionStateBoolean")
+def _entry(instance: xr.Instance, name: str) -> Any:
+    """The runtime's (or the top API layer's) own entry point for `name`."""
+    address = ctypes.cast(xr.get_instance_proc_addr(instance, name), _P).value
+    if not address:
+        raise XRError(f"the OpenXR runtime has no {name}")
+    return ctypes.CFUNCTYPE(ctypes.c_int, *_SIGNATURES[name])(address)
+
+
+def _address(obj: Any) -> int:
+    """A handle (a ctypes pointer in pyopenxr) or a struct as the integer the C call takes."""
+    if isinstance(obj, ctypes.Structure):
+        return ctypes.addressof(obj)
+    return ctypes.cast(obj, _P).value or 0
+
+
+class _ActionStates(ctypes.Structure):
+    """The eight action-state outputs side by side, unpacked in one struct call per frame."""
+    _fields_ = [("trigger_left", xr.ActionStateFloat), ("trigger_right", xr.ActionStateFloat),
+                ("squeeze_left", xr.ActionStateFloat), ("squeeze_right", xr.ActionStateFloat),
+                ("move", xr.ActionStateVector2f), ("turn", xr.ActionStateVector2f),
+                ("jump", xr.ActionStateBoolean), ("menu", xr.ActionStateBoolean)]
+
+
+def _states_format() -> struct.Struct:
+    # (current_state..., is_active) per state: float f, Vector2f ff, Bool32 I; padding skipped.
+    picks = []
+    for name, kind in _ActionStates._fields_:
+        base = getattr(_ActionStates, name).offset
+        code = {xr.ActionStateFloat: "f", xr.ActionStateVector2f: "2f", xr.ActionStateBoolean: "I"}[kind]
+        picks += [(base + kind.current_state.offset, code, kind.current_state.size),
+                  (base + kind.is_active.offset, "I", 4)]
+    fmt, at = "<", 0
+    for offset, code, size in picks:
+        fmt += f"{offset - at}x{code}"
+        at = offset + size
+    return struct.Struct(fmt + f"{ctypes.sizeof(_ActionStates) - at}x")
+
+
+_STATES = _states_format()
 
 # One XrSpaceLocation as (flags, qx, qy, qz, qw, px, py, pz): XrPosef is orientation, then position.
 _LOC_FMT = (f"{xr.SpaceLocation._location_flags.offset}xQ"
@@ -256,30 +291,43 @@ class XRSession:
 
     def _prepare_per_frame(self, blend_mode: xr.EnvironmentBlendMode) -> None:
         """Every struct the frame loop passes to the runtime, built once."""
+        inst = self._instance
         acts = self._actions.actions
         left, right = self._actions.hand_paths
+        fn = {name: _entry(inst, name) for name in _SIGNATURES}
+        self._xrPollEvent, self._xrWaitFrame = fn["xrPollEvent"], fn["xrWaitFrame"]
+        self._xrBeginFrame, self._xrEndFrame = fn["xrBeginFrame"], fn["xrEndFrame"]
+        self._xrSyncActions, self._xrLocateSpace = fn["xrSyncActions"], fn["xrLocateSpace"]
+        self._instance_h, self._session_h = _address(inst), _address(self._session)
         self._active_sets = (xr.ActiveActionSet * 1)(xr.ActiveActionSet(self._actions.handle, xr.NULL_PATH))
         self._sync_info = xr.ActionsSyncInfo(active_action_sets=self._active_sets)
         self._locations = (xr.SpaceLocation * 5)(*(xr.SpaceLocation() for _ in range(5)))
+        base = _address(self._base)
         self._locate_args = [
-            (space, self._base, ctypes.pointer(loc))
+            (_address(space), base, ctypes.addressof(loc))
             for space, loc in zip([self._view, *self._hand_spaces], self._locations)
         ]
-
-        def get(name: str, sub: int, state: ctypes.Structure) -> tuple:
-            return xr.ActionStateGetInfo(acts[name], sub), state  # (in, out) of one state read
-
-        self._floats = [get("trigger", left, xr.ActionStateFloat()), get("trigger", right, xr.ActionStateFloat()),
-                        get("squeeze", left, xr.ActionStateFloat()), get("squeeze", right, xr.ActionStateFloat())]
-        self._vec2s = [get("move", xr.NULL_PATH, xr.ActionStateVector2f()),
-                       get("turn", xr.NULL_PATH, xr.ActionStateVector2f())]
-        self._bools = [get("jump", xr.NULL_PATH, xr.ActionStateBoolean()),
-                       get("menu", xr.NULL_PATH, xr.ActionStateBoolean())]
+        states = self._states = _ActionStates()
+        reads = (("trigger", left, "trigger_left", "Float"), ("trigger", right, "trigger_right", "Float"),
+                 ("squeeze", left, "squeeze_left", "Float"), ("squeeze", right, "squeeze_right", "Float"),
+                 ("move", xr.NULL_PATH, "move", "Vector2f"), ("turn", xr.NULL_PATH, "turn", "Vector2f"),
+                 ("jump", xr.NULL_PATH, "jump", "Boolean"), ("menu", xr.NULL_PATH, "menu", "Boolean"))
+        self._get_infos = [xr.ActionStateGetInfo(acts[action], sub) for action, sub, _, _ in reads]
+        self._state_reads = []  # (entry point, info address, output address) of each state read
+        for info, (_, _, field, kind) in zip(self._get_infos, reads):
+            out = getattr(states, field)
+            setattr(states, field, type(out)())  # a copy in place: sets the structure type
+            self._state_reads.append((fn[f"xrGetActionState{kind}"], ctypes.addressof(info), ctypes.addressof(out)))
+        self._last_states: tuple = ()
+        self._controls = Controls()
         self._frame_state = xr.FrameState()
         self._wait_info = xr.FrameWaitInfo()
         self._begin_info = xr.FrameBeginInfo()
         self._end_info = xr.FrameEndInfo(display_time=0, environment_blend_mode=blend_mode, layers=[])
         self._event = xr.EventDataBuffer()
+        self._wait_p, self._frame_state_p, self._begin_p, self._end_p, self._sync_p, self._event_p = (
+            ctypes.addressof(x) for x in (self._wait_info, self._frame_state, self._begin_info,
+                                          self._end_info, self._sync_info, self._event))
 
     # -- public --------------------------------------------------------------------------
 
@@ -316,8 +364,10 @@ class XRSession:
                 self._pump_events()
             if not self._running:
                 return self._idle_frame()
-        session = self._session
-        self._check(_xrWaitFrame(session, self._wait_info, self._frame_state), "waiting for a frame")
+        session = self._session_h
+        r = self._xrWaitFrame(session, self._wait_p, self._frame_state_p)
+        if r < 0:
+            self._check(r, "waiting for a frame")
         # Events again: xrWaitFrame can block for most of a frame, and focus or stop changes
         # that arrived meanwhile must describe this frame, not the next.
         self._pump_events()
@@ -326,43 +376,42 @@ class XRSession:
         if not self._running:
             return self._idle_frame()
         # FRAME_DISCARDED (a qualified success) only says the previous frame was dropped.
-        self._check(_xrBeginFrame(session, self._begin_info), "beginning a frame")
+        r = self._xrBeginFrame(session, self._begin_p)
+        if r < 0:
+            self._check(r, "beginning a frame")
         t = self._frame_state.predicted_display_time
         frame = self.poll(t)
         self._end_info.display_time = t
-        self._check(_xrEndFrame(session, self._end_info), "ending a frame")
+        r = self._xrEndFrame(session, self._end_p)
+        if r < 0:
+            self._check(r, "ending a frame")
         return frame
 
     def poll(self, time_ns: int) -> TrackingFrame:
         """Sync actions and locate everything at `time_ns`; next_frame() calls this inside a frame."""
-        session = self._session
-        # SESSION_NOT_FOCUSED is a qualified success: the states then read inactive.
-        self._check(_xrSyncActions(session, self._sync_info), "reading the controllers")
-        for args in self._locate_args:
-            self._check(_xrLocateSpace(args[0], args[1], time_ns, args[2]), "locating the tracked devices")
-        get_float, get_vec2, get_bool = _xrGetActionStateFloat, _xrGetActionStateVector2f, _xrGetActionStateBoolean
-        f = []
-        for info, state in self._floats:
-            self._check(get_float(session, info, state), "reading the controllers")
-            f.append(_value(state.current_state) if state.is_active else 0.0)
-        v = []
-        for info, state in self._vec2s:
-            self._check(get_vec2(session, info, state), "reading the controllers")
-            c = state.current_state
-            v.append((_value(c.x), _value(c.y)) if state.is_active else (0.0, 0.0))
-        b = []
-        for info, state in self._bools:
-            self._check(get_bool(session, info, state), "reading the controllers")
-            b.append(bool(state.current_state) and bool(state.is_active))
+        session = self._session_h
+        # SESSION_NOT_FOCUSED is a qualified success (> 0): the states then read inactive.
+        r = self._xrSyncActions(session, self._sync_p)
+        if r < 0:
+            self._check(r, "reading the controllers")
+        locate = self._xrLocateSpace
+        for space, base, out in self._locate_args:
+            r = locate(space, base, time_ns, out)
+            if r < 0:
+                self._check(r, "locating the tracked devices")
+        for get, info, out in self._state_reads:
+            r = get(session, info, out)
+            if r < 0:
+                self._check(r, "reading the controllers")
+        states = _STATES.unpack_from(self._states)
+        if states != self._last_states:  # controls mostly rest between frames: keep the object
+            self._last_states = states
+            self._controls = _controls(*states)
         loc = _FIVE_LOCATIONS.unpack_from(self._locations)
-        frame = TrackingFrame(
-            seq=self._seq, time_ns=time_ns,
-            head=_pose(*loc[0:8]), left_aim=_pose(*loc[8:16]), left_grip=_pose(*loc[16:24]),
-            right_aim=_pose(*loc[24:32]), right_grip=_pose(*loc[32:40]),
-            controls=Controls(move=v[0], turn=v[1], trigger_left=f[0], trigger_right=f[1],
-                              squeeze_left=f[2], squeeze_right=f[3], jump=b[0], menu=b[1]),
-            profile_left=self._profiles[0], profile_right=self._profiles[1],
-            focused=self._focused,
+        frame = TrackingFrame(  # positional, in field order: keywords cost a third more
+            self._seq, time_ns, _pose(*loc[0:8]), _pose(*loc[8:16]), _pose(*loc[16:24]),
+            _pose(*loc[24:32]), _pose(*loc[32:40]), self._controls,
+            self._profiles[0], self._profiles[1], self._focused,
         )
         self._seq += 1
         self._last_time = time_ns
@@ -431,7 +480,7 @@ class XRSession:
         while self._ended is None:
             ev._type = _EVENT_BUFFER_TYPE  # the runtime overwrites the header: reset it each poll
             ev._next = None
-            result = _xrPollEvent(self._instance, ctypes.byref(ev))
+            result = self._xrPollEvent(self._instance_h, self._event_p)
             if result == _EVENT_UNAVAILABLE:
                 return
             self._check(result, "reading runtime events")
@@ -509,6 +558,18 @@ def _pose(flags: int, qx: float, qy: float, qz: float, qw: float, px: float, py:
             pos_valid = False
     return Pose(position, orientation, pos_valid, ori_valid,
                 pos_valid and bool(flags & _POS_TRACKED), ori_valid and bool(flags & _ORI_TRACKED))
+
+
+def _controls(tl: float, tl_on: int, tr: float, tr_on: int, sl: float, sl_on: int, sr: float, sr_on: int,
+              mx: float, my: float, move_on: int, tx: float, ty: float, turn_on: int,
+              jump: int, jump_on: int, menu: int, menu_on: int) -> Controls:
+    """Controls from the unpacked states (current_state..., is_active); inactive reads as rest."""
+    return Controls(
+        move=(_value(mx), _value(my)) if move_on else (0.0, 0.0),
+        turn=(_value(tx), _value(ty)) if turn_on else (0.0, 0.0),
+        trigger_left=_value(tl) if tl_on else 0.0, trigger_right=_value(tr) if tr_on else 0.0,
+        squeeze_left=_value(sl) if sl_on else 0.0, squeeze_right=_value(sr) if sr_on else 0.0,
+        jump=bool(jump) and bool(jump_on), menu=bool(menu) and bool(menu_on))
 
 
 def _value(x: float) -> float:
