@@ -2,8 +2,8 @@
 
 The client core builds one usercmd per command tick from the latest input. The sink sets
 the input and then polls the client in the same frame, so a tick that falls due carries the
-pose located this frame (motion-to-wire latency under a millisecond instead of a frame); the
-client sends it before reading the tick's snapshots, and the latency ends at that send.
+pose located this frame (motion-to-wire latency under a millisecond instead of a frame). In game
+the tick's snapshots are read at the next frame's poll, so reading them delays no sink's send.
 """
 from __future__ import annotations
 
@@ -84,6 +84,7 @@ class Q3Link:
         # cmd serverTime → (angles, the delta_angles the cmd was built against)
         self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
         self._delta_angles: tuple = (0, 0, 0)
+        self._unread = False  # a tick was sent and its snapshots are not read yet
 
     @property
     def joined(self) -> bool:
@@ -108,7 +109,11 @@ class Q3Link:
         return STATE_TEXT.get(self.client.state, str(self.client.state))
 
     def poll(self, now: float) -> None:
-        """Nothing: the socket is drained in send(), right after this frame's input is set."""
+        """Read the snapshots of the last tick: send() leaves them in the socket, so reading them
+        delays no sink's send (motion-to-wire); this is still before the next tick's usercmd."""
+        if self._unread:
+            self._unread = False
+            self._handle(self.client.receive(now))
 
     def due(self, now: float) -> bool:
         """Whether send() at `now` can do anything: in game the client reads and sends only at its
@@ -127,14 +132,15 @@ class Q3Link:
         core = client.core
         counters = core.counters  # a live view: Status would copy everything each frame
         before = counters["bytes_out"]
-        # In game the client sends the tick's usercmd before it reads the socket, so the cmd was
-        # built against the delta_angles known before this poll; while joining it reads first.
+        # In game the tick's usercmd is built against the delta_angles read up to the last tick
+        # (poll() reads the socket after the send); while joining the client reads first.
         linked = core.state in LINKED
         delta = self._delta_angles
-        self._handle(client.poll(now))
+        self._handle(client.send_due(now))
         sent = counters["bytes_out"] - before
         if sent <= 0:
             return None
+        self._unread = linked
         t_wire = client.sent_at
         self._sent[core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:

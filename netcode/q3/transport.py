@@ -76,6 +76,23 @@ class Q3Client:
         self.core.send_command(text)
 
     def poll(self, now: float) -> list[Event]:
+        """Send what is due, then (in game: at a tick only) read the socket; the events so far."""
+        return self._poll(now, read_after=True)
+
+    def send_due(self, now: float) -> list[Event]:
+        """As `poll`, but in game the socket is not read after the tick's send: the caller reads it
+        with `receive` once its other latency-bound work is done (before the next tick)."""
+        return self._poll(now, read_after=False)
+
+    def receive(self, now: float) -> list[Event]:
+        """Read the socket now (bounded), send any answer, return the events."""
+        if self._sock.fileno() == -1:
+            return []
+        self._receive(now)
+        self._flush(now)
+        return self._events()
+
+    def _poll(self, now: float, read_after: bool) -> list[Event]:
         if self._sock.fileno() == -1:
             return []  # closed
         core = self.core
@@ -86,6 +103,8 @@ class Q3Client:
             # The tick's usercmd goes out before the socket is read (module doc).
             self._run_timers(now)
             self._flush(now)
+            if not read_after:
+                return self._events()
             self._receive(now)
         else:
             self._receive(now)
