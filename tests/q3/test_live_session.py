@@ -112,45 +112,66 @@ def test_stream_60hz_usercmds_then_disconnect(request, session_factory, kind, fa
             "the server to drop the client after disconnect")
 
 
+# A known open floor on oa_dm1's lower level (z -120): probed clear for >= 169 units in every
+# direction around where a teleport here comes to rest (it spits the player out at 400 u/s along
+# the given yaw: ~113 units). Random spawn points are not usable for a movement check: from some,
+# a direction is blocked or slides along a wall, and one (-432 1596 24) walks off ledges into a
+# hurt volume, after which the dead player cannot move at all (this test failed ~1 run in 4).
+OPEN_FLOOR = (83.0, 1160.0, -120.0)
+PM_NORMAL, ENTITYNUM_NONE, EF_TELEPORT_BIT = 0, 1023, 4
+MOVE_SECONDS = 0.25  # ~100 units at 320 u/s: well inside the open floor's clearance
+
+
+def teleport(session, origin, yaw: float, what: str) -> None:
+    """`setviewpos` (a cheat: the ioq3 fixture runs devmap), waiting for EF_TELEPORT_BIT to toggle."""
+    flags = session.client.status.ps.e_flags
+    session.client.send_command("setviewpos {:.0f} {:.0f} {:.0f} {:.0f}".format(*origin, yaw))
+    session.until(lambda: (session.client.status.ps.e_flags ^ flags) & EF_TELEPORT_BIT, 4.0, what)
+
+
+def standing_still(session) -> bool:
+    """Alive, on the ground, no pm_time (teleport/knockback) left, not moving: a move starts clean."""
+    ps = session.client.status.ps
+    v = ps.velocity
+    return (ps.pm_type == PM_NORMAL and ps["stats[0]"] > 0 and ps.ground_entity_num != ENTITYNUM_NONE
+            and ps.pm_time == 0 and math.hypot(*v) < 1.0)
+
+
 def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(ioq3_server, session_factory):
     s = session_factory(ioq3_server, family=Family.NEW71, name="mover")
     intended = (15.0, -60.0, -25.0)
     s.client.set_input(intended)
     s.enter()
+    assert s.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
     settle_view(s, intended, "view after spawn")
-    spawn = s.client.status.ps.origin
 
-    def at_rest() -> bool:
-        v = s.client.status.ps["velocity"]
-        return math.hypot(v[0], v[1]) < 1.0
+    # Teleport (the game rewrites delta_angles to face yaw 0; the client compensates from the next
+    # playerState so the view returns to what we intend), then wait until the player stands still.
+    teleport(s, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
+    assert math.dist(s.client.status.ps.origin, OPEN_FLOOR) < 60
+    settle_view(s, intended, "view after teleport")
 
-    results = []
-    for yaw in (0.0, 90.0, 180.0, 270.0, 45.0, 225.0):
-        s.until(at_rest, 3.0, "the player to stand still")
+    # Opposite directions in pairs, so the player stays near the middle of the floor.
+    for yaw in (0.0, 180.0, 90.0, 270.0, 45.0, 225.0, 135.0, 315.0):
+        s.until(lambda: standing_still(s), 5.0, f"the player to stand still before moving at yaw {yaw}")
         o0 = s.client.status.ps.origin
         s.client.set_input((0.0, yaw, 0.0), forward=127)
-        s.pump(0.4)
+        s.pump(MOVE_SECONDS)
         s.client.set_input((0.0, yaw, 0.0))
-        s.pump(0.25)
+        s.until(lambda: standing_still(s), 5.0, f"the player to stop after moving at yaw {yaw}")
         o1 = s.client.status.ps.origin
-        d = (o1[0] - o0[0], o1[1] - o0[1])
-        results.append((yaw, math.hypot(*d), math.degrees(math.atan2(d[1], d[0]))))
-    free = [r for r in results if r[1] > 60.0]  # a wall may block a direction; most are open
-    assert len(free) >= 3, results
-    for yaw, dist, heading in free:
+        dist = math.dist(o0[:2], o1[:2])
+        heading = math.degrees(math.atan2(o1[1] - o0[1], o1[0] - o0[0]))
         err = (heading - yaw + 180.0) % 360.0 - 180.0
-        assert abs(err) < 10.0, f"moved {dist:.0f} units at heading {heading:.1f}, commanded yaw {yaw}: {results}"
+        what = f"forward at yaw {yaw}: {o0} -> {o1}, {dist:.1f} units at heading {heading:.2f}"
+        assert dist > 60.0 and abs(o1[2] - o0[2]) < 1.0, what  # moved, on the same floor
+        assert abs(err) < 2.0, what
 
-    # Teleport back to the spawn point (cheat; the server runs devmap): the game rewrites
-    # delta_angles to face yaw 120, and the client compensates from the next playerState so the
-    # view returns to what we intend.
+    # A second teleport, facing another yaw, after the view has been elsewhere.
     s.client.set_input(intended)
-    flags = s.client.status.ps.e_flags
-    s.client.send_command(f"setviewpos {spawn[0]:.0f} {spawn[1]:.0f} {spawn[2]:.0f} 120")
-    # TeleportPlayer toggles EF_TELEPORT_BIT (4) and spits the player out at 400 u/s.
-    s.until(lambda: (s.client.status.ps.e_flags ^ flags) & 4, 4.0, "the teleport (EF_TELEPORT_BIT toggle)")
-    assert math.dist(s.client.status.ps.origin[:2], spawn[:2]) < 60
-    settle_view(s, intended, "view after teleport")
+    teleport(s, OPEN_FLOOR, 120.0, "the second teleport (EF_TELEPORT_BIT toggle)")
+    assert math.dist(s.client.status.ps.origin, OPEN_FLOOR) < 60
+    settle_view(s, intended, "view after the second teleport")
     no_drops(s)
 
 
