@@ -24,6 +24,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass
+from itertools import starmap
 from typing import Any
 
 import xr
@@ -36,6 +37,7 @@ _ORI_VALID = int(xr.SPACE_LOCATION_ORIENTATION_VALID_BIT)
 _POS_VALID = int(xr.SPACE_LOCATION_POSITION_VALID_BIT)
 _ORI_TRACKED = int(xr.SPACE_LOCATION_ORIENTATION_TRACKED_BIT)
 _POS_TRACKED = int(xr.SPACE_LOCATION_POSITION_TRACKED_BIT)
+_ALL_BITS = _ORI_VALID | _POS_VALID | _ORI_TRACKED | _POS_TRACKED
 
 _EVENT_UNAVAILABLE = int(xr.Result.EVENT_UNAVAILABLE)
 _EV_STATE = int(xr.StructureType.EVENT_DATA_SESSION_STATE_CHANGED)
@@ -98,7 +100,7 @@ _STATES = _states_format()
 _LOC_FMT = (f"{xr.SpaceLocation._location_flags.offset}xQ"
             f"{xr.SpaceLocation.pose.offset - xr.SpaceLocation._location_flags.offset - 8}x7f"
             f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x")
-_FIVE_LOCATIONS = struct.Struct("<" + _LOC_FMT * 5)
+_LOCATION = struct.Struct("<" + _LOC_FMT)  # iter_unpack over the five: one tuple per space
 
 # A unit quaternion off by more than this is not a rotation the runtime meant.
 _NORM_TOLERANCE = 1e-3
@@ -356,7 +358,8 @@ class XRSession:
             raise XRError("the XR session is closed")
         if self._ended is not None:
             raise self._ended
-        self._pump_events()
+        if not self._running:
+            self._pump_events()
         if not self._running:
             deadline = time.monotonic() + _IDLE_WAIT_S
             while not self._running and time.monotonic() < deadline:
@@ -368,8 +371,8 @@ class XRSession:
         r = self._xrWaitFrame(session, self._wait_p, self._frame_state_p)
         if r < 0:
             self._check(r, "waiting for a frame")
-        # Events again: xrWaitFrame can block for most of a frame, and focus or stop changes
-        # that arrived meanwhile must describe this frame, not the next.
+        # Events once per running frame, after xrWaitFrame: it blocks for most of a frame, and
+        # focus or stop changes that arrived meanwhile must describe this frame, not the next.
         self._pump_events()
         if self._ended is not None:
             raise self._ended
@@ -407,11 +410,9 @@ class XRSession:
         if states != self._last_states:  # controls mostly rest between frames: keep the object
             self._last_states = states
             self._controls = _controls(*states)
-        loc = _FIVE_LOCATIONS.unpack_from(self._locations)
         frame = TrackingFrame(  # positional, in field order: keywords cost a third more
-            self._seq, time_ns, _pose(*loc[0:8]), _pose(*loc[8:16]), _pose(*loc[16:24]),
-            _pose(*loc[24:32]), _pose(*loc[32:40]), self._controls,
-            self._profiles[0], self._profiles[1], self._focused,
+            self._seq, time_ns, *starmap(_pose, _LOCATION.iter_unpack(self._locations)),  # head, l/r aim, grip
+            self._controls, self._profiles[0], self._profiles[1], self._focused,
         )
         self._seq += 1
         self._last_time = time_ns
@@ -540,6 +541,9 @@ class XRSession:
 
 def _pose(flags: int, qx: float, qy: float, qz: float, qw: float, px: float, py: float, pz: float) -> Pose:
     """A located pose with its flags; invalid parts are zeroed, garbage is never valid."""
+    if (flags & _ALL_BITS == _ALL_BITS and abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= _NORM_TOLERANCE
+            and abs(px + py + pz) < _INF):  # the usual case first: tracked, sane
+        return Pose((px, py, pz), (qx, qy, qz, qw), True, True, True, True)
     if not flags & (_ORI_VALID | _POS_VALID):
         return INVALID_POSE
     ori_valid = bool(flags & _ORI_VALID)
