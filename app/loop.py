@@ -61,8 +61,8 @@ class FrameLoop:
         if self._t0 is None:
             self._t0 = start
             # Everything built so far (modules, sessions, sockets: ~75k objects) lives as long as
-            # the loop: out of the collector's sight, an older-generation collection takes tens
-            # of microseconds instead of 1-20 ms in the middle of a frame.
+            # the loop: out of the collector's sight, a full collection, rare in the steady state
+            # but ~18 ms over that heap, would take well under a millisecond in a frame.
             gc.freeze()
         for s in self.sinks:
             s.poll(start)
