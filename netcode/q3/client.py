@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import random
 import re
+import struct
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
+from math import isfinite
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -48,6 +50,7 @@ MAX_PENDING_COMMANDS = 32
 MAX_EVENTS = 1024
 MAX_QUEUED_DATAGRAMS = 256
 MAX_DROP_REASONS = 32
+_F32X3 = struct.Struct("<3f")  # three C floats: angle2short's rounding, batched
 
 
 class State(StrEnum):
@@ -610,21 +613,25 @@ class Q3ClientCore:
             self._add_reliable(text)
             self._last_reliable_time = now
 
-    def _server_time(self, now: float) -> int:
-        if self._last_snap is not None:
-            t = self._last_snap.server_time + int((now - self._last_snap_time) * 1000.0)
-        else:
-            t = self._last_cmd_time + int(1000 / self.config.cmd_rate)
-        return _s32(max(t, self._last_cmd_time + 1))
-
     def _make_cmd(self, now: float) -> UserCmd:
         p, y, r, forward, right, up, buttons, weapon, head = self._input
+        if not (isfinite(p) and isfinite(y) and isfinite(r)):
+            angle2short(p), angle2short(y), angle2short(r)  # raises its ValueError for the bad one
+        # angle2short for the three at once (four struct calls instead of 21 calls per tick):
+        # round to single, (x * 65536) / 360 rounded to single, truncated.
+        fp, fy, fr = _F32X3.unpack(_F32X3.pack(p, y, r))
+        sp, sy, sr = _F32X3.unpack(_F32X3.pack(fp * 65536.0 / 360.0, fy * 65536.0 / 360.0, fr * 65536.0 / 360.0))
         d0, d1, d2 = self._delta_angles
         # The server's view is (short)(cmd.angles + ps.delta_angles): subtract to aim absolutely.
-        angles = ((angle2short(p) - d0) & 0xFFFF, (angle2short(y) - d1) & 0xFFFF, (angle2short(r) - d2) & 0xFFFF)
+        angles = ((int(sp) - d0) & 0xFFFF, (int(sy) - d1) & 0xFFFF, (int(sr) - d2) & 0xFFFF)
         if head is not None and self._vr_support and self._userinfo_vr:
             buttons = pack_head(buttons, head[0], head[1], 0.0)
-        t = self._server_time(now)
+        last = self._last_cmd_time
+        if self._last_snap is not None:  # the server's time: the last snapshot's plus what passed since
+            t = self._last_snap.server_time + int((now - self._last_snap_time) * 1000.0)
+        else:
+            t = last + int(1000 / self.config.cmd_rate)
+        t = _s32(max(t, last + 1))
         self._last_cmd_time = t
         return UserCmd(t, angles, buttons, weapon, forward, right, up)
 
@@ -643,7 +650,8 @@ class Q3ClientCore:
         cmd_seq = self._server_cmd_seq
         last_cmd_text = self._server_commands[cmd_seq % MAX_RELIABLE_COMMANDS]
         reliable = [(i, self._reliable[i % MAX_RELIABLE_COMMANDS])
-                    for i in range(self._reliable_ack + 1, self._reliable_seq + 1)]
+                    for i in range(self._reliable_ack + 1, self._reliable_seq + 1)
+                    ] if self._reliable_seq != self._reliable_ack else ()
         payload = write_client_message(
             self._server_id, msg_seq, cmd_seq, reliable, cmds,
             usercmd_key(self._checksum_feed, msg_seq, last_cmd_text),
