@@ -265,7 +265,9 @@ class Q3ClientCore:
             # silent means it has forgotten us, so reconnect without waiting for the timeout.
             self._send_oob(oob.getinfo(self._nonce))
             self._next_probe = now + 1.0
-        self._tick(now)
+        self._cmds.append(self._make_cmd(now))
+        self._counters["usercmds"] += 1
+        self._send_packet(now, with_cmds=True)
         # Advance on the grid so the command rate does not drift with late polls.
         period = 1.0 / self.config.cmd_rate
         self._timer += period
@@ -274,6 +276,15 @@ class Q3ClientCore:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def take_events(self) -> list[Event]:
+        """Every queued event, oldest first, and an empty queue (the driver's per-poll drain)."""
+        events = self._events
+        if not events:
+            return []
+        out = list(events)
+        events.clear()
+        return out
 
     @property
     def status(self) -> Status:
@@ -634,11 +645,6 @@ class Q3ClientCore:
         t = _s32(max(t, last + 1))
         self._last_cmd_time = t
         return UserCmd(t, angles, buttons, weapon, forward, right, up)
-
-    def _tick(self, now: float) -> None:
-        self._cmds.append(self._make_cmd(now))
-        self._counters["usercmds"] += 1
-        self._send_packet(now, with_cmds=True)
 
     def _send_packet(self, now: float, with_cmds: bool) -> None:
         assert self._netchan is not None

@@ -90,7 +90,7 @@ class Q3Client:
             return []
         self._receive(now)
         self._flush(now)
-        return self._events()
+        return self.core.take_events()
 
     def _poll(self, now: float, read_after: bool) -> list[Event]:
         if self._sock.fileno() == -1:
@@ -99,18 +99,18 @@ class Q3Client:
         if core.state in LINKED:
             timer = core.get_timer()
             if timer is not None and now < timer:
-                return self._events()  # between ticks: snapshots wait for the tick (module doc)
+                return core.take_events()  # between ticks: snapshots wait for the tick (module doc)
             # The tick's usercmd goes out before the socket is read (module doc).
             self._run_timers(now)
             self._flush(now)
             if not read_after:
-                return self._events()
+                return core.take_events()
             self._receive(now)
         else:
             self._receive(now)
             self._run_timers(now)
         self._flush(now)
-        return self._events()
+        return core.take_events()
 
     def _receive(self, now: float) -> None:
         core = self.core
@@ -156,13 +156,6 @@ class Q3Client:
         else:
             self._ready.poll(timeout * 1000.0)  # milliseconds, rounded up
 
-    def _events(self) -> list[Event]:
-        events = []
-        next_event = self.core.next_event
-        while (ev := next_event()) is not None:
-            events.append(ev)
-        return events
-
     def close(self, now: float) -> list[Event]:
         """Send `disconnect`, close the socket; returns the final events."""
         if self._sock.fileno() == -1:
@@ -170,7 +163,7 @@ class Q3Client:
         self.core.close(now)
         self._flush(now)
         self._sock.close()
-        return self._events()
+        return self.core.take_events()
 
     def _flush(self, now: float) -> None:
         dgrams = self.core.datagrams_to_send(now)

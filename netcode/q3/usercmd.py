@@ -42,12 +42,10 @@ def _s8(v: int) -> int:
     return v - 0x100 if v & 0x80 else v
 
 
-def _c_fields(c: UserCmd) -> tuple[int, ...]:
-    """The fields as ioq3's struct holds them (int, signed char, byte), for change tests, each
-    masked to its C width: equal masks mean equal C values, and the wire takes the low bits."""
-    a0, a1, a2 = c.angles
-    return (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, c.forwardmove & 0xFF, c.rightmove & 0xFF,
-            c.upmove & 0xFF, c.buttons & 0xFFFFFFFF, c.weapon & 0xFF)
+# Per button width: each field's value mask and wire width with its change flag, in wire order
+# (angles 0-2, forward, right, up, buttons, weapon).
+_FIELD_MASKS = {b: tuple((1 << n) - 1 for n in (16, 16, 16, 8, 8, 8, b, 8)) for b in (16, 32)}
+_FIELD_NBITS = {b: tuple(n + 1 for n in (16, 16, 16, 8, 8, 8, b, 8)) for b in (16, 32)}
 
 
 @lru_cache(maxsize=128)  # the same last server command keys every packet until the next one arrives
@@ -80,25 +78,32 @@ def write_delta_usercmd_key(w: BitWriter, key: int, frm: UserCmd, to: UserCmd, b
 def delta_usercmd_fields(out: list[int], key: int, frm: UserCmd, to: UserCmd, button_bits: int = 16) -> None:
     """Append the delta's `value, nbits` pairs to `out` (see `msg.huffman_bits`); each change
     flag travels merged with what follows it (a flag is raw bits, written first)."""
-    _check_button_bits(button_bits)
+    if button_bits != 16 and button_bits != 32:  # twice per 60 Hz packet: no call on the good path
+        _check_button_bits(button_bits)
     # ioq3 compares the int difference (signed); Quake3e's unsigned test differs only for dt < 0.
     dt = _s32(to.server_time - frm.server_time)
     if dt < 256:
         out += (1 | (dt & 0xFF) << 1, 9)
     else:
         out += ((to.server_time & 0xFFFFFFFF) << 1, 33)
-    old = _c_fields(frm)
-    new = _c_fields(to)
+    # The fields as ioq3's struct holds them (int, signed char, byte), for change tests, each
+    # masked to its C width: equal masks mean equal C values, and the wire takes the low bits.
+    a0, a1, a2 = frm.angles
+    old = (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, frm.forwardmove & 0xFF, frm.rightmove & 0xFF,
+           frm.upmove & 0xFF, frm.buttons & 0xFFFFFFFF, frm.weapon & 0xFF)
+    a0, a1, a2 = to.angles
+    new = (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, to.forwardmove & 0xFF, to.rightmove & 0xFF,
+           to.upmove & 0xFF, to.buttons & 0xFFFFFFFF, to.weapon & 0xFF)
     if old == new:
         out += (0, 1)
         return
     out += (1, 1)
     k = key ^ to.server_time
-    for o, n, bits in zip(old, new, (16, 16, 16, 8, 8, 8, button_bits, 8)):
+    for o, n, mask, nbits in zip(old, new, _FIELD_MASKS[button_bits], _FIELD_NBITS[button_bits]):
         if o == n:
             out += (0, 1)
         else:
-            out += (1 | ((n ^ k) & ((1 << bits) - 1)) << 1, bits + 1)
+            out += (1 | ((n ^ k) & mask) << 1, nbits)
 
 
 def read_delta_usercmd_key(r: BitReader, key: int, frm: UserCmd, button_bits: int = 16) -> UserCmd:
