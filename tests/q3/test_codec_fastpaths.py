@@ -12,23 +12,7 @@ from headcast.netcode.q3.netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_I
 from headcast.netcode.q3.clientmsg import write_client_message
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, _xor
 from headcast.netcode.q3.usercmd import UserCmd
-
-
-def xor_per_byte(body: bytes, start: int, key: int, text: bytes) -> bytes:
-    """ioq3 CL_Netchan_Encode / SV_Netchan_Encode, byte by byte (NUL ends the text; empty → 0)."""
-    out = bytearray(body)
-    raw = text.split(b"\0", 1)[0]
-    idx = 0
-    for i in range(start, len(out)):
-        if idx >= len(raw):
-            idx = 0
-        c = raw[idx] if raw else 0
-        if c > 127 or c == ord("%"):
-            c = ord(".")
-        key ^= c << (i & 1)
-        out[i] ^= key & 0xFF
-        idx += 1
-    return bytes(out)
+from q3_spec import xor_from_spec
 
 
 @settings(max_examples=300, deadline=None)
@@ -38,7 +22,7 @@ def xor_per_byte(body: bytes, start: int, key: int, text: bytes) -> bytes:
 def test_cached_xor_matches_the_per_byte_rule(packets) -> None:
     cache: dict = {}  # one cache across packets: streams are reused, grown and evicted
     for body, start, key, text in packets:
-        assert _xor(body, start, key, text, cache) == xor_per_byte(body, start, key, text)
+        assert _xor(body, start, key, text, cache) == xor_from_spec(body, start, key, text)
     assert len(cache) <= 8
 
 

@@ -13,6 +13,7 @@ from headcast.netcode.q3.clientmsg import read_client_message, write_client_mess
 from headcast.netcode.q3.msg import BitReader, BitWriter
 from headcast.netcode.q3.netchan import FRAGMENT_SIZE, Netchan, NetchanMode, Received
 from headcast.netcode.q3.usercmd import UserCmd
+from q3_spec import xor_from_spec
 
 CHALLENGE = 1592594996
 QPORT = 31337
@@ -21,24 +22,6 @@ QPORT = 31337
 def chk(seq: int, challenge: int = CHALLENGE) -> int:
     v = (challenge ^ (seq * challenge)) & 0xFFFFFFFF
     return v - (1 << 32) if v >= 1 << 31 else v
-
-
-def xor_from_spec(body: bytes, start: int, key: int, text: str) -> bytes:
-    """quake3.md §4 per byte i: c = str[idx] (wrap at NUL; empty → 0); '.' for > 127 or '%';
-    key ^= c << (i & 1); byte ^= key & 0xFF."""
-    out = bytearray(body)
-    idx = 0
-    raw = text.encode("latin-1")
-    for i in range(start, len(out)):
-        if idx >= len(raw):
-            idx = 0
-        c = raw[idx] if raw else 0
-        if c > 127 or c == ord("%"):
-            c = ord(".")
-        key ^= c << (i & 1)
-        out[i] ^= key & 0xFF
-        idx += 1
-    return bytes(out)
 
 
 def server_packets(seq: int, body: bytes, mode: NetchanMode) -> list[bytes]:
