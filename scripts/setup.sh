@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
   openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
   python3-venv
+  python3-dev                                            # Python.h for the Q3 codec C extension
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -58,4 +59,7 @@ fi
 
 if [ -f xr/mockrt/build.py ]; then
   .venv/bin/python xr/mockrt/build.py
+fi
+if [ -f netcode/q3/build_native.py ]; then
+  .venv/bin/python netcode/q3/build_native.py
 fi

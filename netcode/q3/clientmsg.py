@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .errors import MsgError
-from .msg import MAX_STRING_CHARS, BitReader, huffman_bits, sanitize
+from .msg import MAX_STRING_CHARS, BitReader, py_huffman_bits, sanitize
+from .native import NATIVE
 from .usercmd import NULL_CMD, UserCmd, delta_usercmd_fields, hash_key, read_delta_usercmd_key
 
 __all__ = [
     "CLC_BAD", "CLC_NOP", "CLC_MOVE", "CLC_MOVE_NO_DELTA", "CLC_CLIENT_COMMAND", "CLC_EOF",
     "MAX_PACKET_USERCMDS", "MAX_RELIABLE_COMMANDS",
-    "usercmd_key", "write_client_message", "ClientMessage", "read_client_message",
+    "usercmd_key", "write_client_message", "py_write_client_message", "ClientMessage", "read_client_message",
 ]
 
 CLC_BAD = 0
@@ -38,7 +39,7 @@ def usercmd_key(checksum_feed: int, server_message_seq: int, last_server_command
     return checksum_feed ^ server_message_seq ^ hash_key(last_server_command, 32)
 
 
-def write_client_message(
+def py_write_client_message(
     server_id: int,
     server_message_seq: int,
     server_command_seq: int,
@@ -52,7 +53,8 @@ def write_client_message(
 
     `reliable_commands` are `(seq, text)` for every command not yet acknowledged, oldest first.
     `cmds` (at most 32) are delta'd in order from an all-zero cmd. `move_no_delta` selects
-    `clc_moveNoDelta` (ask for a full snapshot) instead of `clc_move`.
+    `clc_moveNoDelta` (ask for a full snapshot) instead of `clc_move`. `write_client_message`
+    is its C twin when the extension is built (one call per packet, same bytes and errors).
     """
     if len(cmds) > MAX_PACKET_USERCMDS:
         raise ValueError(f"{len(cmds)} usercmds in one packet (max {MAX_PACKET_USERCMDS})")
@@ -72,7 +74,10 @@ def write_client_message(
             delta_usercmd_fields(fields, key, prev, cmd, button_bits)
             prev = cmd
     fields += (CLC_EOF, 8)
-    return huffman_bits(fields)
+    return py_huffman_bits(fields)
+
+
+write_client_message = NATIVE.write_client_message if NATIVE is not None else py_write_client_message
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ from typing import Sequence
 
 from .errors import MsgError
 from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
+from .native import NATIVE
 from .netfields import FLOAT_INT_BIAS, FLOAT_INT_BITS
 
 __all__ = [
-    "MsgError", "BitWriter", "BitReader", "sanitize", "huffman_bits",
+    "MsgError", "BitWriter", "BitReader", "PyBitReader", "sanitize", "huffman_bits", "py_huffman_bits",
     "MAX_MSGLEN", "MAX_STRING_CHARS", "BIG_INFO_STRING", "OOB_MARKER", "is_oob",
 ]
 
@@ -65,14 +66,15 @@ _CODE16 = array.array("I", [((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << EN
                             | (ENCODE_LEN[v & 0xFF] + ENCODE_LEN[v >> 8]) for v in range(0x10000)])
 
 
-def huffman_bits(fields: Sequence[int]) -> bytes:
+def py_huffman_bits(fields: Sequence[int]) -> bytes:
     """The bitstream of `BitWriter.write_bits(value, nbits)` for each flat pair in `fields`
     (`[value0, nbits0, value1, nbits1, ...]`), as `to_bytes()` would return it.
 
     The hot path for the 60 Hz client message: one call, one big-int accumulator, table lookups
     per byte or short, no method call or buffer append per field. A field's raw low `n % 8` bits
     go first, so a 1-bit flag followed by an 8k-bit value is one field `(flag | value << 1,
-    8k + 1)`; n may thus reach 40 here. Widths are not checked: callers pass constant ones.
+    8k + 1)`; n may thus reach 40 here. Widths are not checked: callers pass constant ones
+    (the C twin, `huffman_bits` when the extension is built, takes widths 0..64 only).
     """
     t8 = _CODE8
     t16 = _CODE16
@@ -195,8 +197,12 @@ class BitWriter:
         self.write_data(raw + b"\0")
 
 
-class BitReader:
-    """Reads a Huffman bitstream from `data`, starting at byte `start` (e.g. after a netchan header)."""
+class PyBitReader:
+    """Reads a Huffman bitstream from `data`, starting at byte `start` (e.g. after a netchan header).
+
+    The reference of `_q3native.BitReader` (same values, positions, errors); `BitReader` is
+    that C type when the extension is built, else this class.
+    """
 
     __slots__ = ("_words", "_bit", "_end")
 
@@ -351,3 +357,8 @@ class BitReader:
                 break
             out.append(_DOT if (c > 127 or c == _PERCENT) else c)
         return out.decode("ascii")
+
+
+# The C twins when built (native.py); the Python ones above stay the reference and the fallback.
+huffman_bits = NATIVE.huffman_bits if NATIVE is not None else py_huffman_bits
+BitReader = NATIVE.BitReader if NATIVE is not None else PyBitReader

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from .huffman import DECODE
 from .msg import MAX_MSGLEN, sanitize
+from .native import NATIVE
 
 __all__ = ["NetchanMode", "Netchan", "Received", "FRAGMENT_SIZE", "FRAGMENT_BIT", "MAX_PACKETLEN",
            "netchan_checksum"]
@@ -194,9 +195,12 @@ class Netchan:
         if len(message) <= _CL_ENCODE_START:
             return message
         # ioq3 reads the longs back from its own clean buffer: the values it wrote.
-        server_id, message_ack, reliable_ack = longs or _ioq3_read_longs(message, 0, 3)
-        return _xor(bytes(message), _CL_ENCODE_START, self.challenge ^ server_id ^ message_ack,
-                    _ring_text(server_commands, reliable_ack), self._keystreams)
+        server_id, message_ack, reliable_ack = longs or _read_longs(message, 0, 3)
+        key = self.challenge ^ server_id ^ message_ack
+        text = _ring_text(server_commands, reliable_ack)
+        if NATIVE is not None:
+            return NATIVE.xor(message, _CL_ENCODE_START, key, text)
+        return _xor(bytes(message), _CL_ENCODE_START, key, text, self._keystreams)
 
     # --- receiving ---
 
@@ -262,6 +266,12 @@ class Netchan:
         # The acknowledge is Huffman-read from the buffer before it is unscrambled (ioq3
         # CL_Netchan_Decode); its code can reach into scrambled bytes, and the server encoded
         # with whatever it last executed, so reproduce the read exactly.
-        (ack,) = _ioq3_read_longs(message, 0, 1)
-        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence,
-                    _ring_text(reliable_commands, ack), self._keystreams)
+        (ack,) = _read_longs(message, 0, 1)
+        text = _ring_text(reliable_commands, ack)
+        if NATIVE is not None:
+            return NATIVE.xor(message, _SV_ENCODE_START, self.challenge ^ sequence, text)
+        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence, text, self._keystreams)
+
+
+# The C twin when built (native.py); _ioq3_read_longs stays the reference.
+_read_longs = NATIVE.read_longs if NATIVE is not None else _ioq3_read_longs

@@ -1,0 +1,1010 @@
+/* _q3native: the Quake 3 codec hot paths in C (headcast.netcode.q3.native loads it).
+ *
+ * Every function here has a pure-Python reference in the package (msg.py, usercmd.py,
+ * clientmsg.py, netchan.py, delta.py) and must give the same bytes, values, error types and
+ * error messages; tests run both on random and garbage input. The Huffman code is not written
+ * here: init() receives huffman.STATIC_CODES and MsgError from Python and builds its tables.
+ *
+ * The readers take network bytes: every read is bounds-checked against the message end, the
+ * buffer is copied with zero padding so an 11-bit decode window at the very end stays inside
+ * it, and nothing allocates in proportion to a count read from the wire beyond what Python
+ * would (field counts are checked against the table first).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NYT 256
+#define DECODE_BITS 11
+#define PAD 8                /* zero bytes after a reader's copy: decode windows read 3 */
+#define FLOAT_INT_BITS 13
+#define FLOAT_INT_BIAS (1 << (FLOAT_INT_BITS - 1))
+#define MAX_STRING_CHARS 1024
+#define BIG_INFO_STRING 8192
+#define MAX_PACKET_USERCMDS 32
+#define CLC_MOVE 2
+#define CLC_MOVE_NO_DELTA 3
+#define CLC_CLIENT_COMMAND 4
+#define CLC_EOF 5
+
+static PyObject *MsgError;   /* headcast.netcode.q3.errors.MsgError, from init() */
+static int tables_ready;
+static uint16_t enc_code[256];
+static uint8_t enc_len[256];
+static uint16_t dec_symbol[1 << DECODE_BITS];
+static uint8_t dec_length[1 << DECODE_BITS];
+
+static int check_ready(void)
+{
+    if (!tables_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "_q3native.init() has not been called");
+        return -1;
+    }
+    return 0;
+}
+
+/* init(MsgError, STATIC_CODES): `(code << 4) | length` for bytes 0..255, then NYT. */
+static PyObject *native_init(PyObject *self, PyObject *args)
+{
+    PyObject *err, *codes, *fast;
+    if (!PyArg_ParseTuple(args, "OO:init", &err, &codes))
+        return NULL;
+    if (!PyType_Check(err) || !PyType_IsSubtype((PyTypeObject *)err, (PyTypeObject *)PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "init: the first argument must be an exception class");
+        return NULL;
+    }
+    fast = PySequence_Fast(codes, "init: STATIC_CODES must be a sequence");
+    if (fast == NULL)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != 257) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "init: STATIC_CODES must hold 257 codes");
+        return NULL;
+    }
+    static int filled[1 << DECODE_BITS];
+    memset(filled, 0, sizeof filled);
+    for (int s = 0; s < 257; s++) {
+        long e = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, s));
+        if (e == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return NULL;
+        }
+        long code = e >> 4, len = e & 15;
+        if (e < 0 || len < 1 || len > DECODE_BITS || code >= (1L << len)) {
+            Py_DECREF(fast);
+            PyErr_Format(PyExc_ValueError, "init: bad Huffman code entry %ld for symbol %d", e, s);
+            return NULL;
+        }
+        if (s < 256) {
+            enc_code[s] = (uint16_t)code;
+            enc_len[s] = (uint8_t)len;
+        }
+        for (long high = 0; high < (1L << (DECODE_BITS - len)); high++) {
+            long idx = code | (high << len);
+            dec_symbol[idx] = (uint16_t)s;
+            dec_length[idx] = (uint8_t)len;
+            filled[idx]++;
+        }
+    }
+    Py_DECREF(fast);
+    for (int i = 0; i < (1 << DECODE_BITS); i++) {
+        if (filled[i] != 1) {
+            PyErr_SetString(PyExc_ValueError, "init: STATIC_CODES is not a complete prefix code");
+            return NULL;
+        }
+    }
+    Py_INCREF(err);
+    Py_XSETREF(MsgError, err);
+    tables_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ bit writer */
+
+typedef struct {
+    uint8_t *buf;
+    Py_ssize_t len, cap;
+    uint64_t acc;   /* bits not yet flushed, stream order from bit 0; < 8 between puts */
+    int nacc;
+} Writer;
+
+static int w_init(Writer *w, Py_ssize_t cap)
+{
+    w->buf = PyMem_Malloc(cap);
+    if (w->buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->len = 0;
+    w->cap = cap;
+    w->acc = 0;
+    w->nacc = 0;
+    return 0;
+}
+
+/* Room for `need` more bytes (a field of n <= 64 bits takes at most 7 + 8 * 11 bits: 12 bytes). */
+static int w_ensure(Writer *w, Py_ssize_t need)
+{
+    if (w->len + need <= w->cap)
+        return 0;
+    Py_ssize_t cap = w->cap * 2 + need;
+    uint8_t *buf = PyMem_Realloc(w->buf, cap);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->buf = buf;
+    w->cap = cap;
+    return 0;
+}
+
+static inline void w_put(Writer *w, uint64_t bits, int n)   /* n <= 32, bits < 2^n */
+{
+    w->acc |= bits << w->nacc;
+    w->nacc += n;
+    while (w->nacc >= 8) {
+        w->buf[w->len++] = (uint8_t)w->acc;
+        w->acc >>= 8;
+        w->nacc -= 8;
+    }
+}
+
+/* `MSG_WriteBits` of the low n bits (0 <= n <= 64): the raw n % 8 bits, then each byte coded. */
+static inline void w_value(Writer *w, uint64_t value, int n)
+{
+    int raw = n & 7;
+    if (raw) {
+        w_put(w, value & ((1u << raw) - 1), raw);
+        value >>= raw;
+    }
+    for (int i = n >> 3; i > 0; i--) {
+        unsigned b = (unsigned)(value & 0xFF);
+        value >>= 8;
+        w_put(w, enc_code[b], enc_len[b]);
+    }
+}
+
+static PyObject *w_finish(Writer *w)
+{
+    if (w->nacc)
+        w->buf[w->len++] = (uint8_t)w->acc;
+    PyObject *out = PyBytes_FromStringAndSize((const char *)w->buf, w->len);
+    PyMem_Free(w->buf);
+    w->buf = NULL;
+    return out;
+}
+
+static void w_free(Writer *w)
+{
+    PyMem_Free(w->buf);
+    w->buf = NULL;
+}
+
+/* The low 64 bits of any Python int (two's complement), as Python's `& mask` sees them. */
+static inline int low64(PyObject *o, uint64_t *out)
+{
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* huffman_bits(fields): see msg.huffman_bits; widths here are 0..64. */
+static PyObject *native_huffman_bits(PyObject *self, PyObject *fields)
+{
+    if (check_ready() < 0)
+        return NULL;
+    PyObject *fast = PySequence_Fast(fields, "huffman_bits: fields must be a sequence");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t npairs = PySequence_Fast_GET_SIZE(fast) / 2;
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    Writer w;
+    if (w_init(&w, npairs * 4 + 16) < 0) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < npairs; i++) {
+        uint64_t value;
+        if (low64(items[2 * i], &value) < 0)
+            goto fail;
+        long n = PyLong_AsLong(items[2 * i + 1]);
+        if (n == -1 && PyErr_Occurred())
+            goto fail;
+        if (n < 0 || n > 64) {
+            PyErr_Format(PyExc_ValueError, "huffman_bits: width %ld outside 0..64", n);
+            goto fail;
+        }
+        if (w_ensure(&w, 16) < 0)
+            goto fail;
+        w_value(&w, value, (int)n);
+    }
+    Py_DECREF(fast);
+    return w_finish(&w);
+fail:
+    Py_DECREF(fast);
+    w_free(&w);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ strings (msg.sanitize) */
+
+/* ioq3's string rules: stop at NUL; > 127 and `%` become `.`; a str is latin-1 with `?` for
+ * what latin-1 cannot hold. Writes at most `cap` bytes to `out` and returns the full length,
+ * or -1 with TypeError for anything but str or a bytes-like object. */
+static Py_ssize_t sanitize_into(PyObject *text, uint8_t *out, Py_ssize_t cap)
+{
+    Py_ssize_t n = 0;
+    if (PyUnicode_Check(text)) {
+        Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        for (Py_ssize_t i = 0; i < len; i++, n++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c == 0)
+                break;
+            if (n < cap)
+                out[n] = (c > 255) ? '?' : (c > 127 || c == '%') ? '.' : (uint8_t)c;
+        }
+        return n;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(text, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    const uint8_t *p = view.buf;
+    for (Py_ssize_t i = 0; i < view.len; i++, n++) {
+        uint8_t c = p[i];
+        if (c == 0)
+            break;
+        if (n < cap)
+            out[n] = (c > 127 || c == '%') ? '.' : c;
+    }
+    PyBuffer_Release(&view);
+    return n;
+}
+
+/* Upper bound of sanitize_into's length, for sizing its buffer. */
+static Py_ssize_t text_size(PyObject *text)
+{
+    if (PyUnicode_Check(text))
+        return PyUnicode_GET_LENGTH(text);
+    Py_buffer view;
+    if (PyObject_GetBuffer(text, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t n = view.len;
+    PyBuffer_Release(&view);
+    return n;
+}
+
+/* ------------------------------------------------------------------ usercmds */
+
+/* A delta cmd: 33 + 1 bits, then 8 fields of at most 33 bits each coded (<= 7 + 4 * 11 bits). */
+#define CMD_MAX_BYTES 64
+
+typedef struct {
+    uint64_t server_time, f[8];   /* f: angles 0-2, forward, right, up, buttons, weapon */
+} Cmd;
+
+static PyObject *s_server_time, *s_angles, *s_buttons, *s_weapon, *s_forwardmove, *s_rightmove, *s_upmove;
+
+static int attr64(PyObject *o, PyObject *name, uint64_t *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int r = low64(v, out);
+    Py_DECREF(v);
+    return r;
+}
+
+static int read_cmd(PyObject *o, Cmd *c)
+{
+    if (attr64(o, s_server_time, &c->server_time) < 0)
+        return -1;
+    PyObject *angles = PyObject_GetAttr(o, s_angles);
+    if (angles == NULL)
+        return -1;
+    PyObject *fast = PySequence_Fast(angles, "UserCmd.angles must be a sequence");
+    Py_DECREF(angles);
+    if (fast == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != 3) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "UserCmd.angles must hold 3 values");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (low64(PySequence_Fast_GET_ITEM(fast, i), &c->f[i]) < 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        c->f[i] &= 0xFFFFFFFFu;
+    }
+    Py_DECREF(fast);
+    if (attr64(o, s_forwardmove, &c->f[3]) < 0 || attr64(o, s_rightmove, &c->f[4]) < 0
+            || attr64(o, s_upmove, &c->f[5]) < 0 || attr64(o, s_buttons, &c->f[6]) < 0
+            || attr64(o, s_weapon, &c->f[7]) < 0)
+        return -1;
+    c->f[3] &= 0xFF;
+    c->f[4] &= 0xFF;
+    c->f[5] &= 0xFF;
+    c->f[6] &= 0xFFFFFFFFu;
+    c->f[7] &= 0xFF;
+    return 0;
+}
+
+/* usercmd.delta_usercmd_fields, written straight into the stream. */
+static void w_delta_cmd(Writer *w, uint64_t key, const Cmd *frm, const Cmd *to, int button_bits)
+{
+    int32_t dt = (int32_t)(uint32_t)(to->server_time - frm->server_time);
+    if (dt < 256)
+        w_value(w, 1 | ((uint64_t)(dt & 0xFF) << 1), 9);
+    else
+        w_value(w, (to->server_time & 0xFFFFFFFFu) << 1, 33);
+    if (memcmp(frm->f, to->f, sizeof frm->f) == 0) {
+        w_put(w, 0, 1);
+        return;
+    }
+    w_put(w, 1, 1);
+    static const int widths16[8] = {16, 16, 16, 8, 8, 8, 16, 8};
+    static const int widths32[8] = {16, 16, 16, 8, 8, 8, 32, 8};
+    const int *widths = button_bits == 32 ? widths32 : widths16;
+    uint64_t k = key ^ to->server_time;
+    for (int i = 0; i < 8; i++) {
+        if (frm->f[i] == to->f[i]) {
+            w_put(w, 0, 1);
+        } else {
+            uint64_t mask = (1ULL << widths[i]) - 1;
+            w_value(w, 1 | (((to->f[i] ^ k) & mask) << 1), widths[i] + 1);
+        }
+    }
+}
+
+/* client_message(...): clientmsg.write_client_message, same arguments and errors. */
+static PyObject *native_client_message(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"server_id", "server_message_seq", "server_command_seq", "reliable_commands",
+                             "cmds", "key", "button_bits", "move_no_delta", NULL};
+    PyObject *o_sid, *o_mseq, *o_cseq, *reliable, *cmds, *o_key, *o_bb = NULL;
+    int move_no_delta = 0;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOO|Op:write_client_message", kwlist, &o_sid, &o_mseq,
+                                     &o_cseq, &reliable, &cmds, &o_key, &o_bb, &move_no_delta))
+        return NULL;
+    Py_ssize_t ncmds = PyObject_Length(cmds);
+    if (ncmds < 0)
+        return NULL;
+    if (ncmds > MAX_PACKET_USERCMDS) {
+        PyErr_Format(PyExc_ValueError, "%zd usercmds in one packet (max %d)", ncmds, MAX_PACKET_USERCMDS);
+        return NULL;
+    }
+    uint64_t sid, mseq, cseq, key;
+    if (low64(o_sid, &sid) < 0 || low64(o_mseq, &mseq) < 0 || low64(o_cseq, &cseq) < 0 || low64(o_key, &key) < 0)
+        return NULL;
+    PyObject *rfast = PySequence_Fast(reliable, "reliable_commands must be a sequence");
+    if (rfast == NULL)
+        return NULL;
+    Py_ssize_t nrel = PySequence_Fast_GET_SIZE(rfast);
+    Writer w;
+    if (w_init(&w, 64 + ncmds * 24) < 0) {
+        Py_DECREF(rfast);
+        return NULL;
+    }
+    PyObject *cfast = NULL;
+    w_value(&w, sid, 32);
+    w_value(&w, mseq, 32);
+    w_value(&w, cseq, 32);
+    uint8_t text[MAX_STRING_CHARS];
+    for (Py_ssize_t i = 0; i < nrel; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(rfast, i), *o_seq, *o_text;
+        uint64_t seq;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "reliable_commands must hold (seq, text) pairs");
+            goto fail;
+        }
+        o_seq = PyTuple_GET_ITEM(pair, 0);
+        o_text = PyTuple_GET_ITEM(pair, 1);
+        Py_ssize_t n = sanitize_into(o_text, text, MAX_STRING_CHARS - 1);
+        if (n < 0)
+            goto fail;
+        if (n >= MAX_STRING_CHARS) {
+            /* ioq3 would silently send an empty string instead; refuse rather than lose the text. */
+            PyErr_Format(PyExc_ValueError, "string of %zd chars exceeds the %d-char limit", n, MAX_STRING_CHARS - 1);
+            goto fail;
+        }
+        if (low64(o_seq, &seq) < 0)
+            goto fail;
+        if (w_ensure(&w, 16 + 2 * n) < 0)
+            goto fail;
+        w_value(&w, CLC_CLIENT_COMMAND, 8);
+        w_value(&w, seq, 32);
+        if (w_ensure(&w, 16 + 2 * n) < 0)
+            goto fail;
+        for (Py_ssize_t j = 0; j < n; j++)
+            w_value(&w, text[j], 8);
+        w_value(&w, 0, 8);
+    }
+    if (ncmds) {
+        long bb = 16;
+        if (o_bb != NULL) {
+            bb = PyLong_AsLong(o_bb);
+            if (bb == -1 && PyErr_Occurred())
+                goto fail;
+        }
+        if (bb != 16 && bb != 32) {
+            PyErr_Format(PyExc_ValueError, "button_bits must be 16 or 32, not %R", o_bb);
+            goto fail;
+        }
+        cfast = PySequence_Fast(cmds, "cmds must be a sequence");
+        if (cfast == NULL)
+            goto fail;
+        if (w_ensure(&w, 16) < 0)
+            goto fail;
+        w_value(&w, move_no_delta ? CLC_MOVE_NO_DELTA : CLC_MOVE, 8);
+        w_value(&w, (uint64_t)ncmds, 8);
+        Cmd prev, cur;
+        memset(&prev, 0, sizeof prev);
+        for (Py_ssize_t i = 0; i < ncmds; i++) {
+            if (read_cmd(PySequence_Fast_GET_ITEM(cfast, i), &cur) < 0)
+                goto fail;
+            if (w_ensure(&w, CMD_MAX_BYTES) < 0)
+                goto fail;
+            w_delta_cmd(&w, key, &prev, &cur, (int)bb);
+            prev = cur;
+        }
+        Py_CLEAR(cfast);
+    }
+    if (w_ensure(&w, 16) < 0)
+        goto fail;
+    w_value(&w, CLC_EOF, 8);
+    Py_DECREF(rfast);
+    return w_finish(&w);
+fail:
+    Py_XDECREF(cfast);
+    Py_DECREF(rfast);
+    w_free(&w);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ netchan helpers */
+
+/* xor(data, start, key, text): netchan._xor without the stream cache (C needs none). */
+static PyObject *native_xor(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t start;
+    PyObject *o_key, *text;
+    if (!PyArg_ParseTuple(args, "y*nOO:xor", &data, &start, &o_key, &text))
+        return NULL;
+    PyObject *out = NULL;
+    uint64_t key;
+    uint8_t *chars = NULL;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "xor: negative start");
+        goto done;
+    }
+    if (low64(o_key, &key) < 0)
+        goto done;
+    Py_ssize_t count = data.len - start;
+    if (count <= 0) {
+        out = PyBytes_FromStringAndSize(data.buf, data.len);
+        goto done;
+    }
+    Py_ssize_t size = text_size(text);
+    if (size < 0)
+        goto done;
+    chars = PyMem_Malloc(size + 1);
+    if (chars == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = sanitize_into(text, chars, size);
+    if (n < 0)
+        goto done;
+    if (n == 0)
+        chars[n++] = 0;   /* an empty text keys with one NUL, as the reference */
+    out = PyBytes_FromStringAndSize(NULL, data.len);
+    if (out == NULL)
+        goto done;
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
+    const uint8_t *src = data.buf;
+    memcpy(dst, src, start);
+    unsigned parity = (unsigned)start & 1, k = 0, k0 = (unsigned)(key & 0xFF);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        k ^= (unsigned)chars[j] << ((parity + (unsigned)i) & 1);
+        if (++j == n)
+            j = 0;
+        dst[start + i] = (uint8_t)(src[start + i] ^ k ^ k0);
+    }
+done:
+    PyMem_Free(chars);
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* read_longs(data, start, count): netchan._ioq3_read_longs (ioq3's lenient MSG_ReadLong). */
+static PyObject *native_read_longs(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t start, count;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "y*nn:read_longs", &data, &start, &count))
+        return NULL;
+    PyObject *out = NULL;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "read_longs: negative start");
+        goto done;
+    }
+    if (count < 0)
+        count = 0;
+    const uint8_t *p = data.buf;
+    int64_t size = data.len, end = size << 3, readcount = start;
+    int64_t bit = (start > size ? 0 : (int64_t)start) << 3;   /* past the end: every read is -1 */
+    out = PyList_New(count);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        int64_t v = -1;
+        if (readcount <= size) {
+            uint64_t value = 0;
+            int i;
+            for (i = 0; i < 4; i++) {
+                int64_t j = bit >> 3;
+                unsigned w = 0;
+                for (int b = 0; b < 3; b++)
+                    if (j + b < size)
+                        w |= (unsigned)p[j + b] << (8 * b);
+                unsigned idx = (w >> (bit & 7)) & ((1u << DECODE_BITS) - 1);
+                if (bit + dec_length[idx] > end) {
+                    readcount = size + 1;
+                    break;
+                }
+                value |= (uint64_t)dec_symbol[idx] << (8 * i);
+                bit += dec_length[idx];
+            }
+            if (i == 4)
+                readcount = (bit >> 3) + 1;
+            if (readcount <= size)
+                v = (int32_t)(uint32_t)value;
+        }
+        PyObject *item = PyLong_FromLongLong(v);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, n, item);
+    }
+done:
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* ------------------------------------------------------------------ bit reader */
+
+typedef struct {
+    PyObject_HEAD
+    uint8_t *buf;       /* a copy of the message, PAD zero bytes after it */
+    int64_t bit, end;
+} Reader;
+
+static inline unsigned peek(const Reader *r, int64_t bit)   /* 17+ bits from `bit` (bit <= end) */
+{
+    const uint8_t *p = r->buf + (bit >> 3);
+    return ((unsigned)p[0] | ((unsigned)p[1] << 8) | ((unsigned)p[2] << 16)) >> (bit & 7);
+}
+
+static int Reader_init(Reader *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"data", "start", NULL};
+    Py_buffer data;
+    Py_ssize_t start = 0;
+    if (check_ready() < 0)
+        return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|n:BitReader", kwlist, &data, &start))
+        return -1;
+    if (start < 0 || start > data.len) {
+        PyErr_Format(MsgError, "message start %zd outside a %zd-byte packet", start, data.len);
+        PyBuffer_Release(&data);
+        return -1;
+    }
+    uint8_t *buf = PyMem_Malloc(data.len + PAD);
+    if (buf == NULL) {
+        PyBuffer_Release(&data);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(buf, data.buf, data.len);
+    memset(buf + data.len, 0, PAD);
+    PyMem_Free(self->buf);
+    self->buf = buf;
+    self->bit = (int64_t)start << 3;
+    self->end = (int64_t)data.len << 3;
+    PyBuffer_Release(&data);
+    return 0;
+}
+
+static void Reader_dealloc(Reader *self)
+{
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int reader_ok(Reader *self)
+{
+    if (self->buf == NULL) {
+        PyErr_SetString(PyExc_ValueError, "BitReader not initialized");
+        return -1;
+    }
+    return 0;
+}
+
+/* msg._check_width: n = |nbits| in 1..32, -32 excluded. Returns n, or 0 with ValueError set. */
+static int check_width(PyObject *o_nbits, long nbits, int overflow)
+{
+    long n = nbits < 0 ? -nbits : nbits;
+    if (overflow || n == 0 || n > 32 || nbits == -32) {
+        PyErr_Format(PyExc_ValueError, "bad bit width %R (1..32, or -1..-31 for signed)", o_nbits);
+        return 0;
+    }
+    return (int)n;
+}
+
+/* MSG_ReadBits for n in 1..32; `is_signed` for a negative width. 0, or -1 with MsgError. */
+static int rd_bits(Reader *r, int n, int is_signed, int64_t *out)
+{
+    int64_t bit = r->bit, end = r->end;
+    int raw = n & 7;
+    uint64_t value = 0;
+    if (raw) {
+        if (bit + raw > end) {
+            PyErr_Format(MsgError, "overread: %d raw bits at bit %lld of %lld", raw, (long long)bit, (long long)end);
+            return -1;
+        }
+        value = peek(r, bit) & ((1u << raw) - 1);
+        bit += raw;
+    }
+    int shift = raw;
+    for (int i = n >> 3; i > 0; i--) {
+        unsigned idx = peek(r, bit) & ((1u << DECODE_BITS) - 1);
+        unsigned symbol = dec_symbol[idx];
+        bit += dec_length[idx];
+        if (bit > end) {
+            PyErr_Format(MsgError, "overread: Huffman symbol past the end (%lld bits)", (long long)end);
+            return -1;
+        }
+        if (symbol == NYT) {
+            PyErr_Format(MsgError, "garbage Huffman code (NYT) at bit %lld", (long long)(bit - dec_length[idx]));
+            return -1;
+        }
+        value |= (uint64_t)symbol << shift;
+        shift += 8;
+    }
+    r->bit = bit;
+    int64_t v = (int64_t)value;
+    if (is_signed) {
+        /* ioq3 sign-extends from the byte-aligned part's width only (see msg.py) */
+        int width = n - raw;
+        if (width > 0 && width < 32 && (value >> (width - 1)) & 1)
+            v = (int64_t)(value | (~0ULL << width));
+    }
+    if (v >= 0x80000000LL)
+        v -= 0x100000000LL;
+    *out = v;
+    return 0;
+}
+
+static PyObject *Reader_read_bits(Reader *self, PyObject *o_nbits)
+{
+    int overflow;
+    if (reader_ok(self) < 0)
+        return NULL;
+    long nbits = PyLong_AsLongAndOverflow(o_nbits, &overflow);
+    if (nbits == -1 && PyErr_Occurred())
+        return NULL;
+    int n = (nbits > 0 && nbits <= 32 && !overflow) ? (int)nbits : check_width(o_nbits, nbits, overflow);
+    if (n == 0)
+        return NULL;
+    int64_t v;
+    if (rd_bits(self, n, nbits < 0, &v) < 0)
+        return NULL;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *Reader_read_flag(Reader *self, PyObject *unused)
+{
+    if (reader_ok(self) < 0)
+        return NULL;
+    if (self->bit >= self->end) {
+        PyErr_Format(MsgError, "overread: 1 raw bit at bit %lld of %lld", (long long)self->bit, (long long)self->end);
+        return NULL;
+    }
+    unsigned b = peek(self, self->bit) & 1;
+    self->bit++;
+    return PyLong_FromLong(b);
+}
+
+static PyObject *Reader_read_byte(Reader *self, PyObject *unused)
+{
+    int64_t v;
+    if (reader_ok(self) < 0 || rd_bits(self, 8, 0, &v) < 0)
+        return NULL;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *Reader_read_short(Reader *self, PyObject *unused)
+{
+    int64_t v;
+    if (reader_ok(self) < 0 || rd_bits(self, 16, 0, &v) < 0)
+        return NULL;
+    return PyLong_FromLongLong(v >= 0x8000 ? v - 0x10000 : v);
+}
+
+static PyObject *Reader_read_long(Reader *self, PyObject *unused)
+{
+    int64_t v;
+    if (reader_ok(self) < 0 || rd_bits(self, 32, 0, &v) < 0)
+        return NULL;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *Reader_read_data(Reader *self, PyObject *o_length)
+{
+    if (reader_ok(self) < 0)
+        return NULL;
+    int overflow;
+    long long length = PyLong_AsLongLongAndOverflow(o_length, &overflow);
+    if (length == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || length < 0 || length > self->end - self->bit) {
+        PyErr_Format(MsgError, "cannot read %R bytes with %lld bits left", o_length,
+                     (long long)(self->end - self->bit));
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+    if (out == NULL)
+        return NULL;
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
+    for (long long i = 0; i < length; i++) {
+        int64_t v;
+        if (rd_bits(self, 8, 0, &v) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        dst[i] = (uint8_t)v;
+    }
+    return out;
+}
+
+static PyObject *read_limited(Reader *self, Py_ssize_t limit)
+{
+    if (reader_ok(self) < 0)
+        return NULL;
+    uint8_t out[BIG_INFO_STRING];
+    Py_ssize_t n = 0, keep = limit - 1;
+    for (;;) {
+        int64_t c;
+        if (rd_bits(self, 8, 0, &c) < 0)
+            return NULL;
+        /* Like ioq3: the char after a full buffer is consumed and the read stops there. */
+        if (c == 0 || n >= keep)
+            break;
+        out[n++] = (c > 127 || c == '%') ? '.' : (uint8_t)c;
+    }
+    return PyUnicode_DecodeASCII((const char *)out, n, NULL);
+}
+
+static PyObject *Reader_read_string(Reader *self, PyObject *unused)
+{
+    return read_limited(self, MAX_STRING_CHARS);
+}
+
+static PyObject *Reader_read_bigstring(Reader *self, PyObject *unused)
+{
+    return read_limited(self, BIG_INFO_STRING);
+}
+
+/* The value of field i (width `width`): 0 with *out set, or -1. Mirrors msg.read_netfields,
+ * including where self->bit stands when an error is raised. */
+static int read_field(Reader *self, int64_t *bitp, PyObject *o_width, long width, int zero_flags, PyObject **out)
+{
+    int64_t bit = *bitp, end = self->end, v;
+    if (zero_flags) {
+        if (bit >= end) {
+            PyErr_Format(MsgError, "overread: zero flag at bit %lld of %lld", (long long)bit, (long long)end);
+            return -1;
+        }
+        unsigned nonzero = peek(self, bit) & 1;
+        bit++;
+        if (!nonzero) {
+            *bitp = bit;
+            *out = width ? PyLong_FromLong(0) : PyFloat_FromDouble(0.0);
+            return *out ? 0 : -1;
+        }
+    }
+    if (width == 0) {
+        if (bit >= end) {
+            PyErr_Format(MsgError, "overread: float form flag at bit %lld of %lld", (long long)bit, (long long)end);
+            return -1;
+        }
+        unsigned full = peek(self, bit) & 1;
+        self->bit = bit + 1;
+        if (full) {
+            if (rd_bits(self, 32, 0, &v) < 0)
+                return -1;
+            uint32_t u = (uint32_t)v;
+            unsigned char le[4] = {(unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16),
+                                   (unsigned char)(u >> 24)};
+            double d = PyFloat_Unpack4((const char *)le, 1);
+            if (d == -1.0 && PyErr_Occurred())
+                return -1;
+            *out = PyFloat_FromDouble(d);
+        } else {
+            if (rd_bits(self, FLOAT_INT_BITS, 0, &v) < 0)
+                return -1;
+            *out = PyFloat_FromDouble((double)(v - FLOAT_INT_BIAS));
+        }
+    } else {
+        self->bit = bit;
+        int n = (width > 0 && width <= 32) ? (int)width : check_width(o_width, width, 0);
+        if (n == 0 || rd_bits(self, n, width < 0, &v) < 0)
+            return -1;
+        *out = PyLong_FromLongLong(v);
+    }
+    *bitp = self->bit;
+    return *out ? 0 : -1;
+}
+
+/* The netField walk (msg.read_netfields): a tuple like `base` with the changed fields read. */
+static PyObject *netfields(Reader *self, PyObject *widths, PyObject *base, int zero_flags)
+{
+    int64_t lc;
+    if (rd_bits(self, 8, 0, &lc) < 0)
+        return NULL;
+    PyObject *wfast = PySequence_Fast(widths, "read_netfields: widths must be a sequence");
+    if (wfast == NULL)
+        return NULL;
+    Py_ssize_t nw = PySequence_Fast_GET_SIZE(wfast);
+    if (lc > nw) {
+        Py_DECREF(wfast);
+        PyErr_Format(MsgError, "invalid field count %lld (max %zd)", (long long)lc, nw);
+        return NULL;
+    }
+    PyObject *values = PySequence_List(base);
+    if (values == NULL) {
+        Py_DECREF(wfast);
+        return NULL;
+    }
+    int64_t bit = self->bit, end = self->end;
+    for (Py_ssize_t i = 0; i < lc; i++) {
+        if (bit >= end) {
+            PyErr_Format(MsgError, "overread: field flag at bit %lld of %lld", (long long)bit, (long long)end);
+            goto fail;
+        }
+        unsigned changed = peek(self, bit) & 1;
+        bit++;
+        if (!changed)
+            continue;
+        PyObject *o_width = PySequence_Fast_GET_ITEM(wfast, i);
+        int overflow;
+        long width = PyLong_AsLongAndOverflow(o_width, &overflow);
+        if (width == -1 && PyErr_Occurred())
+            goto fail;
+        if (overflow)
+            width = 64;   /* any out-of-range width: check_width reports it */
+        PyObject *item;
+        if (read_field(self, &bit, o_width, width, zero_flags, &item) < 0)
+            goto fail;
+        if (PyList_SetItem(values, i, item) < 0)   /* steals item; IndexError past len(base) */
+            goto fail;
+    }
+    self->bit = bit;
+    Py_DECREF(wfast);
+    PyObject *t = PyList_AsTuple(values);
+    Py_DECREF(values);
+    return t;
+fail:
+    Py_DECREF(wfast);
+    Py_DECREF(values);
+    return NULL;
+}
+
+static PyObject *Reader_read_netfields(Reader *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"widths", "base", "zero_flags", NULL};
+    PyObject *widths, *base;
+    int zero_flags;
+    if (reader_ok(self) < 0)
+        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOp:read_netfields", kwlist, &widths, &base, &zero_flags))
+        return NULL;
+    return netfields(self, widths, base, zero_flags);
+}
+
+static PyObject *Reader_get_bit(Reader *self, void *closure)
+{
+    return PyLong_FromLongLong(self->bit);
+}
+
+static PyObject *Reader_get_bits_left(Reader *self, void *closure)
+{
+    return PyLong_FromLongLong(self->end - self->bit);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"read_flag", (PyCFunction)Reader_read_flag, METH_NOARGS, "One raw bit (MSG_ReadBits(msg, 1))."},
+    {"read_bits", (PyCFunction)Reader_read_bits, METH_O, "MSG_ReadBits (see msg.PyBitReader.read_bits)."},
+    {"read_byte", (PyCFunction)Reader_read_byte, METH_NOARGS, NULL},
+    {"read_short", (PyCFunction)Reader_read_short, METH_NOARGS, "16 bits as a signed short."},
+    {"read_long", (PyCFunction)Reader_read_long, METH_NOARGS, NULL},
+    {"read_data", (PyCFunction)Reader_read_data, METH_O, NULL},
+    {"read_string", (PyCFunction)Reader_read_string, METH_NOARGS, "MSG_ReadString."},
+    {"read_bigstring", (PyCFunction)Reader_read_bigstring, METH_NOARGS, "MSG_ReadBigString."},
+    {"read_netfields", (PyCFunction)(void (*)(void))Reader_read_netfields, METH_VARARGS | METH_KEYWORDS,
+     "The netField walk of MSG_ReadDeltaEntity / MSG_ReadDeltaPlayerstate."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Reader_getset[] = {
+    {"bit", (getter)Reader_get_bit, NULL, "Current stream position in bits from the start of data.", NULL},
+    {"bits_left", (getter)Reader_get_bits_left, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "headcast.netcode.q3._q3native.BitReader",
+    .tp_doc = "Reads a Quake 3 Huffman bitstream (the C twin of msg.PyBitReader).",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)Reader_dealloc,
+    .tp_methods = Reader_methods,
+    .tp_getset = Reader_getset,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef native_methods[] = {
+    {"init", native_init, METH_VARARGS, "init(MsgError, STATIC_CODES): tables and error type, once."},
+    {"huffman_bits", native_huffman_bits, METH_O, "msg.huffman_bits (widths 0..64)."},
+    {"write_client_message", (PyCFunction)(void (*)(void))native_client_message, METH_VARARGS | METH_KEYWORDS,
+     "clientmsg.write_client_message."},
+    {"xor", native_xor, METH_VARARGS, "netchan._xor without a cache: xor(data, start, key, text)."},
+    {"read_longs", native_read_longs, METH_VARARGS, "netchan._ioq3_read_longs(data, start, count)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_q3native", "Quake 3 codec hot paths in C (see native.py).", -1, native_methods,
+};
+
+PyMODINIT_FUNC PyInit__q3native(void)
+{
+    if (PyType_Ready(&ReaderType) < 0)
+        return NULL;
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(s_server_time, "server_time");
+    INTERN(s_angles, "angles");
+    INTERN(s_buttons, "buttons");
+    INTERN(s_weapon, "weapon");
+    INTERN(s_forwardmove, "forwardmove");
+    INTERN(s_rightmove, "rightmove");
+    INTERN(s_upmove, "upmove");
+#undef INTERN
+    PyObject *m = PyModule_Create(&native_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&ReaderType);
+    if (PyModule_AddObject(m, "BitReader", (PyObject *)&ReaderType) < 0) {
+        Py_DECREF(&ReaderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,33 @@
+"""The optional C accelerator of the Quake 3 codecs (`_q3native`, built by build_native.py).
+
+The per-tick and per-snapshot paths (Huffman writing, the server-message bit reader and its
+netField walk, the client message with its usercmd deltas, the netchan XOR) each run as one C
+call when the extension is built; the pure-Python implementations beside them (`PyBitReader`,
+`py_huffman_bits`, ...) stay the reference, give the same bytes and errors, and are used when the
+extension is missing or `HEADCAST_PURE_PYTHON=1` is set (read once, at import).
+"""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from .errors import MsgError
+from .huffman import STATIC_CODES
+
+__all__ = ["NATIVE", "NATIVE_STATUS", "PURE_ENV"]
+
+PURE_ENV = "HEADCAST_PURE_PYTHON"
+
+
+def _load() -> tuple[ModuleType | None, str]:
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None, f"disabled by {PURE_ENV}=1"
+    try:
+        from . import _q3native
+    except ImportError as exc:
+        return None, f"not built ({exc}); run netcode/q3/build_native.py"
+    _q3native.init(MsgError, STATIC_CODES)
+    return _q3native, "in use"
+
+
+NATIVE, NATIVE_STATUS = _load()
