@@ -362,51 +362,40 @@ static void w_delta_cmd(Writer *w, uint64_t key, const Cmd *frm, const Cmd *to, 
     }
 }
 
-/* client_message(...): clientmsg.write_client_message, same arguments and errors. */
-static PyObject *native_client_message(PyObject *self, PyObject *args, PyObject *kwargs)
+/* The message body of clientmsg.write_client_message into `w` (empty), same errors. */
+static int write_message(Writer *w, PyObject *o_sid, PyObject *o_mseq, PyObject *o_cseq, PyObject *reliable,
+                         PyObject *cmds, uint64_t key, PyObject *o_bb, int move_no_delta)
 {
-    static char *kwlist[] = {"server_id", "server_message_seq", "server_command_seq", "reliable_commands",
-                             "cmds", "key", "button_bits", "move_no_delta", NULL};
-    PyObject *o_sid, *o_mseq, *o_cseq, *reliable, *cmds, *o_key, *o_bb = NULL;
-    int move_no_delta = 0;
-    if (check_ready() < 0)
-        return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOO|Op:write_client_message", kwlist, &o_sid, &o_mseq,
-                                     &o_cseq, &reliable, &cmds, &o_key, &o_bb, &move_no_delta))
-        return NULL;
     Py_ssize_t ncmds = PyObject_Length(cmds);
     if (ncmds < 0)
-        return NULL;
+        return -1;
     if (ncmds > MAX_PACKET_USERCMDS) {
         PyErr_Format(PyExc_ValueError, "%zd usercmds in one packet (max %d)", ncmds, MAX_PACKET_USERCMDS);
-        return NULL;
+        return -1;
     }
-    uint64_t sid, mseq, cseq, key;
-    if (low64(o_sid, &sid) < 0 || low64(o_mseq, &mseq) < 0 || low64(o_cseq, &cseq) < 0 || low64(o_key, &key) < 0)
-        return NULL;
+    uint64_t sid, mseq, cseq;
+    if (low64(o_sid, &sid) < 0 || low64(o_mseq, &mseq) < 0 || low64(o_cseq, &cseq) < 0)
+        return -1;
     PyObject *rfast = PySequence_Fast(reliable, "reliable_commands must be a sequence");
     if (rfast == NULL)
-        return NULL;
-    Py_ssize_t nrel = PySequence_Fast_GET_SIZE(rfast);
-    Writer w;
-    if (w_init(&w, 64 + ncmds * 24) < 0) {
-        Py_DECREF(rfast);
-        return NULL;
-    }
-    PyObject *cfast = NULL;
-    w_value(&w, sid, 32);
-    w_value(&w, mseq, 32);
-    w_value(&w, cseq, 32);
+        return -1;
+    PyObject *cfast = NULL, *pfast = NULL;
+    if (w_ensure(w, 16) < 0)
+        goto fail;
+    w_value(w, sid, 32);
+    w_value(w, mseq, 32);
+    w_value(w, cseq, 32);
     uint8_t text[MAX_STRING_CHARS];
-    for (Py_ssize_t i = 0; i < nrel; i++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(rfast, i), *o_seq, *o_text;
-        uint64_t seq;
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "reliable_commands must hold (seq, text) pairs");
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(rfast); i++) {
+        pfast = PySequence_Fast(PySequence_Fast_GET_ITEM(rfast, i), "reliable_commands must hold (seq, text) pairs");
+        if (pfast == NULL)
+            goto fail;
+        if (PySequence_Fast_GET_SIZE(pfast) != 2) {
+            PyErr_SetString(PyExc_ValueError, "reliable_commands must hold (seq, text) pairs");
             goto fail;
         }
-        o_seq = PyTuple_GET_ITEM(pair, 0);
-        o_text = PyTuple_GET_ITEM(pair, 1);
+        PyObject *o_seq = PySequence_Fast_GET_ITEM(pfast, 0), *o_text = PySequence_Fast_GET_ITEM(pfast, 1);
+        uint64_t seq;
         Py_ssize_t n = sanitize_into(o_text, text, MAX_STRING_CHARS - 1);
         if (n < 0)
             goto fail;
@@ -417,15 +406,14 @@ static PyObject *native_client_message(PyObject *self, PyObject *args, PyObject 
         }
         if (low64(o_seq, &seq) < 0)
             goto fail;
-        if (w_ensure(&w, 16 + 2 * n) < 0)
+        Py_CLEAR(pfast);
+        if (w_ensure(w, 16 + 2 * n) < 0)
             goto fail;
-        w_value(&w, CLC_CLIENT_COMMAND, 8);
-        w_value(&w, seq, 32);
-        if (w_ensure(&w, 16 + 2 * n) < 0)
-            goto fail;
+        w_value(w, CLC_CLIENT_COMMAND, 8);
+        w_value(w, seq, 32);
         for (Py_ssize_t j = 0; j < n; j++)
-            w_value(&w, text[j], 8);
-        w_value(&w, 0, 8);
+            w_value(w, text[j], 8);
+        w_value(w, 0, 8);
     }
     if (ncmds) {
         long bb = 16;
@@ -441,32 +429,151 @@ static PyObject *native_client_message(PyObject *self, PyObject *args, PyObject 
         cfast = PySequence_Fast(cmds, "cmds must be a sequence");
         if (cfast == NULL)
             goto fail;
-        if (w_ensure(&w, 16) < 0)
+        if (w_ensure(w, 16) < 0)
             goto fail;
-        w_value(&w, move_no_delta ? CLC_MOVE_NO_DELTA : CLC_MOVE, 8);
-        w_value(&w, (uint64_t)ncmds, 8);
+        w_value(w, move_no_delta ? CLC_MOVE_NO_DELTA : CLC_MOVE, 8);
+        w_value(w, (uint64_t)ncmds, 8);
         Cmd prev, cur;
         memset(&prev, 0, sizeof prev);
-        for (Py_ssize_t i = 0; i < ncmds; i++) {
+        for (Py_ssize_t i = 0; i < ncmds && i < PySequence_Fast_GET_SIZE(cfast); i++) {
             if (read_cmd(PySequence_Fast_GET_ITEM(cfast, i), &cur) < 0)
                 goto fail;
-            if (w_ensure(&w, CMD_MAX_BYTES) < 0)
+            if (w_ensure(w, CMD_MAX_BYTES) < 0)
                 goto fail;
-            w_delta_cmd(&w, key, &prev, &cur, (int)bb);
+            w_delta_cmd(w, key, &prev, &cur, (int)bb);
             prev = cur;
         }
         Py_CLEAR(cfast);
     }
-    if (w_ensure(&w, 16) < 0)
+    if (w_ensure(w, 16) < 0)
         goto fail;
-    w_value(&w, CLC_EOF, 8);
+    w_value(w, CLC_EOF, 8);
     Py_DECREF(rfast);
-    return w_finish(&w);
+    return 0;
 fail:
+    Py_XDECREF(pfast);
     Py_XDECREF(cfast);
     Py_DECREF(rfast);
+    return -1;
+}
+
+/* write_client_message(...): clientmsg.write_client_message, same arguments and errors. */
+static PyObject *native_client_message(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"server_id", "server_message_seq", "server_command_seq", "reliable_commands",
+                             "cmds", "key", "button_bits", "move_no_delta", NULL};
+    PyObject *o_sid, *o_mseq, *o_cseq, *reliable, *cmds, *o_key, *o_bb = NULL;
+    int move_no_delta = 0;
+    uint64_t key;
+    Writer w;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOO|Op:write_client_message", kwlist, &o_sid, &o_mseq,
+                                     &o_cseq, &reliable, &cmds, &o_key, &o_bb, &move_no_delta))
+        return NULL;
+    if (low64(o_key, &key) < 0 || w_init(&w, 128) < 0)
+        return NULL;
+    if (write_message(&w, o_sid, o_mseq, o_cseq, reliable, cmds, key, o_bb, move_no_delta) < 0) {
+        w_free(&w);
+        return NULL;
+    }
+    return w_finish(&w);
+}
+
+/* usercmd.hash_key(text, 32): sum of c * (119 + i) over at most 32 sanitized chars, folded. */
+static int hash_key32(PyObject *text, int64_t *out)
+{
+    uint8_t chars[32];
+    Py_ssize_t n = sanitize_into(text, chars, 32);
+    if (n < 0)
+        return -1;
+    if (n > 32)
+        n = 32;
+    int64_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        h += (int64_t)chars[i] * (119 + i);
+    *out = (int32_t)(uint32_t)(h ^ (h >> 10) ^ (h >> 20));
+    return 0;
+}
+
+#define FRAGMENT_SIZE 1300
+#define CL_ENCODE_START 12
+
+/* client_datagram(legacy, challenge, sequence, qport, server_id, message_seq, command_seq, reliable, cmds,
+ *                 checksum_feed, last_command, button_bits, move_no_delta):
+ * write_client_message with usercmd_key(checksum_feed, message_seq, last_command), then the netchan's
+ * transmit of it as one datagram: header, and the legacy XOR keyed by challenge ^ server_id ^
+ * message_seq over last_command (which is serverCommands[command_seq & 63], the scramble text too).
+ * None when the message needs fragments (the caller takes the general path). */
+static PyObject *native_client_datagram(PyObject *self, PyObject *args)
+{
+    int legacy, move_no_delta;
+    PyObject *o_challenge, *o_seq, *o_qport, *o_sid, *o_mseq, *o_cseq, *reliable, *cmds, *o_feed, *last, *o_bb;
+    uint64_t challenge, seq, qport, sid, mseq, feed;
+    int64_t hash;
+    Writer w;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "pOOOOOOOOOOOp:client_datagram", &legacy, &o_challenge, &o_seq, &o_qport, &o_sid,
+                          &o_mseq, &o_cseq, &reliable, &cmds, &o_feed, &last, &o_bb, &move_no_delta))
+        return NULL;
+    if (low64(o_challenge, &challenge) < 0 || low64(o_seq, &seq) < 0 || low64(o_qport, &qport) < 0
+            || low64(o_sid, &sid) < 0 || low64(o_mseq, &mseq) < 0 || low64(o_feed, &feed) < 0
+            || hash_key32(last, &hash) < 0)
+        return NULL;
+    if (w_init(&w, 160) < 0)
+        return NULL;
+    /* the header first: 4 + 2 (+ 4) bytes, the message after it */
+    int header = legacy ? 6 : 10;
+    w.len = header;
+    uint64_t key = feed ^ mseq ^ (uint64_t)hash;
+    if (write_message(&w, o_sid, o_mseq, o_cseq, reliable, cmds, key, o_bb, move_no_delta) < 0) {
+        w_free(&w);
+        return NULL;
+    }
+    if (w.nacc) {
+        w.buf[w.len++] = (uint8_t)w.acc;
+        w.nacc = 0;
+    }
+    Py_ssize_t msglen = w.len - header;
+    if (msglen >= FRAGMENT_SIZE) {
+        w_free(&w);
+        Py_RETURN_NONE;
+    }
+    uint8_t *p = w.buf;
+    uint32_t s = (uint32_t)seq;
+    p[0] = (uint8_t)s; p[1] = (uint8_t)(s >> 8); p[2] = (uint8_t)(s >> 16); p[3] = (uint8_t)(s >> 24);
+    p[4] = (uint8_t)qport; p[5] = (uint8_t)(qport >> 8);
+    if (!legacy) {
+        uint32_t c = (uint32_t)(challenge ^ (seq * challenge));
+        p[6] = (uint8_t)c; p[7] = (uint8_t)(c >> 8); p[8] = (uint8_t)(c >> 16); p[9] = (uint8_t)(c >> 24);
+    } else if (msglen > CL_ENCODE_START) {
+        Py_ssize_t size = text_size(last);
+        uint8_t *chars = size < 0 ? NULL : PyMem_Malloc(size + 1);
+        if (chars == NULL) {
+            if (size >= 0)
+                PyErr_NoMemory();
+            w_free(&w);
+            return NULL;
+        }
+        Py_ssize_t n = sanitize_into(last, chars, size);
+        if (n == 0)
+            chars[n++] = 0;
+        unsigned k = 0, k0 = (unsigned)((challenge ^ sid ^ mseq) & 0xFF);
+        Py_ssize_t j = 0;
+        uint8_t *body = p + header;
+        /* CL_ENCODE_START is even: the i & 1 shift starts at 0 (see netchan._xor) */
+        for (Py_ssize_t i = 0; i < msglen - CL_ENCODE_START; i++) {
+            k ^= (unsigned)chars[j] << (i & 1);
+            if (++j == n)
+                j = 0;
+            body[CL_ENCODE_START + i] ^= (uint8_t)(k ^ k0);
+        }
+        PyMem_Free(chars);
+    }
+    PyObject *out = PyBytes_FromStringAndSize((const char *)w.buf, w.len);
     w_free(&w);
-    return NULL;
+    return out;
 }
 
 /* ------------------------------------------------------------------ netchan helpers */
@@ -526,28 +633,12 @@ done:
     return out;
 }
 
-/* read_longs(data, start, count): netchan._ioq3_read_longs (ioq3's lenient MSG_ReadLong). */
-static PyObject *native_read_longs(PyObject *self, PyObject *args)
+/* ioq3's lenient MSG_ReadLong (bitstream mode) of `count` longs from byte `start` into out[]:
+ * an overread gives -1, the NYT escape ORs 256 into the value (see netchan._ioq3_read_longs). */
+static void lenient_longs(const uint8_t *p, int64_t size, int64_t start, Py_ssize_t count, int64_t *out)
 {
-    Py_buffer data;
-    Py_ssize_t start, count;
-    if (check_ready() < 0)
-        return NULL;
-    if (!PyArg_ParseTuple(args, "y*nn:read_longs", &data, &start, &count))
-        return NULL;
-    PyObject *out = NULL;
-    if (start < 0) {
-        PyErr_SetString(PyExc_ValueError, "read_longs: negative start");
-        goto done;
-    }
-    if (count < 0)
-        count = 0;
-    const uint8_t *p = data.buf;
-    int64_t size = data.len, end = size << 3, readcount = start;
-    int64_t bit = (start > size ? 0 : (int64_t)start) << 3;   /* past the end: every read is -1 */
-    out = PyList_New(count);
-    if (out == NULL)
-        goto done;
+    int64_t end = size << 3, readcount = start;
+    int64_t bit = (start > size ? 0 : start) << 3;   /* past the end: every read is -1 */
     for (Py_ssize_t n = 0; n < count; n++) {
         int64_t v = -1;
         if (readcount <= size) {
@@ -572,14 +663,110 @@ static PyObject *native_read_longs(PyObject *self, PyObject *args)
             if (readcount <= size)
                 v = (int32_t)(uint32_t)value;
         }
-        PyObject *item = PyLong_FromLongLong(v);
-        if (item == NULL) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        PyList_SET_ITEM(out, n, item);
+        out[n] = v;
+    }
+}
+
+#define SV_ENCODE_START 4
+#define RING 64
+
+/* legacy_unscramble(message, key, reliable_commands): netchan._unscramble, `key` being
+ * challenge ^ sequence: the acknowledge read (leniently) from the scrambled bytes picks the
+ * text from the 64-slot ring; the XOR runs from byte 4. */
+static PyObject *native_legacy_unscramble(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    PyObject *o_key, *ring, *out = NULL;
+    uint8_t *chars = NULL;
+    uint64_t key;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "y*OO:legacy_unscramble", &data, &o_key, &ring))
+        return NULL;
+    Py_ssize_t nring = PyObject_Length(ring);
+    if (nring < 0 || low64(o_key, &key) < 0)
+        goto done;
+    if (nring != RING) {
+        PyErr_Format(PyExc_ValueError, "legacy netchan needs a %d-slot command ring, got %zd slots", RING, nring);
+        goto done;
+    }
+    Py_ssize_t count = data.len - SV_ENCODE_START;
+    if (count <= 0) {
+        out = PyBytes_FromStringAndSize(data.buf, data.len);
+        goto done;
+    }
+    int64_t ack;
+    lenient_longs(data.buf, data.len, 0, 1, &ack);
+    PyObject *text = PySequence_GetItem(ring, (Py_ssize_t)(ack & (RING - 1)));
+    if (text == NULL)
+        goto done;
+    Py_ssize_t size = text_size(text);
+    chars = size < 0 ? NULL : PyMem_Malloc(size + 1);
+    if (chars == NULL) {
+        if (size >= 0)
+            PyErr_NoMemory();
+        Py_DECREF(text);
+        goto done;
+    }
+    Py_ssize_t n = sanitize_into(text, chars, size);
+    Py_DECREF(text);
+    if (n < 0)
+        goto done;
+    if (n == 0)
+        chars[n++] = 0;
+    out = PyBytes_FromStringAndSize(NULL, data.len);
+    if (out == NULL)
+        goto done;
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
+    const uint8_t *src = data.buf;
+    memcpy(dst, src, SV_ENCODE_START);
+    unsigned k = 0, k0 = (unsigned)(key & 0xFF);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        k ^= (unsigned)chars[j] << (i & 1);   /* SV_ENCODE_START is even */
+        if (++j == n)
+            j = 0;
+        dst[SV_ENCODE_START + i] = (uint8_t)(src[SV_ENCODE_START + i] ^ k ^ k0);
     }
 done:
+    PyMem_Free(chars);
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* read_longs(data, start, count): netchan._ioq3_read_longs. */
+static PyObject *native_read_longs(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t start, count;
+    if (check_ready() < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "y*nn:read_longs", &data, &start, &count))
+        return NULL;
+    PyObject *out = NULL;
+    int64_t *values = NULL;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "read_longs: negative start");
+        goto done;
+    }
+    if (count < 0)
+        count = 0;
+    values = PyMem_Malloc(sizeof(int64_t) * (count + 1));
+    if (values == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    lenient_longs(data.buf, data.len, start, count, values);
+    out = PyList_New(count);
+    for (Py_ssize_t n = 0; out != NULL && n < count; n++) {
+        PyObject *item = PyLong_FromLongLong(values[n]);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, n, item);
+    }
+done:
+    PyMem_Free(values);
     PyBuffer_Release(&data);
     return out;
 }
@@ -975,7 +1162,11 @@ static PyMethodDef native_methods[] = {
     {"huffman_bits", native_huffman_bits, METH_O, "msg.huffman_bits (widths 0..64)."},
     {"write_client_message", (PyCFunction)(void (*)(void))native_client_message, METH_VARARGS | METH_KEYWORDS,
      "clientmsg.write_client_message."},
+    {"client_datagram", native_client_datagram, METH_VARARGS,
+     "write_client_message + the netchan's single-datagram transmit (see netchan.transmit_client_message)."},
     {"xor", native_xor, METH_VARARGS, "netchan._xor without a cache: xor(data, start, key, text)."},
+    {"legacy_unscramble", native_legacy_unscramble, METH_VARARGS,
+     "netchan._unscramble: legacy_unscramble(message, challenge ^ sequence, reliable_commands)."},
     {"read_longs", native_read_longs, METH_VARARGS, "netchan._ioq3_read_longs(data, start, count)."},
     {NULL, NULL, 0, NULL},
 };

@@ -26,7 +26,6 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from . import huffman, oob, pure, serverparse
-from .clientmsg import usercmd_key, write_client_message
 from .delta import PlayerState
 from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
                      ServerCommand, SnapshotReceived)
@@ -365,15 +364,18 @@ class Q3ClientCore:
     # ------------------------------------------------------------------ out-of-band
 
     def _send_oob(self, packet: bytes) -> None:
-        self._queue(packet)
+        self._queue((packet,))
 
-    def _queue(self, dgram: bytes) -> None:
-        if len(self._out) >= MAX_QUEUED_DATAGRAMS:  # nobody drains us: keep the newest, bounded
-            del self._out[0]
-            self._counters["datagrams_discarded"] += 1
-        self._out.append(dgram)
-        self._counters["packets_out"] += 1
-        self._counters["bytes_out"] += len(dgram)
+    def _queue(self, dgrams: Sequence[bytes]) -> None:
+        out = self._out
+        counters = self._counters
+        for dgram in dgrams:
+            if len(out) >= MAX_QUEUED_DATAGRAMS:  # nobody drains us: keep the newest, bounded
+                del out[0]
+                counters["datagrams_discarded"] += 1
+            out.append(dgram)
+            counters["packets_out"] += 1
+            counters["bytes_out"] += len(dgram)
 
     def _userinfo(self, challenge: int | None) -> str:
         fam = self._family or Family.LEGACY71
@@ -647,24 +649,22 @@ class Q3ClientCore:
         return UserCmd(t, angles, buttons, weapon, forward, right, up)
 
     def _send_packet(self, now: float, with_cmds: bool) -> None:
-        assert self._netchan is not None
+        netchan = self._netchan
+        assert netchan is not None
         if self._pending:
             self._release_pending(now)
-        cmds = list(self._cmds) if with_cmds else []
-        delta_ok = (self._last_snap is not None and self._server_msg_seq == self._last_snap.message_num)
+        cmds = self._cmds if with_cmds else ()
+        last_snap = self._last_snap
         msg_seq = self._server_msg_seq
-        cmd_seq = self._server_cmd_seq
-        last_cmd_text = self._server_commands[cmd_seq % MAX_RELIABLE_COMMANDS]
+        delta_ok = last_snap is not None and msg_seq == last_snap.message_num
         reliable = [(i, self._reliable[i % MAX_RELIABLE_COMMANDS])
                     for i in range(self._reliable_ack + 1, self._reliable_seq + 1)
                     ] if self._reliable_seq != self._reliable_ack else ()
-        payload = write_client_message(
-            self._server_id, msg_seq, cmd_seq, reliable, cmds,
-            usercmd_key(self._checksum_feed, msg_seq, last_cmd_text),
-            button_bits=32 if self._vr_support and self._userinfo_vr else 16, move_no_delta=not delta_ok)
-        for dgram in self._netchan.transmit(payload, self._server_commands,
-                                            (_s32(self._server_id), _s32(msg_seq), _s32(cmd_seq))):
-            self._queue(dgram)
+        # One call from here to the datagram (native.py): message, usercmd key, netchan header, XOR.
+        dgrams = netchan.transmit_client_message(
+            self._server_id, msg_seq, self._server_cmd_seq, reliable, cmds, self._checksum_feed,
+            self._server_commands, 32 if self._vr_support and self._userinfo_vr else 16, not delta_ok)
+        self._queue(dgrams)
         if cmds:
             self._out_packets.append((now, cmds[-1].server_time))
             self._counters["move" if delta_ok else "move_nodelta"] += 1

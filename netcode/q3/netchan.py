@@ -19,9 +19,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from .clientmsg import usercmd_key, write_client_message
 from .huffman import DECODE
 from .msg import MAX_MSGLEN, sanitize
 from .native import NATIVE
+from .usercmd import UserCmd
 
 __all__ = ["NetchanMode", "Netchan", "Received", "FRAGMENT_SIZE", "FRAGMENT_BIT", "MAX_PACKETLEN",
            "netchan_checksum"]
@@ -190,6 +192,27 @@ class Netchan:
         self.outgoing_sequence += 1
         return packets
 
+    def transmit_client_message(self, server_id: int, message_seq: int, command_seq: int,
+                                reliable_commands: Sequence[tuple[int, str | bytes]], cmds: Sequence[UserCmd],
+                                checksum_feed: int, server_commands: Sequence[str | bytes],
+                                button_bits: int = 16, move_no_delta: bool = False) -> list[bytes]:
+        """`write_client_message` (keyed with `usercmd_key(checksum_feed, message_seq, text)`, text =
+        `server_commands[command_seq & 63]`) then `transmit`, the client's per-tick path: one C call
+        when the extension is built and the message fits one datagram, the same bytes either way."""
+        if len(server_commands) != _RING:
+            _ring_text(server_commands, 0)  # raises its ValueError
+        text = server_commands[command_seq & (_RING - 1)]
+        if NATIVE is not None:
+            dgram = NATIVE.client_datagram(self.mode is NetchanMode.LEGACY, self.challenge, self.outgoing_sequence,
+                                           self.qport, server_id, message_seq, command_seq, reliable_commands, cmds,
+                                           checksum_feed, text, button_bits, move_no_delta)
+            if dgram is not None:
+                self.outgoing_sequence += 1
+                return [dgram]
+        message = write_client_message(server_id, message_seq, command_seq, reliable_commands, cmds,
+                                       usercmd_key(checksum_feed, message_seq, text), button_bits, move_no_delta)
+        return self.transmit(message, server_commands, (_s32(server_id), _s32(message_seq), _s32(command_seq)))
+
     def _scramble(self, message: bytes, server_commands: Sequence[str | bytes],
                   longs: tuple[int, int, int] | None) -> bytes:
         if len(message) <= _CL_ENCODE_START:
@@ -266,11 +289,11 @@ class Netchan:
         # The acknowledge is Huffman-read from the buffer before it is unscrambled (ioq3
         # CL_Netchan_Decode); its code can reach into scrambled bytes, and the server encoded
         # with whatever it last executed, so reproduce the read exactly.
-        (ack,) = _read_longs(message, 0, 1)
-        text = _ring_text(reliable_commands, ack)
         if NATIVE is not None:
-            return NATIVE.xor(message, _SV_ENCODE_START, self.challenge ^ sequence, text)
-        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence, text, self._keystreams)
+            return NATIVE.legacy_unscramble(message, self.challenge ^ sequence, reliable_commands)
+        (ack,) = _ioq3_read_longs(message, 0, 1)
+        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence,
+                    _ring_text(reliable_commands, ack), self._keystreams)
 
 
 # The C twin when built (native.py); _ioq3_read_longs stays the reference.
