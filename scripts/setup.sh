@@ -60,6 +60,9 @@ fi
 if [ -f xr/mockrt/build.py ]; then
   .venv/bin/python xr/mockrt/build.py
 fi
+if [ -f xr/fastframe.py ]; then
+  .venv/bin/python -m headcast.xr.fastframe
+fi
 if [ -f netcode/q3/build_native.py ]; then
   .venv/bin/python netcode/q3/build_native.py
 fi

@@ -9,17 +9,20 @@
 
 Runs unchanged on a PC VR runtime and on the mock runtime (`headcast.xr.mockrt`). The
 per-frame path calls the runtime's own entry points (xrGetInstanceProcAddr: no loader
-trampoline and its handle lookup per call) with handles and struct addresses as plain ints
-prepared once and plain-int results, and unpacks the five locations and the eight action
-states in one struct call each: the convenience wrappers allocate every output struct, build
-an enum per result and raise an exception object for each qualified success
-(SESSION_NOT_FOCUSED) — see bench_xr_poll.py. The frame path runs once per 11 ms, after a
-sleep, with cold caches: every call and attribute read left out of it counts several times
-its warm cost.
+trampoline and its handle lookup per call) on structs built once, and unpacks the five
+locations and the eight action states in one struct call each: the convenience wrappers
+allocate every output struct, build an enum per result and raise an exception object for each
+qualified success (SESSION_NOT_FOCUSED) — see bench_xr_poll.py. The frame path runs once per
+11 ms, after a sleep, with cold caches: every call left out of it counts several times its
+warm cost. So when the native frame helper (`headcast.xr.fastframe`, built by setup) is there,
+the whole sequence of ~18 runtime calls and the TrackingFrame's construction are one call into
+it; otherwise the same calls are made one by one through ctypes and the frame is built here,
+with equal frames and the same errors.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import struct
 import sys
 import time
@@ -29,6 +32,7 @@ from typing import Any
 
 import xr
 
+from . import fastframe
 from .actions import ActionSet
 from .errors import GraphicsError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
 from .frame import IDENTITY, INVALID_POSE, ORIGIN, Controls, Pose, TrackingFrame
@@ -56,12 +60,18 @@ _SIGNATURES = {
 }
 
 
-def _entry(instance: xr.Instance, name: str) -> Any:
-    """The runtime's (or the top API layer's) own entry point for `name`."""
+def _entry(instance: xr.Instance, name: str) -> int:
+    """The address of the runtime's (or the top API layer's) own entry point for `name`."""
     address = ctypes.cast(xr.get_instance_proc_addr(instance, name), _P).value
     if not address:
         raise XRError(f"the OpenXR runtime has no {name}")
-    return ctypes.CFUNCTYPE(ctypes.c_int, *_SIGNATURES[name])(address)
+    return address
+
+
+# What a failing step of the native helper was doing: the ctypes path's words for the same call.
+_DURING = {fastframe.FF_WAIT: "waiting for a frame", fastframe.FF_BEGIN: "beginning a frame",
+           fastframe.FF_SYNC: "reading the controllers", fastframe.FF_LOCATE: "locating the tracked devices",
+           fastframe.FF_STATES: "reading the controllers", fastframe.FF_END: "ending a frame"}
 
 
 def _address(obj: Any) -> int:
@@ -179,12 +189,14 @@ class XRSession:
     mode: "auto" (headless when the runtime offers XR_MND_headless, else OpenGL), "headless"
     or "gl". window: a glfw window whose GL context the OpenGL session binds to (the app's
     mirror window); without one an OpenGL session makes a hidden window of its own.
+    native: make each frame's runtime calls in one call into the native frame helper when it
+    is built (False: always through ctypes, one call each; the results are the same).
     Raises XRError subclasses (NoRuntimeError, NoHeadsetError, GraphicsError, ...) whose
     text is meant for the user.
     """
 
     def __init__(self, mode: str = "auto", *, window: Any | None = None,
-                 app_name: str = "headcast") -> None:
+                 app_name: str = "headcast", native: bool = True) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self._instance: xr.Instance | None = None
@@ -198,16 +210,17 @@ class XRSession:
         self._seq = 0
         self._last_time = 0
         self._profiles = ("", "")
+        self._ff_frame = self._ff_poll = None  # the native helper's calls, when in use
         self.state = xr.SessionState.UNKNOWN
         try:
-            self._open(mode, window, app_name)
+            self._open(mode, window, app_name, native)
         except BaseException:
             self.close()
             raise
 
     # -- setup ---------------------------------------------------------------------------
 
-    def _open(self, mode: str, window: Any | None, app_name: str) -> None:
+    def _open(self, mode: str, window: Any | None, app_name: str, native: bool) -> None:
         with xr_errors("looking for an OpenXR runtime"):
             offered = {e.extension_name.decode() for e in xr.enumerate_instance_extension_properties()}
         headless = mode != "gl" and xr.MND_HEADLESS_EXTENSION_NAME in offered
@@ -277,7 +290,7 @@ class XRSession:
             profiles=tuple(self._actions.accepted),
             rejected_profiles=tuple(self._actions.rejected),
         )
-        self._prepare_per_frame(blend_modes[0] if blend_modes else xr.EnvironmentBlendMode.OPAQUE)
+        self._prepare_per_frame(blend_modes[0] if blend_modes else xr.EnvironmentBlendMode.OPAQUE, native)
 
     def _reference_space(self, kind: xr.ReferenceSpaceType) -> xr.Space:
         space = xr.create_reference_space(self._session, xr.ReferenceSpaceCreateInfo(
@@ -291,12 +304,13 @@ class XRSession:
         self._spaces.append(space)
         return space
 
-    def _prepare_per_frame(self, blend_mode: xr.EnvironmentBlendMode) -> None:
+    def _prepare_per_frame(self, blend_mode: xr.EnvironmentBlendMode, native: bool) -> None:
         """Every struct the frame loop passes to the runtime, built once."""
         inst = self._instance
         acts = self._actions.actions
         left, right = self._actions.hand_paths
-        fn = {name: _entry(inst, name) for name in _SIGNATURES}
+        entry = {name: _entry(inst, name) for name in _SIGNATURES}
+        fn = {name: ctypes.CFUNCTYPE(ctypes.c_int, *_SIGNATURES[name])(entry[name]) for name in _SIGNATURES}
         self._xrPollEvent, self._xrWaitFrame = fn["xrPollEvent"], fn["xrWaitFrame"]
         self._xrBeginFrame, self._xrEndFrame = fn["xrBeginFrame"], fn["xrEndFrame"]
         self._xrSyncActions, self._xrLocateSpace = fn["xrSyncActions"], fn["xrLocateSpace"]
@@ -316,10 +330,12 @@ class XRSession:
                  ("jump", xr.NULL_PATH, "jump", "Boolean"), ("menu", xr.NULL_PATH, "menu", "Boolean"))
         self._get_infos = [xr.ActionStateGetInfo(acts[action], sub) for action, sub, _, _ in reads]
         self._state_reads = []  # (entry point, info address, output address) of each state read
+        state_entries = []
         for info, (_, _, field, kind) in zip(self._get_infos, reads):
             out = getattr(states, field)
             setattr(states, field, type(out)())  # a copy in place: sets the structure type
             self._state_reads.append((fn[f"xrGetActionState{kind}"], ctypes.addressof(info), ctypes.addressof(out)))
+            state_entries.append(entry[f"xrGetActionState{kind}"])
         self._last_states: tuple = ()
         self._controls = Controls()
         self._frame_state = xr.FrameState()
@@ -330,6 +346,24 @@ class XRSession:
         self._wait_p, self._frame_state_p, self._begin_p, self._end_p, self._sync_p, self._event_p = (
             ctypes.addressof(x) for x in (self._wait_info, self._frame_state, self._begin_info,
                                           self._end_info, self._sync_info, self._event))
+        helper = fastframe.load() if native else None
+        if helper is not None:
+            ctx = fastframe.FrameContext(
+                entry["xrPollEvent"], entry["xrWaitFrame"], entry["xrBeginFrame"], entry["xrEndFrame"],
+                entry["xrSyncActions"], entry["xrLocateSpace"], (_P * fastframe.NSTATE)(*state_entries),
+                self._instance_h, self._session_h, self._wait_p, self._frame_state_p, self._begin_p,
+                self._end_p, self._sync_p, self._event_p)
+            for i, (space, base, out) in enumerate(self._locate_args):
+                ctx.space[i], ctx.location[i] = space, out
+            ctx.base = base
+            for i, (_, info, out) in enumerate(self._state_reads):
+                ctx.state_info[i], ctx.state[i] = info, out
+            types = (Pose, Controls, TrackingFrame)
+            calls = helper.FrameCalls(  # copies the context
+                ctypes.addressof(ctx), ctypes.sizeof(ctx), types,
+                tuple(tuple(t.__dict__[f.name] for f in dataclasses.fields(t)) for t in types),  # slot descriptors
+                (INVALID_POSE, IDENTITY, ORIGIN))
+            self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
 
     # -- public --------------------------------------------------------------------------
 
@@ -341,6 +375,11 @@ class XRSession:
     @property
     def focused(self) -> bool:
         return self._focused
+
+    @property
+    def native(self) -> bool:
+        """Frames run through the native frame helper (one call each), not call by call through ctypes."""
+        return self._ff_frame is not None
 
     @property
     def profiles(self) -> tuple[str, str]:
@@ -367,6 +406,43 @@ class XRSession:
                 self._pump_events()
             if not self._running:
                 return self._idle_frame()
+        run = self._ff_frame
+        if run is None:
+            return self._frame_by_calls()
+        try:
+            frame = run(self._seq, self._profiles, self._focused)
+        except self._ff_stop as stopped:
+            step, result, frame = stopped.args
+        else:
+            self._seq += 1
+            self._last_time = frame.time_ns
+            return frame
+        return self._native_stopped(step, result, frame)
+
+    def _native_stopped(self, step: int, result: int, frame: TrackingFrame | None) -> TrackingFrame:
+        """next_frame() once the native frame stopped: events to handle first, or a failed call."""
+        if step == fastframe.FF_EVENT:  # the wait went through; the event is in the buffer
+            self._on_event(result)
+            self._pump_events()
+            if self._ended is not None:
+                raise self._ended
+            if not self._running:
+                return self._idle_frame()
+            try:
+                return self._counted(self._ff_run(self._seq, self._profiles, self._focused))
+            except self._ff_stop as stopped:
+                step, result, frame = stopped.args
+        if frame is not None:  # xrEndFrame failed after the frame was read: it counts, as in the ctypes path
+            self._counted(frame)
+        raise self._failure(result, _DURING[step])
+
+    def _counted(self, frame: TrackingFrame) -> TrackingFrame:
+        self._seq += 1
+        self._last_time = frame.time_ns
+        return frame
+
+    def _frame_by_calls(self) -> TrackingFrame:
+        """next_frame() without the native helper: the same runtime calls, one ctypes call each."""
         session = self._session_h
         r = self._xrWaitFrame(session, self._wait_p, self._frame_state_p)
         if r < 0:
@@ -391,7 +467,14 @@ class XRSession:
         return frame
 
     def poll(self, time_ns: int) -> TrackingFrame:
-        """Sync actions and locate everything at `time_ns`; next_frame() calls this inside a frame."""
+        """Sync actions and locate everything at `time_ns`; next_frame() does this inside a frame."""
+        native = self._ff_poll
+        if native is not None:
+            try:
+                return self._counted(native(self._seq, time_ns, self._profiles, self._focused))
+            except self._ff_stop as stopped:
+                step, result, _ = stopped.args
+            raise self._failure(result, _DURING[step])
         session = self._session_h
         # SESSION_NOT_FOCUSED is a qualified success (> 0): the states then read inactive.
         r = self._xrSyncActions(session, self._sync_p)
@@ -406,6 +489,10 @@ class XRSession:
             r = get(session, info, out)
             if r < 0:
                 self._check(r, "reading the controllers")
+        return self._frame(time_ns)
+
+    def _frame(self, time_ns: int) -> TrackingFrame:
+        """The TrackingFrame from the located spaces and the read states; counts the frame."""
         states = _STATES.unpack_from(self._states)
         if states != self._last_states:  # controls mostly rest between frames: keep the object
             self._last_states = states
@@ -460,16 +547,19 @@ class XRSession:
     # -- internals -----------------------------------------------------------------------
 
     def _check(self, result: int, during: str) -> None:
-        if result >= 0:
-            return
+        if result < 0:
+            raise self._failure(result, during)
+
+    def _failure(self, result: int, during: str) -> XRError:
+        """The typed error for a failed runtime call; a lost session ends here."""
         try:
             code = xr.Result(result)
         except ValueError:  # a result code this pyopenxr does not know
-            raise XRError(f"{during}: the OpenXR runtime failed with result {result}") from None
+            return XRError(f"{during}: the OpenXR runtime failed with result {result}")
         err = translate(xr.check_result(code), during)
         if isinstance(err, SessionEnded):
             self._end(err)
-        raise err
+        return err
 
     def _end(self, err: SessionEnded) -> None:
         self._ended = err
@@ -484,15 +574,20 @@ class XRSession:
             result = self._xrPollEvent(self._instance_h, self._event_p)
             if result == _EVENT_UNAVAILABLE:
                 return
-            self._check(result, "reading runtime events")
-            kind = ev._type
-            if kind == _EV_STATE:
-                changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataSessionStateChanged)).contents
-                self._on_state(xr.SessionState(changed._state))
-            elif kind == _EV_PROFILE:
-                self._read_profiles()
-            elif kind == _EV_INSTANCE_LOSS:
-                self._end(SessionEnded("the OpenXR runtime is shutting down (instance loss pending)", lost=True))
+            self._on_event(result)
+
+    def _on_event(self, result: int) -> None:
+        """Act on the event xrPollEvent put in the buffer (or raise its failure)."""
+        self._check(result, "reading runtime events")
+        ev = self._event
+        kind = ev._type
+        if kind == _EV_STATE:
+            changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataSessionStateChanged)).contents
+            self._on_state(xr.SessionState(changed._state))
+        elif kind == _EV_PROFILE:
+            self._read_profiles()
+        elif kind == _EV_INSTANCE_LOSS:
+            self._end(SessionEnded("the OpenXR runtime is shutting down (instance loss pending)", lost=True))
 
     def _on_state(self, state: xr.SessionState) -> None:
         self.state = state

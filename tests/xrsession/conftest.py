@@ -36,3 +36,16 @@ def run_script(manifest):
         return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True,
                               timeout=timeout)
     return run
+
+
+@pytest.fixture(params=["native", "ctypes"])
+def frame_path(request, monkeypatch):
+    """Run the test once with the native frame helper (built here, as setup builds it) and once
+    with the pure-ctypes path that stands in when it is not built."""
+    from headcast.xr import fastframe
+
+    if request.param == "native":
+        fastframe.build()
+    else:
+        monkeypatch.setattr(fastframe, "load", lambda build_dir=None: None)
+    return request.param

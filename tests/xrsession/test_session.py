@@ -13,6 +13,8 @@ from headcast.xr.session import XRSession
 
 LEFT, RIGHT = "/user/hand/left", "/user/hand/right"
 TOUCH = "/interaction_profiles/oculus/touch_controller"
+pytestmark = pytest.mark.usefixtures("frame_path")  # native helper and ctypes path alike
+
 MAX_FRAMES = 200  # bound on any "until" loop; the mock answers within a frame or two
 
 

@@ -8,6 +8,8 @@ import pytest
 from headcast.xr.mockrt import motion_path
 from headcast.xr.session import XRSession
 
+pytestmark = pytest.mark.usefixtures("frame_path")  # native helper and ctypes path alike
+
 FPS = 90
 
 

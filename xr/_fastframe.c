@@ -1,0 +1,388 @@
+/* headcast.xr's native frame helper: one frame's OpenXR calls and its TrackingFrame in one call.
+ *
+ * XRSession's frame is ~18 runtime calls (wait, poll event, begin, sync, 5 locates, 8 state reads,
+ * end) and a TrackingFrame of five Poses and a Controls. Run from Python right after xrWaitFrame's
+ * sleep, every call and every object built is cache-cold and costs several times its warm cost;
+ * here the calls and the objects are one call. The calls go to the runtime's own entry points
+ * (xrGetInstanceProcAddr) on the structs the session built once, so the same code runs a
+ * headset's runtime and the mock one. The objects are the session's own frozen dataclasses,
+ * filled through their slot descriptors (what object.__setattr__ in their __init__ does), with the
+ * values and validity rules of session.py's _pose and _controls: the pure-Python path and this
+ * one give equal frames, float for float. A failing step raises Step(step, XrResult, frame) and
+ * the session raises the typed error the ctypes path raises for that call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <openxr/openxr.h>
+#include <string.h>
+
+enum { NLOCATE = 5, NSTATE = 8 };
+enum { NPOSE_FIELDS = 6, NCONTROLS_FIELDS = 8, NFRAME_FIELDS = 11, NVALUES = 18 };
+
+/* Steps, as the session maps them to "waiting for a frame", "locating the tracked devices", ... */
+enum { FF_DONE = 0, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END };
+
+/* The session's reads, in this order: trigger L/R, squeeze L/R (float), move, turn (vector2f),
+ * jump, menu (boolean). Mirrored field for field by fastframe.FrameContext (its size is checked). */
+typedef struct {
+    PFN_xrPollEvent poll_event;
+    PFN_xrWaitFrame wait_frame;
+    PFN_xrBeginFrame begin_frame;
+    PFN_xrEndFrame end_frame;
+    PFN_xrSyncActions sync_actions;
+    PFN_xrLocateSpace locate_space;
+    PFN_xrGetActionStateFloat get_state[NSTATE]; /* each read's own entry point, cast to one type */
+    XrInstance instance;
+    XrSession session;
+    const XrFrameWaitInfo *wait_info;
+    XrFrameState *frame_state;
+    const XrFrameBeginInfo *begin_info;
+    XrFrameEndInfo *end_info;
+    const XrActionsSyncInfo *sync_info;
+    XrEventDataBuffer *event;
+    XrSpace space[NLOCATE]; /* head (VIEW), left aim, left grip, right aim, right grip */
+    XrSpace base;
+    XrSpaceLocation *location[NLOCATE];
+    const XrActionStateGetInfo *state_info[NSTATE];
+    void *state[NSTATE];
+    int32_t result;
+} Calls;
+
+/* ---- the runtime calls (no Python: they run without the GIL) ---- */
+
+static int failed(Calls *c, int step, XrResult r) {
+    c->result = r;
+    return step;
+}
+
+/* Qualified successes (SESSION_NOT_FOCUSED, SESSION_LOSS_PENDING) go on, as in the ctypes path. */
+static int calls_poll(Calls *c, XrTime time) {
+    XrResult r = c->sync_actions(c->session, c->sync_info);
+    if (r < 0) return failed(c, FF_SYNC, r);
+    for (int i = 0; i < NLOCATE; i++) {
+        r = c->locate_space(c->space[i], c->base, time, c->location[i]);
+        if (r < 0) return failed(c, FF_LOCATE, r);
+    }
+    for (int i = 0; i < NSTATE; i++) {
+        r = c->get_state[i](c->session, c->state_info[i], (XrActionStateFloat *)c->state[i]);
+        if (r < 0) return failed(c, FF_STATES, r);
+    }
+    return FF_DONE;
+}
+
+/* Begin the waited frame, poll at its predicted display time, end it with no layers. */
+static int calls_run(Calls *c) {
+    XrResult r = c->begin_frame(c->session, c->begin_info); /* FRAME_DISCARDED is a success */
+    if (r < 0) return failed(c, FF_BEGIN, r);
+    XrTime time = c->frame_state->predictedDisplayTime;
+    int step = calls_poll(c, time);
+    if (step) return step;
+    c->end_info->displayTime = time;
+    r = c->end_frame(c->session, c->end_info);
+    if (r < 0) return failed(c, FF_END, r);
+    return FF_DONE;
+}
+
+/* Wait, then one event poll: events that arrived during the wait describe this frame. A pending
+ * event stops the frame there (FF_EVENT, the event in the buffer): the session handles it and the
+ * rest of the queue, then calls run() if the session still runs. */
+static int calls_frame(Calls *c) {
+    XrResult r = c->wait_frame(c->session, c->wait_info, c->frame_state);
+    if (r < 0) return failed(c, FF_WAIT, r);
+    c->event->type = XR_TYPE_EVENT_DATA_BUFFER; /* the runtime overwrites the header: reset it */
+    c->event->next = NULL;
+    r = c->poll_event(c->instance, c->event);
+    if (r != XR_EVENT_UNAVAILABLE) return failed(c, FF_EVENT, r);
+    return calls_run(c);
+}
+
+/* ---- the TrackingFrame ---- */
+
+typedef struct {
+    PyObject_HEAD
+    Calls c;
+    PyTypeObject *pose_type, *controls_type, *frame_type;
+    PyObject *pose_fields, *controls_fields, *frame_fields; /* tuples of slot descriptors, field order */
+    PyObject *invalid_pose, *identity, *origin;
+    PyObject *controls;      /* kept while the states read the same, as session.py does */
+    double last[NVALUES];    /* the states it was built from */
+} FrameCalls;
+
+static PyObject *StepError;
+
+/* A new `type` object with `values` (references stolen, NULL when their creation failed). */
+static PyObject *make(PyTypeObject *type, PyObject *fields, PyObject **values, int n) {
+    PyObject *obj = NULL;
+    for (int i = 0; i < n; i++)
+        if (!values[i]) goto done;
+    obj = type->tp_alloc(type, 0);
+    for (int i = 0; obj && i < n; i++) {
+        PyObject *descr = PyTuple_GET_ITEM(fields, i);
+        if (Py_TYPE(descr)->tp_descr_set(descr, obj, values[i]) < 0) Py_CLEAR(obj);
+    }
+done:
+    for (int i = 0; i < n; i++) Py_XDECREF(values[i]);
+    return obj;
+}
+
+static PyObject *new_ref(PyObject *o) {
+    Py_INCREF(o);
+    return o;
+}
+
+static PyObject *boolean(int v) { return new_ref(v ? Py_True : Py_False); }
+
+/* A tuple of n floats. */
+static PyObject *floats(const double *x, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *f = PyFloat_FromDouble(x[i]);
+        if (!f) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, i, f);
+    }
+    return t;
+}
+
+#define ORI_VALID XR_SPACE_LOCATION_ORIENTATION_VALID_BIT
+#define POS_VALID XR_SPACE_LOCATION_POSITION_VALID_BIT
+#define ORI_TRACKED XR_SPACE_LOCATION_ORIENTATION_TRACKED_BIT
+#define POS_TRACKED XR_SPACE_LOCATION_POSITION_TRACKED_BIT
+#define NORM_TOLERANCE 1e-3 /* session._NORM_TOLERANCE */
+
+/* session._pose: a located pose with its flags; invalid parts are zeroed, garbage is never valid.
+ * The same double arithmetic in the same order, so the same verdict on every input. */
+static PyObject *pose(FrameCalls *s, const XrSpaceLocation *loc) {
+    XrSpaceLocationFlags flags = loc->locationFlags;
+    double qx = loc->pose.orientation.x, qy = loc->pose.orientation.y, qz = loc->pose.orientation.z,
+           qw = loc->pose.orientation.w, px = loc->pose.position.x, py = loc->pose.position.y,
+           pz = loc->pose.position.z;
+    int unit = fabs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= NORM_TOLERANCE; /* false for NaN */
+    int finite = fabs(px + py + pz) < INFINITY;                                  /* false for NaN */
+    int ori_valid = (flags & ORI_VALID) != 0, pos_valid = (flags & POS_VALID) != 0;
+    if (!ori_valid && !pos_valid) return new_ref(s->invalid_pose);
+    ori_valid = ori_valid && unit;
+    pos_valid = pos_valid && finite;
+    double p[3] = {px, py, pz}, q[4] = {qx, qy, qz, qw};
+    PyObject *v[NPOSE_FIELDS] = {
+        pos_valid ? floats(p, 3) : new_ref(s->origin),
+        ori_valid ? floats(q, 4) : new_ref(s->identity),
+        boolean(pos_valid), boolean(ori_valid),
+        boolean(pos_valid && (flags & POS_TRACKED)), boolean(ori_valid && (flags & ORI_TRACKED)),
+    };
+    return make(s->pose_type, s->pose_fields, v, NPOSE_FIELDS);
+}
+
+/* session._value: a non-finite analog value from a misbehaving runtime reads as rest. */
+static double value(double x) { return -INFINITY < x && x < INFINITY ? x : 0.0; }
+
+/* session._controls from the states (current_state..., is_active); inactive reads as rest. The
+ * object is kept while the values compare equal, as session.py keeps it. */
+static PyObject *controls(FrameCalls *s) {
+    double v[NVALUES];
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        const XrActionStateFloat *f = s->c.state[i];
+        v[k++] = f->currentState, v[k++] = f->isActive;
+    }
+    for (int i = 4; i < 6; i++) {
+        const XrActionStateVector2f *f = s->c.state[i];
+        v[k++] = f->currentState.x, v[k++] = f->currentState.y, v[k++] = f->isActive;
+    }
+    for (int i = 6; i < 8; i++) {
+        const XrActionStateBoolean *f = s->c.state[i];
+        v[k++] = f->currentState, v[k++] = f->isActive;
+    }
+    int same = s->controls != NULL;
+    for (int i = 0; same && i < NVALUES; i++) same = v[i] == s->last[i]; /* NaN: never the same */
+    if (same) return new_ref(s->controls);
+    /* tl tl_on tr tr_on sl sl_on sr sr_on mx my move_on tx ty turn_on jump jump_on menu menu_on */
+    double move[2] = {0.0, 0.0}, turn[2] = {0.0, 0.0};
+    if (v[10] != 0) move[0] = value(v[8]), move[1] = value(v[9]);
+    if (v[13] != 0) turn[0] = value(v[11]), turn[1] = value(v[12]);
+    PyObject *c[NCONTROLS_FIELDS] = {
+        floats(move, 2), floats(turn, 2),
+        PyFloat_FromDouble(v[1] != 0 ? value(v[0]) : 0.0), PyFloat_FromDouble(v[3] != 0 ? value(v[2]) : 0.0),
+        PyFloat_FromDouble(v[5] != 0 ? value(v[4]) : 0.0), PyFloat_FromDouble(v[7] != 0 ? value(v[6]) : 0.0),
+        boolean(v[14] != 0 && v[15] != 0), boolean(v[16] != 0 && v[17] != 0),
+    };
+    PyObject *made = make(s->controls_type, s->controls_fields, c, NCONTROLS_FIELDS);
+    if (!made) return NULL;
+    Py_XSETREF(s->controls, new_ref(made));
+    memcpy(s->last, v, sizeof v);
+    return made;
+}
+
+/* The TrackingFrame of the located spaces and read states (time: a new reference, stolen). */
+static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *profiles, PyObject *focused) {
+    if (!time) return NULL;
+    if (!PyTuple_Check(profiles) || PyTuple_GET_SIZE(profiles) != 2) {
+        Py_DECREF(time);
+        PyErr_SetString(PyExc_TypeError, "profiles must be a (left, right) tuple");
+        return NULL;
+    }
+    PyObject *v[NFRAME_FIELDS] = {
+        new_ref(seq), time,
+        pose(s, s->c.location[0]), pose(s, s->c.location[1]), pose(s, s->c.location[2]),
+        pose(s, s->c.location[3]), pose(s, s->c.location[4]), controls(s),
+        new_ref(PyTuple_GET_ITEM(profiles, 0)), new_ref(PyTuple_GET_ITEM(profiles, 1)), new_ref(focused),
+    };
+    return make(s->frame_type, s->frame_fields, v, NFRAME_FIELDS);
+}
+
+static PyObject *step_error(FrameCalls *s, int step, PyObject *frame) {
+    PyObject *args = Py_BuildValue("(iiO)", step, (int)s->c.result, frame ? frame : Py_None);
+    if (args) PyErr_SetObject(StepError, args);
+    Py_XDECREF(args);
+    return NULL;
+}
+
+/* xrEndFrame fails after the frame was read: the error carries the frame, which counts. */
+static PyObject *finish(FrameCalls *s, int step, PyObject *seq, PyObject *profiles, PyObject *focused) {
+    if (step != FF_DONE && step != FF_END) return step_error(s, step, NULL);
+    PyObject *frame = build(s, seq, PyLong_FromLongLong(s->c.frame_state->predictedDisplayTime), profiles, focused);
+    if (!frame || step == FF_DONE) return frame;
+    step_error(s, step, frame);
+    Py_DECREF(frame);
+    return NULL;
+}
+
+static int frame_args(Py_ssize_t n, Py_ssize_t want) {
+    if (n == want) return 1;
+    PyErr_Format(PyExc_TypeError, "expected %zd arguments, got %zd", want, n);
+    return 0;
+}
+
+static PyObject *FrameCalls_frame(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    if (!frame_args(n, 3)) return NULL;
+    int step;
+    Py_BEGIN_ALLOW_THREADS /* xrWaitFrame sleeps most of a frame */
+    step = calls_frame(&s->c);
+    Py_END_ALLOW_THREADS
+    return finish(s, step, args[0], args[1], args[2]);
+}
+
+static PyObject *FrameCalls_run(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    if (!frame_args(n, 3)) return NULL;
+    int step;
+    Py_BEGIN_ALLOW_THREADS
+    step = calls_run(&s->c);
+    Py_END_ALLOW_THREADS
+    return finish(s, step, args[0], args[1], args[2]);
+}
+
+static PyObject *FrameCalls_poll(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    if (!frame_args(n, 4)) return NULL;
+    XrTime time = PyLong_AsLongLong(args[1]);
+    if (time == -1 && PyErr_Occurred()) return NULL;
+    int step;
+    Py_BEGIN_ALLOW_THREADS
+    step = calls_poll(&s->c, time);
+    Py_END_ALLOW_THREADS
+    if (step) return step_error(s, step, NULL);
+    return build(s, args[0], new_ref(args[1]), args[2], args[3]);
+}
+
+static PyMethodDef FrameCalls_methods[] = {
+    {"frame", (PyCFunction)(void (*)(void))FrameCalls_frame, METH_FASTCALL,
+     "frame(seq, profiles, focused) -> TrackingFrame: wait, poll one event, begin, sync, locate, read, end."},
+    {"run", (PyCFunction)(void (*)(void))FrameCalls_run, METH_FASTCALL,
+     "run(seq, profiles, focused) -> TrackingFrame: the frame after a wait whose events were handled."},
+    {"poll", (PyCFunction)(void (*)(void))FrameCalls_poll, METH_FASTCALL,
+     "poll(seq, time_ns, profiles, focused) -> TrackingFrame: sync, locate at time_ns, read."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int fields_ok(PyObject *fields, Py_ssize_t n, const char *what) {
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != n) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tuple of %zd slot descriptors", what, n);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!Py_TYPE(PyTuple_GET_ITEM(fields, i))->tp_descr_set) {
+            PyErr_Format(PyExc_TypeError, "%s: field %zd is not a settable descriptor", what, i);
+            return 0;
+        }
+    return 1;
+}
+
+/* FrameCalls(context_address, context_size, (Pose, Controls, TrackingFrame), (their descriptor
+ * tuples), (INVALID_POSE, IDENTITY, ORIGIN)) */
+static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
+    unsigned long long address, size;
+    PyObject *pt, *ct, *ft, *pf, *cf, *ff, *inv, *idn, *org;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "FrameCalls takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "KK(O!O!O!)(OOO)(OOO)", &address, &size, &PyType_Type, &pt, &PyType_Type, &ct,
+                          &PyType_Type, &ft, &pf, &cf, &ff, &inv, &idn, &org))
+        return -1;
+    if (size != sizeof(Calls)) {
+        PyErr_Format(PyExc_ValueError, "context of %llu bytes, the helper's is %zu", size, sizeof(Calls));
+        return -1;
+    }
+    if (!fields_ok(pf, NPOSE_FIELDS, "Pose") || !fields_ok(cf, NCONTROLS_FIELDS, "Controls") ||
+        !fields_ok(ff, NFRAME_FIELDS, "TrackingFrame"))
+        return -1;
+    memcpy(&s->c, (const void *)(uintptr_t)address, sizeof s->c);
+    Py_XSETREF(s->pose_type, (PyTypeObject *)new_ref(pt));
+    Py_XSETREF(s->controls_type, (PyTypeObject *)new_ref(ct));
+    Py_XSETREF(s->frame_type, (PyTypeObject *)new_ref(ft));
+    Py_XSETREF(s->pose_fields, new_ref(pf));
+    Py_XSETREF(s->controls_fields, new_ref(cf));
+    Py_XSETREF(s->frame_fields, new_ref(ff));
+    Py_XSETREF(s->invalid_pose, new_ref(inv));
+    Py_XSETREF(s->identity, new_ref(idn));
+    Py_XSETREF(s->origin, new_ref(org));
+    Py_CLEAR(s->controls);
+    return 0;
+}
+
+static void FrameCalls_dealloc(FrameCalls *s) {
+    Py_XDECREF(s->pose_type);
+    Py_XDECREF(s->controls_type);
+    Py_XDECREF(s->frame_type);
+    Py_XDECREF(s->pose_fields);
+    Py_XDECREF(s->controls_fields);
+    Py_XDECREF(s->frame_fields);
+    Py_XDECREF(s->invalid_pose);
+    Py_XDECREF(s->identity);
+    Py_XDECREF(s->origin);
+    Py_XDECREF(s->controls);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyTypeObject FrameCallsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "headcast.xr._fastframe.FrameCalls",
+    .tp_basicsize = sizeof(FrameCalls),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One XR session's per-frame runtime calls and TrackingFrame construction.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)FrameCalls_init,
+    .tp_dealloc = (destructor)FrameCalls_dealloc,
+    .tp_methods = FrameCalls_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastframe", "headcast.xr's native frame helper (see fastframe.py).", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastframe(void) {
+    if (PyType_Ready(&FrameCallsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (!StepError) /* one class however often the module is initialised */
+        StepError = PyErr_NewExceptionWithDoc("headcast.xr._fastframe.Step",
+                                              "A runtime call failed, or an event is pending: args (step, XrResult, frame or None).",
+                                              NULL, NULL);
+    if (!StepError || PyModule_AddObjectRef(m, "Step", StepError) < 0 ||
+        PyModule_AddObjectRef(m, "FrameCalls", (PyObject *)&FrameCallsType) < 0 ||
+        PyModule_AddIntConstant(m, "CONTEXT_SIZE", (long)sizeof(Calls)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,99 @@
+"""The native frame helper (_fastframe.c, a C extension): build it with gcc, load it for XRSession.
+
+XRSession makes a frame's whole sequence of OpenXR calls and builds its TrackingFrame in one call
+into this extension when it is built; otherwise it makes the same calls one by one through ctypes
+and builds the frame in Python (equal frames, the same errors). scripts/setup.sh builds it
+(`.venv/bin/python -m headcast.xr.fastframe`) into build/fastframe/ of a repository checkout, the
+user cache directory when installed, for the running interpreter (its extension suffix). The
+session never compiles: `load()` gives the module only when it is built from the current source.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import sys
+import sysconfig
+from pathlib import Path
+from types import ModuleType
+
+from .mockrt.build import RuntimeBuildError, compile_library, default_build_dir, stale
+
+SOURCE = Path(__file__).resolve().parent / "_fastframe.c"
+MODULE = "headcast.xr._fastframe"
+LIBRARY_NAME = "_fastframe" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+# The C code repeats session.py's float arithmetic: no fused multiply-adds, on any machine.
+FLAGS = ("-ffp-contract=off", "-fno-strict-aliasing")
+
+NLOCATE, NSTATE = 5, 8
+# Steps of _fastframe.Step(step, result, frame): the call that failed (FF_EVENT: xrWaitFrame went
+# through and xrPollEvent found an event, or failed).
+FF_DONE, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END = range(8)
+
+_P = ctypes.c_void_p
+
+
+class FrameContext(ctypes.Structure):
+    """_fastframe.c's Calls: the runtime's entry points, handles and the session's struct addresses."""
+
+    _fields_ = [
+        ("poll_event", _P), ("wait_frame", _P), ("begin_frame", _P), ("end_frame", _P),
+        ("sync_actions", _P), ("locate_space", _P), ("get_state", _P * NSTATE),
+        ("instance", _P), ("session", _P),
+        ("wait_info", _P), ("frame_state", _P), ("begin_info", _P), ("end_info", _P),
+        ("sync_info", _P), ("event", _P),
+        ("space", _P * NLOCATE), ("base", _P), ("location", _P * NLOCATE),
+        ("state_info", _P * NSTATE), ("state", _P * NSTATE),
+        ("result", ctypes.c_int32),
+    ]
+
+
+def library_path(build_dir: Path | None = None) -> Path:
+    return (build_dir or default_build_dir("fastframe")).resolve() / LIBRARY_NAME
+
+
+def build(build_dir: Path | None = None, *, force: bool = False, say=lambda msg: None) -> Path:
+    """Build when missing or older than _fastframe.c; returns the extension's path.
+
+    Raises RuntimeBuildError naming the Debian packages when gcc, the OpenXR or the Python headers
+    are missing.
+    """
+    library = library_path(build_dir)
+    if force or stale(library, (SOURCE,)):
+        include = Path(sysconfig.get_paths()["include"])
+        if not (include / "Python.h").is_file():
+            raise RuntimeBuildError(f"Python.h not found in {include}: install the Debian package python3-dev "
+                                    "(scripts/setup.sh does) or your Python's development headers")
+        compile_library(library, say, source=SOURCE, libs=(), flags=(*FLAGS, f"-I{include}"))
+    else:
+        say(f"{library} is up to date")
+    return library
+
+
+def load(build_dir: Path | None = None) -> ModuleType | None:
+    """The extension module; None when it is not built, or built from an older source."""
+    library = library_path(build_dir)
+    if stale(library, (SOURCE,)):
+        return None
+    loaded = sys.modules.get(MODULE)
+    if loaded is not None and loaded.__file__ == str(library):
+        return loaded
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(library))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(MODULE, library, loader=loader))
+    loader.exec_module(module)
+    sys.modules[MODULE] = module
+    return module
+
+
+def main(argv: list[str]) -> int:
+    try:
+        library = build(force="--force" in argv, say=lambda msg: print(f"[fastframe] {msg}"))
+    except RuntimeBuildError as exc:
+        print(f"[fastframe] {exc}", file=sys.stderr)
+        return 1
+    print(f"[fastframe] frame helper: {library}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
