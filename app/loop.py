@@ -64,7 +64,8 @@ class FrameLoop:
             # the loop: out of the collector's sight, a full collection, rare in the steady state
             # but ~18 ms over that heap, would take well under a millisecond in a frame.
             gc.freeze()
-        for s in self.sinks:
+        sinks = self.sinks
+        for s in sinks:
             s.poll(start)
         poll_cost = clock() - start
         try:
@@ -76,28 +77,29 @@ class FrameLoop:
             self.stop_reason = str(e)
             return False
         located = clock()
-        dt = 0.0
-        if self._prev_time_ns is not None:
-            dt = min(MAX_DT, max(0.0, (frame.time_ns - self._prev_time_ns) / 1e9))
-        self._prev_time_ns = frame.time_ns
+        prev, t_ns = self._prev_time_ns, frame.time_ns
+        dt = 0.0 if prev is None else min(MAX_DT, max(0.0, (t_ns - prev) / 1e9))
+        self._prev_time_ns = t_ns
         state = self.rig.update(frame, dt)
         self.frame, self.state = frame, state
-        if not frame.head.valid:
-            self.telemetry.tracking_lost_frames += 1
+        tel = self.telemetry
+        head = frame.head
+        if not (head.position_valid and head.orientation_valid):
+            tel.tracking_lost_frames += 1
         if self.recorder is not None:
             self.recorder.write(frame)
-        for s in self.sinks:
+        for s in sinks:
             t_wire = s.send(state, frame, located)
             if t_wire is not None:
-                self.telemetry.wire(t_wire - located)
-        for s in self.sinks:
+                tel.wire(t_wire - located)
+        for s in sinks:
             s.observe(located)
         alive = True
         if self.mirror is not None:
             self._record_head(located)  # the plots' data: nothing else reads it
             alive = self.mirror.draw(self, located)
         end = clock()
-        self.telemetry.frame(poll_cost + (end - located))
+        tel.frame(poll_cost + (end - located))
         if self.on_status is not None and end >= self._next_status:
             self._next_status = end + self.status_interval
             self.on_status(self, end)

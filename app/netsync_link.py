@@ -61,6 +61,8 @@ class NetSyncLink:
         self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id,
                                     send_rate=send_rate, stealth=stealth)
         self._header_len = 3 + len(device_id.encode())
+        self._counters = self.client.core.counters
+        self._policy = self.client.core.policy
         self.state = "connecting"
         self.detail = f"waiting for {self.address} room {room!r}"
         self.client_no: int | None = None
@@ -76,12 +78,13 @@ class NetSyncLink:
 
     def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int] | None:
         """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy)."""
-        before = self.client.counters.bytes_sent
+        counters = self._counters
+        before = counters.bytes_sent
         if not self.client.send_pose(now, frame):
             return None
         t_wire = self.clock()
-        nbytes = self.client.counters.bytes_sent - before
-        return nbytes, nbytes - self._header_len, t_wire, self.client.core.policy.pose_seq
+        nbytes = counters.bytes_sent - before
+        return nbytes, nbytes - self._header_len, t_wire, self._policy.pose_seq
 
     def poll(self, now: float) -> None:
         if now < self._next_poll:

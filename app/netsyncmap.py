@@ -11,14 +11,20 @@ import math
 from headcast.app.rig import Origin, RigState
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.origin import origin_delta
-from headcast.netcode.pose import Quat, q_conj, q_mul, unity_position, unity_quat
+from headcast.netcode.pose import Quat, q_conj, q_mul
 from headcast.xr.frame import Pose
+
+_new = tuple.__new__  # Transform(...) without its Python-level __new__
+_STEALTH = PoseFrame.build(None, stealth=True)
 
 
 def unity_transform(pose: Pose) -> Transform | None:
-    if not pose.valid:
+    if not (pose.position_valid and pose.orientation_valid):
         return None
-    return Transform(unity_position(pose.position), unity_quat(pose.orientation))
+    # unity_position / unity_quat inlined (the sends' latency path): p = (x, y, −z), q = (−x, −y, z, w)
+    x, y, z = pose.position
+    qx, qy, qz, qw = pose.orientation
+    return _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
 
 
 def unity_origin(o: Origin) -> tuple[tuple[float, float, float], float]:
@@ -32,14 +38,16 @@ def xrorigin_delta(start: Origin, now: Origin) -> OriginDelta:
     return origin_delta(p0, yaw0, p1, yaw1)
 
 
-def pose_frame(state: RigState, stealth: bool = False) -> PoseFrame:
+def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None = None) -> PoseFrame:
+    """`delta`: the XROrigin Δ of `state`, when the caller keeps it (it changes only when the
+    origin moves); else computed here."""
     if stealth:
-        return PoseFrame.build(None, stealth=True)
+        return _STEALTH
     return PoseFrame.build(
         unity_transform(state.head),
         right=unity_transform(state.right_grip),
         left=unity_transform(state.left_grip),
-        delta=xrorigin_delta(state.start, state.origin),
+        delta=delta if delta is not None else xrorigin_delta(state.start, state.origin),
     )
 
 

@@ -7,6 +7,7 @@ the tick's snapshots are read at the next frame's poll, so reading them delays n
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ class Q3Link:
         self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
         self._delta_angles: tuple = (0, 0, 0)
         self._unread = False  # a tick was sent and its snapshots are not read yet
+        self._bytes_out = self.client.core.counters  # a live view: Status would copy everything each frame
+        self.due_at = -math.inf
+        self._update_due()
 
     @property
     def joined(self) -> bool:
@@ -113,35 +117,45 @@ class Q3Link:
         delays no sink's send (motion-to-wire); this is still before the next tick's usercmd."""
         if self._unread:
             self._unread = False
-            self._handle(self.client.receive(now))
+            events = self.client.receive(now)
+            if events:
+                self._handle(events)
+            self._update_due()
 
-    def due(self, now: float) -> bool:
-        """Whether send() at `now` can do anything: in game the client reads and sends only at its
-        command tick (60/s against our 90 frames/s); while joining, every frame."""
+    def _update_due(self) -> None:
+        """`due_at`: from when send() can do anything. In game the client reads and sends only at
+        its command tick (60/s against our 90 frames/s); while joining, every frame. Only calls into
+        the client move its timer, so it is read after each of them instead of every frame."""
         core = self.client.core
         timer = core.get_timer()
-        return timer is None or now >= timer or core.state not in LINKED
+        self.due_at = timer if timer is not None and core.state in LINKED else -math.inf
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
-        head = None
-        if intent.head is not None:
-            head = (intent.head[0], angle_subtract(intent.head[1], intent.angles[1]))
-        self.client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
-                              intent.buttons & USER_BITS, 0, head)
+        head = intent.head
+        if head is not None:
+            head = (head[0], angle_subtract(head[1], intent.angles[1]))
         client = self.client
-        core = client.core
-        counters = core.counters  # a live view: Status would copy everything each frame
+        client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
+                         intent.user_buttons, 0, head)
+        counters = self._bytes_out
         before = counters["bytes_out"]
         # In game the tick's usercmd is built against the delta_angles read up to the last tick
         # (poll() reads the socket after the send); while joining the client reads first.
+        core = client.core
         linked = core.state in LINKED
         delta = self._delta_angles
-        self._handle(client.send_due(now))
+        events = client.send_due(now)
         sent = counters["bytes_out"] - before
         if sent <= 0:
+            if events:
+                self._handle(events)
+            self._update_due()
             return None
-        self._unread = linked
         t_wire = client.sent_at
+        if events:
+            self._handle(events)
+        self._update_due()
+        self._unread = linked
         self._sent[core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
@@ -152,7 +166,7 @@ class Q3Link:
             if isinstance(ev, SnapshotReceived):
                 ps = ev.ps
                 self.snapshots += 1
-                self.view_angles = tuple(float(a) for a in ps.viewangles)  # type: ignore[assignment]
+                self.view_angles = tuple(map(float, ps.viewangles))  # type: ignore[assignment]
                 self.eflags = ps.eFlags
                 self._verify(ps)
                 self._delta_angles = tuple(ps.delta_angles)
@@ -180,7 +194,8 @@ class Q3Link:
             self.check.rebased += 1
             return
         # Roll is left out: the server's view roll is what we sent only while the head is tracked.
-        err = max(abs(angle_subtract(angles[i], self.view_angles[i])) for i in (0, 1))
+        view = self.view_angles
+        err = max(abs(angle_subtract(angles[0], view[0])), abs(angle_subtract(angles[1], view[1])))
         self.last_error = err
         c = self.check
         c.matched += 1
@@ -190,3 +205,4 @@ class Q3Link:
 
     def close(self) -> None:
         self._handle(self.client.close(self.clock()))
+        self._update_due()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from headcast.netcode.pose import quake_angles
 from headcast.netcode.q3 import vrhead
@@ -18,26 +19,47 @@ MOVE_MAX = 127
 TRIGGER_PRESSED = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class Q3Intent:
-    """One frame for the Q3 sink: absolute view angles (degrees) and the usercmd fields."""
+class Q3Intent(NamedTuple):
+    """One usercmd's worth for the Q3 sink: absolute view angles (degrees) and the usercmd fields.
+
+    A NamedTuple (built without its Python-level __new__) rather than a frozen dataclass: one is
+    built at every command tick, on a frame whose every object costs several microseconds.
+    """
 
     angles: tuple[float, float, float]   # weapon pitch, weapon yaw, head roll (clamped ±60)
-    buttons: int                          # 32-bit VR buttons (head bits when head tracked and vr)
+    user_buttons: int                     # bits 0–11 (attack)
     forwardmove: int
     rightmove: int
     upmove: int
     head: tuple[float, float, float] | None  # head pitch, yaw, roll as tracked (None = lost)
+    vr: bool                              # head bits wanted (the link may still be 16-bit)
+
+    @property
+    def buttons(self) -> int:
+        """The 32-bit VR buttons: head bits when the head is tracked and vr is on. Packed when read
+        (the receiver's view, the status line): the Q3 client packs the wire's own from `head`."""
+        head = self.head
+        if self.vr and head is not None:
+            return vrhead.pack_head(self.user_buttons, head[0], head[1], self.angles[1])
+        # Tracking lost (or a flat link): no head bits at all, so the receiver clears
+        # EF_VR_PLAYER instead of showing a frozen head.
+        return self.user_buttons
 
     @property
     def roll_short(self) -> int:
         return vrhead.roll_short(self.angles[2])
 
 
+_new = tuple.__new__
+_ROLL_CLAMP = vrhead.ROLL_CLAMP
+
+
 def q3_intent(state: RigState, controls: Controls, vr: bool, move_speed: float) -> Q3Intent:
-    head = quake_angles(state.head.orientation) if state.head.orientation_valid else None
-    if state.right_aim.orientation_valid:
-        w_pitch, w_yaw, _ = quake_angles(state.right_aim.orientation)
+    hp = state.head
+    head = quake_angles(hp.orientation) if hp.orientation_valid else None
+    aim = state.right_aim
+    if aim.orientation_valid:
+        w_pitch, w_yaw, _ = quake_angles(aim.orientation)
     elif head is not None:
         # No right controller: aim where the head looks (a seated/gamepad-less setup).
         w_pitch, w_yaw = head[0], head[1]
@@ -45,15 +67,14 @@ def q3_intent(state: RigState, controls: Controls, vr: bool, move_speed: float) 
         w_pitch, w_yaw = 0.0, state.origin.yaw
     user = BUTTON_ATTACK if controls.trigger_right >= TRIGGER_PRESSED else 0
     if vr and head is not None:
-        buttons = vrhead.pack_head(user, head[0], head[1], w_yaw)
-        roll = max(-vrhead.ROLL_CLAMP, min(vrhead.ROLL_CLAMP, head[2]))
+        # max(-clamp, min(clamp, roll)), builtins' semantics kept (NaN → +clamp)
+        roll = head[2] if head[2] < _ROLL_CLAMP else _ROLL_CLAMP
+        roll = roll if roll > -_ROLL_CLAMP else -_ROLL_CLAMP
     else:
-        # Tracking lost (or a flat link): no head bits at all, so the receiver clears
-        # EF_VR_PLAYER instead of showing a frozen head; roll back to level.
-        buttons = user
-        roll = 0.0
-    fwd, right = weapon_frame_moves(state.move_world, w_yaw, move_speed)
-    return Q3Intent((w_pitch, w_yaw, roll), buttons, fwd, right, MOVE_MAX if controls.jump else 0, head)
+        roll = 0.0  # no head on the wire: roll back to level
+    vx, vz = state.move_world
+    fwd, right = weapon_frame_moves(state.move_world, w_yaw, move_speed) if vx or vz else (0, 0)
+    return _new(Q3Intent, ((w_pitch, w_yaw, roll), user, fwd, right, MOVE_MAX if controls.jump else 0, head, vr))
 
 
 def weapon_frame_moves(move_world: tuple[float, float], weapon_yaw: float, move_speed: float) -> tuple[int, int]:

@@ -31,25 +31,12 @@ class Origin:
     def rotate(self, q: Quat) -> Quat:
         return q_mul(yaw_quat(self.yaw), q)
 
-    def poses_to_world(self, *poses: Pose) -> tuple[Pose, ...]:
-        """Stage poses in the world: `to_world` for each valid position, `rotate` for each valid
-        orientation (an invalid part stays as the runtime gave it). One evaluation of the
-        trigonometry for all of them (per frame: the head and three hand poses)."""
+    def trig(self) -> tuple[float, float, float, float, float, float]:
+        """What `pose_to_world` needs of this origin (x, z, cos, sin of the yaw and of half of it):
+        the rig evaluates it once per origin, not per pose per frame."""
         r = math.radians(self.yaw)
-        c, s = math.cos(r), math.sin(r)
-        cy, sy = math.cos(r * 0.5), math.sin(r * 0.5)   # yaw_quat(yaw) = (0, sy, 0, cy)
-        ox, oz = self.x, self.z
-        out = []
-        for pose in poses:
-            px, py, pz = pose.position
-            if pose.position_valid:
-                px, pz = ox + px * c + pz * s, oz - px * s + pz * c
-            qx, qy, qz, qw = pose.orientation
-            if pose.orientation_valid:  # q_mul(yaw_quat(yaw), q) with the zero terms left out
-                qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
-            out.append(Pose((px, py, pz), (qx, qy, qz, qw), pose.position_valid, pose.orientation_valid,
-                            pose.position_tracked, pose.orientation_tracked))
-        return tuple(out)
+        # yaw_quat(yaw) = (0, sin(r/2), 0, cos(r/2))
+        return self.x, self.z, math.cos(r), math.sin(r), math.cos(r * 0.5), math.sin(r * 0.5)
 
     def turned_about(self, pivot: Vec3, degrees: float) -> "Origin":
         """This origin turned by `degrees` about the stage point `pivot` (the head): the pivot's
@@ -59,6 +46,19 @@ class Origin:
         # Plain wrap into [-180, 180]: q_math's AngleNormalize180 would quantise the yaw.
         return Origin(before[0] - after[0], before[2] - after[2],
                       math.remainder(self.yaw + degrees, 360.0))
+
+
+def pose_to_world(pose: Pose, trig: tuple[float, float, float, float, float, float]) -> Pose:
+    """A stage pose in the world of the origin whose `Origin.trig()` this is."""
+    ox, oz, c, s, cy, sy = trig
+    px, py, pz = pose.position
+    if pose.position_valid:
+        px, pz = ox + px * c + pz * s, oz - px * s + pz * c
+    qx, qy, qz, qw = pose.orientation
+    if pose.orientation_valid:  # q_mul(yaw_quat(yaw), q) with the zero terms left out
+        qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
+    return Pose((px, py, pz), (qx, qy, qz, qw), pose.position_valid, pose.orientation_valid,
+                pose.position_tracked, pose.orientation_tracked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +72,58 @@ class RigSettings:
     snap_release: float = 0.3        # ...and must come back inside this before the next
 
 
-@dataclass(frozen=True, slots=True)
 class RigState:
-    """One frame of the rig: the origin now and at start, and the world poses it gives."""
+    """One frame of the rig: the origin now and at start, and the world poses it gives.
 
-    start: Origin
-    origin: Origin
-    head: Pose                # world (the left aim pose drives nothing, so it is not mapped)
-    right_aim: Pose
-    left_grip: Pose
-    right_grip: Pose
-    snapped: float            # degrees turned by a snap this frame (0 if none)
-    move_world: tuple[float, float]  # left-stick velocity in world x, z (m/s), for the sinks
+    Read-only. A world pose is computed when first read: per frame the sinks read few of them
+    (the Q3 sink the head and the right aim at its 60 Hz tick, NetSync the head and grips at
+    10 Hz), and on a cache-cold frame every Pose built costs several microseconds.
+    """
+
+    __slots__ = ("start", "origin", "snapped", "move_world", "_frame", "_trig",
+                 "_head", "_right_aim", "_left_grip", "_right_grip")
+
+    def __init__(self, start: Origin, origin: Origin, frame: TrackingFrame, snapped: float,
+                 move_world: tuple[float, float], trig: tuple[float, float, float, float, float, float]) -> None:
+        self.start = start
+        self.origin = origin
+        self.snapped = snapped              # degrees turned by a snap this frame (0 if none)
+        self.move_world = move_world        # left-stick velocity in world x, z (m/s), for the sinks
+        self._frame = frame
+        self._trig = trig                   # origin.trig()
+        self._head = self._right_aim = self._left_grip = self._right_grip = None
+
+    # The left aim pose drives nothing, so it is not mapped.
+    @property
+    def head(self) -> Pose:
+        p = self._head
+        if p is None:
+            p = self._head = pose_to_world(self._frame.head, self._trig)
+        return p
+
+    @property
+    def right_aim(self) -> Pose:
+        p = self._right_aim
+        if p is None:
+            p = self._right_aim = pose_to_world(self._frame.right_aim, self._trig)
+        return p
+
+    @property
+    def left_grip(self) -> Pose:
+        p = self._left_grip
+        if p is None:
+            p = self._left_grip = pose_to_world(self._frame.left_grip, self._trig)
+        return p
+
+    @property
+    def right_grip(self) -> Pose:
+        p = self._right_grip
+        if p is None:
+            p = self._right_grip = pose_to_world(self._frame.right_grip, self._trig)
+        return p
+
+
+_NO_MOVE = (0.0, 0.0)
 
 
 class Rig:
@@ -103,15 +143,19 @@ class Rig:
         self.origin = start
         self._snap_armed = True
         self._last_head: Vec3 = (0.0, 1.6, 0.0)
+        self._trig_of: Origin | None = None   # the origin self._trig was evaluated for
+        self._trig = start.trig()
 
     def update(self, frame: TrackingFrame, dt: float) -> RigState:
         s = self.settings
-        if frame.head.position_valid:
-            self._last_head = frame.head.position
+        head = frame.head
+        if head.position_valid:
+            self._last_head = head.position
         # The pivot for turns is the head; with the head lost, its last known place.
         head_stage = self._last_head
         snapped = 0.0
-        tx = frame.controls.turn[0]
+        controls = frame.controls
+        tx = controls.turn[0]
         if s.turn_mode == "snap":
             if self._snap_armed and abs(tx) >= s.snap_press:
                 # Stick right turns right, which is negative yaw.
@@ -123,11 +167,11 @@ class Rig:
         elif abs(tx) > s.deadzone:
             self.origin = self.origin.turned_about(head_stage, -tx * s.smooth_speed * dt)
 
-        move_world = (0.0, 0.0)
-        mx, my = frame.controls.move
-        if math.hypot(mx, my) > s.deadzone and frame.head.orientation_valid:
+        move_world = _NO_MOVE
+        mx, my = controls.move
+        if (mx or my) and math.hypot(mx, my) > s.deadzone and head.orientation_valid:
             # Stick axes are head-relative on the floor: forward is where the head faces.
-            fwd = self._floor_forward(self.origin.rotate(frame.head.orientation))
+            fwd = self._floor_forward(self.origin.rotate(head.orientation))
             right = (-fwd[1], fwd[0])  # forward (x, z) turned 90° clockwise seen from above
             vx = s.move_speed * (my * fwd[0] + mx * right[0])
             vz = s.move_speed * (my * fwd[1] + mx * right[1])
@@ -135,9 +179,9 @@ class Rig:
             self.origin = Origin(self.origin.x + vx * dt, self.origin.z + vz * dt, self.origin.yaw)
 
         o = self.origin
-        head, right_aim, left_grip, right_grip = o.poses_to_world(
-            frame.head, frame.right_aim, frame.left_grip, frame.right_grip)
-        return RigState(self.start, o, head, right_aim, left_grip, right_grip, snapped, move_world)
+        if o is not self._trig_of:
+            self._trig_of, self._trig = o, o.trig()
+        return RigState(self.start, o, frame, snapped, move_world, self._trig)
 
     @staticmethod
     def _floor_forward(q: Quat) -> tuple[float, float]:

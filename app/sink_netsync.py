@@ -11,14 +11,14 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from headcast.app.netsyncmap import pose_frame, rotation_error_deg
-from headcast.app.rig import RigState
+from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
+from headcast.app.rig import Origin, RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
 from headcast.netcode.netsync.codec import decode_body, encode_body
-from headcast.netcode.netsync.model import FLAG_HEAD, PoseBody, PoseFrame
+from headcast.netcode.netsync.model import FLAG_HEAD, OriginDelta, PoseBody, PoseFrame
 from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
 from headcast.netcode.pose import Vec3, unity_position
-from headcast.xr.frame import TrackingFrame
+from headcast.xr.frame import Pose, TrackingFrame
 
 SENT_HISTORY = 256
 
@@ -55,8 +55,11 @@ class NetSyncSink:
         self.seen: PoseBody | None = None     # our own body as the far side decodes it
         self.check = NetSyncCheck()
         self._last_error: float | None = None
-        # poseSeq → (frame sent, stage head position in Unity's frame or None)
-        self._sent: OrderedDict[int, tuple[PoseFrame, Vec3 | None]] = OrderedDict()
+        # poseSeq → (frame sent, the stage head pose it was built from)
+        self._sent: OrderedDict[int, tuple[PoseFrame, Pose]] = OrderedDict()
+        self._delta_start: Origin | None = None   # the rig origins self._delta was computed for
+        self._delta_origin: Origin | None = None
+        self._delta: OriginDelta | None = None
 
     def poll(self, now: float) -> None:
         if self.link is None:
@@ -71,7 +74,7 @@ class NetSyncSink:
         sent = self._sent.get(body.pose_seq)
         if sent is None:
             return
-        frame, stage_head = sent
+        frame, stage = sent
         c = self.check
         c.matched += 1
         if body.delta is not None:
@@ -89,14 +92,19 @@ class NetSyncSink:
         self._last_error = err
         c.head_rot_max = max(c.head_rot_max, err)
         c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
-        if body.physical is not None and stage_head is not None:
-            c.physical_max = max(c.physical_max, _dist(body.physical.pos, stage_head))
+        if body.physical is not None and stage.valid:
+            c.physical_max = max(c.physical_max, _dist(body.physical.pos, unity_position(stage.position)))
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         last = self._last_send
         if last is not None and now - last < self._interval:
             return None  # the policy's own test, on the same `now`: it would refuse this frame
-        pf = pose_frame(state, self.stealth)
+        start, origin = state.start, state.origin
+        if origin is not self._delta_origin or start is not self._delta_start:
+            # The Δ changes only when the rig moves the origin (a snap, the stick): kept between.
+            self._delta_start, self._delta_origin = start, origin
+            self._delta = xrorigin_delta(start, origin)
+        pf = pose_frame(state, self.stealth, self._delta)
         self.frame = pf
         if self.link is None:
             return None
@@ -107,11 +115,11 @@ class NetSyncSink:
         nbytes, body_size, t_wire, seq = sent
         self.body_size = body_size
         self.meter.add(t_wire, nbytes)
-        stage = unity_position(frame.head.position) if frame.head.valid else None
-        self._sent[seq] = (pf, stage)
-        self._sent.move_to_end(seq)
-        if len(self._sent) > SENT_HISTORY:
-            self._sent.popitem(last=False)
+        sent_frames = self._sent
+        sent_frames[seq] = (pf, frame.head)
+        sent_frames.move_to_end(seq)
+        if len(sent_frames) > SENT_HISTORY:
+            sent_frames.popitem(last=False)
         return t_wire
 
     def observe(self, now: float) -> None:

@@ -43,14 +43,16 @@ class Q3Sink:
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         # Connected, a usercmd is built only at the client's command tick: between ticks the
         # intent would be overwritten unsent (and observe() has nothing new to decode).
-        self._fresh = self.link is None or self.link.due(now)
-        if not self._fresh:
+        link = self.link
+        if link is not None and now < link.due_at:
+            self._fresh = False
             return None
+        self._fresh = True
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self.intent = intent
-        if self.link is None:
+        if link is None:
             return None
-        sent = self.link.send(intent, now)
+        sent = link.send(intent, now)
         if sent is None:
             return None
         nbytes, t_wire = sent

@@ -62,9 +62,10 @@ class SauerSink:
         pass
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
-        lost = not state.head.valid
-        if now < self._next and not lost:
-            return None
+        if now < self._next:
+            head = frame.head  # the stage pose: as valid as the world one, and no world pose built
+            if head.position_valid and head.orientation_valid:
+                return None
         self._next = now + 1.0 / SEND_RATE
         self._state = state
         return None

@@ -16,6 +16,7 @@ Bytes and `now` in, bytes and events out; no sockets, no clock (DESIGN.md). The 
 from __future__ import annotations
 
 from collections import Counter
+from struct import Struct
 from dataclasses import dataclass, field
 
 from .codec import (
@@ -31,6 +32,7 @@ from .model import FLAG_STEALTH, DeviceMapping, PoseBody, PoseFrame
 from .policy import SendPolicy
 
 _STEALTH_FRAME = PoseFrame(FLAG_STEALTH)
+_SEQ = Struct("<H")
 MAX_PENDING_EVENTS = 4096
 
 
@@ -129,22 +131,25 @@ class NetSyncClientCore:
 
         Raises PoseEncodeError for a pose that cannot be encoded (NaN, bad flags).
         """
-        self._start(now)
+        if self._last_rx is None:
+            self._last_rx = now  # _start, inlined: once per frame
         tail = encode_body_tail(_STEALTH_FRAME if self.stealth else frame)
-        seq = self.policy.decide(now, tail)
+        policy = self.policy
+        seq = policy.decide(now, tail)
+        counters = self.counters
         if seq is None:
-            self.counters.skipped[self.policy.last_skip] += 1
+            counters.skipped[policy.last_skip] += 1
             return None
-        msg = self._header + seq.to_bytes(2, "little") + tail
-        self.counters.sends += 1
-        self.counters.bytes_sent += len(msg)
+        msg = b"".join((self._header, _SEQ.pack(seq), tail))
+        counters.sends += 1
+        counters.bytes_sent += len(msg)
         return msg
 
     def send_failed(self, reason: str) -> None:
         """The transport could not queue the last message (counted; its poseSeq stays used, so
         receivers see the gap). The server never got that pose, so the next frame may resend."""
         self.counters.drops[f"send: {reason}"] += 1
-        self.policy.forget_signature()
+        self.policy.forget_last()
 
     # ------------------------------------------------------------ incoming
 

@@ -1,8 +1,10 @@
 """When a pose goes out: Unity's TransformSyncManager policy (seed §7, reference §8).
 
 - at most SendRate Hz (default 10, clamped 0.5–60), measured from the last actual send;
-- only on change: a 64-bit FNV-1a signature over the body after poseSeq (flags … last virtual,
-  i.e. exactly the quantised wire fields), compared with the last sent one;
+- only on change: Unity compares a 64-bit FNV-1a signature of the body after poseSeq (flags …
+  last virtual, i.e. exactly the quantised wire fields) with the last sent one. The signature never
+  leaves the sender, and two bodies sign alike exactly when their bytes are equal (short of a 2⁻⁶⁴
+  collision), so the bytes themselves are compared: no per-byte Python hashing on the send path;
 - an unchanged pose still goes out once per heartbeat (1 s) so the server's 5 s timeout
   never removes an idle client;
 - poseSeq advances only when a pose is actually sent.
@@ -14,22 +16,9 @@ Pure logic: the caller passes `now` (seconds, any monotonic clock).
 """
 from __future__ import annotations
 
-# Unity's offset basis is the standard 14695981039346656037 with its last digit dropped
-# (reference §8); kept so our signatures equal Unity's for the same body.
-FNV_OFFSET_UNITY = 1469598103934665603
-FNV_PRIME = 1099511628211
-_MASK64 = (1 << 64) - 1
-
 SEND_RATE_MIN = 0.5
 SEND_RATE_MAX = 60.0
 HEARTBEAT_S = 1.0
-
-
-def pose_signature(tail: bytes, basis: int = FNV_OFFSET_UNITY) -> int:
-    h = basis
-    for b in tail:
-        h = ((h ^ b) * FNV_PRIME) & _MASK64
-    return h
 
 
 class SendPolicy:
@@ -38,7 +27,7 @@ class SendPolicy:
         self.heartbeat = heartbeat
         self.pose_seq = 0  # the seq of the last send (Unity increments before writing)
         self._last_send: float | None = None
-        self._last_sig: int | None = None
+        self._last_tail: bytes | None = None  # the body (after poseSeq) last sent
         self.last_skip = ""  # why the last None: "rate" or "unchanged" (for counters)
 
     @property
@@ -56,15 +45,14 @@ class SendPolicy:
         if last is not None and now - last < self._interval:
             self.last_skip = "rate"
             return None
-        sig = pose_signature(tail)
-        if sig == self._last_sig and last is not None and now - last < self.heartbeat:
+        if tail == self._last_tail and now - last < self.heartbeat:  # equal: sent before, so last is set
             self.last_skip = "unchanged"
             return None
         self._last_send = now
-        self._last_sig = sig
+        self._last_tail = tail
         self.pose_seq = (self.pose_seq + 1) & 0xFFFF
         return self.pose_seq
 
-    def forget_signature(self) -> None:
+    def forget_last(self) -> None:
         """The last send never left: treat the next pose as changed (the rate cap still holds)."""
-        self._last_sig = None
+        self._last_tail = None

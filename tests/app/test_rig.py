@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.rig import Origin, Rig, RigSettings
+from headcast.app.rig import Origin, Rig, RigSettings, pose_to_world
 from headcast.app.synthetic import orientation
 from headcast.netcode.pose import quake_angles
 from headcast.xr.frame import Controls, Pose, TrackingFrame
@@ -98,12 +98,29 @@ def test_unusable_rig_numbers_are_refused(field, value):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-720, 720), st.booleans(), st.booleans(),
        st.tuples(*[st.floats(-1, 1)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1))
-def test_poses_to_world_maps_valid_parts_only(x, z, yaw, pos_ok, ori_ok, q):
+def test_pose_to_world_maps_valid_parts_only(x, z, yaw, pos_ok, ori_ok, q):
     n = math.sqrt(sum(c * c for c in q))
     pose = Pose((0.3, 1.5, -0.7), tuple(c / n for c in q), pos_ok, ori_ok, pos_ok, ori_ok)
     o = Origin(x, z, yaw)
-    (fast,) = o.poses_to_world(pose)
+    fast = pose_to_world(pose, o.trig())
     flags = lambda p: (p.position_valid, p.orientation_valid, p.position_tracked, p.orientation_tracked)  # noqa: E731
     assert flags(fast) == flags(pose)
     assert close(fast.position, o.to_world(pose.position) if pos_ok else pose.position, 1e-9)
     assert close(fast.orientation, o.rotate(pose.orientation) if ori_ok else pose.orientation, 1e-12)
+
+
+def test_state_poses_are_the_frames_poses_in_the_world_of_this_frames_origin():
+    """World poses are built when read, from the origin of their own frame, even after the rig
+    (or a caller) has moved the origin since."""
+    rig = Rig()
+    f = frame(0, head_yaw=30.0)
+    first = rig.update(f, 1 / 90)
+    rig.origin = Origin(1.0, -2.0, 60.0)   # set from outside (a test, a reset): followed
+    second = rig.update(f, 1 / 90)
+    g = frame(1, turn=(1.0, 0.0), head_yaw=-20.0)
+    turned = rig.update(g, 1 / 90)
+    assert turned.snapped and turned.origin == rig.origin != Origin(1.0, -2.0, 60.0)
+    for state, src, origin in ((first, f, Origin()), (second, f, Origin(1.0, -2.0, 60.0)), (turned, g, rig.origin)):
+        for name in ("head", "right_aim", "left_grip", "right_grip"):
+            assert getattr(state, name) == pose_to_world(getattr(src, name), origin.trig())
+            assert getattr(state, name) is getattr(state, name)  # built once

@@ -6,22 +6,23 @@ import pytest
 from headcast.netcode.netsync.client import NetSyncClientCore
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body_tail
 from headcast.netcode.netsync.model import FLAG_STEALTH, OriginDelta, PoseFrame, Transform
-from headcast.netcode.netsync.policy import FNV_OFFSET_UNITY, SendPolicy, pose_signature
+from headcast.netcode.netsync.policy import SendPolicy
 
 FRAME = 1 / 90  # a 90 Hz headset
 
 
-def test_fnv1a_64():
-    standard = 14695981039346656037
-    assert pose_signature(b"", standard) == 0xCBF29CE484222325
-    assert pose_signature(b"a", standard) == 0xAF63DC4C8601EC8C  # published FNV-1a test vectors
-    assert pose_signature(b"foobar", standard) == 0x85944171F73967E8
-    assert pose_signature(b"") == FNV_OFFSET_UNITY == 0x14650FB0739D0383
+def test_every_byte_of_the_body_counts_as_a_change():
+    """Unity's FNV-1a signature covers the body after poseSeq; the policy compares those bytes."""
     tail = encode_body_tail(PoseFrame.build(Transform((1, 2, 3))))
-    for i in range(len(tail)):  # every byte of the body after poseSeq counts
+    for i in range(len(tail)):
+        policy = SendPolicy()
+        assert policy.decide(0.0, tail) == 1
+        assert policy.decide(0.5, tail) is None and policy.last_skip == "unchanged"
         changed = bytearray(tail)
         changed[i] ^= 1
-        assert pose_signature(bytes(changed)) != pose_signature(tail)
+        assert policy.decide(0.5, bytes(changed)) == 2
+        assert policy.decide(1.0, tail) == 3  # back to the first body: a change again
+        assert policy.decide(2.0, tail) == 4  # unchanged, but the 1 s heartbeat is due
 
 
 def test_send_rate_is_clamped():
