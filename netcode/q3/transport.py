@@ -101,15 +101,16 @@ class Q3Client:
             if timer is not None and now < timer:
                 return core.take_events()  # between ticks: snapshots wait for the tick (module doc)
             # The tick's usercmd goes out before the socket is read (module doc).
-            self._run_timers(now)
-            self._flush(now)
+            self._send(core.run_due(now, MAX_TIMER_STEPS))
             if not read_after:
                 return core.take_events()
             self._receive(now)
+            out = core.datagrams_to_send(now)
         else:
             self._receive(now)
-            self._run_timers(now)
-        self._flush(now)
+            out = core.run_due(now, MAX_TIMER_STEPS)
+        if out:
+            self._send(out)
         return core.take_events()
 
     def _receive(self, now: float) -> None:
@@ -129,14 +130,6 @@ class Q3Client:
                     continue
                 raise
             core.receive_datagram(data, now)
-
-    def _run_timers(self, now: float) -> None:
-        core = self.core
-        for _ in range(MAX_TIMER_STEPS):
-            timer = core.get_timer()
-            if timer is None or timer > now:
-                break
-            core.handle_timer(now)
 
     def wait(self, now: float, until: float | None = None) -> None:
         """Sleep until `poll` has work: the core's timer is due or, before the link is up (or while
@@ -166,7 +159,9 @@ class Q3Client:
         return self.core.take_events()
 
     def _flush(self, now: float) -> None:
-        dgrams = self.core.datagrams_to_send(now)
+        self._send(self.core.datagrams_to_send(now))
+
+    def _send(self, dgrams: list[bytes]) -> None:
         if not dgrams:
             return
         for dgram in dgrams:

@@ -176,16 +176,16 @@ def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(i
 
 
 def test_vr_client_on_vanilla_server_sends_16bit_buttons_and_says_so(oa_server, session_factory, monkeypatch):
-    from headcast.netcode.q3 import client as client_mod
+    from headcast.netcode.q3.netchan import Netchan
     widths = []
-    real = client_mod.write_client_message
+    real = Netchan.transmit_client_message
 
-    def spy(*args, **kwargs):
-        if args[4]:
-            widths.append((kwargs["button_bits"], tuple(c.buttons for c in args[4])))
-        return real(*args, **kwargs)
+    def spy(self, server_id, msg_seq, cmd_seq, reliable, cmds, feed, ring, button_bits, *rest):
+        if cmds:
+            widths.append((button_bits, tuple(c.buttons for c in cmds)))
+        return real(self, server_id, msg_seq, cmd_seq, reliable, cmds, feed, ring, button_bits, *rest)
 
-    monkeypatch.setattr(client_mod, "write_client_message", spy)
+    monkeypatch.setattr(Netchan, "transmit_client_message", spy)
     s = session_factory(oa_server, vr=True, pure_paks=tuple(pk3_files()), name="vrflat")
     intended = (5.0, 10.0, 12.0)
     s.client.set_input(intended, buttons=1, head=(30.0, 20.0))
