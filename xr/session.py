@@ -74,6 +74,15 @@ _DURING = {fastframe.FF_WAIT: "waiting for a frame", fastframe.FF_BEGIN: "beginn
            fastframe.FF_STATES: "reading the controllers", fastframe.FF_END: "ending a frame"}
 
 
+def _frame_calls(helper: Any, context: fastframe.FrameContext) -> Any:
+    """The native helper's FrameCalls on `context` (copied), building this module's frame types."""
+    types = (Pose, Controls, TrackingFrame)
+    return helper.FrameCalls(
+        ctypes.addressof(context), ctypes.sizeof(context), types,
+        tuple(tuple(t.__dict__[f.name] for f in dataclasses.fields(t)) for t in types),  # slot descriptors
+        (INVALID_POSE, IDENTITY, ORIGIN))
+
+
 def _address(obj: Any) -> int:
     """A handle (a ctypes pointer in pyopenxr) or a struct as the integer the C call takes."""
     if isinstance(obj, ctypes.Structure):
@@ -358,11 +367,7 @@ class XRSession:
             ctx.base = base
             for i, (_, info, out) in enumerate(self._state_reads):
                 ctx.state_info[i], ctx.state[i] = info, out
-            types = (Pose, Controls, TrackingFrame)
-            calls = helper.FrameCalls(  # copies the context
-                ctypes.addressof(ctx), ctypes.sizeof(ctx), types,
-                tuple(tuple(t.__dict__[f.name] for f in dataclasses.fields(t)) for t in types),  # slot descriptors
-                (INVALID_POSE, IDENTITY, ORIGIN))
+            calls = _frame_calls(helper, ctx)
             self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
 
     # -- public --------------------------------------------------------------------------

@@ -7,9 +7,11 @@ import dataclasses
 
 import pytest
 import xr
+from hypothesis import given, settings, strategies as st
 
-from headcast.xr import fastframe
+from headcast.xr import fastframe, session
 from headcast.xr.errors import XRError
+from headcast.xr.frame import TrackingFrame
 from headcast.xr.mockrt import motion_path
 from headcast.xr.session import XRSession
 
@@ -117,3 +119,80 @@ def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, 
     assert seen[0][1].startswith(f"{during}: ")
     # xrEndFrame fails after the frame was read: it counts, as in the ctypes path
     assert seen[0][2] == (4 if during == "ending a frame" else 3)
+
+
+# -- the frame builder alone: arbitrary runtime output, the Python builder as the oracle ----------
+
+_SUCCEED = ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)  # every "runtime call": XR_SUCCESS, outputs untouched
+
+
+class Builder:
+    """FrameCalls on a runtime whose calls do nothing: the test writes the outputs it reads."""
+
+    def __init__(self):
+        self.locations = (xr.SpaceLocation * fastframe.NLOCATE)()
+        self.states = session._ActionStates()
+        self.frame_state = xr.FrameState()
+        entry = ctypes.cast(_SUCCEED, ctypes.c_void_p).value
+        ctx = fastframe.FrameContext(*[entry] * 6, (ctypes.c_void_p * fastframe.NSTATE)(*[entry] * fastframe.NSTATE))
+        ctx.frame_state = ctypes.addressof(self.frame_state)
+        for i, loc in enumerate(self.locations):
+            ctx.location[i] = ctypes.addressof(loc)
+        for i, (name, _) in enumerate(session._ActionStates._fields_):  # the session's read order
+            ctx.state[i] = ctypes.addressof(getattr(self.states, name))
+        self.calls = session._frame_calls(fastframe.load(), ctx)
+
+    def write(self, locations, states):
+        for i, loc in enumerate(locations):
+            session._LOCATION.pack_into(self.locations, i * ctypes.sizeof(xr.SpaceLocation), *loc)
+        session._STATES.pack_into(self.states, 0, *states)
+
+    def python_frame(self, seq, t):
+        poses = [session._pose(*loc) for loc in session._LOCATION.iter_unpack(self.locations)]
+        controls = session._controls(*session._STATES.unpack_from(self.states))
+        return TrackingFrame(seq, t, *poses, controls, "left", "right", True)
+
+
+@pytest.fixture(scope="module")
+def builder():
+    fastframe.build()
+    return Builder()
+
+
+f32 = st.floats(width=32)
+flags = st.one_of(st.integers(0, 0xF), st.integers(0, 2**64 - 1))
+unit = st.floats(-1, 1)
+
+
+def _near_unit(q):
+    *v, scale = q  # a rotation whose norm is off by up to 0.6 %: around the 1e-3 tolerance
+    n = sum(x * x for x in v) ** 0.5 or 1.0
+    return tuple(x / n * scale for x in v)
+
+
+near_unit = st.tuples(unit, unit, unit, unit, st.floats(0.997, 1.003)).map(_near_unit)
+location = st.one_of(
+    st.tuples(flags, f32, f32, f32, f32, f32, f32, f32),
+    st.tuples(flags, near_unit, st.tuples(f32, f32, f32)).map(lambda x: (x[0], *x[1], *x[2])))
+bool32 = st.one_of(st.integers(0, 1), st.integers(0, 2**32 - 1))
+states = st.tuples(f32, bool32, f32, bool32, f32, bool32, f32, bool32, f32, f32, bool32, f32, f32, bool32,
+                   bool32, bool32, bool32, bool32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(location, min_size=5, max_size=5), states, st.integers(0, 2**62))
+def test_native_builder_equals_the_python_builder(builder, locations, states, t):
+    builder.write(locations, states)
+    native = builder.calls.poll(41, t, ("left", "right"), True)
+    assert repr(native) == repr(builder.python_frame(41, t))  # repr: -0.0 and NaN-free floats, exactly
+
+
+def test_controls_object_kept_while_the_states_read_the_same(builder):
+    rest = (0.0, 1) * 4 + (0.0, 0.0, 1, 0.0, 0.0, 1, 0, 1, 0, 1)
+    builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.6, 0.0)] * 5, rest)
+    first = builder.calls.poll(0, 1, ("", ""), True).controls
+    builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.7, 0.0)] * 5, rest)  # poses move, controls rest
+    assert builder.calls.poll(1, 2, ("", ""), True).controls is first
+    builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.7, 0.0)] * 5, (0.5, 1) + rest[2:])
+    pulled = builder.calls.poll(2, 3, ("", ""), True).controls
+    assert pulled is not first and pulled.trigger_left == 0.5
