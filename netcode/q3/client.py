@@ -111,11 +111,6 @@ class Status:
     pure_error: str                    # why no `cp` could be sent to a pure server ("" if fine)
 
 
-def _s32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
 class Q3ClientCore:
     def __init__(self, config: ClientConfig | None = None) -> None:
         self.config = config or ClientConfig()
@@ -656,7 +651,7 @@ class Q3ClientCore:
         else:
             t = last + int(1000 / self.config.cmd_rate)
         t = max(t, last + 1) & 0xFFFFFFFF
-        if t & 0x80000000:  # _s32 inline (one call fewer per tick)
+        if t & 0x80000000:  # as int32
             t -= 1 << 32
         self._last_cmd_time = t
         return UserCmd(t, angles, buttons, weapon, forward, right, up)

@@ -143,7 +143,7 @@ def _snapshot(r: BitReader, message_num: int, snapshot_at: SnapshotLookup,
     n = r.read_byte()
     if n > MAX_AREAMASK:
         raise ServerParseError(f"areamask of {n} bytes (max {MAX_AREAMASK})")
-    areamask = bytes(r.read_byte() for _ in range(n))
+    areamask = r.read_data(n)
     # An invalid base still has to be parsed against something to stay aligned (ioq3 does too);
     # the result is flagged invalid and never stored.
     base_ps = base.ps if base is not None else delta.NULL_PLAYER

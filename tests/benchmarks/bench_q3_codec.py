@@ -1,9 +1,12 @@
-"""Cost of the pure Quake 3 codecs per second of a 60 Hz / 20 Hz session (no sockets, no server).
+"""Cost of the Quake 3 codecs per second of a 60 Hz / 20 Hz session (no sockets, no server).
 
-Per second: 60 client packets (write_client_message with 2 cmds, 32-bit buttons, legacy netchan
-transmit with XOR) and 20 server messages (legacy netchan process with XOR, then a playerState
+Per second: 60 client packets (the client's per-tick call, Netchan.transmit_client_message: the
+client message with 2 cmds, 32-bit buttons, its key, and the legacy netchan transmit with XOR) and
+20 server messages (legacy netchan process with XOR, then a playerState
 delta and 16 entity deltas read). Also the single operations. Target: the codec share of a
-session under 0.5 % of one core (< 5 ms of CPU per second), half the session budget of 1 %.
+session under 0.5 % of one core (< 5 ms of CPU per second), half the session budget of 1 %. With the C extension built (netcode/q3/build_native.py) its hot
+paths run in C; `HEADCAST_PURE_PYTHON=1` measures the pure-Python reference. The line printed
+first says which.
 
     .venv/bin/python tests/benchmarks/bench_q3_codec.py
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 import struct
 import time
 
-from headcast.netcode.q3.clientmsg import usercmd_key, write_client_message
+from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.delta import (
     NULL_PLAYER,
     EntityState,
@@ -85,7 +88,6 @@ def timed(fn, repeat: int) -> float:
 def main() -> None:
     challenge = 1592594996
     body, ps0, old = snapshot_body(0)
-    key = usercmd_key(439041101, 1234, RING[7])
     cmds = [UserCmd(50000, (64626, 22464, 182), (84 << 19) | (104 << 12) | 1, 1, 127, 0, 0),
             UserCmd(50016, (64590, 22555, 364), (85 << 19) | (104 << 12) | 1, 1, 127, -64, 0)]
     tx = Netchan(NetchanMode.LEGACY, challenge, 31337)
@@ -93,8 +95,7 @@ def main() -> None:
     seq = [0]
 
     def client_packet() -> None:
-        msg = write_client_message(987654, 1234, 7, [], cmds, key, button_bits=32)
-        tx.transmit(msg, RING)
+        tx.transmit_client_message(987654, 1234, 7, [], cmds, 439041101, RING, 32)
 
     packets = [server_packet(s, body, challenge, RING[7]) for s in range(1, 301)]
 
@@ -108,6 +109,7 @@ def main() -> None:
     t_parse = timed(lambda: parse(body, ps0, old), 100)
     t_server = timed(server_message, 100)
     per_second = 60 * t_write + 20 * t_server
+    print(f"codec C extension: {NATIVE_STATUS}")
     print(f"client packet (2 cmds, 32-bit buttons, legacy XOR): {t_write * 1e6:.1f} µs")
     print(f"16-entity snapshot body ({len(body)} bytes) parse: {t_parse * 1e6:.1f} µs; "
           f"with legacy netchan unscramble: {t_server * 1e6:.1f} µs")

@@ -19,6 +19,10 @@
 2. The recorded server datagrams are replayed through a fresh core at simulated time (no sockets,
    no sleeps): the protocol work alone with warm caches. A live loop costs several times that,
    because after each sleep the interpreter runs cache-cold.
+The codecs' hot paths (the per-tick client datagram, the server-message bit reader and netField
+walk, the netchan XOR) run in the C extension when it is built (netcode/q3/build_native.py, run by
+scripts/setup.sh); `HEADCAST_PURE_PYTHON=1` measures the pure-Python reference instead. The first
+line printed says which.
 3. `parse_server_message` on a 16-entity snapshot (delta'd playerState, 16 moving players/items
    delta'd from the acknowledged snapshot; and the same 16 entities from their baselines).
 
@@ -37,6 +41,7 @@ from headcast.netcode.q3.client import ClientConfig, Q3ClientCore, State
 from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
 from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.msg import BitWriter
+from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import Q3Client
 
@@ -228,6 +233,7 @@ def best_parse_time(data: bytes, baselines: dict, base_snap, rounds: int = 7, n:
 
 
 def main() -> None:
+    print(f"codec C extension: {NATIVE_STATUS}")
     delta_msg, full_msg, baselines, base_snap = snapshot_messages()
     t_delta = best_parse_time(delta_msg, baselines, base_snap)
     t_full = best_parse_time(full_msg, baselines, base_snap)
