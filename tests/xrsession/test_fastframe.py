@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import gc
+import tracemalloc
 
 import pytest
 import xr
@@ -196,3 +198,24 @@ def test_controls_object_kept_while_the_states_read_the_same(builder):
     builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.7, 0.0)] * 5, (0.5, 1) + rest[2:])
     pulled = builder.calls.poll(2, 3, ("", ""), True).controls
     assert pulled is not first and pulled.trigger_left == 0.5
+
+
+def test_native_frames_leak_nothing(ctl, monkeypatch, built):
+    """Every object the C code makes is owned by a frame (or the kept Controls): none outlive them."""
+    monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path("fire")))  # inputs change: Controls rebuilt
+    with XRSession() as xs:
+        assert xs.native
+        for _ in range(500):
+            xs.next_frame(), xs.poll(5)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            objects, (before, _) = len(gc.get_objects()), tracemalloc.get_traced_memory()
+            for _ in range(5000):
+                xs.next_frame(), xs.poll(5)
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert len(gc.get_objects()) <= objects + 10
+    assert grown < 4096, f"{grown} bytes more after 10,000 native frames"
