@@ -29,6 +29,7 @@
 #define CLC_EOF 5
 
 static PyObject *MsgError;   /* headcast.netcode.q3.errors.MsgError, from init() */
+static PyObject *entity_widths, *player_widths;   /* the netField tables' widths, from init() */
 static int tables_ready;
 static uint16_t enc_code[256];
 static uint8_t enc_len[256];
@@ -44,11 +45,12 @@ static int check_ready(void)
     return 0;
 }
 
-/* init(MsgError, STATIC_CODES): `(code << 4) | length` for bytes 0..255, then NYT. */
+/* init(MsgError, STATIC_CODES, entity_widths, player_widths): STATIC_CODES holds `(code << 4) |
+ * length` for bytes 0..255, then NYT; the widths are the netField tables' (netfields.py). */
 static PyObject *native_init(PyObject *self, PyObject *args)
 {
-    PyObject *err, *codes, *fast;
-    if (!PyArg_ParseTuple(args, "OO:init", &err, &codes))
+    PyObject *err, *codes, *fast, *ew, *pw;
+    if (!PyArg_ParseTuple(args, "OOO!O!:init", &err, &codes, &PyTuple_Type, &ew, &PyTuple_Type, &pw))
         return NULL;
     if (!PyType_Check(err) || !PyType_IsSubtype((PyTypeObject *)err, (PyTypeObject *)PyExc_Exception)) {
         PyErr_SetString(PyExc_TypeError, "init: the first argument must be an exception class");
@@ -96,6 +98,10 @@ static PyObject *native_init(PyObject *self, PyObject *args)
     }
     Py_INCREF(err);
     Py_XSETREF(MsgError, err);
+    Py_INCREF(ew);
+    Py_XSETREF(entity_widths, ew);
+    Py_INCREF(pw);
+    Py_XSETREF(player_widths, pw);
     tables_ready = 1;
     Py_RETURN_NONE;
 }
@@ -902,18 +908,7 @@ static PyObject *Reader_read_bits(Reader *self, PyObject *o_nbits)
     return PyLong_FromLongLong(v);
 }
 
-static PyObject *Reader_read_flag(Reader *self, PyObject *unused)
-{
-    if (reader_ok(self) < 0)
-        return NULL;
-    if (self->bit >= self->end) {
-        PyErr_Format(MsgError, "overread: 1 raw bit at bit %lld of %lld", (long long)self->bit, (long long)self->end);
-        return NULL;
-    }
-    unsigned b = peek(self, self->bit) & 1;
-    self->bit++;
-    return PyLong_FromLong(b);
-}
+
 
 static PyObject *Reader_read_byte(Reader *self, PyObject *unused)
 {
@@ -1112,6 +1107,127 @@ static PyObject *Reader_read_netfields(Reader *self, PyObject *args, PyObject *k
     return netfields(self, widths, base, zero_flags);
 }
 
+/* A MsgError being raised becomes MsgError("what: <its message>") (delta._read_fields' prefix). */
+static PyObject *prefix_msgerror(const char *what)
+{
+    if (!PyErr_ExceptionMatches(MsgError))
+        return NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    if (text != NULL)
+        PyErr_Format(MsgError, "%s: %U", what, text);
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+static int rd_flag(Reader *self, unsigned *out)
+{
+    if (self->bit >= self->end) {
+        PyErr_Format(MsgError, "overread: 1 raw bit at bit %lld of %lld", (long long)self->bit, (long long)self->end);
+        return -1;
+    }
+    *out = peek(self, self->bit) & 1;
+    self->bit++;
+    return 0;
+}
+
+/* read_entity_delta(base_values): see msg.PyBitReader.read_entity_delta. */
+static PyObject *Reader_read_entity_delta(Reader *self, PyObject *base)
+{
+    unsigned removed, changed;
+    if (reader_ok(self) < 0 || rd_flag(self, &removed) < 0)
+        return NULL;
+    if (removed)
+        Py_RETURN_NONE;
+    if (rd_flag(self, &changed) < 0)
+        return NULL;
+    if (!changed) {
+        Py_INCREF(base);
+        return base;
+    }
+    PyObject *values = netfields(self, entity_widths, base, 1);
+    return values ? values : prefix_msgerror("entityState");
+}
+
+#define PS_ARRAYS 4
+#define PS_ARRAY_LENGTH 16
+
+/* read_playerstate_delta(base_values, stats, persistant, ammo, powerups): see msg.PyBitReader. */
+static PyObject *Reader_read_playerstate_delta(Reader *self, PyObject *args)
+{
+    PyObject *base, *arrays[PS_ARRAYS];
+    if (reader_ok(self) < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "OOOOO:read_playerstate_delta", &base, &arrays[0], &arrays[1], &arrays[2], &arrays[3]))
+        return NULL;
+    PyObject *values = netfields(self, player_widths, base, 0);
+    if (values == NULL)
+        return prefix_msgerror("playerState");
+    PyObject *out = PyTuple_New(1 + PS_ARRAYS);
+    if (out == NULL) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, values);
+    for (int k = 0; k < PS_ARRAYS; k++) {
+        Py_INCREF(arrays[k]);
+        PyTuple_SET_ITEM(out, 1 + k, arrays[k]);
+    }
+    unsigned any, changed;
+    if (rd_flag(self, &any) < 0)
+        goto fail;
+    for (int k = 0; any && k < PS_ARRAYS; k++) {
+        if (rd_flag(self, &changed) < 0)
+            goto fail;
+        if (!changed)
+            continue;
+        int64_t mask, v;
+        if (rd_bits(self, PS_ARRAY_LENGTH, 0, &mask) < 0)
+            goto fail;
+        PyObject *current = PySequence_List(arrays[k]);
+        if (current == NULL)
+            goto fail;
+        for (int i = 0; i < PS_ARRAY_LENGTH; i++) {
+            if (!(mask & (1 << i)))
+                continue;
+            /* stats, persistant, ammo are shorts; powerups longs */
+            if (rd_bits(self, k < 3 ? 16 : 32, 0, &v) < 0) {
+                Py_DECREF(current);
+                goto fail;
+            }
+            if (k < 3 && v >= 0x8000)
+                v -= 0x10000;
+            PyObject *item = PyLong_FromLongLong(v);
+            if (item == NULL || PyList_SetItem(current, i, item) < 0) {   /* steals item */
+                Py_DECREF(current);
+                goto fail;
+            }
+        }
+        PyObject *t = PyList_AsTuple(current);
+        Py_DECREF(current);
+        if (t == NULL)
+            goto fail;
+        Py_SETREF(PyTuple_GET_ITEM(out, 1 + k), t);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *Reader_read_flag(Reader *self, PyObject *unused)
+{
+    unsigned b;
+    if (reader_ok(self) < 0 || rd_flag(self, &b) < 0)
+        return NULL;
+    return PyLong_FromLong(b);
+}
+
 static PyObject *Reader_get_bit(Reader *self, void *closure)
 {
     return PyLong_FromLongLong(self->bit);
@@ -1133,6 +1249,10 @@ static PyMethodDef Reader_methods[] = {
     {"read_bigstring", (PyCFunction)Reader_read_bigstring, METH_NOARGS, "MSG_ReadBigString."},
     {"read_netfields", (PyCFunction)(void (*)(void))Reader_read_netfields, METH_VARARGS | METH_KEYWORDS,
      "The netField walk of MSG_ReadDeltaEntity / MSG_ReadDeltaPlayerstate."},
+    {"read_entity_delta", (PyCFunction)Reader_read_entity_delta, METH_O,
+     "MSG_ReadDeltaEntity after the number: None (removed), base_values (unchanged) or the new values."},
+    {"read_playerstate_delta", (PyCFunction)Reader_read_playerstate_delta, METH_VARARGS,
+     "MSG_ReadDeltaPlayerstate: (values, stats, persistant, ammo, powerups)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1158,7 +1278,8 @@ static PyTypeObject ReaderType = {
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef native_methods[] = {
-    {"init", native_init, METH_VARARGS, "init(MsgError, STATIC_CODES): tables and error type, once."},
+    {"init", native_init, METH_VARARGS,
+     "init(MsgError, STATIC_CODES, entity_widths, player_widths): tables and error type, once."},
     {"huffman_bits", native_huffman_bits, METH_O, "msg.huffman_bits (widths 0..64)."},
     {"write_client_message", (PyCFunction)(void (*)(void))native_client_message, METH_VARARGS | METH_KEYWORDS,
      "clientmsg.write_client_message."},

@@ -75,8 +75,6 @@ _PLAYER_NAMES = _lookup(PLAYER_FIELDS)
 _ENTITY_ZERO_VALUES = tuple(0.0 if f.bits == 0 else 0 for f in ENTITY_FIELDS)
 _PLAYER_ZERO_VALUES = tuple(0.0 if f.bits == 0 else 0 for f in PLAYER_FIELDS)
 _ARRAY_NAMES = {name: length for name, length, _ in PLAYER_ARRAYS}
-_ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
-_PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 
 
 def _getters(names: dict[str, int | tuple[int, ...]]) -> dict[str, Any]:
@@ -187,13 +185,6 @@ NULL_PLAYER = PlayerState()
 
 # --- the generic field walk ---
 
-def _read_fields(r: BitReader, base: tuple, entity: bool) -> tuple:
-    try:
-        return r.read_netfields(_ENTITY_WIDTHS if entity else _PLAYER_WIDTHS, base, zero_flags=entity)
-    except MsgError as e:
-        raise MsgError(f"{'entityState' if entity else 'playerState'}: {e}") from None
-
-
 def _write_float(w: BitWriter, value: float) -> None:
     trunc = int(value) if math.isfinite(value) else None
     if trunc is not None and trunc == value and -FLOAT_INT_BIAS <= trunc < FLOAT_INT_BIAS:
@@ -242,11 +233,8 @@ def read_delta_entity(r: BitReader, base: EntityState, number: int) -> EntitySta
     """`MSG_ReadDeltaEntity` after the entity number: None if removed, else the new state."""
     if not 0 <= number < MAX_GENTITIES:
         raise MsgError(f"bad delta entity number {number}")
-    if r.read_flag():
-        return None
-    if not r.read_flag():
-        return EntityState(number, base.values)
-    return EntityState(number, _read_fields(r, base.values, entity=True))
+    values = r.read_entity_delta(base.values)  # the bit walk is the reader's (one C call when built)
+    return None if values is None else EntityState(number, values)
 
 
 def write_delta_entity(w: BitWriter, frm: EntityState | None, to: EntityState | None, force: bool) -> None:
@@ -277,19 +265,8 @@ def write_delta_entity(w: BitWriter, frm: EntityState | None, to: EntityState | 
 def read_delta_playerstate(r: BitReader, base: PlayerState | None) -> PlayerState:
     """`MSG_ReadDeltaPlayerstate` against `base` (None = all zero)."""
     base = base if base is not None else NULL_PLAYER
-    values = _read_fields(r, base.values, entity=False)
-    arrays = [base.stats, base.persistant, base.ammo, base.powerups]
-    if r.read_flag():
-        for k, (_, length, elem_bits) in enumerate(PLAYER_ARRAYS):
-            if not r.read_flag():
-                continue
-            mask = r.read_bits(length)
-            current = list(arrays[k])
-            for i in range(length):
-                if mask & (1 << i):
-                    current[i] = r.read_short() if elem_bits == 16 else r.read_long()
-            arrays[k] = tuple(current)
-    return PlayerState(values, *arrays)
+    # the bit walk is the reader's (one C call when built)
+    return PlayerState(*r.read_playerstate_delta(base.values, base.stats, base.persistant, base.ammo, base.powerups))
 
 
 def write_delta_playerstate(w: BitWriter, frm: PlayerState | None, to: PlayerState) -> None:

@@ -16,7 +16,7 @@ from typing import Sequence
 from .errors import MsgError
 from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
 from .native import NATIVE
-from .netfields import FLOAT_INT_BIAS, FLOAT_INT_BITS
+from .netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_ARRAYS, PLAYER_FIELDS
 
 __all__ = [
     "MsgError", "BitWriter", "BitReader", "PyBitReader", "sanitize", "huffman_bits", "py_huffman_bits",
@@ -32,6 +32,8 @@ _DOT = ord(".")
 _PERCENT = ord("%")
 _F32 = struct.Struct("<f")
 _I32 = struct.Struct("<i")
+_ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
+_PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 _SANITIZE = bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in range(256))
 
 
@@ -322,6 +324,40 @@ class PyBitReader:
             bit = self._bit
         self._bit = bit
         return tuple(values)
+
+    def read_entity_delta(self, base: tuple) -> tuple | None:
+        """`MSG_ReadDeltaEntity` after the entity number: None if removed, `base` itself if
+        unchanged, else ENTITY_FIELDS' values read over it (their errors say `entityState: `)."""
+        if self.read_flag():
+            return None
+        if not self.read_flag():
+            return base
+        try:
+            return self.read_netfields(_ENTITY_WIDTHS, base, True)
+        except MsgError as e:
+            raise MsgError(f"entityState: {e}") from None
+
+    def read_playerstate_delta(self, base: tuple, stats: tuple, persistant: tuple, ammo: tuple,
+                               powerups: tuple) -> tuple:
+        """`MSG_ReadDeltaPlayerstate` over a base state's parts: `(values, stats, persistant, ammo,
+        powerups)`, PLAYER_FIELDS' values first (their errors say `playerState: `), then the four
+        arrays, each the base's own tuple where unchanged."""
+        try:
+            values = self.read_netfields(_PLAYER_WIDTHS, base, False)
+        except MsgError as e:
+            raise MsgError(f"playerState: {e}") from None
+        arrays = [stats, persistant, ammo, powerups]
+        if self.read_flag():
+            for k, (_, length, elem_bits) in enumerate(PLAYER_ARRAYS):
+                if not self.read_flag():
+                    continue
+                mask = self.read_bits(length)
+                current = list(arrays[k])
+                for i in range(length):
+                    if mask & (1 << i):
+                        current[i] = self.read_short() if elem_bits == 16 else self.read_long()
+                arrays[k] = tuple(current)
+        return (values, *arrays)
 
     def read_byte(self) -> int:
         return self.read_bits(8)

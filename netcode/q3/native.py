@@ -13,6 +13,7 @@ from types import ModuleType
 
 from .errors import MsgError
 from .huffman import STATIC_CODES
+from .netfields import ENTITY_FIELDS, PLAYER_FIELDS
 
 __all__ = ["NATIVE", "NATIVE_STATUS", "PURE_ENV"]
 
@@ -26,8 +27,14 @@ def _load() -> tuple[ModuleType | None, str]:
         from . import _q3native
     except ImportError as exc:
         return None, f"not built ({exc}); run netcode/q3/build_native.py"
-    _q3native.init(MsgError, STATIC_CODES)
+    init(_q3native)
     return _q3native, "in use"
+
+
+def init(module: ModuleType) -> None:
+    """Hand the extension what it shares with the Python code: the error type, the Huffman code
+    and the netField tables' widths (so none of them is written twice)."""
+    module.init(MsgError, STATIC_CODES, tuple(f.bits for f in ENTITY_FIELDS), tuple(f.bits for f in PLAYER_FIELDS))
 
 
 NATIVE, NATIVE_STATUS = _load()

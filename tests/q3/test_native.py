@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from support import LONG, REPO
 from headcast.netcode.q3 import build_native, clientmsg, msg, netchan, serverparse
 from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
-from headcast.netcode.q3.errors import MsgError
-from headcast.netcode.q3.huffman import STATIC_CODES
 from headcast.netcode.q3.native import NATIVE, PURE_ENV
+from headcast.netcode.q3.native import init as native_init
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
 from headcast.netcode.q3.usercmd import UserCmd
 
@@ -41,7 +40,7 @@ def _load():
         mod = importlib.import_module("headcast.netcode.q3._q3native")
     except ImportError as exc:
         pytest.fail(f"the C extension is not built ({exc}): run netcode/q3/build_native.py (scripts/setup.sh does)")
-    mod.init(MsgError, STATIC_CODES)
+    native_init(mod)
     return mod
 
 
@@ -217,6 +216,11 @@ def run_reader(cls, data, start, ops):
             _, entity, base = op
             widths = ENTITY_WIDTHS if entity else PLAYER_WIDTHS
             got = outcome(r.read_netfields, widths, base[:len(widths)] if base else tuple(range(len(widths))), entity)
+        elif kind == "entity_delta":
+            got = outcome(r.read_entity_delta, op[1] or tuple(range(len(ENTITY_WIDTHS))))
+        elif kind == "playerstate_delta":
+            _, base, arrays = op
+            got = outcome(r.read_playerstate_delta, (base or tuple(range(51)))[:len(PLAYER_WIDTHS)], *arrays)
         elif kind in ("bits", "data"):
             got = outcome(getattr(r, "read_" + kind), op[1])
         else:
@@ -231,6 +235,9 @@ reader_ops = st.lists(st.one_of(
     st.tuples(st.sampled_from(["flag", "byte", "short", "long", "string", "bigstring"])),
     st.tuples(st.just("data"), st.integers(-2, 40)),
     st.tuples(st.just("netfields"), st.booleans(), st.one_of(st.none(), float_bases)),
+    st.tuples(st.just("entity_delta"), st.one_of(st.none(), float_bases)),
+    st.tuples(st.just("playerstate_delta"), st.one_of(st.none(), float_bases),
+              st.lists(st.lists(st.integers(-5, 5), min_size=15, max_size=17).map(tuple), min_size=4, max_size=4)),
 ), max_size=30)
 
 
