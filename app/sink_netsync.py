@@ -60,6 +60,7 @@ class NetSyncSink:
         self._delta_start: Origin | None = None   # the rig origins self._delta was computed for
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
+        self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
 
     def poll(self, now: float) -> None:
         if self.link is None:
@@ -104,8 +105,16 @@ class NetSyncSink:
             # The Δ changes only when the rig moves the origin (a snap, the stick): kept between.
             self._delta_start, self._delta_origin = start, origin
             self._delta = xrorigin_delta(start, origin)
-        pf = pose_frame(state, self.stealth, self._delta)
-        self.frame = pf
+            self._built_from = None
+        parts = (frame.head, frame.right_grip, frame.left_grip)
+        if parts == self._built_from:
+            # The same stage poses under the same origin: the same frame. A still headset gives this
+            # until the policy's 1 s heartbeat, each frame past the rate cap, as an unchanged body.
+            pf = self.frame
+        else:
+            pf = pose_frame(state, self.stealth, self._delta)
+            self.frame = pf
+            self._built_from = parts
         if self.link is None:
             return None
         sent = self.link.send(pf, now)

@@ -121,6 +121,8 @@ class NetSyncClientCore:
         self.server_version: tuple[int, int, int] | None = None
         self._header = client_pose_header(device_id)  # validates the deviceId length once
         self._events: list[Event] = []
+        self._tail_of: PoseFrame | None = None  # the frame self._tail encodes
+        self._tail = b""
         self._last_rx: float | None = None
         self._silent = False
 
@@ -133,7 +135,14 @@ class NetSyncClientCore:
         """
         if self._last_rx is None:
             self._last_rx = now  # _start, inlined: once per frame
-        tail = encode_body_tail(_STEALTH_FRAME if self.stealth else frame)
+        if self.stealth:
+            frame = _STEALTH_FRAME
+        if frame is not self._tail_of:
+            # A PoseFrame is immutable: the same object offered again (a still headset, frame after
+            # frame until the heartbeat) has the same bytes, so they are not encoded again.
+            self._tail = encode_body_tail(frame)
+            self._tail_of = frame
+        tail = self._tail
         policy = self.policy
         seq = policy.decide(now, tail)
         counters = self.counters

@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
-from headcast.app.q3map import BUTTON_ATTACK, q3_intent, remote_head, weapon_frame_moves
+from headcast.app.q3map import BUTTON_ATTACK, q3_intent, quake_angles, remote_head, weapon_frame_moves
 from headcast.app.rig import Origin, Rig, RigSettings
+from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_sauer import UNITS_PER_METRE, SauerSink, npos_for
 from headcast.app.synthetic import orientation
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH
+from headcast.netcode import pose
 from headcast.netcode.pose import unity_position
 from headcast.netcode.sauer.npos import encode_npos
 from headcast.netcode.q3 import vrhead
@@ -22,6 +25,22 @@ def frame(head=(0, 0, 0), aim=(0, 0), head_ok=True, aim_ok=True, controls=Contro
     h = Pose(pos, orientation(*head), head_ok, head_ok, head_ok, head_ok)
     a = Pose((0.2, 1.2, -0.3), orientation(aim[0], aim[1], 0), aim_ok, aim_ok, aim_ok, aim_ok)
     return TrackingFrame(0, 0, h, a, a, a, a, controls)
+
+
+_COMPONENT = st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-300, math.nan, math.inf]),
+                      st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.tuples(_COMPONENT, _COMPONENT, _COMPONENT, _COMPONENT))
+def test_inlined_quake_angles_are_bit_identical_to_pose_quake_angles(q):
+    """q3map.quake_angles (inlined for the tick) gives pose.quake_angles' bits: zero signs too,
+    which decide ±180° (and so the ±60° roll clamp) in atan2."""
+    bits = lambda v: struct.pack("<3d", *v)  # noqa: E731
+    assert bits(quake_angles(q)) == bits(pose.quake_angles(q))
+    # straight up / down: the gimbal branch, yaw from the right vector
+    for p in (orientation(89.99999999, 30.0, 5.0), orientation(-90.0, -120.0, 0.0), (q[0], 0.0, 0.0, q[0])):
+        assert bits(quake_angles(p)) == bits(pose.quake_angles(p))
 
 
 def rig_state(f, yaw=0.0):
@@ -77,6 +96,26 @@ def test_netsync_frame_flags_and_stealth():
     assert len(encode_body(0, pf)) == 44
     assert pose_frame(rig_state(frame(head_ok=False))).flags == FLAG_PHYSICAL    # head not valid: no hands
     assert pose_frame(rig_state(f), stealth=True).flags == FLAG_STEALTH
+
+
+def test_netsync_sink_builds_a_frame_once_per_pose_and_origin():
+    """Equal stage poses under the same origin give the same PoseFrame object (the client then
+    skips encoding it again); any pose or origin change builds a new, correct one."""
+    sink = NetSyncSink()
+    rig = Rig()
+    f = frame(head=(10, 20, 0))
+    sink.send(rig.update(f, 0.0), f, 0.0)
+    first = sink.frame
+    g = frame(head=(10, 20, 0))            # new Pose objects, equal values
+    sink.send(rig.update(g, 0.0), g, 0.1)
+    assert sink.frame is first
+    for nxt, origin in ((frame(head=(10, 21, 0)), None), (g, Origin(0.5, 0.0, 30.0))):
+        if origin is not None:
+            rig.origin = origin
+        state = rig.update(nxt, 0.0)
+        sink.send(state, nxt, 0.2)
+        assert sink.frame is not first and sink.frame == pose_frame(state)
+        first = sink.frame
 
 
 def test_xrorigin_delta_uses_unity_yaw_sign():

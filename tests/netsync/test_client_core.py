@@ -13,7 +13,8 @@ from headcast.netcode.netsync.client import (
     ServerBack,
     ServerSilent,
 )
-from headcast.netcode.netsync.codec import PoseEncodeError, decode_body, decode_client_pose, encode_body, encode_device_id_mapping, encode_room_pose
+from headcast.netcode.netsync.codec import (PoseEncodeError, decode_body, decode_client_pose, encode_body, encode_body_tail,
+                                           encode_device_id_mapping, encode_room_pose)
 from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 
 ROOM = b"lobby"
@@ -94,6 +95,29 @@ def test_messages_carry_the_cached_header_and_policy_seq():
         core.pose_message(1.0, PoseFrame.build(Transform((float("nan"), 1.6, 0))))
     with pytest.raises(PoseEncodeError):
         NetSyncClientCore("lobby", "x" * 256)
+
+
+def test_a_frame_offered_again_is_not_encoded_again(monkeypatch):
+    """A still headset offers the same (immutable) PoseFrame frame after frame: its bytes are
+    encoded once, and the policy answers exactly as for fresh bytes (unchanged, then heartbeat)."""
+    import headcast.netcode.netsync.client as client_mod
+    encoded = []
+
+    def counting(frame):
+        encoded.append(frame)
+        return encode_body_tail(frame)
+    monkeypatch.setattr(client_mod, "encode_body_tail", counting)
+    core = NetSyncClientCore("lobby", "d")
+    still = PoseFrame.build(Transform((0, 1.6, 0)))
+    sent = [t for t in (0.0, 0.2, 0.5, 0.9, 1.0, 1.1, 2.0) if core.pose_message(t, still) is not None]
+    assert sent == [0.0, 1.0, 2.0] and encoded == [still]
+    assert core.counters.skipped["unchanged"] == 4
+    # an equal frame that is another object is encoded (identity, not equality, is trusted)
+    same = PoseFrame.build(Transform((0, 1.6, 0)))
+    assert core.pose_message(2.5, same) is None and encoded == [still, same]
+    moved = PoseFrame.build(Transform((0, 1.7, 0)))
+    assert decode_client_pose(core.pose_message(2.6, moved)).body.head.pos[1] == pytest.approx(1.7)
+    assert core.pose_message(2.8, still) is not None and len(encoded) == 4  # back: a change again
 
 
 def test_own_pose_follows_the_number_from_the_latest_mapping():
