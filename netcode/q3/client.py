@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from . import huffman, oob, pure, serverparse
-from .delta import PlayerState
+from .delta import PlayerState, player_field
 from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
                      ServerCommand, SnapshotReceived)
 from .netchan import Netchan, NetchanMode
@@ -49,6 +49,8 @@ MAX_PENDING_COMMANDS = 32
 MAX_EVENTS = 1024
 MAX_QUEUED_DATAGRAMS = 256
 MAX_DROP_REASONS = 32
+_PS_DELTA_ANGLES = player_field("delta_angles")  # per snapshot: no attribute-lookup calls
+_PS_COMMAND_TIME = player_field("commandTime")
 _F32X3 = struct.Struct("<3f")  # three C floats: angle2short's rounding, batched
 
 
@@ -595,11 +597,11 @@ class Q3ClientCore:
             return
         self._snapshots[snap.message_num % PACKET_BACKUP] = snap
         self._last_snap = snap
-        self._delta_angles = snap.ps.delta_angles
+        ps = snap.ps
+        self._delta_angles = _PS_DELTA_ANGLES(ps.values)
         self._last_snap_time = now
         self._counters["snapshots"] += 1
-        ps = snap.ps
-        command_time = ps.command_time
+        command_time = _PS_COMMAND_TIME(ps.values)
         for sent_at, cmd_time in reversed(self._out_packets):
             if command_time >= cmd_time:
                 self._latency_ms = (now - sent_at) * 1000.0

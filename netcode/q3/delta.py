@@ -33,7 +33,7 @@ from .netfields import (
 
 __all__ = [
     "EntityState", "PlayerState", "NULL_ENTITY", "NULL_PLAYER",
-    "read_delta_entity", "write_delta_entity", "read_delta_playerstate", "write_delta_playerstate",
+    "read_delta_entity", "write_delta_entity", "read_delta_playerstate", "write_delta_playerstate", "player_field",
 ]
 
 _F32 = struct.Struct("<f")
@@ -85,6 +85,18 @@ def _getters(names: dict[str, int | tuple[int, ...]]) -> dict[str, Any]:
 
 _ENTITY_GET = _getters(_ENTITY_NAMES)
 _PLAYER_GET = _getters(_PLAYER_NAMES)
+
+
+def player_field(name: str) -> Any:
+    """A C-level reader of one playerState field (or array, e.g. `delta_angles`) from `ps.values`:
+    `player_field("command_time")(ps.values)` is `ps.command_time` without the attribute lookup's
+    two Python calls, for per-snapshot code."""
+    ix = _PLAYER_GET[name]
+    if ix.__class__ is int:
+        return itemgetter(ix)
+    if not isinstance(ix, itemgetter):
+        raise KeyError(name)
+    return ix
 
 
 def _get(values: tuple, getters: dict[str, Any], name: str) -> Any:

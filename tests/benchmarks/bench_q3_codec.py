@@ -17,7 +17,6 @@ import time
 
 from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.delta import (
-    NULL_PLAYER,
     EntityState,
     PlayerState,
     read_delta_entity,
