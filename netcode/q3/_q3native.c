@@ -56,7 +56,7 @@ static PyObject *native_init(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "init: the first argument must be an exception class");
         return NULL;
     }
-    fast = PySequence_Fast(codes, "init: STATIC_CODES must be a sequence");
+    fast = PySequence_Tuple(codes);
     if (fast == NULL)
         return NULL;
     if (PySequence_Fast_GET_SIZE(fast) != 257) {
@@ -197,12 +197,13 @@ static inline int low64(PyObject *o, uint64_t *out)
     return 0;
 }
 
-/* huffman_bits(fields): see msg.huffman_bits; widths here are 0..64. */
+/* huffman_bits(fields): see msg.huffman_bits; widths here are 0..64. Sequences are copied to
+ * tuples throughout: an item's __index__ cannot then resize what is being walked. */
 static PyObject *native_huffman_bits(PyObject *self, PyObject *fields)
 {
     if (check_ready() < 0)
         return NULL;
-    PyObject *fast = PySequence_Fast(fields, "huffman_bits: fields must be a sequence");
+    PyObject *fast = PySequence_Tuple(fields);
     if (fast == NULL)
         return NULL;
     Py_ssize_t npairs = PySequence_Fast_GET_SIZE(fast) / 2;
@@ -312,7 +313,7 @@ static int read_cmd(PyObject *o, Cmd *c)
     PyObject *angles = PyObject_GetAttr(o, s_angles);
     if (angles == NULL)
         return -1;
-    PyObject *fast = PySequence_Fast(angles, "UserCmd.angles must be a sequence");
+    PyObject *fast = PySequence_Tuple(angles);
     Py_DECREF(angles);
     if (fast == NULL)
         return -1;
@@ -382,7 +383,7 @@ static int write_message(Writer *w, PyObject *o_sid, PyObject *o_mseq, PyObject 
     uint64_t sid, mseq, cseq;
     if (low64(o_sid, &sid) < 0 || low64(o_mseq, &mseq) < 0 || low64(o_cseq, &cseq) < 0)
         return -1;
-    PyObject *rfast = PySequence_Fast(reliable, "reliable_commands must be a sequence");
+    PyObject *rfast = PySequence_Tuple(reliable);
     if (rfast == NULL)
         return -1;
     PyObject *cfast = NULL, *pfast = NULL;
@@ -393,7 +394,7 @@ static int write_message(Writer *w, PyObject *o_sid, PyObject *o_mseq, PyObject 
     w_value(w, cseq, 32);
     uint8_t text[MAX_STRING_CHARS];
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(rfast); i++) {
-        pfast = PySequence_Fast(PySequence_Fast_GET_ITEM(rfast, i), "reliable_commands must hold (seq, text) pairs");
+        pfast = PySequence_Tuple(PySequence_Fast_GET_ITEM(rfast, i));
         if (pfast == NULL)
             goto fail;
         if (PySequence_Fast_GET_SIZE(pfast) != 2) {
@@ -432,7 +433,7 @@ static int write_message(Writer *w, PyObject *o_sid, PyObject *o_mseq, PyObject 
             PyErr_Format(PyExc_ValueError, "button_bits must be 16 or 32, not %R", o_bb);
             goto fail;
         }
-        cfast = PySequence_Fast(cmds, "cmds must be a sequence");
+        cfast = PySequence_Tuple(cmds);
         if (cfast == NULL)
             goto fail;
         if (w_ensure(w, 16) < 0)
@@ -1047,7 +1048,7 @@ static PyObject *netfields(Reader *self, PyObject *widths, PyObject *base, int z
     int64_t lc;
     if (rd_bits(self, 8, 0, &lc) < 0)
         return NULL;
-    PyObject *wfast = PySequence_Fast(widths, "read_netfields: widths must be a sequence");
+    PyObject *wfast = PySequence_Tuple(widths);
     if (wfast == NULL)
         return NULL;
     Py_ssize_t nw = PySequence_Fast_GET_SIZE(wfast);

@@ -365,3 +365,16 @@ def test_garbage_flood_only_typed_errors() -> None:
         if time.monotonic() > deadline:
             break
     assert count >= 1000
+
+
+# ------------------------------------------------------------------ the build script
+
+
+def test_build_is_idempotent_and_says_what_is_missing(monkeypatch) -> None:
+    said: list[str] = []
+    if not build_native.stale():
+        assert build_native.build(say=said.append) == build_native.target()
+        assert said and "up to date" in said[0]
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    with pytest.raises(build_native.NativeBuildError, match="gcc not found"):
+        build_native.build(force=True)
