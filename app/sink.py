@@ -14,9 +14,12 @@ class Sink(Protocol):
     def poll(self, now: float) -> None:
         """Drain this sink's sockets and run its protocol timers (non-blocking)."""
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         """Map this frame and hand it to the protocol; the clock time the bytes reached the
-        socket, or None when nothing went out this frame (policy, not connected, offline)."""
+        socket, or None when nothing went out this frame (policy, not connected, offline).
+        `busy`: an earlier sink already handed bytes to a socket this frame. A sink whose protocol
+        takes a frame's delay (a rate-capped pose stream) may leave its send to a later frame, so
+        that two sends do not queue behind each other: each one's motion-to-wire stays short."""
 
     def observe(self, now: float) -> None:
         """After every sink has sent this frame: the far side's view, checks, display state

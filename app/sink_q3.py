@@ -40,7 +40,7 @@ class Q3Sink:
         if self.link is not None:
             self.link.poll(now)
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         # Connected, a usercmd is built only at the client's command tick: between ticks the
         # intent would be overwritten unsent (and observe() has nothing new to decode).
         link = self.link

@@ -61,7 +61,7 @@ class SauerSink:
     def poll(self, now: float) -> None:
         pass
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         if now < self._next:
             head = frame.head  # the stage pose: as valid as the world one, and no world pose built
             if head.position_valid and head.orientation_valid:
