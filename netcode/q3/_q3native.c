@@ -285,6 +285,50 @@ static Py_ssize_t text_size(PyObject *text)
     return n;
 }
 
+/* A new bytes object holding a copy of buf, safe to write into: PyBytes_FromStringAndSize with
+ * data returns CPython's shared object for a 1-byte string. */
+static PyObject *writable_copy(const void *buf, Py_ssize_t len)
+{
+    PyObject *out = PyBytes_FromStringAndSize(NULL, len);
+    if (out != NULL && len > 0)
+        memcpy(PyBytes_AS_STRING(out), buf, len);
+    return out;
+}
+
+/* netchan._xor's rule on buf[start:len], in place: a key rolled over `text` (sanitized, wrapping
+ * at its end, an empty text keys with one NUL) from index `start`, XORed with key0's low byte.
+ * 0, or -1 with an exception. */
+static int xor_scramble(uint8_t *buf, Py_ssize_t start, Py_ssize_t len, uint64_t key0, PyObject *text)
+{
+    if (len - start <= 0)
+        return 0;
+    Py_ssize_t size = text_size(text);
+    if (size < 0)
+        return -1;
+    uint8_t *chars = PyMem_Malloc(size + 1);
+    if (chars == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t n = sanitize_into(text, chars, size);
+    if (n < 0) {
+        PyMem_Free(chars);
+        return -1;
+    }
+    if (n == 0)
+        chars[n++] = 0;
+    unsigned parity = (unsigned)start & 1, k = 0, k0 = (unsigned)(key0 & 0xFF);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < len - start; i++) {
+        k ^= (unsigned)chars[j] << ((parity + (unsigned)i) & 1);
+        if (++j == n)
+            j = 0;
+        buf[start + i] ^= (uint8_t)(k ^ k0);
+    }
+    PyMem_Free(chars);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ usercmds */
 
 /* A delta cmd: 33 + 1 bits, then 8 fields of at most 33 bits each coded (<= 7 + 4 * 11 bits). */
@@ -554,29 +598,9 @@ static PyObject *native_client_datagram(PyObject *self, PyObject *args)
     if (!legacy) {
         uint32_t c = (uint32_t)(challenge ^ (seq * challenge));
         p[6] = (uint8_t)c; p[7] = (uint8_t)(c >> 8); p[8] = (uint8_t)(c >> 16); p[9] = (uint8_t)(c >> 24);
-    } else if (msglen > CL_ENCODE_START) {
-        Py_ssize_t size = text_size(last);
-        uint8_t *chars = size < 0 ? NULL : PyMem_Malloc(size + 1);
-        if (chars == NULL) {
-            if (size >= 0)
-                PyErr_NoMemory();
-            w_free(&w);
-            return NULL;
-        }
-        Py_ssize_t n = sanitize_into(last, chars, size);
-        if (n == 0)
-            chars[n++] = 0;
-        unsigned k = 0, k0 = (unsigned)((challenge ^ sid ^ mseq) & 0xFF);
-        Py_ssize_t j = 0;
-        uint8_t *body = p + header;
-        /* CL_ENCODE_START is even: the i & 1 shift starts at 0 (see netchan._xor) */
-        for (Py_ssize_t i = 0; i < msglen - CL_ENCODE_START; i++) {
-            k ^= (unsigned)chars[j] << (i & 1);
-            if (++j == n)
-                j = 0;
-            body[CL_ENCODE_START + i] ^= (uint8_t)(k ^ k0);
-        }
-        PyMem_Free(chars);
+    } else if (xor_scramble(p + header, CL_ENCODE_START, msglen, challenge ^ sid ^ mseq, last) < 0) {
+        w_free(&w);
+        return NULL;
     }
     PyObject *out = PyBytes_FromStringAndSize((const char *)w.buf, w.len);
     w_free(&w);
@@ -590,52 +614,20 @@ static PyObject *native_xor(PyObject *self, PyObject *args)
 {
     Py_buffer data;
     Py_ssize_t start;
-    PyObject *o_key, *text;
+    PyObject *o_key, *text, *out = NULL;
+    uint64_t key;
     if (!PyArg_ParseTuple(args, "y*nOO:xor", &data, &start, &o_key, &text))
         return NULL;
-    PyObject *out = NULL;
-    uint64_t key;
-    uint8_t *chars = NULL;
     if (start < 0) {
         PyErr_SetString(PyExc_ValueError, "xor: negative start");
         goto done;
     }
     if (low64(o_key, &key) < 0)
         goto done;
-    Py_ssize_t count = data.len - start;
-    if (count <= 0) {
-        out = PyBytes_FromStringAndSize(data.buf, data.len);
-        goto done;
-    }
-    Py_ssize_t size = text_size(text);
-    if (size < 0)
-        goto done;
-    chars = PyMem_Malloc(size + 1);
-    if (chars == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t n = sanitize_into(text, chars, size);
-    if (n < 0)
-        goto done;
-    if (n == 0)
-        chars[n++] = 0;   /* an empty text keys with one NUL, as the reference */
-    out = PyBytes_FromStringAndSize(NULL, data.len);
-    if (out == NULL)
-        goto done;
-    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
-    const uint8_t *src = data.buf;
-    memcpy(dst, src, start);
-    unsigned parity = (unsigned)start & 1, k = 0, k0 = (unsigned)(key & 0xFF);
-    Py_ssize_t j = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        k ^= (unsigned)chars[j] << ((parity + (unsigned)i) & 1);
-        if (++j == n)
-            j = 0;
-        dst[start + i] = (uint8_t)(src[start + i] ^ k ^ k0);
-    }
+    out = writable_copy(data.buf, data.len);
+    if (out != NULL && xor_scramble((uint8_t *)PyBytes_AS_STRING(out), start, data.len, key, text) < 0)
+        Py_CLEAR(out);
 done:
-    PyMem_Free(chars);
     PyBuffer_Release(&data);
     return out;
 }
@@ -684,7 +676,6 @@ static PyObject *native_legacy_unscramble(PyObject *self, PyObject *args)
 {
     Py_buffer data;
     PyObject *o_key, *ring, *out = NULL;
-    uint8_t *chars = NULL;
     uint64_t key;
     if (check_ready() < 0)
         return NULL;
@@ -697,46 +688,16 @@ static PyObject *native_legacy_unscramble(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "legacy netchan needs a %d-slot command ring, got %zd slots", RING, nring);
         goto done;
     }
-    Py_ssize_t count = data.len - SV_ENCODE_START;
-    if (count <= 0) {
-        out = PyBytes_FromStringAndSize(data.buf, data.len);
+    out = writable_copy(data.buf, data.len);
+    if (out == NULL || data.len <= SV_ENCODE_START)
         goto done;
-    }
     int64_t ack;
     lenient_longs(data.buf, data.len, 0, 1, &ack);
     PyObject *text = PySequence_GetItem(ring, (Py_ssize_t)(ack & (RING - 1)));
-    if (text == NULL)
-        goto done;
-    Py_ssize_t size = text_size(text);
-    chars = size < 0 ? NULL : PyMem_Malloc(size + 1);
-    if (chars == NULL) {
-        if (size >= 0)
-            PyErr_NoMemory();
-        Py_DECREF(text);
-        goto done;
-    }
-    Py_ssize_t n = sanitize_into(text, chars, size);
-    Py_DECREF(text);
-    if (n < 0)
-        goto done;
-    if (n == 0)
-        chars[n++] = 0;
-    out = PyBytes_FromStringAndSize(NULL, data.len);
-    if (out == NULL)
-        goto done;
-    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
-    const uint8_t *src = data.buf;
-    memcpy(dst, src, SV_ENCODE_START);
-    unsigned k = 0, k0 = (unsigned)(key & 0xFF);
-    Py_ssize_t j = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        k ^= (unsigned)chars[j] << (i & 1);   /* SV_ENCODE_START is even */
-        if (++j == n)
-            j = 0;
-        dst[SV_ENCODE_START + i] = (uint8_t)(src[SV_ENCODE_START + i] ^ k ^ k0);
-    }
+    if (text == NULL || xor_scramble((uint8_t *)PyBytes_AS_STRING(out), SV_ENCODE_START, data.len, key, text) < 0)
+        Py_CLEAR(out);
+    Py_XDECREF(text);
 done:
-    PyMem_Free(chars);
     PyBuffer_Release(&data);
     return out;
 }

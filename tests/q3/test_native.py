@@ -181,6 +181,14 @@ def test_xor_matches(data, start, key, text) -> None:
     assert N.xor(data, start, key, text) == netchan._xor(data, start, key, text, {})
 
 
+def test_short_outputs_are_fresh_objects() -> None:
+    """CPython shares its 1-byte bytes objects: writing into one would change b"y" everywhere."""
+    for _ in range(3):
+        assert N.xor(b"y", 0, 0, "cp") == netchan._xor(b"y", 0, 0, "cp", {})
+        assert N.legacy_unscramble(b"yyyyy", 0, ["cp"] * 64) == netchan._xor(b"yyyyy", 4, 0, "cp", {})
+    assert b"y"[0] == 0x79 and b"yyyy"[:1].hex() == "79"  # the shared object is unchanged
+
+
 @FUZZ
 @given(st.binary(max_size=40), st.integers(0, 45), st.integers(0, 5))
 def test_lenient_long_read_matches(data, start, count) -> None:
