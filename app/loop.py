@@ -66,7 +66,9 @@ class FrameLoop:
             gc.freeze()
         sinks = self.sinks
         for s in sinks:
-            s.poll(start)
+            poll = s.poll
+            if poll is not None:
+                poll(start)
         poll_cost = clock() - start
         try:
             frame = self.source.next_frame()
@@ -95,7 +97,9 @@ class FrameLoop:
                 busy = True
                 tel.wire(t_wire - located)
         for s in sinks:
-            s.observe(located)
+            observe = s.observe
+            if observe is not None:
+                observe(located)
         alive = True
         if self.mirror is not None:
             self._record_head(located)  # the plots' data: nothing else reads it

@@ -1,7 +1,7 @@
 """What the loop asks of every sink (Quake 3, NetSync, Sauerbraten)."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from headcast.app.rig import RigState
 from headcast.app.telemetry import SinkStatus
@@ -9,10 +9,13 @@ from headcast.xr.frame import TrackingFrame
 
 
 class Sink(Protocol):
+    """`poll` and `observe` are None on a sink with nothing to do in that phase: the loop then
+    skips the call (one costs microseconds on a cache-cold frame)."""
+
     name: str
 
-    def poll(self, now: float) -> None:
-        """Drain this sink's sockets and run its protocol timers (non-blocking)."""
+    # poll(now): drain this sink's sockets and run its protocol timers (non-blocking).
+    poll: Callable[[float], None] | None
 
     def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         """Map this frame and hand it to the protocol; the clock time the bytes reached the
@@ -21,9 +24,9 @@ class Sink(Protocol):
         takes a frame's delay (a rate-capped pose stream) may leave its send to a later frame, so
         that two sends do not queue behind each other: each one's motion-to-wire stays short."""
 
-    def observe(self, now: float) -> None:
-        """After every sink has sent this frame: the far side's view, checks, display state
-        (kept out of send() so no sink's bookkeeping delays another sink's bytes)."""
+    # observe(now): after every sink has sent this frame: the far side's view, checks, display
+    # state (kept out of send() so no sink's bookkeeping delays another sink's bytes).
+    observe: Callable[[float], None] | None
 
     def status(self, now: float) -> SinkStatus:
         ...

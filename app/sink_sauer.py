@@ -34,6 +34,8 @@ class SauerSink:
     the state taken at the game's send rate only when something shows it (status, demo)."""
 
     name = "sauer"
+    poll = None       # no socket
+    observe = None    # the record is built when shown
 
     def __init__(self) -> None:
         self._state: RigState | None = None
@@ -58,9 +60,6 @@ class SauerSink:
         data = self.data
         return decode_npos(data)[0] if data else None
 
-    def poll(self, now: float) -> None:
-        pass
-
     def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         if now < self._next:
             head = frame.head  # the stage pose: as valid as the world one, and no world pose built
@@ -69,9 +68,6 @@ class SauerSink:
         self._next = now + 1.0 / SEND_RATE
         self._state = state
         return None
-
-    def observe(self, now: float) -> None:
-        pass
 
     def status(self, now: float) -> SinkStatus:
         s = self.seen

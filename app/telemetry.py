@@ -26,6 +26,7 @@ class Ring:
         self.size, self.columns, self.n, self.i = size, columns, 0, 0
         self._pending: list[float] = []
         self._flush_at = self.BATCH * columns
+        self._flushed = 0
 
     def add(self, *values: float) -> None:
         """One row: exactly `columns` values."""
@@ -47,6 +48,12 @@ class Ring:
         self.data[:k - first] = block[first:]
         self.i = (self.i + k) % self.size
         self.n = min(self.n + len(rows), self.size)
+        self._flushed += len(rows)
+
+    @property
+    def added(self) -> int:
+        """Rows added since the start (the ring keeps the last `size`)."""
+        return self._flushed + len(self._pending) // self.columns
 
     def values(self) -> np.ndarray:
         """Oldest first."""
@@ -63,27 +70,41 @@ class Ring:
 
 
 class RateMeter:
-    """Messages and bytes per second over the last `window` seconds."""
+    """Messages and bytes per second over the last `window` seconds.
+
+    The last `size` sends in two preallocated lists: a send stores two numbers (no array, no
+    batch to flush), and a reader walks back over the last second's entries only."""
 
     def __init__(self, window: float = 1.0, size: int = 1024) -> None:
         self.window = window
-        self.events = Ring(size, 2)  # (time, bytes)
+        self.size = size
+        self._times = [0.0] * size
+        self._bytes = [0] * size
+        self._i = 0                  # where the next send goes
         self.total_messages = 0
         self.total_bytes = 0
 
     def add(self, now: float, nbytes: int) -> None:
-        self.events.add(now, nbytes)
+        i = self._i
+        self._times[i] = now
+        self._bytes[i] = nbytes
+        self._i = i + 1 if i + 1 < self.size else 0
         self.total_messages += 1
         self.total_bytes += nbytes
 
     def rates(self, now: float) -> tuple[float, float]:
         """(messages/s, bytes/s)."""
-        self.events.flush()
-        if self.events.n == 0:
-            return 0.0, 0.0
-        v = self.events.data[: self.events.n]
-        recent = v[v[:, 0] > now - self.window]
-        return len(recent) / self.window, float(recent[:, 1].sum()) / self.window
+        since = now - self.window
+        times, sizes = self._times, self._bytes
+        n = total = 0
+        i = self._i
+        for _ in range(min(self.total_messages, self.size)):
+            i = i - 1 if i else self.size - 1
+            if times[i] <= since:
+                break
+            n += 1
+            total += sizes[i]
+        return n / self.window, total / self.window
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,15 +134,14 @@ class Telemetry:
         self.latency = Ring(history)       # pose located → bytes handed to a socket, seconds
         # t, sent pitch, sent yaw, seen pitch, seen yaw (NaN where nothing seen yet)
         self.head_series = Ring(plot_points, 5)
-        self.frames = 0
         self.tracking_lost_frames = 0
+        # frame(cost) and wire(latency), once per frame: the rings' own add, one call each
+        self.frame = self.frame_cost.add
+        self.wire = self.latency.add
 
-    def frame(self, cost: float) -> None:
-        self.frames += 1
-        self.frame_cost.add(cost)
-
-    def wire(self, latency: float) -> None:
-        self.latency.add(latency)
+    @property
+    def frames(self) -> int:
+        return self.frame_cost.added
 
     def head(self, t: float, sent: tuple[float, float] | None, seen: tuple[float, float] | None) -> None:
         nan = float("nan")

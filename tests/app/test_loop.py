@@ -186,6 +186,23 @@ def test_batched_ring_equals_a_plain_ring(size, bursts):
         assert r.n == len(want)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 40), st.lists(st.tuples(st.floats(0.0, 0.5), st.integers(0, 1500)), max_size=120),
+       st.floats(0.0, 3.0))
+def test_rate_meter_counts_the_last_window_of_what_it_holds(size, sends, later):
+    m = RateMeter(window=1.0, size=size)
+    t, log = 0.0, []
+    for gap, nbytes in sends:
+        t += gap
+        m.add(t, nbytes)
+        log.append((t, nbytes))
+    now = t + later
+    held = log[-size:]
+    recent = [b for i, (ts, b) in enumerate(held) if ts > now - 1.0 and all(x > now - 1.0 for x, _ in held[i:])]
+    assert m.rates(now) == (len(recent) / 1.0, sum(recent) / 1.0)
+    assert m.total_messages == len(log) and m.total_bytes == sum(b for _, b in log)
+
+
 def test_script_sampling_steps_controls_and_loops():
     k = sample(LOOK_AROUND, 5.6)
     assert k.turn_x == 1.0 and k.tracked
