@@ -86,8 +86,9 @@ class Q3Link:
         self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
         self._delta_angles: tuple = (0, 0, 0)
         self._unread = False  # a tick was sent and its snapshots are not read yet
-        self._bytes_out = self.client.core.counters  # a live view: Status would copy everything each frame
+        self._counters = self.client.core.counters  # a live view: Status would copy everything each frame
         self.due_at = -math.inf
+        self._linked = False
         self._update_due()
 
     @property
@@ -128,7 +129,8 @@ class Q3Link:
         the client move its timer, so it is read after each of them instead of every frame."""
         core = self.client.core
         timer = core.get_timer()
-        self.due_at = timer if timer is not None and core.state in LINKED else -math.inf
+        self._linked = core.state in LINKED
+        self.due_at = timer if timer is not None and self._linked else -math.inf
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
         head = intent.head
@@ -137,12 +139,11 @@ class Q3Link:
         client = self.client
         client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
                          intent.user_buttons, 0, head)
-        counters = self._bytes_out
+        counters = self._counters
         before = counters["bytes_out"]
         # In game the tick's usercmd is built against the delta_angles read up to the last tick
         # (poll() reads the socket after the send); while joining the client reads first.
-        core = client.core
-        linked = core.state in LINKED
+        linked = self._linked  # the state only moves in calls into the client, each followed by _update_due
         delta = self._delta_angles
         events = client.send_due(now)
         sent = counters["bytes_out"] - before
@@ -156,7 +157,7 @@ class Q3Link:
             self._handle(events)
         self._update_due()
         self._unread = linked
-        self._sent[core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
+        self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
         return sent, t_wire

@@ -96,11 +96,12 @@ def quake_angles(q: Quat) -> tuple[float, float, float]:
 
 
 def q3_intent(state: RigState, controls: Controls, vr: bool, move_speed: float) -> Q3Intent:
-    hp = state.head
-    head = quake_angles(hp.orientation) if hp.orientation_valid else None
-    aim = state.right_aim
-    if aim.orientation_valid:
-        w_pitch, w_yaw, _ = quake_angles(aim.orientation)
+    stage = state.frame
+    q = state.world_orientation(stage.head)
+    head = quake_angles(q) if q is not None else None
+    q = state.world_orientation(stage.right_aim)
+    if q is not None:
+        w_pitch, w_yaw, _ = quake_angles(q)
     elif head is not None:
         # No right controller: aim where the head looks (a seated/gamepad-less setup).
         w_pitch, w_yaw = head[0], head[1]

@@ -80,7 +80,7 @@ class RigState:
     10 Hz), and on a cache-cold frame every Pose built costs several microseconds.
     """
 
-    __slots__ = ("start", "origin", "snapped", "move_world", "_frame", "_trig",
+    __slots__ = ("start", "origin", "snapped", "move_world", "frame", "_trig",
                  "_head", "_right_aim", "_left_grip", "_right_grip")
 
     def __init__(self, start: Origin, origin: Origin, frame: TrackingFrame, snapped: float,
@@ -89,37 +89,46 @@ class RigState:
         self.origin = origin
         self.snapped = snapped              # degrees turned by a snap this frame (0 if none)
         self.move_world = move_world        # left-stick velocity in world x, z (m/s), for the sinks
-        self._frame = frame
+        self.frame = frame                  # the stage poses
         self._trig = trig                   # origin.trig()
         self._head = self._right_aim = self._left_grip = self._right_grip = None
+
+    def world_orientation(self, stage: Pose) -> Quat | None:
+        """The world orientation of one of `frame`'s stage poses, None while it is not valid,
+        without building its world Pose: all a Q3 command tick reads of the head and the aim."""
+        if not stage.orientation_valid:
+            return None
+        cy, sy = self._trig[4], self._trig[5]
+        qx, qy, qz, qw = stage.orientation  # as pose_to_world
+        return cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
 
     # The left aim pose drives nothing, so it is not mapped.
     @property
     def head(self) -> Pose:
         p = self._head
         if p is None:
-            p = self._head = pose_to_world(self._frame.head, self._trig)
+            p = self._head = pose_to_world(self.frame.head, self._trig)
         return p
 
     @property
     def right_aim(self) -> Pose:
         p = self._right_aim
         if p is None:
-            p = self._right_aim = pose_to_world(self._frame.right_aim, self._trig)
+            p = self._right_aim = pose_to_world(self.frame.right_aim, self._trig)
         return p
 
     @property
     def left_grip(self) -> Pose:
         p = self._left_grip
         if p is None:
-            p = self._left_grip = pose_to_world(self._frame.left_grip, self._trig)
+            p = self._left_grip = pose_to_world(self.frame.left_grip, self._trig)
         return p
 
     @property
     def right_grip(self) -> Pose:
         p = self._right_grip
         if p is None:
-            p = self._right_grip = pose_to_world(self._frame.right_grip, self._trig)
+            p = self._right_grip = pose_to_world(self.frame.right_grip, self._trig)
         return p
 
 

@@ -124,3 +124,7 @@ def test_state_poses_are_the_frames_poses_in_the_world_of_this_frames_origin():
         for name in ("head", "right_aim", "left_grip", "right_grip"):
             assert getattr(state, name) == pose_to_world(getattr(src, name), origin.trig())
             assert getattr(state, name) is getattr(state, name)  # built once
+            stage = getattr(src, name)
+            assert state.world_orientation(stage) == (getattr(state, name).orientation if stage.orientation_valid else None)
+    lost = frame(2, head_valid=False)
+    assert rig.update(lost, 1 / 90).world_orientation(lost.head) is None
