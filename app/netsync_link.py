@@ -91,7 +91,12 @@ class NetSyncLink:
             return
         self._next_poll = now + POLL_PERIOD
         for ev in self.client.poll(now):
-            if isinstance(ev, Joined):
+            if isinstance(ev, OwnPose):  # the common one first: every broadcast carries it
+                self.own_body = ev.body
+            elif isinstance(ev, PeerPose):
+                self.others[ev.client_no] = ev.body
+                self._others_seen[ev.client_no] = now
+            elif isinstance(ev, Joined):
                 self.client_no = ev.client_no
                 self.state = "connected"
                 self.detail = f"client #{ev.client_no} in room {self.room!r}, server {'.'.join(map(str, ev.server_version))}"
@@ -100,15 +105,11 @@ class NetSyncLink:
                 self.detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
             elif isinstance(ev, ServerBack):
                 self.state = "connected" if self.client_no is not None else "connecting"
-            elif isinstance(ev, OwnPose):
-                self.own_body = ev.body
-            elif isinstance(ev, PeerPose):
-                self.others[ev.client_no] = ev.body
-                self._others_seen[ev.client_no] = now
-        for no, seen in list(self._others_seen.items()):
-            if now - seen > PEER_STALE_S:
-                del self._others_seen[no]
-                self.others.pop(no, None)
+        if self._others_seen:
+            for no, seen in list(self._others_seen.items()):
+                if now - seen > PEER_STALE_S:
+                    del self._others_seen[no]
+                    self.others.pop(no, None)
 
     def close(self) -> None:
         # NetSync has no leave message: the server drops us after its 5 s timeout. Closing the

@@ -220,7 +220,8 @@ class NetSyncClientCore:
                 self._emit(PeerPose(e.client_no, m.device_id if m else None, e.body, e.pose_time, now))
 
     def handle_timer(self, now: float) -> None:
-        self._start(now)
+        if self._last_rx is None:
+            self._last_rx = now  # _start, inlined: the transport calls this at every poll
         if not self._silent and now - self._last_rx > self.silence_timeout:
             self._silent = True
             self._emit(ServerSilent(now - self._last_rx))
