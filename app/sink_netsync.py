@@ -49,6 +49,7 @@ class NetSyncSink:
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
+        self.observe = self._observe_offline if link is None else None
         # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
         self._last_send: float | None = None
@@ -142,10 +143,9 @@ class NetSyncSink:
             sent_frames.popitem(last=False)
         return t_wire
 
-    def observe(self, now: float) -> None:
-        """After every sink has sent. Offline: our body as a receiver would decode it."""
-        if self.link is not None:
-            return
+    def _observe_offline(self, now: float) -> None:
+        """After every sink has sent, offline: our body as a receiver would decode it. (Linked,
+        the server's broadcast shows it, read at poll: nothing to observe.)"""
         body = encode_body(0, self.frame)
         self.body_size = len(body)
         self.seen = decode_body(body)[0]
