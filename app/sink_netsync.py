@@ -49,6 +49,8 @@ class NetSyncSink:
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
+        # Per frame the loop calls only what has work: poll while linked, observe while offline.
+        self.poll = self._poll_linked if link is not None else None
         self.observe = self._observe_offline if link is None else None
         # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
@@ -67,9 +69,7 @@ class NetSyncSink:
         self._delta: OriginDelta | None = None
         self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
 
-    def poll(self, now: float) -> None:
-        if self.link is None:
-            return
+    def _poll_linked(self, now: float) -> None:
         self.link.poll(now)
         body = self.link.own_body
         if body is not None and body is not self.seen:

@@ -21,6 +21,7 @@ class Q3Sink:
         self.verify = verify                   # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
         self.link = link                       # a connected Q3Link, or None = offline
+        self.poll = None if link is None else link.poll  # the link's own: no call in between
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
         self.intent: Q3Intent | None = None
@@ -35,10 +36,6 @@ class Q3Sink:
     def head_bits_on_wire(self) -> bool:
         """Whether the link carries 32-bit buttons (a VR server and vr=1); offline: what we would send."""
         return self.vr if self.link is None else self.link.head_bits
-
-    def poll(self, now: float) -> None:
-        if self.link is not None:
-            self.link.poll(now)
 
     def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
         # Connected, a usercmd is built only at the client's command tick: between ticks the
