@@ -90,11 +90,9 @@ class FrameLoop:
             tel.tracking_lost_frames += 1
         if self.recorder is not None:
             self.recorder.write(frame)
-        busy = False
         for s in sinks:
-            t_wire = s.send(state, frame, located, busy)
+            t_wire = s.send(state, frame, located)
             if t_wire is not None:
-                busy = True
                 tel.wire(t_wire - located)
         for s in sinks:
             observe = s.observe

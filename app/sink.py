@@ -17,12 +17,9 @@ class Sink(Protocol):
     # poll(now): drain this sink's sockets and run its protocol timers (non-blocking).
     poll: Callable[[float], None] | None
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         """Map this frame and hand it to the protocol; the clock time the bytes reached the
-        socket, or None when nothing went out this frame (policy, not connected, offline).
-        `busy`: an earlier sink already handed bytes to a socket this frame. A sink whose protocol
-        takes a frame's delay (a rate-capped pose stream) may leave its send to a later frame, so
-        that two sends do not queue behind each other: each one's motion-to-wire stays short."""
+        socket, or None when nothing went out this frame (policy, not connected, offline)."""
 
     # observe(now): after every sink has sent this frame: the far side's view, checks, display
     # state (kept out of send() so no sink's bookkeeping delays another sink's bytes).

@@ -21,9 +21,6 @@ from headcast.netcode.pose import Vec3, unity_position
 from headcast.xr.frame import Pose, TrackingFrame
 
 SENT_HISTORY = 256
-# Frames a due send waits for one on which no other sink sends: Q3 ticks at 60 Hz take at most two
-# frames in a row of a 90 Hz loop, so the third is free.
-MAX_WAIT_FRAMES = 2
 
 
 @dataclass
@@ -55,7 +52,6 @@ class NetSyncSink:
         # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
         self._last_send: float | None = None
-        self._waited = 0                 # busy frames the due send has waited so far
         self.meter = RateMeter()
         self.frame: PoseFrame | None = None
         self.body_size = 0
@@ -101,17 +97,10 @@ class NetSyncSink:
         if body.physical is not None and stage.valid:
             c.physical_max = max(c.physical_max, _dist(body.physical.pos, unity_position(stage.position)))
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         last = self._last_send
         if last is not None and now - last < self._interval:
             return None  # the policy's own test, on the same `now`: it would refuse this frame
-        if busy and self._waited < MAX_WAIT_FRAMES and self.link is not None:
-            # Another sink sent this frame (a Q3 command tick): ours would queue behind it. The
-            # pose stream takes a frame's delay; a later frame sends a fresher pose sooner after
-            # it was located. (Offline nothing is sent: the frame is built for the display.)
-            self._waited += 1
-            return None
-        self._waited = 0
         start, origin = state.start, state.origin
         if origin is not self._delta_origin or start is not self._delta_start:
             # The Δ changes only when the rig moves the origin (a snap, the stick): kept between.

@@ -37,7 +37,7 @@ class Q3Sink:
         """Whether the link carries 32-bit buttons (a VR server and vr=1); offline: what we would send."""
         return self.vr if self.link is None else self.link.head_bits
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         # Connected, a usercmd is built only at the client's command tick: between ticks the
         # intent would be overwritten unsent (and observe() has nothing new to decode).
         link = self.link

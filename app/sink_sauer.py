@@ -60,7 +60,7 @@ class SauerSink:
         data = self.data
         return decode_npos(data)[0] if data else None
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float, busy: bool = False) -> float | None:
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         if now < self._next:
             head = frame.head  # the stage pose: as valid as the world one, and no world pose built
             if head.position_valid and head.orientation_valid:

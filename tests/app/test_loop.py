@@ -7,7 +7,6 @@ from hypothesis import given, settings, strategies as st
 
 from headcast.app.loop import FrameLoop, SourceEnded
 from headcast.app.rig import Rig
-from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_q3 import Q3Sink
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource, sample
 from headcast.app.telemetry import RateMeter, Ring, Telemetry
@@ -20,14 +19,12 @@ class Recorder:
     def __init__(self, name="rec", log=None, wire_delay=0.0, fail_close=False):
         self.name, self.log, self.wire_delay, self.fail_close = name, log if log is not None else [], wire_delay, fail_close
         self.closed = False
-        self.busy = []
 
     def poll(self, now):
         self.log.append(("poll", self.name))
 
-    def send(self, state, frame, now, busy=False):
+    def send(self, state, frame, now):
         self.log.append(("send", self.name, frame.seq))
-        self.busy.append(busy)
         return now + self.wire_delay if self.wire_delay else None
 
     def observe(self, now):
@@ -69,39 +66,6 @@ def test_order_per_frame_and_stop_reasons():
     assert loop.run() == "XR session ended: gone"
     loop = FrameLoop(Finite(5, SessionEnded("bye", lost=False)), Rig(), [])
     assert loop.run() == "XR session ended by the runtime"
-
-
-def test_later_sinks_are_told_when_an_earlier_one_sent_this_frame():
-    quiet, sender, later = Recorder("quiet"), Recorder("sender", wire_delay=0.0001), Recorder("later")
-    FrameLoop(Finite(3), Rig(), [quiet, sender, later]).run()
-    assert quiet.busy == sender.busy == [False] * 3 and later.busy == [True] * 3
-
-
-class FakeNetSyncLink:
-    def __init__(self):
-        self.sent = []
-
-    def send(self, pf, now):
-        self.sent.append(now)
-        return 50, 44, now + 0.0001, len(self.sent)
-
-
-def test_netsync_waits_at_most_two_busy_frames():
-    link = FakeNetSyncLink()
-    sink = NetSyncSink(link=link)
-    f = SyntheticSource(paced=False).next_frame()
-    state = Rig().update(f, 0.0)
-    frame_s = 1 / 90
-    busy = [True, True, True, False, True, False, False, False, False, False, False, True, True, False, True]
-    for i, b in enumerate(busy):
-        sink.send(state, f, i * frame_s, busy=b)
-    # due at once: two busy frames waited, the third sends anyway; due again after 0.1 s (frame
-    # 11 or 12, both busy): the first free frame sends
-    assert link.sent == [2 * frame_s, 13 * frame_s]
-    offline = NetSyncSink()   # sends nothing, so waits for nothing: its frame is there to show
-    offline.send(state, f, 0.0, busy=True)
-    offline.observe(0.0)
-    assert offline.frame is not None and offline.seen is not None
 
 
 def test_duration_and_window_close():
