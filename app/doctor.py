@@ -69,6 +69,27 @@ def check_mock() -> list[Finding]:
                     "" if motions else "reinstall headcast (assets/motions/*.motion are missing)")]
 
 
+def check_native() -> list[Finding]:
+    """The two C helpers: optional (the pure-Python paths give the same frames and bytes), but the
+    per-frame CPU figures in the README are measured with them."""
+    from headcast.netcode.q3.native import NATIVE, NATIVE_STATUS, PURE_ENV
+    from headcast.xr import fastframe
+    fix = "bash scripts/setup.sh (needs gcc, python3-dev and libopenxr-dev; rebuilds what is stale)"
+    out = []
+    if fastframe.load() is not None:
+        out.append(Finding("native", True, "XR frame helper (xr/_fastframe.c): in use"))
+    else:
+        state = "older than its source" if fastframe.library_path().exists() else "not built"
+        out.append(Finding("native", False, f"XR frame helper (xr/_fastframe.c): {state}; frames go through "
+                           "ctypes (same frames, ~2x the CPU per frame)", fix))
+    disabled = NATIVE is None and NATIVE_STATUS.startswith("disabled")
+    out.append(Finding("native", NATIVE is not None or disabled,
+                       f"Quake 3 codec extension (netcode/q3/_q3native.c): {NATIVE_STATUS}"
+                       + (f" (unset {PURE_ENV} to use it)" if disabled else ""),
+                       "" if NATIVE is not None or disabled else fix))
+    return out
+
+
 def check_display() -> list[Finding]:
     from headcast.app.mirror import display_available
     if not display_available():
@@ -142,7 +163,7 @@ def check_servers() -> list[Finding]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
-    for check in (check_openxr, check_mock, check_display, check_ports, check_servers):
+    for check in (check_openxr, check_mock, check_native, check_display, check_ports, check_servers):
         try:
             findings += check()
         except Exception as e:  # a check that breaks is itself a finding, not a traceback

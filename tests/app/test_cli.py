@@ -244,3 +244,24 @@ def test_doctor_all_good_with_the_mock_runtime_and_a_display(mock_manifest, xvfb
     found = {f["area"]: f["what"] for f in report["findings"]}
     assert "MockXR" in " ".join(f["what"] for f in report["findings"] if f["area"] == "openxr")
     assert found["display"].startswith("OpenGL")
+    native = [f["what"] for f in report["findings"] if f["area"] == "native"]
+    assert native == ["XR frame helper (xr/_fastframe.c): in use",
+                      "Quake 3 codec extension (netcode/q3/_q3native.c): in use"], native
+
+
+def test_doctor_says_when_a_native_helper_is_switched_off_or_missing(tmp_path):
+    from headcast.xr import fastframe
+    r = headcast("doctor", "--json", HEADCAST_PURE_PYTHON="1")
+    native = [f for f in json.loads(r.stdout)["findings"] if f["area"] == "native"]
+    assert native[1]["ok"] and "disabled by HEADCAST_PURE_PYTHON=1" in native[1]["what"], native
+    # A helper built from an older source is not loaded, and doctor says how to rebuild it.
+    library = fastframe.library_path()
+    built = library.stat().st_mtime
+    try:
+        os.utime(library, (built - 3600 * 24 * 365, built - 3600 * 24 * 365))
+        r = headcast("doctor", "--json")
+        native = [f for f in json.loads(r.stdout)["findings"] if f["area"] == "native"]
+        assert not native[0]["ok"] and "older than its source" in native[0]["what"], native
+        assert "scripts/setup.sh" in native[0]["fix"] and r.returncode == 1
+    finally:
+        os.utime(library, (built, built))
