@@ -128,8 +128,10 @@ class Q3Sink:
         i = self.intent
         packed = ""
         if i is not None:
-            packed = (f"buttons {i.buttons:#010x} roll {i.roll_short}" if self.head_bits_on_wire
-                      else f"buttons {i.buttons & 0xFFF:#06x} (16-bit, no head bits) roll {i.roll_short}")
+            # The wire's roll short (unsigned) and what it means: 62842 reads as -15.0°.
+            roll = f"roll {i.roll_short} ({(i.roll_short - 65536 if i.roll_short >= 32768 else i.roll_short) * 360 / 65536:+.1f}°)"
+            packed = (f"buttons {i.buttons:#010x} {roll}" if self.head_bits_on_wire
+                      else f"buttons {i.buttons & 0xFFF:#06x} (16-bit, no head bits) {roll}")
         error = None if self.link is None else self.link.last_error
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:

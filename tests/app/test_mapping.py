@@ -185,3 +185,13 @@ def test_q3_sink_verifies_every_usercmd_only_when_asked():
     worst = max(abs(p - remote_head(vrhead.pack_head(0, p, 0.0, 0.0), 0).pitch) for p in (10.3, -33.7, 51.1))
     assert every.head_quant_max == pytest.approx(worst) and worst > 1.0
     assert lazy.head_quant_max < worst                     # only the last usercmd, decoded when asked
+
+
+@pytest.mark.parametrize("roll, shown", [(-15.0, "(-15.0°)"), (15.0, "(+15.0°)"), (0.0, "(+0.0°)"), (-70.0, "(-60.0°)")])
+def test_q3_sink_status_shows_the_wire_roll_short_and_its_signed_angle(roll, shown):
+    from headcast.app.sink_q3 import Q3Sink
+    f = frame(head=(0, 0, roll))
+    sink = Q3Sink()
+    sink.send(rig_state(f), f, 0.0)
+    packed = sink.status(0.0).packed
+    assert packed.endswith(f"roll {sink.intent.roll_short} {shown}"), packed
