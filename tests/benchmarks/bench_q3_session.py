@@ -13,9 +13,11 @@
       whole-process and as the part spent in those two calls.
    Beside each, floors measured in the same run: the same loop with no client in it (same clock
    reads, same sleeps), and that loop plus the socket calls no 60 packets/s UDP client can avoid
-   (a zero-timeout readiness check and a 43-byte send per tick). On this 2-vCPU VM a wake-up
-   costs tens of µs and code runs several times slower cache-cold after each sleep than warm,
-   so these floors are a large share of the budget and grow with the host's load.
+   (a zero-timeout readiness check and a 43-byte send per tick), and that socket floor once more
+   as a small C program compiled here (no interpreter: the least any client could pay at 60
+   packets/s on this machine). On this 2-vCPU VM a wake-up costs tens of µs and code runs several
+   times slower cache-cold after each sleep than warm, so these floors are a large share of the
+   budget and grow with the host's load.
 2. The recorded server datagrams are replayed through a fresh core at simulated time (no sockets,
    no sleeps): the protocol work alone with warm caches. A live loop costs several times that,
    because after each sleep the interpreter runs cache-cold.
@@ -121,6 +123,58 @@ def socket_floor(seconds: float, hz: float) -> tuple[float, float]:
             if pause > 0:
                 time.sleep(pause)
         return time.process_time() - cpu0, time.monotonic() - t0
+
+
+# The socket floor again, as a C program: what the per-tick wake, poll and send cost with no
+# interpreter at all (the least any client on this machine could pay at 60 packets/s).
+C_FLOOR_SOURCE = r"""
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+static double mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+int main(int argc, char **argv) {
+    double seconds = atof(argv[1]), hz = atof(argv[2]);
+    int sink = socket(AF_INET, SOCK_DGRAM, 0), sock = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {0}; socklen_t len = sizeof a;
+    a.sin_family = AF_INET; a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(sink, (struct sockaddr *)&a, sizeof a) || getsockname(sink, (struct sockaddr *)&a, &len)
+        || connect(sock, (struct sockaddr *)&a, sizeof a)) { perror("socket"); return 1; }
+    char packet[43] = {0};
+    struct pollfd p = {sock, POLLIN, 0};
+    double t0 = mono(), now; long wakes = 0;
+    while ((now = mono()) - t0 < seconds) {
+        wakes++;
+        poll(&p, 1, 0);
+        send(sock, packet, sizeof packet, 0);
+        double pause = t0 + wakes / hz - now;
+        if (pause > 0) { struct timespec s = {(time_t)pause, (long)((pause - (time_t)pause) * 1e9)}; nanosleep(&s, NULL); }
+    }
+    struct timespec cpu; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    printf("%f %f\n", cpu.tv_sec + cpu.tv_nsec * 1e-9, mono() - t0);
+    return 0;
+}
+"""
+
+
+def c_socket_floor(seconds: float, hz: float) -> float | None:
+    """The socket floor's CPU share (%) as a compiled C loop; None when gcc is missing."""
+    import shutil
+    import subprocess
+    import tempfile
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="headcast-bench-") as tmp:
+        src, exe = os.path.join(tmp, "floor.c"), os.path.join(tmp, "floor")
+        with open(src, "w") as f:
+            f.write(C_FLOOR_SOURCE)
+        subprocess.run([gcc, "-O2", "-o", exe, src], check=True, capture_output=True)
+        cpu, elapsed = map(float, subprocess.run([exe, str(seconds), str(hz)], check=True, capture_output=True,
+                                                 text=True, timeout=seconds + 10).stdout.split())
+    return 100.0 * cpu / elapsed
 
 
 def live_session(config: ClientConfig) -> dict:
@@ -244,6 +298,7 @@ def main() -> None:
     config = ClientConfig(name="bench", vr=True, family=Family.LEGACY71, pure_paks=tuple(pk3_files()))
     floor_cpu, floor_el, floor_wakes = tick_floor(FLOOR_SECONDS, config.cmd_rate)
     sock_cpu, sock_el = socket_floor(FLOOR_SECONDS, config.cmd_rate)
+    c_floor = c_socket_floor(FLOOR_SECONDS, config.cmd_rate)
     live = live_session(config)
     floor90_cpu, _, floor90_el, _ = frame_loop(None, FLOOR_SECONDS, FRAME_HZ)
     cpu, elapsed, wakes = live["dedicated"]
@@ -257,6 +312,8 @@ def main() -> None:
     floor, sock_floor = 100.0 * floor_cpu / floor_el, 100.0 * sock_cpu / sock_el
     print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid ({floor_wakes / floor_el:.0f} wakes/s) "
           f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core")
+    if c_floor is not None:
+        print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core")
     print(f"     so the client's own work (Python, cache-cold after each sleep) is about {percent - sock_floor:.2f} % "
           f"of the {percent:.2f} %")
     f_cpu, f_inside, f_el, frames = live["frame"]
