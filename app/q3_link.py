@@ -24,7 +24,6 @@ from headcast.netcode.q3.vrhead import EF_VR_PLAYER
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
-USER_BITS = 0xFFF
 
 STATE_TEXT = {
     State.IDLE: "idle", State.PROBING: "connecting", State.CHALLENGING: "connecting",
