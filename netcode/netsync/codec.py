@@ -260,7 +260,7 @@ def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
 
 
 def encode_body_tail(frame: PoseFrame) -> bytes:
-    """The body after poseSeq (flags … last virtual): what the send policy's signature covers."""
+    """The body after poseSeq (flags … last virtual): what the send policy compares (Unity signs it)."""
     flags, n, args = _body_args(frame, [])
     return _body_struct(flags, n, False).pack(*args)
 
