@@ -197,7 +197,7 @@ static inline int low64(PyObject *o, uint64_t *out)
     return 0;
 }
 
-/* huffman_bits(fields): see msg.huffman_bits; widths here are 0..64. Sequences are copied to
+/* huffman_bits(fields): see msg.py_huffman_bits; widths here are 0..64. Sequences are copied to
  * tuples throughout: an item's __index__ cannot then resize what is being walked. */
 static PyObject *native_huffman_bits(PyObject *self, PyObject *fields)
 {
@@ -413,7 +413,7 @@ static void w_delta_cmd(Writer *w, uint64_t key, const Cmd *frm, const Cmd *to, 
     }
 }
 
-/* The message body of clientmsg.write_client_message into `w` (empty), same errors. */
+/* The message body of clientmsg.py_write_client_message into `w` (empty), same errors. */
 static int write_message(Writer *w, PyObject *o_sid, PyObject *o_mseq, PyObject *o_cseq, PyObject *reliable,
                          PyObject *cmds, uint64_t key, PyObject *o_bb, int move_no_delta)
 {
@@ -952,7 +952,7 @@ static PyObject *Reader_read_bigstring(Reader *self, PyObject *unused)
     return read_limited(self, BIG_INFO_STRING);
 }
 
-/* The value of field i (width `width`): 0 with *out set, or -1. Mirrors msg.read_netfields,
+/* The value of field i (width `width`): 0 with *out set, or -1. Mirrors msg.PyBitReader.read_netfields,
  * including where self->bit stands when an error is raised. */
 static int read_field(Reader *self, int64_t *bitp, PyObject *o_width, long width, int zero_flags, PyObject **out)
 {
@@ -1069,7 +1069,8 @@ static PyObject *Reader_read_netfields(Reader *self, PyObject *args, PyObject *k
     return netfields(self, widths, base, zero_flags);
 }
 
-/* A MsgError being raised becomes MsgError("what: <its message>") (delta._read_fields' prefix). */
+/* A MsgError being raised becomes MsgError("what: <its message>"): the prefix of
+ * PyBitReader.read_entity_delta and read_playerstate_delta. */
 static PyObject *prefix_msgerror(const char *what)
 {
     if (!PyErr_ExceptionMatches(MsgError))
@@ -1242,9 +1243,9 @@ static PyTypeObject ReaderType = {
 static PyMethodDef native_methods[] = {
     {"init", native_init, METH_VARARGS,
      "init(MsgError, STATIC_CODES, entity_widths, player_widths): tables and error type, once."},
-    {"huffman_bits", native_huffman_bits, METH_O, "msg.huffman_bits (widths 0..64)."},
+    {"huffman_bits", native_huffman_bits, METH_O, "msg.py_huffman_bits (widths 0..64)."},
     {"write_client_message", (PyCFunction)(void (*)(void))native_client_message, METH_VARARGS | METH_KEYWORDS,
-     "clientmsg.write_client_message."},
+     "clientmsg.py_write_client_message."},
     {"client_datagram", native_client_datagram, METH_VARARGS,
      "write_client_message + the netchan's single-datagram transmit (see netchan.transmit_client_message)."},
     {"xor", native_xor, METH_VARARGS, "netchan._xor without a cache: xor(data, start, key, text)."},
