@@ -16,7 +16,7 @@ from typing import Sequence
 from .errors import MsgError
 from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
 from .native import NATIVE
-from .netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_ARRAYS, PLAYER_FIELDS
+from .netfields import ENTITY_WIDTHS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_ARRAYS, PLAYER_WIDTHS
 
 __all__ = [
     "MsgError", "BitWriter", "BitReader", "PyBitReader", "sanitize", "huffman_bits", "py_huffman_bits",
@@ -32,8 +32,6 @@ _DOT = ord(".")
 _PERCENT = ord("%")
 _F32 = struct.Struct("<f")
 _I32 = struct.Struct("<i")
-_ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
-_PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 _SANITIZE = bytes(_DOT if (c > 127 or c == _PERCENT) else c for c in range(256))
 
 
@@ -333,7 +331,7 @@ class PyBitReader:
         if not self.read_flag():
             return base
         try:
-            return self.read_netfields(_ENTITY_WIDTHS, base, True)
+            return self.read_netfields(ENTITY_WIDTHS, base, True)
         except MsgError as e:
             raise MsgError(f"entityState: {e}") from None
 
@@ -343,7 +341,7 @@ class PyBitReader:
         powerups)`, PLAYER_FIELDS' values first (their errors say `playerState: `), then the four
         arrays, each the base's own tuple where unchanged."""
         try:
-            values = self.read_netfields(_PLAYER_WIDTHS, base, False)
+            values = self.read_netfields(PLAYER_WIDTHS, base, False)
         except MsgError as e:
             raise MsgError(f"playerState: {e}") from None
         arrays = [stats, persistant, ammo, powerups]

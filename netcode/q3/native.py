@@ -13,7 +13,7 @@ from types import ModuleType
 
 from .errors import MsgError
 from .huffman import STATIC_CODES
-from .netfields import ENTITY_FIELDS, PLAYER_FIELDS
+from .netfields import ENTITY_WIDTHS, PLAYER_WIDTHS
 
 __all__ = ["NATIVE", "NATIVE_STATUS", "PURE_ENV"]
 
@@ -34,7 +34,7 @@ def _load() -> tuple[ModuleType | None, str]:
 def init(module: ModuleType) -> None:
     """Hand the extension what it shares with the Python code: the error type, the Huffman code
     and the netField tables' widths (so none of them is written twice)."""
-    module.init(MsgError, STATIC_CODES, tuple(f.bits for f in ENTITY_FIELDS), tuple(f.bits for f in PLAYER_FIELDS))
+    module.init(MsgError, STATIC_CODES, ENTITY_WIDTHS, PLAYER_WIDTHS)
 
 
 NATIVE, NATIVE_STATUS = _load()

@@ -51,6 +51,11 @@ PLAYER_FIELDS: tuple[NetField, ...] = tuple(NetField(n, b) for n, b in (
     ("grapplePoint[1]", 0), ("grapplePoint[2]", 0), ("jumppad_ent", GENTITYNUM_BITS), ("loopSound", 16),
 ))
 
+# The tables' widths alone, in field order: what the generic walk (msg.BitReader.read_netfields,
+# and the C extension, handed them once) needs of them.
+ENTITY_WIDTHS: tuple[int, ...] = tuple(f.bits for f in ENTITY_FIELDS)
+PLAYER_WIDTHS: tuple[int, ...] = tuple(f.bits for f in PLAYER_FIELDS)
+
 # playerState arrays sent after the fields: (name, length, element bits: short 16 / long 32).
 PLAYER_ARRAYS: tuple[tuple[str, int, int], ...] = (
     ("stats", MAX_STATS, 16),

@@ -25,14 +25,12 @@ from headcast.netcode.q3 import build_native, clientmsg, msg, netchan, serverpar
 from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
 from headcast.netcode.q3.native import NATIVE, PURE_ENV
 from headcast.netcode.q3.native import init as native_init
-from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
+from headcast.netcode.q3.netfields import ENTITY_WIDTHS, PLAYER_WIDTHS
 from headcast.netcode.q3.usercmd import UserCmd
 
 PURE = os.environ.get(PURE_ENV, "") not in ("", "0")
 PROPS = settings(max_examples=2000 if LONG else 250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FUZZ = settings(max_examples=5000 if LONG else 500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ENTITY_WIDTHS = tuple(f.bits for f in ENTITY_FIELDS)
-PLAYER_WIDTHS = tuple(f.bits for f in PLAYER_FIELDS)
 
 
 def _load():
