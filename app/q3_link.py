@@ -145,21 +145,17 @@ class Q3Link:
         linked = self._linked  # the state only moves in calls into the client, each followed by _update_due
         delta = self._delta_angles
         events = client.send_due(now)
+        if events:
+            self._handle(events)  # sends nothing: bytes_out and sent_at stay this send's
+        self._update_due()
         sent = counters["bytes_out"] - before
         if sent <= 0:
-            if events:
-                self._handle(events)
-            self._update_due()
             return None
-        t_wire = client.sent_at
-        if events:
-            self._handle(events)
-        self._update_due()
         self._unread = linked
         self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
-        return sent, t_wire
+        return sent, client.sent_at
 
     def _handle(self, events) -> None:
         for ev in events:
