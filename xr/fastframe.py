@@ -20,6 +20,7 @@ from types import ModuleType
 from .mockrt.build import RuntimeBuildError, compile_library, default_build_dir, stale
 
 SOURCE = Path(__file__).resolve().parent / "_fastframe.c"
+_SOURCES = (SOURCE, Path(__file__).resolve())  # this file's FLAGS build it too
 MODULE = "headcast.xr._fastframe"
 LIBRARY_NAME = "_fastframe" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 # The C code repeats session.py's float arithmetic: no fused multiply-adds, on any machine.
@@ -59,7 +60,7 @@ def build(build_dir: Path | None = None, *, force: bool = False, say=lambda msg:
     are missing.
     """
     library = library_path(build_dir)
-    if force or stale(library, (SOURCE,)):
+    if force or stale(library, _SOURCES):
         include = Path(sysconfig.get_paths()["include"])
         if not (include / "Python.h").is_file():
             raise RuntimeBuildError(f"Python.h not found in {include}: install the Debian package python3-dev "
@@ -73,7 +74,7 @@ def build(build_dir: Path | None = None, *, force: bool = False, say=lambda msg:
 def load(build_dir: Path | None = None) -> ModuleType | None:
     """The extension module; None when it is not built, or built from an older source."""
     library = library_path(build_dir)
-    if stale(library, (SOURCE,)):
+    if stale(library, _SOURCES):
         return None
     loaded = sys.modules.get(MODULE)
     if loaded is not None and loaded.__file__ == str(library):

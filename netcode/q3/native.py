@@ -23,6 +23,10 @@ PURE_ENV = "HEADCAST_PURE_PYTHON"
 def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None, f"disabled by {PURE_ENV}=1"
+    from . import build_native
+    if build_native.SOURCE.exists() and build_native.target().exists() and build_native.stale():
+        # A build from an older source may not match the Python reference any more.
+        return None, "built from an older _q3native.c; run netcode/q3/build_native.py"
     try:
         from . import _q3native
     except ImportError as exc:

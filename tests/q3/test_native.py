@@ -94,6 +94,19 @@ def test_the_extension_is_in_use_when_built() -> None:
     assert netchan.NATIVE is NATIVE and serverparse.BitReader is NATIVE.BitReader
 
 
+def test_a_build_from_an_older_source_is_not_loaded(monkeypatch) -> None:
+    """Like the XR frame helper: a stale extension may no longer match the Python reference, so
+    the loader falls back and says why (doctor shows the status)."""
+    from headcast.netcode.q3 import native
+    monkeypatch.delenv(PURE_ENV, raising=False)
+    monkeypatch.setattr(build_native, "stale", lambda path=None: True)
+    module, status = native._load()
+    assert module is None and status == "built from an older _q3native.c; run netcode/q3/build_native.py"
+    monkeypatch.setattr(build_native, "stale", lambda path=None: False)
+    module, status = native._load()
+    assert status == "in use" and module is not None
+
+
 def test_the_codec_tests_pass_without_the_extension() -> None:
     """The non-live q3 tests (vectors from ioq3, fuzz, properties) once more on the Python fallback."""
     env = dict(os.environ, **{PURE_ENV: "1"})
