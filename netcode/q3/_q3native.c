@@ -12,8 +12,13 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #define NYT 256
 #define DECODE_BITS 11
@@ -298,6 +303,20 @@ static PyObject *writable_copy(const void *buf, Py_ssize_t len)
 /* netchan._xor's rule on buf[start:len], in place: a key rolled over `text` (sanitized, wrapping
  * at its end, an empty text keys with one NUL) from index `start`, XORed with key0's low byte.
  * 0, or -1 with an exception. */
+/* The rolling XOR over sanitized `chars` (n >= 1), in place on buf[start:len]. */
+static void xor_chars(uint8_t *buf, Py_ssize_t start, Py_ssize_t len, uint64_t key0, const uint8_t *chars,
+                      Py_ssize_t n)
+{
+    unsigned parity = (unsigned)start & 1, k = 0, k0 = (unsigned)(key0 & 0xFF);
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < len - start; i++) {
+        k ^= (unsigned)chars[j] << ((parity + (unsigned)i) & 1);
+        if (++j == n)
+            j = 0;
+        buf[start + i] ^= (uint8_t)(k ^ k0);
+    }
+}
+
 static int xor_scramble(uint8_t *buf, Py_ssize_t start, Py_ssize_t len, uint64_t key0, PyObject *text)
 {
     if (len - start <= 0)
@@ -317,14 +336,7 @@ static int xor_scramble(uint8_t *buf, Py_ssize_t start, Py_ssize_t len, uint64_t
     }
     if (n == 0)
         chars[n++] = 0;
-    unsigned parity = (unsigned)start & 1, k = 0, k0 = (unsigned)(key0 & 0xFF);
-    Py_ssize_t j = 0;
-    for (Py_ssize_t i = 0; i < len - start; i++) {
-        k ^= (unsigned)chars[j] << ((parity + (unsigned)i) & 1);
-        if (++j == n)
-            j = 0;
-        buf[start + i] ^= (uint8_t)(k ^ k0);
-    }
+    xor_chars(buf, start, len, key0, chars, n);
     PyMem_Free(chars);
     return 0;
 }
@@ -1238,6 +1250,753 @@ static PyTypeObject ReaderType = {
     .tp_getset = Reader_getset,
 };
 
+/* ------------------------------------------------------------------ the in-game pump */
+
+/* Pump(fd): the in-game command tick of transport.Q3Client.run, in C.
+ *
+ * Between two server messages a Quake 3 client's ticks differ only in the usercmd's time and
+ * input, the netchan sequence and the duplicated previous cmd; everything else in the packet is
+ * fixed by the last server message. configure() takes that context from the Python core
+ * (Q3ClientCore._pump_context), run(until) then sleeps to each tick, builds and sends the tick's
+ * datagram exactly as client._linked_timer + _send_packet + client_datagram would, and returns to
+ * Python when a datagram is waiting (read at ticks only, after the send, as the transport does),
+ * when a tick needs Python (the silence probe, the timeout, a message that needs fragments), when
+ * interrupted, when its log is full, or at `until`. take() hands the ticks back so the core's
+ * state is what its own ticks would have left. The GIL is released for the whole loop; set_input
+ * and interrupt may come from another thread. */
+
+#define PUMP_LOG 64
+#define PUMP_QUEUE 16          /* server datagrams held between two hand-overs */
+#define PUMP_MAX_READS 16      /* per tick (transport.MAX_READS_PER_POLL's role: a flood cannot hold the loop) */
+#define PUMP_DATAGRAM 65536
+#define SV_MAX_MSGLEN 16384    /* msg.MAX_MSGLEN */
+#define USER_BUTTONS 0xFFF    /* vrhead.USER_BUTTON_MASK: what a non-VR link keeps of the buttons */
+enum { PUMP_TICKED = -1, PUMP_UNTIL = 0, PUMP_READABLE = 1, PUMP_PYTHON = 2, PUMP_INTERRUPTED = 3,
+       PUMP_LOG_FULL = 4, PUMP_NOT_DUE = 5 };
+
+typedef struct {
+    PyObject_HEAD
+    int fd, configured, running;
+    /* the packet's context (configure) */
+    int legacy, bb, nodelta, vr, nrel;
+    uint64_t challenge, qport, sid, mseq, cseq, key, feed;
+    int64_t hash, in_seq;            /* the command text's hash key; the newest server sequence seen */
+    uint8_t *text;                   /* the command text (sanitized, >= 1 byte) then the reliable texts */
+    Py_ssize_t textlen;
+    uint64_t rel_seq[64];
+    Py_ssize_t rel_off[65];          /* reliable text i is text[rel_off[i] .. rel_off[i + 1]) */
+    uint8_t *buf;                    /* a datagram's worth, sized by configure */
+    Py_ssize_t cap;
+    int64_t delta[3], snap_server_time, step_ms, last_cmd_time;
+    int has_snap, nprev;
+    double snap_time, last_packet, next_probe, silence_probe, timeout, period, timer;
+    uint64_t seq;
+    Cmd prev, prev2;                 /* the newest cmd and the one before it */
+    /* input (set_input, any thread) */
+    pthread_mutex_t lock;
+    int64_t input[8];                /* ANGLE2SHORT of the wanted view x3, forward, right, up, buttons, weapon */
+    int interrupt;
+    /* since the last take() */
+    int nlog;
+    double log_now[PUMP_LOG];
+    int64_t log_time[PUMP_LOG];
+    uint64_t bytes;
+    long send_errors;              /* failed sends and ICMP errors read back (transport.socket_errors) */
+    double sent_at;
+    uint8_t *rbuf;                 /* one datagram, for the reads */
+    /* server datagrams read at ticks and not yet handed to the core (take) */
+    double batch;                  /* the longest a datagram waits here (run's argument) */
+    uint8_t *qbuf;
+    Py_ssize_t qlen, qoff[PUMP_QUEUE + 1];
+    int qn, urgent, read_failed;
+    double qtime[PUMP_QUEUE];
+} Pump;
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int Pump_init(Pump *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"fd", NULL};
+    int fd;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i:Pump", kwlist, &fd))
+        return -1;
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump is running");
+        return -1;
+    }
+    self->fd = fd;
+    return 0;
+}
+
+static PyObject *Pump_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    Pump *self = (Pump *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->fd = -1;
+        pthread_mutex_init(&self->lock, NULL);
+    }
+    return (PyObject *)self;
+}
+
+static void Pump_dealloc(Pump *self)
+{
+    PyMem_Free(self->text);
+    PyMem_Free(self->buf);
+    PyMem_RawFree(self->rbuf);
+    PyMem_RawFree(self->qbuf);
+    pthread_mutex_destroy(&self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *cmd_to_tuple(const Cmd *c)
+{
+    /* UserCmd's fields in order (server_time, angles, buttons, weapon, forwardmove, rightmove,
+     * upmove) as the core's own cmds hold them: server_time as int32, moves as signed chars. */
+    return Py_BuildValue("(L(KKK)KKLLL)", (long long)(int32_t)(uint32_t)c->server_time,
+                         (unsigned long long)c->f[0], (unsigned long long)c->f[1], (unsigned long long)c->f[2],
+                         (unsigned long long)c->f[6], (unsigned long long)c->f[7],
+                         (long long)(int8_t)(uint8_t)c->f[3], (long long)(int8_t)(uint8_t)c->f[4],
+                         (long long)(int8_t)(uint8_t)c->f[5]);
+}
+
+/* configure(context): the tuple client.Q3ClientCore._pump_context returns (its docstring lists the
+ * fields). Same errors as client_datagram for the parts they share. */
+static PyObject *Pump_configure(Pump *self, PyObject *ctx)
+{
+    int legacy, bb, nodelta, vr, has_snap;
+    PyObject *o_challenge, *o_qport, *o_sid, *o_mseq, *o_cseq, *reliable, *o_feed, *last, *cmds;
+    long long d[3], snap_server_time, step_ms, last_cmd_time;
+    unsigned long long seq;
+    double snap_time, last_packet, next_probe, silence_probe, timeout, period, timer;
+    uint64_t challenge, qport, sid, mseq, cseq, feed;
+    int64_t hash;
+    if (check_ready() < 0)
+        return NULL;
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump.configure while it runs");
+        return NULL;
+    }
+    if (!PyTuple_Check(ctx)) {
+        PyErr_SetString(PyExc_TypeError, "Pump.configure takes the context tuple");
+        return NULL;
+    }
+    long long in_seq;
+    if (!PyArg_ParseTuple(ctx, "pOOOOOOOOipp(LLL)pLdLddddddKOLL:configure", &legacy, &o_challenge, &o_qport,
+                          &o_sid, &o_mseq, &o_cseq, &reliable, &o_feed, &last, &bb, &nodelta, &vr, &d[0], &d[1],
+                          &d[2], &has_snap, &snap_server_time, &snap_time, &step_ms, &last_packet, &next_probe,
+                          &silence_probe, &timeout, &period, &timer, &seq, &cmds, &last_cmd_time, &in_seq))
+        return NULL;
+    if (bb != 16 && bb != 32) {
+        PyErr_Format(PyExc_ValueError, "button_bits must be 16 or 32, not %d", bb);
+        return NULL;
+    }
+    if (!(period > 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "Pump.configure: the tick period must be positive");
+        return NULL;
+    }
+    if (low64(o_challenge, &challenge) < 0 || low64(o_qport, &qport) < 0 || low64(o_sid, &sid) < 0
+            || low64(o_mseq, &mseq) < 0 || low64(o_cseq, &cseq) < 0 || low64(o_feed, &feed) < 0
+            || hash_key32(last, &hash) < 0)
+        return NULL;
+    PyObject *rfast = PySequence_Tuple(reliable), *cfast = NULL;
+    if (rfast == NULL)
+        return NULL;
+    Py_ssize_t nrel = PyTuple_GET_SIZE(rfast);
+    if (nrel > 64) {
+        PyErr_Format(PyExc_ValueError, "%zd reliable commands in flight (max 64)", nrel);
+        goto fail;
+    }
+    /* Sizes first: the command text, then each reliable text. */
+    Py_ssize_t size = text_size(last);
+    if (size < 0)
+        goto fail;
+    Py_ssize_t total = size + 1;
+    for (Py_ssize_t i = 0; i < nrel; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(rfast, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_ValueError, "reliable_commands must hold (seq, text) pairs");
+            goto fail;
+        }
+        Py_ssize_t n = text_size(PyTuple_GET_ITEM(pair, 1));
+        if (n < 0)
+            goto fail;
+        total += n;
+    }
+    uint8_t *text = PyMem_Malloc(total);
+    if (text == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_ssize_t n = sanitize_into(last, text, size);
+    if (n < 0) {
+        PyMem_Free(text);
+        goto fail;
+    }
+    if (n == 0)
+        text[n++] = 0;   /* an empty text keys with one NUL (xor_scramble's rule) */
+    Py_ssize_t at = n, textlen = n;
+    uint64_t rel_seq[64];
+    Py_ssize_t rel_off[65];
+    for (Py_ssize_t i = 0; i < nrel; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(rfast, i);
+        Py_ssize_t m = sanitize_into(PyTuple_GET_ITEM(pair, 1), text + at, total - at);
+        if (m < 0 || low64(PyTuple_GET_ITEM(pair, 0), &rel_seq[i]) < 0) {
+            PyMem_Free(text);
+            goto fail;
+        }
+        if (m >= MAX_STRING_CHARS) {
+            PyErr_Format(PyExc_ValueError, "string of %zd chars exceeds the %d-char limit", m, MAX_STRING_CHARS - 1);
+            PyMem_Free(text);
+            goto fail;
+        }
+        rel_off[i] = at;
+        at += m;
+    }
+    rel_off[nrel] = at;
+    /* The previous cmds (0, 1 or 2 UserCmds, oldest first). */
+    cfast = PySequence_Tuple(cmds);
+    if (cfast == NULL || PyTuple_GET_SIZE(cfast) > 2) {
+        if (cfast != NULL)
+            PyErr_SetString(PyExc_ValueError, "Pump.configure: at most 2 previous cmds");
+        PyMem_Free(text);
+        goto fail;
+    }
+    Cmd prev, prev2;
+    memset(&prev, 0, sizeof prev);
+    memset(&prev2, 0, sizeof prev2);
+    Py_ssize_t nprev = PyTuple_GET_SIZE(cfast);
+    if ((nprev >= 1 && read_cmd(PyTuple_GET_ITEM(cfast, nprev - 1), &prev) < 0)
+            || (nprev == 2 && read_cmd(PyTuple_GET_ITEM(cfast, 0), &prev2) < 0)) {
+        PyMem_Free(text);
+        goto fail;
+    }
+    /* A datagram's bound: every coded byte takes at most 11 bits (< 2 bytes). */
+    Py_ssize_t cap = 10 + 2 * (3 * 4 + (at - textlen) + 6 * nrel + 3) + 2 * CMD_MAX_BYTES + 16;
+    if (cap > self->cap) {
+        uint8_t *buf = PyMem_Realloc(self->buf, cap);
+        if (buf == NULL) {
+            PyErr_NoMemory();
+            PyMem_Free(text);
+            goto fail;
+        }
+        self->buf = buf;
+        self->cap = cap;
+    }
+    PyMem_Free(self->text);
+    self->text = text;
+    self->textlen = textlen;
+    self->nrel = (int)nrel;
+    memcpy(self->rel_seq, rel_seq, sizeof rel_seq[0] * nrel);
+    memcpy(self->rel_off, rel_off, sizeof rel_off[0] * (nrel + 1));
+    self->legacy = legacy;
+    self->bb = bb;
+    self->nodelta = nodelta;
+    self->vr = vr;
+    self->challenge = challenge;
+    self->qport = qport;
+    self->sid = sid;
+    self->mseq = mseq;
+    self->cseq = cseq;
+    self->feed = feed;
+    self->hash = hash;
+    self->key = feed ^ mseq ^ (uint64_t)hash;
+    self->in_seq = in_seq;
+    for (int i = 0; i < 3; i++)
+        self->delta[i] = d[i];
+    self->has_snap = has_snap;
+    self->snap_server_time = snap_server_time;
+    self->snap_time = snap_time;
+    self->step_ms = step_ms;
+    self->last_packet = last_packet;
+    self->next_probe = next_probe;
+    self->silence_probe = silence_probe;
+    self->timeout = timeout;
+    self->period = period;
+    self->timer = timer;
+    self->seq = seq;
+    self->prev = prev;
+    self->prev2 = prev2;
+    self->nprev = (int)nprev;
+    self->last_cmd_time = last_cmd_time;
+    self->configured = 1;
+    Py_DECREF(cfast);
+    Py_DECREF(rfast);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(cfast);
+    Py_DECREF(rfast);
+    return NULL;
+}
+
+/* set_input(a0, a1, a2, forward, right, up, buttons, weapon): ANGLE2SHORT of the wanted view,
+ * the moves, the buttons with the head bits packed in (a non-VR link keeps the user bits only) and
+ * the weapon, as client.Q3ClientCore._wire_input gives them. Thread-safe. */
+static PyObject *Pump_set_input(Pump *self, PyObject *args)
+{
+    long long v[8];
+    if (!PyArg_ParseTuple(args, "LLLLLLLL:set_input", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]))
+        return NULL;
+    pthread_mutex_lock(&self->lock);
+    for (int i = 0; i < 8; i++)
+        self->input[i] = v[i];
+    pthread_mutex_unlock(&self->lock);
+    Py_RETURN_NONE;
+}
+
+/* One tick at `now` (no Python objects: runs without the GIL). PUMP_TICKED when the datagram went
+ * out (or the send failed and was counted), else why Python must do this tick. */
+static int pump_tick(Pump *self, double now)
+{
+    double silent = now - self->last_packet;
+    if (silent >= self->timeout || (silent >= self->silence_probe && now >= self->next_probe))
+        return PUMP_PYTHON;   /* client._linked_timer's link watch */
+    if (self->nlog == PUMP_LOG)
+        return PUMP_LOG_FULL;
+    int64_t in[8];
+    pthread_mutex_lock(&self->lock);
+    memcpy(in, self->input, sizeof in);
+    pthread_mutex_unlock(&self->lock);
+    /* client._make_cmd */
+    Cmd cur;
+    for (int i = 0; i < 3; i++)
+        cur.f[i] = (uint64_t)(in[i] - self->delta[i]) & 0xFFFF;
+    cur.f[3] = (uint64_t)in[3] & 0xFF;
+    cur.f[4] = (uint64_t)in[4] & 0xFF;
+    cur.f[5] = (uint64_t)in[5] & 0xFF;
+    cur.f[6] = (uint64_t)(self->vr ? in[6] : (in[6] & USER_BUTTONS)) & 0xFFFFFFFFu;
+    cur.f[7] = (uint64_t)in[7] & 0xFF;
+    int64_t last = self->last_cmd_time, t;
+    if (self->has_snap)
+        t = self->snap_server_time + (int64_t)((now - self->snap_time) * 1000.0);
+    else
+        t = last + self->step_ms;
+    if (t < last + 1)
+        t = last + 1;
+    t &= 0xFFFFFFFFLL;
+    if (t & 0x80000000LL)
+        t -= 0x100000000LL;
+    cur.server_time = (uint64_t)t;
+    /* client._send_packet: the message (write_message's layout) after the netchan header */
+    int header = self->legacy ? 6 : 10;
+    Writer w = {self->buf, header, self->cap, 0, 0};
+    w_value(&w, self->sid, 32);
+    w_value(&w, self->mseq, 32);
+    w_value(&w, self->cseq, 32);
+    for (int i = 0; i < self->nrel; i++) {
+        w_value(&w, CLC_CLIENT_COMMAND, 8);
+        w_value(&w, self->rel_seq[i], 32);
+        for (Py_ssize_t j = self->rel_off[i]; j < self->rel_off[i + 1]; j++)
+            w_value(&w, self->text[j], 8);
+        w_value(&w, 0, 8);
+    }
+    w_value(&w, self->nodelta ? CLC_MOVE_NO_DELTA : CLC_MOVE, 8);
+    w_value(&w, self->nprev ? 2 : 1, 8);
+    Cmd zero;
+    memset(&zero, 0, sizeof zero);
+    if (self->nprev)
+        w_delta_cmd(&w, self->key, &zero, &self->prev, self->bb);
+    w_delta_cmd(&w, self->key, self->nprev ? &self->prev : &zero, &cur, self->bb);
+    w_value(&w, CLC_EOF, 8);
+    if (w.nacc) {
+        w.buf[w.len++] = (uint8_t)w.acc;
+        w.nacc = 0;
+    }
+    Py_ssize_t msglen = w.len - header;
+    if (msglen >= FRAGMENT_SIZE)
+        return PUMP_PYTHON;   /* fragments: the Python netchan's path */
+    uint8_t *p = w.buf;
+    uint32_t s = (uint32_t)self->seq;
+    p[0] = (uint8_t)s; p[1] = (uint8_t)(s >> 8); p[2] = (uint8_t)(s >> 16); p[3] = (uint8_t)(s >> 24);
+    p[4] = (uint8_t)self->qport; p[5] = (uint8_t)(self->qport >> 8);
+    if (!self->legacy) {
+        uint32_t c = (uint32_t)(self->challenge ^ (self->seq * self->challenge));
+        p[6] = (uint8_t)c; p[7] = (uint8_t)(c >> 8); p[8] = (uint8_t)(c >> 16); p[9] = (uint8_t)(c >> 24);
+    } else {
+        xor_chars(p + header, CL_ENCODE_START, msglen, self->challenge ^ self->sid ^ self->mseq, self->text,
+                  self->textlen);
+    }
+    if (send(self->fd, p, (size_t)w.len, 0) < 0)
+        self->send_errors++;   /* a full buffer or a vanished route: the protocol resends */
+    self->sent_at = mono_now();
+    /* the state the core's own tick would leave */
+    self->seq++;
+    self->prev2 = self->prev;
+    self->prev = cur;
+    if (self->nprev < 2)
+        self->nprev++;
+    self->last_cmd_time = t;
+    self->log_now[self->nlog] = now;
+    self->log_time[self->nlog] = t;
+    self->nlog++;
+    self->bytes += (uint64_t)w.len;
+    self->timer += self->period;
+    if (self->timer <= now)
+        self->timer = now + self->period;
+    return PUMP_TICKED;
+}
+
+static int parse_time(PyObject *o, double *out)
+{
+    *out = PyFloat_AsDouble(o);
+    if (*out == -1.0 && PyErr_Occurred())
+        return -1;
+    if (*out != *out) {
+        PyErr_SetString(PyExc_ValueError, "Pump: time is NaN");
+        return -1;
+    }
+    return 0;
+}
+
+static int pump_usable(Pump *self)
+{
+    if (!self->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump is not configured");
+        return -1;
+    }
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump is already running");
+        return -1;
+    }
+    return 0;
+}
+
+/* tick(now): one tick at `now` if the timer is due (PUMP_NOT_DUE otherwise), for tests and for a
+ * caller with its own clock. */
+static PyObject *Pump_tick(Pump *self, PyObject *o_now)
+{
+    double now;
+    if (parse_time(o_now, &now) < 0 || pump_usable(self) < 0)
+        return NULL;
+    if (now < self->timer)
+        return PyLong_FromLong(PUMP_NOT_DUE);
+    int r = pump_tick(self, now);
+    return PyLong_FromLong(r);
+}
+
+/* interrupt(): make a run() in another thread return RUN_INTERRUPTED at its next wake (at the
+ * latest one tick later). Thread-safe. */
+static PyObject *Pump_interrupt(Pump *self, PyObject *unused)
+{
+    __atomic_store_n(&self->interrupt, 1, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+/* take(): the ticks since the last take, and the state they left:
+ * (nows, server_times, cmds (the last 0-2, oldest first, as UserCmd field tuples), outgoing
+ *  sequence, last cmd time, timer, bytes sent, send errors, sent_at (None without ticks)). */
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A server datagram read at `now` (GIL released): queue it for the core and, when it is the next
+ * in-sequence netchan packet, acknowledge it from the next tick on, as ioq3 does with every packet
+ * it takes in (clc.serverMessageSequence): the message acknowledge, and the keys built on it. The
+ * header checks are netchan.process's; anything else (out-of-band, a fragment, a short or bad
+ * header) makes the hand-over urgent, and the core decides. 0, or -1 when the queue is full. */
+static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
+{
+    if (self->qn == PUMP_QUEUE || self->qlen + n > (Py_ssize_t)PUMP_QUEUE * PUMP_DATAGRAM)
+        return -1;
+    memcpy(self->qbuf + self->qlen, d, (size_t)n);
+    self->qoff[self->qn] = self->qlen;
+    self->qtime[self->qn] = now;
+    self->qlen += n;
+    self->qn++;
+    self->qoff[self->qn] = self->qlen;
+    int header = self->legacy ? 4 : 8;
+    if (n < header) {
+        self->urgent = 1;
+        return 0;
+    }
+    uint32_t raw = le32(d);
+    if (raw == 0xFFFFFFFFu || (raw & 0x80000000u)) {
+        self->urgent = 1;
+        return 0;
+    }
+    int64_t seq = raw;
+    if (!self->legacy && le32(d + 4) != (uint32_t)(self->challenge ^ ((uint64_t)seq * self->challenge))) {
+        self->urgent = 1;
+        return 0;
+    }
+    if (seq <= self->in_seq || n - header > SV_MAX_MSGLEN)
+        return 0;   /* the core drops it (and counts why) */
+    self->in_seq = seq;
+    self->mseq = (uint64_t)seq;
+    self->key = self->feed ^ self->mseq ^ (uint64_t)self->hash;
+    self->last_packet = now;
+    return 0;
+}
+
+/* The tick at `now` (the timer is due), then the reads (GIL released). PUMP_TICKED to go on,
+ * PUMP_READABLE when the queued datagrams should go to the core now, else why the core must
+ * take over. */
+static int pump_step(Pump *self, double now)
+{
+    int r = pump_tick(self, now);
+    if (r != PUMP_TICKED)
+        return r;
+    /* the tick's datagram is out: now read, as the transport does at a tick */
+    struct pollfd pfd = {self->fd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))) {
+        for (int i = 0; i < PUMP_MAX_READS; i++) {
+            ssize_t n = recv(self->fd, self->rbuf, PUMP_DATAGRAM, MSG_DONTWAIT);
+            if (n < 0) {
+                if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
+                    self->send_errors++;   /* an ICMP error queued on the connected socket */
+                    continue;
+                }
+                if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    self->read_failed = 1;  /* the core's own read meets it */
+                break;
+            }
+            if (pump_queue(self, self->rbuf, n, now) < 0) {
+                self->urgent = 1;   /* cannot happen with one read per datagram slot; stay bounded */
+                break;
+            }
+            if (self->qn == PUMP_QUEUE)
+                break;
+        }
+    }
+    if (self->read_failed)
+        return PUMP_PYTHON;
+    if (self->qn && (self->urgent || self->qn == PUMP_QUEUE || now - self->qtime[0] >= self->batch))
+        return PUMP_READABLE;
+    return PUMP_TICKED;
+}
+
+/* take(): what happened since the last take, and the state it left: (tick times, their cmds'
+ * server times, the last 0-2 cmds (oldest first, UserCmd field tuples), outgoing sequence, last
+ * cmd time, timer, bytes sent, socket errors, sent_at (None without ticks), the server
+ * datagrams read, their arrival times). */
+static PyObject *take_log(Pump *self)
+{
+    int n = self->nlog;
+    PyObject *nows = PyTuple_New(n), *times = PyTuple_New(n), *cmds = NULL, *out = NULL;
+    PyObject *dgrams = PyTuple_New(self->qn), *arrivals = PyTuple_New(self->qn);
+    if (nows == NULL || times == NULL || dgrams == NULL || arrivals == NULL)
+        goto done;
+    for (int i = 0; i < n; i++) {
+        PyObject *a = PyFloat_FromDouble(self->log_now[i]), *b = PyLong_FromLongLong(self->log_time[i]);
+        if (a == NULL || b == NULL) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        PyTuple_SET_ITEM(nows, i, a);
+        PyTuple_SET_ITEM(times, i, b);
+    }
+    for (int i = 0; i < self->qn; i++) {
+        PyObject *d = PyBytes_FromStringAndSize((const char *)self->qbuf + self->qoff[i], self->qoff[i + 1] - self->qoff[i]);
+        PyObject *t = PyFloat_FromDouble(self->qtime[i]);
+        if (d == NULL || t == NULL) {
+            Py_XDECREF(d);
+            Py_XDECREF(t);
+            goto done;
+        }
+        PyTuple_SET_ITEM(dgrams, i, d);
+        PyTuple_SET_ITEM(arrivals, i, t);
+    }
+    int k = n < 2 ? n : 2;
+    cmds = PyTuple_New(k);
+    if (cmds == NULL)
+        goto done;
+    for (int i = 0; i < k; i++) {
+        PyObject *c = cmd_to_tuple(k == 2 && i == 0 ? &self->prev2 : &self->prev);
+        if (c == NULL)
+            goto done;
+        PyTuple_SET_ITEM(cmds, i, c);
+    }
+    PyObject *sent_at = n ? PyFloat_FromDouble(self->sent_at) : (Py_INCREF(Py_None), Py_None);
+    if (sent_at == NULL)
+        goto done;
+    out = Py_BuildValue("(OOOKLdKlNOO)", nows, times, cmds, (unsigned long long)self->seq,
+                        (long long)self->last_cmd_time, self->timer, (unsigned long long)self->bytes,
+                        self->send_errors, sent_at, dgrams, arrivals);
+    if (out != NULL) {
+        self->nlog = 0;
+        self->bytes = 0;
+        self->send_errors = 0;
+        self->qn = 0;
+        self->qlen = 0;
+        self->urgent = 0;
+        self->read_failed = 0;
+    }
+done:
+    Py_XDECREF(nows);
+    Py_XDECREF(times);
+    Py_XDECREF(cmds);
+    Py_XDECREF(dgrams);
+    Py_XDECREF(arrivals);
+    return out;
+}
+
+static PyObject *Pump_take(Pump *self, PyObject *unused)
+{
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump.take while it runs");
+        return NULL;
+    }
+    return take_log(self);
+}
+
+static int pump_buffers(Pump *self)
+{
+    if (self->rbuf == NULL && (self->rbuf = PyMem_RawMalloc(PUMP_DATAGRAM)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (self->qbuf == NULL && (self->qbuf = PyMem_RawMalloc((size_t)PUMP_QUEUE * PUMP_DATAGRAM)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_batch(PyObject *o, double *out)
+{
+    if (o == NULL) {
+        *out = 0.0;
+        return 0;
+    }
+    if (parse_time(o, out) < 0)
+        return -1;
+    if (*out < 0.0 || *out > 1.0) {
+        PyErr_SetString(PyExc_ValueError, "Pump: batch must be within 0..1 s");
+        return -1;
+    }
+    return 0;
+}
+
+/* step(now, batch=0): for tests and a caller with its own clock: if the timer is due, the tick and
+ * the reads of run(); returns PUMP_NOT_DUE, -1 (ticked) or why the core must come in (take()). */
+static PyObject *Pump_step(Pump *self, PyObject *args)
+{
+    PyObject *o_now, *o_batch = NULL;
+    double now, batch;
+    if (!PyArg_ParseTuple(args, "O|O:step", &o_now, &o_batch))
+        return NULL;
+    if (parse_time(o_now, &now) < 0 || parse_batch(o_batch, &batch) < 0 || pump_usable(self) < 0
+            || pump_buffers(self) < 0)
+        return NULL;
+    if (now < self->timer)
+        return PyLong_FromLong(PUMP_NOT_DUE);
+    self->batch = batch;
+    return PyLong_FromLong(pump_step(self, now));
+}
+
+/* run(until, on_datagrams=None, batch=0): the loop (module comment above), on CLOCK_MONOTONIC
+ * (time.monotonic and time.perf_counter on Linux). Server datagrams read at ticks wait here at
+ * most `batch` seconds (and while fewer than PUMP_QUEUE); then, with on_datagrams, they go to
+ * on_datagrams(take()), whose return is the next context for configure() (None: stop, returning
+ * RUN_READABLE), and without it run() returns RUN_READABLE for the caller to take(). Returns why
+ * it stopped (RUN_* in transport.py); datagrams still queued then are take()'s. */
+static PyObject *Pump_run(Pump *self, PyObject *args)
+{
+    PyObject *o_until, *callback = Py_None, *o_batch = NULL;
+    double until, batch;
+    if (!PyArg_ParseTuple(args, "O|OO:run", &o_until, &callback, &o_batch))
+        return NULL;
+    if (parse_time(o_until, &until) < 0 || parse_batch(o_batch, &batch) < 0 || pump_usable(self) < 0
+            || pump_buffers(self) < 0)
+        return NULL;
+    if (self->fd < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Pump has no socket");
+        return NULL;
+    }
+    self->batch = batch;
+    int reason, failed = 0;
+    self->running = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        if (__atomic_exchange_n(&self->interrupt, 0, __ATOMIC_ACQ_REL)) {
+            reason = PUMP_INTERRUPTED;
+            break;
+        }
+        double now = mono_now();
+        if (now >= until) {
+            reason = PUMP_UNTIL;
+            break;
+        }
+        if (now >= self->timer) {
+            int r = pump_step(self, now);
+            if (r == PUMP_TICKED)
+                continue;
+            if (r != PUMP_READABLE || callback == Py_None) {
+                reason = r;
+                break;
+            }
+            Py_BLOCK_THREADS
+            self->running = 0;
+            PyObject *taken = take_log(self), *ctx = NULL;
+            ctx = taken == NULL ? NULL : PyObject_CallOneArg(callback, taken);
+            Py_XDECREF(taken);
+            reason = PUMP_TICKED;
+            if (ctx == NULL) {
+                failed = 1;
+            } else if (ctx == Py_None) {
+                reason = PUMP_READABLE;
+            } else {
+                PyObject *ok = Pump_configure(self, ctx);
+                if (ok == NULL)
+                    failed = 1;
+                Py_XDECREF(ok);
+            }
+            Py_XDECREF(ctx);
+            self->running = 1;
+            Py_UNBLOCK_THREADS
+            if (failed || reason != PUMP_TICKED) {
+                if (failed)
+                    reason = PUMP_PYTHON;
+                break;
+            }
+            continue;
+        }
+        double wake = self->timer < until ? self->timer : until;
+        struct timespec ts;
+        ts.tv_sec = (time_t)wake;
+        ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    self->running = 0;
+    if (failed)
+        return NULL;
+    return PyLong_FromLong(reason);
+}
+
+static PyMethodDef Pump_methods[] = {
+    {"configure", (PyCFunction)Pump_configure, METH_O, "The packet context (Q3ClientCore._pump_context)."},
+    {"set_input", (PyCFunction)Pump_set_input, METH_VARARGS, "The next ticks' input (thread-safe)."},
+    {"tick", (PyCFunction)Pump_tick, METH_O, "One tick at `now` if due; returns a RUN_* code or -1 (ticked)."},
+    {"run", (PyCFunction)Pump_run, METH_VARARGS, "run(until, on_datagrams=None, batch=0): tick on the clock until `until`."},
+    {"step", (PyCFunction)Pump_step, METH_VARARGS, "step(now, batch=0): run()'s tick and reads at `now`, if due."},
+    {"interrupt", (PyCFunction)Pump_interrupt, METH_NOARGS, "Make a running run() return (thread-safe)."},
+    {"take", (PyCFunction)Pump_take, METH_NOARGS, "The ticks since the last take and the state they left."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PumpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "headcast.netcode.q3._q3native.Pump",
+    .tp_doc = "The in-game command tick in C (see transport.Q3Client.run).",
+    .tp_basicsize = sizeof(Pump),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Pump_new,
+    .tp_init = (initproc)Pump_init,
+    .tp_dealloc = (destructor)Pump_dealloc,
+    .tp_methods = Pump_methods,
+};
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef native_methods[] = {
@@ -1261,7 +2020,7 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__q3native(void)
 {
-    if (PyType_Ready(&ReaderType) < 0)
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&PumpType) < 0)
         return NULL;
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
     INTERN(s_server_time, "server_time");
@@ -1278,6 +2037,12 @@ PyMODINIT_FUNC PyInit__q3native(void)
     Py_INCREF(&ReaderType);
     if (PyModule_AddObject(m, "BitReader", (PyObject *)&ReaderType) < 0) {
         Py_DECREF(&ReaderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&PumpType);
+    if (PyModule_AddObject(m, "Pump", (PyObject *)&PumpType) < 0) {
+        Py_DECREF(&PumpType);
         Py_DECREF(m);
         return NULL;
     }

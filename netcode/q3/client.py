@@ -54,6 +54,17 @@ _PS_COMMAND_TIME = player_field("commandTime")
 _F32X3 = struct.Struct("<3f")  # three C floats: angle2short's rounding, batched
 
 
+def _view_shorts(p: float, y: float, r: float) -> tuple[int, int, int]:
+    """ANGLE2SHORT of three angles (vrhead.angle2short's result for each, its ValueError for a
+    non-finite one): round to single, (x * 65536) / 360 rounded to single, truncated; four struct
+    calls instead of 21 calls per tick."""
+    if not (isfinite(p) and isfinite(y) and isfinite(r)):
+        angle2short(p), angle2short(y), angle2short(r)  # raises its ValueError for the bad one
+    fp, fy, fr = _F32X3.unpack(_F32X3.pack(p, y, r))
+    sp, sy, sr = _F32X3.unpack(_F32X3.pack(fp * 65536.0 / 360.0, fy * 65536.0 / 360.0, fr * 65536.0 / 360.0))
+    return int(sp), int(sy), int(sr)
+
+
 class State(StrEnum):
     IDLE = "idle"
     PROBING = "probing"            # getinfo: which protocol family
@@ -636,15 +647,10 @@ class Q3ClientCore:
 
     def _make_cmd(self, now: float) -> UserCmd:
         p, y, r, forward, right, up, buttons, weapon, head = self._input
-        if not (isfinite(p) and isfinite(y) and isfinite(r)):
-            angle2short(p), angle2short(y), angle2short(r)  # raises its ValueError for the bad one
-        # angle2short for the three at once (four struct calls instead of 21 calls per tick):
-        # round to single, (x * 65536) / 360 rounded to single, truncated.
-        fp, fy, fr = _F32X3.unpack(_F32X3.pack(p, y, r))
-        sp, sy, sr = _F32X3.unpack(_F32X3.pack(fp * 65536.0 / 360.0, fy * 65536.0 / 360.0, fr * 65536.0 / 360.0))
+        s0, s1, s2 = _view_shorts(p, y, r)
         d0, d1, d2 = self._delta_angles
         # The server's view is (short)(cmd.angles + ps.delta_angles): subtract to aim absolutely.
-        angles = ((int(sp) - d0) & 0xFFFF, (int(sy) - d1) & 0xFFFF, (int(sr) - d2) & 0xFFFF)
+        angles = ((s0 - d0) & 0xFFFF, (s1 - d1) & 0xFFFF, (s2 - d2) & 0xFFFF)
         if head is not None and self._vr_support and self._userinfo_vr:
             buttons = pack_head(buttons, head[0], head[1], 0.0)
         last = self._last_cmd_time
@@ -658,6 +664,69 @@ class Q3ClientCore:
         self._last_cmd_time = t
         return UserCmd(t, angles, buttons, weapon, forward, right, up)
 
+    def _reliable_in_flight(self) -> Sequence[tuple[int, str]]:
+        """Our reliable commands the server has not acknowledged, (sequence, text): every packet carries them."""
+        if self._reliable_seq == self._reliable_ack:
+            return ()
+        return [(i, self._reliable[i % MAX_RELIABLE_COMMANDS]) for i in range(self._reliable_ack + 1, self._reliable_seq + 1)]
+
+    # ------------------------------------------------------------------ the transport's native tick
+
+    def _wire_input(self) -> tuple[int, int, int, int, int, int, int, int]:
+        """The input as a tick's cmd takes it, before delta_angles: ANGLE2SHORT of the wanted view x3,
+        forward, right, up, the buttons with the head bits packed in when a head is given (a non-VR
+        link keeps only the user bits, USER_BUTTON_MASK), weapon. For transport's Pump.set_input."""
+        p, y, r, forward, right, up, buttons, weapon, head = self._input
+        s0, s1, s2 = _view_shorts(p, y, r)
+        if head is not None:
+            buttons = pack_head(buttons, head[0], head[1], 0.0)
+        return s0, s1, s2, forward, right, up, buttons, weapon
+
+    def _pump_context(self) -> tuple | None:
+        """Everything of a tick's datagram that only a server message, a command or a setting
+        changes, for transport's Pump.configure, in its order: legacy netchan, challenge, qport,
+        server id, message ack, command ack, reliable commands in flight, checksum feed, the command
+        text that keys the cmds, button bits, move_no_delta, VR link, delta_angles, has a snapshot,
+        its server time, when it came, ms per tick before the first snapshot, last packet's time,
+        next probe time, SILENCE_PROBE, timeout, tick period, timer, outgoing sequence, the previous
+        cmds, the last cmd's time, the netchan's incoming sequence. None when the next tick must run here (not in game, or
+        commands waiting for their turn)."""
+        netchan = self._netchan
+        if self._state not in LINKED or self._pending or self._timer is None or netchan is None:
+            return None
+        last_snap = self._last_snap
+        msg_seq = self._server_msg_seq
+        vr = self._vr_support and self._userinfo_vr
+        cmd_seq = self._server_cmd_seq
+        return (netchan.mode is NetchanMode.LEGACY, netchan.challenge, netchan.qport, self._server_id, msg_seq,
+                cmd_seq, self._reliable_in_flight(), self._checksum_feed,
+                self._server_commands[cmd_seq & (MAX_RELIABLE_COMMANDS - 1)], 32 if vr else 16,
+                not (last_snap is not None and msg_seq == last_snap.message_num), vr, self._delta_angles,
+                last_snap is not None, last_snap.server_time if last_snap is not None else 0, self._last_snap_time,
+                int(1000 / self.config.cmd_rate), self._last_packet, self._next_probe, SILENCE_PROBE,
+                self.config.timeout, 1.0 / self.config.cmd_rate, self._timer, netchan.outgoing_sequence,
+                tuple(self._cmds), self._last_cmd_time, netchan.incoming_sequence)
+
+    def _absorb_ticks(self, nows: Sequence[float], times: Sequence[int], cmds: Sequence[tuple], sequence: int,
+                      last_cmd_time: int, timer: float, nbytes: int) -> None:
+        """The state the native ticks left (Pump.take), as this core's own ticks would have left it."""
+        n = len(nows)
+        if not n:
+            return
+        for c in cmds:
+            self._cmds.append(UserCmd(*c))
+        self._out_packets.extend(zip(nows, times))
+        assert self._netchan is not None
+        self._netchan.outgoing_sequence = sequence
+        self._last_cmd_time = last_cmd_time
+        self._timer = timer
+        last_snap = self._last_snap
+        counters = self._counters
+        counters["usercmds"] += n
+        counters["move" if last_snap is not None and self._server_msg_seq == last_snap.message_num else "move_nodelta"] += n
+        counters["packets_out"] += n
+        counters["bytes_out"] += nbytes
+
     def _send_packet(self, now: float, with_cmds: bool) -> None:
         netchan = self._netchan
         assert netchan is not None
@@ -667,9 +736,7 @@ class Q3ClientCore:
         last_snap = self._last_snap
         msg_seq = self._server_msg_seq
         delta_ok = last_snap is not None and msg_seq == last_snap.message_num
-        reliable = [(i, self._reliable[i % MAX_RELIABLE_COMMANDS])
-                    for i in range(self._reliable_ack + 1, self._reliable_seq + 1)
-                    ] if self._reliable_seq != self._reliable_ack else ()
+        reliable = self._reliable_in_flight()
         # One call from here to the datagram (native.py): message, usercmd key, netchan header, XOR.
         dgrams = netchan.transmit_client_message(
             self._server_id, msg_seq, self._server_cmd_seq, reliable, cmds, self._checksum_feed,

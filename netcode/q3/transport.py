@@ -14,21 +14,39 @@ delay the usercmd (motion-to-wire); the cmd then uses the delta_angles of the sn
 the previous tick, which ioq3 changes only on spawn, teleport and the pitch clamp. `sent_at` is the clock right
 after the last datagrams went to the socket. `wait(now)` sleeps until there is work for `poll`,
 for a loop that has nothing else to wake it.
+
+`run(until)` is that loop (`poll` + `wait`) for a thread that has nothing else to do, with the
+in-game command ticks in C when the extension is built (`_q3native.Pump`): the core hands the
+pump what a tick's datagram needs that only a server message changes (`_pump_context`), the pump
+sleeps to each tick, builds and sends the datagram as the core would (the same bytes; tests
+compare them) with the GIL released, and comes back to Python only when a server datagram is
+waiting at a tick, when a tick needs the core (the silence probe, the timeout, fragments, a
+queued command) or at `until`; the core then takes over the ticks' state (`_absorb_ticks`).
+So in game the interpreter wakes for server messages (20/s), not for every usercmd (60/s).
+While `run` runs, other threads may call `set_input`, `send_command` and `interrupt`; call
+`close` from the thread that runs it, or after it returned.
 """
 from __future__ import annotations
 
 import errno
 import select
 import socket
+import sys
 import time
 from typing import Callable
 
 from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
 from .events import Event
+from .native import NATIVE
 
 MAX_DATAGRAM = 65535
 MAX_READS_PER_POLL = 512    # a frame's worth of server traffic is a handful; this bounds a flood
 MAX_TIMER_STEPS = 8         # catch-up ticks per poll after a stall (the core re-grids after that)
+# Why Pump.run returned (the C's PUMP_* codes).
+RUN_UNTIL, RUN_READABLE, RUN_PYTHON, RUN_INTERRUPTED, RUN_LOG_FULL = range(5)
+DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 snapshots at 20/s)
+# The pump sleeps on CLOCK_MONOTONIC: it can drive a client whose clock is that one.
+_MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
 
 
 class Q3Client:
@@ -47,8 +65,11 @@ class Q3Client:
         self._clock = clock
         self.sent_at: float | None = None  # clock() right after the last datagrams were sent
         # set_input(angles, forward, right, up, buttons, weapon, head): Q3ClientCore.set_input itself,
-        # bound here so a frame pays one call for it, not two.
+        # bound here so a frame pays one call for it, not two (run() rebinds it to feed its pump too).
         self.set_input = self.core.set_input
+        self._pump = None          # the native tick (run), made on first use
+        self.native_ticks = 0      # usercmd ticks the pump ran (the rest ran in Python)
+        self._stop = False         # interrupt(): run() returns
 
     def fileno(self) -> int:
         """The UDP socket's descriptor, for an application's own select/poll loop (-1 once closed)."""
@@ -72,6 +93,84 @@ class Q3Client:
 
     def send_command(self, text: str) -> None:
         self.core.send_command(text)
+        if self._pump is not None:
+            self._pump.interrupt()  # a running run() hands the ticks back to the core, which sends it
+
+    def interrupt(self) -> None:
+        """Make a `run` in another thread return within one command tick (thread-safe)."""
+        self._stop = True
+        if self._pump is not None:
+            self._pump.interrupt()
+
+    def run(self, until: float, batch: float = DEFAULT_BATCH) -> list[Event]:
+        """Drive the client until `until` (its clock) and return the events: `poll` and `wait` in a
+        loop, with the in-game ticks in C when the extension is built (module doc). In game, server
+        datagrams reach the core at most `batch` seconds after they arrived (0: at the tick that
+        read them); the ticks acknowledge each one from the tick after it arrived either way.
+        Returns early after `interrupt()`."""
+        if not 0.0 <= batch <= 1.0:
+            raise ValueError(f"batch must be within 0..1 s, not {batch!r}")
+        events: list[Event] = []
+        core = self.core
+        clock = self._clock
+        pump = self._pump
+        if pump is None and NATIVE is not None and clock in _MONOTONIC_CLOCKS and self._sock.fileno() != -1:
+            pump = self._pump = NATIVE.Pump(self._sock.fileno())
+            pump.set_input(*core._wire_input())
+            self.set_input = self._set_input_pumped
+        self._stop = False
+        while not self._stop and self._sock.fileno() != -1:
+            now = clock()
+            if now >= until:
+                break
+            context = core._pump_context() if pump is not None else None
+            if context is None:  # not in game, or the next tick is the core's: the Python loop
+                events += self._poll(now, read_after=True)
+                self.wait(clock(), until)
+                continue
+            pump.configure(context)
+            why = pump.run(until, self._pump_datagrams, batch)
+            self._pump_datagrams(pump.take())  # what the pump did since its last hand-over
+            if why == RUN_PYTHON:  # this tick is the core's (probe, timeout, fragments, a read error)
+                events += self._poll(clock(), read_after=True)
+            if core._events:
+                events += core.take_events()
+        if core._events:
+            events += core.take_events()
+        return events
+
+    def _pump_datagrams(self, taken: tuple) -> tuple | None:
+        """The pump's hand-over (Pump.take): the core takes over the ticks' state and reads the
+        server datagrams at their arrival times, answers go out, and the next context comes back
+        (None: the next tick is the core's own)."""
+        core = self.core
+        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals = taken
+        if nows:
+            core._absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
+            self.native_ticks += len(nows)
+            self.sent_at = sent_at
+        if errors:
+            self.socket_errors += errors
+        if datagrams:
+            receive = core.receive_datagram
+            for data, at in zip(datagrams, arrivals):
+                receive(data, at)
+            if core._out:
+                self._send(core.datagrams_to_send(self._clock()))
+        return core._pump_context()
+
+    def _set_input_pumped(self, angles=(0.0, 0.0, 0.0), forward: int = 0, right: int = 0, up: int = 0,
+                          buttons: int = 0, weapon: int = 0, head: tuple[float, float] | None = None) -> None:
+        """set_input once run() made its pump: the core's input and the pump's (thread-safe)."""
+        core = self.core
+        old = core._input
+        core.set_input(angles, forward, right, up, buttons, weapon, head)
+        try:
+            wire = core._wire_input()
+        except ValueError:  # a non-finite angle: refused here, before a tick could meet it
+            core._input = old
+            raise
+        self._pump.set_input(*wire)
 
     def poll(self, now: float) -> list[Event]:
         """Send what is due, then (in game: at a tick only) read the socket; the events so far."""
