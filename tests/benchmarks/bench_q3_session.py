@@ -4,27 +4,31 @@
    XOR scrambling both ways, sv_pure 1, i.e. the dearest family), 60 Hz usercmds with changing
    angles/moves/buttons (head input is given too; stock OpenArena has no vr_support, so the link
    uses 16-bit buttons without head bits), 20 Hz snapshots, measured for SECONDS (20 s by default;
-   HEADCAST_LONG=1: 60 s) and extrapolated to one minute. The figure is the CPU time of this
-   process, which is the client and nothing else (the server is a child process, not counted),
-   over the whole window: protocol work, socket calls, and every sleep and wake-up.
-   a. dedicated loop, the target figure: `poll` then `wait`, which sleeps until the next command
-      tick (input is sampled at each wake, i.e. per usercmd). Target: < 1 % of one core.
-   b. inside a 90 Hz frame loop (how the app drives it): `set_input` + `poll` every frame; shown
+   HEADCAST_LONG=1: 60 s) and extrapolated to one minute, over the whole window: protocol work,
+   socket calls, and every sleep and wake-up.
+   a. the target figure: the client in its own thread, `Q3Client.run(until)` (the command ticks in
+      C, server messages to the core within 0.1 s), while the application thread hands it new input
+      90 times a second (`set_input`, as the XR frame loop does). The figure is the CPU time of the
+      client's thread; the application thread's and the whole process's are shown beside it.
+      Target: < 1 % of one core.
+   b. the same with `run(until, batch=0)`: every server message to the core at the tick that read it.
+   c. the Python loop, for comparison: `poll` then `wait` in one thread, input sampled per wake
+      (what a)'s loop was before the command tick moved to C); whole process.
+   d. inside a 90 Hz frame loop (how the app drives it): `set_input` + `poll` every frame; shown
       whole-process and as the part spent in those two calls.
-   Beside each, floors measured in the same run: the same loop with no client in it (same clock
-   reads, same sleeps), and that loop plus the socket calls no 60 packets/s UDP client can avoid
-   (a zero-timeout readiness check and a 43-byte send per tick), and that socket floor once more
-   as a small C program compiled here (no interpreter: the least any client could pay at 60
-   packets/s on this machine). On this 2-vCPU VM a wake-up costs tens of µs and code runs several
+   Beside them, floors measured in the same run: a loop with no client in it (same clock reads,
+   same sleeps), that loop plus the socket calls no 60 packets/s UDP client can avoid (a
+   zero-timeout readiness check and a 43-byte send per tick), and that socket floor once more as
+   a small C program compiled here (no interpreter: the least any client could pay at 60 packets/s
+   on this machine). On this 2-vCPU VM a wake-up costs tens of µs even in C and code runs several
    times slower cache-cold after each sleep than warm, so these floors are a large share of the
    budget and grow with the host's load.
 2. The recorded server datagrams are replayed through a fresh core at simulated time (no sockets,
-   no sleeps): the protocol work alone with warm caches. A live loop costs several times that,
-   because after each sleep the interpreter runs cache-cold.
+   no sleeps): the protocol work alone with warm caches.
 The codecs' hot paths (the per-tick client datagram, the server-message bit reader and netField
-walk, the netchan XOR) run in the C extension when it is built (netcode/q3/build_native.py, run by
-scripts/setup.sh); `HEADCAST_PURE_PYTHON=1` measures the pure-Python reference instead. The first
-line printed says which.
+walk, the netchan XOR, the in-game tick) run in the C extension when it is built
+(netcode/q3/build_native.py, run by scripts/setup.sh); `HEADCAST_PURE_PYTHON=1` measures the
+pure-Python reference instead (then a) and b) run the Python loop). The first line printed says which.
 3. `parse_server_message` on a 16-entity snapshot (delta'd playerState, 16 moving players/items
    delta'd from the acknowledged snapshot; and the same 16 entities from their baselines).
 
@@ -36,6 +40,7 @@ import math
 import os
 import select
 import socket
+import threading
 import time
 
 from headcast.netcode.q3 import serverparse
@@ -48,7 +53,7 @@ from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import Q3Client
 
 SECONDS = 60.0 if os.environ.get("HEADCAST_LONG") == "1" else 20.0
-FRAME_SECONDS = 10.0   # the 90 Hz frame-loop variant
+OTHER_SECONDS = 10.0   # the comparison variants b-d
 FLOOR_SECONDS = 5.0
 FRAME_HZ = 90.0
 TARGET_PERCENT = 1.0
@@ -70,6 +75,40 @@ def dedicated_loop(client: Q3Client, seconds: float) -> tuple[float, float, int]
         client.poll(now)
         client.wait(time.monotonic(), t0 + seconds)
     return time.process_time() - cpu0, time.monotonic() - t0, wakes
+
+
+def threaded_run(client: Q3Client, seconds: float, batch: float) -> dict:
+    """The client in its own thread (`run`), the application thread setting input at FRAME_HZ."""
+    result: dict = {}
+    failure: list[BaseException] = []
+
+    def client_thread() -> None:
+        try:
+            cpu0, t0 = time.thread_time(), time.perf_counter()
+            end = t0 + seconds
+            while time.perf_counter() < end:
+                client.run(end, batch=batch)
+            result["client_cpu"], result["elapsed"] = time.thread_time() - cpu0, time.perf_counter() - t0
+        except BaseException as exc:  # reported by the application thread
+            failure.append(exc)
+
+    ticks0 = client.native_ticks
+    worker = threading.Thread(target=client_thread, name="q3-client")
+    cpu0, app0, t0 = time.process_time(), time.thread_time(), time.monotonic()
+    worker.start()
+    frame = 0
+    while worker.is_alive():
+        frame += 1
+        frame_input(client, frame, time.monotonic() - t0)
+        pause = t0 + frame / FRAME_HZ - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+    worker.join()
+    if failure:
+        raise failure[0]
+    result["app_cpu"], result["process_cpu"] = time.thread_time() - app0, time.process_time() - cpu0
+    result["native_ticks"] = client.native_ticks - ticks0
+    return result
 
 
 def frame_loop(client: Q3Client | None, seconds: float, hz: float) -> tuple[float, float, float, int]:
@@ -198,13 +237,17 @@ def live_session(config: ClientConfig) -> dict:
             client.poll(time.monotonic())
             client.wait(time.monotonic(), time.monotonic() + 0.05)
         base = dict(client.status.counters)
-        out = {"dedicated": dedicated_loop(client, SECONDS)}
+        out = {"threaded": threaded_run(client, SECONDS, batch=0.1)}
         st = client.status
         counts = {k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")}
         counts["drops"] = sum(st.drops.values())
         out["counts"] = counts
-        out["frame"] = frame_loop(client, FRAME_SECONDS, FRAME_HZ)
+        out["latency_ms"] = st.latency_ms
+        out["threaded0"] = threaded_run(client, OTHER_SECONDS, batch=0.0)
+        out["dedicated"] = dedicated_loop(client, OTHER_SECONDS)
+        out["frame"] = frame_loop(client, OTHER_SECONDS, FRAME_HZ)
         out["state"] = client.state
+        out["drops"] = dict(client.status.drops)
         client.close(time.monotonic())
     out["received"] = received
     return out
@@ -301,23 +344,31 @@ def main() -> None:
     c_floor = c_socket_floor(FLOOR_SECONDS, config.cmd_rate)
     live = live_session(config)
     floor90_cpu, _, floor90_el, _ = frame_loop(None, FLOOR_SECONDS, FRAME_HZ)
+    assert live["state"] is State.ACTIVE and not live["drops"], (live["state"], live["drops"])
+    th = live["threaded"]
+    percent = 100.0 * th["client_cpu"] / th["elapsed"]
+    counts = live["counts"]
+    print(f"live session vs stock OpenArena (legacy-71 + XOR, sv_pure 1), {th['elapsed']:.1f} s measured "
+          f"and extrapolated to 1 minute; traffic {counts}, ping {live['latency_ms']:.0f} ms")
+    print(f"  a. client thread, Q3Client.run (command ticks in C, {th['native_ticks']} of {counts['usercmds']} ticks; "
+          f"server messages to the core within 0.1 s): {th['client_cpu'] * 60.0 / th['elapsed']:.3f} CPU s per minute "
+          f"= {percent:.2f} % of one core (target < {TARGET_PERCENT:.0f} %: "
+          f"{'MEETS' if percent < TARGET_PERCENT else 'MISSES'})")
+    print(f"     beside it: the application thread setting input {FRAME_HZ:.0f} times a second "
+          f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %")
+    t0 = live["threaded0"]
+    print(f"  b. the same with batch=0 (each server message to the core at the tick that read it): client thread "
+          f"{100.0 * t0['client_cpu'] / t0['elapsed']:.2f} % ({t0['elapsed']:.1f} s)")
     cpu, elapsed, wakes = live["dedicated"]
-    assert live["state"] is State.ACTIVE, live["state"]
-    percent = 100.0 * cpu / elapsed
-    print(f"live session vs stock OpenArena (legacy-71 + XOR, sv_pure 1), {elapsed:.1f} s measured "
-          f"and extrapolated to 1 minute; traffic {live['counts']}")
-    print(f"  a. dedicated loop (poll + wait, {wakes / elapsed:.0f} wakes/s): whole client process "
-          f"{cpu * 60.0 / elapsed:.3f} CPU s per minute = {percent:.2f} % of one core "
-          f"(target < {TARGET_PERCENT:.0f} %: {'MEETS' if percent < TARGET_PERCENT else 'MISSES'})")
+    dedicated = 100.0 * cpu / elapsed
+    print(f"  c. the Python loop (poll + wait, {wakes / elapsed:.0f} wakes/s, {elapsed:.1f} s): whole process {dedicated:.2f} %")
     floor, sock_floor = 100.0 * floor_cpu / floor_el, 100.0 * sock_cpu / sock_el
     print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid ({floor_wakes / floor_el:.0f} wakes/s) "
           f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core")
     if c_floor is not None:
         print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core")
-    print(f"     so the client's own work (Python, cache-cold after each sleep) is about {percent - sock_floor:.2f} % "
-          f"of the {percent:.2f} %")
     f_cpu, f_inside, f_el, frames = live["frame"]
-    print(f"  b. inside a {FRAME_HZ:.0f} Hz frame loop ({frames / f_el:.0f} frames/s, {f_el:.1f} s): whole process "
+    print(f"  d. inside a {FRAME_HZ:.0f} Hz frame loop ({frames / f_el:.0f} frames/s, {f_el:.1f} s): whole process "
           f"{100.0 * f_cpu / f_el:.2f} %, of which set_input + poll {100.0 * f_inside / f_el:.2f} % of one core; "
           f"the bare {FRAME_HZ:.0f} Hz loop costs {100.0 * floor90_cpu / floor90_el:.2f} %")
     received = live["received"]
