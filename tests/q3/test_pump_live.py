@@ -1,0 +1,416 @@
+"""Live tests of `Q3Client.run(until, batch)` — the in-game loop, its command ticks in C — against
+real dedicated servers on 127.0.0.1 (stock OpenArena, plain ioq3).
+
+As in an application: a network thread calls `run` in slices and keeps the events; the test
+thread is the application (the XR loop): it sets the input at ~90 Hz, sends commands and reads
+`status` while `run` pumps. `App` has the shape of test_live_session's Session (client, until,
+pump), so that file's helpers (settle_view, teleport, ...) drive it unchanged. Every wait is bounded.
+"""
+from __future__ import annotations
+
+import math
+import select
+import socket
+import struct
+import threading
+import time
+from typing import Callable
+
+import pytest
+
+from headcast.netcode.q3.client import ClientConfig, State
+from headcast.netcode.q3.clientmsg import read_client_message
+from headcast.netcode.q3.events import (Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
+                                        ServerCommand)
+from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
+from headcast.netcode.q3.native import NATIVE
+from headcast.netcode.q3.oob import Family
+from headcast.netcode.q3.transport import DEFAULT_BATCH, Q3Client
+from q3.test_live_session import (MOVE_SECONDS, OPEN_FLOOR, STREAMS, assert_view, no_drops, players,
+                                  settle_view, standing_still, teleport)
+
+from support import wait_for
+
+pytestmark = pytest.mark.live
+
+FRAME = 1.0 / 90.0   # the application's frame (an XR loop at 90 Hz)
+SLICE = 0.25         # run() per call: events reach the application at most this late
+INTERRUPT_BOUND = 2.0  # interrupt() returns run() within a tick; generous for a loaded 2-core machine
+
+
+class App:
+    """One Q3Client: a thread runs it (`run` in slices of `slice_s`), the caller acts as the app."""
+
+    def __init__(self, server: LocalQ3Server, batch: float = DEFAULT_BATCH, slice_s: float = SLICE,
+                 address: tuple[str, int] | None = None, **config) -> None:
+        self.server = server
+        self.client = Q3Client(address or server.address, ClientConfig(**config), bind=("127.0.0.1", 0))
+        self.batch = batch
+        self.slice_s = slice_s
+        self.events: list[Event] = []  # extended by the run thread only
+        self.failure: BaseException | None = None
+        self.run_until = 0.0           # the running slice's `until`, and when the last run() returned
+        self.returned_at = 0.0
+        self._input: tuple = ((0.0, 0.0, 0.0), {})
+        self._stop = threading.Event()
+        self._close = False
+        self._thread = threading.Thread(target=self._drive, name="q3-run", daemon=True)
+
+    # ------------------------------------------------------------------ the run thread
+
+    def _drive(self) -> None:
+        client = self.client
+        try:
+            client.start(time.perf_counter())
+            while not self._stop.is_set():
+                self.run_until = time.perf_counter() + self.slice_s
+                self.events += client.run(self.run_until, self.batch)
+                self.returned_at = time.perf_counter()
+            if self._close:  # close from the thread that ran it, after run returned
+                self.events += client.close(time.perf_counter())
+        except BaseException as exc:  # reported to the test thread by _check
+            self.failure = exc
+
+    # ------------------------------------------------------------------ the application side
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def set_input(self, angles, **kw) -> None:
+        self._input = (tuple(angles), kw)
+        self.client.set_input(angles, **kw)
+
+    def _frame(self, each: Callable[[float], None] | None) -> None:
+        if self.failure is not None:
+            raise AssertionError("the run thread failed") from self.failure
+        if not self._thread.is_alive() and not self._stop.is_set():
+            pytest.fail("the run thread ended on its own")
+        if each:
+            each(time.monotonic())
+        angles, kw = self._input
+        self.client.set_input(angles, **kw)  # every frame, as the XR loop does
+        time.sleep(FRAME)
+
+    def pump(self, seconds: float, each: Callable[[float], None] | None = None) -> None:
+        """Be the application for `seconds` (run() keeps pumping in its thread)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self._frame(each)
+
+    def until(self, pred: Callable[[], object], timeout: float, what: str,
+              each: Callable[[float], None] | None = None) -> None:
+        end = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() >= end:
+                st = self.client.status
+                pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}; state {st.state}, "
+                            f"last drop {st.last_drop!r}, last disconnect {st.last_disconnect!r}, "
+                            f"pure {st.pure_error!r}\nserver log:\n{self.server.log_tail(15)}")
+            self._frame(each)
+
+    def of(self, kind: type) -> list:
+        return [e for e in list(self.events) if isinstance(e, kind)]
+
+    def enter(self, timeout: float = 15.0) -> None:
+        st = lambda: self.client.status  # noqa: E731
+        self.until(lambda: st().state is State.ACTIVE and st().ps is not None, timeout,
+                   "entering the world through run()")
+
+    def stop(self, close: bool) -> None:
+        """interrupt() + join (bounded); with `close`, the run thread closes the client after its
+        run() returned. With slices longer than the bound, a return in time proves the interrupt."""
+        prove = self.slice_s >= 2 * INTERRUPT_BOUND
+        if prove and self.run_until - time.perf_counter() < INTERRUPT_BOUND + 0.5:
+            # The slice ends soon: wait for the next one, so that a return proves the interrupt.
+            end = self.run_until
+            self.until(lambda: self.run_until != end, self.slice_s + 5.0, "the next run() slice")
+        self._close = close
+        self._stop.set()
+        asked = time.perf_counter()
+        self.client.interrupt()
+        self._thread.join(INTERRUPT_BOUND + self.slice_s)
+        assert not self._thread.is_alive(), "run() did not return after interrupt()"
+        if self.failure is not None:
+            raise AssertionError("the run thread failed") from self.failure
+        if prove:
+            took = self.returned_at - asked
+            assert self.returned_at < self.run_until, "run() returned at its until, not on interrupt()"
+            assert took < INTERRUPT_BOUND, f"run() returned {took:.3f} s after interrupt()"
+
+
+@pytest.fixture
+def apps():
+    made: list[App] = []
+
+    def make(server: LocalQ3Server, **kw) -> App:
+        app = App(server, **kw)
+        made.append(app)
+        return app
+
+    yield make
+    for app in made:  # a failed test: stop the thread, say goodbye to the server
+        if app._thread.is_alive():
+            app._stop.set()
+            app.client.interrupt()
+            app._thread.join(5.0)
+        if not app._thread.is_alive() and app.client.state is not State.CLOSED:
+            app.client.close(time.perf_counter())
+
+
+def assert_native(ticks: int, cmds: int, what: str) -> None:
+    """The pump ran (nearly) every tick; without the extension run() is the Python loop (none)."""
+    if NATIVE is None:
+        assert ticks == 0, f"{what}: {ticks} native ticks without the extension"
+    else:
+        assert ticks >= 0.95 * cmds, f"{what}: {ticks} of {cmds} usercmds ran in the pump"
+
+
+def assert_streams(app: App, base: dict, ticks0: int, elapsed: float, what: str) -> None:
+    """60 usercmds/s (the pump's), 20 snapshots/s, acknowledged deltas, since `base` counters."""
+    st = app.client.status
+    cmds = st.counters["usercmds"] - base["usercmds"]
+    snaps = st.counters["snapshots"] - base["snapshots"]
+    assert 0.9 * 60 * elapsed <= cmds <= 1.05 * 60 * elapsed + 2, f"{what}: {cmds} usercmds in {elapsed:.1f} s"
+    assert snaps >= 0.8 * 20 * elapsed, f"{what}: {snaps} snapshots in {elapsed:.1f} s"
+    assert_native(app.client.native_ticks - ticks0, cmds, what)
+    assert st.counters.get("move_nodelta", 0) - base.get("move_nodelta", 0) <= 5, what  # deltas acknowledged
+
+
+# test_live_session's three families at the default batch, and one with every datagram handed
+# over at the tick that read it.
+PUMP_STREAMS = [(*s, DEFAULT_BATCH) for s in STREAMS] + [(*STREAMS[1], 0.0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,family,expect_family,seconds,batch", PUMP_STREAMS,
+                         ids=["openarena-legacy71-pure", "ioq3-new71", "ioq3-legacy68", "ioq3-new71-batch0"])
+def test_run_streams_60hz_with_the_intended_view_then_closes(request, apps, kind, family, expect_family,
+                                                             seconds, batch):
+    server = request.getfixturevalue("oa_server" if kind == "openarena" else "ioq3_server")
+    name = f"pumped{expect_family.protocol}{'l' if expect_family.legacy_netchan else 'n'}{'b0' if batch == 0 else ''}"
+    # Slices longer than the stream: only interrupt() ends the run() in progress at the end.
+    app = apps(server, batch=batch, slice_s=seconds + 25.0, family=family, pure_paks=tuple(pk3_files()), name=name)
+    intended = (-10.0, 30.0, 20.0)
+    app.set_input(intended)
+    app.start()
+    app.enter()
+    st = app.client.status
+    assert st.family is expect_family
+    assert st.sv_pure is (kind == "openarena") and st.pure_error == ""
+    assert st.mapname == "oa_dm1"
+    settle_view(app, intended, "view after spawn")
+
+    base = dict(app.client.status.counters)
+    ticks0 = app.client.native_ticks
+    start = time.monotonic()
+    checks = 0
+    segment = 0
+    while time.monotonic() - start < seconds:
+        segment += 1
+        intended = (math.fmod(segment * 23.3, 120.0) - 60.0, segment * 47.7 - 180.0, math.fmod(segment * 13.1, 100.0) - 50.0)
+        app.set_input(intended, buttons=0)
+        app.pump(min(1.0, max(0.0, seconds - (time.monotonic() - start))))
+        if time.monotonic() - start < seconds:
+            assert_view(app, intended, f"segment {segment}")
+            checks += 1
+    elapsed = time.monotonic() - start
+    assert checks >= int(seconds) - 1
+    assert_streams(app, base, ticks0, elapsed, f"{seconds:.0f} s stream")
+    st = app.client.status
+    assert st.state is State.ACTIVE and st.latency_ms is not None and st.latency_ms < 200, st.latency_ms
+    no_drops(app)
+    assert app.client.socket_errors == 0
+    assert players(server) >= 1
+
+    app.stop(close=True)
+    assert app.client.state is State.CLOSED
+    gs = app.of(GamestateReceived)
+    assert len(gs) == 1 and gs[0].mapname == "oa_dm1" and gs[0].client_num == st.client_num >= 0
+    assert len(app.of(EnteredWorld)) == 1
+    assert isinstance(app.events[-1], Disconnected) and not app.events[-1].will_reconnect
+    assert len(app.of(Disconnected)) == 1
+    # The server frees the slot on our `disconnect` (not after its timeout).
+    wait_for(lambda: name not in server.rcon("status"), 5.0, "the server to drop the client after disconnect")
+
+
+def test_forward_stick_moves_the_player_while_run_pumps(ioq3_server, apps):
+    app = apps(ioq3_server, family=Family.NEW71, name="pumpmover")
+    intended = (15.0, -60.0, -25.0)
+    app.set_input(intended)
+    app.start()
+    app.enter()
+    assert app.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
+    settle_view(app, intended, "view after spawn")
+    # setviewpos goes out through send_command from this (the application's) thread: it must reach
+    # the server while run() pumps (send_command interrupts the pump; the core sends it).
+    teleport(app, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
+    assert math.dist(app.client.status.ps.origin, OPEN_FLOOR) < 60
+    settle_view(app, intended, "view after teleport")
+
+    base = dict(app.client.status.counters)
+    ticks0 = app.client.native_ticks
+    for yaw in (0.0, 180.0, 90.0, 270.0):  # opposite pairs: the player stays near the middle
+        app.until(lambda: standing_still(app), 5.0, f"the player to stand still before moving at yaw {yaw}")
+        o0 = app.client.status.ps.origin
+        app.set_input((0.0, yaw, 0.0), forward=127)
+        app.pump(MOVE_SECONDS)
+        app.set_input((0.0, yaw, 0.0))
+        app.until(lambda: standing_still(app), 5.0, f"the player to stop after moving at yaw {yaw}")
+        o1 = app.client.status.ps.origin
+        dist = math.dist(o0[:2], o1[:2])
+        heading = math.degrees(math.atan2(o1[1] - o0[1], o1[0] - o0[0]))
+        err = (heading - yaw + 180.0) % 360.0 - 180.0
+        what = f"forward at yaw {yaw}: {o0} -> {o1}, {dist:.1f} units at heading {heading:.2f}"
+        assert dist > 60.0 and abs(o1[2] - o0[2]) < 1.0, what
+        assert abs(err) < 2.0, what
+    cmds = app.client.status.counters["usercmds"] - base["usercmds"]
+    assert_native(app.client.native_ticks - ticks0, cmds, "the moves")
+    no_drops(app)
+    app.stop(close=True)
+
+
+@pytest.mark.parametrize("kind", ["openarena", "ioq3"])
+def test_run_recovers_from_a_server_kill_and_restart(apps, kind):
+    with LocalQ3Server(kind=kind) as server:
+        app = apps(server, pure_paks=tuple(pk3_files()), name="pumpphoenix")  # default 10 s silence timeout
+        intended = (0.0, -135.0, 10.0)
+        app.set_input(intended)
+        app.start()
+        app.enter()
+        settle_view(app, intended, "view before the kill")
+        before = dict(app.client.status.counters)
+        ticks0 = app.client.native_ticks
+        server.kill()
+        server.start()
+        # The pump hands the silence probe's tick to the core; the answer shows the restart.
+        app.until(lambda: app.of(Disconnected), 6.0, "noticing the restarted server")
+        first = app.of(Disconnected)[0]
+        assert first.will_reconnect and "restarted" in first.reason, first
+        outage = app.client.status.counters["usercmds"] - before["usercmds"]
+        assert outage - (app.client.native_ticks - ticks0) >= 1, "no tick ran in the core (the probe's is)"
+        app.until(lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE, 20.0,
+                  "reconnecting to the restarted server")
+        assert app.client.status.counters["attempts"] >= 2
+        settle_view(app, intended, "view after reconnect")
+        # It streams again, in the pump.
+        base = dict(app.client.status.counters)
+        ticks0 = app.client.native_ticks
+        start = time.monotonic()
+        app.pump(2.0)
+        assert_streams(app, base, ticks0, time.monotonic() - start, "after the restart")
+        assert_view(app, intended, "view streaming after the restart")
+        app.stop(close=True)
+
+
+@pytest.mark.parametrize("kind", ["openarena", "ioq3"])
+def test_run_follows_a_map_change_and_map_restart(apps, kind):
+    with LocalQ3Server(kind=kind) as server:
+        app = apps(server, pure_paks=tuple(pk3_files()), name="pumpmapper")
+        intended = (-20.0, 100.0, 0.0)
+        app.set_input(intended)
+        app.start()
+        app.enter()
+        first_id = app.client.status.server_id
+        server.rcon("map oa_dm2")
+        app.until(lambda: len(app.of(EnteredWorld)) >= 2, 20.0, "entering the world on the new map")
+        st = app.client.status
+        assert st.mapname == "oa_dm2" and st.server_id != first_id and st.pure_error == ""
+        assert len(app.of(GamestateReceived)) >= 2 and not app.of(Disconnected)
+        settle_view(app, intended, "view on the new map")
+        restart_id = app.client.status.server_id
+        server.rcon("map_restart 0")
+        app.until(lambda: app.client.status.server_id != restart_id, 10.0, "the map_restart serverid")
+        base = dict(app.client.status.counters)
+        ticks0 = app.client.native_ticks
+        start = time.monotonic()
+        app.pump(1.5)
+        assert app.client.status.state is State.ACTIVE
+        settle_view(app, intended, "view after map_restart")
+        assert_streams(app, base, ticks0, time.monotonic() - start, "after map_restart")
+        no_drops(app)
+        app.stop(close=True)
+
+
+class Relay:
+    """A UDP forwarder between one client and a server that keeps the client's datagrams (bounded):
+    what the pump put on the wire, as the server received it."""
+
+    MAX_KEPT = 4000
+
+    def __init__(self, server: tuple[str, int]) -> None:
+        self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.front.bind(("127.0.0.1", 0))
+        self.back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.back.bind(("127.0.0.1", 0))
+        self.back.connect(server)
+        self.upstream: list[bytes] = []
+        self._client: tuple[str, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="q3-relay", daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.front.getsockname()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.front, self.back], [], [], 0.1)
+            try:
+                if self.front in ready:
+                    data, self._client = self.front.recvfrom(65535)
+                    if len(self.upstream) < self.MAX_KEPT:
+                        self.upstream.append(data)
+                    self.back.send(data)
+                if self.back in ready:
+                    data = self.back.recv(65535)
+                    if self._client is not None:
+                        self.front.sendto(data, self._client)
+            except OSError:  # an ICMP error on either side: the peers resend
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+        self.front.close()
+        self.back.close()
+
+
+def test_vr_client_on_a_vanilla_server_pumps_16bit_buttons_without_head_bits(ioq3_server, apps):
+    relay = Relay(ioq3_server.address)
+    try:
+        app = apps(ioq3_server, address=relay.address, family=Family.NEW71, vr=True, name="pumpvr")
+        intended = (5.0, 10.0, 12.0)
+        app.set_input(intended, buttons=1, head=(30.0, 20.0))
+        app.start()
+        app.enter()
+        app.until(lambda: app.of(HeadTracking), 2.0, "the HeadTracking event")
+        ht = app.of(HeadTracking)[-1]
+        assert not ht.sent and "vr_support" in ht.reason
+        st = app.client.status
+        assert not st.vr_support and not st.vr_active
+        settle_view(app, intended, "VR client's view on a vanilla server")
+        t0 = app.client.status.ps.command_time
+        app.pump(1.0)
+        assert app.client.status.ps.command_time > t0  # the server runs our cmds
+        assert_view(app, intended, "VR client's view after 1 s")
+        no_drops(app)
+        app.stop(close=True)
+    finally:
+        relay.close()
+    assert NATIVE is None or app.client.native_ticks >= 60
+    # Decode every usercmd packet as the server did (16-bit buttons): the head bits were kept out.
+    checksum_feed = app.of(GamestateReceived)[0].checksum_feed
+    ring = [""] * 64
+    for ev in app.of(ServerCommand):
+        ring[ev.seq & 63] = ev.text
+    buttons = []
+    for data in relay.upstream:
+        if data[:4] == b"\xff\xff\xff\xff":
+            continue  # out-of-band: the handshake
+        (seq,) = struct.unpack_from("<I", data)
+        assert not seq & 0x80000000, "a fragmented client message"
+        msg = read_client_message(data[10:], checksum_feed, ring, button_bits=16)  # NEW71: 10-byte header
+        buttons += [c.buttons for c in msg.cmds]
+    assert len(buttons) >= 2 * 60, len(buttons)  # two cmds a packet, > 1 s of them
+    assert set(buttons) == {1}, sorted(set(buttons))
