@@ -1694,11 +1694,40 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+#define SVC_SNAPSHOT 7         /* serverparse.SVC_SNAPSHOT */
+
+/* The first svc op of a server message body (after the netchan header), or -1 when it cannot be
+ * read here: a short body, a garbage code, or (legacy) an op reaching into the bytes scrambled
+ * from SV_ENCODE_START on. Five Huffman symbols: the reliable acknowledge long, then the op. */
+static int first_op(const uint8_t *body, Py_ssize_t len, int legacy)
+{
+    uint8_t buf[24] = {0};   /* 5 symbols of <= 11 bits stay in the first 7 bytes; 3 more are peeked */
+    memcpy(buf, body, (size_t)(len < 16 ? len : 16));
+    int64_t bit = 0, end = (int64_t)len * 8;
+    unsigned symbol = NYT;
+    for (int i = 0; i < 5; i++) {
+        const uint8_t *p = buf + (bit >> 3);
+        unsigned idx = (((unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16) >> (bit & 7))
+                       & ((1u << DECODE_BITS) - 1);
+        symbol = dec_symbol[idx];
+        bit += dec_length[idx];
+        if (bit > end || symbol == NYT)
+            return -1;
+    }
+    if (legacy && bit > SV_ENCODE_START * 8)
+        return -1;
+    return (int)symbol;
+}
+
 /* A server datagram read at `now` (GIL released): queue it for the core and, when it is the next
- * in-sequence netchan packet, acknowledge it from the next tick on, as ioq3 does with every packet
- * it takes in (clc.serverMessageSequence): the message acknowledge, and the keys built on it. The
- * header checks are netchan.process's; anything else (out-of-band, a fragment, a short or bad
- * header) makes the hand-over urgent, and the core decides. 0, or -1 when the queue is full. */
+ * in-sequence netchan packet and its first op is a snapshot, acknowledge it from the next tick on,
+ * as ioq3 does with every packet it takes in (clc.serverMessageSequence): the message acknowledge,
+ * and the keys built on it. The header checks are netchan.process's; anything else (out-of-band, a
+ * fragment, a short or bad header, a message starting with server commands or a gamestate) makes
+ * the hand-over urgent and is not acknowledged here: the core reads it at once and decides. (An
+ * ioq3 server resends the gamestate to a client that acknowledges a later message while still
+ * sending the old sv_serverid: only the core may acknowledge past a gamestate.) 0, or -1 when the
+ * queue is full. */
 static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
 {
     if (self->qn == PUMP_QUEUE || self->qlen + n > (Py_ssize_t)PUMP_QUEUE * PUMP_DATAGRAM)
@@ -1726,6 +1755,10 @@ static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
     }
     if (seq <= self->in_seq || n - header > SV_MAX_MSGLEN)
         return 0;   /* the core drops it (and counts why) */
+    if (first_op(d + header, n - header, self->legacy) != SVC_SNAPSHOT) {
+        self->urgent = 1;
+        return 0;
+    }
     self->in_seq = seq;
     self->mseq = (uint64_t)seq;
     self->key = self->feed ^ self->mseq ^ (uint64_t)self->hash;
