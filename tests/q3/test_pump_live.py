@@ -331,6 +331,39 @@ def test_run_follows_a_map_change_and_map_restart(apps, kind):
         app.stop(close=True)
 
 
+RACE_SECONDS = 3.0  # with the race open, the run thread met a refused input within ~1 s (6 of 6 runs)
+
+
+def test_a_refused_non_finite_view_never_reaches_a_tick_while_run_pumps(ioq3_server, apps):
+    """set_input with a non-finite angle raises ValueError and leaves the old input: no tick may
+    meet it either, not even a tick of the core in run()'s thread while this thread is mid-call
+    (a lost tracking pose must not end the network thread). A stress, as fast as it goes."""
+    app = apps(ioq3_server, family=Family.NEW71, name="pumpnan")
+    intended = (12.0, 34.0, -8.0)
+    app.set_input(intended)
+    app.start()
+    app.enter()
+    base = app.client.status.counters["usercmds"]
+    refused = 0
+    next_command = 0.0
+    end = time.monotonic() + RACE_SECONDS
+    while (now := time.monotonic()) < end and app.failure is None:
+        if now >= next_command:  # commands waiting for their turn: the core runs the ticks itself
+            app.client.send_command("say nan")
+            next_command = now + 0.6
+        try:
+            app.client.set_input((math.nan, 34.0, -8.0))
+        except ValueError:
+            refused += 1
+        app.client.set_input(intended)
+    if app.failure is not None:
+        raise AssertionError(f"run() raised after {refused} refused inputs") from app.failure
+    assert refused > 100 and app.client.status.counters["usercmds"] - base >= 30, refused
+    settle_view(app, intended, "the view after the refused inputs")
+    no_drops(app)
+    app.stop(close=True)
+
+
 class Relay:
     """A UDP forwarder between one client and a server that keeps the client's datagrams (bounded):
     what the pump put on the wire, as the server received it."""
