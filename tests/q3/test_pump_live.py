@@ -302,6 +302,34 @@ def test_run_recovers_from_a_server_kill_and_restart(apps, kind):
         app.stop(close=True)
 
 
+def test_run_times_out_a_dead_server_and_reconnects_when_it_is_back(apps):
+    with LocalQ3Server(kind="ioq3") as server:
+        app = apps(server, family=Family.NEW71, timeout=2.5, name="pumplazarus")
+        intended = (-30.0, 60.0, 0.0)
+        app.set_input(intended)
+        app.start()
+        app.enter()
+        server.kill()
+        killed = time.monotonic()
+        # Nobody answers the probe (the port is closed): the pump hands the timeout's tick to the core.
+        app.until(lambda: app.of(Disconnected), 2.5 + 2.0, "the silence timeout")
+        gone = app.of(Disconnected)[0]
+        assert gone.will_reconnect and "silent" in gone.reason, gone
+        assert time.monotonic() - killed >= 2.5 - 0.1
+        app.pump(0.5)  # run() goes on, reconnecting into a closed port
+        assert app.client.state is not State.ACTIVE
+        server.start()
+        app.until(lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE, 20.0,
+                  "reconnecting once the server is back")
+        settle_view(app, intended, "view after reconnect")
+        base = dict(app.client.status.counters)
+        ticks0 = app.client.native_ticks
+        start = time.monotonic()
+        app.pump(1.5)
+        assert_streams(app, base, ticks0, time.monotonic() - start, "after the reconnect")
+        app.stop(close=True)
+
+
 @pytest.mark.parametrize("kind", ["openarena", "ioq3"])
 def test_run_follows_a_map_change_and_map_restart(apps, kind):
     with LocalQ3Server(kind=kind) as server:
