@@ -31,7 +31,7 @@ from headcast.netcode.q3 import netchan as netchan_module
 from headcast.netcode.q3 import serverparse, transport
 from headcast.netcode.q3.client import MAX_RELIABLE_COMMANDS, ClientConfig, Q3ClientCore, State
 from headcast.netcode.q3.clientmsg import CLC_MOVE, CLC_MOVE_NO_DELTA, py_write_client_message, read_client_message
-from headcast.netcode.q3.delta import PlayerState
+from headcast.netcode.q3.delta import PlayerState, write_delta_playerstate
 from headcast.netcode.q3.msg import BitWriter
 from headcast.netcode.q3.native import NATIVE, NATIVE_STATUS, PURE_ENV
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, netchan_checksum
@@ -630,6 +630,44 @@ def test_urgent_datagrams_are_handed_over_at_once_and_not_acknowledged(kind):
                 assert sum(st_.drops.values()) == drops + 1
     finally:
         rig.close()
+
+
+@native
+@pytest.mark.parametrize("reliable_ack,early", [(0, True), (1, True), (0x7FFFFFFF, True), (0x00F7F7F7, False)])
+def test_legacy_snapshots_are_acknowledged_early_when_their_op_precedes_the_scrambling(reliable_ack, early):
+    # Legacy netchan: the body is scrambled from its 5th byte (SV_ENCODE_START), so the pump sees
+    # the first op only when the acknowledge long and the op take at most 32 Huffman bits (byte
+    # 0xF7 takes 11: three of them do not fit; small acknowledges, as in game, always do).
+    core = in_game_core(legacy=True, msg_seq=10, snapshot=snap(10, 1000), timer=1.0, last_packet=1.0,
+                        reliable=("say hi",), reliable_ack=0)
+    w = BitWriter()
+    w.write_long(reliable_ack)
+    w.write_byte(serverparse.SVC_SNAPSHOT)
+    w.write_long(2000)
+    for byte in (0, 0, 0):  # a full snapshot, no flags, no areamask
+        w.write_byte(byte)
+    write_delta_playerstate(w, None, PlayerState.from_dict({"commandTime": 1990}))
+    w.write_bits(1023, 10)
+    w.write_byte(serverparse.SVC_EOF)
+    text = core._reliable[reliable_ack % MAX_RELIABLE_COMMANDS]
+    dgram = struct.pack("<i", 11) + netchan_module._xor(w.to_bytes(), 4, CHALLENGE ^ 11, text, {})
+
+    def ack(d: bytes, message_ack: int) -> int:  # unscramble as the server does (key from the acknowledge)
+        body = netchan_module._xor(d[6:], 12, CHALLENGE ^ 4242 ^ message_ack, core._server_commands[3], {})
+        return read_client_message(body, FEED, core._server_commands, 16).message_ack
+    with udp_pair() as (a, b):
+        pump = NATIVE.Pump(a.fileno())
+        pump.configure(core._pump_context())
+        b.send(dgram)
+        assert pump.step(tk(0), 0.5) == (TICKED if early else READABLE)
+        assert ack(b.recv(65536), 10) == 10
+        assert pump.step(tk(1), 0.5) in (TICKED, READABLE)
+        assert ack(b.recv(65536), 11 if early else 10) == (11 if early else 10)
+        taken = pump.take()
+    core._absorb_ticks(*taken[:7])
+    for d, at in zip(taken[9], taken[10]):
+        core.receive_datagram(d, at)
+    assert core._last_snap.server_time == 2000 and core._pump_context()[4] == 11 and taken[10] == (tk(0),)
 
 
 @native
