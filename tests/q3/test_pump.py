@@ -786,6 +786,18 @@ def test_early_acks_never_make_an_ioq3_server_resend_the_gamestate():
         rig.close()
 
 
+@native
+def test_a_vanished_peer_is_counted_as_socket_errors_and_the_ticks_go_on():
+    with udp_pair() as (a, b):
+        pump = NATIVE.Pump(a.fileno())
+        pump.configure(good_context(timer=1.0))
+        b.close()  # port unreachable: the ICMP error comes back on a's next send or read
+        codes = [pump.step(tk(k), 0.0) for k in range(6)]
+        taken = pump.take()
+    assert codes == [TICKED] * 6 and len(taken[0]) == 6
+    assert taken[7] >= 1 and taken[9] == ()  # socket errors, no datagrams
+
+
 # ---------------------------------------------------------------------------------- 4. API errors
 
 def good_context(timer: float = 100.0, **kw) -> tuple:
