@@ -175,12 +175,20 @@ class Q3ClientCore:
         """What the next usercmds carry. `angles` is the absolute view (pitch, yaw, roll) wanted on
         the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits)."""
         p, y, r = angles
+        p, y, r = float(p), float(y), float(r)
+        if head is not None:
+            head = (float(head[0]), float(head[1]))
+        # Refused here, before the core holds it: a tick would raise on it (out of poll or run(),
+        # and in run()'s thread while another thread calls this).
+        if not (isfinite(p) and isfinite(y) and isfinite(r)) or (
+                head is not None and not (isfinite(head[0]) and isfinite(head[1]))):
+            raise ValueError(f"non-finite angle in {(p, y, r)!r} (head {head!r})")
         # A plain tuple: this runs every frame, and a frozen dataclass costs several times more.
         # Clamped inline: a function call per move costs more than min/max, cache-cold, every frame.
-        self._input = (float(p), float(y), float(r), max(-127, min(127, int(forward))),
+        self._input = (p, y, r, max(-127, min(127, int(forward))),
                        max(-127, min(127, int(right))), max(-127, min(127, int(up))),
                        int(buttons) & USER_BUTTON_MASK, int(weapon) & 0xFF,
-                       None if head is None else (float(head[0]), float(head[1])))
+                       head)
 
     def send_command(self, text: str) -> None:
         """Queue a reliable client command (e.g. `say hi`, `team s`). Game commands are paced one per

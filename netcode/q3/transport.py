@@ -121,7 +121,6 @@ class Q3Client:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
             pump.set_input(*core._wire_input())
             self.set_input = self._set_input_pumped
-        self._stop = False
         while not self._stop and self._sock.fileno() != -1:
             now = clock()
             if now >= until:
@@ -140,6 +139,7 @@ class Q3Client:
                 events += core.take_events()
         if core._events:
             events += core.take_events()
+        self._stop = False  # consumed here, not on entry: an interrupt() just before run() counts
         return events
 
     def _pump_datagrams(self, taken: tuple) -> tuple | None:
@@ -166,14 +166,8 @@ class Q3Client:
                           buttons: int = 0, weapon: int = 0, head: tuple[float, float] | None = None) -> None:
         """set_input once run() made its pump: the core's input and the pump's (thread-safe)."""
         core = self.core
-        old = core._input
-        core.set_input(angles, forward, right, up, buttons, weapon, head)
-        try:
-            wire = core._wire_input()
-        except ValueError:  # a non-finite angle: refused here, before a tick could meet it
-            core._input = old
-            raise
-        self._pump.set_input(*wire)
+        core.set_input(angles, forward, right, up, buttons, weapon, head)  # refuses non-finite angles
+        self._pump.set_input(*core._wire_input())
 
     def poll(self, now: float) -> list[Event]:
         """Send what is due, then (in game: at a tick only) read the socket; the events so far."""

@@ -894,6 +894,22 @@ def test_interrupt_from_another_thread_stops_run_at_its_next_wake():
         assert pump.run(time.monotonic() - 1.0) == 0
 
 
+def test_an_interrupt_just_before_run_stops_it_and_is_consumed():
+    """Q3Client.interrupt() before run() starts still stops it (an app loop `while not stop:
+    run(...)` must not miss it); the run it stopped consumes it, so the next run runs."""
+    client = Q3Client(("127.0.0.1", 9), ClientConfig(name="intr", family=Family.NEW71), bind=("127.0.0.1", 0))
+    try:
+        client.interrupt()
+        start = time.perf_counter()
+        client.run(start + 5.0)
+        assert time.perf_counter() - start < 1.0
+        start = time.perf_counter()
+        client.run(start + 0.2)  # not in game: the Python loop, until `until`
+        assert 0.19 <= time.perf_counter() - start < 1.0
+    finally:
+        client.close(time.perf_counter())
+
+
 @native
 def test_set_input_from_another_thread_changes_the_next_datagrams():
     with udp_pair() as (a, b):
