@@ -65,13 +65,17 @@ class ScriptedServer:
     def body(self, write_ops) -> bytes:
         w = BitWriter()
         w.write_long(self.client_command_seq)
-        for i in range(self.command_seq - 5 if self.command_seq > 5 else 0, self.command_seq):
+        for i in range(self.resend_from(), self.command_seq):
             w.write_byte(serverparse.SVC_SERVERCOMMAND)
             w.write_long(i + 1)
             w.write_string(self.commands[(i + 1) % 64])
         write_ops(w)
         w.write_byte(serverparse.SVC_EOF)
         return w.to_bytes()
+
+    def resend_from(self) -> int:
+        """The first of our commands each message repeats (the last five; ioq3 repeats the unacknowledged)."""
+        return self.command_seq - 5 if self.command_seq > 5 else 0
 
     def add_command(self, text: str) -> None:
         self.command_seq += 1

@@ -137,6 +137,24 @@ def standing_still(session) -> bool:
             and ps.pm_time == 0 and math.hypot(*v) < 1.0)
 
 
+def move_and_check(driver, set_input, yaw: float) -> None:
+    """From standing still, forward at `yaw` for MOVE_SECONDS, then stop: the player must have moved
+    on the same floor in the commanded direction. `driver` has `client`, `until` and `pump`."""
+    driver.until(lambda: standing_still(driver), 5.0, f"the player to stand still before moving at yaw {yaw}")
+    o0 = driver.client.status.ps.origin
+    set_input((0.0, yaw, 0.0), forward=127)
+    driver.pump(MOVE_SECONDS)
+    set_input((0.0, yaw, 0.0))
+    driver.until(lambda: standing_still(driver), 5.0, f"the player to stop after moving at yaw {yaw}")
+    o1 = driver.client.status.ps.origin
+    dist = math.dist(o0[:2], o1[:2])
+    heading = math.degrees(math.atan2(o1[1] - o0[1], o1[0] - o0[0]))
+    err = (heading - yaw + 180.0) % 360.0 - 180.0
+    what = f"forward at yaw {yaw}: {o0} -> {o1}, {dist:.1f} units at heading {heading:.2f}"
+    assert dist > 60.0 and abs(o1[2] - o0[2]) < 1.0, what  # moved, on the same floor
+    assert abs(err) < 2.0, what
+
+
 def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(ioq3_server, session_factory):
     s = session_factory(ioq3_server, family=Family.NEW71, name="mover")
     intended = (15.0, -60.0, -25.0)
@@ -153,19 +171,7 @@ def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(i
 
     # Opposite directions in pairs, so the player stays near the middle of the floor.
     for yaw in (0.0, 180.0, 90.0, 270.0, 45.0, 225.0, 135.0, 315.0):
-        s.until(lambda: standing_still(s), 5.0, f"the player to stand still before moving at yaw {yaw}")
-        o0 = s.client.status.ps.origin
-        s.client.set_input((0.0, yaw, 0.0), forward=127)
-        s.pump(MOVE_SECONDS)
-        s.client.set_input((0.0, yaw, 0.0))
-        s.until(lambda: standing_still(s), 5.0, f"the player to stop after moving at yaw {yaw}")
-        o1 = s.client.status.ps.origin
-        dist = math.dist(o0[:2], o1[:2])
-        heading = math.degrees(math.atan2(o1[1] - o0[1], o1[0] - o0[0]))
-        err = (heading - yaw + 180.0) % 360.0 - 180.0
-        what = f"forward at yaw {yaw}: {o0} -> {o1}, {dist:.1f} units at heading {heading:.2f}"
-        assert dist > 60.0 and abs(o1[2] - o0[2]) < 1.0, what  # moved, on the same floor
-        assert abs(err) < 2.0, what
+        move_and_check(s, s.client.set_input, yaw)
 
     # A second teleport, facing another yaw, after the view has been elsewhere.
     s.client.set_input(intended)

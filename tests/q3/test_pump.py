@@ -311,16 +311,8 @@ class AckingServer(ScriptedServer):
         self.acked = max([self.acked] + [m.reliable_ack for m in msgs])
         return msgs
 
-    def body(self, write_ops) -> bytes:
-        w = BitWriter()
-        w.write_long(self.client_command_seq)
-        for i in range(max(self.acked, self.command_seq - 5), self.command_seq):
-            w.write_byte(serverparse.SVC_SERVERCOMMAND)
-            w.write_long(i + 1)
-            w.write_string(self.commands[(i + 1) % 64])
-        write_ops(w)
-        w.write_byte(serverparse.SVC_EOF)
-        return w.to_bytes()
+    def resend_from(self) -> int:
+        return max(self.acked, self.command_seq - 5)
 
 
 class Wire:

@@ -26,8 +26,8 @@ from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.native import NATIVE
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import DEFAULT_BATCH, Q3Client
-from q3.test_live_session import (MOVE_SECONDS, OPEN_FLOOR, STREAMS, assert_view, no_drops, players,
-                                  settle_view, standing_still, teleport)
+from q3.test_live_session import (OPEN_FLOOR, STREAMS, assert_view, move_and_check, no_drops, players,
+                                  settle_view, teleport)
 
 from support import wait_for
 
@@ -267,19 +267,7 @@ def test_forward_stick_moves_the_player_while_run_pumps(ioq3_server, apps):
 
     ticks0, base = app.mark()
     for yaw in (0.0, 180.0, 90.0, 270.0):  # opposite pairs: the player stays near the middle
-        app.until(lambda: standing_still(app), 5.0, f"the player to stand still before moving at yaw {yaw}")
-        o0 = app.client.status.ps.origin
-        app.set_input((0.0, yaw, 0.0), forward=127)
-        app.pump(MOVE_SECONDS)
-        app.set_input((0.0, yaw, 0.0))
-        app.until(lambda: standing_still(app), 5.0, f"the player to stop after moving at yaw {yaw}")
-        o1 = app.client.status.ps.origin
-        dist = math.dist(o0[:2], o1[:2])
-        heading = math.degrees(math.atan2(o1[1] - o0[1], o1[0] - o0[0]))
-        err = (heading - yaw + 180.0) % 360.0 - 180.0
-        what = f"forward at yaw {yaw}: {o0} -> {o1}, {dist:.1f} units at heading {heading:.2f}"
-        assert dist > 60.0 and abs(o1[2] - o0[2]) < 1.0, what
-        assert abs(err) < 2.0, what
+        move_and_check(app, app.set_input, yaw)
     cmds = app.client.status.counters["usercmds"] - base["usercmds"]
     assert_native(app.client.native_ticks - ticks0, cmds, "the moves")
     no_drops(app)
