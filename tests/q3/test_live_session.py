@@ -137,6 +137,17 @@ def standing_still(session) -> bool:
             and ps.pm_time == 0 and math.hypot(*v) < 1.0)
 
 
+def onto_open_floor(driver, intended) -> None:
+    """In game on oa_dm1 with the intended view; then teleported to OPEN_FLOOR (the game rewrites
+    delta_angles to face yaw 0; the client compensates from the next playerState so the view
+    returns to what we intend). `driver` has `client`, `until` and `pump`."""
+    assert driver.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
+    settle_view(driver, intended, "view after spawn")
+    teleport(driver, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
+    assert math.dist(driver.client.status.ps.origin, OPEN_FLOOR) < 60
+    settle_view(driver, intended, "view after teleport")
+
+
 def move_and_check(driver, set_input, yaw: float) -> None:
     """From standing still, forward at `yaw` for MOVE_SECONDS, then stop: the player must have moved
     on the same floor in the commanded direction. `driver` has `client`, `until` and `pump`."""
@@ -160,14 +171,7 @@ def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(i
     intended = (15.0, -60.0, -25.0)
     s.client.set_input(intended)
     s.enter()
-    assert s.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
-    settle_view(s, intended, "view after spawn")
-
-    # Teleport (the game rewrites delta_angles to face yaw 0; the client compensates from the next
-    # playerState so the view returns to what we intend), then wait until the player stands still.
-    teleport(s, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
-    assert math.dist(s.client.status.ps.origin, OPEN_FLOOR) < 60
-    settle_view(s, intended, "view after teleport")
+    onto_open_floor(s, intended)
 
     # Opposite directions in pairs, so the player stays near the middle of the floor.
     for yaw in (0.0, 180.0, 90.0, 270.0, 45.0, 225.0, 135.0, 315.0):

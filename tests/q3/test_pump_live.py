@@ -26,8 +26,8 @@ from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.native import NATIVE
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import DEFAULT_BATCH, Q3Client
-from q3.test_live_session import (OPEN_FLOOR, STREAMS, assert_view, move_and_check, no_drops, players,
-                                  settle_view, teleport)
+from q3.test_live_session import (STREAMS, assert_view, move_and_check, no_drops, onto_open_floor, players,
+                                  settle_view)
 
 from support import wait_for
 
@@ -257,13 +257,9 @@ def test_forward_stick_moves_the_player_while_run_pumps(ioq3_server, apps):
     app.set_input(intended)
     app.start()
     app.enter()
-    assert app.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
-    settle_view(app, intended, "view after spawn")
     # setviewpos goes out through send_command from this (the application's) thread: it must reach
     # the server while run() pumps (send_command interrupts the pump; the core sends it).
-    teleport(app, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
-    assert math.dist(app.client.status.ps.origin, OPEN_FLOOR) < 60
-    settle_view(app, intended, "view after teleport")
+    onto_open_floor(app, intended)
 
     ticks0, base = app.mark()
     for yaw in (0.0, 180.0, 90.0, 270.0):  # opposite pairs: the player stays near the middle
