@@ -27,7 +27,7 @@ from headcast.netcode.q3.native import NATIVE
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import DEFAULT_BATCH, Q3Client
 from q3.test_live_session import (STREAMS, assert_view, move_and_check, no_drops, onto_open_floor, players,
-                                  settle_view)
+                                  settle_view, stream_views)
 
 from support import wait_for
 
@@ -220,19 +220,7 @@ def test_run_streams_60hz_with_the_intended_view_then_closes(request, apps, kind
     settle_view(app, intended, "view after spawn")
 
     ticks0, base = app.mark()
-    start = time.monotonic()
-    checks = 0
-    segment = 0
-    while time.monotonic() - start < seconds:
-        segment += 1
-        intended = (math.fmod(segment * 23.3, 120.0) - 60.0, segment * 47.7 - 180.0, math.fmod(segment * 13.1, 100.0) - 50.0)
-        app.set_input(intended, buttons=0)
-        app.pump(min(1.0, max(0.0, seconds - (time.monotonic() - start))))
-        if time.monotonic() - start < seconds:
-            assert_view(app, intended, f"segment {segment}")
-            checks += 1
-    elapsed = time.monotonic() - start
-    assert checks >= int(seconds) - 1
+    elapsed = stream_views(app, app.set_input, seconds)
     assert_streams(app, base, ticks0, elapsed, f"{seconds:.0f} s stream")
     st = app.client.status
     assert st.state is State.ACTIVE and st.latency_ms is not None and st.latency_ms < 200, st.latency_ms
