@@ -697,8 +697,8 @@ class Q3ClientCore:
         text that keys the cmds, button bits, move_no_delta, VR link, delta_angles, has a snapshot,
         its server time, when it came, ms per tick before the first snapshot, last packet's time,
         next probe time, SILENCE_PROBE, timeout, tick period, timer, outgoing sequence, the previous
-        cmds, the last cmd's time, the netchan's incoming sequence. None when the next tick must run here (not in game, or
-        commands waiting for their turn)."""
+        cmds, the last cmd's time, the netchan's incoming sequence. None when the next tick must run
+        here (not in game, or commands waiting for their turn)."""
         netchan = self._netchan
         if self._state not in LINKED or self._pending or self._timer is None or netchan is None:
             return None
