@@ -20,13 +20,15 @@ in-game command ticks in C when the extension is built (`_q3native.Pump`): the c
 pump what a tick's datagram needs that only a server message changes (`_pump_context`), the pump
 sleeps to each tick, builds and sends the datagram as the core would (the same bytes; tests
 compare them) with the GIL released, and reads the socket after each tick's send. A server
-datagram that is the next on the netchan is acknowledged from the next tick on, as ioq3 does for
-every packet it takes in (the message acknowledge and the keys built on it: all the pump needs
-from it); the datagrams go to the core with their arrival times once the oldest has waited
-`batch` seconds, or at once when one is not a plain in-sequence netchan packet. The pump also
-comes back when a tick needs the core (the silence probe, the timeout, fragments, a queued
-command) and at `until`; the core then takes over the ticks' state (`_absorb_ticks`). So in
-game the interpreter wakes about 1/batch times a second, not for every usercmd (60/s). While `run` runs, other threads may call `set_input`, `send_command` and `interrupt`; call
+datagram that is the next on the netchan and starts with a snapshot is acknowledged from the next
+tick on, as ioq3 does for every packet it takes in (the message acknowledge and the keys built on
+it: all the pump needs from it); the datagrams go to the core with their arrival times once the
+oldest has waited `batch` seconds, or at once when one is anything else (out-of-band, a fragment,
+server commands, a gamestate), unacknowledged. The pump also comes back when a tick needs the
+core (the silence probe, the timeout, fragments, a queued command) and at `until`; the core then
+takes over the ticks' state (`_absorb_ticks`). So in game the interpreter wakes at most 1/batch
+times a second (about 7 at 0.1 s and 20 snapshots/s), not for every usercmd (60/s). While `run`
+runs, other threads may call `set_input`, `send_command` and `interrupt`; call
 `close` from the thread that runs it, or after it returned.
 """
 from __future__ import annotations
