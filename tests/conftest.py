@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ARTIFACTS, SHARED
+from support import ARTIFACTS
 
 
 @pytest.fixture(scope="session")
@@ -13,12 +13,6 @@ def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
 
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: the shared/ folder (vectors, reference) must sit beside the repo")
-    return SHARED
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Test-side models of Quake 3 rules, written from ../shared/reference/quake3.md (never from our code)."""
+"""Test-side models of Quake 3 rules, written from the protocol reference (shared/reference/quake3.md beside the repo), never from our code."""
 from __future__ import annotations
 
 

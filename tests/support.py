@@ -12,7 +12,9 @@ import pytest
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+# Data the tests read (the ioq3 conformance vectors): kept in the repo, see tests/data/README.md.
+DATA = REPO / "tests" / "data"
+VECTORS_FILE = DATA / "q3_vectors.json"
 ARTIFACTS = REPO / "artifacts"
 
 # Long soak/fuzz runs: the default (and CI) run executes a bounded version of each.

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import SHARED
+from support import VECTORS_FILE
 from headcast.netcode.q3.vrhead import (
     DISPLAY_LIMITS,
     EF_VR_PLAYER,
@@ -32,7 +32,7 @@ from headcast.netcode.q3.vrhead import (
 )
 
 F = np.float32
-TABLE = json.loads((SHARED / "vectors" / "q3_vectors.json").read_text())["angle2short"]["table"]
+TABLE = json.loads(VECTORS_FILE.read_text())["angle2short"]["table"]
 
 
 def _from_hex(h: str) -> float:

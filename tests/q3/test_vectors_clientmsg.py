@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support import SHARED
+from support import VECTORS_FILE
 from headcast.netcode.q3.clientmsg import (
     CLC_MOVE,
     CLC_MOVE_NO_DELTA,
@@ -17,7 +17,7 @@ from headcast.netcode.q3.msg import BitReader, MsgError
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, netchan_checksum
 from headcast.netcode.q3.usercmd import UserCmd, hash_key
 
-VEC = json.loads((SHARED / "vectors" / "q3_vectors.json").read_text())["client_packet"]
+VEC = json.loads(VECTORS_FILE.read_text())["client_packet"]
 
 
 def cmd(d: dict) -> UserCmd:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support import SHARED
+from support import VECTORS_FILE
 from headcast.netcode.q3.delta import (
     NULL_ENTITY,
     NULL_PLAYER,
@@ -19,7 +19,7 @@ from headcast.netcode.q3.delta import (
 from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
 
-VECTORS = json.loads((SHARED / "vectors" / "q3_vectors.json").read_text())
+VECTORS = json.loads(VECTORS_FILE.read_text())
 
 
 def test_tables_match_reference_shape() -> None:

@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from support import SHARED
+from support import VECTORS_FILE
 from headcast.netcode.q3 import huffman
 from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError
 
-VECTORS = json.loads((SHARED / "vectors" / "q3_vectors.json").read_text())
+VECTORS = json.loads(VECTORS_FILE.read_text())
 STATIC = VECTORS["huffman_static"]
 ADAPTIVE = VECTORS["huffman_adaptive"]["vectors"]
 

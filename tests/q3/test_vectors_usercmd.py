@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support import SHARED
+from support import VECTORS_FILE
 from headcast.netcode.q3.msg import BitReader, BitWriter
 from headcast.netcode.q3.usercmd import (
     NULL_CMD,
@@ -15,7 +15,7 @@ from headcast.netcode.q3.usercmd import (
     write_delta_usercmd_key,
 )
 
-VECTORS = json.loads((SHARED / "vectors" / "q3_vectors.json").read_text())
+VECTORS = json.loads(VECTORS_FILE.read_text())
 
 
 def cmd(d: dict) -> UserCmd:
