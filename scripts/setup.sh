@@ -2,7 +2,8 @@
 # Installs everything headcast needs on a Debian 12 machine (as root), idempotently:
 # Debian packages (compiler + OpenXR headers for the mock runtime, Xvfb/Mesa for the mirror,
 # the OpenArena / ioquake3 dedicated servers), a virtual environment in .venv with headcast
-# and its test tools, and the mock OpenXR runtime library. Safe to run again: it only does
+# and its test tools, one styly-netsync-server release per NetSync protocol in build/netsync/,
+# and the mock OpenXR runtime library. Safe to run again: it only does
 # what is missing. Sourced by scripts/demo.sh and scripts/test.sh.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,6 +57,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   fi
   touch "$stamp"
 fi
+
+# One styly-netsync-server release per NetSync protocol (0.10.4 … 0.17.5), each in its own folder
+# build/netsync/<version> (pip --no-deps --target; the servers run on the .venv interpreter with
+# PYTHONPATH=that folder). Skips a folder that has its dist-info; a new one is installed into a
+# temporary folder, checked (version, PROTOCOL_VERSION) and renamed into place. One line each.
+.venv/bin/python -m headcast.netcode.netsync.releases
 
 if [ -f xr/mockrt/build.py ]; then
   .venv/bin/python xr/mockrt/build.py
