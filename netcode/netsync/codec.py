@@ -1,10 +1,22 @@
-"""NetSync protocol 3 wire codec: client pose (11), room pose (12), device-ID mapping (6).
+"""NetSync wire codec, protocols 3–8: client pose (11), room pose (12), device-ID mapping (6),
+client hello (19).
 
-Byte-exact with the shipped serializer (styly-netsync-server 0.9.0–0.10.4, reference
-netsync.md §2–§6): int24 head position, smallest-three rotations, hands/virtuals relative to
-the *unquantised* head (world-axis position offset, conj(head)·part rotation), encodingFlags
-0x1F, round-half-to-even then clamp, in float64 with the same operation order — so the same
-input gives the same bits. Each layout is one precompiled struct per flag combination.
+Byte-exact with each protocol's shipped serializer (styly-netsync-server 0.9.0–0.10.4 for 3,
+0.11 for 4, 0.12–0.13 for 5, 0.14 for 6, 0.15 for 7, 0.16–0.17 for 8; reference netsync.md):
+int24 head position, smallest-three rotations, hands/virtuals relative to the *unquantised*
+head (world-axis position offset, conj(head)·part rotation), round-half-to-even then clamp, in
+float64 with the same operation order — so the same input gives the same bits. What differs:
+
+| protocol | pose body                                                                     |
+|----------|-------------------------------------------------------------------------------|
+| 3        | physical block i16 dx, dz, dyaw (6 B); encodingFlags 0x1F                     |
+| 4        | physical block i16 dx, dy, dz, dyaw (8 B)                                     |
+| 5–8      | + flag 0x40 MOVING_FLOOR_LOCAL: the block carries the floor-local physical    |
+|          | x, y, z, yaw, and encodingFlags is 0x0F (bit 4 clear)                         |
+
+6 changes only network variables, 7 adds the hello (19) and separate control/transform lanes,
+8 adds the deviceId to control messages — the pose bodies of 5–8 are the same bytes. Each
+layout is one precompiled struct per (protocol family, flags) combination.
 
 Decoding is strict where the shipped decoder is lenient (it relays junk, reads past limits):
 any defect raises a `NetSyncDecodeError` subclass naming the byte offset, and nothing is
@@ -22,12 +34,15 @@ from headcast.netcode.pose import IDENTITY, Quat
 from .model import (
     FLAG_HEAD,
     FLAG_LEFT,
+    FLAG_MOVING_FLOOR,
     FLAG_PHYSICAL,
     FLAG_RIGHT,
     FLAG_STEALTH,
     FLAG_VIRTUALS,
     KNOWN_FLAGS,
+    KNOWN_FLAGS_MOVING_FLOOR,
     MAX_VIRTUALS,
+    ClientHello,
     ClientPose,
     DeviceIdMapping,
     DeviceMapping,
@@ -38,15 +53,20 @@ from .model import (
     RoomPose,
     Transform,
 )
-from .origin import reconstruct_physical
+from .origin import floor_local_physical, receiver_yaw, reconstruct_physical
 
-PROTOCOL_VERSION = 3
+PROTOCOLS = (3, 4, 5, 6, 7, 8)
+LATEST_PROTOCOL = 8
+HELLO_PROTOCOL = 7  # first protocol with MSG_CLIENT_HELLO and the separate transform lane
 MSG_DEVICE_ID_MAPPING = 6
 MSG_CLIENT_POSE = 11
 MSG_ROOM_POSE = 12
+MSG_CLIENT_HELLO = 19
+HELLO_FLAG_STEALTH = 0x01
 
 ENCODING_FLAGS = 0x1F  # yaw-only, right/left/virtual relative to head, physical = XROrigin Δ
 ENC_XRORIGIN_DELTA = 0x10
+ENCODING_FLAGS_MOVING_FLOOR = ENCODING_FLAGS & ~ENC_XRORIGIN_DELTA  # 0x0F (protocol 5+)
 
 ABS_POS_SCALE = 0.01
 DELTA_POS_SCALE = 0.01
@@ -98,7 +118,12 @@ class VirtualCountError(NetSyncDecodeError):
 
 
 class UnsupportedProtocolError(NetSyncDecodeError):
-    pass
+    """The message's protocol byte is not one this codec speaks, or not the one expected;
+    `protocol` is the byte the message carried."""
+
+    def __init__(self, offset: int, detail: str, protocol: int) -> None:
+        super().__init__(offset, detail)
+        self.protocol = protocol
 
 
 class MessageTypeError(NetSyncDecodeError):
@@ -116,6 +141,23 @@ class StringError(NetSyncDecodeError):
 
 class PoseEncodeError(ValueError):
     """The local pose cannot be put on the wire (non-finite number, bad flags, deviceId too long)."""
+
+
+# ---------------------------------------------------------------- protocols
+
+def check_protocol(protocol: int) -> int:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"NetSync protocol {protocol!r} is not one headcast speaks ({PROTOCOLS[0]}–{PROTOCOLS[-1]})")
+    return protocol
+
+
+def known_flags(protocol: int) -> int:
+    return KNOWN_FLAGS_MOVING_FLOOR if protocol >= 5 else KNOWN_FLAGS
+
+
+def _family(protocol: int) -> int:
+    """Pose bodies are the same bytes within a family: 3; 4; 5–8."""
+    return 3 if protocol == 3 else 4 if protocol == 4 else 5
 
 
 # ---------------------------------------------------------------- quantisers (shipped semantics)
@@ -205,10 +247,10 @@ def compress_quat(q: Quat) -> int:
 
 # ---------------------------------------------------------------- encoder
 
-def sanitize_flags(flags: int) -> int:
+def sanitize_flags(flags: int, protocol: int = LATEST_PROTOCOL) -> int:
     """The shipped encoder's flag rules: stealth is 0x01 alone; no head, no hands/virtuals."""
-    if flags & ~KNOWN_FLAGS:
-        raise PoseEncodeError(f"flags 0x{flags:02x} has bits protocol 3 does not define")
+    if flags & ~known_flags(protocol):
+        raise PoseEncodeError(f"flags 0x{flags:02x} has bits protocol {protocol} does not define")
     if flags & FLAG_STEALTH:
         return FLAG_STEALTH
     if not flags & FLAG_HEAD:
@@ -216,11 +258,15 @@ def sanitize_flags(flags: int) -> int:
     return flags
 
 
+def _physical_fmt(family: int) -> str:
+    return "hhh" if family == 3 else "hhhh"
+
+
 @lru_cache(maxsize=1024)
-def _body_struct(flags: int, n_virtuals: int, with_seq: bool) -> struct.Struct:
+def _body_struct(flags: int, n_virtuals: int, with_seq: bool, family: int) -> struct.Struct:
     fmt = "<HBB" if with_seq else "<BB"
     if flags & FLAG_PHYSICAL:
-        fmt += "hhh"
+        fmt += _physical_fmt(family)
     if flags & FLAG_HEAD:
         fmt += "HbHbHbI"
         if flags & FLAG_RIGHT:
@@ -259,29 +305,42 @@ def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
         args += (x, y, z, _IDENTITY_PACKED)
 
 
-def encode_body_tail(frame: PoseFrame) -> bytes:
+def encode_body_tail(frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
     """The body after poseSeq (flags … last virtual): what the send policy compares (Unity signs it)."""
-    flags, n, args = _body_args(frame, [])
-    return _body_struct(flags, n, False).pack(*args)
+    family = _family(protocol)
+    flags, n, args = _body_args(frame, [], protocol, family)
+    return _body_struct(flags, n, False, family).pack(*args)
 
 
-def encode_body(pose_seq: int, frame: PoseFrame) -> bytes:
-    flags, n, args = _body_args(frame, [pose_seq & 0xFFFF])
-    return _body_struct(flags, n, True).pack(*args)
+def encode_body(pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
+    family = _family(protocol)
+    flags, n, args = _body_args(frame, [pose_seq & 0xFFFF], protocol, family)
+    return _body_struct(flags, n, True, family).pack(*args)
 
 
-def _body_args(frame: PoseFrame, args: list) -> tuple[int, int, list]:
+def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple:
+    """The physical block's integers: the XROrigin Δ, or the floor-local physical pose."""
+    if flags & FLAG_MOVING_FLOOR:
+        (px, py, pz), rot = frame.physical
+        return (_q16(px, DELTA_POS_SCALE), _q16(py, DELTA_POS_SCALE), _q16(pz, DELTA_POS_SCALE),
+                _q16(receiver_yaw(rot), DELTA_YAW_SCALE))
+    dx, dz, dyaw, dy = frame.delta
+    x, z, yaw = round(dx / DELTA_POS_SCALE), round(dz / DELTA_POS_SCALE), round(dyaw / DELTA_YAW_SCALE)
+    if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= z <= _I16_MAX and _I16_MIN <= yaw <= _I16_MAX):
+        x, z, yaw = _q16(dx, DELTA_POS_SCALE), _q16(dz, DELTA_POS_SCALE), _q16(dyaw, DELTA_YAW_SCALE)
+    if family == 3:
+        return (x, z, yaw)
+    return (x, _q16(dy, DELTA_POS_SCALE), z, yaw)
+
+
+def _body_args(frame: PoseFrame, args: list, protocol: int, family: int) -> tuple[int, int, list]:
     """Sanitised flags, virtual count and the struct arguments of a body, appended to `args`."""
-    flags = sanitize_flags(frame.flags)
+    flags = sanitize_flags(frame.flags, protocol)
     n = min(len(frame.virtuals), MAX_VIRTUALS) if flags & FLAG_VIRTUALS else 0
-    args += (flags, ENCODING_FLAGS)
+    args += (flags, ENCODING_FLAGS_MOVING_FLOOR if flags & FLAG_MOVING_FLOOR else ENCODING_FLAGS)
     try:
         if flags & FLAG_PHYSICAL:
-            dx, dz, dyaw = frame.delta
-            x, z, yaw = round(dx / DELTA_POS_SCALE), round(dz / DELTA_POS_SCALE), round(dyaw / DELTA_YAW_SCALE)
-            if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= z <= _I16_MAX and _I16_MIN <= yaw <= _I16_MAX):
-                x, z, yaw = _q16(dx, DELTA_POS_SCALE), _q16(dz, DELTA_POS_SCALE), _q16(dyaw, DELTA_YAW_SCALE)
-            args += (x, z, yaw)
+            args += _physical_args(frame, flags, family)
         if flags & FLAG_HEAD:
             (hx, hy, hz), (qx, qy, qz, qw) = frame.head
             x, y, z = round(hx / ABS_POS_SCALE), round(hy / ABS_POS_SCALE), round(hz / ABS_POS_SCALE)
@@ -305,23 +364,37 @@ def _body_args(frame: PoseFrame, args: list) -> tuple[int, int, list]:
     return flags, n, args
 
 
-@lru_cache(maxsize=64)
-def client_pose_header(device_id: str) -> bytes:
-    """`11 | 3 | len | deviceId`: constant per client, so it is built once."""
+def _device_id_bytes(device_id: str) -> bytes:
     raw = device_id.encode("utf-8")
     if len(raw) > 255:
         raise PoseEncodeError(f"deviceId is {len(raw)} bytes; the wire allows 255")
-    return bytes((MSG_CLIENT_POSE, PROTOCOL_VERSION, len(raw))) + raw
+    return raw
 
 
-def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame) -> bytes:
-    return client_pose_header(device_id) + encode_body(pose_seq, frame)
+@lru_cache(maxsize=64)
+def client_pose_header(device_id: str, protocol: int = LATEST_PROTOCOL) -> bytes:
+    """`11 | protocol | len | deviceId`: constant per client, so it is built once."""
+    raw = _device_id_bytes(device_id)
+    return bytes((MSG_CLIENT_POSE, check_protocol(protocol), len(raw))) + raw
 
 
-def encode_room_pose(room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]]) -> bytes:
+def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
+    return client_pose_header(device_id, protocol) + encode_body(pose_seq, frame, protocol)
+
+
+def encode_client_hello(device_id: str, stealth: bool = False, protocol: int = LATEST_PROTOCOL) -> bytes:
+    """Message 19 (protocol 7+), on the control lane: `19 | protocol | flags | len | deviceId`."""
+    if check_protocol(protocol) < HELLO_PROTOCOL:
+        raise ValueError(f"protocol {protocol} has no client hello (it starts with protocol {HELLO_PROTOCOL})")
+    raw = _device_id_bytes(device_id)
+    return bytes((MSG_CLIENT_HELLO, protocol, HELLO_FLAG_STEALTH if stealth else 0, len(raw))) + raw
+
+
+def encode_room_pose(room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]],
+                     protocol: int = LATEST_PROTOCOL) -> bytes:
     """Message 12 from raw bodies, as the server relays them: (clientNo, poseTime, body)."""
     rid = room_id.encode("utf-8")
-    parts = [bytes((MSG_ROOM_POSE, PROTOCOL_VERSION, len(rid))), rid, _ROOM_TAIL.pack(broadcast_time, len(entries))]
+    parts = [bytes((MSG_ROOM_POSE, check_protocol(protocol), len(rid))), rid, _ROOM_TAIL.pack(broadcast_time, len(entries))]
     for client_no, pose_time, body in entries:
         parts += (_ENTRY_HEAD.pack(client_no, pose_time), body)
     return b"".join(parts)
@@ -342,20 +415,20 @@ def _need(data: bytes, offset: int, size: int, what: str) -> None:  # for the en
         raise TruncatedError(offset, f"{what} needs {size} bytes, {max(0, len(data) - offset)} left")
 
 
-def _fixed_struct(flags: int) -> struct.Struct:
-    """Everything of a body from the Δ block up to and including virtualCount."""
+def _fixed_struct(flags: int, family: int) -> struct.Struct:
+    """Everything of a body from the physical block up to and including virtualCount."""
     fmt = "<"
     if flags & FLAG_PHYSICAL:
-        fmt += "hhh"
+        fmt += _physical_fmt(family)
     if flags & FLAG_HEAD:
         fmt += "HbHbHbI" + "hhhI" * ((flags & FLAG_RIGHT) // FLAG_RIGHT + (flags & FLAG_LEFT) // FLAG_LEFT)
     return struct.Struct(fmt + "B")
 
 
-def _flags_error(flags: int, offset: int) -> FlagsError | None:
+def _flags_error(flags: int, offset: int, family: int) -> FlagsError | None:
     """Why no conforming encoder writes these flags, or None when they are fine."""
-    if flags & ~KNOWN_FLAGS:
-        return FlagsError(offset, f"flags 0x{flags:02x} has bits protocol 3 does not define")
+    if flags & ~known_flags(family):
+        return FlagsError(offset, f"flags 0x{flags:02x} has bits protocol {family}{'+' if family == 5 else ''} does not define")
     if flags & FLAG_STEALTH and flags != FLAG_STEALTH:
         return FlagsError(offset, f"stealth flags 0x{flags:02x} carry transform bits")
     if not flags & FLAG_HEAD and flags & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
@@ -363,14 +436,15 @@ def _flags_error(flags: int, offset: int) -> FlagsError | None:
     return None
 
 
-# The fixed part's layout per flags byte; None for flags a conforming encoder never writes.
-_LAYOUTS = tuple(None if _flags_error(f, 0) else _fixed_struct(f) for f in range(256))
+# The fixed part's layout per family and flags byte; None for flags a conforming encoder never writes.
+_LAYOUTS = {fam: tuple(None if _flags_error(f, 0, fam) else _fixed_struct(f, fam) for f in range(256))
+            for fam in (3, 4, 5)}
 
 
-def _truncated(data: bytes, offset: int, flags: int) -> TruncatedError:
+def _truncated(data: bytes, offset: int, flags: int, family: int) -> TruncatedError:
     """Slow path: name the first block that runs past the end."""
     pos = offset + 4
-    blocks = [("XROrigin delta", 6, FLAG_PHYSICAL), ("head", 13, FLAG_HEAD),
+    blocks = [("physical block", 6 if family == 3 else 8, FLAG_PHYSICAL), ("head", 13, FLAG_HEAD),
               ("right hand", 10, FLAG_RIGHT), ("left hand", 10, FLAG_LEFT), ("virtualCount", 1, 0)]
     for what, size, bit in blocks:
         if bit and not flags & bit:
@@ -401,20 +475,21 @@ def _part(hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: 
     ))
 
 
-def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
-    """One pose body starting at `offset`; returns it and the offset just past it."""
+def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -> tuple[PoseBody, int]:
+    """One pose body of `protocol` starting at `offset`; returns it and the offset just past it."""
     size = len(data)
     if offset + 4 > size:
         raise TruncatedError(offset, f"body header needs 4 bytes, {max(0, size - offset)} left")
     seq, flags, enc = _BODY_HEAD.unpack_from(data, offset)
-    st = _LAYOUTS[flags]
+    family = 3 if protocol == 3 else 4 if protocol == 4 else 5
+    st = _LAYOUTS[family][flags]
     if st is None:
-        raise _flags_error(flags, offset + 2)
-    if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA:
+        raise _flags_error(flags, offset + 2, family)
+    if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA and not flags & FLAG_MOVING_FLOOR:
         raise MissingDeltaEncodingError(offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)")
     pos = offset + 4
     if pos + st.size > size:
-        raise _truncated(data, offset, flags)
+        raise _truncated(data, offset, flags, family)
     v = st.unpack_from(data, pos)
     pos += st.size
     n = v[-1]
@@ -425,14 +500,22 @@ def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
             raise FlagsError(pos - 1, f"virtualCount {n} without VirtualsValid")
         if pos + 10 * n > size:
             raise TruncatedError(pos, f"{n} virtual transforms need {10 * n} bytes, {size - pos} left")
+    physical = delta = None
+    k = 0
     if flags & FLAG_PHYSICAL:
-        delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE))
-        k = 3
-    else:
-        delta = None
-        k = 0
+        if family == 3:
+            delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE, 0.0))
+            k = 3
+        elif flags & FLAG_MOVING_FLOOR:
+            physical = floor_local_physical(v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE,
+                                            v[3] * DELTA_YAW_SCALE)
+            k = 4
+        else:  # dx, dy, dz, dyaw on the wire
+            delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE, v[3] * DELTA_YAW_SCALE,
+                                       v[1] * DELTA_POS_SCALE))
+            k = 4
     if not flags & FLAG_HEAD:
-        return _new(PoseBody, (seq, flags, enc, delta, None, None, None, (), None)), pos
+        return _new(PoseBody, (seq, flags, enc, delta, None, None, None, (), physical)), pos
     hx = (v[k + 1] << 16 | v[k]) * ABS_POS_SCALE
     hy = (v[k + 3] << 16 | v[k + 2]) * ABS_POS_SCALE
     hz = (v[k + 5] << 16 | v[k + 4]) * ABS_POS_SCALE
@@ -450,7 +533,8 @@ def decode_body(data: bytes, offset: int = 0) -> tuple[PoseBody, int]:
     if n:
         virtuals = tuple(_part(hx, hy, hz, ax, ay, az, aw, *e) for e in _REL_ITER(data[pos : pos + 10 * n]))
         pos += 10 * n
-    physical = None if delta is None else reconstruct_physical(head, delta)
+    if delta is not None:
+        physical = reconstruct_physical(head, delta)
     return _new(PoseBody, (seq, flags, enc, delta, head, right, left, virtuals, physical)), pos
 
 
@@ -464,12 +548,18 @@ def _string(data: bytes, offset: int, what: str) -> tuple[str, int]:
         raise StringError(offset + 1 + e.start, f"{what} is not UTF-8") from None
 
 
-def _versioned(data: bytes, msg_type: int) -> None:
+def _versioned(data: bytes, msg_type: int, expect: int | None) -> int:
+    """The message's protocol byte, checked: one this codec speaks, and `expect` when given."""
     _need(data, 0, 2, "message header")
     if data[0] != msg_type:
         raise MessageTypeError(0, f"message type {data[0]}, expected {msg_type}")
-    if data[1] != PROTOCOL_VERSION:
-        raise UnsupportedProtocolError(1, f"protocol version {data[1]}, this codec speaks {PROTOCOL_VERSION}")
+    protocol = data[1]
+    if expect is not None and protocol != expect:
+        raise UnsupportedProtocolError(1, f"protocol version {protocol}, expected {expect}", protocol)
+    if protocol not in PROTOCOLS:
+        raise UnsupportedProtocolError(
+            1, f"protocol version {protocol}, this codec speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}", protocol)
+    return protocol
 
 
 def _end(data: bytes, pos: int, what: str) -> None:
@@ -477,18 +567,32 @@ def _end(data: bytes, pos: int, what: str) -> None:
         raise TrailingBytesError(pos, f"{len(data) - pos} bytes after the {what}")
 
 
-def decode_client_pose(data: bytes) -> ClientPose:
-    if len(data) < 3 or data[0] != MSG_CLIENT_POSE or data[1] != PROTOCOL_VERSION:
-        _versioned(data, MSG_CLIENT_POSE)
+def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
+    """Message 11 of any protocol headcast speaks (or only `expect`)."""
+    protocol = _versioned(data, MSG_CLIENT_POSE, expect)
     device_id, start = _string(data, 2, "deviceId")
-    body, end = decode_body(data, start)
+    body, end = decode_body(data, start, protocol)
     if end != len(data):
         _end(data, end, "pose body")
-    return _new(ClientPose, (device_id, body, bytes(data[start:])))
+    return _new(ClientPose, (device_id, body, bytes(data[start:]), protocol))
 
 
-def decode_room_pose(data: bytes) -> RoomPose:
-    _versioned(data, MSG_ROOM_POSE)
+def decode_client_hello(data: bytes) -> ClientHello:
+    protocol = _versioned(data, MSG_CLIENT_HELLO, None)
+    if protocol < HELLO_PROTOCOL:
+        raise UnsupportedProtocolError(1, f"client hello with protocol {protocol} (hello exists from {HELLO_PROTOCOL})", protocol)
+    _need(data, 2, 1, "hello flags")
+    flags = data[2]
+    if flags & ~HELLO_FLAG_STEALTH:
+        raise FlagsError(2, f"hello flags 0x{flags:02x}: only 0x01 (stealth) is defined")
+    device_id, pos = _string(data, 3, "deviceId")
+    _end(data, pos, "hello")
+    return ClientHello(device_id, bool(flags), protocol)
+
+
+def decode_room_pose(data: bytes, expect: int | None = None) -> RoomPose:
+    """Message 12 of any protocol headcast speaks (or only `expect`): every entry, or an error."""
+    protocol = _versioned(data, MSG_ROOM_POSE, expect)
     room_id, pos = _string(data, 2, "roomId")
     _need(data, pos, 10, "broadcastTime and count")
     broadcast_time, count = _ROOM_TAIL.unpack_from(data, pos)
@@ -497,12 +601,12 @@ def decode_room_pose(data: bytes) -> RoomPose:
     for _ in range(count):
         _need(data, pos, 10, "room entry header")
         client_no, pose_time = _ENTRY_HEAD.unpack_from(data, pos)
-        body, pos = decode_body(data, pos + 10)
+        body, pos = decode_body(data, pos + 10, protocol)
         entries.append(RoomEntry(client_no, pose_time, body))
     # Bodies are not length-prefixed: junk relayed inside an entry shows up here or as a bad
     # field further on; either way the whole message is refused.
     _end(data, pos, f"{count} room entries")
-    return RoomPose(room_id, broadcast_time, tuple(entries))
+    return RoomPose(room_id, broadcast_time, tuple(entries), protocol)
 
 
 def decode_device_id_mapping(data: bytes) -> DeviceIdMapping:

@@ -14,14 +14,16 @@ from typing import NamedTuple
 
 from headcast.netcode.pose import IDENTITY, Quat, Vec3
 
-# PoseFlags (protocol 3). 0x40/0x80 are not defined before protocol 5.
+# PoseFlags. 0x40 exists from protocol 5 on; 0x80 is never defined.
 FLAG_STEALTH = 0x01
-FLAG_PHYSICAL = 0x02  # "XROrigin delta present"
+FLAG_PHYSICAL = 0x02  # "physical block present": the XROrigin Δ, or (0x40) the floor-local pose
 FLAG_HEAD = 0x04
 FLAG_RIGHT = 0x08
 FLAG_LEFT = 0x10
 FLAG_VIRTUALS = 0x20
-KNOWN_FLAGS = 0x3F
+FLAG_MOVING_FLOOR = 0x40  # MOVING_FLOOR_LOCAL (protocol 5+): poses are local to a moving floor
+KNOWN_FLAGS = 0x3F  # protocols 3 and 4
+KNOWN_FLAGS_MOVING_FLOOR = 0x7F  # protocol 5 on
 
 MAX_VIRTUALS = 50
 
@@ -35,11 +37,13 @@ ORIGIN = Transform()
 
 
 class OriginDelta(NamedTuple):
-    """XROrigin Δ in SE(2): translation on the floor (x, z metres) and yaw (degrees)."""
+    """XROrigin Δ: translation on the floor (x, z metres), yaw (degrees) and, from protocol 4 on,
+    the height change `dy` (metres; protocol 3 has no field for it and sends none)."""
 
     dx: float = 0.0
     dz: float = 0.0
     dyaw: float = 0.0
+    dy: float = 0.0
 
 
 ZERO_DELTA = OriginDelta()
@@ -51,7 +55,9 @@ class PoseFrame:
 
     `flags` are the PoseFlags the caller claims; the encoder sanitises them exactly like the
     shipped serializer (stealth → 0x01 alone; no head → no hands/virtuals). Blocks whose flag
-    is clear are ignored.
+    is clear are ignored. With FLAG_MOVING_FLOOR (protocol 5+) the physical block carries
+    `physical` (floor-local position and the yaw of its rotation) instead of `delta`, and the
+    head, hands and virtuals are read by receivers as floor-local.
     """
 
     flags: int
@@ -60,6 +66,7 @@ class PoseFrame:
     left: Transform = ORIGIN
     virtuals: tuple[Transform, ...] = ()
     delta: OriginDelta = ZERO_DELTA
+    physical: Transform = ORIGIN
 
     @classmethod
     def build(
@@ -70,11 +77,18 @@ class PoseFrame:
         virtuals: tuple[Transform, ...] = (),
         delta: OriginDelta | None = None,
         stealth: bool = False,
+        physical: Transform | None = None,
     ) -> PoseFrame:
-        """Flags derived from what is present (Unity sets PhysicalValid whenever it has a Δ)."""
+        """Flags derived from what is present (Unity sets PhysicalValid whenever it has a Δ).
+
+        `physical` (protocol 5+) sends the floor-local physical pose (FLAG_MOVING_FLOOR) instead
+        of a Δ."""
         if stealth:
             return cls(FLAG_STEALTH)
-        flags = FLAG_PHYSICAL if delta is not None else 0
+        if physical is not None:
+            flags = FLAG_PHYSICAL | FLAG_MOVING_FLOOR
+        else:
+            flags = FLAG_PHYSICAL if delta is not None else 0
         if head is not None:
             flags |= FLAG_HEAD
             if right is not None:
@@ -90,11 +104,17 @@ class PoseFrame:
             left or ORIGIN,
             tuple(virtuals),
             delta or ZERO_DELTA,
+            physical or ORIGIN,
         )
 
 
 class PoseBody(NamedTuple):
-    """A decoded client pose body; absent blocks are None. `physical` is reconstructed (seed §6)."""
+    """A decoded client pose body; absent blocks are None.
+
+    `physical` is what the official receivers make of the physical block: rebuilt from the
+    XROrigin Δ and the head (reference §5), or read directly with FLAG_MOVING_FLOOR; `delta`
+    is None in that case (the official decoder reports a zero Δ).
+    """
 
     pose_seq: int
     flags: int
@@ -110,6 +130,10 @@ class PoseBody(NamedTuple):
     def stealth(self) -> bool:
         return bool(self.flags & FLAG_STEALTH)
 
+    @property
+    def moving_floor(self) -> bool:
+        return bool(self.flags & FLAG_MOVING_FLOOR)
+
 
 class ClientPose(NamedTuple):
     """Message 11 as decoded (what a server or a test sees)."""
@@ -117,6 +141,7 @@ class ClientPose(NamedTuple):
     device_id: str
     body: PoseBody
     raw_body: bytes
+    protocol: int = 3
 
 
 class RoomEntry(NamedTuple):
@@ -132,6 +157,7 @@ class RoomPose:
     room_id: str
     broadcast_time: float
     entries: tuple[RoomEntry, ...]
+    protocol: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +173,12 @@ class DeviceIdMapping:
 
     server_version: tuple[int, int, int]
     mappings: tuple[DeviceMapping, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHello:
+    """Message 19 (protocol 7+): binds the sender's control-lane identity to its deviceId."""
+
+    device_id: str
+    stealth: bool
+    protocol: int
