@@ -1,10 +1,26 @@
-"""Sans-IO NetSync client core: poses out through the send policy, mapping and room poses in.
+"""Sans-IO NetSync client core, protocols 3–8: poses out through the send policy, hellos and
+probes out on the control lane, mapping and room poses in.
 
 Bytes and `now` in, bytes and events out; no sockets, no clock (DESIGN.md). The transport
-(transport.py) feeds it the frames its sockets receive and sends what it returns.
+(transport.py) feeds it the frames its sockets receive and sends what it returns:
+`pose_message` goes on the transform lane (the control/dealer socket before protocol 7, the
+separate transform socket from 7 on), `control_messages` on the control lane.
 
-- Joining needs no message: the first pose registers us; the server then unicasts the
-  device-ID mapping (6), from which we learn our clientNo.
+- Protocols 3–6: joining needs no message: the first pose registers us; the server then
+  unicasts the device-ID mapping (6), from which we learn our clientNo.
+- Protocols 7–8: the server maps only clients that said hello (19) on the control lane; poses go
+  to the transform lane. The hello is repeated every second (the official client's stealth
+  heartbeat period): it keeps a stealth client registered (stealth sends no poses from 7 on)
+  and re-binds our control identity after a server restart, which answers it with a mapping.
+- `protocol=None` detects the server's protocol: every protocol's smallest join message (a
+  stealth pose for 3–6, a hello for 7–8, all under our deviceId, all on the control lane) goes
+  out once a second; a server accepts exactly its own and drops the rest. The protocol byte of
+  the first room broadcast, or the server version in the first mapping, names the protocol
+  (`ProtocolDetected`); until then no pose is sent.
+- With a protocol set and no mapping after `MISMATCH_PROBE_AFTER` seconds, the same probes go
+  out under a probe deviceId; a server that answers one names its protocol, and the mismatch is
+  reported as `ProtocolMismatch` (never as silence). A room broadcast in another protocol does
+  the same at once.
 - Room poses (12) arrive on the SUB socket; the SUB filter matches topics by prefix, so the
   topic frame is compared exactly here. Every other member's entry becomes a `PeerPose`
   with the physical pose rebuilt from the XROrigin Δ; our own entry becomes an `OwnPose`:
@@ -20,20 +36,50 @@ from struct import Struct
 from dataclasses import dataclass, field
 
 from .codec import (
+    HELLO_PROTOCOL,
     MSG_DEVICE_ID_MAPPING,
     MSG_ROOM_POSE,
+    PROTOCOLS,
     NetSyncDecodeError,
+    UnsupportedProtocolError,
+    check_protocol,
     client_pose_header,
+    encode_client_hello,
+    encode_client_pose,
     decode_device_id_mapping,
     decode_room_pose,
     encode_body_tail,
 )
 from .model import FLAG_STEALTH, DeviceMapping, PoseBody, PoseFrame
 from .policy import SendPolicy
+from .releases import protocol_of_version
 
 _STEALTH_FRAME = PoseFrame(FLAG_STEALTH)
 _SEQ = Struct("<H")
 MAX_PENDING_EVENTS = 4096
+HELLO_PERIOD = 1.0  # protocol 7+: hello once a second (the official stealth heartbeat period)
+PROBE_PERIOD = 1.0  # detection / mismatch probes, while unanswered
+MISMATCH_PROBE_AFTER = 2.0  # seconds without a mapping before asking which protocol the server speaks
+PROBE_SUFFIX = "/headcast-probe"
+
+
+def probe_messages(device_id: str, protocols=PROTOCOLS) -> list[bytes]:
+    """Every protocol's smallest join message under `device_id`, all for the control lane: a
+    stealth pose (protocols 3–6; stealth is never broadcast) or a stealth hello (7–8)."""
+    return [encode_client_hello(device_id, True, p) if p >= HELLO_PROTOCOL
+            else encode_client_pose(device_id, 0, _STEALTH_FRAME, p) for p in protocols]
+
+
+# Which styly-netsync-server releases speak each protocol (releases.py has the ranges).
+PROTOCOL_RELEASES = {3: "0.9.0–0.10.x", 4: "0.11.x", 5: "0.12.x–0.13.x", 6: "0.14.x", 7: "0.15.x", 8: "0.16.0 or later"}
+
+
+def version_text(v: tuple[int, int, int] | None, protocol: int | None = None) -> str:
+    if v is not None:
+        return "styly-netsync-server " + ".".join(map(str, v))
+    if protocol in PROTOCOL_RELEASES:
+        return f"styly-netsync-server {PROTOCOL_RELEASES[protocol]}"
+    return "an unknown version"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +116,26 @@ class OwnPose:
 
 
 @dataclass(frozen=True, slots=True)
+class ProtocolDetected:
+    """`protocol=None` found the server's protocol; poses go out from now on."""
+
+    protocol: int
+    server_version: tuple[int, int, int] | None
+    how: str  # "room broadcast" / "device-ID mapping"
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolMismatch:
+    """The server speaks another protocol than ours (`server_protocol` None: one headcast does
+    not speak at all). `message` says so in words, for the user."""
+
+    ours: int | None
+    server_protocol: int | None
+    server_version: tuple[int, int, int] | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServerSilent:
     silent_for: float
 
@@ -85,7 +151,8 @@ class Dropped:
     detail: str
 
 
-Event = Joined | MembersChanged | PeerPose | OwnPose | ServerSilent | ServerBack | Dropped
+Event = (Joined | MembersChanged | PeerPose | OwnPose | ServerSilent | ServerBack | Dropped
+         | ProtocolDetected | ProtocolMismatch)
 
 
 @dataclass
@@ -95,6 +162,8 @@ class Counters:
     bytes_received: int = 0
     room_poses: int = 0
     mappings: int = 0
+    hellos: int = 0
+    probes: int = 0
     skipped: Counter = field(default_factory=Counter)  # send policy: "rate" / "unchanged"
     drops: Counter = field(default_factory=Counter)  # reason → count (bad input, lost sends)
 
@@ -105,6 +174,7 @@ class NetSyncClientCore:
         room_id: str,
         device_id: str,
         *,
+        protocol: int | None = 8,
         send_rate: float = 10.0,
         stealth: bool = False,
         silence_timeout: float = 3.0,
@@ -119,12 +189,31 @@ class NetSyncClientCore:
         self.client_no: int | None = None
         self.members: dict[int, DeviceMapping] = {}
         self.server_version: tuple[int, int, int] | None = None
-        self._header = client_pose_header(device_id)  # validates the deviceId length once
+        self.requested_protocol = None if protocol is None else check_protocol(protocol)
+        self.protocol: int | None = None
+        self.mismatch: ProtocolMismatch | None = None
+        client_pose_header(device_id)  # validates the deviceId length once (PoseEncodeError)
         self._events: list[Event] = []
         self._tail_of: PoseFrame | None = None  # the frame self._tail encodes
         self._tail = b""
         self._last_rx: float | None = None
         self._silent = False
+        self._started: float | None = None
+        self._next_control = 0.0
+        self._probing = protocol is None  # detection, or (later) a mismatch probe
+        self._probe_id = device_id  # detection registers us under our own deviceId
+        if protocol is not None:
+            self._use(protocol)
+
+    def _use(self, protocol: int) -> None:
+        self.protocol = protocol
+        self._header = client_pose_header(self.device_id, protocol)
+        self._tail_of = None
+
+    @property
+    def uses_transform_lane(self) -> bool:
+        """Poses go to a separate transform socket (protocol 7+)."""
+        return self.protocol is not None and self.protocol >= HELLO_PROTOCOL
 
     # ------------------------------------------------------------ outgoing
 
@@ -134,13 +223,19 @@ class NetSyncClientCore:
         Raises PoseEncodeError for a pose that cannot be encoded (NaN, bad flags).
         """
         if self._last_rx is None:
-            self._last_rx = now  # _start, inlined: once per frame
+            self._start(now)
+        protocol = self.protocol
+        if protocol is None or (self.stealth and protocol >= HELLO_PROTOCOL):
+            # detecting: nothing is sent until we know what to send; stealth from protocol 7 on
+            # is the hello heartbeat alone (control_messages)
+            self.counters.skipped["detecting" if protocol is None else "stealth (hello only)"] += 1
+            return None
         if self.stealth:
             frame = _STEALTH_FRAME
         if frame is not self._tail_of:
             # A PoseFrame is immutable: the same object offered again (a still headset, frame after
             # frame until the heartbeat) has the same bytes, so they are not encoded again.
-            self._tail = encode_body_tail(frame)
+            self._tail = encode_body_tail(frame, protocol)
             self._tail_of = frame
         tail = self._tail
         policy = self.policy
@@ -153,6 +248,32 @@ class NetSyncClientCore:
         counters.sends += 1
         counters.bytes_sent += len(msg)
         return msg
+
+    def control_messages(self, now: float) -> list[bytes]:
+        """What goes on the control lane now: hellos (protocol 7+, once a second) and, while
+        detecting or diagnosing a mismatch, every protocol's probe (once a second)."""
+        if self._last_rx is None:
+            self._start(now)
+        if now < self._next_control:
+            return []
+        if (not self._probing and self.client_no is None and self.mismatch is None
+                and now - self._started >= MISMATCH_PROBE_AFTER):
+            self._probing = True  # nothing maps us: ask which protocol the server speaks
+            self._probe_id = self.device_id + PROBE_SUFFIX
+        out = []
+        if self._probing:
+            out += probe_messages(self._probe_id)
+            self.counters.probes += len(out)
+        if self.protocol is not None and self.protocol >= HELLO_PROTOCOL:
+            out.append(encode_client_hello(self.device_id, self.stealth, self.protocol))
+            self.counters.hellos += 1
+        self._next_control = now + (PROBE_PERIOD if self._probing else HELLO_PERIOD)
+        return out
+
+    def control_send_failed(self) -> None:
+        """The control socket refused a message (not connected yet): try again at the next call."""
+        self.counters.drops["control send: no server connection or queue full"] += 1
+        self._next_control = 0.0
 
     def send_failed(self, reason: str) -> None:
         """The transport could not queue the last message (counted; its poseSeq stays used, so
@@ -179,16 +300,27 @@ class NetSyncClientCore:
         self._alive(now)
         self.counters.mappings += 1
         self.server_version = mapping.server_version
+        if self._probing:
+            mapped = {m.device_id for m in mapping.mappings}
+            if self._probe_id in mapped and not (self.protocol is not None and self.device_id in mapped):
+                self._probe_answered(protocol_of_version(mapping.server_version), "device-ID mapping")
         old = self.members
         self.members = {m.client_no: m for m in mapping.mappings}
         joined = tuple(sorted(self.members.keys() - old.keys()))
         left = tuple(sorted(old.keys() - self.members.keys()))
         if joined or left:
             self._emit(MembersChanged(mapping.mappings, joined, left))
-        mine = next((m.client_no for m in mapping.mappings if m.device_id == self.device_id), None)
+        self._update_own_number()
+
+    def _update_own_number(self) -> None:
+        if self.protocol is None:
+            return  # registered by a detection probe: joined once we know the protocol
+        mine = next((no for no, m in self.members.items() if m.device_id == self.device_id), None)
         if mine is not None and mine != self.client_no:
-            self._emit(Joined(mine, mapping.server_version))
+            self._emit(Joined(mine, self.server_version))
         self.client_no = mine
+        if mine is not None and self._probing and self._probe_id != self.device_id:
+            self._probing = False  # mapped after all (a slow server): nothing to diagnose
 
     def receive_broadcast(self, now: float, frames: list[bytes]) -> None:
         """A SUB message: [topic, payload]."""
@@ -198,8 +330,11 @@ class NetSyncClientCore:
         if not payload or payload[0] != MSG_ROOM_POSE:
             self.counters.drops[f"ignored type {payload[0] if payload else 'empty'}"] += 1
             return
+        if len(payload) > 1 and payload[1] != self.protocol:
+            if not self._foreign_protocol(payload[1]):
+                return
         try:
-            room = decode_room_pose(payload)
+            room = decode_room_pose(payload, self.protocol)
         except NetSyncDecodeError as e:
             self._drop(f"room pose: {type(e).__name__}", str(e))
             return
@@ -219,9 +354,58 @@ class NetSyncClientCore:
                 m = self.members.get(e.client_no)
                 self._emit(PeerPose(e.client_no, m.device_id if m else None, e.body, e.pose_time, now))
 
+    def _foreign_protocol(self, protocol: int) -> bool:
+        """A room broadcast whose protocol byte is not ours. While detecting it names the server's
+        protocol (True: decode it); otherwise it is a mismatch, dropped and reported."""
+        if self.protocol is None and protocol in PROTOCOLS:
+            self._probe_answered(protocol, "room broadcast")
+            return True
+        self._drop(f"room pose: protocol {protocol}",
+                   f"a room broadcast in NetSync protocol {protocol}; we speak {self.protocol}")
+        if self.client_no is None:
+            self._mismatch(protocol if protocol in PROTOCOLS else None, None, known=protocol)
+        return False
+
+    def _probe_answered(self, protocol: int | None, how: str) -> None:
+        if self.protocol is None:
+            if protocol is None:
+                return  # a server version we have no table entry for: its broadcast will tell
+            self._probing = False
+            self._use(protocol)
+            self._next_control = 0.0  # hello (7+) at the next call
+            self._emit(ProtocolDetected(protocol, self.server_version, how))
+            self._update_own_number()  # the probe may have registered us already
+            return
+        self._probing = False
+        if protocol != self.protocol:
+            self._mismatch(protocol, self.server_version)
+        elif self.mismatch is None:
+            self._emit_mismatch(ProtocolMismatch(
+                self.protocol, protocol, self.server_version,
+                f"the server ({version_text(self.server_version)}) speaks NetSync protocol {protocol} as we do, "
+                "but never registered our poses: check the ports (from protocol 7 on poses go to the transform "
+                "port, control + 2 by default)"))
+
+    def _mismatch(self, protocol: int | None, version, known: int | None = None) -> None:
+        if self.mismatch is not None:
+            return
+        theirs = f"NetSync protocol {protocol}" if protocol is not None else (
+            f"NetSync protocol {known}, which headcast does not speak" if known is not None
+            else "a NetSync protocol headcast does not speak")
+        fix = (f"use --netsync-protocol auto (or {protocol})" if protocol is not None
+               else f"headcast speaks protocols {PROTOCOLS[0]}–{PROTOCOLS[-1]}")
+        ours = (f"headcast spoke {self.protocol}" if self.protocol is not None
+                else f"headcast speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}")
+        self._emit_mismatch(ProtocolMismatch(
+            self.protocol, protocol, version, f"server ({version_text(version, protocol)}) speaks {theirs}; {ours}: {fix}"))
+
+    def _emit_mismatch(self, m: ProtocolMismatch) -> None:
+        self.mismatch = m
+        self._emit(m)
+
     def handle_timer(self, now: float) -> None:
         if self._last_rx is None:
-            self._last_rx = now  # _start, inlined: the transport calls this at every poll
+            self._start(now)
         if not self._silent and now - self._last_rx > self.silence_timeout:
             self._silent = True
             self._emit(ServerSilent(now - self._last_rx))
@@ -235,6 +419,7 @@ class NetSyncClientCore:
     def _start(self, now: float) -> None:
         if self._last_rx is None:
             self._last_rx = now  # silence is measured from our first activity
+            self._started = now
 
     def _alive(self, now: float) -> None:
         self._start(now)

@@ -1,4 +1,5 @@
-"""pyzmq driver for NetSyncClientCore: DEALER → the server's dealer port, SUB ← its PUB port.
+"""pyzmq driver for NetSyncClientCore: DEALER → the server's control (dealer) port, from
+protocol 7 on a second DEALER → its transform port (control + 2 by default), SUB ← its PUB port.
 
 Non-blocking throughout: the app calls `send_pose(now, frame)` and `poll(now)` once per frame.
 Every queue is bounded (HWMs; LINGER 0, so close never waits) and IMMEDIATE is on, so while
@@ -13,7 +14,7 @@ import uuid
 
 import zmq
 
-from .client import Event, Joined, NetSyncClientCore
+from .client import Event, Joined, NetSyncClientCore, ProtocolMismatch
 from .model import PoseFrame
 
 # Room poses are latest-wins; a few queued broadcasts are plenty at 10 Hz polled every frame.
@@ -27,8 +28,20 @@ class NoAnswerError(TimeoutError):
     """Nothing came back from the server within the bound (wrong address/port, not running)."""
 
 
+class ProtocolMismatchError(ConnectionError):
+    """The server answered, in another NetSync protocol than the one we were told to speak."""
+
+    def __init__(self, mismatch: ProtocolMismatch) -> None:
+        super().__init__(mismatch.message)
+        self.mismatch = mismatch
+
+
 class NetSyncClient:
-    """One NetSync participant on `tcp://host:dealer_port` / `tcp://host:pub_port`."""
+    """One NetSync participant on `tcp://host:dealer_port` (control) / `tcp://host:pub_port`,
+    and from protocol 7 on `tcp://host:transform_port` (default dealer_port + 2).
+
+    `protocol=None` detects the server's protocol (client.py); an int speaks that one.
+    """
 
     def __init__(
         self,
@@ -38,6 +51,8 @@ class NetSyncClient:
         room_id: str,
         device_id: str | None = None,
         *,
+        transform_port: int | None = None,
+        protocol: int | None = 8,
         send_rate: float = 10.0,
         stealth: bool = False,
         silence_timeout: float = 3.0,
@@ -45,18 +60,20 @@ class NetSyncClient:
         self.core = NetSyncClientCore(
             room_id,
             device_id or str(uuid.uuid4()),
+            protocol=protocol,
             send_rate=send_rate,
             stealth=stealth,
             silence_timeout=silence_timeout,
         )
+        self.host = host
+        self.transform_port = dealer_port + 2 if transform_port is None else transform_port
         self._ctx = zmq.Context(io_threads=1)
         self._dealer = self._ctx.socket(zmq.DEALER)
         self._sub = self._ctx.socket(zmq.SUB)
+        self._transform = None
         try:
             for s in (self._dealer, self._sub):
-                s.setsockopt(zmq.LINGER, 0)
-                s.setsockopt(zmq.RECONNECT_IVL, 100)
-                s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+                self._common_options(s)
             self._dealer.setsockopt(zmq.SNDHWM, DEALER_HWM)
             self._dealer.setsockopt(zmq.RCVHWM, DEALER_HWM)
             self._dealer.setsockopt(zmq.IMMEDIATE, 1)
@@ -69,7 +86,33 @@ class NetSyncClient:
             raise
         self._room = self.core.room_topic
         self._poll_items = [(self._dealer, zmq.POLLIN), (self._sub, zmq.POLLIN)]
+        self._pose_socket = self._dealer
+        self._lanes_for = None  # the protocol the pose socket was chosen for
+        if self.core.protocol is not None:
+            self._choose_lanes()
         self.closed = False
+
+    @staticmethod
+    def _common_options(s) -> None:
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.RECONNECT_IVL, 100)
+        s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+
+    def _choose_lanes(self) -> None:
+        """Poses on the control socket (protocols 3–6) or a transform socket of their own (7+),
+        opened once the protocol is known."""
+        self._lanes_for = self.core.protocol
+        if not self.core.uses_transform_lane:
+            self._pose_socket = self._dealer
+            return
+        if self._transform is None:
+            t = self._ctx.socket(zmq.DEALER)
+            self._common_options(t)
+            t.setsockopt(zmq.SNDHWM, DEALER_HWM)
+            t.setsockopt(zmq.IMMEDIATE, 1)
+            t.connect(f"tcp://{self.host}:{self.transform_port}")
+            self._transform = t
+        self._pose_socket = self._transform
 
     # ------------------------------------------------------------ per frame
 
@@ -78,16 +121,22 @@ class NetSyncClient:
         msg = self.core.pose_message(now, frame)
         if msg is None:
             return False
+        if self._lanes_for != self.core.protocol:
+            self._choose_lanes()
+        if not self._send(self._pose_socket, msg):
+            self.core.send_failed("no server connection or queue full")
+            return False
+        return True
+
+    def _send(self, sock, msg: bytes) -> bool:
         # send_multipart's two parts, without its Python-level loop and checks. A multipart
         # message is queued whole or not at all: only the first part can meet a full queue or,
         # with IMMEDIATE, no connection.
-        send = self._dealer.send
         try:
-            send(self._room, _SEND_MORE)
+            sock.send(self._room, _SEND_MORE)
         except zmq.Again:
-            self.core.send_failed("no server connection or queue full")
             return False
-        send(msg, zmq.NOBLOCK)
+        sock.send(msg, zmq.NOBLOCK)
         return True
 
     def poll(self, now: float) -> list[Event]:
@@ -107,6 +156,12 @@ class NetSyncClient:
                     core.receive_unicast(now, sock.recv_multipart(zmq.NOBLOCK))
             ready = zmq.zmq_poll(self._poll_items, 0)
         core.handle_timer(now)
+        if self._lanes_for != core.protocol:
+            self._choose_lanes()  # detected: from protocol 7 on, open the transform lane now
+        for msg in core.control_messages(now):
+            if not self._send(self._dealer, msg):
+                core.control_send_failed()
+                break
         return core.events()
 
     # ------------------------------------------------------------ conveniences
@@ -123,7 +178,8 @@ class NetSyncClient:
         """Send `frame` under the send policy until the server names our clientNo.
 
         For start-up only (it sleeps between polls); returns the events seen meanwhile.
-        Raises NoAnswerError when no mapping comes back within `timeout` seconds.
+        Raises ProtocolMismatchError when the server speaks another protocol, NoAnswerError
+        when nothing maps us within `timeout` seconds.
         """
         deadline = clock() + timeout
         seen: list[Event] = []
@@ -132,12 +188,16 @@ class NetSyncClient:
             self.send_pose(now, frame)
             events = self.poll(now)
             seen += events
-            if any(isinstance(e, Joined) for e in events):
-                return seen
+            for e in events:
+                if isinstance(e, Joined):
+                    return seen
+                if isinstance(e, ProtocolMismatch):
+                    raise ProtocolMismatchError(e)
             if now >= deadline:
                 raise NoAnswerError(
                     f"no device-ID mapping from the NetSync server within {timeout:.1f} s "
-                    f"(sent {self.counters.sends} poses; drops {dict(self.counters.drops)})"
+                    f"(sent {self.counters.sends} poses, {self.counters.probes} protocol probes; "
+                    f"drops {dict(self.counters.drops)})"
                 )
             time.sleep(step)
 
@@ -145,7 +205,7 @@ class NetSyncClient:
         """Close both sockets and the context (LINGER 0: returns at once, no thread left behind)."""
         if self._ctx.closed:
             return
-        for s in (getattr(self, "_dealer", None), getattr(self, "_sub", None)):
+        for s in (getattr(self, "_dealer", None), getattr(self, "_sub", None), getattr(self, "_transform", None)):
             if s is not None:
                 s.close(linger=0)
         self._ctx.term()
