@@ -1,6 +1,7 @@
 """Real styly-netsync-server processes on 127.0.0.1 and free ports, discovery off.
 
 - `netsync_server`: the current release (the project venv's, 0.17.5, protocol 8).
+- `netsync_edge`: 0.10.4 (protocol 3) and 0.17.5 (protocol 8).
 - `netsync_release`: parametrised over every release in releases.RELEASES, one per protocol
   (0.10.4 … 0.17.5, from build/netsync/<version>); `netsync_release.address.protocol` and
   `.version` say which one a test got.
@@ -29,6 +30,19 @@ def _started(version, log_dir):
 @pytest.fixture
 def netsync_server(tmp_path):
     srv = _started(None, tmp_path)
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+EDGES = ("0.10.4", "0.17.5")  # the first protocol headcast speaks (3) and the current release (8)
+
+
+@pytest.fixture(params=EDGES, ids=[f"v{v}-p{RELEASES[v]}" for v in EDGES])
+def netsync_edge(request, tmp_path):
+    """The oldest and the newest protocol: the client behaviour tests run against both."""
+    srv = _started(request.param, tmp_path)
     try:
         yield srv
     finally:

@@ -103,9 +103,9 @@ def test_a_frame_offered_again_is_not_encoded_again(monkeypatch):
     import headcast.netcode.netsync.client as client_mod
     encoded = []
 
-    def counting(frame):
+    def counting(frame, protocol):
         encoded.append(frame)
-        return encode_body_tail(frame)
+        return encode_body_tail(frame, protocol)
     monkeypatch.setattr(client_mod, "encode_body_tail", counting)
     core = NetSyncClientCore("lobby", "d")
     still = PoseFrame.build(Transform((0, 1.6, 0)))

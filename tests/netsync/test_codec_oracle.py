@@ -1,28 +1,25 @@
-"""Our encoder's bytes == the shipped serializer's bytes (styly-netsync-server 0.10.4 as oracle)."""
+"""Protocol 3: our encoder's bytes == the shipped serializer's bytes (styly-netsync-server 0.10.4
+as oracle), with reference §10's golden and clamping vectors. This file pins protocol 3;
+test_codec_protocols.py runs every protocol 3–8 against its own release."""
 from __future__ import annotations
 
+import functools
 import math
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from netsync.oracle import oracle_encode, random_frame, tdict
-from styly_netsync import binary_serializer as shipped
+from netsync.oracle import oracle, oracle_encode, random_frame, tdict
 from support import LONG
 
+from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.codec import (
     PoseEncodeError,
     compress_quat,
-    decode_body,
-    decode_client_pose,
     decode_device_id_mapping,
-    decode_room_pose,
     decompress_quat,
-    encode_body,
-    encode_client_pose,
     encode_device_id_mapping,
-    encode_room_pose,
 )
 from headcast.netcode.netsync.model import (
     FLAG_HEAD,
@@ -36,6 +33,14 @@ from headcast.netcode.netsync.model import (
     PoseFrame,
     Transform,
 )
+
+shipped = oracle(3)
+encode_body = functools.partial(codec.encode_body, protocol=3)
+encode_client_pose = functools.partial(codec.encode_client_pose, protocol=3)
+encode_room_pose = functools.partial(codec.encode_room_pose, protocol=3)
+decode_body = functools.partial(codec.decode_body, protocol=3)
+decode_client_pose = functools.partial(codec.decode_client_pose, expect=3)
+decode_room_pose = functools.partial(codec.decode_room_pose, expect=3)
 
 GOLDEN = bytes.fromhex(
     "ffff1e1f" "7d00ceff2c01" "7b0000a5000006ffff355a1cdd" "3600baff3c00fe78d7ec" "beffb0ff28003526dce5" "00"
@@ -125,7 +130,7 @@ def test_golden_body():
     body, end = decode_body(GOLDEN)
     assert end == len(GOLDEN) == 44
     assert (body.pose_seq, body.flags, body.encoding_flags) == (65535, 0x1E, 0x1F)
-    assert body.delta == pytest.approx((1.25, -0.5, 30.0))
+    assert body.delta == pytest.approx((1.25, -0.5, 30.0, 0.0))
     assert body.head.pos == pytest.approx((1.23, 1.65, -2.5))
     assert body.right.pos == pytest.approx((1.23 + 0.27, 1.65 - 0.35, -2.5 + 0.30))
     assert body.left.pos == pytest.approx((1.23 - 0.33, 1.65 - 0.40, -2.5 + 0.20))
@@ -157,7 +162,7 @@ def test_decoder_agrees_with_shipped_decoder():
         b = ours.body
         assert (b.pose_seq, b.flags, b.encoding_flags) == (theirs["poseSeq"], theirs["flags"], theirs["encodingFlags"])
         if b.delta is not None:
-            assert b.delta == (theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"])
+            assert b.delta == (theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"], 0.0)
         for mine, key in ((b.head, "head"), (b.right, "rightHand"), (b.left, "leftHand")):
             if mine is not None:
                 assert tdict(mine) == pytest.approx(tdict(Transform(
@@ -168,8 +173,9 @@ def test_decoder_agrees_with_shipped_decoder():
             assert mine.pos == pytest.approx((t["posX"], t["posY"], t["posZ"]), abs=1e-12)
         if b.physical is not None:
             p = theirs["physical"]
-            # positions agree; yaw differs by design when the head pitches/rolls (reference §5)
-            assert b.physical.pos == pytest.approx((p["posX"], p["posY"], p["posZ"]), abs=1e-9)
+            # the receivers' own reconstruction, yaw formula included (reference §5)
+            assert tdict(b.physical) == pytest.approx(tdict(Transform(
+                (p["posX"], p["posY"], p["posZ"]), (p["rotX"], p["rotY"], p["rotZ"], p["rotW"]))), abs=1e-9)
 
 
 def test_room_pose_matches_shipped():

@@ -1,17 +1,21 @@
-"""Strict decoding: every defect is a typed error naming the offset; fuzzed bytes give nothing else."""
+"""Strict decoding: every defect is a typed error naming the offset; fuzzed bytes give nothing else.
+
+Protocol 3's hand-made byte strings (pinned here); test_codec_protocols.py has the same checks
+for the bodies of protocols 4–8 and fuzzes them."""
 from __future__ import annotations
 
+import functools
 import random
 import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netsync.oracle import random_frame
-from styly_netsync import binary_serializer as shipped
+from netsync.oracle import oracle, random_frame
 from support import LONG
 
-from headcast.netcode.netsync.client import Dropped, NetSyncClientCore
+from headcast.netcode.netsync import client, codec
+from headcast.netcode.netsync.client import Dropped
 from headcast.netcode.netsync.codec import (
     FlagsError,
     MessageTypeError,
@@ -22,16 +26,19 @@ from headcast.netcode.netsync.codec import (
     TruncatedError,
     UnsupportedProtocolError,
     VirtualCountError,
-    decode_body,
-    decode_client_pose,
     decode_device_id_mapping,
-    decode_room_pose,
-    encode_body,
-    encode_client_pose,
     encode_device_id_mapping,
-    encode_room_pose,
 )
 from headcast.netcode.netsync.model import DeviceMapping, PoseFrame
+
+shipped = oracle(3)
+encode_body = functools.partial(codec.encode_body, protocol=3)
+encode_client_pose = functools.partial(codec.encode_client_pose, protocol=3)
+encode_room_pose = functools.partial(codec.encode_room_pose, protocol=3)
+decode_body = functools.partial(codec.decode_body, protocol=3)
+decode_client_pose = functools.partial(codec.decode_client_pose, expect=3)
+decode_room_pose = functools.partial(codec.decode_room_pose, expect=3)
+NetSyncClientCore = functools.partial(client.NetSyncClientCore, protocol=3)
 
 FUZZ = 20_000 if LONG else 1_500
 
@@ -220,7 +227,7 @@ def test_struct_layout_offsets_of_the_44_byte_body():
     body = _body(0x1E)
     dx, dz, dyaw = struct.unpack_from("<hhh", body, 4)
     b = decode_body(body)[0]
-    assert (dx * 0.01, dz * 0.01, dyaw * 0.1) == b.delta
+    assert (dx * 0.01, dz * 0.01, dyaw * 0.1, 0.0) == b.delta
     assert int.from_bytes(body[10:13], "little", signed=True) * 0.01 == b.head.pos[0]
     assert body[43] == 0 and len(body) == 44
     assert encode_client_pose("", 0, PoseFrame(0x1E))[3:][2:] == encode_body(0, PoseFrame(0x1E))[2:]

@@ -1,4 +1,6 @@
-"""Our client against the real styly-netsync-server 0.10.4: relay, protection, traffic, restart, shutdown."""
+"""Our client against the real styly-netsync-server, the first protocol headcast speaks (0.10.4,
+protocol 3) and the current release (0.17.5, protocol 8): relay, protection, traffic, restart,
+shutdown. test_protocols_live.py covers every release in between and the official client."""
 from __future__ import annotations
 
 import math
@@ -26,7 +28,8 @@ ROOM = "headcast-test"
 
 def client(srv, device_id, room=ROOM, **kw) -> NetSyncClient:
     a = srv.address
-    return NetSyncClient(a.host, a.dealer_port, a.pub_port, room, device_id, **kw)
+    kw.setdefault("protocol", a.protocol)
+    return NetSyncClient(a.host, a.dealer_port, a.pub_port, room, device_id, transform_port=a.transform_port, **kw)
 
 
 def moving(t: float) -> PoseFrame:
@@ -92,35 +95,33 @@ def _listening_sockets(pid: int) -> list[tuple[str, str, int]]:
     return out
 
 
-def test_server_listens_on_loopback_only(netsync_server):
-    socks = _listening_sockets(netsync_server.pid)
-    a = netsync_server.address
+def test_server_listens_on_loopback_only(netsync_edge):
+    socks = _listening_sockets(netsync_edge.pid)
+    a = netsync_edge.address
     assert {(p, port) for p, _, port in socks} >= {("tcp", a.dealer_port), ("tcp", a.pub_port), ("tcp", a.rest_port)}
     assert all(ip == "127.0.0.1" for _, ip, _ in socks), socks
     assert not any(p.startswith("udp") for p, _, _ in socks), "discovery must be off"
 
 
-def test_mapping_names_us_and_the_real_server_version(netsync_server):
-    import importlib.metadata
-
-    c = client(netsync_server, "versioned")
+def test_mapping_names_us_and_the_real_server_version(netsync_edge):
+    c = client(netsync_edge, "versioned")
     try:
         events = c.join(PoseFrame.build(Transform((0, 1.6, 0))), timeout=15)
         joined = [e for e in events if isinstance(e, Joined)]
-        installed = tuple(int(x) for x in importlib.metadata.version("styly-netsync-server").split(".")[:3])
-        assert joined and joined[0].client_no == 1 and joined[0].server_version == installed == (0, 10, 4)
+        installed = tuple(int(x) for x in netsync_edge.address.version.split("."))
+        assert joined and joined[0].client_no == 1 and joined[0].server_version == installed
         assert c.core.members[1].device_id == "versioned" and not c.core.members[1].stealth
     finally:
         c.close()
 
 
-def test_relay_integrity(netsync_server):
+def test_relay_integrity(netsync_edge):
     """§12.4: our client → server raw cache → broadcast → our subscriber, bytes and pose intact."""
-    a, b = client(netsync_server, "sender-a"), client(netsync_server, "viewer-b")
+    a, b = client(netsync_edge, "sender-a"), client(netsync_edge, "viewer-b")
     raw = zmq.Context.instance().socket(zmq.SUB)
     raw.setsockopt(zmq.LINGER, 0)
     raw.setsockopt(zmq.SUBSCRIBE, ROOM.encode())
-    raw.connect(f"tcp://127.0.0.1:{netsync_server.address.pub_port}")
+    raw.connect(f"tcp://127.0.0.1:{netsync_edge.address.pub_port}")
     sent: list[tuple[float, bytes]] = []  # (now, message) of every pose A's core produced
     try:
         def frame_for(name, now):
@@ -167,10 +168,10 @@ def test_relay_integrity(netsync_server):
         b.close()
 
 
-def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_server):
+def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_edge):
     """OwnPose: our entry of the real server's room broadcast, with no second client — each
     one is the body we sent under that poseSeq, field for field; peers never show up as it."""
-    me, other = client(netsync_server, "self-seer"), client(netsync_server, "other")
+    me, other = client(netsync_edge, "self-seer"), client(netsync_edge, "other")
     sent: list[tuple[float, bytes]] = []
     orig = me.core.pose_message
     me.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
@@ -199,10 +200,11 @@ def _record(now, msg, into):
     return msg
 
 
-def test_mixed_client_protection(netsync_server):
+def test_mixed_client_protection(netsync_edge):
     """§12.3: an old-V3 body (PhysicalValid without encoding bit 4) is refused — by the server
     (never registered, never relayed) and by our decoder (typed error)."""
-    good = encode_client_pose("old-client", 1, moving(0.0))
+    a = netsync_edge.address
+    good = encode_client_pose("old-client", 1, moving(0.0), a.protocol)
     old = bytearray(good)
     old[3 + len("old-client") + 3] = 0x0F
     with pytest.raises(MissingDeltaEncodingError):
@@ -210,8 +212,8 @@ def test_mixed_client_protection(netsync_server):
     ctx = zmq.Context.instance()
     legacy = ctx.socket(zmq.DEALER)
     legacy.setsockopt(zmq.LINGER, 0)
-    legacy.connect(f"tcp://127.0.0.1:{netsync_server.address.dealer_port}")
-    viewer = client(netsync_server, "viewer")
+    legacy.connect(f"tcp://127.0.0.1:{a.transform_port}")  # == the dealer port before protocol 7
+    viewer = client(netsync_edge, "viewer")
     try:
         pump = Pump({"viewer": viewer}, lambda n, now: moving(now))  # moving: the server broadcasts at 10 Hz
         for _ in range(5):
@@ -229,9 +231,9 @@ def test_mixed_client_protection(netsync_server):
         viewer.close()
 
 
-def test_traffic_live(netsync_server):
+def test_traffic_live(netsync_edge):
     """§12.5, one bounded live run: idle → ~1 Hz, motion → capped at SendRate (10 Hz)."""
-    c, v = client(netsync_server, "walker"), client(netsync_server, "watcher")
+    c, v = client(netsync_edge, "walker"), client(netsync_edge, "watcher")
     phase = {"moving": False}
     pump = Pump({"walker": c, "watcher": v},
                 lambda n, now: moving(now * 3) if n == "walker" and phase["moving"] else PoseFrame.build(Transform((0, 1.6, 0))))
@@ -254,18 +256,18 @@ def test_traffic_live(netsync_server):
         v.close()
 
 
-def test_server_restart_survival(netsync_server):
-    a = client(netsync_server, "survivor-a", silence_timeout=1.0)
-    b = client(netsync_server, "survivor-b", silence_timeout=1.0)
+def test_server_restart_survival(netsync_edge):
+    a = client(netsync_edge, "survivor-a", silence_timeout=1.0)
+    b = client(netsync_edge, "survivor-b", silence_timeout=1.0)
     pump = Pump({"a": a, "b": b}, lambda n, now: moving(now) if n == "a" else PoseFrame.build(Transform((0, 1.6, 0))))
     try:
         pump.until(lambda: len(pump.of("b", PeerPose)) >= 2, 15, "relayed poses before the restart")
-        netsync_server.stop()
+        netsync_edge.stop()
         pump.until(lambda: pump.of("a", ServerSilent) and pump.of("b", ServerSilent), 10, "ServerSilent on both clients")
         dropped = a.counters.drops.copy()
         pump.until(lambda: a.counters.drops != dropped, 5, "sends counted as dropped while the server is down")
         seen, mappings = len(pump.of("b", PeerPose)), b.counters.mappings
-        netsync_server.start(timeout=60)
+        netsync_edge.start(timeout=60)
         pump.until(lambda: len(pump.of("b", PeerPose)) > seen + 2, 20, "relayed poses after the restart")
         assert pump.of("a", ServerBack) and pump.of("b", ServerBack)
         pump.until(lambda: b.counters.mappings > mappings, 10, "a mapping from the new server process")
@@ -290,10 +292,10 @@ def test_no_server_is_a_clear_error():
         c.close()
 
 
-def test_exact_topic_match(netsync_server):
+def test_exact_topic_match(netsync_edge):
     """Room "a" also receives room "ab" broadcasts (SUB prefix match); none become peer poses."""
-    near = client(netsync_server, "in-ab", room=ROOM + "b")
-    me = client(netsync_server, "in-a")
+    near = client(netsync_edge, "in-ab", room=ROOM + "b")
+    me = client(netsync_edge, "in-a")
     pump = Pump({"near": near, "me": me}, lambda n, now: moving(now))
     try:
         pump.until(lambda: me.counters.drops["broadcast: other topic"] >= 3 and me.client_no, 15, "room-ab broadcasts at the room-a client")
@@ -307,10 +309,10 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_clean_shutdown_leaks_nothing(netsync_server):
+def test_clean_shutdown_leaks_nothing(netsync_edge):
     for warm in range(2):  # the first round may load libraries / lazily create fds
         threads, fds = threading.active_count(), _fds()
-        clients = [client(netsync_server, f"shut-{warm}-{i}") for i in range(4)]
+        clients = [client(netsync_edge, f"shut-{warm}-{i}") for i in range(4)]
         pump = Pump({str(i): c for i, c in enumerate(clients)}, lambda n, now: moving(now))
         pump.until(lambda: all(c.client_no for c in clients), 15, "all clients joined")
         for c in clients:
@@ -322,9 +324,9 @@ def test_clean_shutdown_leaks_nothing(netsync_server):
             clients[0]._dealer.send(b"x")
 
 
-def test_stealth_client_is_registered_but_never_relayed(netsync_server):
-    ghost = client(netsync_server, "ghost", stealth=True)
-    viewer = client(netsync_server, "viewer")
+def test_stealth_client_is_registered_but_never_relayed(netsync_edge):
+    ghost = client(netsync_edge, "ghost", stealth=True)
+    viewer = client(netsync_edge, "viewer")
     pump = Pump({"ghost": ghost, "viewer": viewer}, lambda n, now: moving(now))
     try:
         pump.until(lambda: ghost.client_no and viewer.client_no and viewer.counters.room_poses >= 5, 15, "both joined, five broadcasts")

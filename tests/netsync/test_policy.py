@@ -87,7 +87,9 @@ def test_pose_seq_increments_only_on_a_send_and_wraps():
 
 
 def test_stealth_sends_the_minimal_body_at_the_heartbeat():
-    core = NetSyncClientCore("r", "d", stealth=True)
+    """Protocols 3–6: stealth is a 5-byte body at the heartbeat (from 7 on it is the hello alone:
+    test_client_core.py)."""
+    core = NetSyncClientCore("r", "d", stealth=True, protocol=3)
     sent = run(core, 10.0, head_at)  # moving, but nothing of it is sent
     assert len(sent) == 10
     for _, msg in sent:
