@@ -61,6 +61,7 @@ HELLO_PERIOD = 1.0  # protocol 7+: hello once a second (the official stealth hea
 PROBE_PERIOD = 1.0  # detection / mismatch probes, while unanswered
 MISMATCH_PROBE_AFTER = 2.0  # seconds without a mapping before asking which protocol the server speaks
 PROBE_SUFFIX = "/headcast-probe"
+CONTROL_RETRY = 0.1  # a control message the socket refused (not connected yet) is retried this soon
 
 
 def probe_messages(device_id: str, protocols=PROTOCOLS) -> list[bytes]:
@@ -200,6 +201,7 @@ class NetSyncClientCore:
         self._silent = False
         self._started: float | None = None
         self._next_control = 0.0
+        self._control_at = 0.0
         self._probing = protocol is None  # detection, or (later) a mismatch probe
         self._probe_id = device_id  # detection registers us under our own deviceId
         if protocol is not None:
@@ -254,12 +256,13 @@ class NetSyncClientCore:
         detecting or diagnosing a mismatch, every protocol's probe (once a second)."""
         if self._last_rx is None:
             self._start(now)
-        if now < self._next_control:
-            return []
         if (not self._probing and self.client_no is None and self.mismatch is None
                 and now - self._started >= MISMATCH_PROBE_AFTER):
             self._probing = True  # nothing maps us: ask which protocol the server speaks
             self._probe_id = self.device_id + PROBE_SUFFIX
+            self._next_control = now
+        if now < self._next_control:
+            return []
         out = []
         if self._probing:
             out += probe_messages(self._probe_id)
@@ -268,12 +271,14 @@ class NetSyncClientCore:
             out.append(encode_client_hello(self.device_id, self.stealth, self.protocol))
             self.counters.hellos += 1
         self._next_control = now + (PROBE_PERIOD if self._probing else HELLO_PERIOD)
+        self._control_at = now
         return out
 
     def control_send_failed(self) -> None:
-        """The control socket refused a message (not connected yet): try again at the next call."""
+        """The control socket refused a message (not connected yet): try again soon, not a
+        whole period later — but not at every poll while the server is away."""
         self.counters.drops["control send: no server connection or queue full"] += 1
-        self._next_control = 0.0
+        self._next_control = self._control_at + CONTROL_RETRY
 
     def send_failed(self, reason: str) -> None:
         """The transport could not queue the last message (counted; its poseSeq stays used, so

@@ -137,3 +137,125 @@ def test_own_pose_follows_the_number_from_the_latest_mapping():
     # a broadcast without our entry (stealth, or not yet relayed) gives no OwnPose
     core.receive_broadcast(0.4, room((1, PEER_BODY)))
     assert [type(e) for e in core.events()] == [PeerPose]
+
+
+# ------------------------------------------------------------ protocols 7–8, detection, mismatch
+
+from headcast.netcode.netsync.client import (  # noqa: E402
+    HELLO_PERIOD,
+    MISMATCH_PROBE_AFTER,
+    PROBE_SUFFIX,
+    ProtocolDetected,
+    ProtocolMismatch,
+    probe_messages,
+)
+from headcast.netcode.netsync.codec import decode_client_hello  # noqa: E402
+
+STILL = PoseFrame.build(Transform((0.0, 1.6, 0.0)))
+
+
+def versioned_mapping(version, *entries: tuple[int, str]) -> list[bytes]:
+    return [ROOM, encode_device_id_mapping(version, [DeviceMapping(n, d, False) for n, d in entries])]
+
+
+def test_from_protocol_7_a_hello_once_a_second_and_poses_on_the_transform_lane():
+    core = NetSyncClientCore("lobby", "me", protocol=8)
+    assert core.uses_transform_lane
+    core.control_messages(0.0)
+    core.receive_unicast(0.05, versioned_mapping((0, 17, 5), (1, "me")))  # joined: no probing later
+    hellos = [0.0] + [t for t in (x * 0.1 for x in range(1, 35)) if core.control_messages(t)]
+    assert hellos == pytest.approx([0.0, HELLO_PERIOD, 2 * HELLO_PERIOD, 3 * HELLO_PERIOD])
+    assert decode_client_hello(core.control_messages(10.0)[0]) == decode_client_hello(bytes([19, 8, 0, 2]) + b"me")
+    assert decode_client_pose(core.pose_message(10.0, STILL)).protocol == 8
+    # protocols 3–6 have no hello: the pose itself joins, on the one dealer socket
+    old = NetSyncClientCore("lobby", "me", protocol=6)
+    assert not old.uses_transform_lane and old.control_messages(0.0) == []
+
+
+def test_stealth_from_protocol_7_is_the_hello_alone():
+    core = NetSyncClientCore("lobby", "ghost", protocol=7, stealth=True)
+    assert core.pose_message(0.0, STILL) is None and core.counters.skipped["stealth (hello only)"] == 1
+    h = decode_client_hello(core.control_messages(0.0)[0])
+    assert (h.device_id, h.stealth, h.protocol) == ("ghost", True, 7)
+
+
+def test_a_refused_control_message_is_retried_soon_not_every_poll():
+    core = NetSyncClientCore("lobby", "me", protocol=8)
+    assert core.control_messages(0.0)
+    core.control_send_failed()
+    assert core.control_messages(0.05) == [] and core.control_messages(0.1)
+
+
+@pytest.mark.parametrize("protocol", [3, 4, 5, 6, 7, 8])
+def test_detection_by_the_room_broadcasts_protocol_byte(protocol):
+    core = NetSyncClientCore("lobby", "me", protocol=None)
+    assert core.pose_message(0.0, STILL) is None and core.counters.skipped["detecting"] == 1
+    probes = core.control_messages(0.0)
+    assert probes == probe_messages("me") and len(probes) == 6  # every protocol, our deviceId
+    assert core.control_messages(0.5) == [] and core.control_messages(1.0) == probes  # once a second
+    body = encode_body(1, PoseFrame.build(Transform((1.0, 1.6, 0.0))), protocol)
+    core.receive_broadcast(1.1, [ROOM, encode_room_pose("lobby", 9.0, [(4, 8.5, body)], protocol)])
+    det = [e for e in core.events() if isinstance(e, ProtocolDetected)]
+    assert [(d.protocol, d.how) for d in det] == [(protocol, "room broadcast")] and core.protocol == protocol
+    assert decode_client_pose(core.pose_message(1.2, STILL)).protocol == protocol
+    core.receive_unicast(1.3, versioned_mapping((0, 17, 5), (4, "me")))
+    assert any(isinstance(e, Joined) and e.client_no == 4 for e in core.events())
+
+
+def test_detection_by_the_mappings_server_version_and_a_probe_that_registered_us():
+    core = NetSyncClientCore("lobby", "me", protocol=None)
+    core.control_messages(0.0)
+    core.receive_unicast(0.3, versioned_mapping((0, 15, 1), (1, "me")))
+    ev = core.events()
+    assert [(type(e).__name__) for e in ev if not isinstance(e, MembersChanged)] == ["ProtocolDetected", "Joined"]
+    assert core.protocol == 7 and core.client_no == 1
+    # an unknown (future) version names nothing: the broadcast will
+    other = NetSyncClientCore("lobby", "me", protocol=None)
+    other.receive_unicast(0.3, versioned_mapping((0, 99, 0), (1, "me")))
+    assert other.protocol is None and not [e for e in other.events() if isinstance(e, ProtocolDetected)]
+
+
+def test_unanswered_explicit_protocol_probes_under_a_probe_id_and_names_the_mismatch():
+    core = NetSyncClientCore("lobby", "me", protocol=3)
+    assert core.control_messages(0.0) == []  # protocol 3: nothing on the control lane
+    assert core.control_messages(MISMATCH_PROBE_AFTER - 0.01) == []
+    probes = core.control_messages(MISMATCH_PROBE_AFTER)
+    assert probes == probe_messages("me" + PROBE_SUFFIX)
+    core.receive_unicast(2.5, versioned_mapping((0, 17, 5), (1, "me" + PROBE_SUFFIX)))
+    m = [e for e in core.events() if isinstance(e, ProtocolMismatch)]
+    assert len(m) == 1 and (m[0].ours, m[0].server_protocol) == (3, 8)
+    assert m[0].message == ("server (styly-netsync-server 0.17.5) speaks NetSync protocol 8; headcast spoke 3: "
+                            "use --netsync-protocol auto (or 8)")
+    assert core.client_no is None and core.control_messages(5.0) == []  # asked once, answered: no more probes
+
+
+def test_a_probe_answered_in_our_own_protocol_points_at_the_ports():
+    core = NetSyncClientCore("lobby", "me", protocol=8)
+    core.control_messages(0.0)
+    core.control_messages(MISMATCH_PROBE_AFTER)
+    core.receive_unicast(2.5, versioned_mapping((0, 17, 5), (1, "me" + PROBE_SUFFIX)))
+    (m,) = [e for e in core.events() if isinstance(e, ProtocolMismatch)]
+    assert m.server_protocol == 8 and "transform port" in m.message
+
+
+def test_a_late_mapping_of_our_own_stops_the_diagnosis():
+    core = NetSyncClientCore("lobby", "me", protocol=8)
+    core.control_messages(0.0)
+    core.control_messages(MISMATCH_PROBE_AFTER)
+    core.receive_unicast(2.5, versioned_mapping((0, 17, 5), (1, "me"), (2, "me" + PROBE_SUFFIX)))
+    assert not [e for e in core.events() if isinstance(e, ProtocolMismatch)] and core.client_no == 1
+    assert all(m[0] == 19 for m in core.control_messages(5.0))  # hellos only, the probing is over
+
+
+@pytest.mark.parametrize("byte, named", [(8, 8), (9, None), (2, None)])
+def test_a_broadcast_in_another_protocol_is_a_counted_drop_and_names_the_mismatch(byte, named):
+    core = NetSyncClientCore("lobby", "me", protocol=3)
+    payload = bytearray(encode_room_pose("lobby", 1.0, [(2, 1.0, PEER_BODY)], 8))
+    payload[1] = byte
+    core.receive_broadcast(0.5, [ROOM, bytes(payload)])
+    core.receive_broadcast(0.6, [ROOM, bytes(payload)])
+    assert core.counters.drops[f"room pose: protocol {byte}"] == 2
+    ev = core.events()
+    (m,) = [e for e in ev if isinstance(e, ProtocolMismatch)]  # named once
+    assert m.server_protocol == named and f"protocol {byte}" in m.message
+    assert len([e for e in ev if isinstance(e, Dropped)]) == 2
