@@ -31,11 +31,19 @@ sinks (any combination; none = compute and show only):
   --q3 HOST[:PORT]     join a Quake 3 / OpenArena server (default port 27960) as a player;
                        the weapon follows your right controller, the head rides in the usercmd
                        buttons when the server has vr_support=1 (--no-vr: never)
-  --netsync HOST[:DEALER[:PUB]]
-                       join a STYLY NetSync room (default ports 5555/5556); head, hands and the
-                       XROrigin delta are sent at --send-rate Hz
+  --netsync HOST[:CONTROL[:PUB[:TRANSFORM]]]
+                       join a STYLY NetSync room (default ports 5555, PUB = CONTROL + 1, TRANSFORM =
+                       CONTROL + 2); head, hands and the XROrigin delta are sent at --send-rate Hz
+NetSync protocols (--netsync-protocol, default auto: headcast detects the server's):
+  3  styly-netsync-server 0.9.0-0.10.x     6  0.14.x (no network-variable timestamps)
+  4  0.11.x (the XROrigin delta gains dy)  7  0.15.x (hello first; poses to the transform port)
+  5  0.12.x-0.13.x (moving floor)          8  0.16.0 and later, the current release
+  A server that speaks another protocol than the one given ends the run with exit code 4,
+  naming the server's protocol and version.
 controls: left stick moves, right stick snap-turns (--turn smooth for smooth turning),
 right trigger fires, A/jump button jumps. Ctrl-C or closing the mirror window stops cleanly.
+exit codes: 0 ok, 1 failure, 2 bad flag or configuration value, 3 a server did not answer
+(or did not let us in) within run.connect_timeout, 4 a NetSync server speaks another protocol.
 """
 
 
@@ -55,7 +63,12 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--name", help="player name (default: headcast)")
     g.add_argument("--pk3", nargs="+", metavar="PATH", help="pk3 files matching a pure server's (sv_pure 1)")
     g = p.add_argument_group("NetSync sink")
-    g.add_argument("--netsync", metavar="HOST[:DEALER[:PUB]]", help="NetSync server to join")
+    g.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]", help="NetSync server to join")
+    g.add_argument("--netsync-protocol", metavar="auto|3..8",
+                   help="NetSync protocol to speak: auto (default) detects the server's; 3 = styly-netsync-server "
+                        "0.9-0.10, 8 = 0.16 and later (current); list below")
+    g.add_argument("--netsync-transform-port", type=int, metavar="PORT",
+                   help="protocol 7+: the server's transform port, where poses go (default: control port + 2)")
     g.add_argument("--room", help="room id (default: default_room)")
     g.add_argument("--device-id", help="device id (default: stable per machine and user)")
     g.add_argument("--send-rate", type=float, metavar="HZ", help="pose send rate (default 10, 0.5..60)")
@@ -122,11 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS",
                    help="how long to wait for an answer (default 2); no answer exits 3")
     _add_common(q)
-    q = psub.add_parser("netsync", help="NetSync: is the server there, which version, who is in the room",
-                        description="Send a stealth pose to the room and wait for the server's device-id "
-                                    "mapping and room broadcast.")
-    q.add_argument("host", metavar="HOST[:DEALER[:PUB]]",
-                   help="the server (default ports 5555/5556; PUB defaults to DEALER + 1)")
+    q = psub.add_parser("netsync", help="NetSync: is the server there, which protocol and version, who is in the room",
+                        description="Join the room as a stealth client (never broadcast) that detects the "
+                                    "server's NetSync protocol (3 = styly-netsync-server 0.9-0.10 … 8 = 0.16 and "
+                                    "later), then report the protocol, the server version (from its device-id "
+                                    "mapping) and the room's members: clientNo, deviceId, stealth, and whether "
+                                    "the room broadcast carries a pose of theirs. No answer exits 3; a server "
+                                    "in a protocol headcast does not speak exits 4.")
+    q.add_argument("host", metavar="HOST[:CONTROL[:PUB]]",
+                   help="the server (default ports 5555/5556; PUB defaults to CONTROL + 1)")
     q.add_argument("--room", default="default_room", help="room to look into (default: default_room)")
     q.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
                    help="how long to wait for an answer (default 3); no answer exits 3")
@@ -146,7 +163,8 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
         ("q3", "host"): g("q3"), ("q3", "vr"): g("vr"), ("q3", "name"): g("name"), ("q3", "pk3"): g("pk3"),
         ("netsync", "host"): g("netsync"), ("netsync", "room"): g("room"),
         ("netsync", "device_id"): g("device_id"), ("netsync", "send_rate"): g("send_rate"),
-        ("netsync", "stealth"): g("stealth"),
+        ("netsync", "stealth"): g("stealth"), ("netsync", "protocol"): g("netsync_protocol"),
+        ("netsync", "transform_port"): g("netsync_transform_port"),
         ("rig", "move_speed"): g("move_speed"), ("rig", "turn"): g("turn"), ("rig", "snap_angle"): g("snap_angle"),
         ("mirror", "enabled"): g("mirror"),
         ("run", "duration"): g("duration"), ("run", "record"): g("record"),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from headcast.app import config as config_mod
-from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError
 from headcast.app.loop import FrameLoop, SourceEnded
 from headcast.app.q3_link import PURE_FAILED
 from headcast.app.rig import Rig, RigSettings
@@ -48,6 +48,7 @@ def check_config(cfg: config_mod.Config) -> None:
     # so a typo would only show as "no answer" after the connect timeout.
     if cfg[("q3", "host")]:
         _resolve("--q3", q3_link.parse_address(cfg[("q3", "host")])[0])
+    netsync_settings(cfg)
     if cfg[("netsync", "host")]:
         _resolve("--netsync", netsync_link.parse_address(cfg[("netsync", "host")])[0])
     rate = cfg[("netsync", "send_rate")]
@@ -55,6 +56,27 @@ def check_config(cfg: config_mod.Config) -> None:
         raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
     rig_from(cfg)
     want_mirror(cfg)
+
+
+def netsync_settings(cfg: config_mod.Config) -> dict[str, Any]:
+    """The NetSync link's arguments from the configuration (address, protocol, transform port),
+    each checked: a bad value is a UsageError naming where it came from."""
+    from headcast.app import netsync_link
+    n = cfg.section("netsync")
+    protocol = netsync_link.parse_protocol(n["protocol"], cfg.sources[("netsync", "protocol")])
+    device_id = n["device_id"]
+    if len(device_id.encode("utf-8")) > 255:
+        raise UsageError(f"netsync.device_id ({cfg.sources[('netsync', 'device_id')]}): "
+                         f"{len(device_id.encode('utf-8'))} bytes; the protocol allows 255")
+    out: dict[str, Any] = {"protocol": protocol}
+    if n["host"]:
+        host, control, pub, transform = netsync_link.parse_address(n["host"])
+        transform = netsync_link.resolve_transform_port(
+            control, transform, n["transform_port"], cfg.sources[("netsync", "transform_port")])
+        out.update(host=host, dealer_port=control, pub_port=pub, transform_port=transform)
+    elif not 0 <= n["transform_port"] < 65536:
+        netsync_link.resolve_transform_port(0, None, n["transform_port"], cfg.sources[("netsync", "transform_port")])
+    return out
 
 
 def _resolve(flag: str, host: str) -> None:
@@ -79,10 +101,11 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
         n = cfg.section("netsync")
         ns_link = None
         if n["host"]:
-            from headcast.app.netsync_link import NetSyncLink, default_device_id, parse_address as ns_address
-            host, dealer, pub = ns_address(n["host"])
-            ns_link = NetSyncLink(host, dealer, pub, n["room"], n["device_id"] or default_device_id(),
-                                  n["send_rate"], n["stealth"], clock)
+            from headcast.app.netsync_link import NetSyncLink, default_device_id
+            ns = netsync_settings(cfg)
+            ns_link = NetSyncLink(ns["host"], ns["dealer_port"], ns["pub_port"], n["room"],
+                                  n["device_id"] or default_device_id(), n["send_rate"], n["stealth"], clock,
+                                  protocol=ns["protocol"], transform_port=ns["transform_port"])
         sinks.append(NetSyncSink(stealth=n["stealth"], send_rate=n["send_rate"], link=ns_link))
         sinks.append(SauerSink())
     except BaseException:
@@ -198,10 +221,16 @@ class Console:
             if st.state == PURE_FAILED:
                 raise AppError(f"{sink.name}: {st.detail}")
             link = getattr(sink, "link", None)
+            if link is None or link.joined:
+                continue
+            # A server that answered in another protocol will not let us in however long we wait.
+            mismatch = getattr(link, "mismatch", None)
+            if mismatch is not None:
+                raise ProtocolMismatchError(f"{sink.name}: {mismatch.message}")
             # Only the first join is bounded: later drops are the links' to ride out (reconnect).
-            if link is not None and not link.joined and elapsed > self.connect_timeout:
+            if elapsed > self.connect_timeout:
                 where = link.address
-                if st.state == "loading":
+                if st.state == "loading" or getattr(link, "answered", False):
                     raise UnreachableError(f"{sink.name}: {where} answered but did not let us in within "
                                            f"{self.connect_timeout:g} s ({st.detail})")
                 raise UnreachableError(

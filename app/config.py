@@ -16,6 +16,12 @@ from headcast.app.assets import asset_path
 
 ENV_PREFIX = "HEADCAST_"
 Key = tuple[str, str]
+# The flags whose name is not --<key> (the source named in --print-config and in errors).
+FLAG_NAMES: dict[Key, str] = {
+    ("xr", "mock"): "--mock", ("q3", "host"): "--q3", ("q3", "vr"): "--vr/--no-vr",
+    ("netsync", "host"): "--netsync", ("netsync", "protocol"): "--netsync-protocol",
+    ("netsync", "transform_port"): "--netsync-transform-port", ("mirror", "enabled"): "--mirror/--no-mirror",
+}
 
 
 class ConfigError(Exception):
@@ -133,7 +139,7 @@ def load(user_file: Path | None = None, env: Mapping[str, str] | None = None,
 
     for key, value in (flags or {}).items():
         if value is not None:
-            _set(cfg, key, value, f"--{key[1].replace('_', '-')}")
+            _set(cfg, key, value, FLAG_NAMES.get(key) or f"--{key[1].replace('_', '-')}")
     return cfg
 
 

@@ -18,3 +18,10 @@ class UnreachableError(AppError):
     """A server did not answer."""
 
     exit_code = 3
+
+
+class ProtocolMismatchError(AppError):
+    """The server answered in another protocol than the one we speak (NetSync: a different
+    protocol number, or one headcast does not speak): reachable, but no use as configured."""
+
+    exit_code = 4

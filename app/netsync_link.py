@@ -14,32 +14,90 @@ import uuid
 from typing import Callable
 
 from headcast.app.errors import UsageError
-from headcast.netcode.netsync.client import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
+from headcast.netcode.netsync.client import (Dropped, Joined, OwnPose, PeerPose, ProtocolDetected, ProtocolMismatch,
+                                             ServerBack, ServerSilent)
+from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
 from headcast.netcode.netsync.model import PoseBody, PoseFrame
 from headcast.netcode.netsync.transport import NetSyncClient
 
 DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
+TRANSFORM_PORT_OFFSET = 2  # protocol 7+: the official client's transform port is control + 2
 PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
 # The server broadcasts the room at ≤ 10 Hz and maps devices at ≤ 2 Hz: draining the client's
 # sockets 30 times a second sees everything within 33 ms and costs a third of every frame.
 # (Sending is not tied to this: send() runs every frame under the send policy.)
 POLL_PERIOD = 1 / 30
 
+# What each protocol number means to a user: the releases that speak it (styly-netsync-server).
+PROTOCOL_HELP = ("3 = styly-netsync-server 0.9-0.10, 4 = 0.11, 5 = 0.12-0.13, 6 = 0.14, 7 = 0.15, "
+                 "8 = 0.16 and later (current)")
 
-def parse_address(text: str) -> tuple[str, int, int]:
-    """HOST[:DEALER[:PUB]] (PUB defaults to DEALER + 1)."""
+
+def parse_address(text: str) -> tuple[str, int, int, int | None]:
+    """HOST[:CONTROL[:PUB[:TRANSFORM]]] → (host, control, pub, transform or None).
+
+    PUB defaults to CONTROL + 1; TRANSFORM (used from protocol 7 on) None = not given here."""
     parts = text.split(":")
-    if not parts[0] or len(parts) > 3:
-        raise UsageError(f"--netsync {text!r}: expected HOST, HOST:DEALER_PORT or HOST:DEALER_PORT:PUB_PORT")
+    if not parts[0] or len(parts) > 4:
+        raise UsageError(f"--netsync {text!r}: expected HOST, HOST:CONTROL_PORT, HOST:CONTROL_PORT:PUB_PORT "
+                         "or HOST:CONTROL_PORT:PUB_PORT:TRANSFORM_PORT")
     try:
-        dealer = int(parts[1]) if len(parts) > 1 else DEFAULT_DEALER_PORT
-        pub = int(parts[2]) if len(parts) > 2 else dealer + 1
+        ports = [int(p) for p in parts[1:]]
     except ValueError:
         raise UsageError(f"--netsync {text!r}: ports must be numbers") from None
-    if not (0 < dealer < 65536 and 0 < pub < 65536):
+    if not all(0 < p < 65536 for p in ports):
         raise UsageError(f"--netsync {text!r}: ports must be 1..65535")
-    return parts[0], dealer, pub
+    dealer = ports[0] if ports else DEFAULT_DEALER_PORT
+    pub = ports[1] if len(ports) > 1 else dealer + 1
+    transform = ports[2] if len(ports) > 2 else None
+    return parts[0], dealer, pub, transform
+
+
+def resolve_transform_port(control: int, in_address: int | None, configured: int, source: str) -> int:
+    """The transform port from the address's fourth part or netsync.transform_port (0 = control + 2).
+    Both given and different: refused, naming both."""
+    if not 0 <= configured < 65536:
+        raise UsageError(f"{source}: netsync.transform_port = {configured}: expected 1..65535, or 0 for "
+                         f"the control port + {TRANSFORM_PORT_OFFSET}")
+    if in_address is not None and configured and configured != in_address:
+        raise UsageError(f"the transform port is given twice: {in_address} in --netsync and {configured} "
+                         f"from {source}")
+    return in_address or configured or control + TRANSFORM_PORT_OFFSET
+
+
+def parse_protocol(value: object, source: str = "--netsync-protocol") -> int | None:
+    """netsync.protocol: "auto" → None (detect), or one of PROTOCOLS."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    try:
+        protocol = int(text)
+    except ValueError:
+        protocol = None
+    if protocol not in PROTOCOLS:
+        where = source if source.startswith("--") else f"{source}: netsync.protocol ="
+        raise UsageError(f"{where} {value!r}: expected auto or a NetSync protocol "
+                         f"{PROTOCOLS[0]}..{PROTOCOLS[-1]} ({PROTOCOL_HELP})")
+    return protocol
+
+
+def version_str(v: tuple[int, ...] | None) -> str:
+    return "unknown" if v is None else ".".join(map(str, v))
+
+
+def drop_text(reason: str, n: int) -> str:
+    """A drop reason of the client core, counted, as a user reads it: "dropped 12 room poses: protocol 3"."""
+    what, sep, why = reason.partition(": ")
+    if not sep:
+        return f"dropped {n}: {reason}"
+    if what == "room pose":
+        what = "room pose" if n == 1 else "room poses"
+    elif what == "mapping":
+        what = "device-ID mapping" if n == 1 else "device-ID mappings"
+    else:
+        what = f"{what} message" if n == 1 else f"{what} messages"
+    return f"dropped {n} {what}: {why}"
 
 
 def default_device_id() -> str:
@@ -52,24 +110,66 @@ def default_device_id() -> str:
 
 
 class NetSyncLink:
+    """`protocol` None = detect the server's (the default, "auto"); an int speaks that one and a
+    server speaking another is reported as a mismatch (`mismatch`, state "protocol mismatch")."""
+
     def __init__(self, host: str, dealer_port: int, pub_port: int, room: str, device_id: str,
-                 send_rate: float, stealth: bool, clock: Callable[[], float] = time.perf_counter) -> None:
+                 send_rate: float, stealth: bool, clock: Callable[[], float] = time.perf_counter, *,
+                 protocol: int | None = None, transform_port: int | None = None) -> None:
         self.clock = clock
+        self.transform_port = dealer_port + TRANSFORM_PORT_OFFSET if transform_port is None else transform_port
         self.address = f"{host}:{dealer_port}/{pub_port}"
         self.room = room
         self.device_id = device_id
-        self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id,
-                                    send_rate=send_rate, stealth=stealth)
-        self._header_len = 3 + len(device_id.encode())
-        self._counters = self.client.core.counters
-        self._policy = self.client.core.policy
+        self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id, transform_port=self.transform_port,
+                                    protocol=protocol, send_rate=send_rate, stealth=stealth)
+        self._core = self.client.core
+        self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
+        self._counters = self._core.counters
+        self._policy = self._core.policy
         self.state = "connecting"
-        self.detail = f"waiting for {self.address} room {room!r}"
+        self.detail = (f"waiting for {self.address} room {room!r}, "
+                       + ("detecting the NetSync protocol" if protocol is None else f"NetSync protocol {protocol}"))
         self.client_no: int | None = None
+        self.mismatch: ProtocolMismatch | None = None
         self.own_body: PoseBody | None = None
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
+        self._drop_reasons: dict[str, str] = {}  # reason → the latest detail (Dropped events)
         self._next_poll = 0.0
+
+    @property
+    def protocol(self) -> int | None:
+        """The protocol spoken: the one asked for, or the detected one (None while detecting)."""
+        return self._core.protocol
+
+    @property
+    def model_protocol(self) -> int:
+        """The protocol our bodies are encoded in for the far side's model: ours, the latest while detecting."""
+        return self._core.protocol or LATEST_PROTOCOL
+
+    @property
+    def server_version(self) -> tuple[int, int, int] | None:
+        return self._core.server_version
+
+    @property
+    def drops(self) -> dict[str, int]:
+        """Messages dropped by the client core, per reason (only reasons reported as `Dropped`:
+        undecodable or foreign room poses and mappings, not the routine ones such as our
+        own broadcast before the mapping named us)."""
+        counts = self._counters.drops
+        return {r: counts[r] for r in self._drop_reasons if counts[r]}
+
+    def drops_text(self) -> str:
+        return "; ".join(drop_text(r, n) for r, n in sorted(self.drops.items(), key=lambda rn: -rn[1]))
+
+    def _where(self) -> str:
+        return f"protocol {self.protocol}, server {version_str(self.server_version)}"
+
+    @property
+    def answered(self) -> bool:
+        """Anything came from the server (a mapping, a broadcast, even one we could not use)."""
+        return self._counters.bytes_received > 0
 
     @property
     def joined(self) -> bool:
@@ -99,12 +199,24 @@ class NetSyncLink:
             elif isinstance(ev, Joined):
                 self.client_no = ev.client_no
                 self.state = "connected"
-                self.detail = f"client #{ev.client_no} in room {self.room!r}, server {'.'.join(map(str, ev.server_version))}"
+                self.detail = f"client #{ev.client_no} in room {self.room!r}, {self._where()}"
             elif isinstance(ev, ServerSilent):
                 self.state = "server silent"
                 self.detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
             elif isinstance(ev, ServerBack):
                 self.state = "connected" if self.client_no is not None else "connecting"
+                if self.client_no is not None:
+                    self.detail = f"client #{self.client_no} in room {self.room!r}, {self._where()}"
+            elif isinstance(ev, Dropped):
+                self._drop_reasons[ev.reason] = ev.detail
+            elif isinstance(ev, ProtocolDetected):
+                if self.client_no is None:
+                    self.detail = f"{self._where()} (detected from the {ev.how}); joining room {self.room!r}"
+            elif isinstance(ev, ProtocolMismatch):
+                self.mismatch = ev
+                if self.client_no is None:
+                    self.state = "protocol mismatch"
+                    self.detail = ev.message
         if self._others_seen:
             for no, seen in list(self._others_seen.items()):
                 if now - seen > PEER_STALE_S:

@@ -71,17 +71,22 @@ def _await(sock: socket.socket, addr, want: type, timeout: float):
 
 
 def probe_netsync(address: str, room: str, timeout: float) -> dict:
-    """Send a stealth pose (the join) and wait for the device-ID mapping and a room broadcast."""
-    from headcast.app.netsync_link import default_device_id, parse_address
-    from headcast.netcode.netsync.client import Joined, PeerPose
+    """Join `room` as a stealth client that detects the server's protocol (never broadcast, so
+    nobody in the room sees us), then report the protocol, the server version and the members:
+    the device-ID mapping names them (clientNo, deviceId, stealth), the room broadcast says who
+    sends a pose."""
+    from headcast.app.errors import ProtocolMismatchError
+    from headcast.app.netsync_link import default_device_id, parse_address, version_str
+    from headcast.netcode.netsync.client import PROBE_SUFFIX, Joined, PeerPose, ProtocolDetected, ProtocolMismatch
     from headcast.netcode.netsync.model import FLAG_STEALTH, PoseFrame
     from headcast.netcode.netsync.transport import NetSyncClient
-    host, dealer, pub = parse_address(address)
+    host, dealer, pub, transform = parse_address(address)
     device = default_device_id() + "-probe"
-    client = NetSyncClient(host, dealer, pub, room, device, stealth=True)
+    client = NetSyncClient(host, dealer, pub, room, device, transform_port=transform, protocol=None, stealth=True)
     stealth = PoseFrame(FLAG_STEALTH)
-    peers: dict[int, str | None] = {}
-    joined = None
+    posing: dict[int, str | None] = {}  # clientNo → deviceId of every member whose pose was broadcast
+    joined = detected = mismatch = None
+    broadcasts_before = 0
     try:
         deadline = time.monotonic() + timeout
         broadcast_until = None
@@ -89,28 +94,52 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
             now = time.monotonic()
             client.send_pose(now, stealth)
             for ev in client.poll(now):
-                if isinstance(ev, Joined):
+                if isinstance(ev, ProtocolDetected):
+                    detected = ev
+                elif isinstance(ev, Joined):
                     joined = ev
-                    broadcast_until = now + 2.5  # the idle broadcast comes every 2 s
+                    broadcast_until = now + 2.5  # an idle room is broadcast every 2 s (when anyone poses)
+                    # a broadcast before the mapping named us could not be read (our number unknown)
+                    broadcasts_before = client.counters.room_poses
                 elif isinstance(ev, PeerPose):
-                    peers[ev.client_no] = ev.device_id
-            if broadcast_until is not None and (now >= broadcast_until or client.counters.room_poses):
+                    posing[ev.client_no] = ev.device_id
+                elif isinstance(ev, ProtocolMismatch):
+                    mismatch = ev
+            if mismatch is not None:
+                break
+            if broadcast_until is not None and (now >= broadcast_until
+                                                or client.counters.room_poses > broadcasts_before):
                 break
             time.sleep(0.02)
     finally:
         client.close()
+    core = client.core
+    if mismatch is not None:
+        raise ProtocolMismatchError(f"probe netsync {host}: {mismatch.message}")
     if joined is None:
+        if core.protocol is not None:
+            raise UnreachableError(
+                f"the NetSync server {host} (control {dealer}, pub {pub}) answered in protocol {core.protocol} "
+                f"({version_str(core.server_version)}) but did not register us within {timeout:g} s")
         raise UnreachableError(
-            f"no answer from the NetSync server {host} (dealer {dealer}, pub {pub}) within {timeout:g} s "
+            f"no answer from the NetSync server {host} (control {dealer}, pub {pub}) within {timeout:g} s "
             "(not running, wrong ports — default 5555/5556 — or a firewall)")
-    members = client.core.members
+    ours = {device, device + PROBE_SUFFIX}
+    members = [{"client_no": m.client_no, "device_id": m.device_id, "stealth": m.stealth,
+                "pose": m.client_no in posing}
+               for m in sorted(core.members.values(), key=lambda m: m.client_no) if m.device_id not in ours]
+    named = {m["client_no"] for m in members}
+    # A broadcast entry whose clientNo no mapping named yet: a member all the same.
+    members += [{"client_no": no, "device_id": None, "stealth": False, "pose": True}
+                for no in sorted(posing) if no not in named]
     return {
         "server": f"{host}:{dealer}:{pub}",
-        "server_version": ".".join(map(str, joined.server_version)),
+        "protocol": core.protocol,
+        "protocol_from": detected.how if detected is not None else "device-ID mapping",
+        "server_version": version_str(joined.server_version),
         "room": room,
-        "members": [{"client_no": m.client_no, "device_id": m.device_id, "stealth": m.stealth}
-                    for m in members.values() if m.device_id != device],
-        "broadcasting": sorted(peers),
+        "members": members,
+        "broadcasting": sorted(posing),
     }
 
 
@@ -132,8 +161,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{result['server']}: NetSync server {result['server_version']}, room {result['room']!r}: "
+        print(f"{result['server']}: NetSync protocol {result['protocol']} (from the {result['protocol_from']}), "
+              f"styly-netsync-server {result['server_version']}; room {result['room']!r}: "
               f"{len(result['members'])} other member(s), {len(result['broadcasting'])} broadcasting a pose")
         for m in result["members"]:
-            print(f"  #{m['client_no']} {m['device_id']}{' (stealth)' if m['stealth'] else ''}")
+            print(f"  #{m['client_no']} {m['device_id'] or '(no device-ID mapping yet)'}"
+                  f"{' stealth' if m['stealth'] else ''}{' — pose broadcast' if m['pose'] else ' — no pose'}")
     return 0

@@ -157,10 +157,14 @@ class NetSyncSink:
         if self.link is None:
             return SinkStatus(self.name, "offline", packed=packed, error_deg=self._last_error,
                               detail=detail or "no server (--netsync HOST)")
-        others = len(self.link.others)
+        link = self.link
+        others = len(link.others)
         extra = f"; {others} other{'s' if others != 1 else ''} in the room" if others else ""
-        return SinkStatus(self.name, self.link.state, hz, bps, packed, self._last_error,
-                          detail or self.link.detail + extra)
+        drops = link.drops
+        if drops:
+            extra += "; " + link.drops_text()
+        return SinkStatus(self.name, link.state, hz, bps, packed, self._last_error,
+                          detail + extra if detail else link.detail + extra, drops=drops)
 
     def close(self) -> None:
         if self.link is not None:

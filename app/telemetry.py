@@ -118,12 +118,13 @@ class SinkStatus:
     packed: str = ""            # latest packed values (buttons hex, body size, record bytes)
     error_deg: float | None = None  # angle error sent vs seen (far side's view), degrees
     detail: str = ""            # one line of extra state (tracking lost, server name, ...)
+    drops: dict | None = None   # messages from the server dropped undecoded, reason → count
 
     def as_dict(self) -> dict:
         return {"name": self.name, "state": self.state, "send_hz": round(self.send_hz, 2),
                 "bytes_per_s": round(self.bytes_per_s, 1), "packed": self.packed,
                 "error_deg": None if self.error_deg is None else round(self.error_deg, 3),
-                "detail": self.detail}
+                "detail": self.detail, "drops": dict(self.drops or {})}
 
 
 class Telemetry:

@@ -8,15 +8,38 @@ from support import mock_control
 
 
 
+def _netsync(version):
+    from headcast.netcode.netsync.localserver import LocalNetSyncServer
+    server = LocalNetSyncServer(version)
+    try:
+        server.start(timeout=60)
+    except BaseException:
+        server.close()
+        raise
+    return server
+
+
 @pytest.fixture(scope="module")
 def netsync_server():
-    from headcast.netcode.netsync.localserver import LocalNetSyncServer
-    server = LocalNetSyncServer()
-    server.start()
+    """The current styly-netsync-server release (the venv's, 0.17.5: protocol 8)."""
+    server = _netsync(None)
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
+
+
+# The current release and the last protocol-3 one (0.10.4, from build/netsync/): what `auto` must join.
+NETSYNC_RELEASES = [None, "0.10.4"]
+
+
+@pytest.fixture(scope="module", params=NETSYNC_RELEASES, ids=["current", "0.10.4"])
+def netsync_release(request):
+    """Each of NETSYNC_RELEASES in turn; `.address.protocol` / `.address.version` say which."""
+    server = _netsync(request.param)
+    try:
+        yield server
+    finally:
         server.close()
 
 

@@ -1,18 +1,22 @@
-"""NetSyncLink against the real styly-netsync-server 0.10.4: one client, our own body from OwnPose."""
+"""NetSyncLink: against the real styly-netsync-server releases (the current one, protocol 8, and
+0.10.4, protocol 3) it detects the protocol and gets our own body back from OwnPose; a server in
+another protocol is a named mismatch, and dropped room poses are counted and shown by reason."""
 from __future__ import annotations
 
 import math
 import time
 
 import pytest
-from support import wait_for
+from support import free_port, wait_for
 
-from headcast.app.netsync_link import NetSyncLink
-from headcast.netcode.netsync.codec import decode_client_pose
+from headcast.app.netsync_link import NetSyncLink, drop_text, parse_address, parse_protocol
+from headcast.app.errors import UsageError
+from headcast.app.sink_netsync import NetSyncSink
+from headcast.netcode.netsync.client import version_text
+from headcast.netcode.netsync.codec import decode_client_pose, encode_body, encode_room_pose
+from headcast.netcode.netsync.releases import parse_version
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.transport import NetSyncClient
-
-pytestmark = pytest.mark.live
 
 
 def frame_at(t: float) -> PoseFrame:
@@ -20,10 +24,11 @@ def frame_at(t: float) -> PoseFrame:
     return PoseFrame.build(head, Transform((0.3, 1.2, 0.1)), delta=OriginDelta(0.5, -0.25, 45.0))
 
 
-def test_own_body_comes_from_our_broadcast_entry_with_no_second_member(netsync_server):
-    a = netsync_server.address
-    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-own", "link-me", 10.0, False)
-    viewer = NetSyncClient(a.host, a.dealer_port, a.pub_port, "link-own", "link-viewer", stealth=True)
+@pytest.mark.live
+def test_auto_detects_and_own_body_comes_from_our_broadcast_entry(netsync_release):
+    a = netsync_release.address
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-own", "link-me", 10.0, False)  # protocol auto
+    viewer = NetSyncClient(a.host, a.dealer_port, a.pub_port, "link-own", "link-viewer", protocol=None, stealth=True)
     sent: dict[int, bytes] = {}
     orig = link.client.core.pose_message
 
@@ -49,6 +54,9 @@ def test_own_body_comes_from_our_broadcast_entry_with_no_second_member(netsync_s
     try:
         wait_for(step, 20, "four of our relayed bodies at the link", interval=0.01)
         assert link.state == "connected" and link.joined
+        assert link.protocol == link.model_protocol == a.protocol
+        assert f"protocol {a.protocol}, server {a.version}" in link.detail, link.detail
+        assert link.mismatch is None and link.drops == {}
         # the own body is exactly what we sent under that poseSeq, as the server relayed it
         for b in bodies:
             assert b == decode_client_pose(sent[b.pose_seq]).body
@@ -59,3 +67,86 @@ def test_own_body_comes_from_our_broadcast_entry_with_no_second_member(netsync_s
         link.close()
         viewer.close()
     assert link.client.closed
+
+
+@pytest.mark.live
+def test_a_set_protocol_the_server_does_not_speak_is_a_named_mismatch(netsync_release):
+    a = netsync_release.address
+    wrong = 3 if a.protocol == 8 else 8
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-wrong", "link-wrong", 10.0, False, protocol=wrong)
+    sink = NetSyncSink(link=link)
+    try:
+        def mismatch():
+            now = time.perf_counter()
+            link.send(frame_at(now), now)
+            link.poll(now)
+            return link.mismatch
+        m = wait_for(mismatch, 10, "the mismatch to be named", interval=0.01)
+    finally:
+        link.close()
+    assert (m.ours, m.server_protocol) == (wrong, a.protocol)
+    # by version when the mapping came first, by the protocol's releases when the broadcast did
+    server = version_text(parse_version(a.version) if m.server_version else None, a.protocol)
+    assert m.message == (f"server ({server}) speaks NetSync protocol {a.protocol}; "
+                         f"headcast spoke {wrong}: use --netsync-protocol auto (or {a.protocol})")
+    st = sink.status(time.perf_counter())
+    assert st.state == "protocol mismatch" and st.detail.startswith(m.message)
+    assert not link.joined
+
+
+def test_dropped_room_poses_are_counted_and_shown_with_their_reason():
+    """Room broadcasts in protocol 8 reaching a link told to speak 3: each is dropped and counted;
+    the status (HUD, console, summary) says how many and why, and the first names the mismatch."""
+    port = free_port()
+    link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=3)
+    sink = NetSyncSink(link=link)
+    core = link.client.core
+    body = encode_body(7, frame_at(1.0), 8)
+    try:
+        for i in range(12):
+            core.receive_broadcast(float(i), [b"room", encode_room_pose("room", 0.0, [(1, 0.0, body)], protocol=8)])
+        core.receive_broadcast(12.0, [b"room", b"\x0c\x03\x04ro"])  # protocol 3, cut short
+        link.poll(12.0)
+        st = sink.status(12.0)
+    finally:
+        link.close()
+    assert link.drops == {"room pose: protocol 8": 12, "room pose: TruncatedError": 1}
+    assert st.drops == link.drops and st.as_dict()["drops"] == link.drops
+    assert st.state == "protocol mismatch"
+    assert "speaks NetSync protocol 8; headcast spoke 3" in st.detail
+    assert "dropped 12 room poses: protocol 8; dropped 1 room pose: TruncatedError" in st.detail
+
+
+def test_drop_reasons_read_as_sentences():
+    assert drop_text("room pose: protocol 3", 12) == "dropped 12 room poses: protocol 3"
+    assert drop_text("mapping: TruncatedError", 1) == "dropped 1 device-ID mapping: TruncatedError"
+    assert drop_text("broadcast: frames", 2) == "dropped 2 broadcast messages: frames"
+
+
+def test_addresses_and_protocols_parse_or_say_why():
+    assert parse_address("h") == ("h", 5555, 5556, None)
+    assert parse_address("h:6000") == ("h", 6000, 6001, None)
+    assert parse_address("h:6000:7000:8000") == ("h", 6000, 7000, 8000)
+    assert parse_protocol("auto") is None and parse_protocol("AUTO") is None
+    assert [parse_protocol(str(p)) for p in range(3, 9)] == list(range(3, 9))
+    for bad in ("2", "9", "latest", ""):
+        with pytest.raises(UsageError, match="expected auto or a NetSync protocol 3..8"):
+            parse_protocol(bad)
+    for bad in ("h:1:2:3:4", ":1", "h:x", "h:0"):
+        with pytest.raises(UsageError, match="--netsync"):
+            parse_address(bad)
+
+
+def test_the_transform_port_defaults_to_control_plus_two():
+    port = free_port()
+    link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False)
+    try:
+        assert link.transform_port == link.client.transform_port == port + 2
+        assert link.protocol is None and link.model_protocol == 8   # detecting: the model speaks the latest
+    finally:
+        link.close()
+    link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=7, transform_port=port + 9)
+    try:
+        assert link.client.transform_port == port + 9 and link.protocol == 7
+    finally:
+        link.close()
