@@ -28,11 +28,15 @@ def unity_transform(pose: Pose) -> Transform | None:
 
 
 def unity_origin(o: Origin) -> tuple[tuple[float, float, float], float]:
-    """An XROrigin as Unity sees it: position (x, 0, -z), eulerAngles.y (+ = turn right)."""
+    """An XROrigin as Unity sees it: position (x, y, -z), eulerAngles.y (+ = turn right). The
+    rig's origin stays on the floor (y = 0): it slides and turns, it never climbs."""
     return (o.x, 0.0, -o.z), -o.yaw
 
 
 def xrorigin_delta(start: Origin, now: Origin) -> OriginDelta:
+    """The Δ from the rig's initial origin to its current one, `dy` included (current origin y −
+    initial origin y: 0 for a rig on the floor). Protocol 3 has no field for dy; from protocol 4
+    on it is sent and receivers subtract it from the head's height."""
     p0, yaw0 = unity_origin(start)
     p1, yaw1 = unity_origin(now)
     return origin_delta(p0, yaw0, p1, yaw1)

@@ -1,9 +1,13 @@
 """The NetSync sink: head, hands and XROrigin Δ to a room; everybody else decoded.
 
-Without a server it encodes the body every frame and decodes it back the way a receiver
-would, so the mirror shows the quantised head and the reconstructed physical pose anyway.
-With one, our body as the server relayed it (our own entry of the room broadcast) is matched to the
-frame sent under the same poseSeq: the error shown is what the wire did, not network lag.
+Without a server it encodes the body every frame (in the latest protocol) and decodes it back
+the way a receiver would, so the mirror shows the quantised head and the reconstructed physical
+pose anyway. With one, our body as the server relayed it (our own entry of the room broadcast)
+is matched to the frame sent under the same poseSeq: the error shown is what the wire did, not
+network lag. The physical pose is the official receivers' reconstruction (their yaw formula,
+headcast.netcode.netsync.origin), so it is checked against that reconstruction of the bytes we
+sent, in the protocol the link speaks; its yaw's distance from the true (stage) yaw is measured
+and reported, not hidden.
 """
 from __future__ import annotations
 
@@ -14,10 +18,11 @@ from dataclasses import dataclass, field
 from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
 from headcast.app.rig import Origin, RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
-from headcast.netcode.netsync.codec import decode_body, encode_body
+from headcast.netcode.netsync.codec import LATEST_PROTOCOL, decode_body, encode_body
 from headcast.netcode.netsync.model import FLAG_HEAD, OriginDelta, PoseBody, PoseFrame
+from headcast.netcode.netsync.origin import receiver_yaw, unity_yaw
 from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
-from headcast.netcode.pose import Vec3, unity_position
+from headcast.netcode.pose import Vec3, unity_position, unity_quat
 from headcast.xr.frame import Pose, TrackingFrame
 
 SENT_HISTORY = 256
@@ -31,6 +36,14 @@ class NetSyncCheck:
     head_rot_max: float = 0.0        # degrees
     head_pos_max: float = 0.0        # metres
     physical_max: float = 0.0        # metres: reconstructed physical pose vs the stage head
+    # The relayed physical pose vs the official receivers' reconstruction from the bytes we sent
+    # (position in metres, yaw in degrees): the same bytes decode the same, so any error is a fault.
+    physical_model_pos_max: float = 0.0
+    physical_model_yaw_max: float = 0.0
+    # The receivers' physical yaw vs the true yaw of the stage head (degrees): their formula
+    # ignores the head's pitch and roll, so this grows with them. Measured, not a fault of ours.
+    physical_true_yaw_max: float = 0.0
+    mismatched: int = 0              # relayed bodies that differ from our bytes decoded in our protocol
     lost_reported: int = 0           # bodies relayed without a head while tracking was lost
     lost_stale: int = 0              # bodies relayed WITH a head for a frame sent without one
     dyaws: set = field(default_factory=set)  # distinct XROrigin yaw deltas seen (0.1° steps)
@@ -38,6 +51,10 @@ class NetSyncCheck:
 
 def _dist(a: Vec3, b: Vec3) -> float:
     return math.dist(a, b)
+
+
+def _yaw_diff(a: float, b: float) -> float:
+    return abs(math.remainder(a - b, 360.0))
 
 
 class NetSyncSink:
@@ -65,6 +82,12 @@ class NetSyncSink:
         self._delta: OriginDelta | None = None
         self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
 
+    @property
+    def protocol(self) -> int:
+        """The protocol our bodies are encoded in: the link's (the latest while it detects), or the
+        latest offline."""
+        return LATEST_PROTOCOL if self.link is None else self.link.model_protocol
+
     def _poll_linked(self, now: float) -> None:
         self.link.poll(now)
         body = self.link.own_body
@@ -79,6 +102,12 @@ class NetSyncSink:
         frame, stage = sent
         c = self.check
         c.matched += 1
+        # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
+        # protocol the link speaks (the server relays bodies as they came).
+        protocol = self.protocol
+        model = decode_body(encode_body(body.pose_seq, frame, protocol), 0, protocol)[0]
+        if body != model:
+            c.mismatched += 1
         if body.delta is not None:
             c.dyaws.add(round(body.delta.dyaw, 1))
         if not frame.flags & FLAG_HEAD:
@@ -94,8 +123,14 @@ class NetSyncSink:
         self._last_error = err
         c.head_rot_max = max(c.head_rot_max, err)
         c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
+        if body.physical is not None and model.physical is not None:
+            c.physical_model_pos_max = max(c.physical_model_pos_max, _dist(body.physical.pos, model.physical.pos))
+            c.physical_model_yaw_max = max(c.physical_model_yaw_max, _yaw_diff(
+                receiver_yaw(body.physical.rot), receiver_yaw(model.physical.rot)))
         if body.physical is not None and stage.valid:
             c.physical_max = max(c.physical_max, _dist(body.physical.pos, unity_position(stage.position)))
+            c.physical_true_yaw_max = max(c.physical_true_yaw_max, _yaw_diff(
+                receiver_yaw(body.physical.rot), unity_yaw(unity_quat(stage.orientation))))
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         last = self._last_send
@@ -135,9 +170,9 @@ class NetSyncSink:
     def _observe_offline(self, now: float) -> None:
         """After every sink has sent, offline: our body as a receiver would decode it. (Linked,
         the server's broadcast shows it, read at poll: nothing to observe.)"""
-        body = encode_body(0, self.frame)
+        body = encode_body(0, self.frame, LATEST_PROTOCOL)
         self.body_size = len(body)
-        self.seen = decode_body(body)[0]
+        self.seen = decode_body(body, 0, LATEST_PROTOCOL)[0]
         self._last_error = (rotation_error_deg(self.frame.head.rot, self.seen.head.rot)
                             if self.seen.head is not None else None)
 

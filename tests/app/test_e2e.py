@@ -1,7 +1,9 @@
 """End to end: mock OpenXR runtime (real loader, pyopenxr) → rig → sinks → REAL local servers.
 
 The Quake 3 server is ioq3ded with the OpenArena data (vanilla: 16-bit buttons), the NetSync
-server the shipped styly-netsync-server 0.10.4; both on 127.0.0.1, free ports. What the far
+server the current styly-netsync-server release (0.17.5, protocol 8, detected by the link: the
+configuration's default `auto`); both on 127.0.0.1, free ports. (0.10.4, protocol 3, is run
+through the CLI in test_cli.py and test_netsync_link.py.) What the far
 side sees is read back from the servers themselves: our playerState from the Q3 snapshots and
 our body from the NetSync room broadcast (our own entry, as every member receives it).
 """
@@ -182,6 +184,9 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
     # Unity's yaw is +right: the relayed XROrigin Δ went through 45 and 90 degrees.
     assert {45.0, 90.0} <= c.dyaws
     assert c.physical_max <= NS_PHYS_TOL   # the reconstructed physical pose stayed with the stage head
+    # ... and is what the official receivers rebuild from the bytes we sent, in the server's protocol
+    assert ns.link.protocol == netsync_server.address.protocol == 8
+    assert c.mismatched == 0 and c.physical_model_pos_max == c.physical_model_yaw_max == 0.0
     assert c.head_rot_max <= NS_ROT_TOL
     # Quake 3: the server's view yaw is the weapon's world yaw, which turned with the rig.
     assert q3.link.check.view_err_max <= Q3_VIEW_TOL

@@ -14,7 +14,8 @@ from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_sauer import UNITS_PER_METRE, SauerSink, npos_for
 from headcast.app.synthetic import orientation
 from headcast.netcode.netsync.codec import decode_body, encode_body
-from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH
+from headcast.netcode.netsync.model import (FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH, PoseFrame,
+                                            Transform)
 from headcast.netcode import pose
 from headcast.netcode.pose import unity_position
 from headcast.netcode.sauer.npos import encode_npos
@@ -93,7 +94,9 @@ def test_netsync_frame_flags_and_stealth():
     f = frame(head=(0, 10, 0))
     pf = pose_frame(rig_state(f))
     assert pf.flags == FLAG_PHYSICAL | FLAG_HEAD | FLAG_RIGHT | FLAG_LEFT
-    assert len(encode_body(0, pf)) == 44
+    # 44 bytes in protocol 3 (the Δ is dx, dz, dyaw); 46 from protocol 4 on (dy joins it)
+    assert len(encode_body(0, pf, 3)) == 44
+    assert len(encode_body(0, pf, 4)) == len(encode_body(0, pf, 8)) == len(encode_body(0, pf)) == 46
     assert pose_frame(rig_state(frame(head_ok=False))).flags == FLAG_PHYSICAL    # head not valid: no hands
     assert pose_frame(rig_state(f), stealth=True).flags == FLAG_STEALTH
 
@@ -123,6 +126,28 @@ def test_xrorigin_delta_uses_unity_yaw_sign():
     assert d.dyaw == pytest.approx(45.0) and d.dx == pytest.approx(0.0) and d.dz == pytest.approx(0.0)
     d = xrorigin_delta(Origin(), Origin(1.0, -2.0, 0.0))
     assert (d.dx, d.dz) == pytest.approx((1.0, 2.0))   # Unity z = -OpenXR z
+
+
+def test_xrorigin_delta_dy_is_the_origin_height_change_zero_on_the_floor():
+    """dy (sent from protocol 4 on) = current origin y − initial origin y; the rig's origin stays
+    on the floor, so receivers subtract nothing from the head's height."""
+    d = xrorigin_delta(Origin(0.3, 0.4, 10.0), Origin(-2.0, 5.0, 135.0))
+    assert d.dy == 0.0
+    head = Transform((0.5, 1.7, 0.2), (0.0, 0.0, 0.0, 1.0))
+    for protocol in (3, 4, 8):
+        body = decode_body(encode_body(1, PoseFrame.build(head, delta=d), protocol), 0, protocol)[0]
+        assert body.delta.dy == 0.0 and body.physical.pos[1] == pytest.approx(1.7)
+
+
+def test_sink_models_the_far_side_in_the_latest_protocol_offline():
+    from headcast.netcode.netsync.codec import LATEST_PROTOCOL
+    sink = NetSyncSink()
+    f = frame(head=(10, 20, 0))
+    sink.send(Rig().update(f, 0.0), f, 0.0)
+    sink.observe(0.0)
+    assert sink.protocol == LATEST_PROTOCOL == 8
+    assert sink.body_size == len(encode_body(0, sink.frame, 8)) == 46
+    assert sink.seen == decode_body(encode_body(0, sink.frame, 8), 0, 8)[0]
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from headcast.app.demo import (ANGLE_STEP, NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL,
                                STAGE_RADIUS)
 from headcast.app.netsyncmap import rotation_error_deg, xrorigin_delta
@@ -17,7 +19,8 @@ from headcast.app.q3map import remote_head
 from headcast.app.rig import Origin
 from headcast.netcode.netsync.codec import compress_quat, decode_body, decompress_quat, encode_body
 from headcast.netcode.netsync.model import PoseFrame, Transform
-from headcast.netcode.pose import angle_subtract, unity_position, unity_quat, yaw_quat
+from headcast.netcode.netsync.origin import receiver_yaw, reconstruct_physical, unity_yaw
+from headcast.netcode.pose import angle_subtract, q_mul, unity_position, unity_quat, yaw_quat
 from headcast.netcode.q3 import vrhead
 
 N = 20000
@@ -73,7 +76,8 @@ def test_smallest_three_rotation_error_bound_holds_and_is_nearly_reached():
     assert worst > 0.2
 
 
-def test_relayed_head_position_and_physical_pose_bounds():
+@pytest.mark.parametrize("protocol", [3, 8])
+def test_relayed_head_position_and_physical_pose_bounds(protocol):
     rng = random.Random(9)
     worst_pos = worst_phys = 0.0
     for _ in range(N):
@@ -83,8 +87,34 @@ def test_relayed_head_position_and_physical_pose_bounds():
         world = origin.to_world(stage)
         head = Transform(unity_position(world), unity_quat(yaw_quat(rng.uniform(-180, 180))))
         frame = PoseFrame.build(head, delta=xrorigin_delta(Origin(), origin))
-        body = decode_body(encode_body(1, frame))[0]
+        body = decode_body(encode_body(1, frame, protocol), 0, protocol)[0]
         worst_pos = max(worst_pos, math.dist(head.pos, body.head.pos))
         worst_phys = max(worst_phys, math.dist(unity_position(stage), body.physical.pos))
     assert worst_pos <= NS_POS_TOL and worst_pos >= 0.8 * NS_POS_TOL
     assert worst_phys <= NS_PHYS_TOL and worst_phys >= 0.7 * NS_PHYS_TOL
+
+
+@pytest.mark.parametrize("protocol", [3, 8])
+def test_physical_yaw_is_checked_against_the_receivers_reconstruction_not_the_true_yaw(protocol):
+    """The official receivers' physical yaw (atan2 of the head quaternion, reference §5) is the
+    true yaw only without head pitch and roll: at pitch 30°, roll 15° it is ~9° off. So the demo's
+    "netsync physical" check compares the decoded physical yaw with reconstruct_physical of the
+    quantised head and Δ we sent — which it equals exactly — and only reports its distance from
+    the true yaw."""
+    rng = random.Random(10)
+    worst_true = 0.0
+    for _ in range(2000):
+        yaw, pitch, roll = rng.uniform(-180, 180), rng.uniform(-30, 30), rng.uniform(-15, 15)
+        stage_q = q_mul(q_mul(yaw_quat(yaw), (math.sin(math.radians(pitch) / 2), 0.0, 0.0,
+                                              math.cos(math.radians(pitch) / 2))),
+                        (0.0, 0.0, math.sin(math.radians(roll) / 2), math.cos(math.radians(roll) / 2)))
+        stage = (rng.uniform(-2, 2), rng.uniform(0.3, 2.0), rng.uniform(-2, 2))
+        origin = Origin(rng.uniform(-50, 50), rng.uniform(-50, 50), rng.uniform(-180, 180))
+        head = Transform(unity_position(origin.to_world(stage)), unity_quat(origin.rotate(stage_q)))
+        body = decode_body(encode_body(1, PoseFrame.build(head, delta=xrorigin_delta(Origin(), origin)), protocol),
+                           0, protocol)[0]
+        model = reconstruct_physical(body.head, body.delta)       # the receivers, on what we sent
+        assert body.physical == model
+        true_yaw = unity_yaw(unity_quat(stage_q))
+        worst_true = max(worst_true, abs(math.remainder(receiver_yaw(body.physical.rot) - true_yaw, 360.0)))
+    assert worst_true > 5.0   # the true yaw is no bound for the receivers' one: a check against it would fail
