@@ -83,6 +83,16 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: run until Ctrl-C)")
 
 
+def _netsync_releases() -> list[str]:
+    from headcast.netcode.netsync.releases import RELEASES  # standard library only: cheap
+    return list(RELEASES)
+
+
+def _netsync_current() -> str:
+    from headcast.netcode.netsync.releases import CURRENT
+    return CURRENT
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="headcast",
@@ -115,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
     p.add_argument("--no-q3", action="store_true", help="skip the local Quake 3 server")
     p.add_argument("--no-netsync", action="store_true", help="skip the local NetSync server")
+    p.add_argument("--netsync-server", metavar="VERSION", choices=_netsync_releases(),
+                   help=f"the styly-netsync-server release to run (default: the current one, "
+                        f"{_netsync_current()}, protocol 8; one per protocol: {', '.join(_netsync_releases())}; "
+                        "an older one is installed into build/netsync/ on first use)")
     p.add_argument("--synthetic", action="store_true",
                    help="compute frames in Python instead of loading the mock OpenXR runtime")
     _add_common(p)

@@ -1,6 +1,7 @@
 """`headcast demo`: the whole pipeline on this machine, on an embedded default.
 
-Starts a real NetSync server (styly-netsync-server 0.10.4, protocol 3) and, when installed, a
+Starts a real NetSync server (the current styly-netsync-server release, protocol 8, or the
+release `--netsync-server VERSION` names, e.g. 0.10.4 for protocol 3) and, when installed, a
 real Quake 3 server (ioq3ded with the OpenArena data, sv_pure 0), both on 127.0.0.1 and free
 ports; plays a shipped motion through the mock OpenXR runtime (or the embedded Python script
 when the runtime cannot be built); runs the loop for a bounded time; stops the servers; ends
@@ -20,6 +21,7 @@ from pathlib import Path
 from headcast.app import commands
 from headcast.app.errors import AppError, UsageError
 from headcast.app.mock import find_motion, shipped_motions
+from headcast.app.netsync_link import version_str
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
 
 # Quantisation bounds the checks allow, each derived from the protocol (reference: quake3.md §7-8,
@@ -38,6 +40,10 @@ NS_POS_TOL = 0.005 * math.sqrt(3) + 1e-9    # int24 × 0.01 m, rounded: half a s
 # (≤ 2·√2·0.005 on the floor), dyaw ≤ 0.05° turns a stage point r metres out by r·0.05°, head y ≤ 0.005.
 STAGE_RADIUS = 4.0                      # m: the tracked head's farthest floor distance from the stage centre
 NS_PHYS_TOL = math.hypot(2 * math.sqrt(2) * 0.005 + STAGE_RADIUS * math.radians(0.05), 0.005)
+# The relayed physical pose vs the official receivers' reconstruction of the bytes we sent: the
+# server relays bodies as they came, and the same bytes decode to the same floats. (Their yaw is
+# not the true yaw under head pitch/roll — origin.py — so the yaw is checked against theirs.)
+NS_MODEL_TOL = 1e-9
 
 
 @dataclass
@@ -50,21 +56,39 @@ class Check:
 _say = commands.say
 
 
-def start_netsync(json_mode: bool):
+def start_netsync(json_mode: bool, version: str | None = None):
+    """A local styly-netsync-server: the venv's current release (None) or `version` from
+    build/netsync/ (installed on first use). The link detects its protocol (auto)."""
+    from headcast.netcode.netsync import releases
     from headcast.netcode.netsync.localserver import LocalNetSyncServer, ServerStartError
-    _say("starting a local NetSync server (styly-netsync-server, protocol 3) on 127.0.0.1 ...", json_mode)
+    if version is None:
+        fix = f"pip install 'styly-netsync-server=={releases.CURRENT}' into the venv"
+    else:
+        fix = f"python -m headcast.netcode.netsync.releases {version}"
+        if not releases.is_installed(version):
+            _say(f"installing styly-netsync-server {version} into {releases.release_dir(version)} (first use) ...",
+                 json_mode)
     t = time.monotonic()
-    server = LocalNetSyncServer()
+    try:
+        server = LocalNetSyncServer(version)
+    except ServerStartError as e:
+        _say(f"styly-netsync-server {version} is not available ({e}; {fix}): the NetSync sink runs offline",
+             json_mode)
+        return None, ""
+    what = (f"styly-netsync-server {server.server_version}, protocol {server.protocol}"
+            if server.server_version else "styly-netsync-server")
+    _say(f"starting a local NetSync server ({what}) on 127.0.0.1 ...", json_mode)
     try:
         server.start()
     except ServerStartError as e:
         server.close()
-        _say(f"the local NetSync server did not start ({e}; pip install styly-netsync-server==0.10.4): "
-             "the NetSync sink runs offline", json_mode)
+        _say(f"the local NetSync server did not start ({e}; {fix}): the NetSync sink runs offline", json_mode)
         return None, ""
     a = server.address
-    _say(f"NetSync server ready in {time.monotonic() - t:.1f} s: dealer {a.dealer_port}, pub {a.pub_port}", json_mode)
-    return server, f"{a.host}:{a.dealer_port}:{a.pub_port}"
+    split = a.transform_port != a.dealer_port
+    _say(f"NetSync server ready in {time.monotonic() - t:.1f} s: {what}; control {a.dealer_port}, pub {a.pub_port}"
+         + (f", transform {a.transform_port}" if split else ""), json_mode)
+    return server, f"{a.host}:{a.dealer_port}:{a.pub_port}" + (f":{a.transform_port}" if split else "")
 
 
 def start_q3(json_mode: bool):
@@ -100,7 +124,7 @@ def pick_source(args: argparse.Namespace, cfg, json_mode: bool):
     return lambda mirror: SyntheticSource(LOOK_AROUND, cfg[("xr", "rate")])
 
 
-def verify(loop) -> list[Check]:
+def verify(loop, ns_server=None) -> list[Check]:
     sinks = {s.name: s for s in loop.sinks}
     checks: list[Check] = []
     q3 = sinks["q3"]
@@ -126,15 +150,31 @@ def verify(loop) -> list[Check]:
     ns = sinks["netsync"]
     if ns.link is not None:
         c = ns.check
-        checks.append(Check("netsync relay", c.matched > 0,
-                            f"{c.matched} of our bodies came back in the room broadcast and matched by poseSeq"))
+        link = ns.link
+        if ns_server is not None:
+            want = ns_server.protocol
+            checks.append(Check("netsync protocol", link.protocol == want and link.joined,
+                                f"spoke protocol {link.protocol} (auto-detected), the local styly-netsync-server "
+                                f"{ns_server.server_version} speaks {want}; server version from its mapping: "
+                                f"{version_str(link.server_version)}"))
+        drops = link.drops_text()
+        checks.append(Check("netsync relay", c.matched > 0 and c.mismatched == 0 and not drops,
+                            f"{c.matched} of our bodies came back in the room broadcast and matched by poseSeq; "
+                            f"{c.mismatched} differ from our bytes decoded in protocol {ns.protocol}"
+                            + (f"; {drops}" if drops else "; no room pose dropped")))
         checks.append(Check("netsync head", c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL,
                             f"relayed head vs sent: rotation max {c.head_rot_max:.3f}° (allowed {NS_ROT_TOL:.3f}°), "
                             f"position max {c.head_pos_max * 1000:.1f} mm (allowed {NS_POS_TOL * 1000:.1f} mm)"))
-        checks.append(Check("netsync physical", c.physical_max <= NS_PHYS_TOL,
+        checks.append(Check("netsync physical",
+                            c.physical_max <= NS_PHYS_TOL and c.physical_model_pos_max <= NS_MODEL_TOL
+                            and c.physical_model_yaw_max <= NS_MODEL_TOL,
                             f"physical pose rebuilt from the XROrigin Δ vs the tracked (stage) head: max "
-                            f"{c.physical_max * 1000:.1f} mm (allowed {NS_PHYS_TOL * 1000:.1f} mm); Δyaw values seen: "
-                            f"{', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
+                            f"{c.physical_max * 1000:.1f} mm (allowed {NS_PHYS_TOL * 1000:.1f} mm); vs the official "
+                            f"receivers' reconstruction of the bytes we sent: {c.physical_model_pos_max:.1e} m, "
+                            f"yaw {c.physical_model_yaw_max:.1e}° (allowed {NS_MODEL_TOL:g} m / °: the same bytes "
+                            f"decode identically); their yaw formula is "
+                            f"{c.physical_true_yaw_max:.1f}° off the true stage yaw at most (head pitch/roll); "
+                            f"Δyaw values seen: {', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
         if c.lost_reported or c.lost_stale:
             checks.append(Check("netsync tracking loss", c.lost_stale == 0,
                                 f"{c.lost_reported} relayed bodies without a head while tracking was lost, "
@@ -154,12 +194,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"--motion {args.motion}: no such motion file or shipped motion "
                          f"(shipped: {', '.join(shipped_motions())})")
     servers = []
+    ns_server = None
     try:
         ns_host = q3_host = ""
         if not args.no_netsync:
-            server, ns_host = start_netsync(json_mode)
-            if server is not None:
-                servers.append(server)
+            ns_server, ns_host = start_netsync(json_mode, args.netsync_server)
+            if ns_server is not None:
+                servers.append(ns_server)
         if not args.no_q3:
             server, q3_host = start_q3(json_mode)
             if server is not None:
@@ -172,7 +213,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     finally:
         for s in servers:
             _stop(s)
-    checks = verify(loop)
+    checks = verify(loop, ns_server)
     ok = all(c.ok for c in checks)
     if json_mode:
         print(json.dumps({"type": "verification", "ok": ok,

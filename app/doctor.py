@@ -135,8 +135,9 @@ def _listening(port: int, kind: int) -> bool:
 def check_ports() -> list[Finding]:
     out = []
     for port, kind, what in ((27960, socket.SOCK_DGRAM, "Quake 3 default (UDP)"),
-                             (5555, socket.SOCK_STREAM, "NetSync dealer (TCP)"),
-                             (5556, socket.SOCK_STREAM, "NetSync pub (TCP)")):
+                             (5555, socket.SOCK_STREAM, "NetSync control (TCP)"),
+                             (5556, socket.SOCK_STREAM, "NetSync pub (TCP)"),
+                             (5557, socket.SOCK_STREAM, "NetSync transform, protocol 7+ (TCP)")):
         busy = _listening(port, kind)
         out.append(Finding("ports", True, f"127.0.0.1:{port} {what}: " +
                            ("in use (a local server is running there)" if busy else "free")))
@@ -152,12 +153,14 @@ def check_servers() -> list[Finding]:
                        "" if have_q3 else "apt-get install openarena-server (the demo then starts one)"))
     if shutil.which(OPENARENA_SERVER) or Path(OPENARENA_SERVER).exists():
         out.append(Finding("servers", True, f"OpenArena server: {OPENARENA_SERVER}"))
+    from headcast.netcode.netsync.releases import CURRENT, protocol_of_version
     try:
         v = importlib.metadata.version("styly-netsync-server")
-        out.append(Finding("servers", True, f"NetSync server: styly-netsync-server {v}"))
+        out.append(Finding("servers", True, f"NetSync server: styly-netsync-server {v} "
+                                            f"(protocol {protocol_of_version(v) or 'unknown to headcast'})"))
     except importlib.metadata.PackageNotFoundError:
         out.append(Finding("servers", False, "no NetSync server (styly-netsync-server) installed",
-                           "pip install 'styly-netsync-server==0.10.4' into the venv (the demo then starts one)"))
+                           f"pip install 'styly-netsync-server=={CURRENT}' into the venv (the demo then starts one)"))
     return out
 
 
