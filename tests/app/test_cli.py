@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,8 @@ import time
 import pytest
 
 from support import REPO, free_port, wait_for
+
+from headcast.netcode.netsync.client import PROTOCOL_RELEASES
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -44,6 +47,14 @@ def assert_clean_error(r: subprocess.CompletedProcess, code: int, *needles: str)
     (("probe", "q3"), "no answer exits 3"),
     (("probe", "netsync"), "device-id"),
     (("probe", "netsync"), "room to look into"),
+    (("probe", "netsync"), "detects the server's NetSync protocol"),
+    (("run",), "--netsync-protocol auto|3..8"),
+    (("run",), "3 styly-netsync-server 0.9.0-0.10.x"),
+    (("run",), "8 0.16.0 and later, the current release"),
+    (("run",), "4 a NetSync server speaks another protocol"),
+    (("run",), "--netsync-transform-port PORT"),
+    (("demo",), "--netsync-server VERSION"),
+    (("demo",), "0.17.5, protocol 8"),
     (("doctor",), "each problem with its fix"),
 ])
 def test_every_help_teaches(args, needle):
@@ -67,7 +78,15 @@ def test_bad_flags_are_usage_errors(args, needle):
 def test_bad_values_and_config_are_named():
     assert_clean_error(headcast("run", "--mock", "nope", "--no-mirror"), 2, "no such motion", "look_around")
     assert_clean_error(headcast("run", "--q3", "host:port"), 2, "--q3 'host:port': the port must be a number")
-    assert_clean_error(headcast("run", "--netsync", "h:1:2:3"), 2, "--netsync 'h:1:2:3'")
+    assert_clean_error(headcast("run", "--netsync", "h:1:2:3:4"), 2, "--netsync 'h:1:2:3:4'")
+    protocols = "expected auto or a NetSync protocol 3..8 (3 = styly-netsync-server 0.9-0.10"
+    assert_clean_error(headcast("run", "--netsync-protocol", "9"), 2, f"--netsync-protocol '9': {protocols}")
+    assert_clean_error(headcast("run", HEADCAST_NETSYNC_PROTOCOL="latest"), 2,
+                       f"$HEADCAST_NETSYNC_PROTOCOL: netsync.protocol = 'latest': {protocols}")
+    assert_clean_error(headcast("run", "--netsync", "127.0.0.1:5555:5556:5557", "--netsync-transform-port", "6000"),
+                       2, "the transform port is given twice: 5557 in --netsync and 6000 from --netsync-transform-port")
+    assert_clean_error(headcast("run", "--netsync-transform-port", "70000"), 2, "netsync.transform_port = 70000")
+    assert_clean_error(headcast("demo", "--netsync-server", "0.9.9"), 2, "invalid choice: '0.9.9'", "0.10.4")
     assert_clean_error(headcast("run", "--netsync", "127.0.0.1", "--send-rate", "100"), 2, "0.5..60 Hz")
     assert_clean_error(headcast("run", HEADCAST_RIG_MOVE_SPEED="fast"), 2, "$HEADCAST_RIG_MOVE_SPEED", "number")
     assert_clean_error(headcast("run", "--config", "/nonexistent.toml"), 2, "cannot read config file")
@@ -158,7 +177,9 @@ def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
     assert r.returncode == 0 and info["map"] == "oa_dm1" and info["vr_support"] is False
     a = netsync_server.address
     r = headcast("probe", "netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}", "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["room"] == "default_room"
+    info = json.loads(r.stdout)
+    assert r.returncode == 0 and info["room"] == "default_room"
+    assert (info["protocol"], info["server_version"]) == (8, a.version) == (8, "0.17.5")
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
@@ -185,6 +206,138 @@ def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
         time.sleep(0.3)
 
 
+def _netsync_address(server) -> str:
+    a = server.address
+    return f"{a.host}:{a.dealer_port}:{a.pub_port}"  # the transform port: control + 2 by default
+
+
+@pytest.mark.live
+def test_run_detects_each_servers_protocol_and_joins(netsync_release):
+    """`--netsync HOST` with the default protocol (auto) joins the current release (8) and 0.10.4 (3)."""
+    a = netsync_release.address
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
+         "--duration", "30", "--netsync", _netsync_address(netsync_release), "--room", "cli-auto"],
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    joined = None
+    try:
+        deadline = time.monotonic() + 20
+        for line in proc.stdout:  # a status line every 0.5 s; --duration ends the run regardless
+            msg = json.loads(line)
+            if msg["type"] == "status":
+                ns = next(s for s in msg["sinks"] if s["name"] == "netsync")
+                if ns["state"] == "connected":
+                    joined = ns
+                    break
+            assert time.monotonic() < deadline, "not connected within 20 s"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert joined is not None, err[-2000:]
+    assert f"protocol {a.protocol}, server {a.version}" in joined["detail"], joined
+    assert proc.returncode == 0, err[-2000:]
+    ns = next(s for s in json.loads(out.splitlines()[-1])["sinks"] if s["name"] == "netsync")
+    assert ns["state"] == "connected" and ns["drops"] == {}
+    assert ns["packed"].startswith(f"body {44 if a.protocol == 3 else 46} B")
+
+
+@pytest.mark.live
+def test_a_forced_wrong_protocol_ends_the_run_naming_the_servers(netsync_release):
+    """--netsync-protocol 3 against the current release (8), and 8 against 0.10.4: exit 4 with
+    the server's protocol and version, at once — never "no answer … firewall?"."""
+    a = netsync_release.address
+    wrong = 3 if a.protocol == 8 else 8
+    t0 = time.monotonic()
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--netsync", _netsync_address(netsync_release),
+                 "--room", "cli-wrong", "--netsync-protocol", str(wrong), HEADCAST_RUN_CONNECT_TIMEOUT="40")
+    took = time.monotonic() - t0
+    assert_clean_error(r, 4)
+    # The server is named by its version when its device-ID mapping came first, else by the
+    # releases that speak its protocol (its room broadcast came first): the client core's choice.
+    server = f"(styly-netsync-server {a.version}|styly-netsync-server {PROTOCOL_RELEASES[a.protocol]})"
+    sentence = (rf"server \({server}\) speaks NetSync protocol {a.protocol}; headcast spoke {wrong}: "
+                rf"use --netsync-protocol auto \(or {a.protocol}\)")
+    assert re.fullmatch(rf"headcast: error: netsync: {sentence}\n", r.stderr), r.stderr
+    assert "no answer" not in r.stderr and "firewall" not in r.stderr
+    assert took < 20, took  # named when known, not after the 40 s connect timeout
+    # the console said so as the state changed, before the error line
+    assert re.search(rf"netsync: protocol mismatch — {sentence}", r.stdout), r.stdout
+
+
+@pytest.mark.live
+def test_probe_netsync_reports_protocol_version_and_members(netsync_release):
+    """The probe joins as a stealth client detecting the protocol; members as the room broadcasts them."""
+    from headcast.netcode.netsync.model import PoseFrame, Transform
+    from headcast.netcode.netsync.transport import NetSyncClient
+    a = netsync_release.address
+    room = "cli-probe"
+    poser = NetSyncClient(a.host, a.dealer_port, a.pub_port, room, "cli-poser", protocol=a.protocol)
+    lurker = NetSyncClient(a.host, a.dealer_port, a.pub_port, room, "cli-lurker", protocol=a.protocol, stealth=True)
+    pose = PoseFrame.build(Transform((0.0, 1.6, 0.0)))
+
+    def pump() -> bool:
+        now = time.monotonic()
+        for c in (poser, lurker):
+            c.send_pose(now, pose)
+            c.poll(now)
+        return poser.client_no is not None and lurker.client_no is not None
+
+    def probe(*extra: str) -> subprocess.CompletedProcess:
+        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "probe", "netsync",
+                                 _netsync_address(netsync_release), "--room", room, *extra],
+                                cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # both members stay alive while the probe looks (its own --timeout bounds it)
+            wait_for(lambda: not pump() or proc.poll() is not None, 30, "the probe to finish")
+            out, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    try:
+        wait_for(pump, 15, "both members to be mapped")
+        r = probe("--json")
+        text = probe()
+    finally:
+        poser.close()
+        lurker.close()
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert (info["protocol"], info["server_version"], info["room"]) == (a.protocol, a.version, room)
+    members = {m["device_id"]: m for m in info["members"]}
+    assert set(members) == {"cli-poser", "cli-lurker"}, info
+    assert members["cli-poser"]["stealth"] is False and members["cli-poser"]["pose"] is True
+    assert members["cli-lurker"]["stealth"] is True and members["cli-lurker"]["pose"] is False
+    assert info["broadcasting"] == [poser.client_no]
+    assert text.returncode == 0, text.stderr
+    assert (f"NetSync protocol {a.protocol} (from the {info['protocol_from']}), styly-netsync-server {a.version}; "
+            f"room '{room}': 2 other member(s), 1 broadcasting a pose") in text.stdout
+    assert f"#{poser.client_no} cli-poser — pose broadcast" in text.stdout
+    assert f"#{lurker.client_no} cli-lurker stealth — no pose" in text.stdout
+
+
+@pytest.mark.live
+def test_demo_runs_an_older_netsync_release_when_asked():
+    r = headcast("demo", "--netsync-server", "0.10.4", "--no-q3", "--duration", "6", "--json", "--no-mirror",
+                 timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    progress = " | ".join(line["message"] for line in lines if line["type"] == "progress")
+    assert "starting a local NetSync server (styly-netsync-server 0.10.4, protocol 3)" in progress
+    verification = lines[-1]
+    assert verification["ok"] is True, verification
+    checks = {c["name"]: c for c in verification["checks"]}
+    assert {"netsync protocol", "netsync relay", "netsync head", "netsync physical"} <= checks.keys()
+    assert checks["netsync protocol"]["text"].startswith(
+        "spoke protocol 3 (auto-detected), the local styly-netsync-server 0.10.4 speaks 3")
+    assert "0 differ from our bytes decoded in protocol 3" in checks["netsync relay"]["text"]
+
+
 @pytest.mark.live
 def test_demo_runs_everything_and_verifies():
     """The README's main job, bounded: its own servers, the mock runtime, the verification."""
@@ -198,6 +351,11 @@ def test_demo_runs_everything_and_verifies():
     assert {"q3 server view", "netsync relay", "netsync head", "netsync physical",
             "q3 tracking loss", "netsync tracking loss"} <= checks.keys()
     assert "45°, 90°" in checks["netsync physical"]["text"]     # the tour's snap turns came back
+    # the current release by default, its protocol detected
+    progress = " | ".join(line["message"] for line in lines if line["type"] == "progress")
+    assert "starting a local NetSync server (styly-netsync-server 0.17.5, protocol 8)" in progress
+    assert checks["netsync protocol"]["text"].startswith(
+        "spoke protocol 8 (auto-detected), the local styly-netsync-server 0.17.5 speaks 8")
 
 
 def test_demo_without_runtime_or_servers_still_shows_the_protocols():
@@ -207,7 +365,8 @@ def test_demo_without_runtime_or_servers_still_shows_the_protocols():
     summary = next(line for line in lines if line["type"] == "summary")
     assert summary["frames"] >= 150
     packed = {s["name"]: s["packed"] for s in summary["sinks"]}
-    assert packed["q3"].startswith("buttons 0x") and packed["netsync"].startswith("body 44 B")
+    # offline, the far side is modelled in the latest protocol (8: the Δ carries dy, 46-byte body)
+    assert packed["q3"].startswith("buttons 0x") and packed["netsync"].startswith("body 46 B")
     assert packed["sauer"].startswith("N_POS ")
     assert lines[-1]["type"] == "verification" and lines[-1]["ok"] is True
 
