@@ -146,16 +146,17 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
 def cmd_probe(args: argparse.Namespace) -> int:
     if args.kind == "q3":
         from headcast.app.q3_link import parse_address
-        host, port = parse_address(args.host)
-        result = probe_q3(host, port, args.timeout)
-        if args.json:
-            print(json.dumps(result))
-        else:
-            print(f"{result['server']}: {result['hostname']!r} map {result['map']} — protocol {result['protocol']} "
-                  f"({result['family']}), {len(result['players'])}/{result['max_clients']} players, "
-                  f"pure {result['pure'] or '?'}, vr_support {'yes' if result['vr_support'] else 'no'}")
-            for p in result["players"]:
-                print(f"  {p['name']}  score {p['score']}  ping {p['ping']}")
+        for target in [args.host] if isinstance(args.host, str) else args.host:
+            host, port = parse_address(target)
+            result = probe_q3(host, port, args.timeout)
+            if args.json:
+                print(json.dumps(result))
+            else:
+                print(f"{result['server']}: {result['hostname']!r} map {result['map']} — protocol {result['protocol']} "
+                      f"({result['family']}), {len(result['players'])}/{result['max_clients']} players, "
+                      f"pure {result['pure'] or '?'}, vr_support {'yes' if result['vr_support'] else 'no'}")
+                for p in result["players"]:
+                    print(f"  {p['name']}  score {p['score']}  ping {p['ping']}")
         return 0
     result = probe_netsync(args.host, args.room, args.timeout)
     if args.json:
