@@ -144,10 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Query a server without joining it.")
     psub = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     q = psub.add_parser("q3", help="Quake 3: getinfo/getstatus, protocol family, vr_support",
-                        description="Send getinfo and getstatus; report protocol, map, players, vr_support.")
-    q.add_argument("host", metavar="HOST[:PORT]", help="the server (default port 27960), e.g. 127.0.0.1:27960")
+                        description="Send getinfo and getstatus to each server at once; report the measured "
+                                    "ping, protocol, map, g_needpass, vr_support, every rule and the players "
+                                    "(colour codes stripped; raw in --json).")
+    q.add_argument("host", metavar="HOST[:PORT]", nargs="+",
+                   help="one or more servers (default port 27960), e.g. 127.0.0.1:27960 [::1]:27961")
     q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS",
-                   help="how long to wait for an answer (default 2); no answer exits 3")
+                   help="how long to wait for the answers (default 2); a server with no answer exits 3")
     _add_common(q)
     q = psub.add_parser("netsync", help="NetSync: is the server there, which protocol and version, who is in the room",
                         description="Join the room as a stealth client (never broadcast) that detects the "
