@@ -21,12 +21,19 @@ layout is one precompiled struct per (protocol family, flags) combination.
 Decoding is strict where the shipped decoder is lenient (it relays junk, reads past limits):
 any defect raises a `NetSyncDecodeError` subclass naming the byte offset, and nothing is
 returned from a message that failed anywhere.
+
+Two paths, the same bits: a checked one that branches on every block, clamps and names every
+defect, and per layout a straight-line function generated from it on first use (see "fast
+paths"), which hands anything unusual back to the checked one. tests/netsync/test_codec_fastpath.py
+holds them to each other; tests/benchmarks/bench_netsync_codec.py times them against the
+shipped serializers.
 """
 from __future__ import annotations
 
 import math
 import struct
-from math import sqrt
+import sys
+from math import atan2, cos, floor, sin, sqrt
 from functools import lru_cache
 
 from headcast.netcode.pose import IDENTITY, Quat
@@ -53,7 +60,7 @@ from .model import (
     RoomPose,
     Transform,
 )
-from .origin import floor_local_physical, receiver_yaw, reconstruct_physical
+from .origin import _DEG, _RAD, floor_local_physical, receiver_yaw, reconstruct_physical
 
 PROTOCOLS = (3, 4, 5, 6, 7, 8)
 LATEST_PROTOCOL = 8
@@ -305,19 +312,6 @@ def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
         args += (x, y, z, _IDENTITY_PACKED)
 
 
-def encode_body_tail(frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
-    """The body after poseSeq (flags … last virtual): what the send policy compares (Unity signs it)."""
-    family = _family(protocol)
-    flags, n, args = _body_args(frame, [], protocol, family)
-    return _body_struct(flags, n, False, family).pack(*args)
-
-
-def encode_body(pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
-    family = _family(protocol)
-    flags, n, args = _body_args(frame, [pose_seq & 0xFFFF], protocol, family)
-    return _body_struct(flags, n, True, family).pack(*args)
-
-
 def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple:
     """The physical block's integers: the XROrigin Δ, or the floor-local physical pose."""
     if flags & FLAG_MOVING_FLOOR:
@@ -364,6 +358,21 @@ def _body_args(frame: PoseFrame, args: list, protocol: int, family: int) -> tupl
     return flags, n, args
 
 
+def _pack_body_checked(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
+    family = _family(protocol)
+    flags, n, args = _body_args(frame, [] if seq is None else [seq], protocol, family)
+    return _body_struct(flags, n, seq is not None, family).pack(*args)
+
+
+def encode_body_tail(frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
+    """The body after poseSeq (flags … last virtual): what the send policy compares (Unity signs it)."""
+    return _pack_body(frame, protocol, None)
+
+
+def encode_body(pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
+    return _pack_body(frame, protocol, pose_seq & 0xFFFF)
+
+
 def _device_id_bytes(device_id: str) -> bytes:
     raw = device_id.encode("utf-8")
     if len(raw) > 255:
@@ -379,7 +388,7 @@ def client_pose_header(device_id: str, protocol: int = LATEST_PROTOCOL) -> bytes
 
 
 def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
-    return client_pose_header(device_id, protocol) + encode_body(pose_seq, frame, protocol)
+    return client_pose_header(device_id, protocol) + _pack_body(frame, protocol, pose_seq & 0xFFFF)
 
 
 def encode_client_hello(device_id: str, stealth: bool = False, protocol: int = LATEST_PROTOCOL) -> bytes:
@@ -475,13 +484,12 @@ def _part(hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: 
     ))
 
 
-def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -> tuple[PoseBody, int]:
-    """One pose body of `protocol` starting at `offset`; returns it and the offset just past it."""
-    size = len(data)
+def _decode_body_checked(data: bytes, offset: int, family: int, size: int) -> tuple[PoseBody, int]:
+    """One pose body of `family` (3, 4, 5) at `offset`: every check, each block's branch; the
+    reference of the generated decoders below (which come back here with anything unusual)."""
     if offset + 4 > size:
         raise TruncatedError(offset, f"body header needs 4 bytes, {max(0, size - offset)} left")
     seq, flags, enc = _BODY_HEAD.unpack_from(data, offset)
-    family = 3 if protocol == 3 else 4 if protocol == 4 else 5
     st = _LAYOUTS[family][flags]
     if st is None:
         raise _flags_error(flags, offset + 2, family)
@@ -538,6 +546,326 @@ def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -
     return _new(PoseBody, (seq, flags, enc, delta, head, right, left, virtuals, physical)), pos
 
 
+# ---------------------------------------------------------------- fast paths: one function per layout
+#
+# The checked paths above take any flags and branch on them per block, index the unpacked
+# fields with running offsets and gather struct arguments in a list. In pure Python those steps
+# cost about as much as the arithmetic itself, so each layout — (protocol, flags) for the
+# encoder, (family, flags) for the decoder — gets its own straight-line function, generated on
+# first use from the snippets below: fields unpacked into named locals, hands written out,
+# one struct call. The arithmetic is the checked path's, operation for operation, so the bits
+# are the same; the exceptions are cheaper spellings of the same values:
+#   - round(v) as floor(v + R − R), R = 1.5·2**52: IEEE round-half-to-even for |v| < 2**51, and
+#     anything larger is out of every field's range either way;
+#   - a normalisation skipped when |q|² == 1.0 exactly (then 1/√m is 1.0 and each product is
+#     the factor itself);
+#   - a dequantised component's square from a table (the same product, computed once).
+# Anything unusual — a field out of range (struct.error), NaN/inf, a malformed body, inputs of
+# another type — goes back to the checked path, which clamps, raises or decodes as it always did.
+
+_R = "6755399441055744.0"  # 1.5·2**52 (_ROUND)
+# the generated code spells the module's scales and limits as literals
+assert (ABS_POS_SCALE, DELTA_POS_SCALE, DELTA_YAW_SCALE, REL_POS_SCALE, MAX_VIRTUALS) == (0.01, 0.01, 0.1, 0.005, 50)
+assert (_QMIN, _QMAX, _QRANGE, _QEPS, _ROUND, sys.float_info.max) == (
+    -0.70710677, 0.70710677, 1.41421354, 1e-12, float(_R), 1.7976931348623157e308)
+_DQ10_SQ = tuple(v * v for v in _DQ10)
+_BODY_LAYOUTS = {fam: tuple(None if st is None else struct.Struct("<HBB" + st.format[1:]) for st in _LAYOUTS[fam])
+                 for fam in (3, 4, 5)}
+_FAMILY_OF = {p: _family(p) for p in PROTOCOLS}
+
+
+def _src_round(expr: str) -> str:
+    return f"floor({expr} + {_R} - {_R})"
+
+
+def _src_normalize(q: tuple[str, str, str, str], pad: str, twice: bool = False) -> list[str]:
+    """_wire_normalize(q) in place (twice: _wire_normalize(_wire_normalize(q)), the head)."""
+    x, y, z, w = q
+    sq = f"{x} * {x} + {y} * {y} + {z} * {z} + {w} * {w}"
+    scale = ["inv = 1.0 / sqrt(m)", f"{x}, {y}, {z}, {w} = {x} * inv, {y} * inv, {z} * inv, {w} * inv"]
+    lines = [f"m = {sq}", "if 1e-12 < m <= 1.7976931348623157e308:", "    if m != 1.0:", *["        " + s for s in scale]]
+    if twice:  # a second pass only after a first that changed q
+        lines += [f"        m = {sq}", "        if m != 1.0:", *["            " + s for s in scale]]
+    lines += ["else:", f"    {x}, {y}, {z}, {w} = 0.0, 0.0, 0.0, 1.0"]
+    return [pad + s for s in lines]
+
+
+def _src_pack(q: tuple[str, str, str, str], out: str, pad: str) -> list[str]:
+    """_pack_unit(q) into `out` (q unit or the identity)."""
+    x, y, z, w = q
+    lines = [
+        f"ax = {x} if {x} >= 0.0 else -{x}",
+        f"ay = {y} if {y} >= 0.0 else -{y}",
+        f"az = {z} if {z} >= 0.0 else -{z}",
+        f"aw = {w} if {w} >= 0.0 else -{w}",
+        "if ax >= ay and ax >= az and ax >= aw:",
+        f"    i, big, a, b, c = 0.0, {x}, {y}, {z}, {w}",
+        "elif ay >= az and ay >= aw:",
+        f"    i, big, a, b, c = 1073741824.0, {y}, {x}, {z}, {w}",
+        "elif az >= aw:",
+        f"    i, big, a, b, c = 2147483648.0, {z}, {x}, {y}, {w}",
+        "else:",
+        f"    i, big, a, b, c = 3221225472.0, {w}, {x}, {y}, {z}",
+        "if big < 0.0:",
+        "    a, b, c = -a, -b, -c",
+        "a = -0.70710677 if a < -0.70710677 else 0.70710677 if a > 0.70710677 else a",
+        "b = -0.70710677 if b < -0.70710677 else 0.70710677 if b > 0.70710677 else b",
+        "c = -0.70710677 if c < -0.70710677 else 0.70710677 if c > 0.70710677 else c",
+        f"{out} = floor(i + ((a + 0.70710677) / 1.41421354 * 1023.0 + {_R} - {_R}) * 1048576.0"
+        f" + ((b + 0.70710677) / 1.41421354 * 1023.0 + {_R} - {_R}) * 1024.0"
+        f" + ((c + 0.70710677) / 1.41421354 * 1023.0 + {_R} - {_R}))",
+    ]
+    return [pad + s for s in lines]
+
+
+def _src_relative(part: str, names: tuple[str, str, str, str], pad: str) -> list[str]:
+    """_rel: `part` relative to the head — world-axis offset, then conj(head)·part, packed.
+    Expects hx, hy, hz and cx, cy, cz, qw (= conj(head)) in scope."""
+    x, y, z, p = names
+    lines = [
+        f"(px, py, pz), (bx, by, bz, bw) = {part}",
+        f"{x} = {_src_round('(px - hx) / 0.005')}",
+        f"{y} = {_src_round('(py - hy) / 0.005')}",
+        f"{z} = {_src_round('(pz - hz) / 0.005')}",
+        *_src_normalize(("bx", "by", "bz", "bw"), ""),
+        "rx = qw * bx + cx * bw + cy * bz - cz * by",
+        "ry = qw * by - cx * bz + cy * bw + cz * bx",
+        "rz = qw * bz + cx * by - cy * bx + cz * bw",
+        "rw = qw * bw - cx * bx - cy * by - cz * bz",
+        *_src_normalize(("rx", "ry", "rz", "rw"), ""),
+        *_src_pack(("rx", "ry", "rz", "rw"), p, ""),
+    ]
+    return [pad + s for s in lines]
+
+
+def _encoder_source(protocol: int, sf: int, tail: bool) -> str:
+    family = _family(protocol)
+    enc = ENCODING_FLAGS_MOVING_FLOOR if sf & FLAG_MOVING_FLOOR else ENCODING_FLAGS
+    # module names bound as defaults: locals are the cheapest loads
+    lines = [f"def encode(frame, seq, _st=_st, floor=floor, sqrt=sqrt):  # protocol {protocol}, flags 0x{sf:02x}"
+             + (", tail" if tail else "")]
+    fields = [] if tail else ["seq"]
+    fields += [str(sf), str(enc)]
+    if sf & FLAG_PHYSICAL:
+        if sf & FLAG_MOVING_FLOOR:
+            lines.append(f"    d0, d1, d2, d3 = _physical_args(frame, {sf}, {family})")
+            fields += ["d0", "d1", "d2", "d3"]
+        else:
+            lines.append("    dx, dz, dyaw, dy = frame.delta")
+            lines += [f"    d0 = {_src_round('dx / 0.01')}", f"    d2 = {_src_round('dz / 0.01')}",
+                      f"    d3 = {_src_round('dyaw / 0.1')}"]
+            if family == 3:
+                fields += ["d0", "d2", "d3"]
+            else:
+                lines.append(f"    d1 = {_src_round('dy / 0.01')}")
+                fields += ["d0", "d1", "d2", "d3"]
+    if sf & FLAG_HEAD:
+        lines += ["    (hx, hy, hz), (qx, qy, qz, qw) = frame.head",
+                  f"    x = {_src_round('hx / 0.01')}", f"    y = {_src_round('hy / 0.01')}", f"    z = {_src_round('hz / 0.01')}"]
+        lines += _src_normalize(("qx", "qy", "qz", "qw"), "    ", twice=True)
+        lines += _src_pack(("qx", "qy", "qz", "qw"), "hp", "    ")
+        fields += ["x & 0xFFFF", "x >> 16", "y & 0xFFFF", "y >> 16", "z & 0xFFFF", "z >> 16", "hp"]
+        if sf & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
+            lines.append("    cx, cy, cz = -qx, -qy, -qz")
+        if sf & FLAG_RIGHT:
+            lines += _src_relative("frame.right", ("r0", "r1", "r2", "rp"), "    ")
+            fields += ["r0", "r1", "r2", "rp"]
+        if sf & FLAG_LEFT:
+            lines += _src_relative("frame.left", ("l0", "l1", "l2", "lp"), "    ")
+            fields += ["l0", "l1", "l2", "lp"]
+    if sf & FLAG_VIRTUALS:
+        lines += ["    vs = frame.virtuals", "    n = len(vs)", "    if n:",
+                  f"        if n > {MAX_VIRTUALS}:", f"            n = {MAX_VIRTUALS}",
+                  f"        args = [{', '.join(fields)}, n]",
+                  "        for v in vs[:n]:"]
+        lines += _src_relative("v", ("v0", "v1", "v2", "vp"), "            ")
+        lines += ["            args += (v0, v1, v2, vp)",
+                  f"        return _body_struct({sf}, n, {not tail}, {family}).pack(*args)"]
+    lines.append(f"    return _st.pack({', '.join(fields)}, 0)")
+    return "\n".join(lines) + "\n"
+
+
+def _src_decompress(p: str, q: tuple[str, str, str, str], pad: str) -> list[str]:
+    """decompress_quat(p) into q."""
+    x, y, z, w = q
+    lines = [
+        f"j = {p} >> 30",
+        f"ia, ib, ic = ({p} >> 20) & 0x3FF, ({p} >> 10) & 0x3FF, {p} & 0x3FF",
+        "s = _DQ10_SQ[ia] + _DQ10_SQ[ib] + _DQ10_SQ[ic]",
+        "if s <= 1.0:",
+        "    big = sqrt(1.0 - s)",
+        "    if j == 3:",
+        f"        {x}, {y}, {z}, {w} = _DQ10[ia], _DQ10[ib], _DQ10[ic], big",
+        "    elif j == 0:",
+        f"        {x}, {y}, {z}, {w} = big, _DQ10[ia], _DQ10[ib], _DQ10[ic]",
+        "    elif j == 1:",
+        f"        {x}, {y}, {z}, {w} = _DQ10[ia], big, _DQ10[ib], _DQ10[ic]",
+        "    else:",
+        f"        {x}, {y}, {z}, {w} = _DQ10[ia], _DQ10[ib], big, _DQ10[ic]",
+        "else:",
+        f"    {x}, {y}, {z}, {w} = decompress_quat({p})",
+    ]
+    return [pad + s for s in lines]
+
+
+def _src_part(names: tuple[str, str, str, str], out: str, pad: str) -> list[str]:
+    """_part: head-relative wire values → absolute transform (head in hx, hy, hz, qx, qy, qz, qw)."""
+    x, y, z, p = names
+    lines = [
+        *_src_decompress(p, ("bx", "by", "bz", "bw"), ""),
+        f"{out} = _new(Transform, ((hx + {x} * 0.005, hy + {y} * 0.005, hz + {z} * 0.005), (",
+        "    qw * bx + qx * bw + qy * bz - qz * by,",
+        "    qw * by - qx * bz + qy * bw + qz * bx,",
+        "    qw * bz + qx * by - qy * bx + qz * bw,",
+        "    qw * bw - qx * bx - qy * by - qz * bz)))",
+    ]
+    return [pad + s for s in lines]
+
+
+def _decoder_source(family: int, flags: int) -> str:
+    st = _BODY_LAYOUTS[family][flags]
+    physical, head = flags & FLAG_PHYSICAL, flags & FLAG_HEAD
+    floor_local = physical and flags & FLAG_MOVING_FLOOR
+    names = ["seq", "_", "enc"]
+    if physical:
+        names += ["d0", "d2", "d3"] if family == 3 else ["d0", "d1", "d2", "d3"]
+    if head:
+        names += ["x0", "x1", "y0", "y1", "z0", "z1", "hp"]
+        if flags & FLAG_RIGHT:
+            names += ["r0", "r1", "r2", "rp"]
+        if flags & FLAG_LEFT:
+            names += ["l0", "l1", "l2", "lp"]
+    names.append("n")
+    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ, _new=_new, Transform=Transform):"
+             f"  # family {family}, flags 0x{flags:02x}",
+             f"    end = offset + {st.size}",
+             "    if end > size:",
+             f"        return _decode_body_checked(data, offset, {family}, size)",
+             f"    {', '.join(names)} = _st.unpack_from(data, offset)"]
+    checks = []
+    if physical and not floor_local:
+        checks.append(f"not enc & {ENC_XRORIGIN_DELTA}")
+    checks.append(f"n and (n > {MAX_VIRTUALS} or end + 10 * n > size)" if flags & FLAG_VIRTUALS else "n")
+    lines += [f"    if {' or '.join(checks)}:", f"        return _decode_body_checked(data, offset, {family}, size)"]
+    delta = "None"
+    physical_value = "None"
+    if physical:
+        if family == 3:
+            lines.append("    dx, dz, dyaw, dy = d0 * 0.01, d2 * 0.01, d3 * 0.1, 0.0")
+        elif floor_local:
+            lines.append("    physical = floor_local_physical(d0 * 0.01, d1 * 0.01, d2 * 0.01, d3 * 0.1)")
+            physical_value = "physical"
+        else:
+            lines.append("    dx, dy, dz, dyaw = d0 * 0.01, d1 * 0.01, d2 * 0.01, d3 * 0.1")
+        if not floor_local:
+            delta = "_new(OriginDelta, (dx, dz, dyaw, dy))"
+    right = left = "None"
+    virtuals = "()"
+    if head:
+        lines += ["    hx = (x1 << 16 | x0) * 0.01", "    hy = (y1 << 16 | y0) * 0.01", "    hz = (z1 << 16 | z0) * 0.01"]
+        lines += _src_decompress("hp", ("qx", "qy", "qz", "qw"), "    ")
+        lines.append("    head = _new(Transform, ((hx, hy, hz), (qx, qy, qz, qw)))")
+        if flags & FLAG_RIGHT:
+            lines += _src_part(("r0", "r1", "r2", "rp"), "right", "    ")
+            right = "right"
+        if flags & FLAG_LEFT:
+            lines += _src_part(("l0", "l1", "l2", "lp"), "left", "    ")
+            left = "left"
+        if flags & FLAG_VIRTUALS:
+            lines += ["    virtuals = ()", "    if n:", "        out = []",
+                      "        for v0, v1, v2, vp in _REL_ITER(data[end:end + 10 * n]):"]
+            lines += _src_part(("v0", "v1", "v2", "vp"), "t", "            ")
+            lines += ["            out.append(t)", "        virtuals = tuple(out)", "        end += 10 * n"]
+            virtuals = "virtuals"
+        if physical and not floor_local:  # origin.reconstruct_physical(head, delta)
+            lines += [
+                "    r = -dyaw * _RAD",
+                "    c, s = cos(r), sin(r)",
+                "    tx, tz = hx - dx, hz - dz",
+                "    m = qx * qx + qy * qy + qz * qz + qw * qw",
+                "    if m != 1.0:",
+                "        inv = 1.0 / sqrt(m)",
+                "        qx, qy, qz, qw = qx * inv, qy * inv, qz * inv, qw * inv",
+                "    head_yaw = ((atan2(2.0 * (qw * qy + qz * qx), 1.0 - 2.0 * (qy * qy + qz * qz)) * _DEG + 180.0) % 360.0) - 180.0",
+                "    half = (((head_yaw - dyaw + 180.0) % 360.0) - 180.0) * _RAD * 0.5",
+                "    physical = _new(Transform, ((c * tx + s * tz, hy - dy, -s * tx + c * tz), (0.0, sin(half), 0.0, cos(half))))",
+            ]
+            physical_value = "physical"
+        head_value = "head"
+    else:
+        head_value = "None"
+    lines.append(f"    return _new(PoseBody, (seq, {flags}, enc, {delta}, {head_value}, {right}, {left}, {virtuals}, "
+                 f"{physical_value})), end")
+    return "\n".join(lines) + "\n"
+
+
+def _compile(source: str, name: str, st: struct.Struct):
+    """The function `name` defined by `source`, its struct bound as `_st` (module globals)."""
+    title = source.partition("#")[2].partition("\n")[0].strip()  # "protocol 8, flags 0x1e" in tracebacks
+    namespace = {"_st": st}
+    exec(compile(source, f"<netsync codec, generated: {title}>", "exec"), globals(), namespace)
+    return namespace[name]
+
+
+# protocol → flags → generated encoder (None: flags the protocol does not define → checked path)
+_ENCODERS: dict[int, dict] = {p: {} for p in PROTOCOLS}
+_TAIL_ENCODERS: dict[int, dict] = {p: {} for p in PROTOCOLS}
+# family → flags byte → generated decoder (or the checked path, for flags no encoder writes)
+_DECODERS: dict[int, list] = {fam: [None] * 256 for fam in (3, 4, 5)}
+
+
+def _make_encoder(protocol: int, flags, tail: bool):
+    if protocol not in PROTOCOLS or type(flags) is not int or not 0 <= flags < 256:
+        return None  # not cached: the checked path deals with it (and raises)
+    try:
+        sf = sanitize_flags(flags, protocol)
+    except PoseEncodeError:
+        fn = None
+    else:
+        st = _body_struct(sf, 0, not tail, _family(protocol))
+        fn = _compile(_encoder_source(protocol, sf, tail), "encode", st)
+    (_TAIL_ENCODERS if tail else _ENCODERS)[protocol][flags] = fn
+    return fn
+
+
+def _make_decoder(family: int, flags: int):
+    st = _BODY_LAYOUTS[family][flags]
+    if st is None:
+        fn = lambda data, offset, size: _decode_body_checked(data, offset, family, size)  # noqa: E731
+    else:
+        fn = _compile(_decoder_source(family, flags), "decode", st)
+    _DECODERS[family][flags] = fn
+    return fn
+
+
+def _pack_body(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
+    """encode_body (seq given) / encode_body_tail (seq None): the layout's generated encoder, or
+    the checked path for anything it does not take."""
+    try:
+        fn = (_ENCODERS if seq is not None else _TAIL_ENCODERS)[protocol][frame.flags]
+    except (KeyError, TypeError):
+        fn = _make_encoder(protocol, frame.flags, seq is None)
+    if fn is not None:
+        try:
+            return fn(frame, seq)
+        except Exception:  # out of range (clamped there), non-finite (raised there), wrong types
+            pass
+    return _pack_body_checked(frame, protocol, seq)
+
+
+def _decode_body(data: bytes, offset: int, family: int, size: int) -> tuple[PoseBody, int]:
+    """decode_body by family: the generated decoder of the body's flags byte."""
+    if offset + 4 > size:
+        return _decode_body_checked(data, offset, family, size)
+    flags = data[offset + 2]
+    return (_DECODERS[family][flags] or _make_decoder(family, flags))(data, offset, size)
+
+
+def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -> tuple[PoseBody, int]:
+    """One pose body of `protocol` starting at `offset`; returns it and the offset just past it."""
+    return _decode_body(data, offset, 3 if protocol == 3 else 4 if protocol == 4 else 5, len(data))
+
+
 def _string(data: bytes, offset: int, what: str) -> tuple[str, int]:
     _need(data, offset, 1, f"{what} length")
     n = data[offset]
@@ -569,10 +897,26 @@ def _end(data: bytes, pos: int, what: str) -> None:
 
 def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
     """Message 11 of any protocol headcast speaks (or only `expect`)."""
+    size = len(data)
+    # fast path: a well-formed envelope; anything else takes the checked one below, which
+    # raises what it finds in the same order
+    if size > 2 and data[0] == 11 and (family := _FAMILY_OF.get(protocol := data[1])) and (expect is None or expect == protocol):
+        start = 3 + data[2]
+        if start + 4 <= size:
+            try:
+                device_id = data[3:start].decode()
+            except UnicodeDecodeError:
+                pass
+            else:
+                flags = data[start + 2]
+                body, end = (_DECODERS[family][flags] or _make_decoder(family, flags))(data, start, size)
+                if end == size:
+                    raw = data[start:]
+                    return _new(ClientPose, (device_id, body, raw if type(raw) is bytes else bytes(raw), protocol))
     protocol = _versioned(data, MSG_CLIENT_POSE, expect)
     device_id, start = _string(data, 2, "deviceId")
-    body, end = decode_body(data, start, protocol)
-    if end != len(data):
+    body, end = _decode_body(data, start, _FAMILY_OF[protocol], size)
+    if end != size:
         _end(data, end, "pose body")
     return _new(ClientPose, (device_id, body, bytes(data[start:]), protocol))
 
@@ -593,6 +937,7 @@ def decode_client_hello(data: bytes) -> ClientHello:
 def decode_room_pose(data: bytes, expect: int | None = None) -> RoomPose:
     """Message 12 of any protocol headcast speaks (or only `expect`): every entry, or an error."""
     protocol = _versioned(data, MSG_ROOM_POSE, expect)
+    family, size = _FAMILY_OF[protocol], len(data)
     room_id, pos = _string(data, 2, "roomId")
     _need(data, pos, 10, "broadcastTime and count")
     broadcast_time, count = _ROOM_TAIL.unpack_from(data, pos)
@@ -601,8 +946,8 @@ def decode_room_pose(data: bytes, expect: int | None = None) -> RoomPose:
     for _ in range(count):
         _need(data, pos, 10, "room entry header")
         client_no, pose_time = _ENTRY_HEAD.unpack_from(data, pos)
-        body, pos = decode_body(data, pos + 10, protocol)
-        entries.append(RoomEntry(client_no, pose_time, body))
+        body, pos = _decode_body(data, pos + 10, family, size)
+        entries.append(_new(RoomEntry, (client_no, pose_time, body)))
     # Bodies are not length-prefixed: junk relayed inside an entry shows up here or as a bad
     # field further on; either way the whole message is refused.
     _end(data, pos, f"{count} room entries")
