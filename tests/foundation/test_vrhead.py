@@ -1,7 +1,9 @@
 """Quake 3 VR head codec against ioq3's vectors, GoldSrc anglemod and the seed's float formulas.
 
 The float32 reference formulas here use numpy.float32 — a different mechanism from the module's
-struct-based rounding — so a mistake in one shows up against the other.
+struct-based rounding — so a mistake in one shows up against the other. Decodes are checked for
+both receivers: a native build (the C as gcc compiles it) and Trinity's QVM (q3lcc's folded
+constants, as its .asm output shows them).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from headcast.netcode.q3.vrhead import (
     DISPLAY_LIMITS,
     EF_VR_PLAYER,
     HeadSmoother,
+    Receiver,
     angle2short,
     clamp_display,
     deg_from_stat,
@@ -51,7 +54,16 @@ def ref_pack7(v: float, limit: float) -> int:
 
 
 def ref_unpack7(p: int) -> float:
+    """A native build: `(p * 180.0f / 127.0f) - 90.0f`, two float operations then the subtraction."""
     return float(F(F(F(p) * F(180)) / F(127)) - F(90))
+
+
+# q3lcc's .asm for that line: CVIF4, CNSTF4 1068853974, MULF4, CNSTF4 1119092736 (90.0), SUBF4.
+QVM_FACTOR = np.array([1068853974], dtype=np.uint32).view(np.float32)[0]
+
+
+def ref_unpack7_qvm(p: int) -> float:
+    return float(F(F(p) * QVM_FACTOR) - F(90))
 
 
 # --- ANGLE2SHORT ---------------------------------------------------------------------------
@@ -130,7 +142,8 @@ def test_pack7_property_against_float_formula(v):
 
 @pytest.mark.parametrize("p", range(128))
 def test_unpack7_formula_every_code(p):
-    assert unpack7(p) == ref_unpack7(p)
+    assert unpack7(p, Receiver.NATIVE) == ref_unpack7(p)
+    assert unpack7(p, Receiver.QVM) == unpack7(p) == ref_unpack7_qvm(p)  # the QVM is the default
 
 
 def test_reference_decode_examples():
@@ -169,8 +182,9 @@ def test_pack_head_properties(user, pitch, head_yaw, weapon_yaw):
     assert b & 0x03FFF000  # detection rule always sees head data
     assert 7 <= (b >> 12) & 0x7F <= 119 and 7 <= (b >> 19) & 0x7F <= 119
     assert (b >> 12) & 0x7F == ref_pack7(pitch, 80.0)
-    got = unpack_head(b)
+    got = unpack_head(b, Receiver.NATIVE)
     assert got is not None and got[0] == ref_unpack7((b >> 12) & 0x7F)
+    assert unpack_head(b) == (ref_unpack7_qvm((b >> 12) & 0x7F), ref_unpack7_qvm((b >> 19) & 0x7F))
 
 
 def test_pack_head_rejects_non_finite():
@@ -188,7 +202,8 @@ def test_pack_head_rejects_non_finite():
     (-1, (90.0, 90.0)),  # a negative int32 still decodes bits 12–25
 ])
 def test_unpack_head_detection_rule(buttons, want):
-    assert unpack_head(buttons) == want
+    assert unpack_head(buttons, Receiver.NATIVE) == want
+    assert (unpack_head(buttons) is None) is (want is None)
 
 
 # --- roll, stats -----------------------------------------------------------------------------
@@ -221,11 +236,16 @@ def test_stat_wraps_past_180_degrees():
     assert stat_from_deg(200.0) == 36408 - 65536
 
 
+QVM_STAT_FACTOR = np.array([1001652512], dtype=np.uint32).view(np.float32)[0]  # q3lcc: / 182.04f → * this
+
+
 @pytest.mark.parametrize("p", range(128))
 def test_stat_chain_for_every_packed_code(p):
-    stat = stat_from_deg(unpack7(p))
+    stat = stat_from_deg(unpack7(p, Receiver.NATIVE))
     assert stat == int(F(F(ref_unpack7(p)) * F(182.04)))
-    assert deg_from_stat(stat) == float(F(F(stat) / F(182.04)))
+    assert stat == stat_from_deg(unpack7(p, Receiver.QVM))  # one multiply: both builds agree
+    assert deg_from_stat(stat, Receiver.NATIVE) == float(F(F(stat) / F(182.04)))
+    assert deg_from_stat(stat, Receiver.QVM) == deg_from_stat(stat) == float(F(F(stat) * QVM_STAT_FACTOR))
     assert abs(deg_from_stat(stat) - unpack7(p)) < 1 / 182.0
 
 
