@@ -20,7 +20,7 @@ from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3.client import LINKED, ClientConfig, State
 from headcast.netcode.q3.events import Disconnected, EnteredWorld, GamestateReceived, HeadTracking, SnapshotReceived
 from headcast.netcode.q3.transport import Q3Client
-from headcast.netcode.q3.vrhead import EF_VR_PLAYER
+from headcast.netcode.q3.vrhead import EF_VR_PLAYER, yaw_offset
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
@@ -134,7 +134,9 @@ class Q3Link:
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
         head = intent.head
         if head is not None:
-            head = (head[0], angle_subtract(head[1], intent.angles[1]))
+            # AngleSubtract in float, as the C clients and the mirror's model (Q3Intent.buttons):
+            # in double, head and weapon ~180° apart wrap the other way and pack to the other end.
+            head = (head[0], yaw_offset(head[1], intent.angles[1]))
         client = self.client
         client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
                          intent.user_buttons, 0, head)
