@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 
 from . import huffman, oob, pure, serverparse
 from .delta import PlayerState, player_field
+from .entities import SnapshotEntities, of_snapshot
 from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
                      ServerCommand, SnapshotReceived)
 from .netchan import Netchan, NetchanMode
@@ -776,3 +777,11 @@ class Q3ClientCore:
         if key not in self._drops and len(self._drops) >= MAX_DROP_REASONS:
             key = "other"
         self._drops[key] += 1
+
+    @property
+    def entities(self) -> SnapshotEntities | None:
+        """The other players in the latest valid snapshot (entities.SnapshotEntities: each player's
+        entity state as a frozen record with its VR head from eFlags 0x400 and angles2, plus our own
+        origin and view to place them); None before the first snapshot of a gamestate."""
+        snap = self._last_snap
+        return None if snap is None else of_snapshot(snap, self._client_num, self._configstrings)
