@@ -582,11 +582,12 @@ def _src_normalize(q: tuple[str, str, str, str], pad: str, twice: bool = False) 
     """_wire_normalize(q) in place (twice: _wire_normalize(_wire_normalize(q)), the head)."""
     x, y, z, w = q
     sq = f"{x} * {x} + {y} * {y} + {z} * {z} + {w} * {w}"
-    scale = ["inv = 1.0 / sqrt(m)", f"{x}, {y}, {z}, {w} = {x} * inv, {y} * inv, {z} * inv, {w} * inv"]
+    # one statement per component: a tuple assignment of four costs a tuple
+    scale = ["inv = 1.0 / sqrt(m)", f"{x} = {x} * inv; {y} = {y} * inv; {z} = {z} * inv; {w} = {w} * inv"]
     lines = [f"m = {sq}", "if 1e-12 < m <= 1.7976931348623157e308:", "    if m != 1.0:", *["        " + s for s in scale]]
     if twice:  # a second pass only after a first that changed q
         lines += [f"        m = {sq}", "        if m != 1.0:", *["            " + s for s in scale]]
-    lines += ["else:", f"    {x}, {y}, {z}, {w} = 0.0, 0.0, 0.0, 1.0"]
+    lines += ["else:", f"    {x} = 0.0; {y} = 0.0; {z} = 0.0; {w} = 1.0"]
     return [pad + s for s in lines]
 
 
@@ -599,15 +600,15 @@ def _src_pack(q: tuple[str, str, str, str], out: str, pad: str) -> list[str]:
         f"az = {z} if {z} >= 0.0 else -{z}",
         f"aw = {w} if {w} >= 0.0 else -{w}",
         "if ax >= ay and ax >= az and ax >= aw:",
-        f"    i, big, a, b, c = 0.0, {x}, {y}, {z}, {w}",
+        f"    i = 0.0; big = {x}; a = {y}; b = {z}; c = {w}",
         "elif ay >= az and ay >= aw:",
-        f"    i, big, a, b, c = 1073741824.0, {y}, {x}, {z}, {w}",
+        f"    i = 1073741824.0; big = {y}; a = {x}; b = {z}; c = {w}",
         "elif az >= aw:",
-        f"    i, big, a, b, c = 2147483648.0, {z}, {x}, {y}, {w}",
+        f"    i = 2147483648.0; big = {z}; a = {x}; b = {y}; c = {w}",
         "else:",
-        f"    i, big, a, b, c = 3221225472.0, {w}, {x}, {y}, {z}",
+        f"    i = 3221225472.0; big = {w}; a = {x}; b = {y}; c = {z}",
         "if big < 0.0:",
-        "    a, b, c = -a, -b, -c",
+        "    a = -a; b = -b; c = -c",
         "a = -0.70710677 if a < -0.70710677 else 0.70710677 if a > 0.70710677 else a",
         "b = -0.70710677 if b < -0.70710677 else 0.70710677 if b > 0.70710677 else b",
         "c = -0.70710677 if c < -0.70710677 else 0.70710677 if c > 0.70710677 else c",
@@ -695,13 +696,13 @@ def _src_decompress(p: str, q: tuple[str, str, str, str], pad: str) -> list[str]
         "if s <= 1.0:",
         "    big = sqrt(1.0 - s)",
         "    if j == 3:",
-        f"        {x}, {y}, {z}, {w} = _DQ10[ia], _DQ10[ib], _DQ10[ic], big",
+        f"        {x} = _DQ10[ia]; {y} = _DQ10[ib]; {z} = _DQ10[ic]; {w} = big",
         "    elif j == 0:",
-        f"        {x}, {y}, {z}, {w} = big, _DQ10[ia], _DQ10[ib], _DQ10[ic]",
+        f"        {x} = big; {y} = _DQ10[ia]; {z} = _DQ10[ib]; {w} = _DQ10[ic]",
         "    elif j == 1:",
-        f"        {x}, {y}, {z}, {w} = _DQ10[ia], big, _DQ10[ib], _DQ10[ic]",
+        f"        {x} = _DQ10[ia]; {y} = big; {z} = _DQ10[ib]; {w} = _DQ10[ic]",
         "    else:",
-        f"        {x}, {y}, {z}, {w} = _DQ10[ia], _DQ10[ib], big, _DQ10[ic]",
+        f"        {x} = _DQ10[ia]; {y} = _DQ10[ib]; {z} = big; {w} = _DQ10[ic]",
         "else:",
         f"    {x}, {y}, {z}, {w} = decompress_quat({p})",
     ]
@@ -736,7 +737,8 @@ def _decoder_source(family: int, flags: int) -> str:
         if flags & FLAG_LEFT:
             names += ["l0", "l1", "l2", "lp"]
     names.append("n")
-    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ, _new=_new, Transform=Transform):"
+    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ, _new=_new, Transform=Transform,"
+             " cos=cos, sin=sin, atan2=atan2, _RAD=_RAD, _DEG=_DEG):"
              f"  # family {family}, flags 0x{flags:02x}",
              f"    end = offset + {st.size}",
              "    if end > size:",
@@ -772,10 +774,10 @@ def _decoder_source(family: int, flags: int) -> str:
             lines += _src_part(("l0", "l1", "l2", "lp"), "left", "    ")
             left = "left"
         if flags & FLAG_VIRTUALS:
-            lines += ["    virtuals = ()", "    if n:", "        out = []",
+            lines += ["    virtuals = ()", "    if n:", "        out = []", "        append = out.append",
                       "        for v0, v1, v2, vp in _REL_ITER(data[end:end + 10 * n]):"]
             lines += _src_part(("v0", "v1", "v2", "vp"), "t", "            ")
-            lines += ["            out.append(t)", "        virtuals = tuple(out)", "        end += 10 * n"]
+            lines += ["            append(t)", "        virtuals = tuple(out)", "        end += 10 * n"]
             virtuals = "virtuals"
         if physical and not floor_local:  # origin.reconstruct_physical(head, delta)
             lines += [
@@ -785,7 +787,7 @@ def _decoder_source(family: int, flags: int) -> str:
                 "    m = qx * qx + qy * qy + qz * qz + qw * qw",
                 "    if m != 1.0:",
                 "        inv = 1.0 / sqrt(m)",
-                "        qx, qy, qz, qw = qx * inv, qy * inv, qz * inv, qw * inv",
+                "        qx = qx * inv; qy = qy * inv; qz = qz * inv; qw = qw * inv",
                 "    head_yaw = ((atan2(2.0 * (qw * qy + qz * qx), 1.0 - 2.0 * (qy * qy + qz * qz)) * _DEG + 180.0) % 360.0) - 180.0",
                 "    half = (((head_yaw - dyaw + 180.0) % 360.0) - 180.0) * _RAD * 0.5",
                 "    physical = _new(Transform, ((c * tx + s * tz, hy - dy, -s * tx + c * tz), (0.0, sin(half), 0.0, cos(half))))",
