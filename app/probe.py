@@ -3,71 +3,270 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
+import selectors
 import socket
 import time
+from dataclasses import dataclass
+from typing import Callable
 
-from headcast.app.errors import UnreachableError, UsageError
+from headcast.app.errors import AppError, UnreachableError, UsageError
 
 
-def probe_q3(host: str, port: int, timeout: float) -> dict:
-    """getinfo then getstatus (two packets: well under the servers' 10/s per-address limit)."""
-    from headcast.netcode.q3 import oob
+@dataclass(frozen=True)
+class Q3Target:
+    """One server named on the command line and its addresses (the first of each family)."""
+    host: str
+    port: int
+    addresses: tuple[tuple[int, tuple], ...]  # (family, sockaddr) in getaddrinfo's order
+
+    @property
+    def name(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_q3_target(text: str) -> tuple[str, int]:
+    """HOST, HOST:PORT, [IPV6], [IPV6]:PORT, or a bare IPv6 address (default port 27960)."""
+    from headcast.netcode.q3.status import PORT_SERVER
+    port_text = ""
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise UsageError(f"probe q3 {text!r}: expected [IPV6] or [IPV6]:PORT")
+        port_text = rest[1:] if rest else ""
+        if rest and not port_text:
+            raise UsageError(f"probe q3 {text!r}: no port after the colon")
+    elif text.count(":") > 1:
+        host = text  # a bare IPv6 address: no port can follow it unbracketed
+    else:
+        host, sep, port_text = text.partition(":")
+        if sep and not port_text:
+            raise UsageError(f"probe q3 {text!r}: no port after the colon")
+    if not host:
+        raise UsageError(f"probe q3 {text!r}: expected HOST, HOST:PORT or [IPV6]:PORT")
+    if not port_text:
+        return host, PORT_SERVER
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(f"probe q3 {text!r}: the port must be a number 1..65535")
+    return host, int(port_text)
+
+
+def resolve_q3_target(text: str) -> Q3Target:
+    host, port = parse_q3_target(text)
     try:
-        addr = (socket.gethostbyname(host), port)
-    except OSError:
+        found = socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    except (OSError, UnicodeError):
         raise UsageError(f"probe q3: cannot resolve host {host!r}") from None
-    result: dict = {"server": f"{host}:{port}"}
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        for name, packet, want in (("info", oob.getinfo(secrets.token_hex(4)), oob.InfoResponse),
-                                   ("status", oob.getstatus(secrets.token_hex(4)), oob.StatusResponse)):
-            sock.sendto(packet, addr)
-            reply = _await(sock, addr, want, timeout)
-            if reply is None:
-                raise UnreachableError(
-                    f"no answer from the Quake 3 server {host}:{port} within {timeout:g} s "
-                    "(not running, wrong port, or a firewall; the default port is 27960)")
-            result[name] = reply
-    info, status = result["info"].info, result["status"]
+    # A name with several addresses of one family is round-robin DNS (several servers): take the
+    # first, as quakestat does; but ask both families, since a server may listen on one only.
+    firsts: dict[int, tuple] = {}
+    for family, _, _, _, sockaddr in found:
+        if family in (socket.AF_INET, socket.AF_INET6):
+            firsts.setdefault(family, sockaddr)
+    if not firsts:
+        raise UsageError(f"probe q3: {host!r} has no IPv4 or IPv6 address")
+    return Q3Target(host, port, tuple(firsts.items()))
+
+
+def _sockaddr_text(family: int, sockaddr: tuple) -> str:
+    return f"[{sockaddr[0]}]:{sockaddr[1]}" if family == socket.AF_INET6 else f"{sockaddr[0]}:{sockaddr[1]}"
+
+
+class _Attempt:
+    """One address of one target: a connected UDP socket (so ICMP refusals come back to it)
+    and the sans-IO query."""
+
+    def __init__(self, target_index: int, family: int, sockaddr: tuple) -> None:
+        from headcast.netcode.q3.status import ServerQuery
+        self.target_index = target_index
+        self.address = _sockaddr_text(family, sockaddr)
+        self.query = ServerQuery()
+        self.error = ""  # why this address can give no answer (refused, unreachable)
+        self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        self.sock.setblocking(False)
+        try:
+            self.sock.connect(sockaddr)
+        except OSError as e:
+            self.error = e.strerror or str(e)
+
+    @property
+    def live(self) -> bool:
+        return not self.error and not self.query.done
+
+    def send_due(self, now: float) -> None:
+        for datagram in self.query.datagrams_to_send(now):
+            try:
+                self.sock.send(datagram)
+            except ConnectionRefusedError:
+                self.error = "nothing listens there (ICMP port unreachable)"
+            except OSError as e:
+                self.error = e.strerror or str(e)
+
+    def drain(self, now: float) -> None:
+        while self.live:
+            try:
+                data = self.sock.recv(65535)
+            except BlockingIOError:
+                return
+            except ConnectionRefusedError:
+                self.error = "nothing listens there (ICMP port unreachable)"
+                return
+            except OSError as e:
+                self.error = e.strerror or str(e)
+                return
+            self.query.receive_datagram(data, now)
+
+    def progress(self) -> int:
+        return (self.query.info is not None) + (self.query.status is not None)
+
+
+def query_q3_servers(targets: list[Q3Target], timeout: float,
+                     clock: Callable[[], float] = time.monotonic) -> list[_Attempt]:
+    """Ask every address of every target at once, in one non-blocking loop, until each target has
+    both answers from one of its addresses, every address of it failed, or `timeout` passed.
+    Returns per target its best attempt: both answers, else the most answers, else one still
+    waiting rather than one refused."""
+    attempts = [_Attempt(i, family, sockaddr) for i, t in enumerate(targets) for family, sockaddr in t.addresses]
+    selector = selectors.DefaultSelector()
     try:
-        family = oob.family_for_protocol(int(info.get("protocol", "0")))
-        result["family"] = str(family)
-    except (ValueError, oob.OobError):
-        result["family"] = f"unknown (protocol {info.get('protocol')!r})"
-    return {
-        "server": result["server"],
-        "hostname": info.get("hostname", ""),
-        "protocol": info.get("protocol", ""),
-        "family": result["family"],
-        "game": info.get("gamename", info.get("game", "")),
-        "map": info.get("mapname", ""),
-        "players": [{"name": p.name, "score": p.score, "ping": p.ping} for p in status.players],
-        "max_clients": info.get("sv_maxclients", status.info.get("sv_maxclients", "")),
-        "pure": info.get("pure", status.info.get("sv_pure", "")),
-        "vr_support": status.info.get("vr_support", "0") == "1",
-    }
+        now = clock()
+        deadline = now + timeout
+        for a in attempts:
+            if a.live:
+                a.query.start(now)
+                selector.register(a.sock, selectors.EVENT_READ, a)
+
+        def unsettled() -> set[int]:
+            done = {a.target_index for a in attempts if a.query.done}
+            return {a.target_index for a in attempts if a.live and a.target_index not in done}
+
+        while (waiting := unsettled()) and now < deadline:
+            asking = [a for a in attempts if a.live and a.target_index in waiting]
+            for a in asking:
+                a.send_due(now)
+            timers = [t for a in asking if (t := a.query.get_timer()) is not None]
+            wait = max(0.0, min(timers + [deadline]) - clock())
+            events = selector.select(wait)
+            now = clock()
+            for key, _ in events:
+                key.data.drain(now)
+    finally:
+        selector.close()
+        for a in attempts:
+            a.sock.close()
+    best: dict[int, _Attempt] = {}
+    for a in attempts:
+        b = best.get(a.target_index)
+        if b is None or a.progress() > b.progress() or (a.progress() == b.progress() and b.error and not a.error):
+            best[a.target_index] = a
+    return [best[i] for i in range(len(targets))]
 
 
-def _await(sock: socket.socket, addr, want: type, timeout: float):
+def q3_result(target: Q3Target, attempt: _Attempt, timeout: float) -> dict:
+    """The JSON object for one target: what it said, or `error` (and `exit_code`) when nothing usable."""
     from headcast.netcode.q3 import oob
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        sock.settimeout(left)
-        try:
-            data, src = sock.recvfrom(65535)
-        except socket.timeout:
-            return None
-        except ConnectionRefusedError:
-            return None  # ICMP port unreachable: nothing listens there
-        if src != addr:
-            continue
-        try:
-            reply = oob.parse_oob(data)
-        except oob.OobError:
-            continue
-        if isinstance(reply, want):
-            return reply
-    return None
+    out: dict = {"server": target.name}
+    q = attempt.query
+    if attempt.progress() == 0:
+        if q.drops["malformed"]:
+            out["error"] = (f"the Quake 3 server {target.name} answered, but not with a getinfo/getstatus reply "
+                            f"we can read ({q.drops['malformed']} dropped; last: {q.last_drop})")
+            out["exit_code"] = 1
+        elif attempt.error:
+            out["error"] = f"no answer from the Quake 3 server {target.name}: {attempt.error}"
+            out["exit_code"] = 3
+        else:
+            out["error"] = (f"no answer from the Quake 3 server {target.name} within {timeout:g} s (not running, "
+                            "wrong port, a firewall, or it is rate-limiting this address; the default port is 27960)")
+            out["exit_code"] = 3
+        return out
+    info = dict(q.info.info) if q.info is not None else {}
+    rules = dict(q.status.rules) if q.status is not None else {}
+    players = q.status.players if q.status is not None else ()
+    try:
+        family = str(oob.family_for_protocol(int(info["protocol"])))
+    except (KeyError, ValueError, oob.OobError):
+        family = f"unknown (protocol {info.get('protocol')!r})"
+    needpass = info.get("g_needpass", rules.get("g_needpass"))
+    ping = q.ping_ms if q.ping_ms is not None else q.info_rtt_ms
+    out.update({
+        "address": attempt.address,
+        "ping_ms": round(ping, 3),
+        "hostname": info.get("hostname", rules.get("sv_hostname", "")),
+        "protocol": info.get("protocol", ""),
+        "family": family,
+        "game": info.get("gamename", info.get("game", "")),
+        "map": info.get("mapname", rules.get("mapname", "")),
+        "max_clients": info.get("sv_maxclients", rules.get("sv_maxclients", "")),
+        "pure": info.get("pure", rules.get("sv_pure", "")),
+        "g_needpass": None if needpass is None else needpass not in ("", "0"),
+        "vr_support": rules.get("vr_support", "0") == "1",
+        "players": [{"name": p.name, "score": p.score, "ping": p.ping, **({"extra": list(p.extra)} if p.extra else {})}
+                    for p in players],
+        "rules": rules,
+        "info": info,
+    })
+    missing = [name for name, got in (("infoResponse", q.info), ("statusResponse", q.status)) if got is None]
+    if missing:
+        out["missing"] = missing
+    if q.drops:
+        out["drops"] = dict(q.drops)
+    return out
+
+
+def probe_q3(hosts: list[str], timeout: float) -> list[dict]:
+    """`headcast probe q3 HOST...`: one JSON-ready dict per host, in the order given."""
+    if not timeout > 0:
+        raise UsageError(f"probe q3 --timeout {timeout:g}: must be more than 0 s")
+    targets = [resolve_q3_target(h) for h in hosts]
+    attempts = query_q3_servers(targets, timeout)
+    return [q3_result(t, a, timeout) for t, a in zip(targets, attempts)]
+
+
+def _shown(text: str) -> str:
+    """A raw server string made safe for a terminal: unprintable characters as \\xNN."""
+    return "".join(c if " " <= c <= "~" else f"\\x{ord(c):02x}" for c in text)
+
+
+def format_q3_text(result: dict) -> list[str]:
+    """Text lines for one result: colour codes stripped from names, rules raw (escaped)."""
+    from headcast.netcode.q3.status import clean
+    if "error" in result:
+        return [result["error"]]
+    where = result["server"] if result["address"] == result["server"] else f"{result['server']} ({result['address']})"
+    needpass = {None: "?", True: "yes", False: "no"}[result["g_needpass"]]
+    lines = [
+        f"{where}: {clean(result['hostname'])!r} map {result['map']}, {len(result['players'])}/"
+        f"{result['max_clients'] or '?'} players, ping {result['ping_ms']:.1f} ms",
+        f"  protocol {result['protocol'] or '?'} ({result['family']}), pure {result['pure'] or '?'}, "
+        f"password {needpass}, vr_support {'yes' if result['vr_support'] else 'no'}",
+    ]
+    if "missing" in result:
+        lines.append(f"  (no {' or '.join(result['missing'])} before the timeout)")
+    if result["players"]:
+        lines.append("  players:   score  ping  name")
+        lines += [f"           {p['score']:>5} {p['ping']:>5}  {clean(p['name'])}" for p in result["players"]]
+    rules = result["rules"]
+    if rules:
+        width = max(map(len, rules))
+        lines.append(f"  rules ({len(rules)}):")
+        lines += [f"    {_shown(k):<{width}}  {_shown(v)}" for k, v in rules.items()]
+    return lines
+
+
+def cmd_probe_q3(args: argparse.Namespace) -> int:
+    results = probe_q3(args.host, args.timeout)
+    for r in results:
+        if args.json:
+            print(json.dumps({k: v for k, v in r.items() if k != "exit_code"}))
+        elif "error" not in r or len(results) > 1:  # a lone server's error is the stderr line alone
+            print("\n".join(format_q3_text(r)))
+    failed = [r for r in results if "error" in r]
+    if not failed:
+        return 0
+    message = failed[0]["error"] if len(failed) == 1 else (
+        f"{len(failed)} of {len(results)} Quake 3 servers gave no usable answer: " + "; ".join(r["error"] for r in failed))
+    no_answer = any(r["exit_code"] == UnreachableError.exit_code for r in failed)
+    raise (UnreachableError if no_answer else AppError)(message)
 
 
 def probe_netsync(address: str, room: str, timeout: float) -> dict:
@@ -145,19 +344,7 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     if args.kind == "q3":
-        from headcast.app.q3_link import parse_address
-        for target in [args.host] if isinstance(args.host, str) else args.host:
-            host, port = parse_address(target)
-            result = probe_q3(host, port, args.timeout)
-            if args.json:
-                print(json.dumps(result))
-            else:
-                print(f"{result['server']}: {result['hostname']!r} map {result['map']} — protocol {result['protocol']} "
-                      f"({result['family']}), {len(result['players'])}/{result['max_clients']} players, "
-                      f"pure {result['pure'] or '?'}, vr_support {'yes' if result['vr_support'] else 'no'}")
-                for p in result["players"]:
-                    print(f"  {p['name']}  score {p['score']}  ping {p['ping']}")
-        return 0
+        return cmd_probe_q3(args)
     result = probe_netsync(args.host, args.room, args.timeout)
     if args.json:
         print(json.dumps(result))
