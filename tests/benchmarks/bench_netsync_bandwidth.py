@@ -1,11 +1,20 @@
-"""§12.6 bandwidth: room bytes/s at one subscriber, 10 clients × 10 Hz, virtualCount 0.
+"""§12.6 bandwidth: room bytes/s at one subscriber, 10 clients × 10 Hz, virtualCount 0, for
+the protocols of three server releases:
 
-- protocol 3: our NetSyncClient ×10 against the real styly-netsync-server 0.10.4 (project venv);
+- protocol 3: headcast's NetSyncClient(protocol=3) ×10 against styly-netsync-server 0.10.4
+  (build/netsync/0.10.4): poses on the one ROUTER;
+- protocol 8, the current one: NetSyncClient(protocol=8) ×10 against styly-netsync-server 0.17.5
+  (build/netsync/0.17.5): hello once a second on the control ROUTER, poses on the transform
+  ROUTER (control + 2);
 - baseline, protocol 2: styly-netsync-server 0.8.0 and its own client simulator (10 clients,
   10 Hz, virtuals forced to 0), installed on demand from PyPI into build/netsync-server-0.8.0/.
 
-Both servers run on 127.0.0.1 through headcast's loopback launcher; one raw SUB socket counts
-the room-pose messages (type 12) on the room topic. Target (seed §12.6): ≥ 55 % fewer bytes.
+Every server runs on 127.0.0.1 through headcast's loopback launcher; one raw SUB socket counts
+the room-pose messages (type 12) on the room topic and checks their protocol byte. Per protocol:
+the pose body (read back from the room messages: (size − header) / count − entry header), the
+client pose message (headcast's counters; for 0.8.0 its own serializer with the simulator's
+uuid4 deviceId), the typical room message and room bytes/s. Target (seed §12.6, set for protocol
+3): ≥ 55 % fewer room bytes/s than protocol 2; protocol 8 is reported against it too.
 
     .venv/bin/python tests/benchmarks/bench_netsync_bandwidth.py [--seconds 15]
 """
@@ -14,9 +23,12 @@ from __future__ import annotations
 import argparse
 import math
 import signal
+import struct
 import subprocess
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import zmq
@@ -30,6 +42,8 @@ BASELINE_VENV = REPO / "build" / "netsync-server-0.8.0"
 ROOM = "bench-room"
 CLIENTS = 10
 TARGET = 0.55
+CURRENT = (8, "0.17.5")  # the current protocol and its release
+PROTOCOL_3 = (3, "0.10.4")
 
 # Runs the 0.8.0 simulator with every client's virtual transforms set to 0 (it picks 2–3).
 SIMULATOR = """
@@ -55,8 +69,23 @@ def baseline_python() -> Path:
     return py
 
 
+@dataclass
+class Figures:
+    protocol: int
+    server: str
+    clients: str
+    body: int  # bytes per pose body, from the room messages
+    client_msg: int  # bytes per client pose message
+    room_msg: int  # the typical room message
+    room_rate: float  # room messages per second
+    room_bps: float  # room payload bytes per second at one subscriber
+    room_bps_topic: float  # … with the topic frame
+    uplink: float | None = None  # poses per second per client (headcast's clients only)
+
+
 class RoomMeter:
-    """A plain SUB socket on the room topic: counts room-pose bytes in a time window."""
+    """A plain SUB socket on the room topic: counts room-pose bytes in a time window and reads
+    each message's protocol byte and entry count."""
 
     def __init__(self, pub_port: int) -> None:
         self.ctx = zmq.Context()
@@ -70,9 +99,12 @@ class RoomMeter:
     def reset(self) -> None:
         self.t0 = time.monotonic()
         self.messages = self.payload = self.with_topic = self.other = 0
-        self.sizes: list[int] = []
+        self.sizes: Counter[int] = Counter()
+        self.protocols: Counter[int] = Counter()
+        self.bodies: Counter[float] = Counter()
 
     def drain(self) -> None:
+        head = 3 + len(ROOM.encode())
         while self.sub.poll(0):
             topic, payload = self.sub.recv_multipart()
             if topic != ROOM.encode():
@@ -81,17 +113,28 @@ class RoomMeter:
                 self.messages += 1
                 self.payload += len(payload)
                 self.with_topic += len(payload) + len(topic)
-                self.sizes.append(len(payload))
+                self.sizes[len(payload)] += 1
+                self.protocols[payload[1]] += 1
+                count = struct.unpack_from("<H", payload, head + 8)[0]  # after roomId, broadcastTime
+                if count:
+                    self.bodies[(len(payload) - head - 10) / count - 10] += 1  # entry: clientNo, poseTime
             else:
                 self.other += 1
 
-    def report(self, label: str) -> tuple[float, int]:
+    def figures(self, protocol: int, server: str, clients: str, client_msg: int, uplink: float | None = None) -> Figures:
         dt = time.monotonic() - self.t0
-        rate = self.payload / dt
-        typical = max(set(self.sizes), key=self.sizes.count) if self.sizes else 0
-        print(f"  {label}: {self.messages / dt:5.1f} room msgs/s, typical {typical} B, "
-              f"{rate:8.0f} B/s ({self.with_topic / dt:8.0f} B/s with the topic frame; {self.other} other msgs)")
-        return rate, typical
+        if not self.messages:
+            raise SystemExit(f"protocol {protocol}: no room messages in {dt:.1f} s")
+        seen = sorted(self.protocols)
+        if seen != [protocol]:
+            raise SystemExit(f"protocol {protocol}: room messages carried protocol bytes {seen}")
+        body = self.bodies.most_common(1)[0][0] if self.bodies else 0
+        f = Figures(protocol, server, clients, int(body), client_msg, self.sizes.most_common(1)[0][0],
+                    self.messages / dt, self.payload / dt, self.with_topic / dt, uplink)
+        print(f"  protocol {protocol}: {f.room_rate:5.1f} room msgs/s, typical {f.room_msg} B, {f.room_bps:8.0f} B/s "
+              f"({f.room_bps_topic:8.0f} B/s with the topic frame; {self.other} other msgs); body {f.body} B, "
+              f"client message {client_msg} B", flush=True)
+        return f
 
     def close(self) -> None:
         self.sub.close(0)
@@ -115,16 +158,25 @@ def frame_for(i: int, t: float) -> PoseFrame:
     )
 
 
-def measure_ours(seconds: float, warmup: float) -> tuple[float, int]:
-    with LocalNetSyncServer() as srv:
+def measure_headcast(protocol: int, version: str, seconds: float, warmup: float) -> Figures:
+    """10 NetSyncClient(protocol=…) against that release; the room traffic at one subscriber."""
+    with LocalNetSyncServer(version=version) as srv:
         a = srv.address
-        print(f"protocol 3: styly-netsync-server {srv.version()} on 127.0.0.1:{a.dealer_port}/{a.pub_port}, "
+        running = srv.version()
+        if running != version or a.protocol != protocol:
+            raise SystemExit(f"asked for styly-netsync-server {version} (protocol {protocol}); "
+                             f"got {running} (protocol {a.protocol})")
+        lanes = (f"control {a.dealer_port}, transform {a.transform_port}" if a.transform_port != a.dealer_port
+                 else f"dealer {a.dealer_port}")
+        print(f"protocol {protocol}: styly-netsync-server {running} on 127.0.0.1 ({lanes}, pub {a.pub_port}), "
               f"{CLIENTS} headcast clients at 10 Hz", flush=True)
         meter = RoomMeter(a.pub_port)
-        clients = [NetSyncClient(a.host, a.dealer_port, a.pub_port, ROOM, f"bench-{i:02d}") for i in range(CLIENTS)]
+        clients = [NetSyncClient(a.host, a.dealer_port, a.pub_port, ROOM, f"bench-{i:02d}",
+                                 transform_port=a.transform_port, protocol=protocol) for i in range(CLIENTS)]
         try:
             t_end = None
             start = time.monotonic()
+            sends0 = bytes0 = 0
             while True:
                 now = time.monotonic()
                 for i, c in enumerate(clients):
@@ -133,25 +185,40 @@ def measure_ours(seconds: float, warmup: float) -> tuple[float, int]:
                 meter.drain()
                 if t_end is None and now - start >= warmup:
                     if not all(c.client_no for c in clients):
-                        raise SystemExit("not every client joined during the warm-up")
+                        raise SystemExit(f"protocol {protocol}: not every client joined during the warm-up")
                     meter.reset()
+                    sends0 = sum(c.counters.sends for c in clients)
+                    bytes0 = sum(c.counters.bytes_sent for c in clients)
                     t_end = now + seconds
                 if t_end is not None and now >= t_end:
                     break
                 # a fine loop: the policy sends on the first iteration ≥ 100 ms after the last
                 # send, so a coarse loop would undershoot 10 Hz and flatter the comparison
                 time.sleep(0.002)
-            sends = sum(c.counters.sends for c in clients) / (time.monotonic() - start)
-            print(f"  uplink: {sends / CLIENTS:.1f} poses/s per client")
-            return meter.report("protocol 3")
+            sends = sum(c.counters.sends for c in clients) - sends0
+            sent = sum(c.counters.bytes_sent for c in clients) - bytes0
+            uplink = sends / seconds / CLIENTS
+            print(f"  uplink: {uplink:.1f} poses/s per client", flush=True)
+            return meter.figures(protocol, running, f"headcast ×{CLIENTS}", round(sent / sends), uplink)
         finally:
             for c in clients:
                 c.close()
             meter.close()
 
 
-def measure_baseline(seconds: float, warmup: float) -> tuple[float, int]:
+# The 0.8.0 simulator's client pose message: its deviceId is a uuid4 (36 B), no virtuals.
+CLIENT_MESSAGE_0_8_0 = """
+import uuid
+from styly_netsync import binary_serializer as b
+assert b.PROTOCOL_VERSION == 2, b.PROTOCOL_VERSION
+print(len(b.serialize_client_transform({"deviceId": str(uuid.uuid4()), "poseSeq": 1, "flags": 0x1E, "virtuals": []})))
+"""
+
+
+def measure_baseline(seconds: float, warmup: float) -> Figures:
     py = baseline_python()
+    client_msg = int(subprocess.run([str(py), "-c", CLIENT_MESSAGE_0_8_0], check=True, capture_output=True,
+                                    text=True).stdout)
     with LocalNetSyncServer(python=py) as srv:
         a = srv.address
         print(f"protocol 2: styly-netsync-server {srv.version()} on 127.0.0.1:{a.dealer_port}/{a.pub_port}, "
@@ -175,7 +242,7 @@ def measure_baseline(seconds: float, warmup: float) -> tuple[float, int]:
             while time.monotonic() < t_end:
                 meter.drain()
                 time.sleep(0.01)
-            return meter.report("protocol 2")
+            return meter.figures(2, srv.version(), f"its simulator ×{CLIENTS}", client_msg)
         finally:
             for action in (lambda: sim.send_signal(signal.SIGINT), sim.terminate, sim.kill):
                 action()
@@ -192,14 +259,26 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0, help="measurement window per server (default 15)")
     ap.add_argument("--warmup", type=float, default=4.0)
     args = ap.parse_args()
-    ours, ours_msg = measure_ours(args.seconds, args.warmup)
-    base, base_msg = measure_baseline(args.seconds, args.warmup)
-    reduction = 1.0 - ours / base
-    print(f"room message size: {ours_msg} B vs {base_msg} B → {(1 - ours_msg / base_msg) * 100:.1f} % smaller "
-          "(the B/s figure also reflects each side's broadcast rate)")
-    verdict = "MEETS" if reduction >= TARGET else "MISSES"
-    print(f"room bytes/s: protocol 3 {ours:.0f} vs protocol 2 {base:.0f} → reduction {reduction * 100:.1f} % "
-          f"(target ≥ {TARGET * 100:.0f} %: {verdict}; reference §10: 5,548 vs 12,694 B/s, −56.3 %)")
+    runs = [measure_headcast(*PROTOCOL_3, args.seconds, args.warmup),
+            measure_headcast(*CURRENT, args.seconds, args.warmup),
+            measure_baseline(args.seconds, args.warmup)]
+    base = runs[-1]
+    print(f"\n{CLIENTS} clients × 10 Hz, virtualCount 0, room bytes/s at one subscriber (payload frames; "
+          f"{args.seconds:.0f} s per server)")
+    print("protocol  server  clients             body  client msg  room msg  room msgs/s  room B/s  vs protocol 2")
+    for f in sorted(runs, key=lambda f: f.protocol):
+        vs = "—" if f is base else f"{(f.room_bps / base.room_bps - 1) * 100:+.1f} %"
+        print(f"{f.protocol:8d}  {f.server:6s}  {f.clients:18s} {f.body:4d} B {f.client_msg:8d} B {f.room_msg:7d} B "
+              f"{f.room_rate:11.1f} {f.room_bps:9.0f}  {vs}")
+    for f in runs[:-1]:
+        reduction = 1.0 - f.room_bps / base.room_bps
+        verdict = "MEETS" if reduction >= TARGET else f"MISSES by {(TARGET - reduction) * 100:.1f} pt"
+        target = f"target ≥ {TARGET * 100:.0f} %" if f.protocol == 3 else f"≥ {TARGET * 100:.0f} %, the target set for protocol 3"
+        print(f"protocol {f.protocol} ({f.server}): room bytes/s {f.room_bps:.0f} vs protocol 2 {base.room_bps:.0f} → "
+              f"reduction {reduction * 100:.1f} % ({target}: {verdict}); room message "
+              f"{f.room_msg} vs {base.room_msg} B ({(1 - f.room_msg / base.room_msg) * 100:.1f} % smaller)")
+    print("(the B/s figures also reflect each server's broadcast rate; protocols 4–8 carry dy in the Δ block, "
+          "2 B more per body than 3; reference §10 for protocol 3: 5,548 vs 12,694 B/s, −56.3 %)")
 
 
 if __name__ == "__main__":
