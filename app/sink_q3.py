@@ -2,22 +2,46 @@
 
 Without a server (`host` None) it still computes every usercmd field and the receiver's view,
 so the mirror and the demo show the protocol's quantization on any machine.
+
+The far side is what other players see of us (MODEL: our usercmd through the server's code): the
+head as the server's game decodes the buttons — by the build named in `receiver`, Trinity's QVM
+unless told otherwise — and the view angles and roll as SnapVector leaves them on our entity
+(whole degrees), beside the roll our own playerState carries. The yaw offset is the one the link
+sends: both come from vrhead's float AngleSubtract of the same angles.
 """
 from __future__ import annotations
 
-from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent, remote_head
+from dataclasses import dataclass
+
+from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent
 from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
-from headcast.netcode.pose import angle_subtract
-from headcast.netcode.q3.vrhead import HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, VR_BUTTON_MASK, HeadSmoother
+from headcast.netcode.q3.entities import SnapshotEntities
+from headcast.netcode.q3.vrhead import (DEFAULT_RECEIVER, HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, VR_BUTTON_MASK,
+                                        HeadSmoother, Receiver, angle2short, clamp_display, roll_views,
+                                        snap_angle, unpack_head, view_angle, yaw_offset)
 from headcast.xr.frame import TrackingFrame
+
+
+@dataclass(frozen=True, slots=True)
+class FarSide:
+    """The last usercmd as the server computes it, in degrees (not display-limited)."""
+
+    receiver: Receiver
+    pitch: float | None        # our entity's angles2[PITCH] (None: no head bits in this usercmd)
+    yaw_offset: float | None   # our entity's angles2[ROLL]: head yaw minus weapon yaw
+    sent_offset: float | None  # the yaw offset packed (float AngleSubtract, clamped ±80)
+    roll_own: float            # our playerState's view roll: SHORT2ANGLE of the roll short
+    roll_others: float         # the roll on our entity, as other players draw it (SnapVector)
 
 
 class Q3Sink:
     name = "q3"
 
-    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False) -> None:
+    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False,
+                 receiver: Receiver = DEFAULT_RECEIVER) -> None:
         self.vr = vr
+        self.receiver = receiver               # which build of the game decodes the head bits
         self.verify = verify                   # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
         self.link = link                       # a connected Q3Link, or None = offline
@@ -29,7 +53,7 @@ class Q3Sink:
         self.lost_frames = 0             # usercmds built while the head was not tracked
         self.lost_cleared = 0            # ...of which carried no head bits
         self._fresh = False              # whether send() built an intent this frame
-        self._far: tuple[Q3Intent | None, RemoteHead | None] = (None, None)   # (decoded from, head)
+        self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
         self._quant_max = 0.0
 
     @property
@@ -72,9 +96,15 @@ class Q3Sink:
 
     @property
     def far_head(self) -> RemoteHead | None:
-        """The head a VR-aware receiver decodes from the last usercmd's 32-bit buttons (None: lost
-        or --no-vr). On a 16-bit link it never reaches the server: the mirror labels it hypothetical."""
-        return self._decode()
+        """The head other players draw from the last usercmd: the server's decode of the 32-bit
+        buttons, the roll on our entity (whole degrees), the cgame's display limits (None: lost or
+        --no-vr). On a 16-bit link it never reaches the server: the mirror labels it hypothetical."""
+        return self._decode()[1]
+
+    @property
+    def far_side(self) -> FarSide | None:
+        """The last usercmd's far side, unrounded for display (the HUD's numbers)."""
+        return self._decode()[0]
 
     @property
     def head_quant_max(self) -> float:
@@ -82,20 +112,26 @@ class Q3Sink:
         self._decode()  # the latest usercmd counts too
         return self._quant_max
 
-    def _decode(self) -> RemoteHead | None:
+    def _decode(self) -> tuple[FarSide | None, RemoteHead | None]:
         """Decode the last usercmd once, when first asked for (the mirror each drawn frame, the demo
         at the end): without a window no per-usercmd decoding work."""
         intent = self.intent
         if intent is None:
-            return None
+            return None, None
         if self._far[0] is not intent:
-            seen = remote_head(intent.buttons, intent.roll_short)
-            self._far = (intent, seen)
-            if intent.head is not None and seen is not None:
+            buttons = intent.buttons
+            own, others = roll_views(intent.roll_short)
+            head = unpack_head(buttons, self.receiver)
+            if head is None:
+                far, seen = FarSide(self.receiver, None, None, None, own, others), None
+            else:
+                sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(intent.head[1], intent.angles[1])))
+                far = FarSide(self.receiver, head[0], head[1], sent, own, others)
+                seen = RemoteHead(*clamp_display(head[0], head[1], others))
                 pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
-                offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, angle_subtract(intent.head[1], intent.angles[1])))
-                self._quant_max = max(self._quant_max, abs(pitch - seen.pitch), abs(offset - seen.yaw_offset))
-        return self._far[1]
+                self._quant_max = max(self._quant_max, abs(pitch - head[0]), abs(sent - head[1]))
+            self._far = (intent, far, seen)
+        return self._far[1], self._far[2]
 
     def smooth(self, now: float) -> tuple[float, float, float] | None:
         """Step the receiver's EMA towards the latest decoded head, as a VR client does once per
@@ -113,15 +149,24 @@ class Q3Sink:
         plot (on a 16-bit link: as one would, had the server VR support)."""
         if self.smooth(now) is None or self.intent is None:
             return None
-        weapon_yaw = self.intent.angles[1]
-        view = self.server_view()
-        if view is not None:
-            weapon_yaw = view[1]
-        return self.far_head_smoothed[0], weapon_yaw + self.far_head_smoothed[1]
+        return self.far_head_smoothed[0], self.others_view()[1] + self.far_head_smoothed[1]
 
     def server_view(self) -> tuple[float, float, float] | None:
         """The server's own view of us (playerState viewangles), once in game."""
         return None if self.link is None else self.link.view_angles
+
+    def others_view(self) -> tuple[float, float, float]:
+        """Our view (weapon) angles as other players see them on our entity: SnapVector's whole
+        degrees of the server's view (offline: of the view the last usercmd asks for)."""
+        view = self.server_view()
+        if view is None:
+            view = tuple(view_angle(angle2short(a)) for a in self.intent.angles) if self.intent else (0.0, 0.0, 0.0)
+        return snap_angle(view[0]), snap_angle(view[1]), snap_angle(view[2])
+
+    @property
+    def others(self) -> SnapshotEntities | None:
+        """The other players in the server's latest snapshot (RELAYED), None offline or before one."""
+        return None if self.link is None else self.link.client.core.entities
 
     def status(self, now: float) -> SinkStatus:
         hz, bps = self.meter.rates(now)
