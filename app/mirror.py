@@ -50,6 +50,7 @@ void main() { if (texture(font, vuv).r < 0.5) discard; frag = vec4(vcol, 1.0); }
 
 TEXT_SCALE = 2
 HUD_PERIOD = 0.1  # seconds between HUD text refreshes
+TEXT_CACHE_SIZE = 512  # text items whose triangles are kept (a few seconds of HUD refreshes)
 WHITE = (0.95, 0.95, 0.95)
 DIM = (0.6, 0.6, 0.65)
 SENT_COLOR = (0.95, 0.95, 0.95)
@@ -90,6 +91,7 @@ class MirrorWindow:
         self.last_pixels: np.ndarray | None = None
         self._hud: list = []
         self._hud_due = float("-inf")
+        self._text_cache: dict[tuple, np.ndarray] = {}  # (x, y, text, colour) → its triangles
         if not display_available():
             raise MirrorError("no display for the mirror window (DISPLAY is not set): "
                               "use --no-mirror, or run under xvfb-run")
@@ -185,7 +187,18 @@ class MirrorWindow:
         if not items:
             return
         GL = self.gl
-        data = np.ascontiguousarray(np.vstack([self._text_verts(*it) for it in items]), dtype=np.float32)
+        # Most text stands still between frames (HUD lines for 0.1 s, labels, plot titles): its
+        # triangles are built once, not every frame (they were most of the mirror's CPU time).
+        cache = self._text_cache
+        if len(cache) > TEXT_CACHE_SIZE:
+            cache.clear()
+        parts = []
+        for it in items:
+            v = cache.get(it)
+            if v is None:
+                v = cache[it] = self._text_verts(*it)
+            parts.append(v)
+        data = np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
         if len(data) == 0:
             return
         GL.glUseProgram(self.text_prog)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -103,27 +104,34 @@ def _cube() -> tuple[np.ndarray, np.ndarray]:
 CUBE_POS, CUBE_SHADE = _cube()
 
 
-def box(center: Vec3, rot: np.ndarray, size: Vec3, color: Vec3, offset: Vec3 = (0.0, 0.0, 0.0)) -> np.ndarray:
-    """Triangles of a box of `size`, its centre at `offset` in the rotated frame about `center`."""
-    local = CUBE_POS * np.asarray(size) + np.asarray(offset)
-    world = local @ rot.T + np.asarray(center)
-    cols = np.outer(CUBE_SHADE, color)
-    return np.hstack([world, cols]).astype(np.float32)
+@lru_cache(maxsize=64)
+def _parts(parts: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (size, colour, offset) sharing one rotation, as local vertices and their colours: built
+    once per colour set, so an avatar part costs one matrix product per frame, not one per box."""
+    pos = np.vstack([CUBE_POS * np.asarray(size) + np.asarray(offset) for size, _, offset in parts])
+    col = np.vstack([np.outer(CUBE_SHADE, color) for _, color, _ in parts])
+    return pos, col
+
+
+def _posed(parts: tuple, center: Vec3, q: Quat) -> np.ndarray:
+    pos, col = _parts(parts)
+    out = np.empty((len(pos), 6), dtype=np.float32)
+    out[:, :3] = pos @ quat_matrix(q).T + np.asarray(center)
+    out[:, 3:] = col
+    return out
 
 
 def head_triangles(center: Vec3, q: Quat, color: Vec3, nose: Vec3) -> np.ndarray:
-    r = quat_matrix(q)
-    return np.vstack([
-        box(center, r, (0.18, 0.22, 0.20), color),
-        box(center, r, (0.16, 0.05, 0.02), (0.1, 0.1, 0.12), (0.0, 0.03, -0.105)),  # visor
-        box(center, r, (0.045, 0.045, 0.22), nose, (0.0, -0.02, -0.2)),            # nose: forward
-    ])
+    return _posed((((0.18, 0.22, 0.20), tuple(color), (0.0, 0.0, 0.0)),
+                   ((0.16, 0.05, 0.02), (0.1, 0.1, 0.12), (0.0, 0.03, -0.105)),   # visor
+                   ((0.045, 0.045, 0.22), tuple(nose), (0.0, -0.02, -0.2))),      # nose: forward
+                  center, q)
 
 
 def hand_triangles(center: Vec3, q: Quat, color: Vec3) -> np.ndarray:
-    r = quat_matrix(q)
-    return np.vstack([box(center, r, (0.06, 0.06, 0.1), color),
-                      box(center, r, (0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))])
+    color = tuple(color)
+    return _posed((((0.06, 0.06, 0.1), color, (0.0, 0.0, 0.0)), ((0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))),
+                  center, q)
 
 
 def grid_lines(extent: float = 4.0, step: float = 0.5) -> np.ndarray:
