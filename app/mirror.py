@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from headcast.app import glfont, scene
 from headcast.app.errors import AppError
+from headcast.netcode.q3 import vrhead
 
 _COLOR_VS = """#version 330 core
 layout(location = 0) in vec3 pos;
@@ -232,6 +234,8 @@ class MirrorWindow:
         avatars = avatars_of(loop)
         tris = [scene.avatar_triangles(k, a) for k, a in avatars.items()]
         tris += [scene.avatar_triangles("peer", a, anchor) for anchor, a in peers_of(loop)]
+        q3_players = q3_players_of(loop)
+        tris += [scene.avatar_triangles("q3peer", a, anchor) for anchor, a, _ in q3_players]
         self._draw(np.vstack(tris), GL.GL_TRIANGLES, vp)
         GL.glDisable(GL.GL_DEPTH_TEST)
 
@@ -240,13 +244,19 @@ class MirrorWindow:
         for kind, a in avatars.items():
             at = scene.project(vp, (scene.ANCHORS[kind][0], 2.05, scene.ANCHORS[kind][2]), w, h)
             labels = [scene.LABELS[kind] + ("" if a.head is not None else " (NO HEAD)")]
-            if kind == "q3" and a.head is not None and not _q3_head_on_wire(loop):
-                labels.append("(IF THE SERVER HAD VR)")  # a 16-bit link carries no head
+            if kind == "q3" and a.head is not None:
+                labels.append("AS OTHERS SEE YOU")
+                if not _q3_head_on_wire(loop):
+                    labels.append("(IF THE SERVER HAD VR)")  # a 16-bit link carries no head
             if at is None:
                 continue
             for i, label in enumerate(labels):
                 text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2,
                              at[1] + i * (glfont.CELL_H * TEXT_SCALE + 2), label, scene.COLORS[kind][0]))
+        for anchor, _, label in q3_players:
+            at = scene.project(vp, (anchor[0], anchor[1] + 0.3, anchor[2]), w, h)
+            if at is not None:
+                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label, scene.Q3_PEER_COLORS[0]))
         if now >= self._hud_due or self.capture_next:
             # Text a person reads: 10 refreshes a second, not one per frame (percentiles, statuses).
             self._hud, self._hud_due = hud_lines(loop, now), now + HUD_PERIOD
@@ -314,8 +324,7 @@ def avatars_of(loop) -> dict[str, scene.AvatarPose]:
     sinks = {s.name: s for s in loop.sinks}
     q3 = sinks.get("q3")
     if q3 is not None and q3.intent is not None:
-        view = q3.server_view()
-        weapon = (view[0], view[1]) if view is not None else q3.intent.angles[:2]
+        weapon = q3.others_view()[:2]  # as other players see it: whole degrees
         head = None
         if q3.far_head_smoothed is not None:
             p, y, r = q3.far_head_smoothed
@@ -347,6 +356,48 @@ def peers_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose]]:
     return out
 
 
+def q3_players_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose, str]]:
+    """Everybody else on the Quake 3 server, as its latest snapshot relayed them: (anchor, avatar,
+    label)."""
+    q3 = next((s for s in loop.sinks if s.name == "q3"), None)
+    ents = getattr(q3, "others", None)
+    if ents is None or not ents.players:
+        return []
+    out = []
+    for p in ents.players:
+        head = None if p.head is None else (p.head.pitch, p.head.yaw, p.head.roll)
+        label = plain_name(p.name) or f"CLIENT {p.client_num}"
+        out.append((scene.q3_peer_anchor(ents.origin, p.origin), scene.q3_player_avatar(p.angles, head),
+                    label + (" VR" if head is not None else "") + (" (DEAD)" if p.dead else "")))
+    return out
+
+
+_COLOR_CODE = re.compile(r"\^[^^]")
+
+
+def plain_name(name: str) -> str:
+    """A Quake 3 name without its colour codes (^1 … ^7, ^x: any character but ^ after the ^)."""
+    return _COLOR_CODE.sub("", name)
+
+
+def _q3_far_lines(q3) -> list[tuple[str, tuple]]:
+    """The far side of our last usercmd in numbers (MODEL), and who else is on the server (RELAYED)."""
+    lines = []
+    far = q3.far_side
+    if far is not None:
+        model = vrhead.RECEIVER_NAMES[far.receiver].upper()
+        head = ("NO HEAD BITS" if far.pitch is None else
+                f"PITCH {far.pitch:+.2f}° YAW OFFSET {far.yaw_offset:+.2f}° (SENT {far.sent_offset:+.2f}°)")
+        lines.append((f"         FAR SIDE (MODEL: {model}): {head}", DIM))
+        lines.append((f"         ROLL: YOUR PLAYERSTATE {far.roll_own:+.3f}°, OTHERS SEE {far.roll_others:+.0f}° (SNAPVECTOR)",
+                      DIM))
+    ents = q3.others
+    if ents is not None and ents.players:
+        names = ", ".join(plain_name(p.name) + (" (VR)" if p.head is not None else "") for p in ents.players)
+        lines.append((f"         PLAYERS {len(ents.players)} (RELAYED): {names}"[:100], DIM))
+    return lines
+
+
 def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
     tel = loop.telemetry
     cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
@@ -360,5 +411,7 @@ def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
                       f"  {st.packed}{err}", WHITE))
         if st.detail:
             lines.append((f"         {st.detail}", DIM))
+        if s.name == "q3":
+            lines += _q3_far_lines(s)
     step = glfont.CELL_H * TEXT_SCALE + 2
     return [(12.0, 10.0 + i * step, t, c) for i, (t, c) in enumerate(lines)]

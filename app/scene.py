@@ -1,9 +1,11 @@
 """The mirror's scene as numpy geometry (no GL here): matrices, boxes, avatars, plots.
 
 Three avatars side by side, each drawn with its world orientation about a fixed anchor:
-the tracked pose as it is, the Quake 3 head as a VR receiver draws it (7-bit pitch / yaw
-offset and 16-bit roll, EMA-smoothed, display-limited) and the NetSync head and hands as the
-server broadcast them. Vertex rows are (x, y, z, r, g, b) float32.
+the tracked pose as it is, the Quake 3 head as other players draw it (the server's decode of the
+7-bit pitch / yaw offset, the view yaw and roll in whole degrees as SnapVector leaves them on our
+entity, EMA-smoothed, display-limited) and the NetSync head and hands as the server broadcast
+them. Other NetSync members and other Quake 3 players stand around their protocol's avatar, offset
+as in the room / on the map. Vertex rows are (x, y, z, r, g, b) float32.
 """
 from __future__ import annotations
 
@@ -182,11 +184,29 @@ def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPos
 
 
 PEER_COLORS = ((0.55, 0.8, 0.45), (0.3, 0.45, 0.95))  # other NetSync members: head, nose
+Q3_PEER_COLORS = ((0.7, 0.3, 0.25), (0.95, 0.6, 0.55))  # other players on the Quake 3 server
+Q3_UNITS_PER_METRE = 32.0  # a Quake 3 player is 56 units tall standing: about 1.75 m
+
+
+def q3_peer_anchor(own_origin: Vec3, peer_origin: Vec3) -> Vec3:
+    """Where another Quake 3 player is drawn: beside our Q3 avatar, offset as on the map from our
+    own playerState origin (Quake X forward, Y left, Z up → OpenXR x = −Y, y = Z, z = −X)."""
+    base = ANCHORS["q3"]
+    dx, dy, dz = (p - o for p, o in zip(peer_origin, own_origin))
+    k = 1.0 / Q3_UNITS_PER_METRE
+    return (base[0] - dy * k, base[1] + dz * k, base[2] - dx * k)
+
+
+def q3_player_avatar(angles: Vec3, head: tuple[float, float, float] | None) -> AvatarPose:
+    """Another player as their cgame draws them: the VR head (pitch, absolute yaw, roll) when the
+    entity carries one, else the view angles; the weapon from the view angles."""
+    pitch, yaw, roll = head if head is not None else angles
+    return AvatarPose(orientation(pitch, yaw, roll), aim=(angles[0], angles[1]))
 
 
 def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3 | None = None) -> np.ndarray:
     anchor = ANCHORS[kind] if anchor is None else anchor
-    head_c, nose_c = PEER_COLORS if kind == "peer" else COLORS[kind]
+    head_c, nose_c = PEER_COLORS if kind == "peer" else Q3_PEER_COLORS if kind == "q3peer" else COLORS[kind]
     parts = []
     if a.head is not None:
         parts.append(head_triangles(anchor, a.head, head_c, nose_c))

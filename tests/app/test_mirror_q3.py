@@ -1,0 +1,94 @@
+"""Other Quake 3 players in the mirror, and the Q3 far side in the HUD.
+
+mirror_q3_shot.py draws a fixed snapshot's players under Xvfb: the VR player's nose must sit where
+the scene projects it (its relayed head pitch, its place on the map relative to ours), and the
+mirror's draw() time with eight other players is recorded next to the time with none. The HUD's
+far-side lines are checked in-process: they carry the model's name and the values the property
+test (test_q3_far_side.py) holds equal to the server's decode.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headcast.app import scene
+from headcast.app.loop import FrameLoop
+from headcast.app.mirror import hud_lines, plain_name, q3_players_of
+from headcast.app.rig import Rig
+from headcast.app.synthetic import orientation
+from headcast.netcode.q3.vrhead import Receiver, roll_views, unpack7
+from support import REPO
+
+# The shot scripts run as programs from this folder (importing each other by name); import them the same way.
+sys.path.insert(0, str(Path(__file__).parent))
+from mirror_q3_shot import OWN_ORIGIN, VR_HEAD_PITCH_CODE, VR_PEER, ServerQ3Sink, snapshot  # noqa: E402
+from mirror_shot import ConstantHead  # noqa: E402
+
+NOSE_OFFSET = (0.0, -0.02, -0.2)  # scene.head_triangles: the nose box centre in the head frame
+
+
+@pytest.fixture(scope="module")
+def shot(xvfb_display, artifacts_dir):
+    out = artifacts_dir / "mirror_q3"
+    out.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
+    env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_q3_shot.py")), str(out)],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+@pytest.mark.display
+def test_other_players_are_drawn_where_the_snapshot_puts_them(shot):
+    img = np.load(shot / "q3_players.npy")
+    h, w, _ = img.shape
+    anchor = scene.q3_peer_anchor(OWN_ORIGIN, VR_PEER)
+    q = orientation(unpack7(VR_HEAD_PITCH_CODE), unpack7(63), 0.0)  # relayed head: pitch, view yaw 0 + offset
+    want = scene.project(scene.view_projection(w, h),
+                         tuple(np.array(anchor) + scene.quat_matrix(q) @ np.array(NOSE_OFFSET)), w, h)
+    rgb = img.astype(float)
+    m = rgb.max(axis=2)
+    n = rgb / np.maximum(m, 1.0)[..., None]
+    nose = (m > 50) & (n[..., 0] > 0.9) & (n[..., 1] > 0.55) & (n[..., 1] < 0.72) & (n[..., 2] > 0.5) & (n[..., 2] < 0.68)
+    ys, xs = np.nonzero(nose)
+    near = (abs(xs - want[0]) < 60) & (abs(ys - want[1]) < 60)
+    assert near.sum() >= 15, f"no Q3 player's nose near {want}"
+    got = (xs[near].mean(), ys[near].mean())
+    assert abs(got[0] - want[0]) < 15 and abs(got[1] - want[1]) < 15, (got, want)
+
+
+@pytest.mark.display
+def test_draw_cost_with_eight_other_players_is_recorded(shot):
+    cost = json.loads((shot / "cost.json").read_text())
+    print("mirror draw() per frame, ms:", cost)
+    assert cost["none"]["frames"] == cost["eight"]["frames"] == 240
+    assert 0 < cost["eight"]["median_ms"] < 50  # a figure for the report, not a benchmark gate
+
+
+def test_hud_names_the_model_and_shows_the_far_side():
+    q3 = ServerQ3Sink(snapshot(crowd=False))
+    loop = FrameLoop(ConstantHead(10.0), Rig(), [q3])
+    for _ in range(3):
+        assert loop.step()
+    far = q3.far_side
+    assert far.receiver is Receiver.QVM and (far.roll_own, far.roll_others) == roll_views(q3.intent.roll_short)
+    text = [t.upper() for _, _, t, _ in hud_lines(loop, 1.0)]  # the font draws capitals
+    assert any(f"FAR SIDE (MODEL: TRINITY QVM (Q3LCC)): PITCH {far.pitch:+.2f}° YAW OFFSET {far.yaw_offset:+.2f}°" in t
+               for t in text), text
+    assert any("OTHERS SEE" in t for t in text)
+    assert any("PLAYERS 2 (RELAYED): VERA (VR), BOB" in t for t in text), text
+    labels = [label.upper() for _, _, label in q3_players_of(loop)]
+    assert labels == ["VERA VR", "BOB"]
+    native = ServerQ3Sink(None)
+    native.receiver = Receiver.NATIVE
+    native.intent = q3.intent
+    assert native.far_side.receiver is Receiver.NATIVE and "NATIVE GAME LIBRARY" in " ".join(
+        t.upper() for _, _, t, _ in hud_lines(FrameLoop(ConstantHead(0.0), Rig(), [native]), 1.0))
+    assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
