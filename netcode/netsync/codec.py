@@ -388,7 +388,17 @@ def client_pose_header(device_id: str, protocol: int = LATEST_PROTOCOL) -> bytes
 
 
 def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
-    return client_pose_header(device_id, protocol) + _pack_body(frame, protocol, pose_seq & 0xFFFF)
+    header = client_pose_header(device_id, protocol)
+    try:  # _pack_body, inlined
+        fn = _ENCODERS[protocol][frame.flags]
+    except (KeyError, TypeError):
+        fn = _make_encoder(protocol, frame.flags, False)
+    if fn is not None:
+        try:
+            return header + fn(frame, pose_seq & 0xFFFF)
+        except Exception:  # see _pack_body
+            pass
+    return header + _pack_body_checked(frame, protocol, pose_seq & 0xFFFF)
 
 
 def encode_client_hello(device_id: str, stealth: bool = False, protocol: int = LATEST_PROTOCOL) -> bytes:
@@ -633,7 +643,12 @@ def _src_relative(part: str, names: tuple[str, str, str, str], pad: str) -> list
         "ry = qw * by - cx * bz + cy * bw + cz * bx",
         "rz = qw * bz + cx * by - cy * bx + cz * bw",
         "rw = qw * bw - cx * bx - cy * by - cz * bz",
-        *_src_normalize(("rx", "ry", "rz", "rw"), ""),
+        # conj(head) and the part are unit (or the identity), so |r|² is 1 to a few ulp: the
+        # range check _wire_normalize makes always passes here
+        "m = rx * rx + ry * ry + rz * rz + rw * rw",
+        "if m != 1.0:",
+        "    inv = 1.0 / sqrt(m)",
+        "    rx = rx * inv; ry = ry * inv; rz = rz * inv; rw = rw * inv",
         *_src_pack(("rx", "ry", "rz", "rw"), p, ""),
     ]
     return [pad + s for s in lines]
