@@ -878,9 +878,15 @@ def _decode_body(data: bytes, offset: int, family: int, size: int) -> tuple[Pose
     return (_DECODERS[family][flags] or _make_decoder(family, flags))(data, offset, size)
 
 
+_FAMILY_OF = {p: _family(p) for p in PROTOCOLS}
+
+
 def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -> tuple[PoseBody, int]:
     """One pose body of `protocol` starting at `offset`; returns it and the offset just past it."""
-    return _decode_body(data, offset, 3 if protocol == 3 else 4 if protocol == 4 else 5, len(data))
+    family = _FAMILY_OF.get(protocol)
+    if family is None:
+        check_protocol(protocol)  # the caller's mistake, not the network's: ValueError
+    return _decode_body(data, offset, family, len(data))
 
 
 def _string(data: bytes, offset: int, what: str) -> tuple[str, int]:
