@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libgl1 libglx-mesa0 libgl1-mesa-dri libopengl0         # Mesa llvmpipe OpenGL
   libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
   openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
+  qstat                                                  # quakestat: a third-party Q3 status client the probe tests compare with
   python3-venv
   python3-dev                                            # Python.h for the Q3 codec C extension
 )
