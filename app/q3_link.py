@@ -26,7 +26,7 @@ DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
 
 STATE_TEXT = {
-    State.IDLE: "idle", State.PROBING: "connecting", State.CHALLENGING: "connecting",
+    State.IDLE: "idle", State.CHALLENGING: "connecting",
     State.CONNECTING: "connecting", State.CONNECTED: "loading", State.PRIMED: "loading",
     State.ACTIVE: "in game", State.WAITING: "reconnecting", State.CLOSED: "closed",
 }
