@@ -15,6 +15,34 @@ class Connected:
 
 
 @dataclass(frozen=True)
+class FamilyChanged:
+    """Auto-detection moved to the other netchan of protocol 71 (or to the protocol the server
+    named): the server's answers showed the first guess was wrong."""
+    old: Family
+    new: Family
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The server refused the connection with a `print` (its words in `text`, `kind` a
+    refusal.RefusalKind). `fatal`: retrying cannot help and the client has stopped; otherwise it
+    tries again in `retry_in` seconds (None: it will not, reconnect is off)."""
+    text: str
+    kind: str
+    fatal: bool
+    retry_in: float | None
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """The server is up (it answered a request that is not rate-limited) but not our
+    `getchallenge`: it is dropping this address's connectionless requests. The client keeps
+    asking, backing off."""
+    unanswered: int
+
+
+@dataclass(frozen=True)
 class GamestateReceived:
     server_id: int
     client_num: int
@@ -63,5 +91,5 @@ class Disconnected:
     will_reconnect: bool
 
 
-Event = (Connected | GamestateReceived | HeadTracking | EnteredWorld | SnapshotReceived
-         | ServerCommand | Disconnected)
+Event = (Connected | FamilyChanged | Refused | RateLimited | GamestateReceived | HeadTracking | EnteredWorld
+         | SnapshotReceived | ServerCommand | Disconnected)

@@ -234,11 +234,46 @@ class Family(StrEnum):
     def legacy_netchan(self) -> bool:
         return self is not Family.NEW71
 
+    @property
+    def description(self) -> str:
+        return _FAMILY_DESCRIPTIONS[self]
+
+
+_FAMILY_DESCRIPTIONS = {
+    Family.LEGACY71: "protocol 71 on the legacy netchan (stock OpenArena)",
+    Family.NEW71: "protocol 71 on the checksummed netchan (ioq3, Quake3e)",
+    Family.LEGACY68: "protocol 68 (legacy netchan)",
+}
+
 
 def family_for_protocol(protocol: int) -> Family:
-    """getinfo `protocol` → family (quake3.md §4): 71 → legacy-71, 68 → new-71."""
+    """getinfo `protocol` → the likely family (quake3.md §4): 71 → legacy-71, 68 → new-71.
+
+    Only a guess: a Quake3e server set to `protocol 71` (or ioq3 with `com_legacyprotocol 0`)
+    reports 71 and speaks the checksummed netchan. The client does not use it; it takes the
+    family from the server's answers to the handshake itself (client.py)."""
     if protocol == 71:
         return Family.LEGACY71
     if protocol == 68:
         return Family.NEW71
     raise OobError(f"getinfo protocol {protocol} is neither 68 nor 71")
+
+
+# `--q3-protocol` / q3.protocol: what a user names a family by.
+FAMILY_OPTIONS: dict[str, Family] = {"68": Family.LEGACY68, "71": Family.NEW71, "71-legacy": Family.LEGACY71}
+
+
+def family_from_option(text: str) -> Family | None:
+    """`auto` → None (the client detects it), `68`, `71` (checksummed netchan: ioq3, Quake3e) or
+    `71-legacy` (stock OpenArena) → that family. Raises OobError naming the choices."""
+    key = str(text).strip().lower()
+    if key == "auto":
+        return None
+    if key not in FAMILY_OPTIONS:
+        raise OobError(f"{text!r} is not a Quake 3 protocol: use auto, {', '.join(FAMILY_OPTIONS)}")
+    return FAMILY_OPTIONS[key]
+
+
+def family_option(family: Family) -> str:
+    """The `--q3-protocol` value that forces `family`."""
+    return next(k for k, v in FAMILY_OPTIONS.items() if v is family)
