@@ -10,7 +10,21 @@ command tick (`cmd_rate`, 60 Hz by default) with angles relative to the server's
 `ps.delta_angles`, so the server's view equals the intended one. Packets carry the new cmd plus
 the previous one (cl_packetdup 1). Buttons are 32 bits wide only on a VR link: the gamestate's
 serverinfo has `vr_support 1` and the userinfo the server executed has `vr\\1`; otherwise 16 bits
-and no head bits (a HeadTracking event says why).
+and no head bits (a HeadTracking event says why). A VR client's roll is clamped to ±60°, as the VR
+clients send it.
+
+Joining takes one connectionless request, `getchallenge` (ioq3 answers 10 of getinfo / getstatus /
+getchallenge per source address, then one per second): its answer names the protocol, 71 or 68.
+"71" is two wire formats (quake3.md §4): the checksummed netchan (ioq3, Quake3e) is tried first,
+and the server's first netchan packet tells which one it speaks — a packet that fails the checksum
+but reads as a legacy message is OpenArena's legacy netchan, a legacy guess answered with
+checksummed packets is the other way round; the link then switches in place. A server silent
+after `connectResponse` gets a `connect` in the other format once its reconnect limit (3 s) has
+passed. A refusal (`print`) ends the attempt with the server's words: for good when retrying
+cannot help (password, ban, protocol, game), else the client tries again after a jittered backoff.
+Unanswered `getchallenge`s are resent with a growing, jittered interval; after two, one `connect`
+without a challenge (which ioq3 answers without counting it against the limit) tells a server
+that is up but rate-limiting this address from one that is not there.
 """
 from __future__ import annotations
 
@@ -28,19 +42,29 @@ from typing import Mapping, Sequence
 from . import huffman, oob, pure, serverparse
 from .delta import PlayerState, player_field
 from .entities import SnapshotEntities, of_snapshot
-from .events import (Connected, Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
-                     ServerCommand, SnapshotReceived)
-from .netchan import Netchan, NetchanMode
+from .events import (Connected, Disconnected, EnteredWorld, Event, FamilyChanged, GamestateReceived, HeadTracking,
+                     RateLimited, Refused, ServerCommand, SnapshotReceived)
+from .netchan import FRAGMENT_BIT, Netchan, NetchanMode, netchan_checksum
 from .oob import Family
+from .refusal import Refusal, RefusalKind, classify
 from .usercmd import UserCmd
-from .vrhead import USER_BUTTON_MASK, angle2short, pack_head
+from .vrhead import ROLL_CLAMP, USER_BUTTON_MASK, angle2short, pack_head
 
 MAX_RELIABLE_COMMANDS = 64
 PACKET_BACKUP = 32
 MAX_PACKET_USERCMDS = 32
 CS_SERVERINFO, CS_SYSTEMINFO = 0, 1
-CHALLENGE_RESEND = 3.0     # ioq3 RETRANSMIT_TIMEOUT for getchallenge / connect
+# getchallenge / connect resends on silence: 1 s, then x1.5 up to ioq3's RETRANSMIT_TIMEOUT (3 s),
+# each jittered: clients started together spread out instead of asking in step.
+RESEND_FIRST, RESEND_GROWTH, RESEND_MAX = 1.0, 1.5, 3.0
+JITTER = (0.75, 1.25)
+LIVENESS_AFTER = 2          # unanswered getchallenges before the challenge-less connect
 GAMESTATE_RESEND = 1.0     # CA_CONNECTED: one packet per second until the gamestate arrives
+# A server silent after connectResponse gets the other family's connect once this has passed:
+# ioq3 and Quake3e ignore a reconnect from the same address within sv_reconnectlimit (3 s).
+HANDSHAKE_WAIT = 3.3
+WAIT_MARGIN = 0.2           # past a "please wait N seconds"
+OTHER_71 = {Family.NEW71: Family.LEGACY71, Family.LEGACY71: Family.NEW71}
 DISCONNECT_PACKETS = 3     # ioq3 CL_Disconnect sends the `disconnect` command three times
 SILENCE_PROBE = 1.5         # snapshots come at 20 Hz: this much silence from a live link is suspicious
 OOB_DISCONNECT_GRACE = 3.0  # ioq3 ignores an OOB disconnect within 3 s of a real packet
@@ -68,13 +92,12 @@ def _view_shorts(p: float, y: float, r: float) -> tuple[int, int, int]:
 
 class State(StrEnum):
     IDLE = "idle"
-    PROBING = "probing"            # getinfo: which protocol family
     CHALLENGING = "challenging"    # getchallenge
     CONNECTING = "connecting"      # connect
     CONNECTED = "connected"        # netchan up, waiting for the gamestate
     PRIMED = "primed"              # gamestate parsed, sending usercmds
     ACTIVE = "active"              # the server runs our usercmds
-    WAITING = "waiting"            # reconnect backoff
+    WAITING = "waiting"            # reconnect backoff (after a timeout, a drop or a refusal worth retrying)
     CLOSED = "closed"
 
 
@@ -89,7 +112,9 @@ class ClientError(RuntimeError):
 @dataclass(frozen=True)
 class ClientConfig:
     name: str = "headcast"
-    family: Family | None = None       # None: detect with getinfo (71 → legacy-71, 68 → new-71)
+    family: Family | None = None       # forced; None: detected from the server's answers (module doc)
+    family_guess: Family | None = None  # detection's first try (None: from the challengeResponse)
+    password: str = ""                 # userinfo `password` (g_password, sv_privatePassword)
     vr: bool = False                   # send `vr\1` and head bits where the server supports them
     cmd_rate: float = 60.0             # usercmds (and packets) per second
     rate: int = 25000
@@ -98,7 +123,7 @@ class ClientConfig:
     cl_guid: str = field(default_factory=oob.new_guid)
     qport: int = field(default_factory=lambda: random.randrange(1, 0x10000))
     pure_paks: tuple[Path, ...] = ()   # pk3 files (or folders of them) for `cp` on sv_pure servers
-    connect_timeout: float = 10.0      # one attempt (probe → gamestate) may take this long
+    connect_timeout: float = 10.0      # one attempt (getchallenge → gamestate) may take this long
     timeout: float = 10.0              # silence from a connected server before giving up on it
     reconnect: bool = True
     backoff: tuple[float, float] = (0.5, 8.0)  # first and largest reconnect delay
@@ -123,6 +148,9 @@ class Status:
     last_drop: str
     last_disconnect: str
     pure_error: str                    # why no `cp` could be sent to a pure server ("" if fine)
+    refusal: str                       # the server's last refusal since we were last in ("" if none)
+    refusal_fatal: bool                # ... and retrying cannot help: the client has stopped
+    rate_limited: bool                 # the server is up but drops our getchallenge (this attempt)
 
 
 class Q3ClientCore:
@@ -144,6 +172,11 @@ class Q3ClientCore:
         self._pending: deque[str] = deque()
         self._netchan: Netchan | None = None
         self._userinfo_vr = self.config.vr  # what our userinfo says; set_vr changes it for good
+        self._rng = random.Random()          # resend and backoff jitter
+        self._known_family: Family | None = None  # the family a gamestate last came in
+        self._refusal: Refusal | None = None      # the last refusal since a gamestate
+        self._refusal_fatal = False
+        self._rate_limited = False                # proven, until a getchallenge is answered
         self._reset_connection()
         self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
@@ -163,10 +196,22 @@ class Q3ClientCore:
         """serverTime of the newest usercmd built (the one a packet just carried)."""
         return self._last_cmd_time
 
+    @property
+    def refusal(self) -> Refusal | None:
+        """The server's last refusal since we were last let in (its words, kind, whether retrying
+        can help), None if none; `status.refusal_fatal` says whether the client stopped for it."""
+        return self._refusal
+
+    @property
+    def rate_limited(self) -> bool:
+        """The server is up but drops our getchallenge (until one is answered)."""
+        return self._rate_limited
+
     def connect(self, now: float) -> None:
         if self._state not in (State.IDLE, State.CLOSED):
             raise ClientError(f"connect() in state {self._state}")
         self._backoff = self.config.backoff[0]
+        self._refusal, self._refusal_fatal = None, False
         self._start_attempt(now)
         self.handle_timer(now)
 
@@ -184,6 +229,8 @@ class Q3ClientCore:
         if not (isfinite(p) and isfinite(y) and isfinite(r)) or (
                 head is not None and not (isfinite(head[0]) and isfinite(head[1]))):
             raise ValueError(f"non-finite angle in {(p, y, r)!r} (head {head!r})")
+        if self._userinfo_vr:  # a VR client's roll is its head's, within what VR receivers take
+            r = max(-ROLL_CLAMP, min(ROLL_CLAMP, r))
         # A plain tuple: this runs every frame, and a frozen dataclass costs several times more.
         # Clamped inline: a function call per move costs more than min/max, cache-cold, every frame.
         self._input = (p, y, r, max(-127, min(127, int(forward))),
@@ -206,6 +253,9 @@ class Q3ClientCore:
         if enabled == self._userinfo_vr:
             return
         self._userinfo_vr = enabled
+        if enabled:  # the roll already given is clamped as set_input now would
+            p, y, r, *rest = self._input
+            self._input = (p, y, max(-ROLL_CLAMP, min(ROLL_CLAMP, r)), *rest)
         if self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
             self._add_reliable(f'userinfo "{self._userinfo(None)}"')
             self._update_head_status()
@@ -262,23 +312,54 @@ class Q3ClientCore:
         if self._state is State.WAITING:
             self._start_attempt(now)
         st = self._state
-        if st in (State.PROBING, State.CHALLENGING, State.CONNECTING, State.CONNECTED):
+        if st in (State.CHALLENGING, State.CONNECTING, State.CONNECTED):
             if now - self._attempt_start >= self.config.connect_timeout:
-                self._fail(now, f"no answer while {st} for {self.config.connect_timeout:.0f} s")
+                self._refusal = None  # this attempt ended in silence, whatever an earlier one was told
+                self._fail(now, self._timeout_reason(st))
                 return
         deadline = self._attempt_start + self.config.connect_timeout
-        if st is State.PROBING:
-            self._send_oob(oob.getinfo(self._nonce))
-            self._timer = min(now + 1.0, deadline)
-        elif st is State.CHALLENGING:
+        if st is State.CHALLENGING:
             self._send_oob(oob.getchallenge(self._client_challenge))
-            self._timer = min(now + CHALLENGE_RESEND, deadline)
+            self._requests += 1
+            if self._requests == LIVENESS_AFTER + 1:
+                # Two unanswered: is the server there at all? ioq3 answers a connect without a valid
+                # challenge ("No or bad challenge for your address.") without counting it against
+                # the address, as it does getchallenge. Sent after the getchallenge: its answer then
+                # comes second, and a challengeResponse is not taken for an answer to it.
+                self._send_connect(0)
+                self._liveness_pending += 1
+            self._timer = min(now + self._next_resend(), deadline)
         elif st is State.CONNECTING:
-            self._send_connect()
-            self._timer = min(now + CHALLENGE_RESEND, deadline)
+            self._send_connect(self._challenge)
+            self._timer = min(now + self._next_resend(), deadline)
         elif st is State.CONNECTED:
+            if self._switch_at is not None and now >= self._switch_at:
+                # Accepted, then nothing in this netchan: connect in the other one (the server's
+                # reconnect limit has passed, and it reuses our slot: same address and qport).
+                self._switch_family(OTHER_71[self._family], now, f"no gamestate {HANDSHAKE_WAIT:g} s after "
+                                    f"connectResponse in {self._family.description}")
+                return
             self._send_packet(now, with_cmds=False)
-            self._timer = min(now + GAMESTATE_RESEND, deadline)
+            self._timer = min(now + GAMESTATE_RESEND, deadline,
+                              self._switch_at if self._switch_at is not None else deadline)
+
+    def _next_resend(self) -> float:
+        """The wait before the next getchallenge / connect: growing, jittered (module doc)."""
+        delay = self._resend * self._rng.uniform(*JITTER)
+        self._resend = min(self._resend * RESEND_GROWTH, RESEND_MAX)
+        return delay
+
+    def _timeout_reason(self, st: State) -> str:
+        t = f"{self.config.connect_timeout:g} s"
+        if st is State.CHALLENGING:
+            if self._rate_limited:
+                return (f"the server is rate-limiting this address: it is up but answered none of "
+                        f"{self._requests} getchallenge requests in {t}")
+            return f"no answer to getchallenge ({self._requests} sent) in {t}"
+        if st is State.CONNECTING:
+            return f"the server answered getchallenge but not connect in {t}"
+        tried = ", then ".join(f.description for f in self._tried)
+        return f"connectResponse but no gamestate in {t} ({tried})"
 
     def _linked_timer(self, now: float) -> None:
         """PRIMED / ACTIVE: the link watch, then one usercmd packet per tick."""
@@ -322,15 +403,28 @@ class Q3ClientCore:
             head_reason=self._head_reason, ps=self._last_snap.ps if self._last_snap else None,
             server_time=self._last_cmd_time, latency_ms=self._latency_ms,
             counters=dict(self._counters), drops=self._all_drops(), last_drop=self._last_drop,
-            last_disconnect=self._last_disconnect, pure_error=self._pure_error)
+            last_disconnect=self._last_disconnect, pure_error=self._pure_error,
+            refusal=self._refusal.text if self._refusal else "", refusal_fatal=self._refusal_fatal,
+            rate_limited=self._rate_limited)
 
     # ------------------------------------------------------------------ connection lifecycle
 
-    def _reset_connection(self) -> None:
+    def _retire_netchan(self) -> None:
         if self._netchan is not None:  # keep the old link's netchan drops counted
             for reason, n in self._netchan.drops.items():
                 self._drops[f"netchan: {reason}"] += n
         self._netchan = None
+
+    def _reset_connection(self) -> None:
+        self._retire_netchan()
+        # The handshake of one attempt (module doc).
+        self._requests = 0                  # getchallenges sent
+        self._resend = RESEND_FIRST         # the next resend's wait (before jitter)
+        self._liveness_pending = 0          # challenge-less connects not yet answered
+        self._protocol_hint: int | None = None  # a protocol the server named refusing one of them
+        self._tried: list[Family] = []      # families a connect went out in, in order
+        self._shadow: Netchan | None = None  # CONNECTED: the other netchan of protocol 71
+        self._switch_at: float | None = None  # CONNECTED, auto: connect in the other family then
         self._challenge = 0
         self._client_challenge = random.randrange(1, 0x7FFFFFFF)
         self._nonce = f"{random.randrange(1 << 30):x}"
@@ -372,22 +466,124 @@ class Q3ClientCore:
         self._reset_connection()
         self._attempt_start = now
         self._counters["attempts"] += 1
-        self._state = State.CHALLENGING if self._family else State.PROBING
+        self._family = self.config.family  # auto: named again by this attempt's answers
+        self._state = State.CHALLENGING
         self._timer = now  # send the first request right away
 
-    def _fail(self, now: float, reason: str) -> None:
-        """The link is gone: report, then back off and start again (or stop)."""
+    def _fail(self, now: float, reason: str, retry: bool = True, delay: float | None = None) -> None:
+        """The link is gone: report, then back off (jittered; `delay` instead when given) and start
+        again, or stop (`retry` False, or reconnect off)."""
         self._last_disconnect = reason
-        again = self.config.reconnect
+        again = retry and self.config.reconnect
         self._emit(Disconnected(reason, again))
         self._counters["disconnects"] += 1
-        if again:
-            self._state = State.WAITING
-            self._timer = now + self._backoff
-            self._backoff = min(self._backoff * 2, self.config.backoff[1])
-        else:
+        self._shadow = None
+        if not again:
             self._state = State.CLOSED
             self._timer = None
+            return
+        if delay is None:
+            delay = self._backoff * self._rng.uniform(*JITTER)
+            self._backoff = min(self._backoff * 2, self.config.backoff[1])
+        self._state = State.WAITING
+        self._timer = now + delay
+
+    def _first_family(self, protocol: int | None) -> Family | None:
+        """The family to connect in first, from what the server said (module doc)."""
+        cfg = self.config
+        if cfg.family is not None:
+            return cfg.family
+        if cfg.family_guess is not None:
+            return cfg.family_guess
+        if self._known_family is not None:
+            return self._known_family
+        protocol = self._protocol_hint or protocol
+        if protocol == 71:
+            return Family.NEW71
+        if protocol in (68, None):  # None: a server too old to name it (1.32: "challengeResponse N")
+            return Family.LEGACY68
+        return None
+
+    def _connect_as(self, family: Family, now: float) -> None:
+        self._family = family
+        self._tried.append(family)
+        self._state = State.CONNECTING
+        self._resend = RESEND_FIRST
+        self._timer = now
+
+    def _switch_family(self, family: Family, now: float, why: str) -> None:
+        """Auto-detection: connect again in `family` (same challenge, address and qport)."""
+        old = self._family
+        assert old is not None
+        self._retire_netchan()
+        self._shadow = self._switch_at = None
+        self._counters["family_switches"] += 1
+        self._emit(FamilyChanged(old, family, why))
+        self._connect_as(family, now)
+
+    def _adopt_shadow(self, now: float, why: str) -> None:
+        """Auto-detection: the server speaks the other netchan of protocol 71; go on in it."""
+        old, shadow, netchan = self._family, self._shadow, self._netchan
+        assert old is not None and shadow is not None and netchan is not None
+        shadow.outgoing_sequence = netchan.outgoing_sequence
+        self._retire_netchan()
+        self._netchan, self._shadow, self._switch_at = shadow, None, None
+        self._family = OTHER_71[old]
+        self._tried.append(self._family)
+        self._counters["family_switches"] += 1
+        self._emit(FamilyChanged(old, self._family, why))
+        self._timer = now  # a packet it can read right away: it answers with the gamestate
+
+    def _refuse(self, now: float, refusal: Refusal, fatal: bool | None = None) -> None:
+        """The server said no: stop when retrying cannot help, else back off and try again."""
+        fatal = refusal.fatal if fatal is None else fatal
+        self._refusal, self._refusal_fatal = refusal, fatal
+        self._counters["refusals"] += 1
+        reason = f"server refused: {refusal.text}"
+        if fatal or not self.config.reconnect:
+            self._emit(Refused(refusal.text, str(refusal.kind), fatal, None))
+            self._fail(now, reason, retry=False)
+            return
+        # Announced before the Disconnected it causes: the wait is the backoff's next step.
+        delay = self._backoff * self._rng.uniform(*JITTER)
+        self._backoff = min(self._backoff * 2, self.config.backoff[1])
+        self._emit(Refused(refusal.text, str(refusal.kind), False, delay))
+        self._fail(now, reason, delay=delay)
+
+    def _on_refusal(self, refusal: Refusal, now: float) -> None:
+        """A `print` while challenging or connecting (refusal.py sorts them)."""
+        st = self._state
+        liveness = self._liveness_pending > 0 and refusal.kind in (RefusalKind.CHALLENGE, RefusalKind.PROTOCOL)
+        if liveness:
+            # The answer to our challenge-less connect: the server is up. Still challenging: it
+            # drops our getchallenges, i.e. this address is over its rate limit.
+            self._liveness_pending -= 1
+            if refusal.kind is RefusalKind.PROTOCOL and self.config.family is None:
+                self._protocol_hint = refusal.protocol
+            if st is State.CHALLENGING and not self._rate_limited:
+                self._rate_limited = True
+                self._emit(RateLimited(self._requests))
+            if refusal.kind is RefusalKind.CHALLENGE or self.config.family is None:
+                return
+        elif refusal.kind is RefusalKind.CHALLENGE:
+            if st is State.CONNECTING:  # the challenge expired or the server restarted: a new one
+                self._client_challenge = random.randrange(1, 0x7FFFFFFF)
+                self._state = State.CHALLENGING
+                self._resend = RESEND_FIRST
+                self._timer = now
+            return
+        if refusal.kind is RefusalKind.WAIT and st is State.CONNECTING:
+            # Quake3e's reconnect limit: connect again when it says.
+            delay = (refusal.wait or 1.0) + WAIT_MARGIN
+            self._refusal, self._refusal_fatal = refusal, False
+            self._emit(Refused(refusal.text, str(refusal.kind), False, delay))
+            self._timer = now + delay
+            return
+        if refusal.kind is RefusalKind.PROTOCOL and self.config.family is None and st is State.CONNECTING:
+            family = {68: Family.LEGACY68, 71: Family.NEW71}.get(refusal.protocol or 0)
+            if family is not None and family not in self._tried:
+                return self._switch_family(family, now, f"the server speaks protocol {refusal.protocol}")
+        self._refuse(now, refusal)
 
     # ------------------------------------------------------------------ out-of-band
 
@@ -406,10 +602,12 @@ class Q3ClientCore:
             counters["bytes_out"] += len(dgram)
 
     def _userinfo(self, challenge: int | None) -> str:
-        fam = self._family or Family.LEGACY71
-        info = oob.build_userinfo(name=self.config.name, challenge=challenge or 0, qport=self.config.qport,
-                                  protocol=fam.protocol, cl_guid=self.config.cl_guid, rate=self.config.rate,
-                                  snaps=self.config.snaps, model=self.config.model, vr=self._userinfo_vr)
+        cfg = self.config
+        fam = self._family or cfg.family_guess or self._known_family or Family.NEW71
+        info = oob.build_userinfo(name=cfg.name, challenge=challenge or 0, qport=cfg.qport,
+                                  protocol=fam.protocol, cl_guid=cfg.cl_guid, rate=cfg.rate,
+                                  snaps=cfg.snaps, model=cfg.model, vr=self._userinfo_vr,
+                                  extra={"password": cfg.password} if cfg.password else None)
         if challenge is None:  # a `userinfo` command: the engine adds (and strips) these itself
             pairs = oob.info_parse(info)
             for k in ("protocol", "qport", "challenge"):
@@ -417,8 +615,8 @@ class Q3ClientCore:
             info = oob.info_build(pairs)
         return info
 
-    def _send_connect(self) -> None:
-        self._send_oob(huffman.compress(oob.connect_text(self._userinfo(self._challenge))))
+    def _send_connect(self, challenge: int) -> None:
+        self._send_oob(huffman.compress(oob.connect_text(self._userinfo(challenge))))
 
     def _on_oob(self, data: bytes, now: float) -> None:
         try:
@@ -430,37 +628,38 @@ class Q3ClientCore:
         if isinstance(msg, oob.InfoResponse):
             if msg.info.get("challenge") != self._nonce:
                 return self._drop("oob: infoResponse to another request")
-            if st in (State.PRIMED, State.ACTIVE):
-                if now - self._last_packet >= SILENCE_PROBE:
-                    self._fail(now, "server is up but no longer talks to this client (restarted?)")
-                return
-            if st is not State.PROBING:
+            if st not in (State.PRIMED, State.ACTIVE):
                 return self._drop("oob: unexpected infoResponse")
-            try:
-                self._family = oob.family_for_protocol(int(msg.info.get("protocol", "0")))
-            except (ValueError, oob.OobError) as exc:
-                return self._fail(now, f"server protocol: {exc}")
-            self._state = State.CHALLENGING
-            self._timer = now
+            if now - self._last_packet >= SILENCE_PROBE:
+                self._fail(now, "server is up but no longer talks to this client (restarted?)")
         elif isinstance(msg, oob.ChallengeResponse):
             if st is not State.CHALLENGING:
                 return self._drop("oob: challengeResponse while not challenging")
             if msg.client_challenge is not None and msg.client_challenge != self._client_challenge:
                 return self._drop("oob: challengeResponse for another client challenge")
             self._challenge = msg.challenge
-            self._state = State.CONNECTING
-            self._timer = now
+            self._rate_limited = False
+            family = self._first_family(msg.protocol)
+            if family is None:
+                return self._refuse(now, Refusal(f"the server speaks protocol {msg.protocol}; headcast speaks "
+                                                 "68 and 71", RefusalKind.PROTOCOL, msg.protocol))
+            self._connect_as(family, now)
         elif isinstance(msg, oob.ConnectResponse):
             if st is not State.CONNECTING:
                 return self._drop("oob: connectResponse while not connecting")
             if msg.challenge is not None and msg.challenge != self._challenge:
                 return self._drop("oob: connectResponse with another challenge")
-            assert self._family is not None
-            mode = NetchanMode.LEGACY if self._family.legacy_netchan else NetchanMode.NEW71
-            self._netchan = Netchan(mode, challenge=self._challenge, qport=self.config.qport)
+            family = self._family
+            assert family is not None
+            self._netchan = self._new_netchan(family)
+            other = OTHER_71.get(family)
+            # Protocol 71 in either netchan: the server's first packets tell which it speaks.
+            self._shadow = self._new_netchan(other) if other is not None else None
+            self._switch_at = (now + HANDSHAKE_WAIT if other is not None and other not in self._tried
+                               and self.config.family is None else None)
             self._state = State.CONNECTED
             self._last_packet = now
-            self._emit(Connected(self._family, self._challenge))
+            self._emit(Connected(family, self._challenge))
             self._timer = now
         elif isinstance(msg, oob.Disconnect):
             if st in (State.CONNECTED, State.PRIMED, State.ACTIVE) and now - self._last_packet >= OOB_DISCONNECT_GRACE:
@@ -470,14 +669,56 @@ class Q3ClientCore:
         elif isinstance(msg, oob.Print):
             self._counters["prints"] += 1
             if st in (State.CHALLENGING, State.CONNECTING):
-                # ioq3 answers a refused connect with a print (bad GUID, game mismatch, full server)
-                self._fail(now, f"server refused: {msg.text.strip()[:200]}")
+                # ioq3 answers a refused getchallenge or connect with a print (refusal.py)
+                self._on_refusal(classify(msg.text), now)
         else:
             self._drop("oob: unexpected packet")
 
     # ------------------------------------------------------------------ netchan in
 
+    def _new_netchan(self, family: Family) -> Netchan:
+        mode = NetchanMode.LEGACY if family.legacy_netchan else NetchanMode.NEW71
+        return Netchan(mode, challenge=self._challenge, qport=self.config.qport)
+
+    def _other_netchan(self, data: bytes, now: float) -> bool:
+        """CONNECTED on one netchan of protocol 71: is this packet in the other? Auto-detection then
+        goes on in the other one; with a forced family the attempt ends, naming what the server
+        speaks. True when the packet was used up here."""
+        netchan, shadow = self._netchan, self._shadow
+        assert netchan is not None and shadow is not None
+        # A checksummed header is 32 bits no legacy packet carries by chance.
+        checksummed = len(data) >= 8 and struct.unpack_from("<i", data, 4)[0] == netchan_checksum(
+            netchan.challenge, struct.unpack_from("<I", data)[0] & ~FRAGMENT_BIT)
+        if checksummed is (netchan.mode is NetchanMode.NEW71):
+            return False  # in our own netchan
+        msg = None
+        if shadow.mode is NetchanMode.LEGACY:
+            # It fails our checksum: does it read as a legacy message? (Legacy servers answer the
+            # packets they cannot read with a gamestate, and send snapshots meanwhile.)
+            received = shadow.process(data, self._reliable)
+            if received is None:
+                return True  # a fragment of one (or a drop the shadow counts)
+            try:
+                msg = serverparse.parse_server_message(received.data, received.sequence, self._snapshot_at,
+                                                       self._baselines)
+            except serverparse.ServerParseError as exc:
+                self._drop(f"parse: {exc}")
+                return True
+        forced = self.config.family
+        if forced is not None:
+            self._refuse(now, Refusal(f"the server speaks {OTHER_71[forced].description}, not "
+                                      f"{forced.description}", RefusalKind.PROTOCOL, 71), fatal=True)
+            return True
+        self._adopt_shadow(now, f"the server's packets are in {OTHER_71[self._family].description}")
+        if msg is None:
+            return False  # the adopted (checksummed) netchan takes it from here
+        self._last_packet = now
+        self._on_message(received.sequence, msg, now)
+        return True
+
     def _on_netchan(self, data: bytes, now: float) -> None:
+        if self._shadow is not None and self._state is State.CONNECTED and self._other_netchan(data, now):
+            return
         assert self._netchan is not None
         received = self._netchan.process(data, self._reliable)
         if received is None:  # a fragment awaiting the rest, or a drop the netchan counted
@@ -490,6 +731,9 @@ class Q3ClientCore:
         except serverparse.ServerParseError as exc:
             self._drop(f"parse: {exc}")
             return
+        self._on_message(msg_num, msg, now)
+
+    def _on_message(self, msg_num: int, msg: serverparse.ServerMessage, now: float) -> None:
         self._server_msg_seq = msg_num
         self._counters["messages_in"] += 1
         ack = msg.reliable_ack
@@ -574,6 +818,10 @@ class Q3ClientCore:
         self._vr_support = self._serverinfo.get("vr_support", "0").strip() == "1"
         self._counters["gamestates"] += 1
         self._state = State.PRIMED
+        # Let in: this family is the first try of any later attempt, and what it was told is past.
+        self._known_family = self._family
+        self._shadow = self._switch_at = None
+        self._refusal, self._refusal_fatal = None, False
         self._emit(GamestateReceived(self._server_id, gs.client_num, gs.checksum_feed,
                                      self._serverinfo.get("mapname", ""), self._sv_pure, self._vr_support,
                                      dict(self._serverinfo), sysinfo))

@@ -172,31 +172,45 @@ def test_handshake_userinfo_and_connect_resend_timing():
     assert len(server.read(1.0)) == 1
 
 
-def test_challenge_is_resent_every_3s_and_the_attempt_times_out_into_backoff():
+def test_the_attempt_times_out_into_a_jittered_backoff():
     core = Q3ClientCore(ClientConfig(family=Family.NEW71, connect_timeout=7.0, backoff=(0.5, 2.0)))
     core.connect(0.0)
     assert len(core.datagrams_to_send(0.0)) == 1
-    run(core, 0.0, 2.9)
-    assert core.datagrams_to_send(2.9) == []
-    run(core, 2.9, 3.0)
-    assert len(core.datagrams_to_send(3.0)) == 1
-    run(core, 3.0, 7.0)
+    run(core, 0.0, 7.0)
     ev = events(core)
     assert isinstance(ev[-1], Disconnected) and ev[-1].will_reconnect
-    assert core.state is State.WAITING and core.get_timer() == pytest.approx(7.5)
-    run(core, 7.0, 7.5)
+    assert core.state is State.WAITING and 7.0 + 0.5 * 0.75 <= core.get_timer() <= 7.0 + 0.5 * 1.25
+    run(core, 7.0, 7.7)
     assert core.state is State.CHALLENGING
 
 
-def test_family_detection_uses_getinfo_protocol():
-    core = Q3ClientCore(ClientConfig())
-    core.connect(0.0)
-    (probe,) = core.datagrams_to_send(0.0)
-    nonce = probe[4:].decode().split()[1]
-    core.receive_datagram(b"\xff\xff\xff\xffinfoResponse\n\\protocol\\71\\challenge\\wrong", 0.01)
-    assert core.state is State.PROBING  # not our nonce
-    core.receive_datagram(b"\xff\xff\xff\xff" + f"infoResponse\n\\protocol\\71\\challenge\\{nonce}".encode(), 0.02)
-    assert core.status.family is Family.LEGACY71 and core.state is State.CHALLENGING
+@pytest.mark.parametrize("vr,vr_support,roll,sent", [
+    (True, True, 70.0, 60.0), (True, True, -95.5, -60.0), (True, True, 42.0, 42.0),
+    (True, False, 70.0, 60.0),     # a VR client on a vanilla server: roll as the VR clients send it
+    (False, False, 70.0, 70.0), (False, True, -95.5, -95.5)])  # a flat client's roll is its own
+def test_a_vr_clients_roll_is_clamped_to_60_degrees_in_the_library(vr, vr_support, roll, sent):
+    core, server = make(vr=vr, vr_support=vr_support)
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.01)
+    core.set_input((5.0, 20.0, roll), head=(0.0, 0.0))
+    run(core, 0.01, 0.1)
+    cmds = [c for m in server.read(0.1, button_bits=32 if vr and vr_support else 16) for c in m.cmds]
+    assert cmds and {c.angles[2] for c in cmds} == {angle2short(sent)}  # delta_angles are 0 here
+    assert core._wire_input()[2] & 0xFFFF == angle2short(sent)  # the native tick's input (transport.run)
+
+
+def test_switching_to_vr_clamps_the_roll_already_given():
+    core, server = make(vr=False)
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.01)
+    core.set_input((0.0, 0.0, 75.0))
+    core.set_vr(True)
+    assert core._wire_input()[2] == angle2short(60.0)
+    core.set_vr(False)
+    core.set_input((0.0, 0.0, 75.0))
+    assert core._wire_input()[2] == angle2short(75.0)
 
 
 @pytest.mark.parametrize("vr,vr_support,bits", [(True, True, 32), (True, False, 16), (False, True, 16)])
@@ -368,9 +382,9 @@ def test_silence_times_out_and_reconnects_with_backoff():
     server.gamestate(0.0)
     run(core, 0.0, 2.05)
     assert core.state is State.WAITING
-    run(core, 2.05, 2.6)
+    run(core, 2.05, 2.7)  # 0.5 s, jittered by at most a quarter
     assert core.state is State.CHALLENGING
-    run(core, 2.5, 12.6)  # each failed attempt doubles the wait, capped
+    run(core, 2.7, 12.7)  # each failed attempt doubles the wait, capped
     discs = [e for e in events(core) if isinstance(e, Disconnected)]
     assert len(discs) >= 2 and all(d.will_reconnect for d in discs)
 
