@@ -13,6 +13,7 @@ Processes are stopped by PID only.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +30,9 @@ OPENARENA_SERVER = "/usr/games/openarena-server"
 IOQ3DED = "/usr/lib/ioquake3/ioq3ded"
 OPENARENA_BASEPATH = "/usr/lib/openarena-server"
 KINDS = ("openarena", "ioq3")
+# ioq3 answers 10 getinfo/getstatus/getchallenge/rcon per source address, then one a second
+# (SVC_RateLimitAddress): an unanswered query is asked again after this long, not given up on.
+QUERY_RESEND = 1.0
 
 
 class LocalServerError(RuntimeError):
@@ -170,6 +174,34 @@ class LocalQ3Server:
     def __exit__(self, *exc) -> None:
         self.cleanup()
 
+    def log_offset(self) -> int:
+        """The log's length now: `wait_for_log(..., since=offset)` looks only at what comes after."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match:
+        """Poll the server's own log until a line matches `pattern` (a regex), bounded by `timeout`.
+        Sends the server nothing, so it costs nothing against its per-address request limit."""
+        rx = re.compile(pattern, re.MULTILINE)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with open(self.log_path, "rb") as f:
+                    f.seek(since)
+                    found = rx.search(f.read().decode("latin-1"))
+            except OSError:
+                found = None
+            if found:
+                return found
+            if self._proc is None or self._proc.poll() is not None:
+                raise LocalServerError(f"{self.kind} server exited before its log said {pattern!r}")
+            if time.monotonic() >= deadline:
+                raise LocalServerError(f"{self.kind} server log did not say {pattern!r} within {timeout:g} s; "
+                                       f"log tail:\n{self.log_tail()}")
+            time.sleep(0.02)
+
     def log_tail(self, n: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
@@ -178,20 +210,26 @@ class LocalQ3Server:
 
     # ------------------------------------------------------------------ OOB queries (blocking, bounded)
 
-    def _query(self, packet: bytes, timeout: float, want: type, collect: float = 0.0):
-        """Send one OOB request and return the first reply of type `want` (or all within `collect` s)."""
+    def _query(self, packet: bytes, timeout: float, want: type, collect: float = 0.0, resend: bool = False):
+        """Send one OOB request and return the first reply of type `want` (or all within `collect` s).
+        `resend` (only for requests that may run twice): ask again every QUERY_RESEND s without an
+        answer, as the server drops requests over its per-address limit."""
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.bind(("127.0.0.1", 0))
             s.sendto(packet, self.address)
             deadline = time.monotonic() + timeout
+            again = time.monotonic() + QUERY_RESEND
             got = []
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if now >= deadline:
                     if got:
                         return got
                     raise TimeoutError(f"no {want.__name__} from {self.address} within {timeout} s")
-                s.settimeout(left)
+                if resend and not got and now >= again:
+                    s.sendto(packet, self.address)
+                    again = now + QUERY_RESEND
+                s.settimeout(max(1e-3, (min(deadline, again) if resend and not got else deadline) - now))
                 try:
                     data, _ = s.recvfrom(65536)
                 except socket.timeout:
@@ -205,13 +243,13 @@ class LocalQ3Server:
 
     def getinfo(self, timeout: float = 2.0) -> dict[str, str]:
         nonce = secrets.token_hex(4)
-        reply = self._query(oob.getinfo(nonce), timeout, oob.InfoResponse)
+        reply = self._query(oob.getinfo(nonce), timeout, oob.InfoResponse, resend=True)
         if reply.info.get("challenge") != nonce:
             raise oob.OobError("infoResponse does not echo our nonce")
         return reply.info
 
     def getstatus(self, timeout: float = 2.0) -> oob.StatusResponse:
-        return self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse)
+        return self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse, resend=True)
 
     def rcon(self, command: str, timeout: float = 2.0) -> str:
         """Run a console command; returns the printed text (collected for 0.2 s after the first reply)."""
