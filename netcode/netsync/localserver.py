@@ -13,9 +13,9 @@ Ports are free ports unless given. From 0.15.0 on the server has a control ROUTE
 the control port is chosen with control + 2 free as well and that is the transform port. Earlier
 releases have one ROUTER (`dealer_port`) for everything; there `address.transform_port` equals
 `address.dealer_port` (poses go to the dealer port). The ports are written to a config file with
-the keys that release knows (older ones only warn about unknown keys, but each gets its own), the
-REST port also to NETSYNC_REST_PORT (0.8.0). Readiness is polled with a bound: every ZeroMQ port
-accepts connections and the REST bridge answers `GET /`.
+the keys that release knows (every release only warns about unknown keys, but each gets its own
+set), the REST port also to NETSYNC_REST_PORT (0.8.0 has no key for it). Readiness is polled
+with a bound: every ZeroMQ port accepts connections and the REST bridge answers `GET /`.
 """
 from __future__ import annotations
 
@@ -177,12 +177,14 @@ class LocalNetSyncServer:
         self.config_path = Path(self._tmp.name) / "server.toml"
         if split:  # 0.15.0+: control_port, its alias dealer_port (must be equal), transform_port
             ports = {"control_port": control, "dealer_port": control, "transform_port": transform}
-        else:      # 0.9.0–0.14.0 (and 0.8.0, which warns and reads NETSYNC_REST_PORT for REST)
+        else:      # before 0.15.0: one ROUTER
             ports = {"dealer_port": control}
+        ports["pub_port"] = pub
+        parsed = releases.parse_version(v) if v is not None else None
+        if parsed is None or parsed >= (0, 9, 0):  # 0.8.0 has no rest_api_port: NETSYNC_REST_PORT only
+            ports["rest_api_port"] = rest
         keys = {
             **ports,
-            "pub_port": pub,
-            "rest_api_port": rest,
             "server_discovery_port": _free_port_except(taken),
             "enable_server_discovery": False,
             **(settings or {}),
