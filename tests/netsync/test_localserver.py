@@ -303,6 +303,22 @@ def test_config_keys_per_version(tmp_path):
             srv.close()
 
 
+def test_config_keys_for_0_8_0(tmp_path):
+    """python= with 0.8.0 (the bandwidth benchmark's baseline): no rest_api_port key, which 0.8.0
+    does not know (it reads NETSYNC_REST_PORT). A stand-in interpreter that only answers the
+    version question is enough to check the file."""
+    fake = tmp_path / "python080"
+    fake.write_text("#!/bin/sh\necho 0.8.0\n")
+    fake.chmod(0o755)
+    srv = LocalNetSyncServer(python=fake, log_dir=tmp_path)
+    try:
+        assert (srv.address.version, srv.address.protocol) == ("0.8.0", None)
+        keys = dict(line.split(" = ", 1) for line in srv.config_path.read_text().splitlines())
+        assert keys.keys() == {"dealer_port", "pub_port", "server_discovery_port", "enable_server_discovery"}
+    finally:
+        srv.close()
+
+
 def test_no_unknown_key_warnings(tmp_path):
     for v in ("0.14.0", "0.15.0"):
         with LocalNetSyncServer(v, log_dir=tmp_path) as srv:
