@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -56,6 +57,9 @@ _RANGES: tuple[tuple[tuple[int, int, int], int | None], ...] = (
     ((0, 16, 0), 8),   # 0.16.x – 0.17.x (control messages carry the deviceId)
     ((0, 18, 0), None),  # not released when this table was written: unknown
 )
+
+# A temporary install folder older than this was left by a killed install (pip takes seconds).
+STALE_TMP_SECONDS = 3600
 
 # First release with the control/transform split (config keys control_port, transform_port).
 SPLIT_SOCKETS = (0, 15, 0)
@@ -177,6 +181,12 @@ def ensure_release(version: str, repo_root: str | os.PathLike | None = None, *,
     if _dist_info(dest, version).is_dir():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{version}.tmp-*"):  # left by an install that was killed
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_TMP_SECONDS:
+                shutil.rmtree(stale, ignore_errors=True)
+        except OSError:
+            pass
     tmp = Path(tempfile.mkdtemp(prefix=f".{version}.tmp-", dir=dest.parent))
     try:
         umask = os.umask(0)
