@@ -386,6 +386,9 @@ def _q3_far_lines(q3) -> list[tuple[str, tuple]]:
     far = q3.far_side
     if far is not None:
         model = vrhead.RECEIVER_NAMES[far.receiver].upper()
+        seen = q3.receiver_seen
+        if seen is not None:  # another VR player's relayed head told which build the server runs
+            model += f", SEEN ON {plain_name(seen[1]) or 'ANOTHER PLAYER'}"
         head = ("NO HEAD BITS" if far.pitch is None else
                 f"PITCH {far.pitch:+.2f}° YAW OFFSET {far.yaw_offset:+.2f}° (SENT {far.sent_offset:+.2f}°)")
         lines.append((f"         FAR SIDE (MODEL: {model}): {head}", DIM))

@@ -41,7 +41,7 @@ class Q3Sink:
     def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False,
                  receiver: Receiver = DEFAULT_RECEIVER) -> None:
         self.vr = vr
-        self.receiver = receiver               # which build of the game decodes the head bits
+        self.receiver = receiver               # the build assumed to decode the head bits, until one is seen
         self.verify = verify                   # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
         self.link = link                       # a connected Q3Link, or None = offline
@@ -118,15 +118,16 @@ class Q3Sink:
         intent = self.intent
         if intent is None:
             return None, None
-        if self._far[0] is not intent:
+        receiver = self.model_receiver
+        if self._far[0] is not intent or self._far[1].receiver is not receiver:
             buttons = intent.buttons
             own, others = roll_views(intent.roll_short)
-            head = unpack_head(buttons, self.receiver)
+            head = unpack_head(buttons, receiver)
             if head is None:
-                far, seen = FarSide(self.receiver, None, None, None, own, others), None
+                far, seen = FarSide(receiver, None, None, None, own, others), None
             else:
                 sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(intent.head[1], intent.angles[1])))
-                far = FarSide(self.receiver, head[0], head[1], sent, own, others)
+                far = FarSide(receiver, head[0], head[1], sent, own, others)
                 seen = RemoteHead(*clamp_display(head[0], head[1], others))
                 pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
                 self._quant_max = max(self._quant_max, abs(pitch - head[0]), abs(sent - head[1]))
@@ -162,6 +163,23 @@ class Q3Sink:
         if view is None:
             view = tuple(view_angle(angle2short(a)) for a in self.intent.angles) if self.intent else (0.0, 0.0, 0.0)
         return snap_angle(view[0]), snap_angle(view[1]), snap_angle(view[2])
+
+    @property
+    def receiver_seen(self) -> tuple[Receiver, str] | None:
+        """The build the server's game is, betrayed by another VR player's relayed head angles
+        (38 of the 128 decoded values differ between a QVM and a native build), and on whom."""
+        ents = self.others
+        if ents is not None:
+            for p in ents.players:
+                if p.head is not None and p.head.decoded_by is not None:
+                    return p.head.decoded_by, p.name
+        return None
+
+    @property
+    def model_receiver(self) -> Receiver:
+        """The build whose decode the far side models: the one seen on the server, else `receiver`."""
+        seen = self.receiver_seen
+        return self.receiver if seen is None else seen[0]
 
     @property
     def others(self) -> SnapshotEntities | None:

@@ -79,16 +79,35 @@ def test_hud_names_the_model_and_shows_the_far_side():
         assert loop.step()
     far = q3.far_side
     assert far.receiver is Receiver.QVM and (far.roll_own, far.roll_others) == roll_views(q3.intent.roll_short)
+    assert q3.receiver_seen == (Receiver.QVM, "^1Vera")  # codes 84 and 63 decode differently in a native build
     text = [t.upper() for _, _, t, _ in hud_lines(loop, 1.0)]  # the font draws capitals
-    assert any(f"FAR SIDE (MODEL: TRINITY QVM (Q3LCC)): PITCH {far.pitch:+.2f}° YAW OFFSET {far.yaw_offset:+.2f}°" in t
-               for t in text), text
+    assert any(f"FAR SIDE (MODEL: TRINITY QVM (Q3LCC), SEEN ON VERA): PITCH {far.pitch:+.2f}° YAW OFFSET "
+               f"{far.yaw_offset:+.2f}°" in t for t in text), text
     assert any("OTHERS SEE" in t for t in text)
     assert any("PLAYERS 2 (RELAYED): VERA (VR), BOB" in t for t in text), text
     labels = [label.upper() for _, _, label in q3_players_of(loop)]
     assert labels == ["VERA VR", "BOB"]
-    native = ServerQ3Sink(None)
+    native = ServerQ3Sink(None)  # nobody seen: the configured build is modelled
     native.receiver = Receiver.NATIVE
     native.intent = q3.intent
-    assert native.far_side.receiver is Receiver.NATIVE and "NATIVE GAME LIBRARY" in " ".join(
+    assert native.far_side.receiver is Receiver.NATIVE and "FAR SIDE (MODEL: NATIVE GAME LIBRARY):" in " ".join(
         t.upper() for _, _, t, _ in hud_lines(FrameLoop(ConstantHead(0.0), Rig(), [native]), 1.0))
     assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
+
+
+def test_the_model_follows_the_build_another_vr_player_betrays():
+    """A relayed head angle only a native build decodes to: the far side is then modelled as native."""
+    from headcast.netcode.q3.delta import EntityState
+    from headcast.netcode.q3.entities import ET_PLAYER, SnapshotEntities, player_entity
+    from headcast.netcode.q3.vrhead import DECODED, EF_VR_PLAYER
+
+    code = next(p for p in range(128) if DECODED[Receiver.QVM][p] != DECODED[Receiver.NATIVE][p])
+    es = EntityState.from_dict({"number": 1, "eType": ET_PLAYER, "eFlags": EF_VR_PLAYER,
+                                "angles2": (unpack7(code, Receiver.NATIVE), 0.0, unpack7(63, Receiver.NATIVE))})
+    q3 = ServerQ3Sink(SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), (player_entity(es, "^2Nat"),)))
+    loop = FrameLoop(ConstantHead(10.0), Rig(), [q3])
+    assert loop.step()
+    assert q3.receiver is Receiver.QVM and q3.receiver_seen == (Receiver.NATIVE, "^2Nat")
+    assert q3.far_side.receiver is Receiver.NATIVE
+    text = " ".join(t.upper() for _, _, t, _ in hud_lines(loop, 1.0))
+    assert "FAR SIDE (MODEL: NATIVE GAME LIBRARY, SEEN ON NAT)" in text, text
