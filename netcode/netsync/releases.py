@@ -189,22 +189,21 @@ def ensure_release(version: str, repo_root: str | os.PathLike | None = None, *,
             pass
     tmp = Path(tempfile.mkdtemp(prefix=f".{version}.tmp-", dir=dest.parent))
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would hide the release from other users
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the release from other users
         cmd = pip_command(version, tmp, python)
+        what = (f"installing {DIST} {version} failed; command: {shlex.join(pip_command(version, dest, python))} "
+                f"(run into the temporary folder {tmp.name}, renamed when complete)")
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise ReleaseInstallError(f"installing {DIST} {version} failed ({e}); command: {shlex.join(cmd)}") from e
+            raise ReleaseInstallError(f"{what}: {e}") from e
         if out.returncode != 0 or not _dist_info(tmp, version).is_dir():
             tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
-            raise ReleaseInstallError(
-                f"installing {DIST} {version} failed (exit {out.returncode}); command: {shlex.join(cmd)}\n{tail}")
+            raise ReleaseInstallError(f"{what}: exit {out.returncode}\n{tail}")
         if verify:
             verify_release(version, tmp, python)
         if dest.exists() and not _dist_info(dest, version).is_dir():
-            shutil.rmtree(dest)  # a stray folder without the dist-info (not ours: we only rename)
+            shutil.rmtree(dest)  # not a release (ours only ever appear complete, by rename)
         try:
             os.rename(tmp, dest)
         except OSError:
