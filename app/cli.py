@@ -42,8 +42,12 @@ NetSync protocols (--netsync-protocol, default auto: headcast detects the server
   naming the server's protocol and version.
 controls: left stick moves, right stick snap-turns (--turn smooth for smooth turning),
 right trigger fires, A/jump button jumps. Ctrl-C or closing the mirror window stops cleanly.
-exit codes: 0 ok, 1 failure, 2 bad flag or configuration value, 3 a server did not answer
-(or did not let us in) within run.connect_timeout, 4 a NetSync server speaks another protocol.
+Quake 3 refusals ("Invalid password", "Server is full", "You are banned …", "Server uses
+protocol version …") end the run with the server's words and exit code 1: at once when retrying
+cannot help, after run.connect_timeout when it can (a full server is retried meanwhile).
+exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address),
+2 bad flag or configuration value, 3 a server did not answer at all (Quake 3) or did not let us in
+(NetSync) within run.connect_timeout, 4 a NetSync server speaks another protocol.
 """
 
 
@@ -62,6 +66,10 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-vr", dest="vr", action="store_false", help="play as a flat client: no head bits")
     g.add_argument("--name", help="player name (default: headcast)")
     g.add_argument("--pk3", nargs="+", metavar="PATH", help="pk3 files matching a pure server's (sv_pure 1)")
+    g.add_argument("--password", help="the server's password (g_password), sent in the userinfo")
+    g.add_argument("--q3-protocol", choices=("auto", "68", "71", "71-legacy"),
+                   help="auto (default): taken from the server's answers; 68; 71 (checksummed netchan: ioq3, "
+                        "Quake3e); 71-legacy (stock OpenArena)")
     g = p.add_argument_group("NetSync sink")
     g.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]", help="NetSync server to join")
     g.add_argument("--netsync-protocol", metavar="auto|3..8",
@@ -178,6 +186,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
     return {
         ("xr", "mock"): g("mock"),
         ("q3", "host"): g("q3"), ("q3", "vr"): g("vr"), ("q3", "name"): g("name"), ("q3", "pk3"): g("pk3"),
+        ("q3", "password"): g("password"), ("q3", "protocol"): g("q3_protocol"),
         ("netsync", "host"): g("netsync"), ("netsync", "room"): g("room"),
         ("netsync", "device_id"): g("device_id"), ("netsync", "send_rate"): g("send_rate"),
         ("netsync", "stealth"): g("stealth"), ("netsync", "protocol"): g("netsync_protocol"),

@@ -48,6 +48,7 @@ def check_config(cfg: config_mod.Config) -> None:
     # so a typo would only show as "no answer" after the connect timeout.
     if cfg[("q3", "host")]:
         _resolve("--q3", q3_link.parse_address(cfg[("q3", "host")])[0])
+    q3_settings(cfg)
     netsync_settings(cfg)
     if cfg[("netsync", "host")]:
         _resolve("--netsync", netsync_link.parse_address(cfg[("netsync", "host")])[0])
@@ -56,6 +57,22 @@ def check_config(cfg: config_mod.Config) -> None:
         raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
     rig_from(cfg)
     want_mirror(cfg)
+
+
+def q3_settings(cfg: config_mod.Config) -> dict[str, Any]:
+    """The Quake 3 link's protocol (a forced family, None = auto) and password, each checked."""
+    from headcast.netcode.q3 import oob
+    q = cfg.section("q3")
+    try:
+        protocol = oob.family_from_option(q["protocol"])
+    except oob.OobError as e:
+        raise UsageError(f"q3.protocol ({cfg.sources[('q3', 'protocol')]}): {e}") from None
+    password = q["password"]
+    if set(password) & set('\\";') or len(password) > 255:
+        # The userinfo cannot carry them (the engine would split or mangle it).
+        raise UsageError(f"q3.password ({cfg.sources[('q3', 'password')]}): a Quake 3 password cannot "
+                         "hold \\, \" or ; (and is at most 255 characters)")
+    return {"protocol": protocol, "password": password}
 
 
 def netsync_settings(cfg: config_mod.Config) -> dict[str, Any]:
@@ -96,7 +113,7 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
         if q["host"]:
             from headcast.app.q3_link import Q3Link, parse_address as q3_address
             host, port = q3_address(q["host"])
-            q3_link = Q3Link(host, port, name=q["name"], vr=q["vr"], pk3=q["pk3"], clock=clock)
+            q3_link = Q3Link(host, port, name=q["name"], vr=q["vr"], pk3=q["pk3"], clock=clock, **q3_settings(cfg))
         sinks.append(Q3Sink(vr=q["vr"], move_speed=cfg[("rig", "move_speed")], link=q3_link, verify=verify))
         n = cfg.section("netsync")
         ns_link = None
@@ -221,6 +238,10 @@ class Console:
             if st.state == PURE_FAILED:
                 raise AppError(f"{sink.name}: {st.detail}")
             link = getattr(sink, "link", None)
+            # A link that stopped for good (Q3: a refusal retrying cannot help), joined before or not.
+            failure = getattr(link, "failure", None)
+            if failure is not None:
+                raise failure
             if link is None or link.joined:
                 continue
             # A server that answered in another protocol will not let us in however long we wait.
@@ -229,6 +250,9 @@ class Console:
                 raise ProtocolMismatchError(f"{sink.name}: {mismatch.message}")
             # Only the first join is bounded: later drops are the links' to ride out (reconnect).
             if elapsed > self.connect_timeout:
+                timeout_error = getattr(link, "join_timeout_error", None)
+                if timeout_error is not None:  # the link says why itself (Q3: refused, rate-limited …)
+                    raise timeout_error(self.connect_timeout)
                 where = link.address
                 if st.state == "loading" or getattr(link, "answered", False):
                     raise UnreachableError(f"{sink.name}: {where} answered but did not let us in within "
@@ -309,10 +333,11 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.print_config:
+        shown = cfg.redacted()
         if args.json:
-            print(json.dumps(cfg.as_dict()))
+            print(json.dumps(shown.as_dict()))
         else:
-            print(cfg.to_toml())
+            print(shown.to_toml())
         return 0
     run_pipeline(cfg, lambda mirror: open_xr(cfg, mirror), args.json)
     return 0

@@ -18,10 +18,14 @@ ENV_PREFIX = "HEADCAST_"
 Key = tuple[str, str]
 # The flags whose name is not --<key> (the source named in --print-config and in errors).
 FLAG_NAMES: dict[Key, str] = {
-    ("xr", "mock"): "--mock", ("q3", "host"): "--q3", ("q3", "vr"): "--vr/--no-vr",
+    ("xr", "mock"): "--mock", ("q3", "host"): "--q3", ("q3", "vr"): "--vr/--no-vr", ("q3", "protocol"): "--q3-protocol",
     ("netsync", "host"): "--netsync", ("netsync", "protocol"): "--netsync-protocol",
     ("netsync", "transform_port"): "--netsync-transform-port", ("mirror", "enabled"): "--mirror/--no-mirror",
 }
+
+
+# Values --print-config shows only as set or not.
+SECRETS: frozenset[Key] = frozenset({("q3", "password")})
 
 
 class ConfigError(Exception):
@@ -35,6 +39,11 @@ class Config:
 
     def __getitem__(self, key: Key) -> Any:
         return self.values[key]
+
+    def redacted(self) -> "Config":
+        """This configuration with the secrets (SECRETS) replaced by "(set)" where they are set."""
+        values = {k: ("(set)" if k in SECRETS and v else v) for k, v in self.values.items()}
+        return Config(values, dict(self.sources))
 
     def section(self, name: str) -> dict[str, Any]:
         return {k: v for (s, k), v in self.values.items() if s == name}

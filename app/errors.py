@@ -20,6 +20,14 @@ class UnreachableError(AppError):
     exit_code = 3
 
 
+class RefusedError(AppError):
+    """A server answered but would not let us in: its refusal ("Invalid password", "Server is
+    full" …), a rate limit on this address, or a handshake that never completed. Reachable, so
+    not exit 3; the message carries the server's words."""
+
+    exit_code = 1
+
+
 class ProtocolMismatchError(AppError):
     """The server answered in another protocol than the one we speak (NetSync: a different
     protocol number, or one headcast does not speak): reachable, but no use as configured."""

@@ -14,16 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from headcast.app.errors import UsageError
+from headcast.app.errors import AppError, RefusedError, UnreachableError, UsageError
 from headcast.app.q3map import Q3Intent
 from headcast.netcode.pose import angle_subtract
+from headcast.netcode.q3 import oob
 from headcast.netcode.q3.client import LINKED, ClientConfig, State
-from headcast.netcode.q3.events import Disconnected, EnteredWorld, GamestateReceived, HeadTracking, SnapshotReceived
+from headcast.netcode.q3.events import (Disconnected, EnteredWorld, FamilyChanged, GamestateReceived, HeadTracking,
+                                        RateLimited, Refused, SnapshotReceived)
+from headcast.netcode.q3.oob import Family
+from headcast.netcode.q3.refusal import RefusalKind
 from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, yaw_offset
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
+REFUSED = "refused"
+RATE_LIMITED = "rate-limited"
 
 STATE_TEXT = {
     State.IDLE: "idle", State.CHALLENGING: "connecting",
@@ -60,16 +66,28 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, p
 
 
+# What to do about a refusal, after the server's words.
+_ADVICE = {
+    RefusalKind.BANNED: "this address or player is banned there",
+    RefusalKind.GAME: "the server runs another game",
+}
+
+
 class Q3Link:
     def __init__(self, host: str, port: int, *, name: str = "headcast", vr: bool = True,
-                 pk3: list[str] | tuple[str, ...] = (), clock: Callable[[], float] = time.perf_counter) -> None:
+                 pk3: list[str] | tuple[str, ...] = (), protocol: Family | None = None, password: str = "",
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.address = f"{host}:{port}"
+        self.protocol = protocol    # forced (--q3-protocol), None = auto
+        self.password = bool(password)
         try:
-            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3)),
-                                   clock=clock)
+            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3),
+                                                              family=protocol, password=password), clock=clock)
         except OSError as e:
             raise UsageError(f"--q3 {host}:{port}: {e.strerror or e}") from None
+        except oob.OobError as e:  # a name or model the engine would mangle (the password is checked before)
+            raise UsageError(f"q3: {e}") from None
         self.client.start(clock())
         self.view_angles: tuple[float, float, float] | None = None
         self.eflags = 0
@@ -78,6 +96,8 @@ class Q3Link:
         self._detail = f"joining {self.address}"
         self.entered = False
         self.pure_error = ""
+        self.refused: Refused | None = None    # the server's last refusal, until we are let in
+        self._retry_at: float | None = None      # when the client tries again after it
         self.snapshots = 0
         self.check = Q3Check()
         self.last_error: float | None = None
@@ -97,6 +117,12 @@ class Q3Link:
 
     @property
     def detail(self) -> str:
+        refused = self.refused
+        if refused is not None:
+            return f"server refused: {refused.text}" + self._refusal_tail(refused)
+        if self.client.core.rate_limited:
+            return ("the server is rate-limiting this address: it is up but drops our getchallenge "
+                    "(ioq3 answers 10 requests per address, then one a second); retrying")
         if self.pure_error and self.client.state is State.PRIMED:
             return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
                     f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)")
@@ -108,9 +134,60 @@ class Q3Link:
 
     @property
     def state(self) -> str:
+        if self.refused is not None:
+            return REFUSED
+        if self.client.core.rate_limited:
+            return RATE_LIMITED
         if self.pure_error and self.client.state is State.PRIMED:
             return PURE_FAILED
         return STATE_TEXT.get(self.client.state, str(self.client.state))
+
+    def _refusal_tail(self, refused: Refused) -> str:
+        if refused.fatal:
+            return f" — {self._advice(refused)}"
+        if self.client.state is State.CLOSED:
+            return ""
+        if self._retry_at is None:
+            return " — retrying"
+        return f" — retrying in {max(0.0, self._retry_at - self.clock()):.0f} s"
+
+    def _advice(self, refused: Refused) -> str:
+        kind = refused.kind
+        if kind == RefusalKind.PASSWORD:
+            return ("the password given (--password) is not the server's" if self.password
+                    else "give the server's password with --password")
+        if kind == RefusalKind.PROTOCOL:
+            if self.protocol is not None:
+                return (f"--q3-protocol {oob.family_option(self.protocol)} is not what the server speaks: "
+                        "leave it at auto")
+            return "headcast speaks protocols 68 and 71"
+        return _ADVICE.get(RefusalKind(kind), "retrying cannot change that")
+
+    @property
+    def failure(self) -> AppError | None:
+        """The link stopped for good (a refusal retrying cannot help): the run's error."""
+        refused = self.refused
+        if refused is not None and self.client.state is State.CLOSED:
+            return RefusedError(f"q3: {self.address} refused the connection: {refused.text} — "
+                                f"{self._advice(refused) if refused.fatal else 'and reconnecting is off'}")
+        return None
+
+    def join_timeout_error(self, timeout: float) -> AppError:
+        """Not in game after `timeout` s of the first join: why, as the run's error (exit 3 only
+        when the server never answered at all)."""
+        t = f"{timeout:g} s"
+        if self.refused is not None:
+            return RefusedError(f"q3: {self.address} refused the connection: {self.refused.text} "
+                                f"(still refused after {t})")
+        if self.client.core.rate_limited:
+            return RefusedError(
+                f"q3: the server at {self.address} is rate-limiting this address: it is up but answered none of "
+                f"our getchallenge requests within {t} (ioq3 answers 10 requests per address, then one a "
+                "second; other clients or probes from this machine use them up — wait a few seconds)")
+        if self._counters["packets_in"]:
+            return RefusedError(f"q3: {self.address} answered but did not let us in within {t} ({self.detail})")
+        return UnreachableError(f"q3: no answer from {self.address} within {t} "
+                                "(is the server running and the address/port right? firewall?)")
 
     def poll(self, now: float) -> None:
         """Read the snapshots of the last tick: send() leaves them in the socket, so reading them
@@ -173,12 +250,22 @@ class Q3Link:
                 self.head_reason = ev.reason
                 self._detail = ev.reason
             elif isinstance(ev, GamestateReceived):
+                self.refused = self._retry_at = None  # let in: what it said before is past
                 self._detail = f"map {ev.mapname}, {'vr_support' if ev.vr_support else 'no vr_support'}"
                 # Without a valid `cp` a pure server ignores our moves: say so instead of "loading".
                 self.pure_error = self.client.status.pure_error
             elif isinstance(ev, EnteredWorld):
                 self.entered = True
+            elif isinstance(ev, Refused):
+                self.refused = ev
+                self._retry_at = None if ev.retry_in is None else self.clock() + ev.retry_in
+            elif isinstance(ev, RateLimited):
+                self.refused = None  # a later attempt: what an earlier one was told is not what happens now
+            elif isinstance(ev, FamilyChanged):
+                self._detail = f"{ev.reason}: now {ev.new.description}"
             elif isinstance(ev, Disconnected):
+                if self.refused is not None and not ev.reason.startswith("server refused"):
+                    self.refused = None  # this attempt ended otherwise (silence): the refusal is old news
                 self._detail = f"disconnected: {ev.reason}" + (" (reconnecting)" if ev.will_reconnect else "")
 
     def _verify(self, ps) -> None:
