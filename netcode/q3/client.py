@@ -709,7 +709,7 @@ class Q3ClientCore:
             self._refuse(now, Refusal(f"the server speaks {OTHER_71[forced].description}, not "
                                       f"{forced.description}", RefusalKind.PROTOCOL, 71), fatal=True)
             return True
-        self._adopt_shadow(now, f"the server's packets are in {OTHER_71[self._family].description}")
+        self._adopt_shadow(now, "the server's packets are in that netchan")
         if msg is None:
             return False  # the adopted (checksummed) netchan takes it from here
         self._last_packet = now
