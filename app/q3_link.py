@@ -262,7 +262,7 @@ class Q3Link:
             elif isinstance(ev, RateLimited):
                 self.refused = None  # a later attempt: what an earlier one was told is not what happens now
             elif isinstance(ev, FamilyChanged):
-                self._detail = f"{ev.reason}: now {ev.new.description}"
+                self._detail = f"now {ev.new.description}: {ev.reason}"
             elif isinstance(ev, Disconnected):
                 if self.refused is not None and not ev.reason.startswith("server refused"):
                     self.refused = None  # this attempt ended otherwise (silence): the refusal is old news
