@@ -641,8 +641,8 @@ class Q3ClientCore:
             self._rate_limited = False
             family = self._first_family(msg.protocol)
             if family is None:
-                return self._refuse(now, Refusal(f"the server speaks protocol {msg.protocol}; headcast speaks "
-                                                 "68 and 71", RefusalKind.PROTOCOL, msg.protocol))
+                return self._refuse(now, Refusal(f"the server speaks protocol {msg.protocol}", RefusalKind.PROTOCOL,
+                                                 msg.protocol))
             self._connect_as(family, now)
         elif isinstance(msg, oob.ConnectResponse):
             if st is not State.CONNECTING:
