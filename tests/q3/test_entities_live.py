@@ -66,11 +66,14 @@ def test_one_client_sees_the_other_with_snapped_angles(ioq3_server, session_fact
     for view in ((10.0, 30.7, 30.0), (-10.0, -30.7, -30.0)):
         a.client.set_input(view)
         want = seen_by_others(view)
-        pump_until(both, lambda: alice() is not None and alice().angles == want, 4.0,
-                   f"bob to see alice's view {view} as {want} (sees {alice()})")
+        own_want = tuple(view_angle(angle2short(v)) for v in view)  # 29.998, not 29
+        # the two clients' snapshots arrive independently: wait for both views
+        pump_until(both, lambda: alice() is not None and alice().angles == want
+                   and tuple(a.client.status.ps.viewangles) == own_want, 4.0,
+                   f"bob to see alice's view {view} as {want} (sees {alice()}) and alice's own as {own_want}")
         p = alice()
         own = a.client.status.ps.viewangles
-        assert tuple(own) == tuple(view_angle(angle2short(v)) for v in view)      # 29.998, not 29
+        assert tuple(own) == own_want
         assert abs(own[2]) - abs(p.angles[2]) > 0.99                               # others: whole degrees
         assert p.name == "alice" and p.head is None and not p.eflags & 0x400 and not p.dead
         ents = b.client.core.entities
