@@ -199,7 +199,9 @@ class Q3Sink:
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:
             return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)")
-        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail or self.link.detail)
+        # the link's own words (a refusal, a retry) come first; tracking loss is added, not swapped in
+        detail = "; ".join(d for d in (self.link.detail, detail) if d)
+        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail)
 
     def close(self) -> None:
         if self.link is not None:

@@ -220,3 +220,20 @@ def test_q3_sink_status_shows_the_wire_roll_short_and_its_signed_angle(roll, sho
     sink.send(rig_state(f), f, 0.0)
     packed = sink.status(0.0).packed
     assert packed.endswith(f"roll {sink.intent.roll_short} {shown}"), packed
+
+
+def test_q3_sink_keeps_the_links_refusal_words_while_tracking_is_lost():
+    """A refusal (with its retry) stays on the status line when the head is lost too: the
+    tracking note is added, not swapped in (issue 13: the HUD shows the refusal while it retries)."""
+    from types import SimpleNamespace
+
+    from headcast.app.sink_q3 import Q3Sink
+    link = SimpleNamespace(due_at=0.0, head_bits=True, state="refused", last_error=None,
+                           detail="server refused: Server is full. — retrying in 2 s",
+                           send=lambda intent, now: None, poll=lambda now: None)
+    sink = Q3Sink(link=link)
+    lost = frame(head_ok=False)
+    sink.send(rig_state(lost), lost, 0.0)
+    st = sink.status(0.0)
+    assert st.state == "refused"
+    assert st.detail == "server refused: Server is full. — retrying in 2 s; tracking lost: head bits cleared"
