@@ -35,8 +35,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]} (the Q3 server data is ~420 MB; a few minutes)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
+  # Debian's openarena-server would start a game server on UDP 27960 now and at every boot. The
+  # standard policy-rc.d hook (exit 101: "action forbidden") keeps maintainer scripts from
+  # starting any service during this install; ours only if none is there already.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# headcast setup.sh: no service starts during its apt-get install\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [ -f "$policy" ] && grep -q "headcast setup.sh" "$policy"; then rm -f "$policy"; trap - EXIT; fi
 fi
+# ...and is not left enabled for the next boot (the tests and `doctor` want 27960 free). Checked
+# on every run, so a machine set up by an older setup.sh is put right too.
+for unit in openarena-server; do
+  if command -v systemctl >/dev/null 2>&1 && [ "$(systemctl is-enabled "$unit" 2>/dev/null)" = enabled ]; then
+    if [ "$(id -u)" = 0 ]; then
+      log "disabling the $unit service Debian enabled (headcast starts its own servers on demand)"
+      systemctl disable "$unit" >/dev/null 2>&1 || log "could not disable $unit: run 'systemctl disable $unit'"
+    else
+      log "the $unit service is enabled: it will hold UDP 27960 at boot ('sudo systemctl disable $unit')"
+    fi
+  fi
+done
 
 PY="${HEADCAST_PYTHON:-python3}"
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
@@ -50,8 +72,10 @@ fi
 stamp=.venv/.headcast-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   log "installing headcast and its dependencies into .venv (pyopenxr is ~260 MB; a few minutes)"
+  # pip's own lines (each package as it is fetched and built) go to stderr as they come, and to
+  # the log; a failure repeats the log's tail.
   if ! { .venv/bin/python -m pip install --upgrade pip setuptools wheel &&
-         .venv/bin/python -m pip install -e '.[test]'; } > .venv/pip-install.log 2>&1; then
+         .venv/bin/python -m pip install -e '.[test]'; } 2>&1 | tee .venv/pip-install.log | sed -u 's/^/[pip] /' >&2; then
     tail -n 30 .venv/pip-install.log >&2
     log "pip install failed (full log: .venv/pip-install.log)"
     exit 1
