@@ -12,9 +12,14 @@ valid, 2 position valid, 4 orientation tracked, 8 position tracked); controls ar
 JSON floats are written with repr(), which round-trips every double exactly, and the
 runtime's floats are float32 values, so poses come back bit for bit.
 
-The writer streams into a temporary file beside the target and renames it into place on
-close, so a crash or an abort leaves no half-written trace; the end object lets the reader
-tell a complete file from a truncated copy.
+Crash safety: the writer appends to the named file itself, one write per frame, and syncs it
+to disk once a second from a thread; the end object, written by close(), is what marks a trace
+complete. A recording cut short (`kill -9`, a power loss, a full disk) is a trace without its
+end object, perhaps with a torn last line or, after a power loss, a tail of zeros: the reader
+gives every whole frame before that and then raises `TraceEndsEarly` ("trace ends early at
+frame N"), which callers may treat as the end. Damage followed by readable frames is a
+damaged file (`TraceError`), not a torn tail. The format is the one earlier versions wrote
+(they wrote a hidden temporary file and renamed it on close), so their traces read as before.
 
 `replay()` plays a trace through the mock runtime: the frames become a motion file (frame
 timebase, no interpolation, hex floats) and a session on the mock gives them back, poses bit
@@ -23,10 +28,12 @@ recorded with (its first non-empty one); each hand's tracking flags come from it
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
@@ -40,16 +47,28 @@ FORMAT = "headcast-trace"
 VERSION = 1
 
 _ORI_VALID, _POS_VALID, _ORI_TRACKED, _POS_TRACKED = 1, 2, 4, 8
+# Seconds between the writer's fdatasync calls: what a power loss can cost at most.
+SYNC_INTERVAL = 1.0
 
 
 class TraceError(Exception):
     """A trace file that cannot be read: not a trace, a newer version, damaged or truncated."""
 
 
+class TraceEndsEarly(TraceError):
+    """The trace stops before its end record: the recording was cut short (killed, power lost,
+    disk full). The `frames` whole frames before that point are good (iter_trace gave them)."""
+
+    def __init__(self, path: Path, frames: int, why: str) -> None:
+        super().__init__(f"{path}: trace ends early at frame {frames} ({why})")
+        self.path, self.frames, self.why = path, frames, why
+
+
 @dataclass(frozen=True, slots=True)
 class Trace:
     meta: dict[str, Any]
     frames: tuple[TrackingFrame, ...]
+    ends_early: TraceEndsEarly | None = None   # read_trace(partial=True) of a trace cut short
 
 
 def _pose_row(p: Pose) -> list:
@@ -68,56 +87,115 @@ def frame_row(f: TrackingFrame) -> list:
 
 
 class TraceWriter:
-    """Streams frames to `path`; the file appears (atomically) only on close()."""
+    """Appends frames to `path` as they come, so the file is readable up to the last frame
+    written whatever stops the process; close() marks it complete (the end record).
 
-    def __init__(self, path: str | os.PathLike, meta: dict[str, Any] | None = None) -> None:
+    Each frame is one write(2) of one line: after `kill -9` every frame written is in the file
+    (the kernel has it). A thread fdatasync()s every `sync_interval` seconds (a power loss costs
+    at most that much), off the frame loop: a sync takes 0.3-2 ms here, several frames' worth
+    of the loop's budget. A failed write (disk full) truncates the torn line away, closes the
+    file and raises the OSError: the file stays a readable trace that ends early.
+    """
+
+    def __init__(self, path: str | os.PathLike, meta: dict[str, Any] | None = None, *,
+                 sync_interval: float = SYNC_INTERVAL) -> None:
         self.path = Path(path)
         self.count = 0
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial")
-        self._tmp = Path(tmp)
-        self._file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        self.failed: OSError | None = None   # the error that stopped the recording, if one did
+        self._size = 0                       # bytes of whole lines in the file
+        self._sync_error: OSError | None = None
+        self._stop_sync = threading.Event()
+        if self.path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, f"is a folder; name a file in it, e.g. "
+                                    f"{self.path / 'headcast.trace'}", str(self.path))
+        # Written in place from the first frame: a crash must leave the frames, not a hidden
+        # temporary file. 0o666: a trace gets the permissions of any new file (umask applies).
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         try:
-            self._line({"format": FORMAT, "version": VERSION, "meta": meta or {}})
+            self._append(_line({"format": FORMAT, "version": VERSION, "meta": meta or {}}))
+            # The file (and its name in the folder) survive a power loss from here on.
+            os.fdatasync(self._fd)
+            _sync_dir(self.path.parent)
         except BaseException:
-            self.abort()
+            self._close_fd()
+            self.path.unlink(missing_ok=True)   # not even a header: nothing worth keeping
             raise
+        if sync_interval > 0:
+            self._start_syncer(sync_interval)
 
-    def _line(self, obj: Any) -> None:
-        self._file.write(json.dumps(obj, separators=(",", ":"), allow_nan=False))
-        self._file.write("\n")
+    def _start_syncer(self, interval: float) -> None:
+        fd = os.dup(self._fd)  # its own descriptor: closing ours never races its fdatasync
+        stop = self._stop_sync
+
+        def run() -> None:
+            try:
+                while not stop.wait(interval):
+                    os.fdatasync(fd)
+            except OSError as e:
+                self._sync_error = e
+            finally:
+                os.close(fd)
+        threading.Thread(target=run, name="headcast-trace-sync", daemon=True).start()
+
+    def _append(self, data: bytes) -> None:
+        fd = self._fd
+        if fd is None:
+            raise ValueError("trace writer is closed")
+        view = memoryview(data)
+        try:
+            if self._sync_error is not None:
+                raise self._sync_error
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as e:
+            self._fail(e)
+            raise
+        self._size += len(data)
+
+    def _fail(self, error: OSError) -> None:
+        """Keep the whole lines written (cut the torn one: truncating needs no space) and stop."""
+        self.failed = error
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            pass  # the reader stops at a torn last line anyway
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        self._stop_sync.set()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def write(self, frame: TrackingFrame) -> None:
-        if self._file is None:
-            raise ValueError("trace writer is closed")
-        self._line(frame_row(frame))
+        self._append(_line(frame_row(frame)))
         self.count += 1
 
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
     def close(self) -> Path:
-        """Finish the file and move it into place; returns its path."""
-        if self._file is None:
+        """Mark the trace complete (the end record), sync it and close; returns its path.
+        Raises the OSError if the end record cannot be written (the frames stay readable)."""
+        if self._fd is None:
+            if self.failed is not None:
+                raise self.failed
             return self.path
+        self._append(_line({"end": self.count}))
         try:
-            self._line({"end": self.count})
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
-            # mkstemp makes the file owner-only; a trace gets the permissions of any new file.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self._tmp, 0o666 & ~umask)
-            os.replace(self._tmp, self.path)
-        except BaseException:
-            self.abort()
+            os.fdatasync(self._fd)
+        except OSError as e:
+            self._fail(e)
             raise
+        self._close_fd()
         return self.path
 
     def abort(self) -> None:
-        """Drop everything written so far; the target path is left untouched."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        self._tmp.unlink(missing_ok=True)
+        """Stop without marking the trace complete: it keeps the frames written so far and
+        reads as a trace that ends early."""
+        if self._fd is not None:
+            self._close_fd()
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -127,6 +205,23 @@ class TraceWriter:
             self.close()
         else:
             self.abort()
+
+
+def _line(obj: Any) -> bytes:
+    return (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the file's own data is synced
+    finally:
+        os.close(fd)
 
 
 def write_trace(path: str | os.PathLike, frames: Iterable[TrackingFrame],
@@ -183,7 +278,8 @@ def parse_frame(row: Any) -> TrackingFrame:
 
 
 def iter_trace(path: str | os.PathLike) -> Iterator[TrackingFrame]:
-    """Yield the frames of a trace; raise TraceError on a bad header, bad line or truncation.
+    """Yield the frames of a trace; raise TraceError on a bad header or a damaged line, and
+    TraceEndsEarly (a TraceError) after the last whole frame of a trace cut short.
 
     Call `read_meta` for the header's metadata.
     """
@@ -194,9 +290,18 @@ def iter_trace(path: str | os.PathLike) -> Iterator[TrackingFrame]:
         lineno = 1
         while True:
             lineno += 1
-            obj = _next_json(path, fh, lineno)
-            if obj is _EOF:
-                raise TraceError(f"{path}: truncated after {count} frames (no end record)")
+            raw = fh.readline(_MAX_LINE + 1)
+            if not raw:
+                raise TraceEndsEarly(path, count, "no end record: the recording was cut short")
+            if b"\0" in raw:
+                # A power loss before the data reached the disk leaves the file's tail zeroed.
+                raise TraceEndsEarly(path, count, f"line {lineno} holds zero bytes: the recording was cut "
+                                                  "short before the disk caught up")
+            if not raw.endswith(b"\n"):
+                if len(raw) > _MAX_LINE:
+                    raise TraceError(f"{path}:{lineno}: line too long")
+                raise TraceEndsEarly(path, count, f"line {lineno} is cut off: the recording was cut short")
+            obj = _json(path, raw, lineno)
             if isinstance(obj, dict):
                 end = obj.get("end")
                 if set(obj) != {"end"} or isinstance(end, bool) or end != count:
@@ -218,11 +323,39 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
         return _header(path, fh)
 
 
-def read_trace(path: str | os.PathLike) -> Trace:
-    return Trace(read_meta(path), tuple(iter_trace(path)))
+def read_trace(path: str | os.PathLike, *, partial: bool = False) -> Trace:
+    """The whole trace. A trace cut short raises TraceEndsEarly, or with `partial` comes back
+    with the frames it holds and `ends_early` set."""
+    frames: list[TrackingFrame] = []
+    try:
+        frames.extend(iter_trace(path))
+    except TraceEndsEarly as e:
+        if not partial:
+            raise
+        return Trace(read_meta(path), tuple(frames), e)
+    return Trace(read_meta(path), tuple(frames))
 
 
-# A frame line is ~600 bytes; a longer "line" is a damaged file, not something to buffer.
+def is_complete(path: str | os.PathLike) -> bool:
+    """Whether the trace ends with its end record (a cheap look at the file's tail, not a check
+    of every line): False for a recording cut short, or for a file that is no trace at all."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 256))
+            tail = fh.read()
+    except OSError:
+        return False
+    if not tail.endswith(b"\n"):
+        return False
+    try:
+        obj = json.loads(tail[:-1].rsplit(b"\n", 1)[-1])
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and set(obj) == {"end"}
+
+
+# A frame line is ~350-600 bytes; a longer "line" is a damaged file, not something to buffer.
 _MAX_LINE = 64 * 1024
 _EOF = object()
 
@@ -241,6 +374,10 @@ def _next_json(path: Path, fh: BinaryIO, lineno: int) -> Any:
     if not raw.endswith(b"\n"):
         what = "line too long" if len(raw) > _MAX_LINE else "truncated line"
         raise TraceError(f"{path}:{lineno}: {what}")
+    return _json(path, raw, lineno)
+
+
+def _json(path: Path, raw: bytes, lineno: int) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
