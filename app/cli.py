@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from headcast.app import stop  # standard library only: cheap
 from headcast.app.errors import AppError
 
 EPILOG_MAIN = """\
@@ -45,9 +46,12 @@ right trigger fires, A/jump button jumps. Ctrl-C or closing the mirror window st
 Quake 3 refusals ("Invalid password", "Server is full", "You are banned …", "Server uses
 protocol version …") end the run with the server's words and exit code 1: at once when retrying
 cannot help, after run.connect_timeout when it can (a full server is retried meanwhile).
-exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address),
-2 bad flag or configuration value, 3 a server did not answer at all (Quake 3) or did not let us in
-(NetSync) within run.connect_timeout, 4 a NetSync server speaks another protocol.
+Sinks fail alone: a server that does not answer is retried (with backoff) while the others
+stream; the run fails when no server let us in (by run.connect_timeout, or by the end of a
+shorter run), or with --require-all when any did not.
+exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address;
+sinks failing for different reasons), 2 bad flag or configuration value, 3 a server did not
+answer at all (Quake 3) or did not let us in (NetSync), 4 a NetSync server speaks another protocol.
 """
 
 
@@ -89,6 +93,8 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
                    help="show the mirror window (default: when a display exists)")
     g.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
     g.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: run until Ctrl-C)")
+    g.add_argument("--require-all", action="store_true", default=None,
+                   help="fail unless every server lets us in (default: one is enough; the others keep retrying)")
 
 
 def _netsync_releases() -> list[str]:
@@ -193,7 +199,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
         ("netsync", "transform_port"): g("netsync_transform_port"),
         ("rig", "move_speed"): g("move_speed"), ("rig", "turn"): g("turn"), ("rig", "snap_angle"): g("snap_angle"),
         ("mirror", "enabled"): g("mirror"),
-        ("run", "duration"): g("duration"), ("run", "record"): g("record"),
+        ("run", "duration"): g("duration"), ("run", "record"): g("record"), ("run", "require_all"): g("require_all"),
     }
 
 
@@ -206,13 +212,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             from headcast.app.commands import cmd_run
-            return cmd_run(args)
+            with stop.handled():  # SIGINT, SIGTERM, SIGHUP: a clean stop; a second one: at once
+                return cmd_run(args)
         if args.command == "demo":
             from headcast.app.demo import cmd_demo
-            return cmd_demo(args)
+            with stop.handled():
+                return cmd_demo(args)
         if args.command == "replay":
             from headcast.app.commands import cmd_replay
-            return cmd_replay(args)
+            with stop.handled():
+                return cmd_replay(args)
         if args.command == "probe":
             from headcast.app.probe import cmd_probe
             return cmd_probe(args)
@@ -222,9 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AppError as e:
         print(f"headcast: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("headcast: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # stop.Interrupted (a signal before the run started) names the signal and its exit code.
+        print(f"headcast: {e or 'interrupted'}", file=sys.stderr)
+        return getattr(e, "exit_code", 130)
     except BrokenPipeError:
         # Output piped into `head` and closed: not an error worth a traceback.
         sys.stdout = None  # type: ignore[assignment]  # keep the interpreter's final flush quiet
