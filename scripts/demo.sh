@@ -2,5 +2,6 @@
 # The main job on its embedded default: mock runtime + local servers (+ mirror window on a display).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$HERE/scripts/setup.sh"
+# setup.sh's lines (its build steps print to stdout) go to stderr: `demo --json | jq` reads JSON only.
+bash "$HERE/scripts/setup.sh" >&2
 exec "$HERE/.venv/bin/headcast" demo "$@"
