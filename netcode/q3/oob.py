@@ -15,8 +15,19 @@ OOB_PREFIX = b"\xff\xff\xff\xff"
 GAMENAME = "Quake3Arena"  # ioq3 (and OpenArena) reject any other gamename in getchallenge
 MAX_INFO_STRING = 1024
 # Characters an info key or value may not hold: the separator, the quote that wraps userinfo
-# in `connect` / `userinfo "..."`, and ';' which the console would split on.
+# in `connect` / `userinfo "..."`, and ';' which the console would split on (ioq3's
+# Info_SetValueForKey blacklist "\\;\"" — it drops such a pair with a warning).
 _INFO_FORBIDDEN = set('\\";')
+_INFO_FORBIDDEN_TEXT = '\\ " ;'
+# SV_DirectConnect adds `\ip\<address>` to the userinfo and answers "Userinfo string length
+# exceeded" unless the result stays under MAX_INFO_STRING; the longest address text is an IPv6
+# one, "[" + 39 + "]:" + 5 digits (NET_AdrToString).
+_IP_KEY_TEXT = len("\\ip\\") + len("[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535")
+MAX_USERINFO = MAX_INFO_STRING - 1 - _IP_KEY_TEXT
+# The game keeps the first MAX_NETNAME - 1 characters of a name, colour codes included
+# (g_local.h MAX_NETNAME 36, ClientCleanName; the same in ioq3's baseq3 and OpenArena).
+MAX_NETNAME = 36
+MAX_NAME_CHARS = MAX_NETNAME - 1
 
 
 class OobError(ValueError):
@@ -40,14 +51,44 @@ def info_parse(text: str) -> dict[str, str]:
     return out
 
 
+def info_text_problem(text: str) -> str | None:
+    """Why an info key or value cannot carry `text` (None: it can): a character of the
+    Info_SetValueForKey blacklist, a control character (C strings end at NUL; the game prints
+    names in lines), or one outside Latin-1 (the engine's text is one byte per character)."""
+    bad = sorted(_INFO_FORBIDDEN & set(text))
+    if bad:
+        return f"holds {' '.join(bad)} (an info string cannot hold any of {_INFO_FORBIDDEN_TEXT})"
+    for ch in text:
+        if ch < " " or ch == "\x7f":
+            return f"holds the control character {ch!r}"
+        if ch > "\xff":
+            return f"holds {ch!r}, which is not Latin-1 (Quake 3 text is one byte per character)"
+    return None
+
+
+def player_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a Quake 3 player name as given (None: it can)."""
+    if not name:
+        return "is empty"
+    problem = info_text_problem(name)
+    if problem is not None:
+        return problem
+    if len(name) > MAX_NAME_CHARS:
+        return (f"is {len(name)} characters; the game keeps {MAX_NAME_CHARS} "
+                f"(MAX_NETNAME {MAX_NETNAME}, colour codes included)")
+    return None
+
+
 def info_build(pairs: dict[str, str] | list[tuple[str, str]]) -> str:
     """dict/pairs → ``\\k\\v...``; raises OobError on characters the engine would mangle."""
     items = pairs.items() if isinstance(pairs, dict) else pairs
     out = []
     for k, v in items:
         k, v = str(k), str(v)
-        if not k or _INFO_FORBIDDEN & set(k) or _INFO_FORBIDDEN & set(v):
-            raise OobError(f"info key/value {k!r}={v!r} is empty or holds one of \\ \" ;")
+        problem = "has an empty key" if not k else info_text_problem(k) or info_text_problem(v)
+        if problem is not None:
+            raise OobError(f"info key/value {k[:40]!r}={v[:40]!r}{'…' if len(k) > 40 or len(v) > 40 else ''} "
+                           f"{problem}")
         out.append(f"\\{k}\\{v}")
     text = "".join(out)
     if len(text) >= MAX_INFO_STRING:
@@ -78,7 +119,11 @@ def build_userinfo(*, name: str, challenge: int, qport: int, protocol: int = 71,
     for k, v in (extra or {}).items():
         pairs.append((k, v))
     pairs += [("protocol", str(protocol)), ("qport", str(qport & 0xFFFF)), ("challenge", str(challenge))]
-    return info_build(pairs)
+    text = info_build(pairs)
+    if len(text) > MAX_USERINFO:
+        raise OobError(f"the userinfo is {len(text)} characters; a server takes at most {MAX_USERINFO} "
+                       f"(MAX_INFO_STRING {MAX_INFO_STRING} less the \\ip\\ADDRESS it adds)")
+    return text
 
 
 # ---------------------------------------------------------------------------- requests
