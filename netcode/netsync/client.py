@@ -49,6 +49,7 @@ from .codec import (
     decode_device_id_mapping,
     decode_room_pose,
     encode_body_tail,
+    room_id_bytes,
 )
 from .model import FLAG_STEALTH, DeviceMapping, PoseBody, PoseFrame
 from .policy import SendPolicy
@@ -181,7 +182,7 @@ class NetSyncClientCore:
         silence_timeout: float = 3.0,
     ) -> None:
         self.room_id = room_id
-        self.room_topic = room_id.encode("utf-8")
+        self.room_topic = room_id_bytes(room_id)  # PoseEncodeError for one the room broadcast cannot carry
         self.device_id = device_id
         self.stealth = stealth
         self.silence_timeout = silence_timeout

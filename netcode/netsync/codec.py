@@ -147,7 +147,7 @@ class StringError(NetSyncDecodeError):
 
 
 class PoseEncodeError(ValueError):
-    """The local pose cannot be put on the wire (non-finite number, bad flags, deviceId too long)."""
+    """The local pose cannot be put on the wire (non-finite number, bad flags, deviceId or roomId too long)."""
 
 
 # ---------------------------------------------------------------- protocols
@@ -373,11 +373,28 @@ def encode_body(pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL
     return _pack_body(frame, protocol, pose_seq & 0xFFFF)
 
 
-def _device_id_bytes(device_id: str) -> bytes:
-    raw = device_id.encode("utf-8")
-    if len(raw) > 255:
-        raise PoseEncodeError(f"deviceId is {len(raw)} bytes; the wire allows 255")
+# roomId and deviceId travel as UTF-8 after a one-byte length, in our messages and in the
+# server's room broadcast: a longer room id makes every broadcast of the room fail on the server.
+MAX_ID_BYTES = 255
+
+
+def id_bytes(text: str, what: str) -> bytes:
+    """`text` as the wire carries it (UTF-8, at most MAX_ID_BYTES); PoseEncodeError names `what`."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PoseEncodeError(f"{what} is not valid Unicode text (it cannot be encoded as UTF-8)") from None
+    if len(raw) > MAX_ID_BYTES:
+        raise PoseEncodeError(f"{what} is {len(raw)} bytes of UTF-8; the wire allows {MAX_ID_BYTES}")
     return raw
+
+
+def _device_id_bytes(device_id: str) -> bytes:
+    return id_bytes(device_id, "deviceId")
+
+
+def room_id_bytes(room_id: str) -> bytes:
+    return id_bytes(room_id, "roomId")
 
 
 @lru_cache(maxsize=64)
@@ -412,7 +429,7 @@ def encode_client_hello(device_id: str, stealth: bool = False, protocol: int = L
 def encode_room_pose(room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]],
                      protocol: int = LATEST_PROTOCOL) -> bytes:
     """Message 12 from raw bodies, as the server relays them: (clientNo, poseTime, body)."""
-    rid = room_id.encode("utf-8")
+    rid = room_id_bytes(room_id)
     parts = [bytes((MSG_ROOM_POSE, check_protocol(protocol), len(rid))), rid, _ROOM_TAIL.pack(broadcast_time, len(entries))]
     for client_no, pose_time, body in entries:
         parts += (_ENTRY_HEAD.pack(client_no, pose_time), body)
