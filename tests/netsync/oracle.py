@@ -10,6 +10,7 @@ import functools
 import logging
 import math
 import random
+from types import SimpleNamespace
 
 from headcast.netcode.netsync.model import (
     MAX_VIRTUALS,
@@ -17,6 +18,7 @@ from headcast.netcode.netsync.model import (
     PoseFrame,
     Transform,
 )
+from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.releases import load_serializer
 
 # The release each protocol's oracle comes from (reference netsync.md §11).
@@ -32,6 +34,19 @@ def oracle(protocol: int):
     assert m.PROTOCOL_VERSION == protocol, (ORACLE_RELEASE[protocol], m.PROTOCOL_VERSION)
     m.logger.setLevel(logging.ERROR)
     return m
+
+
+def pinned_codec(protocol: int) -> SimpleNamespace:
+    """The codec's message functions with the protocol fixed (the protocol-3 test files use it)."""
+    p = functools.partial
+    return SimpleNamespace(
+        encode_body=p(codec.encode_body, protocol=protocol),
+        encode_client_pose=p(codec.encode_client_pose, protocol=protocol),
+        encode_room_pose=p(codec.encode_room_pose, protocol=protocol),
+        decode_body=p(codec.decode_body, protocol=protocol),
+        decode_client_pose=p(codec.decode_client_pose, expect=protocol),
+        decode_room_pose=p(codec.decode_room_pose, expect=protocol),
+    )
 
 
 def tdict(t: Transform) -> dict:

@@ -3,17 +3,15 @@ as oracle), with reference §10's golden and clamping vectors. This file pins pr
 test_codec_protocols.py runs every protocol 3–8 against its own release."""
 from __future__ import annotations
 
-import functools
 import math
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from netsync.oracle import oracle, oracle_encode, random_frame, tdict
+from netsync.oracle import oracle, pinned_codec, oracle_encode, random_frame, tdict
 from support import LONG
 
-from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.codec import (
     PoseEncodeError,
     compress_quat,
@@ -35,12 +33,9 @@ from headcast.netcode.netsync.model import (
 )
 
 shipped = oracle(3)
-encode_body = functools.partial(codec.encode_body, protocol=3)
-encode_client_pose = functools.partial(codec.encode_client_pose, protocol=3)
-encode_room_pose = functools.partial(codec.encode_room_pose, protocol=3)
-decode_body = functools.partial(codec.decode_body, protocol=3)
-decode_client_pose = functools.partial(codec.decode_client_pose, expect=3)
-decode_room_pose = functools.partial(codec.decode_room_pose, expect=3)
+P3 = pinned_codec(3)
+encode_body, encode_client_pose, encode_room_pose = P3.encode_body, P3.encode_client_pose, P3.encode_room_pose
+decode_body, decode_client_pose, decode_room_pose = P3.decode_body, P3.decode_client_pose, P3.decode_room_pose
 
 GOLDEN = bytes.fromhex(
     "ffff1e1f" "7d00ceff2c01" "7b0000a5000006ffff355a1cdd" "3600baff3c00fe78d7ec" "beffb0ff28003526dce5" "00"

@@ -11,10 +11,10 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netsync.oracle import oracle, random_frame
+from netsync.oracle import oracle, pinned_codec, random_frame
 from support import LONG
 
-from headcast.netcode.netsync import client, codec
+from headcast.netcode.netsync import client
 from headcast.netcode.netsync.client import Dropped
 from headcast.netcode.netsync.codec import (
     FlagsError,
@@ -32,12 +32,9 @@ from headcast.netcode.netsync.codec import (
 from headcast.netcode.netsync.model import DeviceMapping, PoseFrame
 
 shipped = oracle(3)
-encode_body = functools.partial(codec.encode_body, protocol=3)
-encode_client_pose = functools.partial(codec.encode_client_pose, protocol=3)
-encode_room_pose = functools.partial(codec.encode_room_pose, protocol=3)
-decode_body = functools.partial(codec.decode_body, protocol=3)
-decode_client_pose = functools.partial(codec.decode_client_pose, expect=3)
-decode_room_pose = functools.partial(codec.decode_room_pose, expect=3)
+P3 = pinned_codec(3)
+encode_body, encode_client_pose, encode_room_pose = P3.encode_body, P3.encode_client_pose, P3.encode_room_pose
+decode_body, decode_client_pose, decode_room_pose = P3.decode_body, P3.decode_client_pose, P3.decode_room_pose
 NetSyncClientCore = functools.partial(client.NetSyncClientCore, protocol=3)
 
 FUZZ = 20_000 if LONG else 1_500
