@@ -7,10 +7,12 @@ frame wait; a sink that cannot send this frame says so and the loop goes on.
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
+from headcast.app import stop
 from headcast.app.rig import Rig, RigState
 from headcast.app.sink import Sink
 from headcast.app.telemetry import Telemetry
@@ -22,6 +24,10 @@ MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig acro
 
 class SourceEnded(Exception):
     """A finite frame source (a replayed trace) has no more frames; the message says why."""
+
+
+def _stderr_line(text: str) -> None:
+    print(f"headcast: {text}", file=sys.stderr, flush=True)
 
 
 class FrameSource(Protocol):
@@ -47,6 +53,8 @@ class FrameLoop:
     clock: Callable[[], float] = time.perf_counter
     on_status: Callable[["FrameLoop", float], None] | None = None
     status_interval: float = 0.5
+    notice: Callable[[str], None] = _stderr_line   # one line the user should see (stderr)
+    recording_failure: str = ""             # what the notice said when the recording stopped early
     frame: TrackingFrame | None = None
     state: RigState | None = None
     stop_reason: str = ""
@@ -56,6 +64,10 @@ class FrameLoop:
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
+        signum = stop.state.signum
+        if signum is not None:  # SIGINT/SIGTERM/SIGHUP: stop between frames, never inside one
+            self.stop_reason = stop.reason(signum)
+            return False
         clock = self.clock
         start = clock()
         if self._t0 is None:
@@ -89,7 +101,10 @@ class FrameLoop:
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
         if self.recorder is not None:
-            self.recorder.write(frame)
+            try:
+                self.recorder.write(frame)
+            except OSError as e:
+                self._recording_failed(e)
         for s in sinks:
             t_wire = s.send(state, frame, located)
             if t_wire is not None:
@@ -122,12 +137,24 @@ class FrameLoop:
         seen = q3.seen_head(now) if q3 is not None else None
         self.telemetry.head(now, sent, seen)
 
+    def _recording_failed(self, e: OSError, at_close: bool = False) -> None:
+        """A full disk (or a failing one) ends the recording, not the run; the writer has kept
+        every whole frame, so the file reads as a trace that ends early."""
+        rec, self.recorder = self.recorder, None
+        n = rec.count
+        what = "the recording could not be finished" if at_close else f"recording stopped at frame {n}"
+        self.recording_failure = (f"{what}: {e.strerror or e}; {rec.path} keeps the {n} frames written "
+                                  f"(replay plays them: the trace ends early)")
+        self.notice(self.recording_failure + ("" if at_close else "; the run goes on without recording"))
+
     def run(self) -> str:
-        """Run until the duration, the window, the runtime or Ctrl-C ends it; always closes
-        every sink (disconnecting from its server), the recorder and the source."""
+        """Run until the duration, the window, the runtime or a stop signal ends it (SIGINT,
+        SIGTERM, SIGHUP: app/stop.py); always closes every sink (disconnecting from its server),
+        the recorder and the source."""
         try:
-            while self.step():
-                pass
+            with stop.running():
+                while self.step():
+                    pass
         except KeyboardInterrupt:
             self.stop_reason = "interrupted (Ctrl-C)"
         finally:
@@ -135,9 +162,11 @@ class FrameLoop:
         return self.stop_reason
 
     def close(self) -> None:
+        """Sinks first (each sends its server a disconnect at once), then the recording's end
+        record, the window and the XR source."""
         errors: list[BaseException] = []
         for closer in [s.close for s in self.sinks] + [
-                getattr(self.recorder, "close", None), getattr(self.mirror, "close", None), self.source.close]:
+                self._close_recorder, getattr(self.mirror, "close", None), self.source.close]:
             if closer is None:
                 continue
             try:
@@ -146,3 +175,11 @@ class FrameLoop:
                 errors.append(e)
         if errors:
             raise errors[0]
+
+    def _close_recorder(self) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.close()
+        except OSError as e:
+            self._recording_failed(e, at_close=True)
