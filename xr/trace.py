@@ -106,8 +106,7 @@ class TraceWriter:
         self._sync_error: OSError | None = None
         self._stop_sync = threading.Event()
         if self.path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, f"is a folder; name a file in it, e.g. "
-                                    f"{self.path / 'headcast.trace'}", str(self.path))
+            raise IsADirectoryError(errno.EISDIR, unusable(self.path), str(self.path))
         # Written in place from the first frame: a crash must leave the frames, not a hidden
         # temporary file. 0o666: a trace gets the permissions of any new file (umask applies).
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
@@ -205,6 +204,30 @@ class TraceWriter:
             self.close()
         else:
             self.abort()
+
+
+def unusable(path: str | os.PathLike) -> str | None:
+    """Why a trace cannot be recorded at `path`, or None: checked before a run opens anything,
+    so a typo does not cost a session (TraceWriter itself still reports what the system says)."""
+    p = Path(path)
+    if p.is_dir():
+        return f"is a folder; name a file in it, e.g. {p / 'headcast.trace'}"
+    folder = p.parent
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        return f"{'the file' if p.exists() else f'the folder {folder}'} is not writable"
+    return None
+
+
+def cut_short(path: str | os.PathLike) -> bool:
+    """A trace (its header reads) whose tail lacks the end record: the recording was cut short.
+    A cheap look at both ends; the reader says exactly where it ends."""
+    try:
+        read_meta(path)
+    except TraceError:
+        return False  # not a trace at all: the reader names what is wrong
+    return not is_complete(path)
 
 
 def _line(obj: Any) -> bytes:

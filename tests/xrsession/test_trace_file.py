@@ -17,7 +17,8 @@ from hypothesis import given, settings, strategies as st
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 from headcast.xr import trace as trace_mod
 from headcast.xr.trace import (
-    TraceEndsEarly, TraceError, TraceWriter, frame_row, is_complete, iter_trace, read_meta, read_trace, write_trace,
+    TraceEndsEarly, TraceError, TraceWriter, cut_short, frame_row, is_complete, iter_trace, read_meta, read_trace,
+    unusable, write_trace,
 )
 
 f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
@@ -304,3 +305,17 @@ def test_random_bytes_after_header_never_crash(tmp_path_factory, junk):
         list(iter_trace(path))
     except TraceError:
         pass
+
+
+def test_where_a_trace_cannot_be_recorded_is_said_before_a_run(tmp_path):
+    assert unusable(tmp_path / "ok.trace") is None
+    assert unusable(tmp_path) == f"is a folder; name a file in it, e.g. {tmp_path / 'headcast.trace'}"
+    assert unusable(tmp_path / "no" / "x.trace") == f"the folder {tmp_path / 'no'} does not exist"
+
+
+def test_cut_short_is_a_trace_without_its_end_record(good, tmp_path):
+    assert not cut_short(good)
+    lines = good.read_bytes().splitlines(keepends=True)
+    assert cut_short(damaged(good, b"".join(lines[:-1])))
+    assert not cut_short(damaged(good, b"hello\n"))   # not a trace: the reader says what it is
+    assert not cut_short(tmp_path / "missing.trace")
