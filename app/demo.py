@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from headcast.app import commands
+from headcast.app import commands, stop
 from headcast.app.errors import AppError, UsageError
 from headcast.app.mock import find_motion, shipped_motions
 from headcast.app.netsync_link import version_str
@@ -56,9 +56,24 @@ class Check:
 _say = commands.say
 
 
-def start_netsync(json_mode: bool, version: str | None = None):
+class Owned:
+    """A local server the demo started, registered for the exit at once (app/stop.py SIGKILLs it
+    by PID). The PID is remembered once seen: LocalNetSyncServer.stop() forgets its process
+    before it waits for it to end."""
+
+    def __init__(self, server) -> None:
+        self.server, self.pid = server, None
+        self.forget = stop.own_process(self)
+
+    def __call__(self) -> int | None:
+        self.pid = self.server.pid or self.pid
+        return self.pid
+
+
+def start_netsync(json_mode: bool, version: str | None = None, started: list | None = None):
     """A local styly-netsync-server: the venv's current release (None) or `version` from
-    build/netsync/ (installed on first use). The link detects its protocol (auto)."""
+    build/netsync/ (installed on first use). The link detects its protocol (auto). `started`
+    gets (server, Owned) before the server starts, so a stop signal meanwhile stops it too."""
     from headcast.netcode.netsync import releases
     from headcast.netcode.netsync.localserver import LocalNetSyncServer, ServerStartError
     if version is None:
@@ -78,20 +93,23 @@ def start_netsync(json_mode: bool, version: str | None = None):
     what = (f"styly-netsync-server {server.server_version}, protocol {server.protocol}"
             if server.server_version else "styly-netsync-server")
     _say(f"starting a local NetSync server ({what}) on 127.0.0.1 ...", json_mode)
+    entry = (server, Owned(server))
+    if started is not None:
+        started.append(entry)
     try:
         server.start()
     except ServerStartError as e:
-        server.close()
+        _forget(entry, started)
         _say(f"the local NetSync server did not start ({e}; {fix}): the NetSync sink runs offline", json_mode)
         return None, ""
     a = server.address
     split = a.transform_port != a.dealer_port
     _say(f"NetSync server ready in {time.monotonic() - t:.1f} s: {what}; control {a.dealer_port}, pub {a.pub_port}"
-         + (f", transform {a.transform_port}" if split else ""), json_mode)
+         + (f", transform {a.transform_port}" if split else "") + f" (pid {entry[1]()})", json_mode)
     return server, f"{a.host}:{a.dealer_port}:{a.pub_port}" + (f":{a.transform_port}" if split else "")
 
 
-def start_q3(json_mode: bool):
+def start_q3(json_mode: bool, started: list | None = None):
     from headcast.netcode.q3.localserver import IOQ3DED, OPENARENA_BASEPATH, LocalQ3Server, LocalServerError
     if not (os.access(IOQ3DED, os.X_OK) and os.path.isdir(OPENARENA_BASEPATH)):
         _say("no Quake 3 server installed (apt install openarena-server): the Q3 sink runs offline", json_mode)
@@ -99,14 +117,17 @@ def start_q3(json_mode: bool):
     _say("starting a local Quake 3 server (ioq3ded + OpenArena data, sv_pure 0) on 127.0.0.1 ...", json_mode)
     t = time.monotonic()
     server = LocalQ3Server(kind="ioq3", pure=False)
+    entry = (server, Owned(server))
+    if started is not None:
+        started.append(entry)
     try:
         server.start()
     except LocalServerError as e:
-        server.cleanup()
+        _forget(entry, started)
         _say(f"the Quake 3 server did not start ({e}): the Q3 sink runs offline", json_mode)
         return None, ""
     host, port = server.address
-    _say(f"Quake 3 server ready in {time.monotonic() - t:.1f} s on port {port}", json_mode)
+    _say(f"Quake 3 server ready in {time.monotonic() - t:.1f} s on port {port} (pid {entry[1]()})", json_mode)
     return server, f"{host}:{port}"
 
 
@@ -193,26 +214,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # A typo is refused before any server starts, not replaced by the embedded motion.
         raise UsageError(f"--motion {args.motion}: no such motion file or shipped motion "
                          f"(shipped: {', '.join(shipped_motions())})")
-    servers = []
+    servers: list = []  # (server, Owned): every server started, stopped by PID whatever ends the demo
     ns_server = None
     try:
         ns_host = q3_host = ""
         if not args.no_netsync:
-            ns_server, ns_host = start_netsync(json_mode, args.netsync_server)
-            if ns_server is not None:
-                servers.append(ns_server)
+            ns_server, ns_host = start_netsync(json_mode, args.netsync_server, servers)
         if not args.no_q3:
-            server, q3_host = start_q3(json_mode)
-            if server is not None:
-                servers.append(server)
+            _, q3_host = start_q3(json_mode, servers)
         flags = {("q3", "host"): q3_host, ("netsync", "host"): ns_host, ("netsync", "room"): "headcast-demo",
                  ("run", "duration"): args.duration, ("mirror", "enabled"): args.mirror}
         cfg = commands.load_config(args, flags)
         source = pick_source(args, cfg, json_mode)
         loop, summary = commands.run_pipeline(cfg, source, json_mode, verify=True)
     finally:
-        for s in servers:
-            _stop(s)
+        stop.stopping()  # a signal from here on is noted: every server gets stopped
+        for entry in reversed(servers):
+            try:
+                _forget(entry)
+            except Exception as e:  # noqa: BLE001 - the next server must still be stopped
+                _say(f"stopping a local server failed: {e}", json_mode)
     checks = verify(loop, ns_server)
     ok = all(c.ok for c in checks)
     if json_mode:
@@ -226,10 +247,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _forget(entry, started: list | None = None) -> None:
+    """Stop a server the demo started (its own stop: SIGINT/SIGTERM, then SIGKILL, by PID, bounded)
+    and remove its files; then it is no longer ours to kill."""
+    server, owned = entry
+    try:
+        _stop(server)
+    finally:
+        owned.forget()
+        if started is not None and entry in started:
+            started.remove(entry)
+
+
 def _stop(server) -> None:
-    stop = getattr(server, "stop", None)
-    if stop is not None:
-        stop()
+    halt = getattr(server, "stop", None)
+    if halt is not None:
+        halt()
     for extra in ("close", "cleanup"):
         fn = getattr(server, extra, None)
         if fn is not None:
