@@ -836,10 +836,7 @@ class Q3ClientCore:
         self._timer = now
 
     def _cp_command(self) -> str:
-        files: list[Path] = []
-        for p in self.config.pure_paks:
-            p = Path(p)
-            files += sorted(p.glob("*.pk3")) if p.is_dir() else [p]
+        files = pure.pak_files(self.config.pure_paks)
         if not files:
             raise pure.PureError("sv_pure 1 and no pk3 files configured (ClientConfig.pure_paks)")
         return pure.cp_command(self._server_id, self._checksum_feed, pure.search_order(files))

@@ -99,8 +99,28 @@ def _load(path: str, mtime_ns: int, size: int) -> Pak:
 
 
 def load_pak(path: str | Path) -> Pak:
-    st = Path(path).stat()
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise PureError(f"{path}: {exc.strerror or exc}") from None
     return _load(str(path), st.st_mtime_ns, st.st_size)
+
+
+def pak_files(paths: list[str | Path] | tuple[str | Path, ...]) -> list[Path]:
+    """The pk3 files `paths` name: each a pk3 file, or a folder whose *.pk3 files are taken.
+    PureError names a path that is missing, not a readable pk3, or a folder without any."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.glob("*.pk3"))
+            if not found:
+                raise PureError(f"{p}: a folder without .pk3 files")
+            files += found
+        else:
+            files.append(p)
+    for f in files:
+        load_pak(f)
+    return files
 
 
 def search_order(paths: list[str | Path]) -> list[Pak]:
