@@ -57,6 +57,12 @@ def check_config(cfg: config_mod.Config) -> None:
         raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
     rig_from(cfg)
     want_mirror(cfg)
+    record = cfg[("run", "record")]
+    if record:
+        from headcast.xr.trace import unusable
+        problem = unusable(record)
+        if problem:
+            raise UsageError(f"--record {record}: {problem}")
 
 
 def q3_settings(cfg: config_mod.Config) -> dict[str, Any]:
@@ -178,10 +184,10 @@ class ReplaySource:
     """Frames of a recorded trace at their recorded pace (XrTime differences)."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter, sleep=time.sleep) -> None:
-        from headcast.xr.trace import TraceError, iter_trace
+        from headcast.xr.trace import TraceEndsEarly, TraceError, iter_trace
         self.path = path
         self._frames = iter_trace(path)
-        self._error = TraceError
+        self._error, self._ends_early = TraceError, TraceEndsEarly
         self.clock, self.sleep = clock, sleep
         self._t0: float | None = None
         self._first_ns = 0
@@ -192,6 +198,8 @@ class ReplaySource:
             frame = next(self._frames)
         except StopIteration:
             raise SourceEnded(f"replay finished ({self.count} frames from {self.path})") from None
+        except self._ends_early as e:  # a recording cut short (killed, power loss, disk full): play what is there
+            raise SourceEnded(f"replay finished: {e}; played the {e.frames} frames it holds") from None
         except self._error as e:
             raise AppError(str(e)) from None
         if self._t0 is None:
@@ -348,5 +356,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"replay: {path} {'is not a file' if path.exists() else 'does not exist'}")
+    from headcast.xr.trace import cut_short
+    if cut_short(path):  # said at once; where it ends, when the replay gets there
+        say(f"{path} has no end record (the recording was cut short): playing the frames it holds", args.json)
     run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)
     return 0
