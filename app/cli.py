@@ -6,6 +6,7 @@ OpenXR, OpenGL or ZeroMQ.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from typing import Any, Sequence
@@ -53,6 +54,35 @@ exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting thi
 sinks failing for different reasons), 2 bad flag or configuration value, 3 a server did not
 answer at all (Quake 3) or did not let us in (NetSync), 4 a NetSync server speaks another protocol.
 """
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the README's promise kept: a bad flag is one line on stderr and exit 2
+    (the usage block is --help's job)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def seconds(text: str) -> float:
+    """A --timeout: a finite number of seconds more than 0 (NaN and -1 would never or at once time out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text}: must be a finite number of seconds more than 0")
+    return value
+
+
+def room_id(text: str) -> str:
+    """A NetSync room id the room broadcast can carry (at most 255 bytes of UTF-8)."""
+    from headcast.netcode.netsync.codec import PoseEncodeError, id_bytes
+    try:
+        id_bytes(text, "the NetSync room id")
+    except PoseEncodeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -108,13 +138,13 @@ def _netsync_current() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="headcast",
         description="Stream OpenXR head and controller tracking to Quake 3 (VR head bits), "
                     "STYLY NetSync and Sauerbraten, and show what the far side sees.",
         epilog=EPILOG_MAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version="headcast 0.1.0")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     p = sub.add_parser("run", help="track the headset (or a mock motion) and stream to servers",
                        description="Run the tracking loop: headset (or --mock MOTION) → rig → sinks → mirror.",
@@ -156,14 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("probe", help="ask a server what it is (no joining)",
                        description="Query a server without joining it.")
-    psub = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    psub = p.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=_Parser)
     q = psub.add_parser("q3", help="Quake 3: getinfo/getstatus, protocol family, vr_support",
                         description="Send getinfo and getstatus to each server at once; report the measured "
                                     "ping, protocol, map, g_needpass, vr_support, every rule and the players "
                                     "(colour codes stripped; raw in --json).")
     q.add_argument("host", metavar="HOST[:PORT]", nargs="+",
                    help="one or more servers (default port 27960), e.g. 127.0.0.1:27960 [::1]:27961")
-    q.add_argument("--timeout", type=float, default=2.0, metavar="SECONDS",
+    q.add_argument("--timeout", type=seconds, default=2.0, metavar="SECONDS",
                    help="how long to wait for the answers (default 2); a server with no answer exits 3")
     _add_common(q)
     q = psub.add_parser("netsync", help="NetSync: is the server there, which protocol and version, who is in the room",
@@ -175,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "in a protocol headcast does not speak exits 4.")
     q.add_argument("host", metavar="HOST[:CONTROL[:PUB]]",
                    help="the server (default ports 5555/5556; PUB defaults to CONTROL + 1)")
-    q.add_argument("--room", default="default_room", help="room to look into (default: default_room)")
-    q.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
+    q.add_argument("--room", type=room_id, default="default_room", help="room to look into (default: default_room)")
+    q.add_argument("--timeout", type=seconds, default=3.0, metavar="SECONDS",
                    help="how long to wait for an answer (default 3); no answer exits 3")
     _add_common(q)
 
@@ -205,7 +235,13 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)  # exits 2 with a usage line on bad flags
+    try:
+        args = parser.parse_args(argv)  # one line and exit 2 on bad flags; --help, --version exit 0
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    from headcast.app.config import env_warnings
+    for warning in env_warnings():
+        print(f"headcast: warning: {warning}", file=sys.stderr)
     # The loader's own error lines repeat, less clearly, what our typed errors say; set
     # XR_LOADER_DEBUG=error (or all) to see them.
     os.environ.setdefault("XR_LOADER_DEBUG", "none")

@@ -61,6 +61,12 @@ def pose_to_world(pose: Pose, trig: tuple[float, float, float, float, float, flo
                 pose.position_tracked, pose.orientation_tracked)
 
 
+# The range of each numeric setting (the config's [rig] keys), checked by Rig and by the config.
+LIMITS: dict[str, tuple[float, float]] = {
+    "move_speed": (0.0, 100.0), "snap_angle": (1.0, 180.0), "smooth_speed": (0.0, 3600.0), "deadzone": (0.0, 0.95),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class RigSettings:
     move_speed: float = 2.0          # m/s at full left-stick deflection
@@ -141,10 +147,8 @@ class Rig:
     def __init__(self, settings: RigSettings = RigSettings(), start: Origin = Origin()) -> None:
         if settings.turn_mode not in ("snap", "smooth"):
             raise ValueError(f"turn = {settings.turn_mode!r}: must be 'snap' or 'smooth'")
-        for name, value, lo, hi in (("move_speed", settings.move_speed, 0.0, 100.0),
-                                    ("snap_angle", settings.snap_angle, 1.0, 180.0),
-                                    ("smooth_speed", settings.smooth_speed, 0.0, 3600.0),
-                                    ("deadzone", settings.deadzone, 0.0, 0.95)):
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(settings, name)
             if not lo <= value <= hi:  # NaN fails too
                 raise ValueError(f"{name} = {value:g}: must be {lo:g}..{hi:g}")
         self.settings = settings

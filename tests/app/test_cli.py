@@ -72,7 +72,8 @@ def test_every_help_teaches(args, needle):
 ])
 def test_bad_flags_are_usage_errors(args, needle):
     r = headcast(*args)
-    assert_clean_error(r, 2, "usage: headcast", needle)
+    assert_clean_error(r, 2, "--help` lists the options", needle)
+    assert r.stderr.count("\n") == 1, r.stderr  # one line: the usage block is --help's
 
 
 def test_bad_values_and_config_are_named():

@@ -40,7 +40,6 @@ def test_print_config_text_is_valid_toml_with_sources():
 
 
 @pytest.mark.parametrize("body, match", [
-    ('[rig]\nsnap_angel = 30\n', "unknown setting rig.snap_angel"),
     ('[rig]\nsnap_angle = "big"\n', "expected a number"),
     ('[q3]\nvr = "maybe"\n', "expected true/false"),
     ('[q3\n', "not valid TOML"),
