@@ -214,6 +214,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # A typo is refused before any server starts, not replaced by the embedded motion.
         raise UsageError(f"--motion {args.motion}: no such motion file or shipped motion "
                          f"(shipped: {', '.join(shipped_motions())})")
+    _check_config(args)
     servers: list = []  # (server, Owned): every server started, stopped by PID whatever ends the demo
     ns_server = None
     try:
@@ -245,6 +246,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.text}")
         print("all checks passed" if ok else "SOME CHECKS FAILED", file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
+
+
+def _check_config(args: argparse.Namespace) -> None:
+    """The configuration as the demo will load it, checked before any server starts (a bad value
+    costs no server start-up); its warnings are left to the real load."""
+    from headcast.app import config as config_mod
+    try:
+        config_mod.load(Path(args.config) if args.config else None,
+                        flags={("run", "duration"): args.duration, ("mirror", "enabled"): args.mirror}, warn=None)
+    except config_mod.ConfigError as e:
+        raise UsageError(str(e)) from None
 
 
 def _forget(entry, started: list | None = None) -> None:
