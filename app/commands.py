@@ -186,20 +186,44 @@ class ReplaySource:
     def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter, sleep=time.sleep) -> None:
         from headcast.xr.trace import TraceEndsEarly, TraceError, iter_trace
         self.path = path
-        self._frames = iter_trace(path)
+        self._frames = self._playable(iter_trace(path))
         self._error, self._ends_early = TraceError, TraceEndsEarly
         self.clock, self.sleep = clock, sleep
         self._t0: float | None = None
         self._first_ns = 0
         self.count = 0
+        self.dropped = 0          # frames holding numbers no tracking frame can (xr.frame.frame_problem)
+        self.first_drop = ""
+
+    def _playable(self, frames):
+        """The trace's frames without those no runtime could have produced (a value of 1e300
+        would crash a sink's encoder): each is dropped and counted, the first named at once."""
+        from headcast.xr.frame import frame_problem
+        try:
+            for frame in frames:
+                problem = frame_problem(frame)
+                if problem is None:
+                    yield frame
+                    continue
+                self.dropped += 1
+                if not self.first_drop:
+                    self.first_drop = f"frame {frame.seq}: {problem}"
+                    print(f"headcast: {self.path}: {self.first_drop} — frame dropped, no tracking frame "
+                          "holds that (later ones are counted)", file=sys.stderr, flush=True)
+        finally:
+            frames.close()
+
+    def _drops(self) -> str:
+        return (f"; {self.dropped} frames dropped for values out of range, the first at {self.first_drop}"
+                if self.dropped else "")
 
     def next_frame(self) -> TrackingFrame:
         try:
             frame = next(self._frames)
         except StopIteration:
-            raise SourceEnded(f"replay finished ({self.count} frames from {self.path})") from None
+            raise SourceEnded(f"replay finished ({self.count} frames from {self.path}{self._drops()})") from None
         except self._ends_early as e:  # a recording cut short (killed, power loss, disk full): play what is there
-            raise SourceEnded(f"replay finished: {e}; played the {e.frames} frames it holds") from None
+            raise SourceEnded(f"replay finished: {e}; played the {e.frames} frames it holds{self._drops()}") from None
         except self._error as e:
             raise AppError(str(e)) from None
         if self._t0 is None:
