@@ -255,3 +255,68 @@ def test_validate_accepts_the_defaults_and_the_shipped_examples():
     assert cfg.warnings == []
     config.validate(cfg)
     assert Path(REPO / "assets" / "config" / "default.toml").is_file()
+
+
+def test_demo_refuses_a_bad_value_before_starting_any_server(tmp_path):
+    f = tmp_path / "rate.toml"
+    f.write_text("[xr]\nrate = 0\n")
+    boom = AssertionError("a server was started")
+    with mock.patch("headcast.app.demo.start_netsync", side_effect=boom), \
+            mock.patch("headcast.app.demo.start_q3", side_effect=boom):
+        assert "run.duration = nan" in refused("demo", "--duration", "nan")
+        assert "xr.rate = 0" in refused("demo", "--synthetic", "--config", str(f))
+
+
+# ---------------------------------------------------------------------------- trace values
+
+
+def _frames(n=30):
+    from headcast.app.synthetic import LOOK_AROUND, frame_at
+    return [frame_at(LOOK_AROUND, i, i / 90, int(i / 90 * 1e9)) for i in range(n)]
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(head=(1e300, 1.6, 0.0)), "head position x = 1e+300 m is outside ±10000 m"),
+    (dict(right_aim=(0.0, -2e4, 0.0)), "right_aim position y = -20000 m is outside ±10000 m"),
+    (dict(orientation=(0.0, 0.0, 0.0, 0.0)), "head orientation (0, 0, 0, 0) is flagged valid but is not a unit"),
+    (dict(orientation=(1e300, 0.0, 0.0, 1.0)), "head orientation (1e+300, 0, 0, 1) is not a rotation"),
+    (dict(move=(5.0, 0.0)), "controls move x = 5 is outside -1..1"),
+    (dict(time_ns=2 ** 64), "time_ns 18446744073709551616 or seq 3 is outside 0..2^63-1"),
+])
+def test_frame_problem_names_the_value_and_the_limit(change, words):
+    import dataclasses
+
+    from headcast.xr.frame import Controls, frame_problem
+    frame = _frames(4)[3]
+    assert frame_problem(frame) is None
+    if "head" in change:
+        frame = dataclasses.replace(frame, head=dataclasses.replace(frame.head, position=change["head"]))
+    elif "right_aim" in change:
+        frame = dataclasses.replace(frame, right_aim=dataclasses.replace(frame.right_aim, position=change["right_aim"]))
+    elif "orientation" in change:
+        frame = dataclasses.replace(frame, head=dataclasses.replace(frame.head, orientation=change["orientation"]))
+    elif "move" in change:
+        frame = dataclasses.replace(frame, controls=Controls(move=change["move"]))
+    else:
+        frame = dataclasses.replace(frame, **change)
+    assert frame_problem(frame) == words or words in frame_problem(frame)
+
+
+def test_a_replayed_trace_with_a_huge_value_drops_and_counts_that_frame(tmp_path):
+    """1e300 is finite, so the trace reader takes it; the Sauerbraten sink's encoder crashed on it
+    (ValueError: 8e+300 does not fit a float). Replay drops such frames, names the first, counts them."""
+    import dataclasses
+
+    from headcast.xr.trace import write_trace
+    frames = _frames()
+    for i in (5, 6, 7):
+        frames[i] = dataclasses.replace(frames[i], head=dataclasses.replace(frames[i].head, position=(1e300, 1.6, 0)))
+    path = tmp_path / "huge.trace"
+    write_trace(path, frames)
+    code, out, err = headcast("replay", str(path), "--no-mirror")
+    assert code == 0, err
+    assert err.splitlines() == [f"headcast: {path}: frame 5: head position x = 1e+300 m is outside ±10000 m — "
+                                "frame dropped, no tracking frame holds that (later ones are counted)"]
+    assert (f"stopped: replay finished (27 frames from {path}; 3 frames dropped for values out of range, "
+            "the first at frame 5: head position x = 1e+300 m") in out
+    assert "frames 27 " in out
