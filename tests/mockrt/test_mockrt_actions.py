@@ -201,19 +201,20 @@ def test_hand_samples_replay_bit_identical(mock, rig, tmp_path):
         n = math.sqrt(sum(c * c for c in q))
         vals = [rng.uniform(-1, 2) for _ in range(3)] + [c / n for c in q]
         vals = list(struct.unpack("7f", struct.pack("7f", *vals)))
-        want.append(vals)
+        trigger = abs(vals[0]) / 2  # a float32 in 0..1, the range the runtime accepts
+        want.append((vals, trigger))
         lines.append(f"{i} {R}/input/aim/pose pose " + " ".join(v.hex() for v in vals))
-        lines.append(f"{i} {R}/input/trigger/value {vals[0].hex()}")
+        lines.append(f"{i} {R}/input/trigger/value {trigger.hex()}")
     motion = tmp_path / "hands.motion"
     motion.write_text("\n".join(lines) + "\n")
     mock.load_motion(motion)  # the session has already waited frame 0: samples start at frame 1
-    for vals in want:
+    for vals, trigger in want:
         t = rig.h.frame()
         rig.sync()
         p = rig.h.locate(rig.spaces[("aim", R)], t).pose
         got = [p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w]
         assert got == vals
-        assert rig.state("trigger", R).current_state == vals[0]
+        assert rig.state("trigger", R).current_state == trigger
 
 
 def test_profile_fallback_and_change_event(mock, session):

@@ -646,14 +646,33 @@ static int track_add(Track *t, double time, const float *v) {
     return 0;
 }
 
+/* The message of the last failed parse_numbers or range check ("'nan' is not a finite number"). */
+static char g_value_error[160];
+
 static int parse_numbers(char **tok, int ntok, double *out) {
     for (int i = 0; i < ntok; i++) {
         char *end;
         if (!tok[i]) return -1;
         out[i] = strtod(tok[i], &end);
-        if (*end || end == tok[i] || !isfinite(out[i])) return -1;
+        if (*end || end == tok[i] || !isfinite(out[i])) {
+            snprintf(g_value_error, sizeof g_value_error, "'%.40s' is not a finite number", tok[i]);
+            return -1;
+        }
     }
     return 0;
+}
+
+/* What a tracking frame can hold (the app's xr.frame.frame_problem has the same limits): a
+ * position within 10 km of the stage origin, sticks -1..1, triggers, squeezes and buttons 0..1. */
+#define MAX_STAGE_METRES 10000.0
+
+static const char *out_of_range(const char *what, const double *v, int n, double lo, double hi, const char *unit) {
+    for (int i = 0; i < n; i++)
+        if (!(v[i] >= lo && v[i] <= hi)) {
+            snprintf(g_value_error, sizeof g_value_error, "%s %g is outside %g..%g%s", what, v[i], lo, hi, unit);
+            return g_value_error;
+        }
+    return NULL;
 }
 
 static int parse_flags(const char *s, XrSpaceLocationFlags *out) {
@@ -686,6 +705,7 @@ static const char *motion_line(Motion *m, char **tok, int ntok) {
     if (parse_numbers(tok, 1, &t) || t < 0) return "bad time";
     if (ntok < 2) return "missing target";
     double time = m->frames_timebase ? t : t * m->rate;
+    if (!(time <= 1e12)) return "time beyond 10^12 frames";
     if (tok[1][0] == '!') {
         int ok = 0;
         for (const char *const *c = COMMANDS; *c; c++) ok |= strcmp(*c, tok[1] + 1) == 0;
@@ -714,7 +734,11 @@ static const char *motion_line(Motion *m, char **tok, int ntok) {
         int want = strcmp(ch, "pos") == 0 ? 3 : strcmp(ch, "ypr") == 0 ? 3
                  : strcmp(ch, "quat") == 0 ? 4 : strcmp(ch, "pose") == 0 ? 7 : -1;
         if (want < 0) return "unknown pose channel (pos, ypr, quat, pose, flags)";
-        if (ntok != 3 + want || parse_numbers(tok + 3, want, v)) return "wrong number of values";
+        if (ntok != 3 + want) return "wrong number of values";
+        if (parse_numbers(tok + 3, want, v)) return g_value_error;
+        if ((strcmp(ch, "pos") == 0 || strcmp(ch, "pose") == 0)
+            && out_of_range("position", v, 3, -MAX_STAGE_METRES, MAX_STAGE_METRES, " m"))
+            return g_value_error;
         if (strcmp(ch, "pos") == 0 || strcmp(ch, "pose") == 0) {
             for (int i = 0; i < 3; i++) f[i] = (float)v[i];
             if (track_add(motion_track(m, CH_POS, pi, 3, 1), time, f)) return "keyframes out of time order";
@@ -725,6 +749,12 @@ static const char *motion_line(Motion *m, char **tok, int ntok) {
             else memcpy(q, ch[0] == 'q' ? v : v + 3, sizeof q);
             double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
             if (!(n > 1e-6)) return "zero quaternion";
+            if (!isfinite(n)) return "quaternion too large to normalise";
+            if (!m->interpolate && !(fabs(n * n - 1.0) <= 1e-3)) {
+                snprintf(g_value_error, sizeof g_value_error,
+                         "quaternion of length %g: with interpolate off it is used as given, so it must be unit", n);
+                return g_value_error;
+            }
             if (m->interpolate) /* exact samples keep their bits */
                 for (int i = 0; i < 4; i++) q[i] /= n;
             for (int i = 0; i < 4; i++) f[i] = (float)q[i];
@@ -734,7 +764,10 @@ static const char *motion_line(Motion *m, char **tok, int ntok) {
     }
     int ii = input_index(tok[1], &dims);
     if (ii < 0) return "unknown path";
-    if (ntok != 2 + dims || parse_numbers(tok + 2, dims, v)) return "wrong number of values";
+    if (ntok != 2 + dims) return "wrong number of values";
+    if (parse_numbers(tok + 2, dims, v)) return g_value_error;
+    if (dims == 2 ? out_of_range("value", v, 2, -1.0, 1.0, "") : out_of_range("value", v, 1, 0.0, 1.0, ""))
+        return g_value_error;
     for (int i = 0; i < dims; i++) f[i] = (float)v[i];
     if (track_add(motion_track(m, CH_INPUT, ii, dims, !input_is_bool(ii % NIN)), time, f))
         return "keyframes out of time order";
