@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
 from .client import Event, Joined, NetSyncClientCore, ProtocolMismatch
 from .model import PoseFrame
@@ -22,6 +24,16 @@ SUB_RCVHWM = 8
 DEALER_HWM = 10  # the official client's value
 MAX_MESSAGES_PER_POLL = 256  # per socket: one poll never loops unboundedly on a flooding peer
 _SEND_MORE = zmq.SNDMORE | zmq.NOBLOCK
+
+
+@dataclass(frozen=True)
+class TcpState:
+    """The control socket's TCP connection as ZeroMQ reports it (`NetSyncClient.tcp_state`)."""
+
+    connected: bool          # a TCP connection to the control port is up now
+    ever_connected: bool     # ... was up at some point
+    retries: int             # failed connects since the last success (or the start)
+    retry_ms: int | None     # ZeroMQ's wait before its next connect attempt, as last announced
 
 
 class NoAnswerError(TimeoutError):
@@ -56,6 +68,7 @@ class NetSyncClient:
         send_rate: float = 10.0,
         stealth: bool = False,
         silence_timeout: float = 3.0,
+        watch_tcp: bool = False,
     ) -> None:
         self.core = NetSyncClientCore(
             room_id,
@@ -71,6 +84,8 @@ class NetSyncClient:
         self._dealer = self._ctx.socket(zmq.DEALER)
         self._sub = self._ctx.socket(zmq.SUB)
         self._transform = None
+        self._monitor = None
+        self._tcp = TcpState(False, False, 0, None)
         try:
             for s in (self._dealer, self._sub):
                 self._common_options(s)
@@ -79,6 +94,10 @@ class NetSyncClient:
             self._dealer.setsockopt(zmq.IMMEDIATE, 1)
             self._sub.setsockopt(zmq.RCVHWM, SUB_RCVHWM)
             self._sub.setsockopt(zmq.SUBSCRIBE, self.core.room_topic)
+            if watch_tcp:  # before connect(): a connection made at once is seen too
+                self._monitor = self._dealer.get_monitor_socket(
+                    zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED)
+                self._monitor.setsockopt(zmq.LINGER, 0)
             self._dealer.connect(f"tcp://{host}:{dealer_port}")
             self._sub.connect(f"tcp://{host}:{pub_port}")
         except BaseException:
@@ -201,10 +220,38 @@ class NetSyncClient:
                 )
             time.sleep(step)
 
+    @property
+    def tcp_state(self) -> TcpState:
+        """Whether the control port's TCP connection is up and how often connecting failed: what
+        tells "nothing listens there" from "connected, but the server says nothing". Reads
+        ZeroMQ's socket monitor, on a client made with `watch_tcp=True` (else it stays as it
+        started); a cheap read, meant for status lines, not every frame."""
+        if self._ctx.closed or self._monitor is None:
+            return self._tcp
+        t = self._tcp
+        connected, ever, retries, retry_ms = t.connected, t.ever_connected, t.retries, t.retry_ms
+        for _ in range(MAX_MESSAGES_PER_POLL):
+            try:
+                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                break
+            kind = event["event"]
+            if kind == zmq.EVENT_CONNECTED:
+                connected, ever, retries, retry_ms = True, True, 0, None
+            elif kind == zmq.EVENT_DISCONNECTED:
+                connected = False
+            elif kind == zmq.EVENT_CONNECT_RETRIED:
+                connected, retries, retry_ms = False, retries + 1, int(event["value"])
+        self._tcp = TcpState(connected, ever, retries, retry_ms)
+        return self._tcp
+
     def close(self) -> None:
         """Close both sockets and the context (LINGER 0: returns at once, no thread left behind)."""
         if self._ctx.closed:
             return
+        if self._monitor is not None:
+            self._dealer.disable_monitor()
+            self._monitor.close(linger=0)
         for s in (getattr(self, "_dealer", None), getattr(self, "_sub", None), getattr(self, "_transform", None)):
             if s is not None:
                 s.close(linger=0)
