@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Callable
 
-from headcast.app.errors import UsageError
+from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError
 from headcast.netcode.netsync.client import (Dropped, Joined, OwnPose, PeerPose, ProtocolDetected, ProtocolMismatch,
                                              ServerBack, ServerSilent)
 from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
@@ -28,6 +28,9 @@ PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
 # sockets 30 times a second sees everything within 33 ms and costs a third of every frame.
 # (Sending is not tied to this: send() runs every frame under the send policy.)
 POLL_PERIOD = 1 / 30
+# Before the first answer: how long a silent server is given before the status calls it "no
+# answer" (the first connect, probe and its answer take milliseconds on a LAN).
+NO_ANSWER_AFTER = 1.0
 
 # What each protocol number means to a user: the releases that speak it (styly-netsync-server).
 PROTOCOL_HELP = ("3 = styly-netsync-server 0.9-0.10, 4 = 0.11, 5 = 0.12-0.13, 6 = 0.14, 7 = 0.15, "
@@ -121,15 +124,20 @@ class NetSyncLink:
         self.address = f"{host}:{dealer_port}/{pub_port}"
         self.room = room
         self.device_id = device_id
+        self.host, self.dealer_port, self.pub_port = host, dealer_port, pub_port
         self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id, transform_port=self.transform_port,
-                                    protocol=protocol, send_rate=send_rate, stealth=stealth)
+                                    protocol=protocol, send_rate=send_rate, stealth=stealth, watch_tcp=True)
         self._core = self.client.core
         self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
         self._counters = self._core.counters
         self._policy = self._core.policy
-        self.state = "connecting"
-        self.detail = (f"waiting for {self.address} room {room!r}, "
-                       + ("detecting the NetSync protocol" if protocol is None else f"NetSync protocol {protocol}"))
+        self._state = "connecting"
+        self._detail = (f"waiting for {self.address} room {room!r}, "
+                        + ("detecting the NetSync protocol" if protocol is None else f"NetSync protocol {protocol}"))
+        self._started = clock()
+        self.closed = False
+        self._why_at_close = ""
+        self.joined_at: float | None = None   # clock time the server first mapped us
         self.client_no: int | None = None
         self.mismatch: ProtocolMismatch | None = None
         self.own_body: PoseBody | None = None
@@ -167,6 +175,59 @@ class NetSyncLink:
         return f"protocol {self.protocol}, server {version_str(self.server_version)}"
 
     @property
+    def state(self) -> str:
+        if self.closed:
+            return "disconnected"
+        if self._unanswered() is not None:
+            return "no answer"
+        return self._state
+
+    @property
+    def detail(self) -> str:
+        if self.closed:
+            return "left the room (NetSync has no leave message: the server drops us after 5 s)"
+        why = self._unanswered()
+        return self._detail if why is None else why
+
+    def _unanswered(self) -> str | None:
+        """The status line's why, while nothing has come back once a server could have answered
+        (None: it has answered, or it is early)."""
+        if self.answered or self.mismatch is not None:
+            return None
+        silent = self.clock() - self._started
+        if silent < NO_ANSWER_AFTER:
+            return None
+        return self._why_silent(f" for {silent:.0f} s")
+
+    def _why_silent(self, how_long: str = "") -> str:
+        """Why a server says nothing, as far as the TCP connection ZeroMQ keeps retrying tells."""
+        tcp = self.client.tcp_state
+        if not tcp.ever_connected:
+            retry = "" if tcp.retry_ms is None else f", every {tcp.retry_ms / 1000:g} s"
+            return (f"cannot connect to TCP {self.host}:{self.dealer_port}{how_long} ({tcp.retries} tries{retry}): "
+                    "nothing listens there, or a firewall drops it")
+        return (f"TCP {self.host}:{self.dealer_port} is connected but nothing came back{how_long}: is it a "
+                f"NetSync server, and is its PUB port {self.pub_port}?")
+
+    @property
+    def failure(self) -> AppError | None:
+        """A server that answered in another protocol than the one set will not let us in however
+        long we wait: this sink's error (exit 4)."""
+        if self.mismatch is not None and self.client_no is None:
+            return ProtocolMismatchError(f"netsync: {self.mismatch.message}")
+        return None
+
+    def join_timeout_error(self, timeout: float) -> AppError:
+        """Not in the room `timeout` s into the first join: why, as this sink's error (exit 3)."""
+        t = f"{timeout:g} s"
+        if self.answered:
+            detail = self._why_at_close if self.closed else self.detail
+            return UnreachableError(f"netsync: {self.address} answered but did not let us in within {t} "
+                                    f"({detail})")
+        return UnreachableError(f"netsync: no answer from {self.address} within {t} ({self._why_silent()}; is "
+                                "the server running and the address/port right?)")
+
+    @property
     def answered(self) -> bool:
         """Anything came from the server (a mapping, a broadcast, even one we could not use)."""
         return self._counters.bytes_received > 0
@@ -177,7 +238,9 @@ class NetSyncLink:
         return self.client_no is not None
 
     def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int] | None:
-        """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy)."""
+        """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy, closed)."""
+        if self.closed:
+            return None
         counters = self._counters
         before = counters.bytes_sent
         if not self.client.send_pose(now, frame):
@@ -187,7 +250,7 @@ class NetSyncLink:
         return nbytes, nbytes - self._header_len, t_wire, self._policy.pose_seq
 
     def poll(self, now: float) -> None:
-        if now < self._next_poll:
+        if now < self._next_poll or self.closed:
             return
         self._next_poll = now + POLL_PERIOD
         for ev in self.client.poll(now):
@@ -198,25 +261,27 @@ class NetSyncLink:
                 self._others_seen[ev.client_no] = now
             elif isinstance(ev, Joined):
                 self.client_no = ev.client_no
-                self.state = "connected"
-                self.detail = f"client #{ev.client_no} in room {self.room!r}, {self._where()}"
+                if self.joined_at is None:
+                    self.joined_at = now
+                self._state = "connected"
+                self._detail = f"client #{ev.client_no} in room {self.room!r}, {self._where()}"
             elif isinstance(ev, ServerSilent):
-                self.state = "server silent"
-                self.detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
+                self._state = "server silent"
+                self._detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
             elif isinstance(ev, ServerBack):
-                self.state = "connected" if self.client_no is not None else "connecting"
+                self._state = "connected" if self.client_no is not None else "connecting"
                 if self.client_no is not None:
-                    self.detail = f"client #{self.client_no} in room {self.room!r}, {self._where()}"
+                    self._detail = f"client #{self.client_no} in room {self.room!r}, {self._where()}"
             elif isinstance(ev, Dropped):
                 self._drop_reasons[ev.reason] = ev.detail
             elif isinstance(ev, ProtocolDetected):
                 if self.client_no is None:
-                    self.detail = f"{self._where()} (detected from the {ev.how}); joining room {self.room!r}"
+                    self._detail = f"{self._where()} (detected from the {ev.how}); joining room {self.room!r}"
             elif isinstance(ev, ProtocolMismatch):
                 self.mismatch = ev
                 if self.client_no is None:
-                    self.state = "protocol mismatch"
-                    self.detail = ev.message
+                    self._state = "protocol mismatch"
+                    self._detail = ev.message
         if self._others_seen:
             for no, seen in list(self._others_seen.items()):
                 if now - seen > PEER_STALE_S:
@@ -226,4 +291,8 @@ class NetSyncLink:
     def close(self) -> None:
         # NetSync has no leave message: the server drops us after its 5 s timeout. Closing the
         # sockets (LINGER 0) is the whole disconnect.
+        if self.closed:
+            return
+        self._why_at_close = self.detail  # what join_timeout_error says once we have left
         self.client.close()
+        self.closed = True

@@ -30,6 +30,8 @@ DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
 REFUSED = "refused"
 RATE_LIMITED = "rate-limited"
+NO_ANSWER = "no answer"
+DISCONNECTED = "disconnected"
 
 STATE_TEXT = {
     State.IDLE: "idle", State.CHALLENGING: "connecting",
@@ -95,6 +97,10 @@ class Q3Link:
         self.head_reason = "no gamestate yet"
         self._detail = f"joining {self.address}"
         self.entered = False
+        self.joined_at: float | None = None   # clock time of the first entry into the world
+        self.closed = False                    # close() ran: we left the server
+        self._why_at_close = ""
+        self._started = clock()
         self.pure_error = ""
         self.refused: Refused | None = None    # the server's last refusal, until we are let in
         self._retry_at: float | None = None      # when the client tries again after it
@@ -116,30 +122,66 @@ class Q3Link:
         return self.entered
 
     @property
+    def ping_ms(self) -> float | None:
+        """The client's ping in game (None before, or once closed)."""
+        if self.closed or self.client.state is not State.ACTIVE:
+            return None
+        return self.client.status.latency_ms
+
+    @property
+    def drops(self) -> dict[str, int]:
+        """Server messages the client dropped undecoded, reason → count."""
+        return dict(self.client.status.drops)
+
+    def _silent(self) -> bool:
+        """Nothing at all has come from the server yet and the first request was resent."""
+        return (not self._counters["packets_in"] and self.client.state in (State.CHALLENGING, State.WAITING)
+                and self.clock() - self._started >= 1.0)
+
+    def _no_answer_text(self) -> str:
+        """Why we are not in, while the server has never answered: how long, what we know, what next."""
+        why = f"{self.address} silent for {self.clock() - self._started:.0f} s"
+        if self.client.socket_errors:
+            why += ", port closed (ICMP unreachable)"
+        timer = self.client.core.get_timer()
+        attempts = self._counters["attempts"]
+        if self.client.state is State.WAITING and timer is not None:
+            return f"{why}; attempt {attempts} gave up, next in {max(0.0, timer - self.clock()):.0f} s"
+        return f"{why}; attempt {attempts}, asking every 1-3 s"
+
+    @property
     def detail(self) -> str:
+        if self.closed:
+            return f"left {self.address}"
         refused = self.refused
         if refused is not None:
             return f"server refused: {refused.text}" + self._refusal_tail(refused)
         if self.client.core.rate_limited:
             return ("the server is rate-limiting this address: it is up but drops our getchallenge "
                     "(ioq3 answers 10 requests per address, then one a second); retrying")
+        if self._silent():
+            return self._no_answer_text()
         if self.pure_error and self.client.state is State.PRIMED:
             return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
                     f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)")
-        if self.client.state is State.ACTIVE:
-            ping = self.client.status.latency_ms  # a copy of the core's state: status lines only
-            if ping is not None:
-                return f"{self._detail}; ping {ping:.0f} ms"
-        return self._detail
+        if self.client.state is State.WAITING:
+            timer = self.client.core.get_timer()
+            if timer is not None:
+                return f"{self._detail} — retrying in {max(0.0, timer - self.clock()):.0f} s"
+        return self._detail  # in game the ping is a number of its own (ping_ms)
 
     @property
     def state(self) -> str:
+        if self.closed:
+            return DISCONNECTED
         if self.refused is not None:
             return REFUSED
         if self.client.core.rate_limited:
             return RATE_LIMITED
         if self.pure_error and self.client.state is State.PRIMED:
             return PURE_FAILED
+        if self._silent():
+            return NO_ANSWER
         return STATE_TEXT.get(self.client.state, str(self.client.state))
 
     def _refusal_tail(self, refused: Refused) -> str:
@@ -165,11 +207,14 @@ class Q3Link:
 
     @property
     def failure(self) -> AppError | None:
-        """The link stopped for good (a refusal retrying cannot help): the run's error."""
+        """The link stopped for good (a refusal retrying cannot help), or cannot play (a pure
+        server without our pk3 files ignores every move): this sink's error."""
         refused = self.refused
         if refused is not None and self.client.state is State.CLOSED:
             return RefusedError(f"q3: {self.address} refused the connection: {refused.text} — "
                                 f"{self._advice(refused) if refused.fatal else 'and reconnecting is off'}")
+        if self.pure_error and self.client.state is State.PRIMED:
+            return AppError(f"q3: {self.detail}")
         return None
 
     def join_timeout_error(self, timeout: float) -> AppError:
@@ -185,7 +230,11 @@ class Q3Link:
                 f"our getchallenge requests within {t} (ioq3 answers 10 requests per address, then one a "
                 "second; other clients or probes from this machine use them up — wait a few seconds)")
         if self._counters["packets_in"]:
-            return RefusedError(f"q3: {self.address} answered but did not let us in within {t} ({self.detail})")
+            detail = self._why_at_close if self.closed else self.detail
+            return RefusedError(f"q3: {self.address} answered but did not let us in within {t} ({detail})")
+        if self.client.socket_errors:
+            return UnreachableError(f"q3: no answer from {self.address} within {t} (ICMP port unreachable: nothing "
+                                    "listens on that UDP port; is the server running and the port right?)")
         return UnreachableError(f"q3: no answer from {self.address} within {t} "
                                 "(is the server running and the address/port right? firewall?)")
 
@@ -256,6 +305,8 @@ class Q3Link:
                 self.pure_error = self.client.status.pure_error
             elif isinstance(ev, EnteredWorld):
                 self.entered = True
+                if self.joined_at is None:
+                    self.joined_at = self.clock()
             elif isinstance(ev, Refused):
                 self.refused = ev
                 self._retry_at = None if ev.retry_in is None else self.clock() + ev.retry_in
@@ -289,5 +340,10 @@ class Q3Link:
             c.vr_flag_frames += 1
 
     def close(self) -> None:
+        """Disconnect (three `disconnect` packets when linked, as ioq3); again: nothing."""
+        if self.closed:
+            return
+        self._why_at_close = self.detail  # what join_timeout_error says once we have left
         self._handle(self.client.close(self.clock()))
         self._update_due()
+        self.closed = True

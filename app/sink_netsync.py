@@ -59,6 +59,7 @@ def _yaw_diff(a: float, b: float) -> float:
 
 class NetSyncSink:
     name = "netsync"
+    unit = "poses"  # what the summary counts as sent
 
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
         self.stealth = stealth
@@ -75,8 +76,9 @@ class NetSyncSink:
         self.seen: PoseBody | None = None     # our own body as the far side decodes it
         self.check = NetSyncCheck()
         self._last_error: float | None = None
-        # poseSeq → (frame sent, the stage head pose it was built from)
-        self._sent: OrderedDict[int, tuple[PoseFrame, Pose]] = OrderedDict()
+        # poseSeq → (frame sent, the stage head pose it was built from, clock time it went out)
+        self._sent: OrderedDict[int, tuple[PoseFrame, Pose, float]] = OrderedDict()
+        self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
         self._delta_start: Origin | None = None   # the rig origins self._delta was computed for
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
@@ -93,13 +95,15 @@ class NetSyncSink:
         body = self.link.own_body
         if body is not None and body is not self.seen:
             self.seen = body
-            self._verify(body)
+            self._verify(body, now)
 
-    def _verify(self, body: PoseBody) -> None:
+    def _verify(self, body: PoseBody, now: float) -> None:
         sent = self._sent.get(body.pose_seq)
         if sent is None:
             return
-        frame, stage = sent
+        frame, stage, t_sent = sent
+        # Includes the wait for the server's next room broadcast (≤ 100 ms) and our poll period.
+        self.relay_ms = (now - t_sent) * 1000.0
         c = self.check
         c.matched += 1
         # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
@@ -161,7 +165,7 @@ class NetSyncSink:
         self.body_size = body_size
         self.meter.add(t_wire, nbytes)
         sent_frames = self._sent
-        sent_frames[seq] = (pf, frame.head)
+        sent_frames[seq] = (pf, frame.head, t_wire)
         sent_frames.move_to_end(seq)
         if len(sent_frames) > SENT_HISTORY:
             sent_frames.popitem(last=False)
@@ -184,22 +188,26 @@ class NetSyncSink:
         hz, bps = self.meter.rates(now)
         pf = self.frame
         packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
+        values = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
         if pf is not None and pf.flags & 0x02 and not self.stealth:
             packed += f" dyaw {pf.delta.dyaw:.1f}"
+            values["dyaw"] = round(pf.delta.dyaw, 3)
         detail = ""
         if pf is not None and not self.stealth and not pf.flags & FLAG_HEAD:
             detail = "tracking lost: head not valid"
         if self.link is None:
             return SinkStatus(self.name, "offline", packed=packed, error_deg=self._last_error,
-                              detail=detail or "no server (--netsync HOST)")
+                              detail=detail or "no server (--netsync HOST)", values=values)
         link = self.link
         others = len(link.others)
         extra = f"; {others} other{'s' if others != 1 else ''} in the room" if others else ""
         drops = link.drops
         if drops:
             extra += "; " + link.drops_text()
+        relay = self.relay_ms if link.joined and not link.closed else None
         return SinkStatus(self.name, link.state, hz, bps, packed, self._last_error,
-                          detail + extra if detail else link.detail + extra, drops=drops)
+                          detail + extra if detail else link.detail + extra, drops=drops,
+                          ping_ms=relay, values=values, label="relay", live=link.joined and not link.closed)
 
     def close(self) -> None:
         if self.link is not None:

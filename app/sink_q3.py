@@ -37,6 +37,7 @@ class FarSide:
 
 class Q3Sink:
     name = "q3"
+    unit = "packets"  # what the summary counts as sent (the handshake's, then one per command tick)
 
     def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False,
                  receiver: Receiver = DEFAULT_RECEIVER) -> None:
@@ -190,18 +191,26 @@ class Q3Sink:
         hz, bps = self.meter.rates(now)
         i = self.intent
         packed = ""
+        values = None
         if i is not None:
             # The wire's roll short (unsigned) and what it means: 62842 reads as -15.0°.
-            roll = f"roll {i.roll_short} ({(i.roll_short - 65536 if i.roll_short >= 32768 else i.roll_short) * 360 / 65536:+.1f}°)"
-            packed = (f"buttons {i.buttons:#010x} {roll}" if self.head_bits_on_wire
-                      else f"buttons {i.buttons & 0xFFF:#06x} (16-bit, no head bits) {roll}")
+            roll_deg = (i.roll_short - 65536 if i.roll_short >= 32768 else i.roll_short) * 360 / 65536
+            roll = f"roll {i.roll_short} ({roll_deg:+.1f}°)"
+            wide = self.head_bits_on_wire
+            buttons = i.buttons if wide else i.buttons & 0xFFF
+            packed = (f"buttons {buttons:#010x} {roll}" if wide
+                      else f"buttons {buttons:#06x} (16-bit, no head bits) {roll}")
+            values = {"buttons": buttons, "head_bits": wide, "roll_short": i.roll_short, "roll_deg": round(roll_deg, 3)}
         error = None if self.link is None else self.link.last_error
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:
-            return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)")
+            return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)",
+                              values=values)
         # the link's own words (a refusal, a retry) come first; tracking loss is added, not swapped in
         detail = "; ".join(d for d in (self.link.detail, detail) if d)
-        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail)
+        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail,
+                          drops=self.link.drops or None, ping_ms=self.link.ping_ms, values=values,
+                          live=self.link.state == "in game")
 
     def close(self) -> None:
         if self.link is not None:

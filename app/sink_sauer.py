@@ -75,7 +75,8 @@ class SauerSink:
             return SinkStatus(self.name, "offline", detail="tracking lost: no position record")
         return SinkStatus(self.name, "offline",
                           packed=f"N_POS {self.size} B yaw {s.yaw} pitch {s.pitch} roll {s.roll_deg}",
-                          detail="computed only (no Sauerbraten connection in this build)")
+                          detail="computed only (no Sauerbraten connection in this build)",
+                          values={"npos_bytes": self.size, "yaw": s.yaw, "pitch": s.pitch, "roll_deg": s.roll_deg})
 
     def close(self) -> None:
         pass

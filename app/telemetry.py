@@ -119,12 +119,18 @@ class SinkStatus:
     error_deg: float | None = None  # angle error sent vs seen (far side's view), degrees
     detail: str = ""            # one line of extra state (tracking lost, server name, ...)
     drops: dict | None = None   # messages from the server dropped undecoded, reason → count
+    ping_ms: float | None = None  # Q3: the client's ping; NetSync: our pose's round trip through the room broadcast
+    values: dict | None = None  # `packed` as numbers (--json): buttons, roll_short, body_bytes, flags ...
+    label: str = "ping"         # what ping_ms is called on the status line
+    live: bool = False          # streaming to a server that has let us in (the line shows rates first)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "state": self.state, "send_hz": round(self.send_hz, 2),
                 "bytes_per_s": round(self.bytes_per_s, 1), "packed": self.packed,
                 "error_deg": None if self.error_deg is None else round(self.error_deg, 3),
-                "detail": self.detail, "drops": dict(self.drops or {})}
+                "detail": self.detail, "drops": dict(self.drops or {}),
+                "ping_ms": None if self.ping_ms is None else round(self.ping_ms, 1),
+                "values": dict(self.values or {})}
 
 
 class Telemetry:

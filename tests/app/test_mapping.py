@@ -228,7 +228,7 @@ def test_q3_sink_keeps_the_links_refusal_words_while_tracking_is_lost():
     from types import SimpleNamespace
 
     from headcast.app.sink_q3 import Q3Sink
-    link = SimpleNamespace(due_at=0.0, head_bits=True, state="refused", last_error=None,
+    link = SimpleNamespace(due_at=0.0, head_bits=True, state="refused", last_error=None, drops={}, ping_ms=None,
                            detail="server refused: Server is full. — retrying in 2 s",
                            send=lambda intent, now: None, poll=lambda now: None)
     sink = Q3Sink(link=link)

@@ -82,6 +82,7 @@ def test_a_set_protocol_the_server_does_not_speak_is_a_named_mismatch(netsync_re
             link.poll(now)
             return link.mismatch
         m = wait_for(mismatch, 10, "the mismatch to be named", interval=0.01)
+        st = sink.status(time.perf_counter())
     finally:
         link.close()
     assert (m.ours, m.server_protocol) == (wrong, a.protocol)
@@ -89,9 +90,10 @@ def test_a_set_protocol_the_server_does_not_speak_is_a_named_mismatch(netsync_re
     server = version_text(parse_version(a.version) if m.server_version else None, a.protocol)
     assert m.message == (f"server ({server}) speaks NetSync protocol {a.protocol}; "
                          f"headcast spoke {wrong}: use --netsync-protocol auto (or {a.protocol})")
-    st = sink.status(time.perf_counter())
     assert st.state == "protocol mismatch" and st.detail.startswith(m.message)
     assert not link.joined
+    assert str(link.failure) == f"netsync: {m.message}" and link.failure.exit_code == 4
+    assert sink.status(time.perf_counter()).state == "disconnected"   # after close: says so
 
 
 def test_dropped_room_poses_are_counted_and_shown_with_their_reason():
