@@ -6,14 +6,14 @@ import json
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from headcast.app import config as config_mod
-from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError
+from headcast.app.console import Console, mode_for
+from headcast.app.errors import AppError, UsageError
 from headcast.app.loop import FrameLoop, SourceEnded
-from headcast.app.q3_link import PURE_FAILED
+from headcast.app.outcome import Outcomes
 from headcast.app.rig import Rig, RigSettings
 from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_q3 import Q3Sink
@@ -138,24 +138,40 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
     return sinks
 
 
-def want_mirror(cfg: config_mod.Config) -> bool:
-    from headcast.app.mirror import display_available
+def _mirror_setting(cfg: config_mod.Config) -> str:
     v = str(cfg[("mirror", "enabled")]).lower()
     if v in ("auto", ""):
-        return display_available()
+        return "auto"
     if v in ("true", "1", "yes", "on"):
-        return True
+        return "true"
     if v in ("false", "0", "no", "off"):
-        return False
+        return "false"
     raise UsageError(f"mirror.enabled = {v!r}: expected auto, true or false")
 
 
+def want_mirror(cfg: config_mod.Config) -> bool:
+    from headcast.app.mirror import display_available
+    v = _mirror_setting(cfg)
+    return display_available() if v == "auto" else v == "true"
+
+
 def open_mirror(cfg: config_mod.Config):
+    """The mirror window, or None. It is optional in fact: when the display cannot be opened (a
+    stale DISPLAY over ssh, a container) the run goes on without it and says why in one line —
+    unless it was asked for (--mirror, mirror.enabled = true): then that line is the error."""
     if not want_mirror(cfg):
         return None
-    from headcast.app.mirror import MirrorWindow
+    from headcast.app.mirror import MirrorError, MirrorWindow
     m = cfg.section("mirror")
-    return MirrorWindow(m["width"], m["height"], m["plot_seconds"])
+    try:
+        return MirrorWindow(m["width"], m["height"], m["plot_seconds"])
+    except MirrorError as e:
+        if _mirror_setting(cfg) == "true":
+            where = cfg.sources[("mirror", "enabled")]
+            where = "--mirror" if where.startswith("--mirror") else where
+            raise AppError(f"no mirror window: {e} ({where} asks for one; --no-mirror runs without)") from None
+        note(f"no mirror window: {e}; running without it")
+        return None
 
 
 def open_xr(cfg: config_mod.Config, mirror) -> Any:
@@ -238,62 +254,6 @@ class ReplaySource:
         self._frames.close()
 
 
-@dataclass
-class Console:
-    """Status lines while running (text, or one JSON object per line with --json)."""
-
-    json_mode: bool
-    connect_timeout: float
-    out: Any = field(default_factory=lambda: sys.stdout)
-    t0: float | None = None
-    _last_states: dict = field(default_factory=dict)
-
-    def __call__(self, loop: FrameLoop, now: float) -> None:
-        if self.t0 is None:
-            self.t0 = now
-        elapsed = now - self.t0
-        statuses = [s.status(now) for s in loop.sinks]
-        tracking = "ok" if loop.frame is not None and loop.frame.head.valid else "lost"
-        if self.json_mode:
-            print(json.dumps({"type": "status", "t": round(elapsed, 2), "tracking": tracking,
-                              "sinks": [s.as_dict() for s in statuses]}), file=self.out, flush=True)
-        else:
-            parts = [f"{s.name} {s.state}" + (f" {s.send_hz:.0f}/s {s.bytes_per_s / 1000:.1f} kB/s" if s.send_hz else "")
-                     + (f" {s.packed}" if s.packed else "") for s in statuses]
-            print(f"[{elapsed:6.1f} s] tracking {tracking} | " + " | ".join(parts), file=self.out, flush=True)
-            for s in statuses:
-                if self._last_states.get(s.name) != s.state and s.state != "offline":
-                    print(f"           {s.name}: {s.state} — {s.detail}", file=self.out, flush=True)
-        for s in statuses:
-            self._last_states[s.name] = s.state
-        for sink, st in zip(loop.sinks, statuses):
-            if st.state == PURE_FAILED:
-                raise AppError(f"{sink.name}: {st.detail}")
-            link = getattr(sink, "link", None)
-            # A link that stopped for good (Q3: a refusal retrying cannot help), joined before or not.
-            failure = getattr(link, "failure", None)
-            if failure is not None:
-                raise failure
-            if link is None or link.joined:
-                continue
-            # A server that answered in another protocol will not let us in however long we wait.
-            mismatch = getattr(link, "mismatch", None)
-            if mismatch is not None:
-                raise ProtocolMismatchError(f"{sink.name}: {mismatch.message}")
-            # Only the first join is bounded: later drops are the links' to ride out (reconnect).
-            if elapsed > self.connect_timeout:
-                timeout_error = getattr(link, "join_timeout_error", None)
-                if timeout_error is not None:  # the link says why itself (Q3: refused, rate-limited …)
-                    raise timeout_error(self.connect_timeout)
-                where = link.address
-                if st.state == "loading" or getattr(link, "answered", False):
-                    raise UnreachableError(f"{sink.name}: {where} answered but did not let us in within "
-                                           f"{self.connect_timeout:g} s ({st.detail})")
-                raise UnreachableError(
-                    f"{sink.name}: no answer from {where} within {self.connect_timeout:g} s "
-                    f"(is the server running and the address/port right? firewall?)")
-
-
 def say(message: str, json_mode: bool) -> None:
     """A progress line (stdout: it is part of the run's story, not an error)."""
     if json_mode:
@@ -302,11 +262,43 @@ def say(message: str, json_mode: bool) -> None:
         print(f"headcast: {message}", flush=True)
 
 
-def summary_of(loop: FrameLoop, reason: str) -> dict:
+def note(message: str) -> None:
+    """A warning the run goes on after (stderr, one line, also with --json: stdout stays JSON)."""
+    print(f"headcast: {message}", file=sys.stderr, flush=True)
+
+
+def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError | None = None) -> dict:
+    """The run in numbers, and each sink's outcome: when it joined and what it sent, or why never."""
     now = loop.clock()
-    out = {"type": "summary", "stopped": reason, **loop.telemetry.summary(),
-           "sinks": [s.status(now).as_dict() for s in loop.sinks]}
-    return out
+    sinks = []
+    for sink in loop.sinks:
+        d = sink.status(now).as_dict()
+        o = outcomes.of(sink.name)
+        messages, nbytes = o.sent()
+        d.update(sent=messages, sent_bytes=nbytes, outcome=outcome_text(o, now, outcomes))
+        if o.linked:
+            d.update(joined_at=None if o.joined_at is None else round(o.joined_at, 2),
+                     failure=None if o.failure is None else str(o.failure))
+        sinks.append(d)
+    return {"type": "summary", "stopped": reason, **loop.telemetry.summary(), "sinks": sinks,
+            "exit_code": 0 if error is None else error.exit_code, "error": None if error is None else str(error)}
+
+
+def outcome_text(o, now: float, outcomes: Outcomes) -> str:
+    """One sink's outcome as the summary says it."""
+    if not o.linked:
+        return "computed and shown only (no server)"
+    messages, nbytes = o.sent()
+    unit = getattr(o.sink, "unit", "messages")
+    sent = f"{messages} {unit if messages != 1 else unit.rstrip('s')} sent ({nbytes / 1000:.1f} kB)"
+    own = f"{o.name}: "  # the line starts with the sink's name already
+    if o.failure is not None:
+        where = "" if o.joined_at is None else f"joined at {o.joined_at:.1f} s, then "
+        return f"{where}failed: {str(o.failure).removeprefix(own)}; {sent}"
+    if o.joined_at is None:
+        waited = 0.0 if outcomes.start is None else round(now - outcomes.start, 1)
+        return f"never joined: {str(o.never_joined_error(waited)).removeprefix(own)}; {sent}"
+    return f"joined at {o.joined_at:.1f} s; {sent}; {o.sink.status(now).state}"
 
 
 def print_summary(summary: dict, json_mode: bool, out=None) -> None:
@@ -321,12 +313,15 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
           f"frame cost median {ms(fc['median'])} p99 {ms(fc['p99'])}; "
           f"motion-to-wire median {ms(lat['median'])} p99 {ms(lat['p99'])}", file=out)
     for s in summary["sinks"]:
-        print(f"  {s['name']:8} {s['state']:12} {s['packed']}  {s['detail']}", file=out, flush=True)
+        last = f"; last {s['packed']}" if s["state"] == "offline" and s["packed"] else ""
+        print(f"  {s['name']:8} {s['outcome']}{last}", file=out)
+    out.flush()
 
 
 def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
                  clock: Callable[[], float] = time.perf_counter, verify: bool = False) -> tuple[FrameLoop, dict]:
-    """Open mirror → source → sinks (each closed again if a later one fails), run, summarise."""
+    """Open mirror → source → sinks (each closed again if a later one fails), run, summarise.
+    The summary is printed however the run ended; then the run's error, if any, is raised."""
     check_config(cfg)
     mirror = open_mirror(cfg)
     source = sinks = None
@@ -345,9 +340,10 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
                 recorder = TraceWriter(cfg[("run", "record")], {"tool": "headcast run"})
             except OSError as e:
                 raise UsageError(f"--record {cfg[('run', 'record')]}: {e.strerror or e}") from None
+        outcomes = Outcomes(sinks, cfg[("run", "connect_timeout")], cfg[("run", "require_all")])
+        console = Console(mode_for(json_mode, sys.stdout), outcomes, duration=cfg[("run", "duration")])
         loop = FrameLoop(source, rig_from(cfg), sinks, Telemetry(), mirror=mirror, recorder=recorder,
-                         duration=cfg[("run", "duration")], clock=clock,
-                         on_status=Console(json_mode, cfg[("run", "connect_timeout")]))
+                         duration=cfg[("run", "duration")], clock=clock, on_status=console, notice=console.notice)
     except BaseException:
         for s in sinks or []:
             s.close()
@@ -356,9 +352,19 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
         if mirror is not None:
             mirror.close()
         raise
-    reason = loop.run()
-    summary = summary_of(loop, reason)
+    error: AppError | None = None
+    try:
+        reason = loop.run()
+    except AppError as e:  # the console ended the run: no sink can stream (or --require-all)
+        error, reason = e, str(e)
+    finally:
+        console.close()
+    if error is None:
+        error = outcomes.final(loop.clock())
+    summary = summary_of(loop, reason, outcomes, error)
     print_summary(summary, json_mode)
+    if error is not None:
+        raise error
     return loop, summary
 
 

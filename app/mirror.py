@@ -95,18 +95,28 @@ class MirrorWindow:
         self._hud_due = float("-inf")
         self._text_cache: dict[tuple, np.ndarray] = {}  # (x, y, text, colour) → its triangles
         if not display_available():
-            raise MirrorError("no display for the mirror window (DISPLAY is not set): "
-                              "use --no-mirror, or run under xvfb-run")
-        if not glfw.init():
-            raise MirrorError("glfw could not initialise (no X server at $DISPLAY?): use --no-mirror")
-        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
-        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
-        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
-        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
-        glfw.window_hint(glfw.VISIBLE, visible)
-        self.window = glfw.create_window(width, height, title, None, None)
-        if not self.window:
-            raise MirrorError("could not create an OpenGL 3.3 window (driver too old?): use --no-mirror")
+            raise MirrorError("no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run")
+        # GLFW's own error text says why (X11: Failed to open display :99); caught here instead of
+        # the module's default warning, which would print a stack location beside our line.
+        errors: list[str] = []
+        glfw.set_error_callback(lambda code, text: errors.append(text.decode("utf-8", "replace")
+                                                                   if isinstance(text, bytes) else str(text)))
+        try:
+            if not glfw.init():
+                where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                raise MirrorError(f"cannot open the display {where} ({'; '.join(errors) or 'glfw could not start'})")
+            glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+            glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+            glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+            glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+            glfw.window_hint(glfw.VISIBLE, visible)
+            self.window = glfw.create_window(width, height, title, None, None)
+            if not self.window:
+                glfw.terminate()
+                raise MirrorError("cannot create an OpenGL 3.3 window ("
+                                  + ("; ".join(errors) or "driver too old?") + ")")
+        finally:
+            glfw.set_error_callback(None)  # pyGLFW's default again
         glfw.make_context_current(self.window)
         glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
         self._init_gl()
@@ -410,6 +420,8 @@ def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
     for s in loop.sinks:
         st = s.status(now)
         err = "" if st.error_deg is None else f"  ERR {st.error_deg:.2f}°"
+        if st.ping_ms is not None:
+            err = f"  {st.label.upper()} {st.ping_ms:.0f} MS{err}"
         lines.append((f"{st.name.upper():8} {st.state.upper():10} {st.send_hz:5.1f}/S {st.bytes_per_s / 1000:6.2f} KB/S"
                       f"  {st.packed}{err}", WHITE))
         if st.detail:

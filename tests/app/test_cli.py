@@ -247,7 +247,9 @@ def test_run_detects_each_servers_protocol_and_joins(netsync_release):
     assert f"protocol {a.protocol}, server {a.version}" in joined["detail"], joined
     assert proc.returncode == 0, err[-2000:]
     ns = next(s for s in json.loads(out.splitlines()[-1])["sinks"] if s["name"] == "netsync")
-    assert ns["state"] == "connected" and ns["drops"] == {}
+    # the summary comes after the disconnect: it says so, and when we joined and what we sent
+    assert ns["state"] == "disconnected" and ns["drops"] == {}
+    assert ns["joined_at"] is not None and ns["sent"] > 0 and ns["outcome"].startswith("joined at ")
     assert ns["packed"].startswith(f"body {44 if a.protocol == 3 else 46} B")
 
 

@@ -1,0 +1,134 @@
+"""Each sink's way into its server, and what the run's end and exit code say about it.
+
+Sinks fail alone: a link that cannot reach its server keeps retrying with its own backoff (Q3:
+getchallenge resent every 1–3 s, a new attempt after 0.5–8 s; NetSync: ZeroMQ reconnects every
+0.1–1 s) and says why on the status line, while the others stream. A sink that failed for good
+(a refusal retrying cannot help, a NetSync server of another protocol, a pure Quake 3 server
+without our pk3 files) is disconnected and the rest go on. The run itself ends early only when
+no sink can stream any more — every linked sink failed, or none had joined within
+run.connect_timeout — or, with --require-all, as soon as one failed or had not joined by then.
+Whenever it ends, a run in which no sink ever joined (or, with --require-all, one did not) is a
+failure: a run shorter than the connect timeout is no longer a silent success.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from headcast.app.errors import AppError
+
+
+@dataclass
+class Outcome:
+    """One sink's story: when it first joined (seconds into the run), or why it never did."""
+
+    name: str
+    sink: Any
+    link: Any                          # the sink's server link, None = offline (computes and shows only)
+    joined_at: float | None = None     # seconds into the run
+    failure: AppError | None = None    # stopped for good (and disconnected)
+    failed_state: str = ""             # the link's state when it failed ("refused", "protocol mismatch" ...)
+
+    @property
+    def linked(self) -> bool:
+        return self.link is not None
+
+    def never_joined_error(self, waited: float) -> AppError:
+        """Why this sink is not in after `waited` seconds: its failure, or its link's own words."""
+        if self.failure is not None:
+            return self.failure
+        return self.link.join_timeout_error(waited)
+
+    def sent(self) -> tuple[int, int]:
+        """(messages, bytes) this sink put on the wire."""
+        meter = getattr(self.sink, "meter", None)
+        return (0, 0) if meter is None else (meter.total_messages, meter.total_bytes)
+
+
+def combine(errors: Sequence[AppError], prefix: str = "") -> AppError:
+    """One error for the run from its sinks' errors: one line, each sink's reason in turn; the
+    exit code theirs when they agree, else 1."""
+    if len(errors) == 1 and not prefix:
+        return errors[0]
+    err = AppError(prefix + "; ".join(str(e) for e in errors))
+    codes = {e.exit_code for e in errors}
+    err.exit_code = codes.pop() if len(codes) == 1 else AppError.exit_code
+    return err
+
+
+class Outcomes:
+    """The run's verdict, kept up to date by the console's status tick (every 0.5 s)."""
+
+    def __init__(self, sinks: Sequence[Any], connect_timeout: float, require_all: bool = False) -> None:
+        self.items = [Outcome(s.name, s, getattr(s, "link", None)) for s in sinks]
+        self.connect_timeout = connect_timeout
+        self.require_all = require_all
+        self.start: float | None = None
+
+    @property
+    def linked(self) -> list[Outcome]:
+        return [o for o in self.items if o.linked]
+
+    def update(self, now: float) -> list[Outcome]:
+        """Note first joins and failures (a failed link is closed: it leaves its server at once);
+        returns the outcomes that failed since the last call."""
+        if self.start is None:
+            self.start = now
+        failed = []
+        for o in self.linked:
+            link = o.link
+            self._note_join(o, now)
+            if o.failure is None:
+                failure = link.failure
+                if failure is not None:
+                    o.failure, o.failed_state = failure, link.state
+                    link.close()
+                    failed.append(o)
+        return failed
+
+    def _note_join(self, o: Outcome, now: float) -> None:
+        if o.joined_at is None and o.link.joined:
+            at = getattr(o.link, "joined_at", None)
+            o.joined_at = max(0.0, (now if at is None else at) - self.start)
+
+    def check(self, now: float) -> AppError | None:
+        """The error that ends the run now, or None: go on."""
+        linked = self.linked
+        if not linked or self.start is None:
+            return None
+        failed = [o for o in linked if o.failure is not None]
+        if failed and self.require_all:
+            return combine([o.failure for o in failed], "--require-all: " if len(failed) < len(linked) else "")
+        if len(failed) == len(linked):
+            return combine([o.failure for o in failed])
+        elapsed = now - self.start
+        if elapsed <= self.connect_timeout:
+            return None
+        out = [o for o in linked if o.joined_at is None]
+        if not out or (len(out) < len(linked) and not self.require_all):
+            return None
+        prefix = "--require-all: " if len(out) < len(linked) else ""
+        return combine([o.never_joined_error(self.connect_timeout) for o in out], prefix)
+
+    def final(self, now: float) -> AppError | None:
+        """After the run (links closed): a failure when no sink ever joined — however short the
+        run — or, with --require-all, when one did not or failed."""
+        linked = self.linked
+        if not linked:
+            return None
+        if self.start is None:  # stopped before the first status tick
+            self.start = now
+        for o in linked:  # a join since the last tick (a closed link still knows it joined)
+            self._note_join(o, now)
+        waited = round(now - self.start, 1)
+        out = [o for o in linked if o.joined_at is None]
+        if len(out) == len(linked):
+            return combine([o.never_joined_error(waited) for o in out])
+        if self.require_all:
+            bad = [o for o in linked if o.joined_at is None or o.failure is not None]
+            if bad:
+                return combine([o.never_joined_error(waited) for o in bad], "--require-all: ")
+        return None
+
+    def of(self, name: str) -> Outcome:
+        return next(o for o in self.items if o.name == name)
