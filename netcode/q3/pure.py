@@ -111,13 +111,16 @@ def pak_files(paths: list[str | Path] | tuple[str | Path, ...]) -> list[Path]:
     PureError names a path that is missing, not a readable pk3, or a folder without any."""
     files: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(p.glob("*.pk3"))
-            if not found:
-                raise PureError(f"{p}: a folder without .pk3 files")
-            files += found
-        else:
+        try:
+            found = sorted(p.glob("*.pk3")) if p.is_dir() else None
+        except OSError as exc:  # a name too long, a folder we may not list
+            raise PureError(f"{p}: {exc.strerror or exc}") from None
+        if found is None:
             files.append(p)
+        elif not found:
+            raise PureError(f"{p}: a folder without .pk3 files")
+        else:
+            files += found
     for f in files:
         load_pak(f)
     return files
