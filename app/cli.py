@@ -12,7 +12,7 @@ import sys
 from typing import Any, Sequence
 
 from headcast.app import stop  # standard library only: cheap
-from headcast.app.errors import AppError
+from headcast.app.errors import AppError, one_line
 
 EPILOG_MAIN = """\
 examples:
@@ -61,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
     (the usage block is --help's job)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (`{self.prog} --help` lists the options)\n")
 
 
 def seconds(text: str) -> float:
@@ -85,8 +85,17 @@ def room_id(text: str) -> str:
     return text
 
 
+def path(text: str) -> str:
+    """A file name the system can take (NAME_MAX, PATH_MAX, no NUL): checked before any stat."""
+    from headcast.app.config import path_problem
+    problem = path_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}{'…' if len(text) > 40 else ''} {problem}")
+    return text
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="user TOML file (default: $HEADCAST_CONFIG or "
+    p.add_argument("--config", metavar="FILE", type=path, help="user TOML file (default: $HEADCAST_CONFIG or "
                    "~/.config/headcast/config.toml when it exists)")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output: one JSON object per line (status, final summary)")
@@ -162,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "installed), drive them from the mock OpenXR runtime playing a shipped "
                                    "motion, show the mirror window when a display exists, and end with a "
                                    "verification summary of what each server saw versus what was sent.")
-    p.add_argument("--motion", default="tour", help="shipped motion or file to play (default tour: look around, "
+    p.add_argument("--motion", type=path, default="tour", help="shipped motion or file to play (default tour: look around, "
                    "aim, fire, walk, snap turns, a tracking loss)")
     p.add_argument("--duration", type=float, default=20.0, metavar="SECONDS", help="how long to run (default 20)")
     p.add_argument("--mirror", dest="mirror", action="store_true", default=None, help="force the mirror window")
@@ -180,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="play a recorded trace through the sinks",
                        description="Feed a trace recorded with `headcast run --record FILE` through the "
                                    "rig and sinks, at the recorded pace.")
-    p.add_argument("file", metavar="FILE", help="trace file (from `headcast run --record FILE`); sinks as for run")
+    p.add_argument("file", metavar="FILE", type=path, help="trace file (from `headcast run --record FILE`); sinks as for run")
     _add_sink_flags(p)
     _add_common(p)
 
@@ -241,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     from headcast.app.config import env_warnings
     for warning in env_warnings():
-        print(f"headcast: warning: {warning}", file=sys.stderr)
+        print(f"headcast: warning: {one_line(warning)}", file=sys.stderr)
     # The loader's own error lines repeat, less clearly, what our typed errors say; set
     # XR_LOADER_DEBUG=error (or all) to see them.
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
@@ -265,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from headcast.app.doctor import cmd_doctor
             return cmd_doctor(args)
     except AppError as e:
-        print(f"headcast: error: {e}", file=sys.stderr)
+        print(f"headcast: error: {one_line(e)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:
         # stop.Interrupted (a signal before the run started) names the signal and its exit code.

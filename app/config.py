@@ -175,7 +175,10 @@ def default_user_file(env: Mapping[str, str]) -> Path | None:
         return Path(env["HEADCAST_CONFIG"])
     base = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")).expanduser() / ".config")
     candidate = base / "headcast" / "config.toml"
-    return candidate if candidate.is_file() else None
+    try:
+        return candidate if candidate.is_file() else None
+    except OSError:  # a HOME too long to be a path: there is no user file there
+        return None
 
 
 def _defaults() -> Config:
@@ -219,7 +222,8 @@ def env_warnings(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _warn_stderr(message: str) -> None:
-    print(f"headcast: warning: {message}", file=sys.stderr)
+    from headcast.app.errors import one_line
+    print(f"headcast: warning: {one_line(message)}", file=sys.stderr)
 
 
 def load(user_file: Path | None = None, env: Mapping[str, str] | None = None,
@@ -342,8 +346,39 @@ def validate(cfg: Config) -> None:
         for t in texts:
             if "\x00" in t:  # no C string, path or wire field can carry it
                 raise ConfigError(f"{_where(cfg, key)} {shown(t)}: holds a NUL character")
+    _check_paths(cfg)
     _check_q3(cfg)
     _check_netsync(cfg)
+
+
+# Linux's NAME_MAX and PATH_MAX: a longer name is refused by every system call (and pathlib's
+# is_file() raises instead of answering False).
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def path_problem(text: str) -> str | None:
+    """Why `text` cannot name a file on this system (None: it can), without touching the disk."""
+    raw = os.fsencode(text)
+    if b"\x00" in raw:
+        return "holds a NUL character"
+    if len(raw) >= PATH_MAX:
+        return f"is {len(raw)} bytes; a path is at most {PATH_MAX - 1}"
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        return f"has a name of {len(longest)} bytes; a file name is at most {NAME_MAX}"
+    return None
+
+
+PATHS: tuple[Key, ...] = (("xr", "mock"), ("run", "record"), ("q3", "pk3"))
+
+
+def _check_paths(cfg: Config) -> None:
+    for key in PATHS:
+        value = cfg.values[key]
+        for text in value if isinstance(value, list) else [value]:
+            problem = path_problem(text) if text else None
+            if problem is not None:
+                raise ConfigError(f"{_where(cfg, key)} {shown(text)}: {problem}")
 
 
 def _check_q3(cfg: Config) -> None:

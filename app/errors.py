@@ -1,6 +1,15 @@
 """Errors the CLI shows as one line (no traceback) with a non-zero exit code."""
 from __future__ import annotations
 
+# Every character str.splitlines() breaks at: a value quoted into a message (a path, a name)
+# must not split the message's one line.
+_LINE_BREAKS = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def one_line(text: object) -> str:
+    """`text` with every line break escaped (\\n, \\x85 …), so it prints as one line."""
+    return str(text).translate(str.maketrans(_LINE_BREAKS))
+
 
 class AppError(Exception):
     """A failure the user can act on; the message says what and, where known, how to fix it."""

@@ -320,3 +320,32 @@ def test_a_replayed_trace_with_a_huge_value_drops_and_counts_that_frame(tmp_path
     assert (f"stopped: replay finished (27 frames from {path}; 3 frames dropped for values out of range, "
             "the first at frame 5: head position x = 1e+300 m") in out
     assert "frames 27 " in out
+
+
+# ---------------------------------------------------------------------------- paths and one line
+
+
+LONG_NAME = "é" * 200  # 400 bytes: pathlib's is_file() raises ENAMETOOLONG instead of answering
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("run", "--print-config", "--pk3", f"/tmp/{LONG_NAME}"), "--pk3: q3.pk3 = '/tmp/éé"),
+    (("run", "--print-config", "--mock", LONG_NAME), "--mock: xr.mock = 'éé"),
+    (("run", "--print-config", "--record", LONG_NAME), "--record: run.record = 'éé"),
+    (("replay", LONG_NAME), "headcast replay: error: argument FILE: 'éé"),
+    (("demo", "--motion", LONG_NAME), "headcast demo: error: argument --motion: 'éé"),
+    (("run", "--config", LONG_NAME), "headcast run: error: argument --config: 'éé"),
+])
+def test_names_longer_than_the_file_system_takes(argv, words):
+    err = refused(*argv)
+    assert words in err and "has a name of 400 bytes; a file name is at most 255" in err
+
+
+def test_a_line_break_in_a_value_does_not_break_the_line(tmp_path):
+    err = refused("run", "--print-config", "--pk3", "a\nb\x85c")
+    assert "a\\nb\\x85c" in err
+    f = tmp_path / "c.toml"
+    f.write_text('[run]\n"dura\\ntion" = 1\n')
+    code, out, err = headcast("run", "--print-config", "--config", str(f))
+    assert code == 0 and err.splitlines() == [f"headcast: warning: {f}: unknown setting 'run.dura\\ntion' ignored "
+                                              "(did you mean run.duration?)"]
