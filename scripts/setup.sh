@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything headcast needs on a Debian 12 machine (as root), idempotently:
 # Debian packages (compiler + OpenXR headers for the mock runtime, Xvfb/Mesa for the mirror,
-# the OpenArena / ioquake3 dedicated servers), a virtual environment in .venv with headcast
+# the OpenArena / ioquake3 and Sauerbraten dedicated servers), a virtual environment in .venv with headcast
 # and its test tools, one styly-netsync-server release per NetSync protocol in build/netsync/,
 # and the mock OpenXR runtime library. Safe to run again: it only does
 # what is missing. Sourced by scripts/demo.sh and scripts/test.sh.
@@ -16,6 +16,8 @@ APT_PACKAGES=(
   libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
   openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
   qstat                                                  # quakestat: a third-party Q3 status client the probe tests compare with
+  cube2-server                                           # Sauerbraten 2020 Edition server (protocol 260), /usr/lib/cube2/cube2_server;
+                                                         # in main (non-free's sauerbraten-server only wraps it); no service
   python3-venv
   python3-dev                                            # Python.h for the Q3 codec C extension
 )
