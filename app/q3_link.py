@@ -100,6 +100,7 @@ class Q3Link:
         self.joined_at: float | None = None   # clock time of the first entry into the world
         self.closed = False                    # close() ran: we left the server
         self._why_at_close = ""
+        self._state_at_close = State.IDLE
         self._started = clock()
         self.pure_error = ""
         self.refused: Refused | None = None    # the server's last refusal, until we are let in
@@ -230,7 +231,13 @@ class Q3Link:
                 f"our getchallenge requests within {t} (ioq3 answers 10 requests per address, then one a "
                 "second; other clients or probes from this machine use them up — wait a few seconds)")
         if self._counters["packets_in"]:
-            detail = self._why_at_close if self.closed else self.detail
+            state = self._state_at_close if self.closed else self.client.state
+            if state is State.PRIMED:
+                detail = "it sent the map but had not put us in game yet"
+            elif state is State.CONNECTED:
+                detail = "it accepted the connection but sent no map"
+            else:
+                detail = self._why_at_close if self.closed else self.detail
             return RefusedError(f"q3: {self.address} answered but did not let us in within {t} ({detail})")
         if self.client.socket_errors:
             return UnreachableError(f"q3: no answer from {self.address} within {t} (ICMP port unreachable: nothing "
@@ -343,7 +350,10 @@ class Q3Link:
         """Disconnect (three `disconnect` packets when linked, as ioq3); again: nothing."""
         if self.closed:
             return
+        now = self.clock()
+        self._handle(self.client.receive(now))  # what the server said meanwhile counts (a first snapshot in game)
         self._why_at_close = self.detail  # what join_timeout_error says once we have left
-        self._handle(self.client.close(self.clock()))
+        self._state_at_close = self.client.state
+        self._handle(self.client.close(now))
         self._update_due()
         self.closed = True

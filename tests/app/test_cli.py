@@ -199,6 +199,12 @@ def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
         num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\ctrlc\\", 20, mark).group(1)
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
         assert "ctrlc" in players()
+        # ... and our side knows it (the server's first snapshot with us in game came back): a run
+        # stopped before any server let it in is a failure, exit 3
+        for line in proc.stdout:
+            msg = json.loads(line)
+            if msg["type"] == "status" and msg["sinks"][0]["state"] == "in game":
+                break
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
