@@ -100,15 +100,15 @@ class FrameLoop:
         head = frame.head
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
-        if self.recorder is not None:
-            try:
-                self.recorder.write(frame)
-            except OSError as e:
-                self._recording_failed(e)
         for s in sinks:
             t_wire = s.send(state, frame, located)
             if t_wire is not None:
                 tel.wire(t_wire - located)
+        if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
+            try:
+                self.recorder.write(frame)
+            except OSError as e:
+                self._recording_failed(e)
         for s in sinks:
             observe = s.observe
             if observe is not None:

@@ -67,10 +67,11 @@ def sample(n: int = 3) -> list[TrackingFrame]:
 
 def test_frames_are_in_the_named_file_as_written_and_close_marks_it_complete(tmp_path):
     path = tmp_path / "rec.jsonl"
-    w = TraceWriter(path, sync_interval=0)
+    w = TraceWriter(path)
     for f in sample():
         w.write(f)
-    # Readable at once, before close: the frames are in the named file, nothing else is.
+    w.flush()  # what the writer's thread does every 50 ms
+    # Readable before close: the frames are in the named file, nothing else is.
     assert [p.name for p in tmp_path.iterdir()] == ["rec.jsonl"]
     assert not is_complete(path)
     early = read_trace(path, partial=True)
@@ -126,9 +127,9 @@ from test_trace_file import sample
 from headcast.xr.trace import TraceWriter
 frames = sample(100_000)
 w = TraceWriter(sys.argv[1])
-for i, f in enumerate(frames):
+for f in frames:
     w.write(f)
-    print(i + 1, flush=True)
+    print(w.count, flush=True)  # frames in the file (the writer's thread writes every 50 ms)
     time.sleep(0.001)
 """
 
@@ -193,26 +194,32 @@ def test_disk_full_keeps_the_whole_frames_and_no_torn_line(tmp_path):
         path = mnt / "full.trace"
         w = TraceWriter(path)
         frames = sample(2000)
+        for f in frames:
+            w.write(f)   # queued: the writer's thread meets the full disk
         with pytest.raises(OSError) as e:
-            for f in frames:
-                w.write(f)
+            w.flush()
         assert e.value.errno == errno.ENOSPC and w.failed is e.value and w.closed
         assert 0 < w.count < 2000
+        with pytest.raises(OSError) as again:
+            w.write(frames[0])
+        assert again.value is e.value
         back = read_trace(path, partial=True)
         assert back.frames == tuple(frames[:w.count]) and back.ends_early.why.startswith("no end record")
         assert path.read_bytes().endswith(b"\n")   # the torn line was cut away
         assert [p.name for p in mnt.iterdir()] == ["full.trace"]
         with pytest.raises(OSError):
             w.close()   # never "complete" after losing frames
+        assert not is_complete(path)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_a_failed_write_cuts_its_torn_line_and_stops(tmp_path, monkeypatch):
     path = tmp_path / "rec.trace"
-    w = TraceWriter(path, sync_interval=0)
+    w = TraceWriter(path)
     for f in sample(2):
         w.write(f)
+    w.flush()
     real_write = os.write
 
     def half_then_full(fd, data):  # what a filling disk does: a short write, then ENOSPC
@@ -220,17 +227,18 @@ def test_a_failed_write_cuts_its_torn_line_and_stops(tmp_path, monkeypatch):
             return real_write(fd, bytes(data[:100]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(trace_mod.os, "write", half_then_full)
+    w.write(sample(3)[2])
     with pytest.raises(OSError, match="No space left"):
-        w.write(sample(3)[2])
+        w.flush()
     monkeypatch.undo()
     assert w.count == 2 and w.closed and w.failed.errno == errno.ENOSPC
     assert read_trace(path, partial=True).frames == tuple(sample(2))
     assert path.read_bytes().endswith(b"\n")
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(OSError, match="No space left"):
         w.write(sample(1)[0])
 
 
-def test_the_sync_thread_syncs_and_its_failure_stops_the_next_write(tmp_path, monkeypatch):
+def test_the_writer_syncs_and_a_failed_sync_stops_the_recording(tmp_path, monkeypatch):
     calls = []
     real = os.fdatasync
 
@@ -241,17 +249,30 @@ def test_the_sync_thread_syncs_and_its_failure_stops_the_next_write(tmp_path, mo
         real(fd)
     monkeypatch.setattr(trace_mod.os, "fdatasync", fdatasync)
     path = tmp_path / "rec.trace"
-    w = TraceWriter(path, sync_interval=0.01)
-    assert calls == [calls[0]]   # the header, synced on opening
+    w = TraceWriter(path, flush_interval=0.005, sync_interval=0.01)
+    assert len(calls) == 1   # the header, synced on opening
     w.write(sample(1)[0])
     deadline = time.monotonic() + 10
-    while w._sync_error is None:
-        assert time.monotonic() < deadline, "the sync thread did not run"
+    while w.failed is None:
+        assert time.monotonic() < deadline, "the writer's thread did not sync"
         time.sleep(0.01)
-    assert len(calls) == 3
+    assert len(calls) == 3 and w.closed and w.count == 1
     with pytest.raises(OSError, match="Input/output error"):
         w.write(sample(2)[1])
-    assert w.closed and read_trace(path, partial=True).frames == tuple(sample(1))
+    assert read_trace(path, partial=True).frames == tuple(sample(1))
+
+
+def test_close_writes_every_queued_frame_and_abort_keeps_them(tmp_path):
+    """A long flush interval: nothing reaches the file before close()/abort(), both write all."""
+    for finish, complete in ((TraceWriter.close, True), (TraceWriter.abort, False)):
+        path = tmp_path / f"{finish.__name__}.trace"
+        w = TraceWriter(path, flush_interval=3600)
+        for f in sample(50):
+            w.write(f)
+        assert w.count == 0
+        finish(w)
+        assert w.closed and w.count == 50 and is_complete(path) is complete
+        assert read_trace(path, partial=True).frames == tuple(sample(50))
 
 
 # (bytes, what the message says, the line it names; None: a whole-file fault, named by the path alone)
