@@ -17,7 +17,10 @@ datagram otherwise preempts the loop mid-frame (~60 us of the Q3 motion-to-wire 
 2-core guest), time that is the server's work, not the app's: they run at nice 19. The measured
 phase runs nothing but the loop; the per-step timers run in a further phase.
 
-Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds]  (default 20; HEADCAST_LONG=1: 60)
+With --record the loop also records the trace (`headcast run --record`: one write per frame, an
+fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
+
+Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--record]  (default 20; HEADCAST_LONG=1: 60)
 """
 from __future__ import annotations
 
@@ -79,6 +82,9 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
         timed(q3, name, "Q3 client (netcode)")
     for name in ("poll", "send_pose"):
         timed(ns, name, "NetSync client (netcode)")
+    if loop.recorder is not None:
+        spent["trace recording (JSON line + write)"] = 0
+        timed(loop.recorder, "write", "trace recording (JSON line + write)")
     step_wall, step_cpu = [], []
     frames0, t0 = loop.telemetry.frames, clock()
     end = time.perf_counter() + seconds
@@ -107,8 +113,25 @@ def lower_priority(pid: int) -> None:
             pass
 
 
+def timed_recorder(syncs: list[float]):
+    """A TraceWriter into build/ whose fdatasync calls (the open's and its thread's) are timed."""
+    from pathlib import Path
+    from headcast.xr import trace
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        t = time.perf_counter()
+        real(fd)
+        syncs.append(time.perf_counter() - t)
+    trace.os.fdatasync = fdatasync  # this process only: a benchmark
+    path = Path(__file__).resolve().parents[2] / "build" / "bench_app_loop.trace"
+    return trace.TraceWriter(path, {"tool": "bench_app_loop"})
+
+
 def main() -> int:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else (60.0 if os.environ.get("HEADCAST_LONG") == "1" else 20.0)
+    args = [a for a in sys.argv[1:] if a != "--record"]
+    record = len(args) < len(sys.argv) - 1
+    seconds = float(args[0]) if args else (60.0 if os.environ.get("HEADCAST_LONG") == "1" else 20.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
     from headcast.app import commands, config
     from headcast.app.loop import FrameLoop
@@ -129,6 +152,9 @@ def main() -> int:
             lower_priority(pid)
         session = XRSession("headless")
         loop = FrameLoop(session, commands.rig_from(cfg), commands.make_sinks(cfg, time.perf_counter), Telemetry(16384))
+        syncs: list[float] = []
+        if record:
+            loop.recorder = timed_recorder(syncs)
         q3s, nss = loop.sinks[0], loop.sinks[1]
         try:
             deadline = time.monotonic() + 20
@@ -167,6 +193,11 @@ def main() -> int:
         print(f"  further phase with timers ({len(step_cpu)} frames): step thread CPU (XR call included) median "
               f"{p(step_cpu, 50):.3f} ms p99 {p(step_cpu, 99):.3f} ms; XR frame call incl. the runtime's 90 Hz wait "
               f"median {p(step_wall, 50):.2f} ms")
+        if record:
+            s = np.array(syncs) * 1e3
+            print(f"  recording: {loop.recorder.count} frames to {loop.recorder.path} "
+                  f"({loop.recorder.path.stat().st_size / 1e6:.1f} MB); fdatasync in the writer's thread: {len(s)} calls, "
+                  f"median {p(s, 50):.2f} ms, p99 {p(s, 99):.2f} ms, max {s.max() if len(s) else float('nan'):.2f} ms")
         print("  main-thread CPU per frame by owner: " + ", ".join(f"{k} {v:.0f} us" for k, v in split.items())
               + f", app (rig, sinks, telemetry, loop) {app[0]:.0f}-{app[1]:.0f} us (timers' own cost taken out as measured cold-warm)")
     return 0
