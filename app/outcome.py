@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from headcast.app.errors import AppError
+from headcast.app.errors import AppError, UnreachableError
 
 
 @dataclass
@@ -37,7 +37,11 @@ class Outcome:
         """Why this sink is not in after `waited` seconds: its failure, or its link's own words."""
         if self.failure is not None:
             return self.failure
-        return self.link.join_timeout_error(waited)
+        own = getattr(self.link, "join_timeout_error", None)
+        if own is not None:
+            return own(waited)
+        return UnreachableError(f"{self.name}: not let in by {getattr(self.link, 'address', 'the server')} "
+                                f"within {waited:g} s")
 
     def sent(self) -> tuple[int, int]:
         """(messages, bytes) this sink put on the wire."""
@@ -57,7 +61,11 @@ def combine(errors: Sequence[AppError], prefix: str = "") -> AppError:
 
 
 class Outcomes:
-    """The run's verdict, kept up to date by the console's status tick (every 0.5 s)."""
+    """The run's verdict, kept up to date by the console's status tick (every 0.5 s).
+
+    A sink's `link` (None: offline) has `joined` and `close()`; it may have `joined_at` (clock
+    time of the first join), `failure` (an AppError once it stopped for good) and
+    `join_timeout_error(seconds)` (why it is not in, in its own words)."""
 
     def __init__(self, sinks: Sequence[Any], connect_timeout: float, require_all: bool = False) -> None:
         self.items = [Outcome(s.name, s, getattr(s, "link", None)) for s in sinks]
@@ -79,7 +87,7 @@ class Outcomes:
             link = o.link
             self._note_join(o, now)
             if o.failure is None:
-                failure = link.failure
+                failure = getattr(link, "failure", None)
                 if failure is not None:
                     o.failure, o.failed_state = failure, link.state
                     link.close()
