@@ -18,6 +18,7 @@ must not move our cursor or recolour the terminal.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import unicodedata
@@ -32,11 +33,13 @@ PLAIN_PERIOD = 5.0       # seconds between status lines when stdout is not a ter
 NAME_WIDTH, STATE_WIDTH = 9, 13
 
 
-def mode_for(json_mode: bool, out: Any) -> str:
+def mode_for(json_mode: bool, out: Any, term: str | None = None) -> str:
+    """json, tty (a terminal that moves its cursor) or plain (a pipe, a file, TERM=dumb)."""
     if json_mode:
         return "json"
     isatty = getattr(out, "isatty", None)
-    return "tty" if isatty is not None and isatty() else "plain"
+    term = os.environ.get("TERM", "") if term is None else term
+    return "tty" if isatty is not None and isatty() and term != "dumb" else "plain"
 
 
 def printable(text: str) -> str:

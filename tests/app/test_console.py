@@ -14,7 +14,8 @@ import pytest
 from support import REPO, free_port
 from terminal import PtyRun, Screen, run_in_ptys
 
-from headcast.app.console import PLAIN_PERIOD, Console, LiveBlock, fit, plain_line, printable, sink_line
+from headcast.app.console import (PLAIN_PERIOD, Console, LiveBlock, fit, mode_for, plain_line, printable,
+                                  sink_line)
 from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError
 from headcast.app.outcome import Outcomes, combine
 from headcast.app.telemetry import RateMeter, SinkStatus
@@ -157,6 +158,16 @@ def test_a_sink_line_fits_the_width_and_keeps_the_numbers_first(width):
     for width in (79, 119):
         assert sink_line(LONG, width).endswith("…")        # cut, and says so
     assert "nothing listens there" in sink_line(LONG, 159)
+
+
+def test_the_mode_follows_the_output():
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    assert mode_for(False, Tty(), "xterm-256color") == "tty"
+    assert mode_for(False, Tty(), "dumb") == "plain"          # a terminal that cannot move its cursor
+    assert mode_for(False, io.StringIO(), "xterm") == "plain"
+    assert mode_for(True, Tty(), "xterm") == "json"
 
 
 def test_text_from_servers_cannot_move_the_cursor():
