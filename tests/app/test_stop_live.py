@@ -152,6 +152,7 @@ def test_each_signal_stops_a_live_run_cleanly(q3_server, netsync_server, tmp_pat
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
         # ... and our side knows it (a run stopped before any server let it in is a failure)
         run.wait_status("q3", "in game", 10)
+        run.wait_status("netsync", "connected", 10)
         run.proc.send_signal(sig)
         took = run.finish(timeout=20)
     finally:
