@@ -16,12 +16,15 @@ call, where no Python-level handler runs. A later SIGHUP is ignored: a closing t
 deliver it twice (the shell forwards its own, then the kernel hangs up the foreground group),
 and a hang-up is news, not impatience.
 
-A signal ignored when headcast starts (`nohup` ignores SIGHUP) stays ignored.
+A signal ignored when headcast starts (`nohup` ignores SIGHUP) stays ignored. After a SIGHUP,
+stdout failing with EIO (the terminal is gone) ends the command quietly with exit 0.
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -171,6 +174,13 @@ def handled() -> Iterator[State]:
     state.installed = True
     try:
         yield state
+    except OSError as e:
+        # A closed terminal (SIGHUP) takes stdout with it: the summary has nowhere to go, which
+        # is no failure of a run that stopped cleanly (disconnects and the recording are done).
+        if e.errno != errno.EIO or state.signum != signal.SIGHUP:
+            raise
+        sys.stdout = None  # type: ignore[assignment]  # the interpreter's final flush would fail too
+        raise SystemExit(0) from None
     finally:
         signal.set_wakeup_fd(old_fd)
         for sig, old in previous.items():

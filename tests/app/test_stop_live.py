@@ -9,6 +9,7 @@ import json
 import os
 import queue
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -305,3 +306,51 @@ def test_record_naming_a_folder_is_refused_before_anything_opens(tmp_path):
     assert "".join(run.err) == (f"headcast: error: --record {tmp_path}: is a folder; name a file in it, e.g. "
                                 f"{tmp_path / 'headcast.trace'}\n")
     assert run.out == [] and list(tmp_path.iterdir()) == []   # no headset session was opened
+
+
+@pytest.mark.live
+def test_a_closed_terminal_stops_the_run_cleanly(q3_server, tmp_path):
+    """The real SIGHUP: the run's terminal (a pty) is closed under it. The server sees the
+    disconnect, the recording is complete, and stdout failing (EIO: no terminal any more) is no
+    failure: exit 0, no traceback."""
+    import pty
+    trace, errfile = tmp_path / "hup.trace", tmp_path / "stderr.txt"
+    host, port = q3_server.address
+    mark = q3_server.log_offset()
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its own session on the pty (stderr to a file, to be read after)
+        try:
+            os.chdir(REPO)
+            err = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(err, 2)
+            os.execve(sys.executable, [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around",
+                                       "--no-mirror", "--q3", f"{host}:{port}", "--name", "stophangup",
+                                       "--record", str(trace)], env())
+        finally:
+            os._exit(127)
+    try:
+        # Read the terminal as it goes (a full pty would block the run), until our side says in game.
+        shown = b""
+        deadline = time.monotonic() + 30
+        while b"in game" not in shown:
+            assert time.monotonic() < deadline, shown[-2000:]
+            if select.select([fd], [], [], 0.1)[0]:
+                shown += os.read(fd, 65536)
+        num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\stophangup\\", 5, mark).group(1)
+    finally:
+        os.close(fd)  # the terminal goes away: the kernel hangs up the child's session
+    t0 = time.monotonic()
+    deadline = t0 + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the run did not end within 20 s of its terminal closing")
+        time.sleep(0.02)
+    took = time.monotonic() - t0
+    err = errfile.read_text()
+    assert os.waitstatus_to_exitcode(done[1]) == 0 and "Traceback" not in err, err[-3000:]
+    assert "headcast: SIGHUP: stopping cleanly" in err and took < 5
+    q3_server.wait_for_log(rf"^ClientDisconnect: {num}$", 3, mark)
+    assert is_complete(trace) and len(read_trace(trace).frames) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hup.trace", "stderr.txt"]
