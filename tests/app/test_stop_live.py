@@ -35,9 +35,10 @@ class Headcast:
     """A `headcast` subprocess whose stdout and stderr lines are read as they come (threads), so a
     test waits for a line with a bound instead of blocking on a pipe."""
 
-    def __init__(self, *args: str, **popen) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    def __init__(self, *args: str, extra_env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "headcast.app", *args], cwd=REPO,
+                                     env=env(**(extra_env or {})), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
         self.out: list[str] = []
         self.err: list[str] = []
         self._lines: queue.Queue[tuple[str, str]] = queue.Queue()
@@ -172,6 +173,21 @@ def test_each_signal_stops_a_live_run_cleanly(q3_server, netsync_server, tmp_pat
     frames = read_trace(trace).frames
     assert len(frames) == summary["frames"] > 0
     assert took < 5, f"{took:.1f} s from the signal to the exit"
+
+
+@pytest.mark.display
+def test_sigterm_closes_the_mirror_window_and_still_summarises(xvfb_display):
+    run = Headcast("run", "--mock", "look_around", "--mirror", "--json",
+                   extra_env={"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11"})
+    try:
+        run.wait_line(r'"type": ?"status"', 30)   # the window is open and drawing
+        run.proc.send_signal(signal.SIGTERM)
+        took = run.finish(timeout=20)
+    finally:
+        run.kill()
+    err = "".join(run.err)
+    assert run.proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert run.json_lines()[-1]["stopped"] == "stopped by SIGTERM" and took < 5
 
 
 @pytest.mark.live
