@@ -171,7 +171,7 @@ def handled() -> Iterator[State]:
     old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(r,), name="headcast-stop-signals", daemon=True)
     watcher.start()
-    state.installed = True
+    state.signum, state.phase, state.installed = None, "starting", True  # a loop run before may have left "stopping"
     try:
         yield state
     except OSError as e:
