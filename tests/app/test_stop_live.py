@@ -255,6 +255,26 @@ def test_demo_under_sigterm_leaves_none_of_its_servers_behind():
 
 
 @pytest.mark.live
+def test_a_signal_while_the_demo_starts_its_servers_stops_them():
+    demo = Headcast("demo", "--no-mirror", "--json", "--duration", "60")
+    try:
+        demo.wait_line(r"starting a local NetSync server", 60)
+        deadline = time.monotonic() + 30
+        while not (ours := descendants(demo.proc.pid)):  # its server process exists
+            assert time.monotonic() < deadline and demo.proc.poll() is None, "no server process in 30 s"
+            time.sleep(0.01)
+        demo.proc.send_signal(signal.SIGTERM)
+        demo.finish(timeout=30)
+    finally:
+        demo.kill()
+    err = "".join(demo.err)
+    assert demo.proc.returncode == 143, err[-3000:]
+    assert err.endswith("headcast: SIGTERM: stopping before the run started, closing what was opened (a second "
+                        "SIGTERM or Ctrl-C exits at once)\nheadcast: SIGTERM: stopped before the run started\n"), err
+    wait_gone(ours, 5)
+
+
+@pytest.mark.live
 def test_a_second_signal_during_the_demos_cleanup_exits_at_once_killing_its_servers():
     """The NetSync server is frozen (SIGSTOP), so stopping it would take the whole 10 s bound:
     the second signal must not wait for that."""
