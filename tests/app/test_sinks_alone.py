@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -90,9 +91,11 @@ def test_on_a_real_terminal_the_block_is_redrawn_in_place_and_ctrl_c_leaves_the_
         def streaming() -> str | None:
             s = screen()
             return s if "q3       in game" in s and "netsync  no answer" in s and "· Ctrl-C stops" in s else None
-        live = wait_for(streaming, 20, "the status block with Q3 in game")
-        time.sleep(2.5)  # past the connect timeout: the run goes on
-        live = wait_for(streaming, 5, "the status block still there")
+        def past_the_timeout() -> str | None:  # the block's own clock past the connect timeout (2 s)
+            s = streaming()
+            m = None if s is None else re.search(r"^headcast +(\d+\.\d) s", s, re.M)
+            return s if m and float(m.group(1)) > 2.5 else None
+        live = wait_for(past_the_timeout, 20, "the status block with Q3 in game past the connect timeout")
         rows = live.splitlines()
         assert sum(r.startswith("headcast  ") for r in rows) == 1, live
         block = rows[next(i for i, r in enumerate(rows) if r.startswith("headcast  ")):][:4]
