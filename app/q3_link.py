@@ -98,6 +98,10 @@ class Q3Link:
         self._detail = f"joining {self.address}"
         self.entered = False
         self.joined_at: float | None = None   # clock time of the first entry into the world
+        # Clock time the server last answered anything but a refusal (a first join slowed by
+        # loss keeps going while it does: outcome.Outcomes); packets_in counted when it did.
+        self.answered_at: float | None = None
+        self._answers = 0
         self.closed = False                    # close() ran: we left the server
         self._why_at_close = ""
         self._state_at_close = State.IDLE
@@ -283,6 +287,8 @@ class Q3Link:
         if events:
             self._handle(events)  # sends nothing: bytes_out and sent_at stay this send's
         self._update_due()
+        if not linked:
+            self._note_answer(now)
         sent = counters["bytes_out"] - before
         if sent <= 0:
             return None
@@ -291,6 +297,13 @@ class Q3Link:
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
         return sent, client.sent_at
+
+    def _note_answer(self, now: float) -> None:
+        answers = self._counters["packets_in"]
+        if answers != self._answers:
+            self._answers = answers
+            if self.refused is None:
+                self.answered_at = now
 
     def _handle(self, events) -> None:
         for ev in events:
