@@ -6,7 +6,8 @@ getchallenge resent every 1–3 s, a new attempt after 0.5–8 s; NetSync: ZeroM
 (a refusal retrying cannot help, a NetSync server of another protocol, a pure Quake 3 server
 without our pk3 files) is disconnected and the rest go on. The run itself ends early only when
 no sink can stream any more — every linked sink failed, or none had joined within
-run.connect_timeout — or, with --require-all, as soon as one failed or had not joined by then.
+run.connect_timeout (up to JOIN_STRETCH times that for a server that answers but has not let us in
+yet) — or, with --require-all, as soon as one failed or had not joined by then.
 Whenever it ends, a run in which no sink ever joined (or, with --require-all, one did not) is a
 failure: a run shorter than the connect timeout is no longer a silent success.
 """
@@ -16,6 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from headcast.app.errors import AppError, UnreachableError
+
+
+# How far past run.connect_timeout a first join goes on while its server still answers.
+JOIN_STRETCH = 3.0
 
 
 @dataclass
@@ -112,11 +117,20 @@ class Outcomes:
         elapsed = now - self.start
         if elapsed <= self.connect_timeout:
             return None
-        out = [o for o in linked if o.joined_at is None]
+        out = [o for o in linked if o.joined_at is None and not self._still_answering(o, now, elapsed)]
         if not out or (len(out) < len(linked) and not self.require_all):
             return None
         prefix = "--require-all: " if len(out) < len(linked) else ""
-        return combine([o.never_joined_error(self.connect_timeout) for o in out], prefix)
+        waited = self.connect_timeout if elapsed < self.connect_timeout + 1.0 else round(elapsed, 1)
+        return combine([o.never_joined_error(waited) for o in out], prefix)
+
+    def _still_answering(self, o: Outcome, now: float, elapsed: float) -> bool:
+        """A first join past run.connect_timeout goes on, up to JOIN_STRETCH times the timeout,
+        when its server has answered anything but a refusal (a handshake slowed by loss, a rate
+        limit that lifts): under 20 % loss a Quake 3 join's resends can take longer than 10 s.
+        A server that refuses us, or never answered, gets run.connect_timeout as before."""
+        return (getattr(o.link, "answered_at", None) is not None and o.failure is None
+                and getattr(o.link, "refused", None) is None and elapsed <= JOIN_STRETCH * self.connect_timeout)
 
     def final(self, now: float) -> AppError | None:
         """After the run (links closed): a failure when no sink ever joined — however short the
