@@ -345,7 +345,8 @@ def validate(cfg: Config) -> None:
         texts = value if isinstance(value, list) else [value] if isinstance(value, str) else []
         for t in texts:
             if "\x00" in t:  # no C string, path or wire field can carry it
-                raise ConfigError(f"{_where(cfg, key)} {shown(t)}: holds a NUL character")
+                raise ConfigError(f"{_where(cfg, key)} {'(secret)' if key in SECRETS else shown(t)}: "
+                                  "holds a NUL character")
     _check_paths(cfg)
     _check_q3(cfg)
     _check_netsync(cfg)

@@ -349,3 +349,10 @@ def test_a_line_break_in_a_value_does_not_break_the_line(tmp_path):
     code, out, err = headcast("run", "--print-config", "--config", str(f))
     assert code == 0 and err.splitlines() == [f"headcast: warning: {f}: unknown setting 'run.dura\\ntion' ignored "
                                               "(did you mean run.duration?)"]
+
+
+def test_a_nul_in_a_secret_is_named_without_the_secret(tmp_path):
+    f = tmp_path / "nul.toml"
+    f.write_text('[q3]\npassword = "hunter\\u0000two"\n')
+    err = refused("run", "--print-config", "--config", str(f))
+    assert f"{f}: q3.password = (secret): holds a NUL character" in err and "hunter" not in err
