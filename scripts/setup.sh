@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
   openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
   qstat                                                  # quakestat: a third-party Q3 status client the probe tests compare with
+  tmux                                                   # a real terminal for the status-line tests
   cube2-server                                           # Sauerbraten 2020 Edition server (protocol 260), /usr/lib/cube2/cube2_server;
                                                          # in main (non-free's sauerbraten-server only wraps it); no service
   python3-venv
