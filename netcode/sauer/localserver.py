@@ -1,0 +1,239 @@
+"""Start and stop a real Sauerbraten 2020 Edition dedicated server on 127.0.0.1 (tests and
+`headcast demo`).
+
+Debian 12's `cube2-server` package (main; `sauerbraten-server` in non-free is a 54-byte wrapper
+around the same binary) installs `/usr/lib/cube2/cube2_server`, protocol 260. Each server gets:
+its own home directory (`-q`, its `server-init.cfg` and log there), the three UDP sockets on
+127.0.0.1 (`-i`: game port, info port = game port + 1, LAN port 28784 shared with SO_REUSEADDR),
+a free game port whose info port is free too (`-j`), no master server (`-m` with no name:
+`updatemaster 0`), an admin password, and by default the map rotation ffa on "complex" (the
+speed check is on there; a fresh server without one starts in coop edit, where it is off).
+Readiness is an answer to the info query on the info port, polled with a bound. The process is
+stopped by PID only.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .info import InfoReply, InfoError, info_request, parse_info_reply
+
+CUBE2_SERVER = "/usr/lib/cube2/cube2_server"
+PACKAGE = "cube2-server"
+
+
+class LocalServerError(RuntimeError):
+    """The server binary is missing, exited, or did not answer within the bound."""
+
+
+def free_port_pair() -> int:
+    """A UDP port P on 127.0.0.1 with P + 1 free too (the server's info port)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise LocalServerError("no free pair of UDP ports on 127.0.0.1")
+
+
+def installed() -> bool:
+    return os.access(CUBE2_SERVER, os.X_OK)
+
+
+def _quote(text: str) -> str:
+    # cubescript string: no quotes or line breaks inside (the values here are ours)
+    if any(c in text for c in '"\n\r^'):
+        raise ValueError(f"cannot put {text!r} into server-init.cfg")
+    return f'"{text}"'
+
+
+@dataclass
+class LocalSauerServer:
+    """One dedicated server process. Use as a context manager or call start()/stop()."""
+
+    mode: str = "ffa"               # the map rotation's mode and map (empty map: a fresh server's coop edit)
+    map_name: str = "complex"
+    port: int = 0                   # 0: pick a free pair
+    password: str = ""              # serverpass: clients must send its hash
+    description: str = "headcast test"
+    max_clients: int = 8
+    admin_password: str = field(default_factory=lambda: secrets.token_hex(8))
+    extra_config: tuple[str, ...] = ()
+    ready_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.port:
+            self.port = free_port_pair()
+        self._home = Path(tempfile.mkdtemp(prefix="headcast-sauer-"))
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self.starts = 0
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    @property
+    def info_port(self) -> int:
+        return self.port + 1
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def home(self) -> Path:
+        return self._home
+
+    @property
+    def log_path(self) -> Path:
+        return self._home / "server.log"
+
+    def config(self) -> str:
+        lines = [
+            f"serverdesc {_quote(self.description)}",
+            "updatemaster 0",
+            f"maxclients {self.max_clients}",
+            f"adminpass {_quote(self.admin_password)}",
+            "publicserver 0",
+        ]
+        if self.password:
+            lines.append(f"serverpass {_quote(self.password)}")
+        if self.map_name:
+            lines += ["maprotationreset", f"maprotation {_quote(self.mode)} {_quote(self.map_name)}"]
+        lines += list(self.extra_config)
+        return "\n".join(lines) + "\n"
+
+    def command(self) -> list[str]:
+        if not installed():
+            raise LocalServerError(f"{CUBE2_SERVER} is missing: apt-get install {PACKAGE}")
+        return [CUBE2_SERVER, "-i127.0.0.1", f"-j{self.port}", "-m", f"-q{self._home}"]
+
+    def start(self) -> "LocalSauerServer":
+        if self._proc and self._proc.poll() is None:
+            raise LocalServerError("server already running")
+        (self._home / "server-init.cfg").write_text(self.config())
+        self._log = open(self.log_path, "ab")
+        self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
+                                      stderr=subprocess.STDOUT, cwd=self._home)
+        self.starts += 1
+        try:
+            self.wait_ready(self.ready_timeout)
+        except LocalServerError:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout: float) -> InfoReply:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                raise LocalServerError(f"sauerbraten server exited (rc {self._proc and self._proc.returncode}); "
+                                       f"log tail:\n{self.log_tail()}")
+            try:
+                return self.info(timeout=0.25)
+            except (TimeoutError, InfoError):
+                pass
+            if time.monotonic() >= deadline:
+                raise LocalServerError(f"sauerbraten server did not answer the info query within {timeout:g} s; "
+                                       f"log tail:\n{self.log_tail()}")
+
+    def info(self, timeout: float = 1.0) -> InfoReply:
+        """One info query on the info port (blocking, bounded)."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            tag = secrets.randbelow(1 << 20) + 1
+            s.sendto(info_request(tag), ("127.0.0.1", self.info_port))
+            deadline = time.monotonic() + timeout
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no info reply from 127.0.0.1:{self.info_port} within {timeout:g} s")
+                s.settimeout(left)
+                try:
+                    data = s.recv(4096)
+                except (socket.timeout, ConnectionRefusedError):
+                    continue
+                reply = parse_info_reply(data)
+                if reply.tag == tag:
+                    return reply
+
+    def kill(self) -> None:
+        """SIGKILL by PID (a crash); the port and home stay for start() again."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGKILL)
+            self._proc.wait(timeout=10)
+
+    def restart(self) -> "LocalSauerServer":
+        self.kill()
+        return self.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=timeout)
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self._home, ignore_errors=True)
+
+    def __enter__(self) -> "LocalSauerServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+    def log_offset(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match:
+        """Poll the server's log until a line matches `pattern`, bounded by `timeout`."""
+        rx = re.compile(pattern, re.MULTILINE)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with open(self.log_path, "rb") as f:
+                    f.seek(since)
+                    found = rx.search(f.read().decode("latin-1"))
+            except OSError:
+                found = None
+            if found:
+                return found
+            if self._proc is None or self._proc.poll() is not None:
+                raise LocalServerError(f"sauerbraten server exited before its log said {pattern!r}")
+            if time.monotonic() >= deadline:
+                raise LocalServerError(f"sauerbraten server log did not say {pattern!r} within {timeout:g} s; "
+                                       f"log tail:\n{self.log_tail()}")
+            time.sleep(0.02)
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
