@@ -1,54 +1,105 @@
-"""The Sauerbraten sink: the N_POS record this frame's head would produce (computed and shown).
+"""The Sauerbraten sink: the VR player as a Cube 2 player (N_POS at 30 Hz), and the players around it.
 
-Axes: Sauerbraten is x right, y forward, z up, in cube units; yaw 0 faces +y and grows to the
-left, pitch grows looking up. From OpenXR: (x, y, z)_sauer = (x, −z, y)_xr · UNITS_PER_METRE,
-yaw = Quake yaw, pitch = −Quake pitch. A player is 14 units from eye to feet (≈ 1.75 m), so a
-cube unit is taken as 1/8 m.
+The mapping to the game's world is app/sauermap.py. With a server (`link`, app/sauer_link.py) the
+record goes out at the game's rate with the client number and lifesequence of the current spawn,
+and the world is re-anchored at every spawn (the first, after a death, after a map change). The
+far side: our record as a receiving game decodes it (the server relays it byte for byte), and the
+other players as the server relayed them (`others`). Without a server the record is built the same
+way (cn 0, first life) only when something shows it (status, demo, mirror).
 """
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass
+
 from headcast.app.rig import RigState
-from headcast.app.telemetry import SinkStatus
-from headcast.netcode.pose import quake_angles
-from headcast.netcode.sauer.npos import NPos, decode_npos, encode_npos, make_npos
+from headcast.app.sauermap import Anchor, GamePose, SauerWorld, anchor_at, game_pose
+from headcast.app.telemetry import RateMeter, SinkStatus
+from headcast.netcode.pose import angle_subtract
+from headcast.netcode.sauer.npos import NPos, encode_npos, make_npos
 from headcast.xr.frame import TrackingFrame
 
-UNITS_PER_METRE = 8.0
 SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (reference sauerbraten.md §6)
+CAP_SHOWN_FOR = 1.0  # s the status keeps saying the speed cap bit
+SENT_HISTORY = 64
 
 
-def npos_for(state: RigState, cn: int = 0) -> NPos | None:
-    """The record for this frame, None while the head is not tracked (no stale position)."""
-    if not state.head.valid:
+def npos_for(gp: GamePose | None, cn: int = 0, lifesequence: int = 0) -> NPos | None:
+    """The record a game pose gives (what SauerClientCore sends for it); None: nothing to send
+    (tracking lost, or a place outside the game's 24-bit world)."""
+    if gp is None:
         return None
-    x, y, z = state.head.position
-    pitch, yaw, roll = quake_angles(state.head.orientation)
-    vx, vz = state.move_world
-    u = UNITS_PER_METRE
-    return make_npos(cn, eye=(x * u, -z * u, y * u), yaw=yaw, pitch=-pitch, roll=roll,
-                     vel=(vx * u, -vz * u, 0.0))
+    p = gp.pose
+    try:
+        return make_npos(cn, eye=p.eye, yaw=p.yaw, pitch=p.pitch, roll=p.roll, vel=p.vel, physstate=p.physstate,
+                         lifesequence=lifesequence, move=p.move, strafe=p.strafe)
+    except ValueError:
+        return None
+
+
+@dataclass
+class SauerCheck:
+    """For the demo's verification: what went out, and what a receiver makes of it."""
+
+    records: int = 0
+    angle_err_max: float = 0.0      # degrees: the record's whole degrees vs the angles sent
+    capped: int = 0                 # records whose speed the cap lowered
+    speed_max: float = 0.0          # units/s asked by the locomotion, before the cap
+    spawns: int = 0
+    relayed: int = 0                # records a second client saw that match one we sent (demo, tests)
+    relayed_other: int = 0          # records of ours a second client saw that we did not send
+
+
+def angle_error(gp: GamePose, rec: NPos) -> float:
+    """The largest of yaw, pitch and roll error between the angles and the record's decode."""
+    p = gp.pose
+    return max(abs(angle_subtract(p.yaw, rec.yaw)), abs(p.pitch - rec.pitch), abs(p.roll - rec.roll_deg))
 
 
 class SauerSink:
-    """Nothing is sent (no Sauerbraten connection in this build), so the record is built from
-    the state taken at the game's send rate only when something shows it (status, demo)."""
-
     name = "sauer"
-    poll = None       # no socket
-    observe = None    # the record is built when shown
+    unit = "positions"  # what the summary counts as sent
 
-    def __init__(self) -> None:
-        self._state: RigState | None = None
-        self._built: tuple[RigState | None, bytes] = (None, b"")
-        self._next = 0.0
+    def __init__(self, *, world: SauerWorld = SauerWorld(), link=None, watcher=None) -> None:
+        self.world = world
+        self.link = link                 # a SauerLink, or None = offline
+        self.watcher = watcher           # a SauerWatcher on the same server (the demo), or None
+        self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
+        self.observe = None
+        self.meter = RateMeter()
+        self.check = SauerCheck()
+        self.anchor: Anchor | None = None
+        self.game: GamePose | None = None   # the last game pose handed to the link (or taken offline)
+        self.sent: deque[NPos] = deque(maxlen=SENT_HISTORY)
+        self._spawns_anchored = 0
+        self._capped_at: float | None = None
+        self._tracked = True                  # the head was tracked at the last send()
+        self._next = 0.0                      # offline: when the next state is taken
+        self._state: RigState | None = None   # offline: the state taken
+        self._built: tuple[RigState | None, NPos | None] = (None, None)
+
+    # --- the record -------------------------------------------------------------------------
+
+    @property
+    def record(self) -> NPos | None:
+        """Our last record: sent (linked), or the one the last state taken gives (offline)."""
+        if self.link is not None:
+            return self.link.core.last_record if self.link.joined else None
+        if self._built[0] is not self._state:
+            gp = None
+            if self._state is not None:
+                if self.anchor is None:
+                    self.anchor = anchor_at(self._state, self.world)
+                if self.anchor is not None:
+                    gp = game_pose(self._state, self.world, self.anchor)
+            self.game = gp
+            self._built = (self._state, npos_for(gp))
+        return self._built[1]
 
     @property
     def data(self) -> bytes:
-        """The N_POS bytes of the last state taken (b"" while the head is not tracked)."""
-        if self._built[0] is not self._state:
-            record = None if self._state is None else npos_for(self._state)
-            self._built = (self._state, b"" if record is None else encode_npos(record))
-        return self._built[1]
+        rec = self.record
+        return b"" if rec is None else encode_npos(rec)
 
     @property
     def size(self) -> int:
@@ -56,27 +107,108 @@ class SauerSink:
 
     @property
     def seen(self) -> NPos | None:
-        """The last record as a receiving game parses it."""
-        data = self.data
-        return decode_npos(data)[0] if data else None
+        """Our record as a receiving game decodes it (relayed byte for byte: the record itself)."""
+        return self.record
+
+    @property
+    def others(self) -> dict:
+        return {} if self.link is None else self.link.others
+
+    # --- per frame --------------------------------------------------------------------------
 
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
-        if now < self._next:
-            head = frame.head  # the stage pose: as valid as the world one, and no world pose built
-            if head.position_valid and head.orientation_valid:
-                return None
+        head = frame.head  # the stage pose: as valid as the world one, and no world pose built
+        self._tracked = head.position_valid and head.orientation_valid
+        link = self.link
+        if link is None:
+            return self._take_offline(state, frame, now)
+        if link.spawns != self._spawns_anchored:
+            anchor = anchor_at(state, self.world)
+            if anchor is not None:  # lost tracking: anchored at the first tracked frame
+                self.anchor, self._spawns_anchored = anchor, link.spawns
+                self.check.spawns = link.spawns
+        due = link.position_due_at
+        if due is None or now < due:
+            return None
+        gp = None if self.anchor is None else game_pose(state, self.world, self.anchor)
+        self.game = gp
+        link.set_pose(None if gp is None else gp.pose)
+        sent = link.send(now)
+        if sent is None:
+            return None
+        nbytes, t_wire = sent
+        self.meter.add(t_wire, nbytes)
+        rec = link.core.last_record
+        if gp is not None and rec is not None:
+            self._count(gp, rec, now)
+        return t_wire
+
+    def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
+        c = self.check
+        c.records += 1
+        self.sent.append(rec)
+        c.angle_err_max = max(c.angle_err_max, angle_error(gp, rec))
+        c.speed_max = max(c.speed_max, gp.speed)
+        if gp.capped:
+            c.capped += 1
+            self._capped_at = now
+
+    def _take_offline(self, state: RigState, frame: TrackingFrame, now: float) -> None:
+        if now < self._next and self._tracked:  # a loss is taken at once
+            return None
         self._next = now + 1.0 / SEND_RATE
         self._state = state
         return None
 
+    def _poll_watched(self, now: float) -> None:
+        self.link.poll(now)
+        self.watcher.poll(now)
+        if self.link.live:
+            rec = self.watcher.new_record_of(self.link.core.cn)
+            if rec is not None:
+                self.relayed(rec)
+
+    def relayed(self, rec: NPos) -> bool:
+        """Count a record of ours as a second client received it: True when it is one we sent."""
+        ok = rec in self.sent
+        if ok:
+            self.check.relayed += 1
+        else:
+            self.check.relayed_other += 1
+        return ok
+
+    # --- what is shown ----------------------------------------------------------------------
+
     def status(self, now: float) -> SinkStatus:
-        s = self.seen
-        if s is None:
-            return SinkStatus(self.name, "offline", detail="tracking lost: no position record")
-        return SinkStatus(self.name, "offline",
-                          packed=f"N_POS {self.size} B yaw {s.yaw} pitch {s.pitch} roll {s.roll_deg}",
-                          detail="computed only (no Sauerbraten connection in this build)",
-                          values={"npos_bytes": self.size, "yaw": s.yaw, "pitch": s.pitch, "roll_deg": s.roll_deg})
+        rec = self.record
+        gp = self.game
+        packed, values, err = "", None, None
+        if rec is not None:
+            packed = f"N_POS {len(encode_npos(rec))} B yaw {rec.yaw} pitch {rec.pitch} roll {rec.roll_deg}"
+            values = {"npos_bytes": len(encode_npos(rec)), "yaw": rec.yaw, "pitch": rec.pitch,
+                      "roll_deg": rec.roll_deg, "vel": rec.vel, "move": rec.move, "strafe": rec.strafe,
+                      "lifebit": rec.lifebit}
+            if gp is not None:
+                err = angle_error(gp, rec)
+        notes = []
+        if not self._tracked or (self.link is None and rec is None):
+            notes.append("tracking lost: no position record")
+        if self._capped_at is not None and now - self._capped_at < CAP_SHOWN_FOR and gp is not None:
+            notes.append(f"speed capped: {gp.speed:.0f} → 179 units/s (the server kicks at 180)")
+        link = self.link
+        if link is None:
+            detail = "; ".join(notes) or "computed only (no server: --sauer HOST)"
+            return SinkStatus(self.name, "offline", packed=packed, error_deg=err, detail=detail, values=values)
+        hz, bps = self.meter.rates(now)
+        others = sum(1 for p in link.others.values() if p.record is not None)
+        tail = f"; {others} other player{'s' if others != 1 else ''} seen" if others else ""
+        drops = link.drops
+        detail = "; ".join(notes + [link.detail]) + tail
+        return SinkStatus(self.name, link.state, hz, bps, packed, err, detail, drops=drops or None,
+                          ping_ms=link.ping_ms, values=values, live=link.live)
 
     def close(self) -> None:
-        pass
+        if self.link is not None:
+            self.link.close()
+        if self.watcher is not None:
+            self.watcher.close()

@@ -1,4 +1,4 @@
-"""Rig state → protocol values: Q3 usercmd fields, NetSync pose frames, Sauerbraten N_POS."""
+"""Rig state → protocol values: Q3 usercmd fields, NetSync pose frames (Sauerbraten N_POS: test_sauer_sink.py)."""
 from __future__ import annotations
 
 import math
@@ -11,14 +11,12 @@ from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_del
 from headcast.app.q3map import BUTTON_ATTACK, q3_intent, quake_angles, remote_head, weapon_frame_moves
 from headcast.app.rig import Origin, Rig, RigSettings
 from headcast.app.sink_netsync import NetSyncSink
-from headcast.app.sink_sauer import UNITS_PER_METRE, SauerSink, npos_for
 from headcast.app.synthetic import orientation
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import (FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH, PoseFrame,
                                             Transform)
 from headcast.netcode import pose
 from headcast.netcode.pose import unity_position
-from headcast.netcode.sauer.npos import encode_npos
 from headcast.netcode.q3 import vrhead
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
@@ -170,32 +168,6 @@ def test_physical_pose_survives_any_locomotion(moves, hx, hz, head_yaw):
 def test_rotation_error():
     assert rotation_error_deg(orientation(0, 10, 0), orientation(0, 10, 0)) == pytest.approx(0, abs=1e-6)
     assert rotation_error_deg(orientation(0, 10, 0), orientation(0, 40, 0)) == pytest.approx(30)
-
-
-def test_sauer_record_axes_and_loss():
-    f = frame(head=(20, 90, 0), pos=(1.0, 1.75, -2.0))
-    rec = npos_for(rig_state(f))
-    x, y, z = rec.eye()
-    assert (x, y) == pytest.approx((1.0 * UNITS_PER_METRE, 2.0 * UNITS_PER_METRE), abs=1 / 16)
-    assert z == pytest.approx(1.75 * UNITS_PER_METRE, abs=1 / 16)
-    assert rec.yaw == 90 and rec.pitch == -20      # Sauerbraten pitch grows looking up
-    assert npos_for(rig_state(frame(head_ok=False))) is None
-    assert math.isfinite(rec.velocity[0])
-
-
-def test_sauer_sink_takes_the_state_at_30_hz_and_a_loss_at_once():
-    sink = SauerSink()
-    assert sink.seen is None and "tracking lost" in sink.status(0.0).detail
-    a, b = frame(head=(0, 10, 0)), frame(head=(0, 50, 0))
-    sink.send(rig_state(a), a, 0.0)
-    assert sink.seen.yaw == 10 and sink.data == encode_npos(npos_for(rig_state(a)))
-    sink.send(rig_state(b), b, 0.02)                  # before 1/30 s: the game would not send
-    assert sink.seen.yaw == 10
-    sink.send(rig_state(b), b, 0.04)
-    assert sink.seen.yaw == 50 and "N_POS 17 B" in sink.status(0.04).packed
-    lost = frame(head_ok=False)
-    sink.send(rig_state(lost), lost, 0.041)            # a loss is taken at once, whatever the rate
-    assert sink.data == b"" and sink.seen is None
 
 
 def test_q3_sink_verifies_every_usercmd_only_when_asked():
