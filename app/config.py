@@ -26,6 +26,7 @@ FLAG_NAMES: dict[Key, str] = {
     ("xr", "mock"): "--mock", ("q3", "host"): "--q3", ("q3", "vr"): "--vr/--no-vr", ("q3", "protocol"): "--q3-protocol",
     ("netsync", "host"): "--netsync", ("netsync", "protocol"): "--netsync-protocol",
     ("netsync", "transform_port"): "--netsync-transform-port", ("mirror", "enabled"): "--mirror/--no-mirror",
+    ("sauer", "host"): "--sauer", ("sauer", "password"): "--sauer-password",
 }
 
 
@@ -39,7 +40,7 @@ OTHER_ENV: frozenset[str] = frozenset({
 MAX_FILE_BYTES = 1 << 20
 
 # Values --print-config shows only as set or not.
-SECRETS: frozenset[Key] = frozenset({("q3", "password")})
+SECRETS: frozenset[Key] = frozenset({("q3", "password"), ("sauer", "password")})
 
 
 class ConfigError(Exception):
@@ -305,6 +306,9 @@ def _ranges() -> dict[Key, tuple[float, float, str, str]]:
         ("mirror", "plot_seconds"): (0.5, 600.0, " s", ""),
         ("run", "duration"): (0.0, math.inf, " s", "0 = until Ctrl-C"),
         ("run", "connect_timeout"): (0.0, math.inf, " s", ""),
+        ("sauer", "model"): (0, 4, "", "the game's five player models"),
+        ("sauer", "spawn_yaw"): (-360.0, 360.0, "°", ""),
+        ("sauer", "eye_height"): (0.0, 3.0, " m", "0 = the head's height at each spawn"),
     }
     return out
 
@@ -350,6 +354,7 @@ def validate(cfg: Config) -> None:
     _check_paths(cfg)
     _check_q3(cfg)
     _check_netsync(cfg)
+    _check_sauer(cfg)
 
 
 # Linux's NAME_MAX and PATH_MAX: a longer name is refused by every system call (and pathlib's
@@ -414,3 +419,42 @@ def _check_netsync(cfg: Config) -> None:
             id_bytes(cfg.values[key], what)
         except PoseEncodeError as e:
             raise ConfigError(f"{_where(cfg, key)} {shown(cfg.values[key])}: {e}") from None
+
+
+def sauer_spawn(text: str) -> tuple[float, float, float]:
+    """sauer.spawn "X Y Z" (cube units) → floats; ValueError saying what is wrong."""
+    parts = text.replace(",", " ").split()
+    try:
+        xyz = tuple(float(p) for p in parts)
+    except ValueError:
+        xyz = ()
+    if len(xyz) != 3 or not all(math.isfinite(v) for v in xyz):
+        raise ValueError('expected three numbers "X Y Z" in cube units')
+    if not all(-(1 << 18) < v < 1 << 18 for v in xyz):  # the record's 24 bits hold ±2^19 units
+        raise ValueError(f"must lie within ±{1 << 18} cube units (the N_POS record holds 24 bits of 1/16 unit)")
+    return xyz  # type: ignore[return-value]
+
+
+def _check_sauer(cfg: Config) -> None:
+    from headcast.netcode.sauer.client import MAXNAMELEN
+    from headcast.netcode.sauer.wire import encode_cube
+    name = cfg.values[("sauer", "name")]
+    try:
+        encode_cube(name)
+        problem = None if 0 < len(name) <= MAXNAMELEN else f"has {len(name)} characters; 1..{MAXNAMELEN}"
+    except ValueError as e:
+        problem = str(e)
+    if problem is not None:
+        raise ConfigError(f"{_where(cfg, ('sauer', 'name'))} {shown(name)}: a Sauerbraten player name {problem}")
+    password = cfg.values[("sauer", "password")]
+    try:
+        encode_cube(password)
+        problem = None if len(password) <= 250 else f"is {len(password)} characters; at most 250"
+    except ValueError:
+        problem = "holds a character outside the game's character set"
+    if problem is not None:  # the value is a secret: never shown
+        raise ConfigError(f"{_where(cfg, ('sauer', 'password')).removesuffix(' =')}: the Sauerbraten password {problem}")
+    try:
+        sauer_spawn(cfg.values[("sauer", "spawn")])
+    except ValueError as e:
+        raise ConfigError(f"{_where(cfg, ('sauer', 'spawn'))} {shown(cfg.values[('sauer', 'spawn')])}: {e}") from None
