@@ -21,6 +21,7 @@ examples:
   headcast run --q3 127.0.0.1:27960 --netsync 127.0.0.1 --room lobby
   headcast run --mock look_around --no-mirror --duration 10
   headcast probe q3 127.0.0.1         what a Quake 3 server says about itself (protocol, vr_support)
+  headcast probe sauer 127.0.0.1      what a Sauerbraten server says (mode, map, players, password)
   headcast doctor                     check the OpenXR runtime, display, ports and servers
 
 configuration: assets/config/default.toml < user file (--config, $HEADCAST_CONFIG,
@@ -36,6 +37,9 @@ sinks (any combination; none = compute and show only):
   --netsync HOST[:CONTROL[:PUB[:TRANSFORM]]]
                        join a STYLY NetSync room (default ports 5555, PUB = CONTROL + 1, TRANSFORM =
                        CONTROL + 2); head, hands and the XROrigin delta are sent at --send-rate Hz
+  --sauer HOST[:PORT]  join a Sauerbraten (Cube 2, 2020 Edition, protocol 260) server (default port
+                       28785) as a player: head position and angles as N_POS at 30 Hz, walking
+                       animation from the left stick; reconnects after a kick or a restart
 NetSync protocols (--netsync-protocol, default auto: headcast detects the server's):
   3  styly-netsync-server 0.9.0-0.10.x     6  0.14.x (no network-variable timestamps)
   4  0.11.x (the XROrigin delta gains dy)  7  0.15.x (hello first; poses to the transform port)
@@ -50,9 +54,11 @@ cannot help, after run.connect_timeout when it can (a full server is retried mea
 Sinks fail alone: a server that does not answer is retried (with backoff) while the others
 stream; the run fails when no server let us in (by run.connect_timeout, or by the end of a
 shorter run), or with --require-all when any did not.
-exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address;
-sinks failing for different reasons), 2 bad flag or configuration value, 3 a server did not
-answer at all (Quake 3) or did not let us in (NetSync), 4 a NetSync server speaks another protocol.
+exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address; a
+Sauerbraten server refused the password or never let us in; sinks failing for different
+reasons), 2 bad flag or configuration value, 3 a server did not answer at all (Quake 3,
+Sauerbraten) or did not let us in (NetSync), 4 a NetSync server speaks another protocol (or a
+Sauerbraten server another than 260).
 """
 
 
@@ -124,6 +130,10 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device-id", help="device id (default: stable per machine and user)")
     g.add_argument("--send-rate", type=float, metavar="HZ", help="pose send rate (default 10, 0.5..60)")
     g.add_argument("--stealth", action="store_true", default=None, help="join without a visible avatar")
+    g = p.add_argument_group("Sauerbraten sink")
+    g.add_argument("--sauer", metavar="HOST[:PORT]", help="Sauerbraten server to join (default port 28785)")
+    g.add_argument("--sauer-password", metavar="PASSWORD",
+                   help="the server's password (serverpass), sent hashed as the game does")
     g = p.add_argument_group("rig and window")
     g.add_argument("--move-speed", type=float, metavar="M_PER_S", help="left-stick speed (default 2.0)")
     g.add_argument("--turn", choices=("snap", "smooth"), help="right-stick turning (default snap)")
@@ -167,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("demo", help="the whole pipeline on this machine: mock headset + local servers",
-                       description="Start a local NetSync server (and a local Quake 3 server when one is "
-                                   "installed), drive them from the mock OpenXR runtime playing a shipped "
+                       description="Start a local NetSync server (and local Quake 3 and Sauerbraten servers "
+                                   "when installed), drive them from the mock OpenXR runtime playing a shipped "
                                    "motion, show the mirror window when a display exists, and end with a "
                                    "verification summary of what each server saw versus what was sent.")
     p.add_argument("--motion", type=path, default="tour", help="shipped motion or file to play (default tour: look around, "
@@ -177,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mirror", dest="mirror", action="store_true", default=None, help="force the mirror window")
     p.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
     p.add_argument("--no-q3", action="store_true", help="skip the local Quake 3 server")
+    p.add_argument("--no-sauer", action="store_true", help="skip the local Sauerbraten server")
     p.add_argument("--no-netsync", action="store_true", help="skip the local NetSync server")
     p.add_argument("--netsync-server", metavar="VERSION", choices=_netsync_releases(),
                    help=f"the styly-netsync-server release to run (default: the current one, "
@@ -218,6 +229,17 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--timeout", type=seconds, default=3.0, metavar="SECONDS",
                    help="how long to wait for an answer (default 3); no answer exits 3")
     _add_common(q)
+    q = psub.add_parser("sauer", help="Sauerbraten: protocol, mode, map, mastermode, password, players",
+                        description="Ask the server's info port (game port + 1) for its ping reply (players, "
+                                    "protocol, game mode, seconds left, map, description, mastermode — "
+                                    "\"password\" when one is needed) and its extinfo player stats (each "
+                                    "player's client number, name, team, frags, deaths, ping, state). No answer "
+                                    "exits 3.")
+    q.add_argument("host", metavar="HOST[:PORT]", help="the server's game port (default 28785); the query goes "
+                   "to PORT + 1")
+    q.add_argument("--timeout", type=seconds, default=2.0, metavar="SECONDS",
+                   help="how long to wait for the answers (default 2); no answer exits 3")
+    _add_common(q)
 
     p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
                        description="Check everything headcast needs and print each problem with its fix.")
@@ -236,6 +258,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
         ("netsync", "device_id"): g("device_id"), ("netsync", "send_rate"): g("send_rate"),
         ("netsync", "stealth"): g("stealth"), ("netsync", "protocol"): g("netsync_protocol"),
         ("netsync", "transform_port"): g("netsync_transform_port"),
+        ("sauer", "host"): g("sauer"), ("sauer", "password"): g("sauer_password"),
         ("rig", "move_speed"): g("move_speed"), ("rig", "turn"): g("turn"), ("rig", "snap_angle"): g("snap_angle"),
         ("mirror", "enabled"): g("mirror"),
         ("run", "duration"): g("duration"), ("run", "record"): g("record"), ("run", "require_all"): g("require_all"),
