@@ -52,6 +52,9 @@ def check_config(cfg: config_mod.Config) -> None:
     netsync_settings(cfg)
     if cfg[("netsync", "host")]:
         _resolve("--netsync", netsync_link.parse_address(cfg[("netsync", "host")])[0])
+    if cfg[("sauer", "host")]:
+        from headcast.app.sauer_link import parse_address as sauer_address
+        _resolve("--sauer", sauer_address(cfg[("sauer", "host")])[0])
     rate = cfg[("netsync", "send_rate")]
     if not 0.5 <= rate <= 60:
         raise UsageError(f"--send-rate {rate:g}: must be 0.5..60 Hz (Unity's clamp)")
@@ -130,12 +133,28 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
                                   n["device_id"] or default_device_id(), n["send_rate"], n["stealth"], clock,
                                   protocol=ns["protocol"], transform_port=ns["transform_port"])
         sinks.append(NetSyncSink(stealth=n["stealth"], send_rate=n["send_rate"], link=ns_link))
-        sinks.append(SauerSink())
+        sinks.append(sauer_sink(cfg, clock, verify))
     except BaseException:
         for s in sinks:
             s.close()
         raise
     return sinks
+
+
+def sauer_sink(cfg: config_mod.Config, clock: Callable[[], float], verify: bool = False) -> SauerSink:
+    """The Sauerbraten sink: its world (spawn point, heading, eye height) and, with a host, its link;
+    `verify` (the demo): a second connection that watches what the server relays of us."""
+    from headcast.app.sauermap import SauerWorld
+    s = cfg.section("sauer")
+    world = SauerWorld(config_mod.sauer_spawn(s["spawn"]), s["spawn_yaw"], s["eye_height"])
+    link = watcher = None
+    if s["host"]:
+        from headcast.app.sauer_link import SauerLink, SauerWatcher, parse_address as sauer_address
+        host, port = sauer_address(s["host"])
+        link = SauerLink(host, port, name=s["name"], model=s["model"], password=s["password"], clock=clock)
+        if verify:
+            watcher = SauerWatcher(host, port, password=s["password"], clock=clock)
+    return SauerSink(world=world, link=link, watcher=watcher)
 
 
 def _mirror_setting(cfg: config_mod.Config) -> str:
