@@ -342,9 +342,95 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
     }
 
 
+def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.monotonic) -> dict:
+    """`headcast probe sauer HOST[:PORT]`: the ping reply and the extinfo player stats from the
+    server's info port (PORT + 1), asked at once and again (doubling the wait) until answered."""
+    from headcast.app.sauer_link import parse_address
+    from headcast.netcode.sauer.info import SauerQuery
+    from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
+    from headcast.netcode.sauer.wire import plain_text
+    if not timeout > 0:
+        raise UsageError(f"probe sauer --timeout {timeout:g}: must be more than 0 s")
+    host, port = parse_address(address)
+    try:
+        found = socket.getaddrinfo(host, port + 1, socket.AF_INET, socket.SOCK_DGRAM)
+    except (OSError, UnicodeError):
+        raise UsageError(f"probe sauer: cannot resolve host {host!r}") from None
+    sockaddr = found[0][4]
+    query = SauerQuery(tag=int(clock() * 1000) % 1_000_000 + 1)
+    error = ""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setblocking(False)
+        sock.connect(sockaddr)  # connected: an ICMP refusal comes back to it
+        sel = selectors.DefaultSelector()
+        sel.register(sock, selectors.EVENT_READ)
+        try:
+            now = clock()
+            deadline = now + timeout
+            query.start(now)
+            while not query.done and now < deadline and not error:
+                try:
+                    for datagram in query.datagrams_to_send(now):
+                        sock.send(datagram)
+                except OSError as e:
+                    error = "nothing listens there (ICMP port unreachable)" if isinstance(e, ConnectionRefusedError) \
+                        else e.strerror or str(e)
+                    break
+                timer = query.get_timer()
+                sel.select(max(0.0, min(deadline if timer is None else timer, deadline) - clock()))
+                now = clock()
+                while True:
+                    try:
+                        query.receive_datagram(sock.recv(4096), now)
+                    except BlockingIOError:
+                        break
+                    except ConnectionRefusedError:
+                        error = "nothing listens there (ICMP port unreachable)"
+                        break
+        finally:
+            sel.close()
+    where = f"{host}:{port}"
+    info = query.info
+    if info is None:
+        why = error or f"within {timeout:g} s (not running, wrong port — the default is 28785 — or a firewall)"
+        raise UnreachableError(f"no answer from the Sauerbraten server {where} (info port {port + 1}): {why}")
+    players = [query.players[cn].as_dict() for cn in query.player_ids or () if cn in query.players]
+    out = {"server": where, "info_port": port + 1, "ping_ms": None if query.ping_ms is None else round(query.ping_ms, 3),
+           **info.as_dict(), "description_plain": plain_text(info.description),
+           "compatible": info.protocol == PROTOCOL_VERSION, "players_listed": players}
+    if query.player_ids is None or len(players) < len(query.player_ids):
+        out["missing"] = "extinfo player stats" if query.player_ids is None else "some players' stats"
+    if query.drops:
+        out["drops"] = dict(query.drops)
+    return out
+
+
+def format_sauer_text(r: dict) -> list[str]:
+    from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
+    from headcast.netcode.sauer.wire import plain_text
+    prot = f"protocol {r['protocol']}" + ("" if r["compatible"] else f" (headcast speaks {PROTOCOL_VERSION})")
+    lines = [f"{r['server']}: {_shown(r['description_plain'])!r} {r['mode_name']} on {_shown(r['map']) or '(no map)'}, "
+             f"{r['players']}/{r['max_players']} players, ping {r['ping_ms']:.1f} ms",
+             f"  {prot}, mastermode {r['mastermode_name']} ({r['mastermode']}), password "
+             f"{'yes' if r['password'] else 'no'}, {r['seconds_left']} s left"
+             + (", paused" if r["paused"] else "") + (f", speed {r['gamespeed']}%" if r["gamespeed"] != 100 else "")]
+    if r.get("missing"):
+        lines.append(f"  (no {r['missing']} before the timeout)")
+    if r["players_listed"]:
+        lines.append("  players:  cn  frags deaths ping  state      name (team)")
+        lines += [f"           {p['cn']:>3} {p['frags']:>6} {p['deaths']:>6} {p['ping']:>4}  {p['state']:<10} "
+                  f"{_shown(plain_text(p['name']))}" + (f" ({_shown(plain_text(p['team']))})" if p["team"] else "")
+                  for p in r["players_listed"]]
+    return lines
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     if args.kind == "q3":
         return cmd_probe_q3(args)
+    if args.kind == "sauer":
+        result = probe_sauer(args.host, args.timeout)
+        print(json.dumps(result) if args.json else "\n".join(format_sauer_text(result)))
+        return 0
     result = probe_netsync(args.host, args.room, args.timeout)
     if args.json:
         print(json.dumps(result))
