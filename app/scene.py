@@ -3,9 +3,10 @@
 Three avatars side by side, each drawn with its world orientation about a fixed anchor:
 the tracked pose as it is, the Quake 3 head as other players draw it (the server's decode of the
 7-bit pitch / yaw offset, the view yaw and roll in whole degrees as SnapVector leaves them on our
-entity, EMA-smoothed, display-limited) and the NetSync head and hands as the server broadcast
-them. Other NetSync members and other Quake 3 players stand around their protocol's avatar, offset
-as in the room / on the map. Vertex rows are (x, y, z, r, g, b) float32.
+entity, EMA-smoothed, display-limited), the NetSync head and hands as the server broadcast
+them, and the Sauerbraten head as a receiving game decodes our N_POS (whole degrees). Other
+NetSync members, Quake 3 players and Sauerbraten players stand around their protocol's avatar,
+offset as in the room / on the map. Vertex rows are (x, y, z, r, g, b) float32.
 """
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ from headcast.app.synthetic import orientation
 from headcast.netcode.pose import Quat, Vec3, unity_position, unity_quat
 
 # The camera looks at the avatars from the front (a mirror), so +X is the left of the screen.
-ANCHORS = {"tracked": (1.1, 1.6, 0.0), "q3": (0.0, 1.6, 0.0), "netsync": (-1.1, 1.6, 0.0)}
-LABELS = {"tracked": "TRACKED", "q3": "Q3 FAR SIDE", "netsync": "NETSYNC FAR SIDE"}
+ANCHORS = {"tracked": (1.1, 1.6, 0.0), "q3": (0.0, 1.6, 0.0), "netsync": (-1.1, 1.6, 0.0),
+           "sauer": (-2.2, 1.6, 0.0)}
+LABELS = {"tracked": "TRACKED", "q3": "Q3 FAR SIDE", "netsync": "NETSYNC FAR SIDE", "sauer": "SAUER FAR SIDE"}
 COLORS = {
     "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),   # head, nose/aim
     "q3": ((0.95, 0.55, 0.1), (1.0, 0.9, 0.1)),
     "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
+    "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }
 NOSE_COLOR = {k: v[1] for k, v in COLORS.items()}
 EYE = np.array([1.6, 2.3, -3.4])
@@ -204,9 +207,31 @@ def q3_player_avatar(angles: Vec3, head: tuple[float, float, float] | None) -> A
     return AvatarPose(orientation(pitch, yaw, roll), aim=(angles[0], angles[1]))
 
 
+SAUER_PEER_COLORS = ((0.45, 0.4, 0.65), (0.85, 0.85, 0.95))  # other players on the Sauerbraten server
+SAUER_UNITS_PER_METRE = 8.0  # the sink's scale (app/sauermap.py): a player's eye is 14 units up
+
+
+def sauer_head_quat(yaw: float, pitch: float, roll: float, turn: float) -> Quat:
+    """A Sauerbraten head (the game's yaw, pitch up positive, roll) in the rig's world: the game's
+    yaw less the spawn's `turn` (app/sauermap.py Anchor.turn), so it sits beside the tracked head."""
+    return orientation(-pitch, yaw - turn, roll)
+
+
+def sauer_peer_anchor(own_eye: Vec3, peer_eye: Vec3, turn: float) -> Vec3:
+    """Where another Sauerbraten player is drawn: beside our Sauerbraten avatar, offset as on the
+    map from our own record (game x right, y forward, z up; turned back into the rig's world)."""
+    base = ANCHORS["sauer"]
+    dx, dy, dz = (p - o for p, o in zip(peer_eye, own_eye))
+    t = math.radians(turn)
+    rx, ry = dx * math.cos(t) + dy * math.sin(t), -dx * math.sin(t) + dy * math.cos(t)
+    k = 1.0 / SAUER_UNITS_PER_METRE
+    return (base[0] + rx * k, base[1] + dz * k, base[2] - ry * k)
+
+
 def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3 | None = None) -> np.ndarray:
     anchor = ANCHORS[kind] if anchor is None else anchor
-    head_c, nose_c = PEER_COLORS if kind == "peer" else Q3_PEER_COLORS if kind == "q3peer" else COLORS[kind]
+    head_c, nose_c = (PEER_COLORS if kind == "peer" else Q3_PEER_COLORS if kind == "q3peer"
+                      else SAUER_PEER_COLORS if kind == "sauerpeer" else COLORS[kind])
     parts = []
     if a.head is not None:
         parts.append(head_triangles(anchor, a.head, head_c, nose_c))
