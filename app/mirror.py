@@ -246,6 +246,8 @@ class MirrorWindow:
         tris += [scene.avatar_triangles("peer", a, anchor) for anchor, a in peers_of(loop)]
         q3_players = q3_players_of(loop)
         tris += [scene.avatar_triangles("q3peer", a, anchor) for anchor, a, _ in q3_players]
+        sauer_players = sauer_players_of(loop)
+        tris += [scene.avatar_triangles("sauerpeer", a, anchor) for anchor, a, _ in sauer_players]
         self._draw(np.vstack(tris), GL.GL_TRIANGLES, vp)
         GL.glDisable(GL.GL_DEPTH_TEST)
 
@@ -267,6 +269,11 @@ class MirrorWindow:
             at = scene.project(vp, (anchor[0], anchor[1] + 0.3, anchor[2]), w, h)
             if at is not None:
                 text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label, scene.Q3_PEER_COLORS[0]))
+        for anchor, _, label in sauer_players:
+            at = scene.project(vp, (anchor[0], anchor[1] + 0.3, anchor[2]), w, h)
+            if at is not None:
+                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label,
+                             scene.SAUER_PEER_COLORS[0]))
         if now >= self._hud_due or self.capture_next:
             # Text a person reads: 10 refreshes a second, not one per frame (percentiles, statuses).
             self._hud, self._hud_due = hud_lines(loop, now), now + HUD_PERIOD
@@ -348,6 +355,32 @@ def avatars_of(loop) -> dict[str, scene.AvatarPose]:
         out["netsync"] = scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)
     else:
         out["netsync"] = scene.AvatarPose(None)
+    sauer = sinks.get("sauer")
+    rec = getattr(sauer, "seen", None)
+    if rec is not None:  # our N_POS as a receiving game decodes it: whole degrees
+        turn = sauer.anchor.turn if sauer.anchor is not None else 0.0
+        out["sauer"] = scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn))
+    else:
+        out["sauer"] = scene.AvatarPose(None)
+    return out
+
+
+def sauer_players_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose, str]]:
+    """Everybody else on the Sauerbraten server, from their latest relayed N_POS: (anchor, avatar,
+    label); a walking one (move/strafe set) is labelled so."""
+    sauer = next((s for s in loop.sinks if s.name == "sauer"), None)
+    own = getattr(sauer, "seen", None)
+    if own is None or not sauer.others:
+        return []
+    turn = sauer.anchor.turn if sauer.anchor is not None else 0.0
+    out = []
+    for p in sauer.others.values():
+        rec = p.record
+        if rec is None:
+            continue
+        label = (p.name or f"CLIENT {p.cn}") + (" WALKING" if rec.move or rec.strafe else "")
+        out.append((scene.sauer_peer_anchor(own.eye(), rec.eye(), turn),
+                    scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn)), label))
     return out
 
 
