@@ -1,0 +1,78 @@
+"""Sauerbraten in the mirror: our record as a receiving game decodes it (the SAUER FAR SIDE avatar)
+and another player where its relayed record puts it, drawn under Xvfb and checked by pixels."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headcast.app import scene
+from headcast.app.loop import FrameLoop
+from headcast.app.mirror import sauer_players_of
+from headcast.app.rig import Rig
+from support import REPO
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mirror_sauer_shot import OWN_EYE, PEER_EYE, PEER_PITCH, PEER_YAW, ServerSauerSink  # noqa: E402
+from mirror_shot import ConstantHead  # noqa: E402
+
+NOSE_OFFSET = (0.0, -0.02, -0.2)
+
+
+@pytest.fixture(scope="module")
+def shot(xvfb_display, artifacts_dir):
+    out = artifacts_dir / "mirror_sauer"
+    out.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
+    env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_sauer_shot.py")), str(out)],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return np.load(out / "sauer_players.npy")
+
+
+def _centroid(img, mask, want, box=60):
+    ys, xs = np.nonzero(mask)
+    near = (abs(xs - want[0]) < box) & (abs(ys - want[1]) < box)
+    assert near.sum() >= 15, f"nothing drawn near {want}"
+    return xs[near].mean(), ys[near].mean()
+
+
+def _hue(img):
+    rgb = img.astype(float)
+    m = rgb.max(axis=2)
+    return m, rgb / np.maximum(m, 1.0)[..., None]
+
+
+@pytest.mark.display
+def test_our_sauer_avatar_and_the_other_player_are_drawn(shot):
+    h, w, _ = shot.shape
+    vp = scene.view_projection(w, h)
+    m, n = _hue(shot)
+    # our record, pitch 0: the nose ahead of the SAUER FAR SIDE anchor
+    own = scene.project(vp, tuple(np.array(scene.ANCHORS["sauer"]) + np.array(NOSE_OFFSET)), w, h)
+    nose = (m > 50) & (n[..., 0] < 0.45) & (n[..., 1] > 0.9) & (n[..., 2] > 0.7) & (n[..., 2] < 0.95)
+    got = _centroid(shot, nose, own)
+    assert abs(got[0] - own[0]) < 15 and abs(got[1] - own[1]) < 15, (got, own)
+    # the other player: its head box where its record puts it beside ours
+    anchor = scene.sauer_peer_anchor(OWN_EYE, PEER_EYE, 0.0)
+    assert anchor == pytest.approx((scene.ANCHORS["sauer"][0] - 1.0, 1.6, 2.0))
+    want = scene.project(vp, anchor, w, h)
+    head = (m > 50) & (n[..., 2] > 0.95) & (n[..., 0] > 0.6) & (n[..., 0] < 0.78) & (n[..., 1] > 0.55) & (n[..., 1] < 0.7)
+    got = _centroid(shot, head, want)
+    assert abs(got[0] - want[0]) < 15 and abs(got[1] - want[1]) < 15, (got, want)
+
+
+def test_other_players_carry_their_name_and_walk():
+    sink = ServerSauerSink()
+    loop = FrameLoop(ConstantHead(0.0), Rig(), [sink])
+    for _ in range(3):
+        assert loop.step()
+    (anchor, avatar, label), = sauer_players_of(loop)
+    assert label == "ogro WALKING"
+    assert avatar.head == pytest.approx(scene.sauer_head_quat(PEER_YAW, PEER_PITCH, 0.0, 0.0))
+    loop.close()
