@@ -2,9 +2,10 @@
 
 Starts a real NetSync server (the current styly-netsync-server release, protocol 8, or the
 release `--netsync-server VERSION` names, e.g. 0.10.4 for protocol 3) and, when installed, a
-real Quake 3 server (ioq3ded with the OpenArena data, sv_pure 0), both on 127.0.0.1 and free
-ports; plays a shipped motion through the mock OpenXR runtime (or the embedded Python script
-when the runtime cannot be built); runs the loop for a bounded time; stops the servers; ends
+real Quake 3 server (ioq3ded with the OpenArena data, sv_pure 0) and a real Sauerbraten server
+(cube2-server, the 2020 Edition), all on 127.0.0.1 and free ports; plays a shipped motion
+through the mock OpenXR runtime (or the embedded Python script when the runtime cannot be
+built); runs the loop for a bounded time; stops the servers; ends
 with a verification summary: what each server saw versus what was sent.
 """
 from __future__ import annotations
@@ -131,6 +132,31 @@ def start_q3(json_mode: bool, started: list | None = None):
     return server, f"{host}:{port}"
 
 
+def start_sauer(json_mode: bool, started: list | None = None):
+    """A local Sauerbraten 2020 Edition server (Debian's cube2-server): ffa on "complex", the
+    speed check on."""
+    from headcast.netcode.sauer.localserver import LocalSauerServer, LocalServerError, installed
+    if not installed():
+        _say("no Sauerbraten server installed (apt install cube2-server): the Sauerbraten sink runs offline",
+             json_mode)
+        return None, ""
+    _say("starting a local Sauerbraten server (cube2-server, 2020 Edition, ffa) on 127.0.0.1 ...", json_mode)
+    t = time.monotonic()
+    server = LocalSauerServer(description="headcast demo")
+    entry = (server, Owned(server))
+    if started is not None:
+        started.append(entry)
+    try:
+        server.start()
+    except LocalServerError as e:
+        _forget(entry, started)
+        _say(f"the Sauerbraten server did not start ({e}): the Sauerbraten sink runs offline", json_mode)
+        return None, ""
+    host, port = server.address
+    _say(f"Sauerbraten server ready in {time.monotonic() - t:.1f} s on port {port} (pid {entry[1]()})", json_mode)
+    return server, f"{host}:{port}"
+
+
 def pick_source(args: argparse.Namespace, cfg, json_mode: bool):
     """The mock OpenXR runtime playing the motion, or the embedded script when it cannot run."""
     if not args.synthetic:
@@ -200,12 +226,36 @@ def verify(loop, ns_server=None) -> list[Check]:
             checks.append(Check("netsync tracking loss", c.lost_stale == 0,
                                 f"{c.lost_reported} relayed bodies without a head while tracking was lost, "
                                 f"{c.lost_stale} with a stale head"))
-    sauer = sinks["sauer"]
-    if sauer.seen is not None:
-        s = sauer.seen
-        checks.append(Check("sauer N_POS", True, f"last record {sauer.size} B: yaw {s.yaw} pitch {s.pitch} "
-                                                 f"roll {s.roll_deg} (computed, not sent)"))
+    checks += verify_sauer(sinks["sauer"])
     return checks
+
+
+def verify_sauer(sauer) -> list[Check]:
+    link = sauer.link
+    if link is None:
+        s = sauer.seen
+        return [] if s is None else [Check("sauer N_POS", True, f"last record {sauer.size} B: yaw {s.yaw} pitch "
+                                                                 f"{s.pitch} roll {s.roll_deg} (computed, not sent)")]
+    c, core = sauer.check, link.core
+    drops = core.counters.drops
+    cn, mode, mapname = link.last_spawn or (-1, "-", "")
+    out = [Check("sauer join", link.joined and c.records > 0,
+                 f"spawned {c.spawns}× as client {cn} ({mode} on {mapname or 'no map'}); {c.records} "
+                 f"N_POS records sent at 30 Hz with the lifesequence of each spawn; "
+                 + (f"{sum(drops.values())} server messages not understood" if drops else "every server message read"))]
+    last = core.last_disconnect
+    out.append(Check("sauer speed", last is None,
+                     f"fastest locomotion {c.speed_max:.0f} units/s ({c.capped} records capped to 179; the server "
+                     f"kicks at 180); " + ("never disconnected" if last is None else f"disconnected: {last.text}")))
+    out.append(Check("sauer angles", c.angle_err_max < 1.0,
+                     f"yaw/pitch/roll sent vs the record's whole degrees: max {c.angle_err_max:.2f}° (the game "
+                     "truncates to whole degrees: < 1°)"))
+    if sauer.watcher is not None:
+        out.append(Check("sauer relay", c.relayed > 0 and c.relayed_other == 0,
+                         f"a second client on the server accepted {c.relayed} of our records (the game's rules: "
+                         f"client number, lifesequence parity, alive), each one we sent, byte for byte; "
+                         f"{c.relayed_other} it saw that we did not send"))
+    return out
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -218,12 +268,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     servers: list = []  # (server, Owned): every server started, stopped by PID whatever ends the demo
     ns_server = None
     try:
-        ns_host = q3_host = ""
+        ns_host = q3_host = sauer_host = ""
         if not args.no_netsync:
             ns_server, ns_host = start_netsync(json_mode, args.netsync_server, servers)
         if not args.no_q3:
             _, q3_host = start_q3(json_mode, servers)
+        if not args.no_sauer:
+            _, sauer_host = start_sauer(json_mode, servers)
         flags = {("q3", "host"): q3_host, ("netsync", "host"): ns_host, ("netsync", "room"): "headcast-demo",
+                 ("sauer", "host"): sauer_host,
                  ("run", "duration"): args.duration, ("mirror", "enabled"): args.mirror}
         cfg = commands.load_config(args, flags)
         source = pick_source(args, cfg, json_mode)
