@@ -376,7 +376,7 @@ def test_demo_runs_everything_and_verifies():
 
 
 def test_demo_without_runtime_or_servers_still_shows_the_protocols():
-    r = headcast("demo", "--synthetic", "--no-q3", "--no-netsync", "--duration", "2", "--json", timeout=60)
+    r = headcast("demo", "--synthetic", "--no-q3", "--no-netsync", "--no-sauer", "--duration", "2", "--json", timeout=60)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     summary = next(line for line in lines if line["type"] == "summary")
