@@ -1,0 +1,226 @@
+"""The Sauerbraten sink against the real 2020 Edition server (Debian's cube2-server) on 127.0.0.1,
+seen by a second client (SauerClientCore, the game's acceptance rules):
+
+- in process: rig → sink → link, frames chosen here; the second client sees the spawn point, the
+  walk, yaw, pitch, roll and the walking animation; a map change and a death re-anchor the player
+  at the spawn and the records keep coming with the new life's parity; the status names a kick.
+- `headcast run --mock tour --sauer HOST` (a subprocess): joins, spawns, streams without a kick
+  through a map change and a death forced by an admin client, the tour's head and walk seen by
+  the second client; a bounded soak (marked slow: 20 s here, 5 minutes with HEADCAST_LONG=1).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from headcast.app.rig import Rig
+from headcast.app.sauer_link import SauerLink
+from headcast.app.sauermap import UNITS_PER_METRE, SauerWorld
+from headcast.app.sink_sauer import SauerSink
+from headcast.app.synthetic import orientation
+from headcast.netcode.sauer import client as sc
+from headcast.netcode.sauer.client import State
+from headcast.netcode.sauer.localserver import LocalSauerServer
+from headcast.netcode.sauer.messages import build
+from headcast.netcode.sauer.protocol import DISC_KICK, MODE_INSTAGIB, Msg
+from headcast.xr.frame import Controls, Pose, TrackingFrame
+from sauer_support import Clients, claim_admin, force_map, need_server, shoot
+from support import LONG, REPO
+
+pytestmark = pytest.mark.live
+
+WORLD = SauerWorld(spawn=(800.0, 900.0, 128.0), spawn_yaw=30.0)
+
+
+@pytest.fixture(scope="module")
+def server():
+    need_server()
+    with LocalSauerServer() as s:
+        yield s
+
+
+def frame(head=(0.0, 0.0, 0.0), pos=(0.0, 1.6, 0.0), move=(0.0, 0.0), t_ns=0):
+    h = Pose(pos, orientation(*head), True, True, True, True)
+    a = Pose((0.2, 1.2, -0.3), orientation(0, 0, 0), True, True, True, True)
+    return TrackingFrame(t_ns, t_ns, h, a, a, a, a, Controls(move=move))
+
+
+class Player:
+    """Rig → SauerSink → SauerLink in this process, stepped like the frame loop steps it."""
+
+    def __init__(self, server, name="vr") -> None:
+        self.link = SauerLink(*server.address, name=name, clock=time.monotonic)
+        self.sink = SauerSink(world=WORLD, link=self.link)
+        self.rig = Rig()
+        self.frame = frame()
+        self.t = None
+
+    def step(self, now: float) -> None:
+        dt = 0.0 if self.t is None else now - self.t
+        self.t = now
+        self.sink.poll(now)
+        self.sink.send(self.rig.update(self.frame, dt), self.frame, now)
+
+
+def run(clients, player, seconds, pred=None, what=""):
+    if pred is None:
+        clients.pump(seconds, player.step)
+    else:
+        clients.until(pred, seconds, what, player.step)
+
+
+def theirs(obs, player):
+    return obs.core.players.get(player.link.core.cn)
+
+
+def test_a_second_client_sees_the_spawn_the_head_and_the_walk(server):
+    cs = Clients()
+    player = Player(server)
+    try:
+        obs = cs.add(server, "obs")
+        run(cs, player, 8, lambda: player.link.live and obs.core.state is State.ALIVE, "both in game")
+        assert player.link.state == "in game" and player.sink.status(time.monotonic()).live
+        # standing at the spawn, looking 20° left of where the head faced at the spawn, up 15°, tilted 10°
+        player.frame = frame(head=(-15.0, 20.0, 10.0))
+        run(cs, player, 3, lambda: (p := theirs(obs, player)) is not None and p.record is not None
+            and p.record.yaw == 50, "the turned head relayed")
+        rec = theirs(obs, player).record
+        assert rec.position == pytest.approx((800.0, 900.0, 128.0), abs=1 / 16)  # feet on the spawn point
+        assert (rec.yaw, rec.pitch, rec.roll_deg, rec.move, rec.strafe) == (50, 15, 10, 0, 0)
+        assert rec.lifebit == player.link.core.lifesequence & 1
+        # walk forward with the stick for a second (2 m/s): the walking animation, then standing still
+        player.frame = frame(move=(0.0, 1.0))
+        run(cs, player, 3, lambda: theirs(obs, player).record.move == 1, "the walking animation")
+        run(cs, player, 1.0)
+        walking = theirs(obs, player).record
+        assert walking.vel == 16 and walking.strafe == 0                     # 2 m/s = 16 units/s
+        dx, dy = walking.position[0] - 800.0, walking.position[1] - 900.0
+        # along the spawn's heading (yaw 30: the game's forward is (−sin, cos))
+        assert math.hypot(dx, dy) > 8 and math.degrees(math.atan2(-dx, dy)) == pytest.approx(30.0, abs=3)
+        player.frame = frame()
+        run(cs, player, 3, lambda: theirs(obs, player).record.move == 0, "standing still again")
+        assert player.sink.check.records > 25 and player.sink.check.angle_err_max < 1.0
+    finally:
+        player.sink.close()
+        cs.close()
+
+
+def test_a_map_change_and_a_death_reanchor_at_the_spawn_and_the_records_go_on(server):
+    cs = Clients()
+    player = Player(server, "vr2")
+    try:
+        admin = cs.add(server, "admin")
+        run(cs, player, 8, lambda: player.link.live and admin.core.state is State.ALIVE, "both in game")
+        claim_admin(admin, server)
+        player.frame = frame(move=(0.0, 1.0))   # walk away from the spawn point
+        run(cs, player, 1.5)
+        player.frame = frame()
+        run(cs, player, 0.2)
+        away = player.link.core.last_record.position
+        assert math.dist(away[:2], WORLD.spawn[:2]) > 8
+        force_map(admin, "dust2", MODE_INSTAGIB)
+        run(cs, player, 5, lambda: player.link.core.map == "dust2" and player.link.live
+            and player.sink.anchor is not None and player.link.spawns == 2, "the map change's spawn")
+        run(cs, player, 3, lambda: (p := theirs(admin, player)) is not None and p.record is not None
+            and p.record.lifebit == player.link.core.lifesequence & 1, "a record of the new map")
+        assert theirs(admin, player).record.position[:2] == pytest.approx(WORLD.spawn[:2], abs=1 / 16)
+        player.frame = frame(move=(0.0, 1.0))
+        run(cs, player, 1.0)
+        player.frame = frame()
+        life = player.link.core.lifesequence
+        shoot(admin, player.link.core.cn, theirs(admin, player).lifesequence)
+        run(cs, player, 5, lambda: player.link.core.lifesequence not in (life, -1) and player.link.live
+            and player.link.spawns == 3, "the respawn")
+        assert "killed by admin" in player.link.texts[-1] or player.link.core.counters.deaths == 1
+        run(cs, player, 3, lambda: theirs(admin, player).record is not None
+            and theirs(admin, player).record.lifebit == player.link.core.lifesequence & 1, "a record of the new life")
+        assert theirs(admin, player).record.position[:2] == pytest.approx(WORLD.spawn[:2], abs=1 / 16)
+        # a kick: the status names it and the link comes back by itself (the ban cleared meanwhile)
+        admin.core.send_message(build(Msg.N_KICK, player.link.core.cn, "test"))
+        run(cs, player, 3, lambda: player.link.core.last_disconnect is not None, "the kick")
+        assert player.link.core.last_disconnect.reason == DISC_KICK
+        status = player.sink.status(time.monotonic())
+        assert status.state == "reconnecting" and "kicked/banned (DISC_KICK)" in status.detail and not status.live
+        admin.core.send_message(build(Msg.N_CLEARBANS))
+        run(cs, player, 20, lambda: player.link.live and player.link.spawns == 4, "the rejoin")
+    finally:
+        player.sink.close()
+        cs.close()
+
+
+def _json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.slow
+def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick():
+    """`headcast run --mock tour --sauer HOST`: 20 s (HEADCAST_LONG=1: 5 minutes) with a second
+    client watching and forcing, a third of the way in, a map change (instagib) and, two thirds in,
+    a death (a rifle hit)."""
+    need_server()
+    duration = 300.0 if LONG else 20.0
+    with LocalSauerServer() as server:
+        cs = Clients()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_", "XR_"))}
+        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "tour", "--no-mirror",
+                                 "--json", "--duration", str(duration), "--sauer", f"127.0.0.1:{server.port}"],
+                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            admin = cs.add(server, "admin")
+            cs.join(server, admin)
+            claim_admin(admin, server)
+            seen = []
+            vr = lambda: next((p for p in admin.core.players.values() if p.name == "headcast"), None)  # noqa: E731
+
+            def watch(now):
+                p = vr()
+                if p is not None and p.record is not None and (not seen or p.record is not seen[-1][1]):
+                    seen.append((now, p.record, p.lifesequence))
+            cs.until(lambda: seen, 30, "the VR player's first record", watch, server=server)
+            start = seen[0][0]
+            cs.until(lambda: time.monotonic() > start + duration / 3, duration, "a third of the run", watch)
+            force_map(admin, "dust2", MODE_INSTAGIB)
+            cs.until(lambda: admin.core.map == "dust2" and admin.core.state is State.ALIVE, 5, "the map change",
+                     watch, server=server)
+            cs.until(lambda: time.monotonic() > start + 2 * duration / 3, duration, "two thirds of the run", watch)
+            cs.until(lambda: vr() is not None and vr().state == 0 and vr().lifesequence >= 0, 5,
+                     "the VR player alive on the new map", watch)
+            life = vr().lifesequence
+            shoot(admin, vr().cn, life)
+            cs.until(lambda: vr() is not None and vr().lifesequence not in (life, -1), 6, "the VR player's respawn",
+                     watch, server=server)
+            cs.until(lambda: proc.poll() is not None, duration + 30, "the run's end", watch)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            out, err = proc.communicate(timeout=30)
+            cs.close()
+        lines = _json_lines(out)
+        summary = lines[-1]
+        assert proc.returncode == 0, err[-3000:]
+        sauer = summary["sinks"][2]
+        assert sauer["name"] == "sauer" and sauer["outcome"].startswith("joined at"), sauer
+        assert sauer["sent"] > 25 * duration * 0.8, sauer        # ~30 records a second, the tracking loss aside
+        statuses = [st["sinks"][2] for st in lines if st.get("type") == "status"]
+        assert all(s["state"] in ("connecting", "joining", "loading", "in game", "dead") for s in statuses), \
+            sorted({s["state"] for s in statuses})                          # never kicked, never reconnecting
+        assert "reconnect" not in " ".join(s["detail"] for s in statuses)
+        assert "DISC_" not in server.log_tail(200) and "disconnected because" not in server.log_tail(200)
+        recs = [r for _, r, _ in seen]
+        lives = {ls for _, _, ls in seen}
+        assert len(lives) >= 3                                      # first spawn, the map change's, the death's
+        assert all(r.lifebit == ls & 1 for _, r, ls in seen)        # every record in the parity of its life
+        yaws = {r.yaw for r in recs}
+        assert len(yaws) > 20 and max(r.pitch for r in recs) >= 35 and min(r.pitch for r in recs) <= -35
+        assert max(abs(r.roll_deg) for r in recs) >= 25                    # the tour tilts the head 30°
+        assert {(r.move, r.strafe) for r in recs} >= {(1, 0), (0, -1)}     # walking forward, strafing right
+        assert max(r.vel for r in recs) == round(2.0 * UNITS_PER_METRE)    # the stick's 2 m/s
+        gaps = [b - a for (a, *_), (b, *_) in zip(seen, seen[1:])]
+        # the longest pause: the tour's second without tracking, or a respawn; never a kick's
+        assert max(gaps) < 3.0
