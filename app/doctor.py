@@ -137,7 +137,8 @@ def check_ports() -> list[Finding]:
     for port, kind, what in ((27960, socket.SOCK_DGRAM, "Quake 3 default (UDP)"),
                              (5555, socket.SOCK_STREAM, "NetSync control (TCP)"),
                              (5556, socket.SOCK_STREAM, "NetSync pub (TCP)"),
-                             (5557, socket.SOCK_STREAM, "NetSync transform, protocol 7+ (TCP)")):
+                             (5557, socket.SOCK_STREAM, "NetSync transform, protocol 7+ (TCP)"),
+                             (28785, socket.SOCK_DGRAM, "Sauerbraten default (UDP)")):
         busy = _listening(port, kind)
         out.append(Finding("ports", True, f"127.0.0.1:{port} {what}: " +
                            ("in use (a local server is running there)" if busy else "free")))
@@ -153,6 +154,17 @@ def check_servers() -> list[Finding]:
                        "" if have_q3 else "apt-get install openarena-server (the demo then starts one)"))
     if shutil.which(OPENARENA_SERVER) or Path(OPENARENA_SERVER).exists():
         out.append(Finding("servers", True, f"OpenArena server: {OPENARENA_SERVER}"))
+    from headcast.netcode.sauer import localserver as sauer
+    out.append(Finding("servers", sauer.installed(),
+                       f"Sauerbraten server: {sauer.CUBE2_SERVER} (2020 Edition)" if sauer.installed()
+                       else "no local Sauerbraten server",
+                       "" if sauer.installed() else f"apt-get install {sauer.PACKAGE} (the demo then starts one)"))
+    try:
+        v = importlib.metadata.version("pyenet")
+        out.append(Finding("servers", True, f"ENet for the Sauerbraten sink: pyenet {v}"))
+    except importlib.metadata.PackageNotFoundError:
+        out.append(Finding("servers", False, "pyenet is not installed: no Sauerbraten sink",
+                           "pip install pyenet==1.3.17 into the venv (scripts/setup.sh does)"))
     from headcast.netcode.netsync.releases import CURRENT, protocol_of_version
     try:
         v = importlib.metadata.version("styly-netsync-server")
