@@ -335,7 +335,8 @@ def validate(cfg: Config) -> None:
         if v is None:
             continue
         low_ok = v > lo if key in _EXCLUSIVE_LOW else v >= lo
-        if not (math.isfinite(v) and low_ok and v <= hi):  # NaN fails every comparison
+        finite = not isinstance(v, float) or math.isfinite(v)  # an int is; isfinite() overflows on a huge one
+        if not (finite and low_ok and v <= hi):  # NaN fails every comparison
             if math.isinf(hi):
                 rule = f"must be finite and {'more than' if key in _EXCLUSIVE_LOW else 'at least'} {lo:g}{unit}"
             else:

@@ -356,3 +356,8 @@ def test_a_nul_in_a_secret_is_named_without_the_secret(tmp_path):
     f.write_text('[q3]\npassword = "hunter\\u0000two"\n')
     err = refused("run", "--print-config", "--config", str(f))
     assert f"{f}: q3.password = (secret): holds a NUL character" in err and "hunter" not in err
+
+
+def test_an_integer_too_large_for_a_float_is_out_of_range():
+    # math.isfinite(10**400) raises OverflowError (found by test_cli_fuzz)
+    assert "netsync.transform_port = " in refused("run", "--print-config", "--netsync-transform-port", "9" * 400)
