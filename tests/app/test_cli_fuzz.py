@@ -26,11 +26,23 @@ CLEAN_ENV["HOME"] = str(REPO / "build" / "no-home")
 
 EXAMPLES = 4000 if LONG else 600
 
-# Every flag of `run` that takes a value, and the switches.
-VALUE_FLAGS = ["--mock", "--record", "--q3", "--name", "--password", "--q3-protocol", "--netsync",
-               "--netsync-protocol", "--netsync-transform-port", "--room", "--device-id", "--send-rate",
-               "--move-speed", "--turn", "--snap-angle", "--duration", "--config"]
-SWITCHES = ["--vr", "--no-vr", "--stealth", "--mirror", "--no-mirror", "--json"]
+
+
+def _run_flags() -> tuple[list[str], list[str]]:
+    """`run`'s flags from the parser itself: those taking one value, and the switches."""
+    import argparse
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    values, switches = [], []
+    for action in sub.choices["run"]._actions:
+        flags = [f for f in action.option_strings if f.startswith("--") and f not in ("--help", "--print-config")]
+        if flags and action.nargs is None:
+            values.append(flags[0])
+        elif flags and action.nargs == 0:
+            switches.append(flags[0])
+    return sorted(values), sorted(switches)
+
+
+VALUE_FLAGS, SWITCHES = _run_flags()  # --pk3 (one or more values) is drawn on its own
 SETTINGS = sorted(config.load(env={"HOME": "/nonexistent"}, warn=None).values)
 
 # Text a user, a script or a broken terminal may pass: numbers at and past every limit, the
