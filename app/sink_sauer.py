@@ -72,7 +72,8 @@ class SauerSink:
         self.game: GamePose | None = None   # the last game pose handed to the link (or taken offline)
         self.sent: deque[NPos] = deque(maxlen=SENT_HISTORY)
         self._spawns_anchored = 0
-        self._capped_at: float | None = None
+        self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
+        self._capped_speed = 0.0
         self._tracked = True                  # the head was tracked at the last send()
         self._next = 0.0                      # offline: when the next state is taken
         self._state: RigState | None = None   # offline: the state taken
@@ -151,7 +152,7 @@ class SauerSink:
         c.speed_max = max(c.speed_max, gp.speed)
         if gp.capped:
             c.capped += 1
-            self._capped_at = now
+            self._capped_at, self._capped_speed = now, gp.speed
 
     def _take_offline(self, state: RigState, frame: TrackingFrame, now: float) -> None:
         if now < self._next and self._tracked:  # a loss is taken at once
@@ -193,8 +194,8 @@ class SauerSink:
         notes = []
         if not self._tracked or (self.link is None and rec is None):
             notes.append("tracking lost: no position record")
-        if self._capped_at is not None and now - self._capped_at < CAP_SHOWN_FOR and gp is not None:
-            notes.append(f"speed capped: {gp.speed:.0f} → 179 units/s (the server kicks at 180)")
+        if self._capped_at is not None and now - self._capped_at < CAP_SHOWN_FOR:
+            notes.append(f"speed capped: {self._capped_speed:.0f} → 179 units/s (the server kicks at 180)")
         link = self.link
         if link is None:
             detail = "; ".join(notes) or "computed only (no server: --sauer HOST)"
