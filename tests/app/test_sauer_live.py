@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from headcast.app.rig import Rig
+from headcast.app.rig import Rig, RigSettings
 from headcast.app.sauer_link import SauerLink
 from headcast.app.sauermap import UNITS_PER_METRE, SauerWorld
 from headcast.app.sink_sauer import SauerSink
@@ -54,10 +54,10 @@ def frame(head=(0.0, 0.0, 0.0), pos=(0.0, 1.6, 0.0), move=(0.0, 0.0), t_ns=0):
 class Player:
     """Rig → SauerSink → SauerLink in this process, stepped like the frame loop steps it."""
 
-    def __init__(self, server, name="vr") -> None:
+    def __init__(self, server, name="vr", move_speed=2.0) -> None:
         self.link = SauerLink(*server.address, name=name, clock=time.monotonic)
         self.sink = SauerSink(world=WORLD, link=self.link)
-        self.rig = Rig()
+        self.rig = Rig(RigSettings(move_speed=move_speed))
         self.frame = frame()
         self.t = None
 
@@ -111,6 +111,27 @@ def test_a_second_client_sees_the_spawn_the_head_and_the_walk(server):
         cs.close()
 
 
+def test_the_speed_cap_bites_says_so_and_keeps_us_in(server):
+    """30 m/s on the stick (240 units/s) for 7 s: every record says 179, the status line says the
+    cap bit, the server never kicks (it would after 3 s over 180, once 3 s of the game have gone)."""
+    cs = Clients()
+    player = Player(server, "fast", move_speed=30.0)
+    try:
+        obs = cs.add(server, "obs2")
+        run(cs, player, 8, lambda: player.link.live and obs.core.state is State.ALIVE, "both in game")
+        player.frame = frame(move=(0.0, 1.0))
+        run(cs, player, 7.0)
+        rec = theirs(obs, player).record
+        assert rec.vel == 179 and rec.move == 1 and player.link.core.last_disconnect is None
+        detail = player.sink.status(time.monotonic()).detail
+        assert detail.startswith("speed capped: 240 → 179 units/s (the server kicks at 180)"), detail
+        assert player.sink.check.capped > 150 and player.sink.check.speed_max == pytest.approx(240.0)
+        assert math.dist(rec.position[:2], WORLD.spawn[:2]) > 1000   # the position moves at the rig's speed
+    finally:
+        player.sink.close()
+        cs.close()
+
+
 def test_a_map_change_and_a_death_reanchor_at_the_spawn_and_the_records_go_on(server):
     cs = Clients()
     player = Player(server, "vr2")
@@ -159,7 +180,7 @@ def _json_lines(text: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick():
+def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(tmp_path):
     """`headcast run --mock tour --sauer HOST`: 20 s (HEADCAST_LONG=1: 5 minutes) with a second
     client watching and forcing, a third of the way in, a map change (instagib) and, two thirds in,
     a death (a rifle hit)."""
@@ -168,9 +189,13 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick()
     with LocalSauerServer() as server:
         cs = Clients()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_", "XR_"))}
-        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "tour", "--no-mirror",
-                                 "--json", "--duration", str(duration), "--sauer", f"127.0.0.1:{server.port}"],
-                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Files, not pipes: a status line every 0.5 s fills a pipe nobody reads in about a minute,
+        # and the run would block writing it.
+        out_path, err_path = tmp_path / "run.out", tmp_path / "run.err"
+        with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "tour", "--no-mirror",
+                                     "--json", "--duration", str(duration), "--sauer", f"127.0.0.1:{server.port}"],
+                                    cwd=REPO, env=env, stdout=out_file, stderr=err_file, text=True)
         try:
             admin = cs.add(server, "admin")
             cs.join(server, admin)
@@ -199,8 +224,9 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick()
         finally:
             if proc.poll() is None:
                 proc.terminate()
-            out, err = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
             cs.close()
+        out, err = out_path.read_text(), err_path.read_text()
         lines = _json_lines(out)
         summary = lines[-1]
         assert proc.returncode == 0, err[-3000:]
