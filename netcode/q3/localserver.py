@@ -13,16 +13,15 @@ Processes are stopped by PID only.
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from headcast.netcode.serverprocess import LocalServerError, ServerProcess
 
 from . import oob
 
@@ -34,9 +33,6 @@ KINDS = ("openarena", "ioq3")
 # (SVC_RateLimitAddress): an unanswered query is asked again after this long, not given up on.
 QUERY_RESEND = 1.0
 
-
-class LocalServerError(RuntimeError):
-    """The server binary is missing, exited, or did not answer within the bound."""
 
 
 def free_udp_port() -> int:
@@ -51,7 +47,7 @@ def pk3_files(basegame_dir: str | Path = Path(OPENARENA_BASEPATH) / "baseoa") ->
 
 
 @dataclass
-class LocalQ3Server:
+class LocalQ3Server(ServerProcess):
     """One dedicated server process. Use as a context manager or call start()/stop()."""
 
     kind: str = "openarena"
@@ -142,71 +138,9 @@ class LocalQ3Server:
                 raise LocalServerError(f"{self.kind} server did not answer getinfo within {timeout:.0f} s; "
                                        f"log tail:\n{self.log_tail()}")
 
-    def kill(self) -> None:
-        """Hard-kill (SIGKILL) by PID — simulates a crash; the port and home stay for restart()."""
-        if self._proc and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGKILL)
-            self._proc.wait(timeout=10)
-
-    def restart(self) -> "LocalQ3Server":
-        self.kill()
-        return self.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=timeout)
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self._home, ignore_errors=True)
-
-    def __enter__(self) -> "LocalQ3Server":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.cleanup()
-
-    def log_offset(self) -> int:
-        """The log's length now: `wait_for_log(..., since=offset)` looks only at what comes after."""
-        try:
-            return self.log_path.stat().st_size
-        except OSError:
-            return 0
-
-    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match:
-        """Poll the server's own log until a line matches `pattern` (a regex), bounded by `timeout`.
-        Sends the server nothing, so it costs nothing against its per-address request limit."""
-        rx = re.compile(pattern, re.MULTILINE)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with open(self.log_path, "rb") as f:
-                    f.seek(since)
-                    found = rx.search(f.read().decode("latin-1"))
-            except OSError:
-                found = None
-            if found:
-                return found
-            if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(f"{self.kind} server exited before its log said {pattern!r}")
-            if time.monotonic() >= deadline:
-                raise LocalServerError(f"{self.kind} server log did not say {pattern!r} within {timeout:g} s; "
-                                       f"log tail:\n{self.log_tail()}")
-            time.sleep(0.02)
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
+    @property
+    def server_name(self) -> str:
+        return f"{self.kind} server"
 
     # ------------------------------------------------------------------ OOB queries (blocking, bounded)
 

@@ -14,10 +14,7 @@ stopped by PID only.
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,14 +22,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headcast.netcode.serverprocess import LocalServerError, ServerProcess
+
 from .info import InfoReply, InfoError, info_request, parse_info_reply
 
 CUBE2_SERVER = "/usr/lib/cube2/cube2_server"
 PACKAGE = "cube2-server"
 
-
-class LocalServerError(RuntimeError):
-    """The server binary is missing, exited, or did not answer within the bound."""
 
 
 def free_port_pair() -> int:
@@ -64,8 +60,10 @@ def _quote(text: str) -> str:
 
 
 @dataclass
-class LocalSauerServer:
+class LocalSauerServer(ServerProcess):
     """One dedicated server process. Use as a context manager or call start()/stop()."""
+
+    server_name = "sauerbraten server"
 
     mode: str = "ffa"               # the map rotation's mode and map (empty map: a fresh server's coop edit)
     map_name: str = "complex"
@@ -174,66 +172,3 @@ class LocalSauerServer:
                 if reply.tag == tag:
                     return reply
 
-    def kill(self) -> None:
-        """SIGKILL by PID (a crash); the port and home stay for start() again."""
-        if self._proc and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGKILL)
-            self._proc.wait(timeout=10)
-
-    def restart(self) -> "LocalSauerServer":
-        self.kill()
-        return self.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=timeout)
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self._home, ignore_errors=True)
-
-    def __enter__(self) -> "LocalSauerServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.cleanup()
-
-    def log_offset(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except OSError:
-            return 0
-
-    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match:
-        """Poll the server's log until a line matches `pattern`, bounded by `timeout`."""
-        rx = re.compile(pattern, re.MULTILINE)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with open(self.log_path, "rb") as f:
-                    f.seek(since)
-                    found = rx.search(f.read().decode("latin-1"))
-            except OSError:
-                found = None
-            if found:
-                return found
-            if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(f"sauerbraten server exited before its log said {pattern!r}")
-            if time.monotonic() >= deadline:
-                raise LocalServerError(f"sauerbraten server log did not say {pattern!r} within {timeout:g} s; "
-                                       f"log tail:\n{self.log_tail()}")
-            time.sleep(0.02)
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
