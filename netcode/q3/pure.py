@@ -8,6 +8,7 @@ provider, which Debian 12 does not load).
 """
 from __future__ import annotations
 
+import stat
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -103,6 +104,9 @@ def load_pak(path: str | Path) -> Pak:
         st = Path(path).stat()
     except OSError as exc:
         raise PureError(f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # a device or a pipe (/dev/zero) would be read without end by the zip reader
+        raise PureError(f"{path}: not a regular file (a pk3 is a zip file)")
     return _load(str(path), st.st_mtime_ns, st.st_size)
 
 

@@ -30,3 +30,13 @@ def test_files_and_folders_of_pk3s(tmp_path):
 def test_what_cannot_serve_is_refused_naming_the_path(tmp_path, make, words):
     with pytest.raises(pure.PureError, match=words):
         pure.pak_files([make(tmp_path)])
+
+
+def test_a_device_is_refused_before_the_zip_reader_reads_it_without_end():
+    """/dev/zero as a pk3 made the zip reader read without end (24 GB before the OOM killer; found
+    by tests/app/test_cli_fuzz.py): only regular files are opened."""
+    import pytest as _pytest
+
+    from headcast.netcode.q3.pure import PureError, pak_files
+    with _pytest.raises(PureError, match="not a regular file"):
+        pak_files(["/dev/zero"])
