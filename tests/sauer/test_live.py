@@ -134,10 +134,13 @@ def test_server_restart_is_survived():
             vr.core.pose = POSE
             cs.join(server, vr)
             server.restart()  # SIGKILL, then the same port again
-            cs.until(lambda: cs.of(vr, sc.ServerSilent), 8, "the silence")  # a bound, not a wait: generous under load
+            cs.until(lambda: cs.of(vr, sc.ServerSilent) or cs.of(vr, sc.Disconnected), 8, "the silence or the disconnect")
             cs.until(lambda: cs.of(vr, sc.Disconnected) and vr.core.state is State.ALIVE, 15, "the rejoin",
                      server=server)
-            assert "went silent" in cs.of(vr, sc.Disconnected)[0].text
+            # the restarted server may answer our stale ENet peer with a disconnect before our
+            # silence timer fires: either way the client names it and joins again
+            text = cs.of(vr, sc.Disconnected)[0].text
+            assert "went silent" in text or "server disconnected us" in text, text
             assert vr.core.counters.connects >= 2  # a loaded machine may need a second connect attempt
         finally:
             cs.close()
