@@ -116,20 +116,8 @@ def start_q3(json_mode: bool, started: list | None = None):
         _say("no Quake 3 server installed (apt install openarena-server): the Q3 sink runs offline", json_mode)
         return None, ""
     _say("starting a local Quake 3 server (ioq3ded + OpenArena data, sv_pure 0) on 127.0.0.1 ...", json_mode)
-    t = time.monotonic()
-    server = LocalQ3Server(kind="ioq3", pure=False)
-    entry = (server, Owned(server))
-    if started is not None:
-        started.append(entry)
-    try:
-        server.start()
-    except LocalServerError as e:
-        _forget(entry, started)
-        _say(f"the Quake 3 server did not start ({e}): the Q3 sink runs offline", json_mode)
-        return None, ""
-    host, port = server.address
-    _say(f"Quake 3 server ready in {time.monotonic() - t:.1f} s on port {port} (pid {entry[1]()})", json_mode)
-    return server, f"{host}:{port}"
+    return _start_owned(LocalQ3Server(kind="ioq3", pure=False), LocalServerError, "Quake 3", "Q3",
+                        json_mode, started)
 
 
 def start_sauer(json_mode: bool, started: list | None = None):
@@ -141,19 +129,25 @@ def start_sauer(json_mode: bool, started: list | None = None):
              json_mode)
         return None, ""
     _say("starting a local Sauerbraten server (cube2-server, 2020 Edition, ffa) on 127.0.0.1 ...", json_mode)
+    return _start_owned(LocalSauerServer(description="headcast demo"), LocalServerError, "Sauerbraten",
+                        "Sauerbraten", json_mode, started)
+
+
+def _start_owned(server, error: type, game: str, sink: str, json_mode: bool, started: list | None):
+    """Start a UDP game server the demo owns (registered before it starts, so a signal during its
+    start-up stops it too); (server, "HOST:PORT"), or (None, "") with the sink offline."""
     t = time.monotonic()
-    server = LocalSauerServer(description="headcast demo")
     entry = (server, Owned(server))
     if started is not None:
         started.append(entry)
     try:
         server.start()
-    except LocalServerError as e:
+    except error as e:
         _forget(entry, started)
-        _say(f"the Sauerbraten server did not start ({e}): the Sauerbraten sink runs offline", json_mode)
+        _say(f"the {game} server did not start ({e}): the {sink} sink runs offline", json_mode)
         return None, ""
     host, port = server.address
-    _say(f"Sauerbraten server ready in {time.monotonic() - t:.1f} s on port {port} (pid {entry[1]()})", json_mode)
+    _say(f"{game} server ready in {time.monotonic() - t:.1f} s on port {port} (pid {entry[1]()})", json_mode)
     return server, f"{host}:{port}"
 
 
