@@ -1,0 +1,470 @@
+"""What a swarm measures, per protocol: relay latency, loss, broadcast rate per player, bytes,
+joins, kicks, late ticks — cheap enough to call for every message of hundreds of players.
+
+Every call is a few integer/float updates on preallocated Python lists: no object per call, no
+numpy scalar writes (a numpy item write costs more than the rest of the call). Distributions go
+into fixed log-spaced bins (`LogHistogram`): percentiles within 1 % of the exact value, constant
+memory for any run length, and mergeable by adding counts — the same bins on every machine, so
+Locust workers' histograms add up at the master. Per-player figures (broadcast rate, bytes) are
+kept per player and turned into distributions over players at report time with numpy.
+
+Times are seconds on the swarm's one clock (`now`, the same clock `started` was read from).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+
+PERCENTILES = (50.0, 90.0, 99.0)
+
+
+class LogHistogram:
+    """Counts of values in fixed log-spaced bins from LO to HI seconds.
+
+    A value in [LO, HI) falls in a bin whose edges differ by GROWTH; its percentile is reported
+    as the bin's geometric middle, so the relative error is at most sqrt(GROWTH) - 1 (< 1 %).
+    Below LO (zero, negative: a tick that ran early) the error is at most LO absolute; at or
+    above HI the value is counted in a last bin reported as the exact max. Min, max, count and
+    sum are exact, and so are the percentiles that are the min or the max. Percentiles use numpy's "inverted_cdf" definition (the smallest value with at
+    least q % of the values at or below it), so they are values that occurred, never averages.
+    """
+
+    LO = 1e-6
+    HI = 1e4
+    GROWTH = 1.02
+    _K = 1.0 / math.log(GROWTH)
+    _INV_LO = 1.0 / LO
+    BINS = 2 + math.ceil(math.log(HI / LO) / math.log(GROWTH))  # underflow + log bins + overflow
+    REL_ERROR = math.sqrt(GROWTH) - 1.0
+
+    __slots__ = ("counts", "n", "total", "min", "max")
+
+    def __init__(self) -> None:
+        self.counts = [0] * self.BINS
+        self.n = 0
+        self.total = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def add(self, v: float) -> None:
+        self.n += 1
+        self.total += v
+        if v < self.min:
+            self.min = v
+        if v > self.max:
+            self.max = v
+        if v < self.LO:
+            i = 0
+        elif v >= self.HI:
+            i = self.BINS - 1
+        else:
+            i = 1 + int(math.log(v * self._INV_LO) * self._K)
+        self.counts[i] += 1
+
+    def merge(self, other: "LogHistogram") -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
+        self.n += other.n
+        self.total += other.total
+        self.min = min(self.min, other.min)
+        self.max = max(self.max, other.max)
+
+    def _middle(self, i: int) -> float:
+        if i == 0:
+            return self.LO / 2
+        if i == self.BINS - 1:
+            return self.max
+        return self.LO * self.GROWTH ** (i - 0.5)
+
+    def percentiles(self, qs: Iterable[float]) -> list[float | None]:
+        """The q-th percentiles (0 < q <= 100), each clamped into [min, max]; None when empty."""
+        qs = list(qs)
+        if not self.n:
+            return [None] * len(qs)
+        ranks = [max(1, math.ceil(q / 100.0 * self.n - 1e-9)) for q in qs]  # 1-based rank wanted
+        order = sorted(range(len(qs)), key=ranks.__getitem__)
+        out: list[float | None] = [None] * len(qs)
+        seen, i, counts = 0, 0, self.counts
+        for j in order:
+            if ranks[j] >= self.n:          # the largest value and the smallest are known exactly
+                out[j] = self.max
+                continue
+            if ranks[j] == 1:
+                out[j] = self.min
+                continue
+            while seen + counts[i] < ranks[j]:
+                seen += counts[i]
+                i += 1
+            out[j] = min(max(self._middle(i), self.min), self.max)
+        return out
+
+    def percentile(self, q: float) -> float | None:
+        return self.percentiles((q,))[0]
+
+    def summary(self, scale: float = 1.0, digits: int = 6) -> dict:
+        """count, mean, p50, p90, p99, max (values × scale, rounded), JSON-able."""
+        r = (lambda v: None if v is None else round(v * scale, digits))
+        p50, p90, p99 = self.percentiles(PERCENTILES)
+        return {"count": self.n, "mean": r(self.total / self.n) if self.n else None,
+                "p50": r(p50), "p90": r(p90), "p99": r(p99), "max": r(self.max) if self.n else None}
+
+    def state(self) -> dict:
+        """The histogram as JSON-able numbers (sparse bins), for `from_state` elsewhere."""
+        return {"bins": {str(i): c for i, c in enumerate(self.counts) if c}, "n": self.n,
+                "total": self.total, "min": self.min if self.n else None, "max": self.max if self.n else None}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "LogHistogram":
+        h = cls()
+        for i, c in state["bins"].items():
+            h.counts[int(i)] = int(c)
+        h.n, h.total = int(state["n"]), float(state["total"])
+        if h.n:
+            h.min, h.max = float(state["min"]), float(state["max"])
+        return h
+
+
+class SecondHistogram:
+    """A coarse histogram for one second of the time series (a plot's p50/p99 line, ±12 %)."""
+
+    LO, GROWTH = 1e-4, 1.25
+    _K = 1.0 / math.log(GROWTH)
+    BINS = 2 + math.ceil(math.log(1e2 / LO) / math.log(GROWTH))
+
+    @classmethod
+    def index(cls, v: float) -> int:
+        if v < cls.LO:
+            return 0
+        return min(cls.BINS - 1, 1 + int(math.log(v / cls.LO) * cls._K))
+
+    @classmethod
+    def percentile(cls, counts: list[int], q: float, vmax: float) -> float:
+        n = sum(counts)
+        rank, seen = max(1, math.ceil(q / 100.0 * n - 1e-9)), 0
+        for i, c in enumerate(counts):
+            seen += c
+            if seen >= rank:
+                mid = cls.LO / 2 if i == 0 else vmax if i == cls.BINS - 1 else cls.LO * cls.GROWTH ** (i - 0.5)
+                return min(mid, vmax)
+        return vmax
+
+
+# Columns of a per-second row (one list of numbers per second per protocol).
+UP_BYTES, DOWN_BYTES, UP_MSGS, DOWN_MSGS, BROADCASTS, RELAYS, RELAY_SUM, RELAY_MAX, LOST, \
+    TICKS, SLIPPED, JOINS, LEFT, KICKS, JOIN_FAILED, ACTIVE_DELTA = range(16)
+COLUMNS = 16
+
+
+class ProtocolStats:
+    """One protocol's counters; `SwarmMetrics` holds one per protocol."""
+
+    def __init__(self, started: float, slip_after: float) -> None:
+        self.started = started
+        self.slip_after = slip_after
+        self.relay = LogHistogram()
+        self.join = LogHistogram()
+        self.late = LogHistogram()
+        self.lost = 0
+        self.kick_reasons: dict[str, int] = {}
+        self.join_failed_reasons: dict[str, int] = {}
+        self.joined = self.left = self.kicked = self.join_failed = 0
+        self.active = self.peak_active = 0
+        self.slipped = 0
+        self.up_bytes = self.down_bytes = self.up_msgs = self.down_msgs = self.broadcasts = 0
+        self.rows: list[list[float]] = []
+        self.row_hist: list[list[int] | None] = []
+        # Per player (index → value), grown on first sight of an index.
+        self.p_up: list[int] = []
+        self.p_down: list[int] = []
+        self.p_bc: list[int] = []
+        self.p_bc_first: list[float] = []
+        self.p_bc_last: list[float] = []
+        self.p_in: list[bool] = []      # joined and not yet gone
+
+    def second(self, now: float) -> int:
+        """The index of `now`'s row (rows up to it exist after this call)."""
+        s = int(now - self.started)
+        if s < 0:
+            s = 0
+        rows = self.rows
+        while len(rows) <= s:
+            rows.append([0] * COLUMNS)
+            self.row_hist.append(None)
+        return s
+
+    def row(self, now: float) -> list[float]:
+        return self.rows[self.second(now)]
+
+    def grow(self, player: int) -> None:
+        k = player + 1 - len(self.p_up)
+        if k > 0:
+            self.p_up += [0] * k
+            self.p_down += [0] * k
+            self.p_bc += [0] * k
+            self.p_bc_first += [0.0] * k
+            self.p_bc_last += [0.0] * k
+            self.p_in += [False] * k
+
+
+class SwarmMetrics:
+    """Every figure of a swarm run. One instance per process (the swarm loop, or one Locust
+    worker); calls take the loop's `now` where a time series needs it.
+
+    Calls without a `now` (relay, lost, tick, joins, kicks) land in the second of the latest
+    `now` seen, unless given one.
+
+    `slip_after`: a tick that runs more than this many seconds after its deadline is counted as
+    slipped (the lateness distribution is kept whole anyway).
+    """
+
+    def __init__(self, protocols: list[str], started: float, slip_after: float = 0.005) -> None:
+        self.protocols = list(protocols)
+        self.started = started
+        self.slip_after = slip_after
+        self.stats = {p: ProtocolStats(started, slip_after) for p in self.protocols}
+        self._last_now = started  # the latest `now` seen: when events without a time happened
+
+    # --- per message -------------------------------------------------------------------------
+
+    def sent(self, proto: str, player: int, nbytes: int, now: float) -> None:
+        st = self.stats[proto]
+        self._last_now = now
+        row = st.row(now)
+        row[UP_BYTES] += nbytes
+        row[UP_MSGS] += 1
+        st.up_bytes += nbytes
+        st.up_msgs += 1
+        if player >= len(st.p_up):
+            st.grow(player)
+        st.p_up[player] += nbytes
+
+    def received(self, proto: str, player: int, nbytes: int, now: float) -> None:
+        st = self.stats[proto]
+        self._last_now = now
+        row = st.row(now)
+        row[DOWN_BYTES] += nbytes
+        row[DOWN_MSGS] += 1
+        st.down_bytes += nbytes
+        st.down_msgs += 1
+        if player >= len(st.p_down):
+            st.grow(player)
+        st.p_down[player] += nbytes
+
+    def broadcast(self, proto: str, player: int, now: float) -> None:
+        st = self.stats[proto]
+        self._last_now = now
+        st.row(now)[BROADCASTS] += 1
+        st.broadcasts += 1
+        if player >= len(st.p_bc):
+            st.grow(player)
+        if not st.p_bc[player]:
+            st.p_bc_first[player] = now
+        st.p_bc[player] += 1
+        st.p_bc_last[player] = now
+
+    def relay(self, proto: str, seconds: float, now: float | None = None) -> None:
+        st = self.stats[proto]
+        st.relay.add(seconds)
+        s = st.second(self._last_now if now is None else now)
+        row = st.rows[s]
+        row[RELAYS] += 1
+        row[RELAY_SUM] += seconds
+        if seconds > row[RELAY_MAX]:
+            row[RELAY_MAX] = seconds
+        hist = st.row_hist[s]
+        if hist is None:
+            hist = st.row_hist[s] = [0] * SecondHistogram.BINS
+        hist[SecondHistogram.index(seconds)] += 1
+
+    def lost(self, proto: str, n: int = 1, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.lost += n
+        st.row(at)[LOST] += n
+
+    def tick(self, proto: str, late: float, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.late.add(late)
+        row = st.row(at)
+        row[TICKS] += 1
+        if late > st.slip_after:
+            st.slipped += 1
+            row[SLIPPED] += 1
+
+    # --- per player life ---------------------------------------------------------------------
+
+    def joined(self, proto: str, player: int, seconds: float, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.join.add(seconds)
+        st.joined += 1
+        if player >= len(st.p_in):
+            st.grow(player)
+        row = st.row(at)
+        row[JOINS] += 1
+        if not st.p_in[player]:
+            st.p_in[player] = True
+            st.active += 1
+            row[ACTIVE_DELTA] += 1
+            if st.active > st.peak_active:
+                st.peak_active = st.active
+
+    def join_failed(self, proto: str, player: int, reason: str, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.join_failed += 1
+        st.join_failed_reasons[reason] = st.join_failed_reasons.get(reason, 0) + 1
+        st.row(at)[JOIN_FAILED] += 1
+
+    def kicked(self, proto: str, player: int, reason: str, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.kicked += 1
+        st.kick_reasons[reason] = st.kick_reasons.get(reason, 0) + 1
+        row = st.row(at)
+        row[KICKS] += 1
+        self._gone(st, player, row)
+
+    def left(self, proto: str, player: int, now: float | None = None) -> None:
+        st = self.stats[proto]
+        at = self._last_now if now is None else now
+        st.left += 1
+        row = st.row(at)
+        row[LEFT] += 1
+        self._gone(st, player, row)
+
+    @staticmethod
+    def _gone(st: ProtocolStats, player: int, row: list[float]) -> None:
+        if player < len(st.p_in) and st.p_in[player]:
+            st.p_in[player] = False
+            st.active -= 1
+            row[ACTIVE_DELTA] -= 1
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def live(self, now: float, window: float = 3.0) -> dict:
+        """Per protocol, the last `window` whole seconds: players in, rates, relay p50/p99,
+        loss, slipped ticks; plus totals of kicks and failed joins. For the status line."""
+        out = {}
+        last = int(now - self.started)          # the second under way is not whole yet
+        first = max(0, last - max(1, int(window)))
+        for proto, st in self.stats.items():
+            rows = st.rows[first:last]
+            span = max(1, len(rows))
+            col = lambda c: sum(r[c] for r in rows)  # noqa: E731
+            hist = [0] * SecondHistogram.BINS
+            vmax = 0.0
+            for r, h in zip(rows, st.row_hist[first:last]):
+                if h is not None:
+                    hist = [a + b for a, b in zip(hist, h)]
+                    vmax = max(vmax, r[RELAY_MAX])
+            relays, lost = col(RELAYS), col(LOST)
+            out[proto] = {
+                "active": st.active, "joined": st.joined, "join_failed": st.join_failed,
+                "kicked": st.kicked, "left": st.left,
+                "up_Bps": col(UP_BYTES) / span, "down_Bps": col(DOWN_BYTES) / span,
+                "broadcast_hz_per_player": col(BROADCASTS) / span / st.active if st.active else 0.0,
+                "relay_p50_s": SecondHistogram.percentile(hist, 50, vmax) if relays else None,
+                "relay_p99_s": SecondHistogram.percentile(hist, 99, vmax) if relays else None,
+                "loss_pct": 100.0 * lost / (relays + lost) if relays + lost else None,
+                "slipped": st.slipped,
+            }
+        return out
+
+    def live_line(self, now: float) -> str:
+        """One terminal line: per protocol players, up/down kB/s, broadcasts/s a player gets,
+        relay p50/p99 ms, loss %, kicks, slipped ticks."""
+        parts = []
+        for proto, v in self.live(now).items():
+            ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
+            loss = "-" if v["loss_pct"] is None else f"{v['loss_pct']:.1f}%"
+            parts.append(f"{proto}: {v['active']} in, {v['up_Bps'] / 1000:.1f}/{v['down_Bps'] / 1000:.1f} kB/s up/down, "
+                         f"{v['broadcast_hz_per_player']:.1f} bc/s each, relay {ms(v['relay_p50_s'])}/{ms(v['relay_p99_s'])} ms, "
+                         f"loss {loss}, kicks {v['kicked']}, failed joins {v['join_failed']}, slipped {v['slipped']}")
+        return " | ".join(parts)
+
+    def report(self, now: float) -> dict:
+        """The final report as JSON-able numbers (see `report.py` for its HTML page)."""
+        duration = max(now - self.started, 1e-9)
+        return {
+            "kind": "headcast swarm report",
+            "version": 1,
+            "source": "headcast",
+            "started": self.started,
+            "duration_s": round(duration, 3),
+            "protocols": {proto: protocol_report(st, duration) for proto, st in self.stats.items()},
+            "series": {proto: series(st) for proto, st in self.stats.items()},
+            "histograms": {proto: {"relay_s": st.relay.state(), "join_s": st.join.state(),
+                                   "tick_late_s": st.late.state()} for proto, st in self.stats.items()},
+        }
+
+
+def _spread(values: np.ndarray, digits: int = 3) -> dict:
+    """min, p10, p50, p90, max, mean over players (exact: numpy on the per-player values)."""
+    if not len(values):
+        return {"players": 0, "min": None, "p10": None, "p50": None, "p90": None, "max": None, "mean": None}
+    p10, p50, p90 = np.percentile(values, (10, 50, 90), method="inverted_cdf")
+    r = lambda v: round(float(v), digits)  # noqa: E731
+    return {"players": int(len(values)), "min": r(values.min()), "p10": r(p10), "p50": r(p50),
+            "p90": r(p90), "max": r(values.max()), "mean": r(values.mean())}
+
+
+def protocol_report(st: ProtocolStats, duration: float) -> dict:
+    counts = np.asarray(st.p_bc, dtype=np.float64)
+    span = np.asarray(st.p_bc_last) - np.asarray(st.p_bc_first)
+    got = (counts >= 2) & (span > 0)
+    rates = (counts[got] - 1) / span[got]     # broadcasts a player got per second, first to last
+    seen = np.asarray(st.p_up, dtype=np.int64) > 0   # players that sent anything
+    n_players = len(st.p_up)
+    up = np.asarray(st.p_up, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
+    down = np.asarray(st.p_down, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
+    delivered = st.relay.n
+    return {
+        "players": {"joined": st.joined, "active": st.active, "peak_active": st.peak_active,
+                    "left": st.left, "kicked": st.kicked, "kick_reasons": dict(st.kick_reasons),
+                    "join_failed": st.join_failed, "join_failed_reasons": dict(st.join_failed_reasons),
+                    "silent": int(np.count_nonzero(counts[seen] == 0)) if n_players else 0},
+        "join_ms": st.join.summary(1000.0, 3),
+        "relay_ms": st.relay.summary(1000.0, 3),
+        "relay": {"delivered": delivered, "lost": st.lost,
+                  "loss_pct": round(100.0 * st.lost / (delivered + st.lost), 3) if delivered + st.lost else None},
+        "broadcast_hz": _spread(rates),
+        "up": {"bytes": st.up_bytes, "messages": st.up_msgs, "bytes_per_s": round(st.up_bytes / duration, 1),
+               "per_player_bytes_per_s": _spread(up, 1)},
+        "down": {"bytes": st.down_bytes, "messages": st.down_msgs, "bytes_per_s": round(st.down_bytes / duration, 1),
+                 "per_player_bytes_per_s": _spread(down, 1), "broadcasts": st.broadcasts},
+        "ticks": {"count": st.late.n, "slipped": st.slipped, "slip_after_ms": st.slip_after * 1000.0,
+                  "late_ms": st.late.summary(1000.0, 3)},
+    }
+
+
+def series(st: ProtocolStats) -> dict:
+    """One value per whole second since the start, for plots (the last, partial second too)."""
+    rows = st.rows
+    col = lambda c: [r[c] for r in rows]  # noqa: E731
+    p50, p99, mean = [], [], []
+    for r, h in zip(rows, st.row_hist):
+        if h is None:
+            p50.append(None), p99.append(None), mean.append(None)
+        else:
+            p50.append(round(SecondHistogram.percentile(h, 50, r[RELAY_MAX]) * 1000.0, 3))
+            p99.append(round(SecondHistogram.percentile(h, 99, r[RELAY_MAX]) * 1000.0, 3))
+            mean.append(round(r[RELAY_SUM] / r[RELAYS] * 1000.0, 3))
+    active, n = [], 0
+    for r in rows:
+        n += r[ACTIVE_DELTA]
+        active.append(n)
+    return {
+        "t": list(range(len(rows))),
+        "active": active,
+        "up_Bps": col(UP_BYTES), "down_Bps": col(DOWN_BYTES),
+        "up_msgs": col(UP_MSGS), "down_msgs": col(DOWN_MSGS),
+        "broadcasts": col(BROADCASTS),
+        "relays": col(RELAYS), "lost": col(LOST),
+        "relay_p50_ms": p50, "relay_p99_ms": p99, "relay_mean_ms": mean,
+        "relay_max_ms": [round(r[RELAY_MAX] * 1000.0, 3) if r[RELAYS] else None for r in rows],
+        "ticks": col(TICKS), "slipped": col(SLIPPED),
+        "joins": col(JOINS), "left": col(LEFT), "kicks": col(KICKS), "join_failed": col(JOIN_FAILED),
+    }
