@@ -155,6 +155,7 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_set_vec2": ([_c.c_char_p, _c.c_float, _c.c_float], _c.c_int),
     "mockxr_set_tracking": ([_c.c_char_p, _c.c_uint64], _c.c_int),
     "mockxr_command": ([_c.c_char_p], _c.c_int),
+    "mockxr_fail": ([_c.c_char_p, _c.c_int, _c.c_int64, _c.c_int64], _c.c_int),
     "mockxr_set_profile": ([_c.c_char_p], _c.c_int),
     "mockxr_set_throttle": ([_c.c_int], None),
     "mockxr_set_stage_supported": ([_c.c_int], None),
@@ -236,6 +237,13 @@ class MockControl:
     def command(self, name: str) -> None:
         """Session event: "exit", "unfocus", "focus" or "loss"."""
         self._check(self._lib.mockxr_command(name.encode()), f"command {name}")
+
+    def fail(self, function: str, result: int, after: int = 0, times: int = 0) -> None:
+        """Make `function` (xrSyncActions, xrLocateSpace, xrWaitFrame, xrBeginFrame, xrEndFrame,
+        xrPollEvent, xrCreateSession, xrBeginSession) return `result` (a negative XrResult) once
+        `after` calls went through, `times` times (0: from then on); "" clears. The variable
+        HEADCAST_MOCK_FAIL=<function>:<result>[:<after>[:<times>]] does the same for a subprocess."""
+        self._check(self._lib.mockxr_fail(function.encode(), result, after, times), "fail")
 
     def request_exit(self) -> None:
         self.command("exit")

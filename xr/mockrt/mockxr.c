@@ -16,6 +16,7 @@
  *   HEADCAST_MOCK_THROTTLE=0      xrWaitFrame does not pace at 90 Hz
  *   HEADCAST_MOCK_PROFILE=<path>  emulated controller, default /interaction_profiles/oculus/touch_controller
  *   HEADCAST_MOCK_LOG=<file>      JSON-lines log of state changes, haptics and ended frames
+ *   HEADCAST_MOCK_FAIL=<function>:<result>[:<after>[:<times>]]  an injected failure (see FAILABLE)
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -1258,6 +1259,61 @@ API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capac
     return XR_SUCCESS;
 }
 
+/* ---- fault injection, for tests of an app's error handling ----
+ * HEADCAST_MOCK_FAIL=<function>:<result>[:<after>[:<times>]] (or mockxr_fail): <function> (one of
+ * FAILABLE) returns <result> (an XrResult: -2 = XR_ERROR_RUNTIME_FAILURE is allowed for every
+ * function) once <after> calls of it went through, <times> times (0: every call from then on).
+ * A result the registry does not allow for that function is the test's choice, not the mock's. */
+static const char *const FAILABLE[] = {"xrCreateSession", "xrBeginSession", "xrPollEvent", "xrWaitFrame",
+                                       "xrBeginFrame", "xrEndFrame", "xrSyncActions", "xrLocateSpace"};
+static struct {
+    char function[32];
+    XrResult result;
+    int64_t after, times, calls, failed;
+    int by_control;
+} g_fail;
+
+static int set_fail(const char *function, int result, int64_t after, int64_t times) {
+    memset(g_fail.function, 0, sizeof g_fail.function);
+    g_fail.calls = g_fail.failed = 0;
+    if (!function || !*function) return 0; /* cleared */
+    int known = 0;
+    for (size_t i = 0; i < sizeof FAILABLE / sizeof *FAILABLE; i++) known |= strcmp(function, FAILABLE[i]) == 0;
+    if (!known || result >= 0 || after < 0 || times < 0)
+        return set_error("fail: %s:%d:%lld:%lld: want one of xrCreateSession, xrBeginSession, xrPollEvent, "
+                         "xrWaitFrame, xrBeginFrame, xrEndFrame, xrSyncActions, xrLocateSpace, a negative "
+                         "XrResult, after >= 0, times >= 0", function, result, (long long)after,
+                         (long long)times), -1;
+    snprintf(g_fail.function, sizeof g_fail.function, "%s", function);
+    g_fail.result = (XrResult)result, g_fail.after = after, g_fail.times = times;
+    return 0;
+}
+
+static void fail_from_env(void) {
+    const char *v = getenv("HEADCAST_MOCK_FAIL");
+    if (g_fail.by_control || !v || !*v) return;
+    char function[32] = "";
+    int result = 0;
+    long long after = 0, times = 0;
+    if (sscanf(v, "%31[^:]:%d:%lld:%lld", function, &result, &after, &times) < 2 ||
+        set_fail(function, result, after, times) != 0)
+        fprintf(stderr, "MockXR: HEADCAST_MOCK_FAIL=%s ignored: %s\n", v, g_error);
+}
+
+/* The injected failure for this call of `function`, or XR_SUCCESS. */
+static XrResult injected(const char *function) {
+    if (!g_fail.function[0] || strcmp(function, g_fail.function) != 0) return XR_SUCCESS;
+    if (g_fail.calls++ < g_fail.after) return XR_SUCCESS;
+    if (g_fail.times && g_fail.failed >= g_fail.times) return XR_SUCCESS;
+    g_fail.failed++;
+    return g_fail.result;
+}
+#define INJECT(function)                                                                           \
+    do {                                                                                           \
+        XrResult injected_ = injected(function);                                                   \
+        if (injected_ != XR_SUCCESS) return injected_;                                             \
+    } while (0)
+
 static void control_from_env(void) {
     const char *v = getenv("HEADCAST_MOCK_THROTTLE");
     if (!g_throttle_set) g_throttle = !(v && strcmp(v, "0") == 0);
@@ -1265,6 +1321,7 @@ static void control_from_env(void) {
     if (!g_emulated_set) g_emulated = profile_index(v) >= 0 ? profile_index(v) : PR_TOUCH;
     v = getenv("HEADCAST_MOCK_LOG");
     if (v && *v && !g_log) g_log = fopen(v, "a");
+    fail_from_env();
 }
 
 API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
@@ -1334,6 +1391,7 @@ API xrGetInstanceProperties(XrInstance inst, XrInstanceProperties *props) {
 
 API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
     LOCKED;
+    INJECT("xrPollEvent");
     CHECK_INSTANCE(inst);
     if (!buf) return XR_ERROR_VALIDATION_FAILURE;
     if (g_ev_lost) {
@@ -1494,6 +1552,7 @@ static void resolve_profiles(XrSession s, int notify);
 
 API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession *out) {
     LOCKED;
+    INJECT("xrCreateSession");
     CHECK_INSTANCE(inst);
     CHECK_TYPE(info, XR_TYPE_SESSION_CREATE_INFO);
     if (!out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1557,6 +1616,7 @@ API xrDestroySession(XrSession s) {
 
 API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
     LOCKED;
+    INJECT("xrBeginSession");
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_SESSION_BEGIN_INFO);
     if (s->lost) return XR_ERROR_SESSION_LOST;
@@ -1604,6 +1664,7 @@ API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
     XrTime slot = 0;
     {
         LOCKED;
+    INJECT("xrWaitFrame");
         CHECK_SESSION(s);
         if (info && info->type != XR_TYPE_FRAME_WAIT_INFO) return XR_ERROR_VALIDATION_FAILURE;
         CHECK_TYPE(fs, XR_TYPE_FRAME_STATE);
@@ -1639,6 +1700,7 @@ API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
 
 API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
     LOCKED;
+    INJECT("xrBeginFrame");
     CHECK_SESSION(s);
     if (info && info->type != XR_TYPE_FRAME_BEGIN_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1727,6 +1789,7 @@ static void capture_layer(XrSession s, const XrCompositionLayerProjection *p) {
 
 API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
     LOCKED;
+    INJECT("xrEndFrame");
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_FRAME_END_INFO);
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
@@ -1898,6 +1961,7 @@ static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, XrPosef *out) {
 
 API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
     LOCKED;
+    INJECT("xrLocateSpace");
     if (!obj_live(sp, OBJ_SPACE) || !obj_live(base, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     CHECK_TYPE(loc, XR_TYPE_SPACE_LOCATION);
     if (t <= 0) return XR_ERROR_TIME_INVALID;
@@ -2323,6 +2387,7 @@ static void sync_action(XrAction a, XrTime t, int active_set) {
 
 API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
     LOCKED;
+    INJECT("xrSyncActions");
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_ACTIONS_SYNC_INFO);
     if (s->lost) return XR_SESSION_LOSS_PENDING;
@@ -2598,9 +2663,16 @@ EXPORT void mockxr_reset(void) {
     g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
+    set_fail(NULL, 0, 0, 0), g_fail.by_control = 0;
     capture_clear();
     g_capture.pending = 0;
     if (g_log) fclose(g_log), g_log = NULL;
+}
+
+EXPORT int mockxr_fail(const char *function, int result, int64_t after, int64_t times) {
+    LOCKED;
+    g_fail.by_control = 1;
+    return set_fail(function, result, after, times);
 }
 
 EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float qx, float qy, float qz, float qw) {
