@@ -19,6 +19,7 @@ APT_PACKAGES=(
   tmux                                                   # a real terminal for the status-line tests
   cube2-server                                           # Sauerbraten 2020 Edition server (protocol 260), /usr/lib/cube2/cube2_server;
                                                          # in main (non-free's sauerbraten-server only wraps it); no service
+  openxr-layer-corevalidation                            # Khronos core validation layer (Debian's), run over the XR tests
   python3-venv
   python3-dev                                            # Python.h for the Q3 codec C extension
 )
