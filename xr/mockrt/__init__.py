@@ -17,7 +17,7 @@ from .build import LIBRARY_NAME, RuntimeBuildError, build, default_build_dir
 
 __all__ = [
     "ensure_runtime", "library_path", "motion_path", "shipped_motions", "check_motion", "runtime_env",
-    "MockControl", "MockControlError",
+    "MockControl", "MockControlError", "RUNTIME_PROFILES", "FRAME_PERIOD_NS", "slot_time",
     "HapticRecord", "CapturedImage", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
     "ORIENTATION_TRACKED", "POSITION_TRACKED", "TRACKED",
 ]
@@ -36,6 +36,17 @@ PROFILES = (
     "/interaction_profiles/htc/vive_controller",
     "/interaction_profiles/microsoft/motion_controller",
 )
+
+# HEADCAST_MOCK_PROFILE_RUNTIME values: the real runtime the mock imitates (xr/mockrt/README.md)
+RUNTIME_PROFILES = ("monado", "steamvr", "strict")
+FRAME_PERIOD_NS = 11_111_111  # the predicted display period at 90 Hz
+
+
+def slot_time(begin: int, k: int) -> int:
+    """XrTime of frame slot k of a session begun at `begin`: k periods of 1/90 s, whole ns, as
+    the runtime computes it (a time within 1 ns of a motion frame's instant reads that frame)."""
+    return begin + round(k * 1e9 / 90)
+
 
 def ensure_runtime(build_dir: Path | None = None) -> Path:
     """The runtime's manifest path (absolute), compiling the library first if needed.
@@ -86,11 +97,14 @@ def runtime_env(
     profile: str | None = None,
     script: str | Path | None = None,
     log: str | Path | None = None,
+    runtime: str | None = None,
+    clock: str | None = None,
 ) -> dict[str, str]:
     """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env).
 
     `motion` is a motion file path or the name of a shipped one ("walk"); paths are made absolute
-    so that a subprocess with another working directory finds them. The files' contents are
+    so that a subprocess with another working directory finds them. `runtime` is one of
+    RUNTIME_PROFILES (default monado); `clock="step"` selects the step clock. The files' contents are
     not checked here (call `check_motion` first for a clear error): a bad one makes
     xrCreateInstance fail with XR_ERROR_RUNTIME_FAILURE, the reason (file:line) on stderr.
     """
@@ -108,6 +122,14 @@ def runtime_env(
         env["HEADCAST_MOCK_SCRIPT"] = str(Path(script).resolve())
     if log is not None:
         env["HEADCAST_MOCK_LOG"] = str(Path(log).resolve())
+    if runtime is not None:
+        if runtime not in RUNTIME_PROFILES:
+            raise ValueError(f"runtime profile {runtime!r} is not one of {', '.join(RUNTIME_PROFILES)}")
+        env["HEADCAST_MOCK_PROFILE_RUNTIME"] = runtime
+    if clock is not None:
+        if clock not in ("real", "step"):
+            raise ValueError(f"clock {clock!r} is not real or step")
+        env["HEADCAST_MOCK_CLOCK"] = clock
     return env
 
 
@@ -158,6 +180,13 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_fail": ([_c.c_char_p, _c.c_int, _c.c_int64, _c.c_int64], _c.c_int),
     "mockxr_set_profile": ([_c.c_char_p], _c.c_int),
     "mockxr_set_throttle": ([_c.c_int], None),
+    "mockxr_set_runtime_profile": ([_c.c_char_p], _c.c_int),
+    "mockxr_runtime_profile": ([], _c.c_char_p),
+    "mockxr_set_clock": ([_c.c_int64], None),
+    "mockxr_step_clock": ([], None),
+    "mockxr_advance_clock": ([_c.c_int64], _c.c_int),
+    "mockxr_now": ([], _c.c_int64),
+    "mockxr_begin_time": ([], _c.c_int64),
     "mockxr_set_stage_supported": ([_c.c_int], None),
     "mockxr_set_hmd_present": ([_c.c_int], None),
     "mockxr_get_haptics": (
@@ -198,7 +227,8 @@ class MockControl:
         self._lib.mockxr_reset()
 
     def load_motion(self, path: str | Path) -> None:
-        """Play a motion file from the next session begin (frame 0 = first xrWaitFrame)."""
+        """Play a motion file from session begin: xrLocateSpace reads it at the XrTime asked for
+        (time 0 = xrBeginSession), xrSyncActions at the runtime clock."""
         self._check(self._lib.mockxr_load_motion(str(path).encode()), "load_motion")
 
     def load_script(self, path: str | Path) -> None:
@@ -217,6 +247,7 @@ class MockControl:
         self._check(self._lib.mockxr_set_pose(path.encode(), *position, *orientation), f"set_pose {path}")
 
     def get_pose(self, path: str) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
+        """The pose at the runtime clock's now (the motion on top of set_pose)."""
         out = (ctypes.c_float * 7)()
         self._check(self._lib.mockxr_get_pose(path.encode(), out), f"get_pose {path}")
         return (out[0], out[1], out[2]), (out[3], out[4], out[5], out[6])
@@ -265,6 +296,44 @@ class MockControl:
         """Pace xrWaitFrame at 90 Hz (True) or return at once (False)."""
         self._lib.mockxr_set_throttle(int(on))
 
+    def set_runtime_profile(self, name: str) -> None:
+        """Imitate "monado", "steamvr" or "strict" (xr/mockrt/README.md) from the next call on."""
+        self._check(self._lib.mockxr_set_runtime_profile(name.encode()), "set_runtime_profile")
+
+    @property
+    def runtime_profile(self) -> str:
+        return self._lib.mockxr_runtime_profile().decode()
+
+    def set_clock(self, t: int) -> None:
+        """Stop the runtime clock at XrTime `t` (> 0) until moved; 0 returns to CLOCK_MONOTONIC."""
+        self._lib.mockxr_set_clock(t)
+
+    def step_clock(self) -> None:
+        """The step clock: it stands still between the app's time queries (xrWaitFrame, the
+        timespec conversion); the n-th query after begin reads frame slot n (slot_time)."""
+        self._lib.mockxr_step_clock()
+
+    def advance_clock(self, dt_ns: int) -> None:
+        """Move a stopped or stepped clock on by dt_ns."""
+        self._check(self._lib.mockxr_advance_clock(dt_ns), "advance_clock")
+
+    @property
+    def now(self) -> int:
+        """The runtime clock (XrTime, ns)."""
+        return self._lib.mockxr_now()
+
+    @property
+    def begin_time(self) -> int:
+        """XrTime of the running session's xrBeginSession (motion time 0), -1 when none runs."""
+        return self._lib.mockxr_begin_time()
+
+    def at(self, frame: float) -> int:
+        """XrTime of motion frame `frame` (90 Hz) of the running session."""
+        begin = self.begin_time
+        if begin < 0:
+            raise MockControlError("at: no session is running")
+        return slot_time(begin, frame)
+
     def set_stage_supported(self, on: bool) -> None:
         """Offer the STAGE reference space (True by default); False mimics a seated-only runtime."""
         self._lib.mockxr_set_stage_supported(int(on))
@@ -302,11 +371,12 @@ class MockControl:
 
     @property
     def frames_waited(self) -> int:
+        """xrWaitFrame calls that waited for a frame (a headless one under monado does not)."""
         return self._lib.mockxr_frames_waited()
 
     @property
     def frame_index(self) -> int:
-        """Motion frame of the running session (0 = first xrWaitFrame after begin), -1 if none."""
+        """xrWaitFrame calls of the running session that waited, minus one (-1 before the first)."""
         return self._lib.mockxr_frame_index()
 
     @property

@@ -10,7 +10,13 @@
  * is static or hidden: the loader in the same process exports the same xr* names, so only
  * xrNegotiateLoaderRuntimeInterface and the mockxr_* control functions are visible.
  *
+ * Motion is a function of time: xrLocateSpace evaluates the motion files at the XrTime it is asked
+ * for (interpolated between keyframes, time 0 = xrBeginSession), xrSyncActions at the runtime's
+ * clock. Behaviour profiles imitate real runtimes where they differ (README.md beside this file).
+ *
  * Environment (read at xrCreateInstance unless the control API set the value):
+ *   HEADCAST_MOCK_PROFILE_RUNTIME=monado|steamvr|strict  the runtime imitated (default monado)
+ *   HEADCAST_MOCK_CLOCK=step      the step clock (deterministic time: see CLOCK_STEP)
  *   HEADCAST_MOCK_MOTION=<file>   motion file played from session begin
  *   HEADCAST_MOCK_SCRIPT=<file>   second motion file layered on top (same format; !commands)
  *   HEADCAST_MOCK_THROTTLE=0      xrWaitFrame does not pace at 90 Hz
@@ -321,9 +327,14 @@ static const struct { const char *suffix; int input; int dims; } INPUT_NAMES[] =
 };
 #define NINPUT_NAMES (sizeof INPUT_NAMES / sizeof INPUT_NAMES[0])
 
-static XrPosef g_pose[NPOSE];
-static XrSpaceLocationFlags g_flags[NFLAGS];
-static float g_in[2][NIN][2];
+/* The devices' state: the control API sets g_dev; the motion files apply on top of it at the
+ * time an app asks about (devices_at), so g_dev itself never moves with time. */
+typedef struct {
+    XrPosef pose[NPOSE];
+    XrSpaceLocationFlags flags[NFLAGS];
+    float in[2][NIN][2];
+} Devices;
+static Devices g_dev;
 
 typedef struct {
     int64_t count, stops, duration;
@@ -336,12 +347,12 @@ static void devices_default(void) {
         {0, 1.6f, 0}, {-0.2f, 1.3f, -0.3f}, {-0.2f, 1.3f, -0.25f}, {0.2f, 1.3f, -0.3f},
         {0.2f, 1.3f, -0.25f}};
     for (int i = 0; i < NPOSE; i++) {
-        g_pose[i] = IDENTITY_POSE;
-        g_pose[i].position.x = pos[i][0], g_pose[i].position.y = pos[i][1];
-        g_pose[i].position.z = pos[i][2];
+        g_dev.pose[i] = IDENTITY_POSE;
+        g_dev.pose[i].position.x = pos[i][0], g_dev.pose[i].position.y = pos[i][1];
+        g_dev.pose[i].position.z = pos[i][2];
     }
-    for (int i = 0; i < NFLAGS; i++) g_flags[i] = ALL_FLAGS;
-    memset(g_in, 0, sizeof g_in);
+    for (int i = 0; i < NFLAGS; i++) g_dev.flags[i] = ALL_FLAGS;
+    memset(g_dev.in, 0, sizeof g_dev.in);
     memset(g_haptic, 0, sizeof g_haptic);
 }
 
@@ -553,8 +564,8 @@ static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, Xr
     return NULL;
 }
 
-static void comp_read(const Comp *c, int hand, float out[2]) {
-    const float(*in)[2] = g_in[hand];
+static void comp_read(const Devices *d, const Comp *c, int hand, float out[2]) {
+    const float(*in)[2] = d->in[hand];
     float v[2] = {0, 0};
     out[0] = out[1] = 0;
     if (c->src < NIN) {
@@ -859,10 +870,20 @@ static int motion_load(Motion *m, const char *path) {
     return 0;
 }
 
-static void apply_track(const Track *t, double f, int interpolate) {
+/* The last keyframe at or before f (binary search: a replayed trace has a key per frame), -1 if none. */
+static int key_at(const Track *t, double f) {
+    int lo = 0, hi = t->n; /* first key with time > f */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (t->keys[mid].t <= f) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo - 1;
+}
+
+static void apply_track(const Track *t, double f, int interpolate, Devices *d) {
     float v[4];
-    int i = 0;
-    while (i < t->n && t->keys[i].t <= f) i++; /* keys[i-1].t <= f < keys[i].t */
+    int i = key_at(t, f) + 1; /* keys[i-1].t <= f < keys[i].t */
     if (i == 0) return; /* before its first keyframe a track leaves the value alone */
     if (i == t->n || !interpolate || !t->lerp || t->keys[i - 1].t == f) {
         memcpy(v, t->keys[i - 1].v, sizeof v);
@@ -875,28 +896,53 @@ static void apply_track(const Track *t, double f, int interpolate) {
     }
     switch (t->channel) {
     case CH_POS:
-        g_pose[t->target].position.x = v[0], g_pose[t->target].position.y = v[1];
-        g_pose[t->target].position.z = v[2];
+        d->pose[t->target].position.x = v[0], d->pose[t->target].position.y = v[1];
+        d->pose[t->target].position.z = v[2];
         break;
     case CH_ORI:
-        g_pose[t->target].orientation.x = v[0], g_pose[t->target].orientation.y = v[1];
-        g_pose[t->target].orientation.z = v[2], g_pose[t->target].orientation.w = v[3];
+        d->pose[t->target].orientation.x = v[0], d->pose[t->target].orientation.y = v[1];
+        d->pose[t->target].orientation.z = v[2], d->pose[t->target].orientation.w = v[3];
         break;
-    case CH_FLAGS: g_flags[t->target] = (XrSpaceLocationFlags)v[0]; break;
-    case CH_INPUT: memcpy(g_in[t->target / NIN][t->target % NIN], v, sizeof(float) * 2); break;
+    case CH_FLAGS: d->flags[t->target] = (XrSpaceLocationFlags)v[0]; break;
+    case CH_INPUT: memcpy(d->in[t->target / NIN][t->target % NIN], v, sizeof(float) * 2); break;
     }
+}
+
+/*
+ * A motion's own time (in its frames, 1/rate s each) `dt` ns after the session began. XrTime is
+ * whole nanoseconds and a frame at 90 Hz is not: a time within 1 ns of a frame's instant is that
+ * frame exactly, so keyframe samples read back bit for bit at the frame times the runtime gives.
+ */
+static double motion_frame(const Motion *m, XrTime dt) {
+    double f = (double)dt * m->rate / 1e9;
+    double k = nearbyint(f);
+    if (llabs(dt - llround(k * 1e9 / m->rate)) <= 1) return k;
+    return f;
 }
 
 static int run_command(const char *cmd); /* session events, below */
 
-/* Set the devices to the motion's state at frame `frame` (counted from session begin). */
-static void motion_apply(Motion *m, int64_t frame) {
-    if (!m->loaded) return;
-    double f = (double)frame;
-    if (m->loop && m->end > 0) f = fmod(f, m->end);
-    for (int i = 0; i < m->ntracks; i++) apply_track(&m->tracks[i], f, m->interpolate);
-    while (m->next_cue < m->ncues && m->cues[m->next_cue].t <= (double)frame)
-        run_command(m->cues[m->next_cue++].cmd);
+/* The devices as the motions have them `dt` ns after session begin (dt < 0: not begun: g_dev). */
+static void motions_at(XrTime dt, Devices *d) {
+    *d = g_dev;
+    if (dt < 0) return;
+    for (int s = 0; s < NSLOTS; s++) {
+        const Motion *m = &g_motion[s];
+        if (!m->loaded) continue;
+        double f = motion_frame(m, dt);
+        if (m->loop && m->end > 0) f = fmod(f, m->end);
+        for (int i = 0; i < m->ntracks; i++) apply_track(&m->tracks[i], f, m->interpolate, d);
+    }
+}
+
+/* Run the motions' !commands that are due `dt` ns after session begin (each once per begin). */
+static void motion_cues(XrTime dt) {
+    for (int s = 0; s < NSLOTS; s++) {
+        Motion *m = &g_motion[s];
+        if (!m->loaded || dt < 0) continue;
+        double f = motion_frame(m, dt);
+        while (m->next_cue < m->ncues && m->cues[m->next_cue].t <= f) run_command(m->cues[m->next_cue++].cmd);
+    }
 }
 
 /* ---- JSON-lines log for apps in a subprocess ---- */
@@ -1008,7 +1054,10 @@ struct XrSession_T {
     int running, exit_requested, lost, first_frame_ended;
     int64_t frame;          /* frames waited since begin, -1 before the first */
     int waited, begun;      /* frame-loop call order */
-    XrTime next_slot, last_display;
+    XrTime epoch;           /* the runtime clock at xrBeginSession: motion time 0, frame slot 0 */
+    int64_t slot;           /* the display's next frame slot (paced xrWaitFrame) */
+    int64_t queries;        /* time queries since begin (the step clock's count) */
+    XrTime last_display, begun_display;
     XrActionSet attached[MAX_SETS];
     int nattached;
     int profile[2];         /* current interaction profile per hand, -1 none */
@@ -1043,6 +1092,59 @@ static int g_emulated = PR_TOUCH, g_emulated_set;
 static int g_stage = 1, g_hmd = 1;
 static int64_t g_frames_ended, g_frames_waited;
 
+/* ---- behaviour profiles: which real runtime the mock imitates (xr/mockrt/README.md) ---- */
+
+enum { RT_MONADO, RT_STEAMVR, RT_STRICT, NRT };
+static const char *const RT_NAMES[NRT] = {"monado", "steamvr", "strict"};
+static int g_rt = RT_MONADO, g_rt_set;
+
+static int rt_index(const char *name) {
+    for (int i = 0; i < NRT; i++)
+        if (name && strcmp(RT_NAMES[i], name) == 0) return i;
+    return -1;
+}
+
+/* The profile from HEADCAST_MOCK_PROFILE_RUNTIME unless the control API chose one; -1 if the
+ * variable names none (xrCreateInstance then fails, saying so on stderr). */
+static int rt_from_env(void) {
+    if (g_rt_set) return g_rt;
+    const char *v = getenv("HEADCAST_MOCK_PROFILE_RUNTIME");
+    int i = (v && *v) ? rt_index(v) : RT_MONADO;
+    if (i >= 0) g_rt = i;
+    return i;
+}
+
+/* ---- the runtime's clock: XrTime, what xrLocateSpace interpolates motion at ----
+ * REAL: CLOCK_MONOTONIC in ns. FROZEN: stands at g_virtual until the control API moves it.
+ * STEP: stands still between the app's time queries (xrWaitFrame, timespec -> XrTime); each query
+ * moves it to the session's next frame slot, 0, 1, 2, ... frames after xrBeginSession, so a test
+ * sees the same motion frame on the n-th query whatever the machine's load. */
+enum { CLOCK_REAL, CLOCK_FROZEN, CLOCK_STEP };
+static int g_clock = CLOCK_REAL, g_clock_set;
+static XrTime g_virtual;
+
+static XrTime runtime_now(void) { return g_clock == CLOCK_REAL ? now_ns() : g_virtual; }
+
+/* Frame slot k of a running session: k display periods after its begin (90 Hz exactly on average). */
+static XrTime slot_time(XrSession s, int64_t k) { return s->epoch + llround((double)k * 1e9 / NOMINAL_RATE); }
+
+/* The clock read by an app's time query; the step clock advances to the next slot here. */
+static XrTime clock_query(void) {
+    if (g_clock == CLOCK_STEP && g_session && g_session->running)
+        g_virtual = slot_time(g_session, g_session->queries++);
+    return runtime_now();
+}
+
+/* Motion commands (!focus, !exit, ...) that fell due by the runtime clock. */
+static void session_tick(void) {
+    if (g_session && g_session->running) motion_cues(runtime_now() - g_session->epoch);
+}
+
+/* Time since the running session's begin (motion time), -1 when no session runs. */
+static XrTime session_dt(XrTime t) {
+    return (g_session && g_session->running) ? t - g_session->epoch : -1;
+}
+
 /* ---- events ---- */
 
 #define MAX_EVENTS 64
@@ -1072,7 +1174,7 @@ static const char *state_name(XrSessionState s) {
 
 static void set_state(XrSession s, XrSessionState st) {
     s->state = st;
-    XrEventDataSessionStateChanged ev = {XR_TYPE_EVENT_DATA_SESSION_STATE_CHANGED, NULL, s, st, now_ns()};
+    XrEventDataSessionStateChanged ev = {XR_TYPE_EVENT_DATA_SESSION_STATE_CHANGED, NULL, s, st, runtime_now()};
     push_event(&ev, sizeof ev);
     log_line("\"event\": \"state\", \"state\": \"%s\"", state_name(st));
 }
@@ -1088,6 +1190,8 @@ static void go_visible(XrSession s) {
 
 static void go_stopping(XrSession s) {
     s->exit_requested = 1;
+    /* a running headless session that stayed READY passes SYNCHRONIZED on its way out (as Monado) */
+    if (s->state == XR_SESSION_STATE_READY) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
     if (s->state == XR_SESSION_STATE_FOCUSED) set_state(s, XR_SESSION_STATE_VISIBLE);
     if (s->state == XR_SESSION_STATE_VISIBLE) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
     if (s->state == XR_SESSION_STATE_SYNCHRONIZED) set_state(s, XR_SESSION_STATE_STOPPING);
@@ -1098,6 +1202,8 @@ static int run_command(const char *cmd) {
     if (strcmp(cmd, "focus") == 0) {
         g_want_focus = 1;
         if (s && s->state == XR_SESSION_STATE_VISIBLE) set_state(s, XR_SESSION_STATE_FOCUSED);
+        /* the runtime may give a running headless session focus (real ones leave it READY) */
+        if (s && s->running && s->headless && s->state == XR_SESSION_STATE_READY) go_visible(s);
     } else if (strcmp(cmd, "unfocus") == 0) {
         g_want_focus = 0;
         if (s && s->state == XR_SESSION_STATE_FOCUSED) set_state(s, XR_SESSION_STATE_VISIBLE);
@@ -1238,6 +1344,14 @@ static const XrExtensionProperties EXTENSIONS[] = {
 };
 #define NEXTENSIONS (sizeof EXTENSIONS / sizeof EXTENSIONS[0])
 
+/* The steamvr profile offers no XR_MND_headless: a runtime where every session needs graphics. */
+static int extension_offered(const char *name) {
+    if (g_rt == RT_STEAMVR && strcmp(name, XR_MND_HEADLESS_EXTENSION_NAME) == 0) return 0;
+    for (uint32_t i = 0; i < NEXTENSIONS; i++)
+        if (strcmp(EXTENSIONS[i].extensionName, name) == 0) return 1;
+    return 0;
+}
+
 API xrEnumerateApiLayerProperties(uint32_t capacity, uint32_t *countOut, XrApiLayerProperties *props) {
     LOCKED;
     (void)props, (void)capacity;
@@ -1250,11 +1364,16 @@ API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capac
                                            uint32_t *countOut, XrExtensionProperties *props) {
     LOCKED;
     if (layerName) return XR_ERROR_API_LAYER_NOT_PRESENT;
-    TWO_CALL(capacity, countOut, NEXTENSIONS, props);
-    for (uint32_t i = 0; i < NEXTENSIONS; i++) {
+    rt_from_env();
+    uint32_t n = 0;
+    const XrExtensionProperties *offered[NEXTENSIONS];
+    for (uint32_t i = 0; i < NEXTENSIONS; i++)
+        if (extension_offered(EXTENSIONS[i].extensionName)) offered[n++] = &EXTENSIONS[i];
+    TWO_CALL(capacity, countOut, n, props);
+    for (uint32_t i = 0; i < n; i++) {
         if (props[i].type != XR_TYPE_EXTENSION_PROPERTIES) return XR_ERROR_VALIDATION_FAILURE;
-        memcpy(props[i].extensionName, EXTENSIONS[i].extensionName, XR_MAX_EXTENSION_NAME_SIZE);
-        props[i].extensionVersion = EXTENSIONS[i].extensionVersion;
+        memcpy(props[i].extensionName, offered[i]->extensionName, XR_MAX_EXTENSION_NAME_SIZE);
+        props[i].extensionVersion = offered[i]->extensionVersion;
     }
     return XR_SUCCESS;
 }
@@ -1315,7 +1434,12 @@ static XrResult injected(const char *function) {
     } while (0)
 
 static void control_from_env(void) {
-    const char *v = getenv("HEADCAST_MOCK_THROTTLE");
+    const char *v = getenv("HEADCAST_MOCK_CLOCK");
+    if (!g_clock_set) {
+        g_clock = (v && strcmp(v, "step") == 0) ? CLOCK_STEP : CLOCK_REAL;
+        g_virtual = now_ns();
+    }
+    v = getenv("HEADCAST_MOCK_THROTTLE");
     if (!g_throttle_set) g_throttle = !(v && strcmp(v, "0") == 0);
     v = getenv("HEADCAST_MOCK_PROFILE");
     if (!g_emulated_set) g_emulated = profile_index(v) >= 0 ? profile_index(v) : PR_TOUCH;
@@ -1331,10 +1455,21 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     XrVersion v = info->applicationInfo.apiVersion;
     if (XR_VERSION_MAJOR(v) != 1 || XR_VERSION_MINOR(v) > 1) return XR_ERROR_API_VERSION_UNSUPPORTED;
     if (info->applicationInfo.applicationName[0] == 0) return XR_ERROR_NAME_INVALID;
+    if (rt_from_env() < 0) {
+        fprintf(stderr, "MockXR: HEADCAST_MOCK_PROFILE_RUNTIME=%s: not one of monado, steamvr, strict\n",
+                getenv("HEADCAST_MOCK_PROFILE_RUNTIME"));
+        return XR_ERROR_RUNTIME_FAILURE;
+    }
+    const char *clock = getenv("HEADCAST_MOCK_CLOCK");
+    if (clock && *clock && strcmp(clock, "step") != 0 && strcmp(clock, "real") != 0) {
+        fprintf(stderr, "MockXR: HEADCAST_MOCK_CLOCK=%s: not real or step\n", clock);
+        return XR_ERROR_RUNTIME_FAILURE;
+    }
     int headless = 0, timespec = 0, glx = 0;
     if (info->enabledExtensionCount && !info->enabledExtensionNames) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->enabledExtensionCount; i++) {
         const char *e = info->enabledExtensionNames[i];
+        if (!extension_offered(e)) return XR_ERROR_EXTENSION_NOT_PRESENT;
         if (strcmp(e, XR_MND_HEADLESS_EXTENSION_NAME) == 0) headless = 1;
         else if (strcmp(e, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME) == 0) timespec = 1;
         else if (strcmp(e, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME) == 0) glx = 1;
@@ -1394,6 +1529,7 @@ API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
     INJECT("xrPollEvent");
     CHECK_INSTANCE(inst);
     if (!buf) return XR_ERROR_VALIDATION_FAILURE;
+    session_tick();
     if (g_ev_lost) {
         XrEventDataEventsLost lost = {XR_TYPE_EVENT_DATA_EVENTS_LOST, NULL, g_ev_lost};
         memset(buf, 0, sizeof *buf);
@@ -1530,7 +1666,13 @@ API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, X
     LOCKED;
     CHECK_INSTANCE(inst);
     if (!ts || !out) return XR_ERROR_VALIDATION_FAILURE;
+    if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L) return XR_ERROR_TIME_INVALID;
     XrTime t = (XrTime)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    /* the same clock xrLocateSpace interpolates motion on: a virtual clock keeps the offset it
+     * has to CLOCK_MONOTONIC now; the step clock answers each query with the next frame slot */
+    if (g_clock == CLOCK_STEP) t = clock_query();
+    else if (g_clock == CLOCK_FROZEN) t += g_virtual - now_ns();
     if (t <= 0) return XR_ERROR_TIME_INVALID;
     *out = t;
     return XR_SUCCESS;
@@ -1540,6 +1682,8 @@ API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *t
     LOCKED;
     CHECK_INSTANCE(inst);
     if (!ts) return XR_ERROR_VALIDATION_FAILURE;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    if (g_clock != CLOCK_REAL) t += now_ns() - g_virtual;
     if (t <= 0) return XR_ERROR_TIME_INVALID;
     ts->tv_sec = t / 1000000000LL;
     ts->tv_nsec = t % 1000000000LL;
@@ -1566,7 +1710,7 @@ API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession 
         if (!glx->glxContext || !glx->xDisplay) return XR_ERROR_GRAPHICS_DEVICE_INVALID;
         if (gl_load() != 0) return XR_ERROR_GRAPHICS_DEVICE_INVALID;
     } else if (!inst->ext_headless) {
-        return XR_ERROR_GRAPHICS_DEVICE_INVALID;
+        return XR_ERROR_GRAPHICS_DEVICE_INVALID; /* no binding and no headless: what the spec names */
     }
     if (g_session) return XR_ERROR_LIMIT_REACHED;
     XrSession s = obj_new(OBJ_SESSION, sizeof *s);
@@ -1628,11 +1772,14 @@ API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
     s->frame = -1;
     s->waited = s->begun = 0;
     s->first_frame_ended = 0;
-    s->next_slot = now_ns();
-    s->last_display = 0;
+    s->epoch = runtime_now();
+    s->slot = s->queries = 0;
+    s->last_display = s->begun_display = 0;
     for (int i = 0; i < NSLOTS; i++) g_motion[i].next_cue = 0;
-    if (s->headless) go_visible(s); /* headless sessions focus at begin, as Monado does */
-    else set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
+    /* A headless session has no frame loop to synchronise: it stays READY, as in Monado 21 (the
+     * control API's "focus" command may still move it on). A GL session synchronises now and is
+     * shown after its first xrEndFrame. */
+    if (!s->headless) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
     return XR_SUCCESS;
 }
 
@@ -1661,37 +1808,45 @@ API xrRequestExitSession(XrSession s) {
 /* ---- frame loop ---- */
 
 API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
-    XrTime slot = 0;
+    XrTime wake = 0;
     {
         LOCKED;
-    INJECT("xrWaitFrame");
+        INJECT("xrWaitFrame");
         CHECK_SESSION(s);
         if (info && info->type != XR_TYPE_FRAME_WAIT_INFO) return XR_ERROR_VALIDATION_FAILURE;
         CHECK_TYPE(fs, XR_TYPE_FRAME_STATE);
         if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
-        if (g_throttle) slot = s->next_slot;
+        if (s->headless) {
+            /* strict: a headless session has no frames to wait for */
+            if (g_rt == RT_STRICT) return XR_ERROR_VALIDATION_FAILURE;
+            /* Monado: no compositor, nothing to wait for: returns at once, writes no frame state
+             * and does not count as a wait (an xrBeginFrame after it is out of order) */
+            return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
+        }
+        if (g_clock == CLOCK_REAL && g_throttle) {
+            XrTime now = now_ns();
+            if (now > slot_time(s, s->slot) + FRAME_PERIOD_NS) /* fell behind: the slot now running */
+                s->slot = (int64_t)((double)(now - s->epoch) * NOMINAL_RATE / 1e9);
+            wake = slot_time(s, s->slot);
+        }
     }
-    if (slot) { /* sleep without the lock: control calls from other threads go on meanwhile */
-        struct timespec ts = {(time_t)(slot / 1000000000LL), (long)(slot % 1000000000LL)};
+    if (wake) { /* sleep without the lock: control calls from other threads go on meanwhile */
+        struct timespec ts = {(time_t)(wake / 1000000000LL), (long)(wake % 1000000000LL)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
     }
     LOCKED;
     CHECK_SESSION(s); /* destroyed by another thread while we slept */
     XrTime display;
-    if (g_throttle) {
-        XrTime now = now_ns();
-        if (now > s->next_slot + FRAME_PERIOD_NS) s->next_slot = now; /* fell behind: resync */
-        display = s->next_slot + FRAME_PERIOD_NS;
-        s->next_slot += FRAME_PERIOD_NS;
-    } else {
-        display = now_ns() + FRAME_PERIOD_NS;
-    }
+    if (g_clock == CLOCK_STEP) display = clock_query(); /* the next slot, shown at once */
+    else if (g_clock == CLOCK_FROZEN) display = g_virtual + FRAME_PERIOD_NS;
+    else if (g_throttle) display = slot_time(s, ++s->slot);
+    else display = now_ns() + FRAME_PERIOD_NS;
     if (display <= s->last_display) display = s->last_display + 1;
     s->last_display = display;
     s->frame++;
     g_frames_waited++;
     s->waited = 1;
-    for (int i = 0; i < NSLOTS; i++) motion_apply(&g_motion[i], s->frame);
+    session_tick();
     fs->predictedDisplayTime = display;
     fs->predictedDisplayPeriod = FRAME_PERIOD_NS;
     fs->shouldRender = s->state == XR_SESSION_STATE_VISIBLE || s->state == XR_SESSION_STATE_FOCUSED;
@@ -1704,8 +1859,10 @@ API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
     CHECK_SESSION(s);
     if (info && info->type != XR_TYPE_FRAME_BEGIN_INFO) return XR_ERROR_VALIDATION_FAILURE;
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
-    if (!s->waited) return XR_ERROR_CALL_ORDER_INVALID;
+    if (s->headless && g_rt == RT_STRICT) return XR_ERROR_VALIDATION_FAILURE;
+    if (!s->waited) return XR_ERROR_CALL_ORDER_INVALID; /* Monado: "xrBeginFrame without xrWaitFrame" */
     s->waited = 0;
+    s->begun_display = s->last_display;
     int discarded = s->begun;
     s->begun = 1;
     if (s->lost) return XR_SESSION_LOSS_PENDING;
@@ -1793,8 +1950,11 @@ API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_FRAME_END_INFO);
     if (!s->running && !s->lost) return XR_ERROR_SESSION_NOT_RUNNING;
+    if (s->headless && g_rt == RT_STRICT) return XR_ERROR_VALIDATION_FAILURE;
     if (!s->begun) return XR_ERROR_CALL_ORDER_INVALID;
     if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
+    /* strict: the frame is shown at the time its xrWaitFrame predicted, nothing else */
+    if (g_rt == RT_STRICT && info->displayTime != s->begun_display) return XR_ERROR_TIME_INVALID;
     if (info->environmentBlendMode != XR_ENVIRONMENT_BLEND_MODE_OPAQUE)
         return XR_ERROR_ENVIRONMENT_BLEND_MODE_UNSUPPORTED;
     if (info->layerCount > XR_MIN_COMPOSITION_LAYERS_SUPPORTED) return XR_ERROR_LAYER_LIMIT_EXCEEDED;
@@ -1901,7 +2061,7 @@ API xrCreateActionSpace(XrSession s, const XrActionSpaceCreateInfo *info, XrSpac
     if (info->action->type != XR_ACTION_TYPE_POSE_INPUT) return XR_ERROR_ACTION_TYPE_MISMATCH;
     if (sub_slot(info->subactionPath) < 0 || !action_has_sub(info->action, info->subactionPath))
         return XR_ERROR_PATH_UNSUPPORTED;
-    if (!set_attached(s, info->action->set)) return XR_ERROR_ACTIONSET_NOT_ATTACHED;
+    /* before xrAttachSessionActionSets too (legal): the space locates once its action is bound */
     if (!quat_is_unit(&info->poseInActionSpace.orientation)) return XR_ERROR_POSE_INVALID;
     XrSpace sp = obj_new(OBJ_SPACE, sizeof *sp);
     if (!sp) return XR_ERROR_OUT_OF_MEMORY;
@@ -1922,7 +2082,7 @@ API xrDestroySpace(XrSpace sp) {
 }
 
 /* A space's pose in STAGE (the mock's world) and how well it is known. */
-static XrSpaceLocationFlags space_world(XrSpace sp, XrPosef *out) {
+static XrSpaceLocationFlags space_world(XrSpace sp, const Devices *d, XrPosef *out) {
     XrPosef origin = IDENTITY_POSE;
     XrSpaceLocationFlags flags = ALL_FLAGS;
     if (sp->is_action) {
@@ -1936,11 +2096,11 @@ static XrSpaceLocationFlags space_world(XrSpace sp, XrPosef *out) {
             return 0;
         }
         int pi = (src->hand == 0 ? P_LEFT_AIM : P_RIGHT_AIM) + (src->comp->src == SRC_GRIP);
-        origin = g_pose[pi];
-        flags = g_flags[1 + src->hand];
+        origin = d->pose[pi];
+        flags = d->flags[1 + src->hand];
     } else if (sp->ref == XR_REFERENCE_SPACE_TYPE_VIEW) {
-        origin = g_pose[P_HEAD];
-        flags = g_flags[F_HEAD];
+        origin = d->pose[P_HEAD];
+        flags = d->flags[F_HEAD];
     } else if (sp->ref == XR_REFERENCE_SPACE_TYPE_LOCAL) {
         origin.position.y = LOCAL_HEIGHT;
     }
@@ -1948,9 +2108,24 @@ static XrSpaceLocationFlags space_world(XrSpace sp, XrPosef *out) {
     return flags;
 }
 
-static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, XrPosef *out) {
+/* The devices at XrTime t: the motions at that time of the running session. */
+static void devices_at(XrTime t, Devices *d) { motions_at(session_dt(t), d); }
+
+/* strict: poses are known from 1 s before the runtime clock to 0.5 s after it; outside that the
+ * runtime cannot locate (the spec lets it clear the valid bits), as a real tracker's history and
+ * prediction horizon end somewhere. */
+#define STRICT_HISTORY_NS 1000000000LL
+#define STRICT_PREDICTION_NS 500000000LL
+static int time_locatable(XrTime t) {
+    if (g_rt != RT_STRICT) return 1;
+    XrTime now = runtime_now();
+    return t >= now - STRICT_HISTORY_NS && t <= now + STRICT_PREDICTION_NS;
+}
+
+static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, const Devices *d, int known, XrPosef *out) {
     XrPosef ws, wb;
-    XrSpaceLocationFlags fs = space_world(sp, &ws), fb = space_world(base, &wb);
+    XrSpaceLocationFlags fs = space_world(sp, d, &ws), fb = space_world(base, d, &wb);
+    if (!known) fs = 0;
     XrSpaceLocationFlags f = fs & fb;
     XrPosef inv = pose_inverse(&wb);
     *out = pose_compose(&inv, &ws);
@@ -1965,7 +2140,10 @@ API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
     if (!obj_live(sp, OBJ_SPACE) || !obj_live(base, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     CHECK_TYPE(loc, XR_TYPE_SPACE_LOCATION);
     if (t <= 0) return XR_ERROR_TIME_INVALID;
-    loc->locationFlags = locate(sp, base, &loc->pose);
+    session_tick();
+    Devices d;
+    devices_at(t, &d);
+    loc->locationFlags = locate(sp, base, &d, time_locatable(t), &loc->pose);
     for (XrBaseOutStructure *n = loc->next; n; n = n->next)
         if (n->type == XR_TYPE_SPACE_VELOCITY) {
             XrSpaceVelocity *v = (XrSpaceVelocity *)n;
@@ -1987,8 +2165,12 @@ API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocat
         return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->spaceCount; i++)
         if (!obj_live(info->spaces[i], OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    session_tick();
+    Devices d;
+    devices_at(info->time, &d);
+    int known = time_locatable(info->time);
     for (uint32_t i = 0; i < info->spaceCount; i++)
-        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, &locs->locations[i].pose);
+        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, &d, known, &locs->locations[i].pose);
     return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
@@ -2003,8 +2185,12 @@ API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, ui
     if (!obj_live(info->space, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
     TWO_CALL(capacity, countOut, 2, views);
-    XrPosef head = g_pose[P_HEAD], wb, inv;
-    XrSpaceLocationFlags f = g_flags[F_HEAD] & space_world(info->space, &wb);
+    session_tick();
+    Devices d;
+    devices_at(info->displayTime, &d);
+    XrPosef head = d.pose[P_HEAD], wb, inv;
+    XrSpaceLocationFlags f = d.flags[F_HEAD] & space_world(info->space, &d, &wb);
+    if (!time_locatable(info->displayTime)) f = 0;
     inv = pose_inverse(&wb);
     vs->viewStateFlags = f;
     for (int i = 0; i < 2; i++) {
@@ -2357,13 +2543,13 @@ API xrGetCurrentInteractionProfile(XrSession s, XrPath top, XrInteractionProfile
     return XR_SUCCESS;
 }
 
-static void sync_action(XrAction a, XrTime t, int active_set) {
+static void sync_action(XrAction a, const Devices *d, XrTime t, int active_set) {
     ActState next[NSLOT];
     memset(next, 0, sizeof next);
     for (int i = 0; active_set && i < a->nsrc; i++) {
         const Source *src = &a->src[i];
         float v[2];
-        comp_read(src->comp, src->hand, v);
+        comp_read(d, src->comp, src->hand, v);
         if (a->type == XR_ACTION_TYPE_BOOLEAN_INPUT)
             v[0] = src->comp->kind == K_FLOAT ? (v[0] >= 0.5f ? 1.0f : 0.0f) : (v[0] != 0 ? 1.0f : 0.0f);
         int slots[2] = {0, src->hand + 1};
@@ -2399,14 +2585,18 @@ API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
         XrPath sub = info->activeActionSets[i].subactionPath;
         if (sub != XR_NULL_PATH && sub_slot(sub) <= 0) return XR_ERROR_PATH_UNSUPPORTED;
     }
+    session_tick();
     int focused = s->state == XR_SESSION_STATE_FOCUSED;
-    XrTime t = s->last_display ? s->last_display : now_ns();
+    /* inputs as they are now by the runtime clock, as a real runtime samples its controllers */
+    XrTime t = runtime_now();
+    Devices d;
+    devices_at(t, &d);
     for (int k = 0; k < s->nattached; k++) {
         XrActionSet set = s->attached[k];
         int active = 0;
         for (uint32_t i = 0; i < info->countActiveActionSets; i++)
             active |= info->activeActionSets[i].actionSet == set;
-        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], t, active && focused);
+        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], &d, t, active && focused);
     }
     return focused ? XR_SUCCESS : XR_SESSION_NOT_FOCUSED;
 }
@@ -2659,8 +2849,9 @@ EXPORT void mockxr_reset(void) {
     LOCKED;
     mockxr_clear_motion();
     devices_default();
-    g_throttle_set = g_emulated_set = 0;
+    g_throttle_set = g_emulated_set = g_rt_set = g_clock_set = 0;
     g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
+    g_rt = RT_MONADO, g_clock = CLOCK_REAL;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
     set_fail(NULL, 0, 0, 0), g_fail.by_control = 0;
@@ -2679,7 +2870,7 @@ EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float
     LOCKED;
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
-    g_pose[i] = (XrPosef){{qx, qy, qz, qw}, {px, py, pz}};
+    g_dev.pose[i] = (XrPosef){{qx, qy, qz, qw}, {px, py, pz}};
     return 0;
 }
 
@@ -2687,7 +2878,9 @@ EXPORT int mockxr_get_pose(const char *path, float out[7]) {
     LOCKED;
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
-    const XrPosef *p = &g_pose[i];
+    Devices d;
+    devices_at(runtime_now(), &d);
+    const XrPosef *p = &d.pose[i];
     float v[7] = {p->position.x, p->position.y, p->position.z, p->orientation.x, p->orientation.y,
                   p->orientation.z, p->orientation.w};
     memcpy(out, v, sizeof v);
@@ -2698,8 +2891,8 @@ static int set_input(const char *path, int want_dims, float x, float y) {
     int dims, i = path ? input_index(path, &dims) : -1;
     if (i < 0) return set_error("not an input path: %s", path ? path : "(null)"), -1;
     if (dims != want_dims) return set_error("%s takes %d value(s)", path, dims), -1;
-    g_in[i / NIN][i % NIN][0] = x;
-    g_in[i / NIN][i % NIN][1] = y;
+    g_dev.in[i / NIN][i % NIN][0] = x;
+    g_dev.in[i / NIN][i % NIN][1] = y;
     return 0;
 }
 
@@ -2711,7 +2904,7 @@ EXPORT int mockxr_set_tracking(const char *path, uint64_t flags) {
     LOCKED;
     int i = path ? flags_index(path) : -1;
     if (i < 0) return set_error("tracking flags take /user/head, /user/hand/left or /user/hand/right"), -1;
-    g_flags[i] = flags & ALL_FLAGS;
+    g_dev.flags[i] = flags & ALL_FLAGS;
     return 0;
 }
 
@@ -2727,6 +2920,46 @@ EXPORT int mockxr_set_profile(const char *profile) {
 }
 
 EXPORT void mockxr_set_throttle(int on) { LOCKED; g_throttle = on != 0, g_throttle_set = 1; }
+
+/* "monado", "steamvr" or "strict" (xr/mockrt/README.md); applies to the next instance's
+ * extension list and to sessions from now on. */
+EXPORT int mockxr_set_runtime_profile(const char *name) {
+    LOCKED;
+    int i = rt_index(name);
+    if (i < 0) return set_error("unknown runtime profile %s (monado, steamvr, strict)", name ? name : "(null)"), -1;
+    g_rt = i, g_rt_set = 1;
+    return 0;
+}
+
+EXPORT const char *mockxr_runtime_profile(void) { LOCKED; rt_from_env(); return RT_NAMES[g_rt]; }
+
+/* t > 0: the clock stands at t until moved (advance_clock, set_clock); t == 0: CLOCK_MONOTONIC again. */
+EXPORT void mockxr_set_clock(int64_t t) {
+    LOCKED;
+    g_clock = t > 0 ? CLOCK_FROZEN : CLOCK_REAL, g_clock_set = 1;
+    if (t > 0) g_virtual = t;
+}
+
+/* The step clock (see CLOCK_STEP), starting from the clock's current reading. */
+EXPORT void mockxr_step_clock(void) {
+    LOCKED;
+    g_virtual = runtime_now();
+    g_clock = CLOCK_STEP, g_clock_set = 1;
+}
+
+/* Move a virtual clock on by dt ns (>= 0); -1 on the real clock. */
+EXPORT int mockxr_advance_clock(int64_t dt) {
+    LOCKED;
+    if (g_clock == CLOCK_REAL) return set_error("the real clock cannot be moved: set_clock first"), -1;
+    if (dt < 0) return set_error("a clock does not go back (dt %lld)", (long long)dt), -1;
+    g_virtual += dt;
+    return 0;
+}
+
+EXPORT int64_t mockxr_now(void) { LOCKED; return runtime_now(); }
+
+/* The running session's xrBeginSession time (motion time 0, frame slot 0); -1 when none runs. */
+EXPORT int64_t mockxr_begin_time(void) { LOCKED; return g_session && g_session->running ? g_session->epoch : -1; }
 EXPORT void mockxr_set_stage_supported(int on) { LOCKED; g_stage = on != 0; }
 EXPORT void mockxr_set_hmd_present(int on) { LOCKED; g_hmd = on != 0; }
 
