@@ -79,6 +79,8 @@ class NetSyncSink:
         # poseSeq → (frame sent, the stage head pose it was built from, clock time it went out)
         self._sent: OrderedDict[int, tuple[PoseFrame, Pose, float]] = OrderedDict()
         self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
+        # The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)
+        self.matched: tuple[PoseFrame, PoseBody, float] | None = None
         self._delta_start: Origin | None = None   # the rig origins self._delta was computed for
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
@@ -104,6 +106,7 @@ class NetSyncSink:
         frame, stage, t_sent = sent
         # Includes the wait for the server's next room broadcast (≤ 100 ms) and our poll period.
         self.relay_ms = (now - t_sent) * 1000.0
+        self.matched = (frame, body, now)
         c = self.check
         c.matched += 1
         # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
@@ -179,6 +182,12 @@ class NetSyncSink:
         self.seen = decode_body(body, 0, LATEST_PROTOCOL)[0]
         self._last_error = (rotation_error_deg(self.frame.head.rot, self.seen.head.rot)
                             if self.seen.head is not None else None)
+
+    @property
+    def last_error(self) -> float | None:
+        """Head rotation error of the last pair compared (relayed vs sent; offline: the local round
+        trip), degrees; None without a head."""
+        return self._last_error
 
     @property
     def others(self) -> dict[int, PoseBody]:

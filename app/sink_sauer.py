@@ -78,6 +78,7 @@ class SauerSink:
         self._next = 0.0                      # offline: when the next state is taken
         self._state: RigState | None = None   # offline: the state taken
         self._built: tuple[RigState | None, NPos | None] = (None, None)
+        self.last_relayed: NPos | None = None  # our last record as the watcher received it
 
     # --- the record -------------------------------------------------------------------------
 
@@ -172,6 +173,7 @@ class SauerSink:
     def relayed(self, rec: NPos) -> bool:
         """Count a record of ours as a second client received it: True when it is one we sent."""
         ok = rec in self.sent
+        self.last_relayed = rec
         if ok:
             self.check.relayed += 1
         else:

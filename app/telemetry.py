@@ -92,6 +92,13 @@ class RateMeter:
         self.total_messages += 1
         self.total_bytes += nbytes
 
+    @property
+    def last_time(self) -> float | None:
+        """When the last message went out (None before the first)."""
+        if not self.total_messages:
+            return None
+        return self._times[self._i - 1 if self._i else self.size - 1]
+
     def rates(self, now: float) -> tuple[float, float]:
         """(messages/s, bytes/s)."""
         since = now - self.window

@@ -1,0 +1,551 @@
+"""What each far side sees of us, and where those numbers come from: pure data for the mirror.
+
+Every sink that is on gets one or more *views* per frame (`FarSideView`): what we sent, what the
+far side sees, and the source of the second:
+
+- RELAYED: decoded from what the server sent back to us — our NetSync body in the room broadcast
+  (matched to the frame sent under its poseSeq), our Quake 3 playerState in the server's snapshot
+  (the view angles it ran), our Sauerbraten N_POS as a second client on the server received it.
+- MODEL: computed from our own bytes with the receiver's decode, because the server sends nothing
+  back: Quake 3 head bits (a vanilla server never sees them; a VR server keeps its decode to
+  itself and the other players), Sauerbraten N_POS without a watching client.
+- OFFLINE: no server; our bytes encoded and decoded here.
+
+Quake 3 has two views: `q3` (the usercmd's view angles and roll, which every server runs and
+echoes in our playerState: RELAYED — on a vanilla server that is the whole of what it carries of
+the head: the roll) and `q3.head` (the VR head bits, always MODEL or OFFLINE).
+
+Transients are named, not reported as error. The one seen at every Quake 3 join: the server's
+first in-game snapshot carries the spawn point's view angles (ClientSpawn sets the view and
+`delta_angles`; its playerState's commandTime is the spawn's, not one of our usercmds), so the
+seen yaw sits at the spawn yaw — ±90–180° off what we aim — until the next snapshot shows the
+first usercmd built against the new delta_angles (one snapshot, 50–100 ms). A respawn or a
+teleport does the same (delta_angles move under a usercmd already sent). Such samples are marked
+`transient` and left out of the error readout, as the link's own check already leaves them out.
+
+Angles are degrees in the Quake sense for every sink (pitch + down, yaw + left in (−180, 180],
+roll + when the right side dips); positions are metres in the world named by the sample's `frame`.
+The tracker (`FarSideTracker`) keeps the last `plot_seconds` of every view and link figure in
+numpy rings; `pause()` freezes a copy for the reader while recording goes on.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterable
+
+import numpy as np
+
+from headcast.app.sink_sauer import angle_error
+from headcast.app.telemetry import Ring
+from headcast.netcode.netsync.model import FLAG_HEAD
+from headcast.netcode.pose import quake_angles
+from headcast.netcode.q3.vrhead import HEAD_PITCH_CLAMP, RECEIVER_NAMES, angle2short, view_angle
+
+NAN = float("nan")
+MAX_RATE = 160.0        # frames per second the rings are sized for (90–144 Hz headsets)
+LINK_PERIOD = 0.1       # seconds between samples of rates and round trips (a status figure)
+
+# Names of the frames samples are in (positions; the angle sense is the same everywhere).
+Q3_FRAME = "quake 3 view (angles only: the usercmd carries no position)"
+UNITY_FRAME = "netsync room (OpenXR axes, metres)"
+SAUER_FRAME = "sauerbraten world (metres = cube units / 8)"
+XR_FRAME = "rig world (OpenXR axes, metres)"
+SAUER_UNITS_PER_METRE = 8.0
+
+# Transients (FarSideView.transient)
+JOINING = "joining"
+SPAWN = "spawn"
+TRACKING_LOST = "tracking lost"
+DISCONNECTED = "disconnected"
+
+
+class Source(Enum):
+    RELAYED = "relayed"
+    MODEL = "model"
+    OFFLINE = "offline"
+
+
+@dataclass(frozen=True, slots=True)
+class HeadSample:
+    """Head angles in degrees (pitch + down, yaw + left, roll + right side down) and, where the
+    protocol carries one, the position in metres in `frame`."""
+
+    pitch: float
+    yaw: float
+    roll: float
+    pos: tuple[float, float, float] | None = None
+    frame: str = XR_FRAME
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReadout:
+    """Sent vs seen, on the pairs that belong together (`basis`), transients left out."""
+
+    basis: str                    # what is compared with what
+    angle_deg: float | None       # the latest pair's worst angle, degrees
+    angle_max_deg: float | None   # the worst over the plotted window
+    pos_m: float | None = None
+    pos_max_m: float | None = None
+    transient_samples: int = 0    # samples of the window left out as transient
+
+
+@dataclass(frozen=True, slots=True)
+class FarSideView:
+    key: str                      # "q3", "q3.head", "netsync", "sauer"
+    sink: str                     # the sink's name
+    title: str                    # what the view shows, one short line
+    source: Source
+    why: str                      # one short line: where `seen` comes from
+    sent: HeadSample | None       # None: nothing sent this frame's way (tracking lost)
+    seen: HeadSample | None       # None: nothing seen yet
+    transient: str | None         # "joining", "spawn", "tracking lost", "disconnected" …
+    head_bits_on_wire: bool | None  # Q3: whether the link carries the VR head bits; else None
+    error: ErrorReadout
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFigures:
+    """One sink's link, as of the last sample (None: not measured / nothing yet)."""
+
+    sink: str
+    send_hz: float
+    bytes_per_s: float
+    motion_to_wire_ms: float | None   # pose located → bytes handed to the socket, last send
+    round_trip_ms: float | None
+    round_trip_basis: str             # what echoes us ("" when nothing does)
+
+
+# Columns of a view's series ring.
+T, SP, SY, SR, SX, SYP, SZ, VP, VY, VR, VX, VYP, VZ, ERR_DEG, ERR_M, TRANSIENT = range(16)
+COLUMNS = ("t", "sent_pitch", "sent_yaw", "sent_roll", "sent_x", "sent_y", "sent_z",
+           "seen_pitch", "seen_yaw", "seen_roll", "seen_x", "seen_y", "seen_z", "err_deg", "err_m", "transient")
+LINK_COLUMNS = ("t", "send_hz", "bytes_per_s", "motion_to_wire_ms", "round_trip_ms")
+
+
+def wrap180(a: float) -> float:
+    return math.remainder(a, 360.0)
+
+
+def _angle_err(a: HeadSample, b: HeadSample) -> float:
+    return max(abs(a.pitch - b.pitch), abs(wrap180(a.yaw - b.yaw)), abs(wrap180(a.roll - b.roll)))
+
+
+def unity_sample(t) -> HeadSample:
+    """A NetSync Transform (Unity: left-handed, +Z forward) as a sample on OpenXR axes."""
+    ux, uy, uz, uw = t.rot
+    x, y, z = t.pos
+    p, yw, r = quake_angles((-ux, -uy, uz, uw))
+    return HeadSample(p, yw, r, (x, y, -z), UNITY_FRAME)
+
+
+def sauer_sample(yaw: float, pitch: float, roll: float, eye) -> HeadSample:
+    """Sauerbraten's angles (yaw + left from +y, pitch + up) and eye (cube units) as a sample."""
+    k = 1.0 / SAUER_UNITS_PER_METRE
+    return HeadSample(-pitch, wrap180(yaw), roll, (eye[0] * k, eye[1] * k, eye[2] * k), SAUER_FRAME)
+
+
+class _Q3Snapshots:
+    """Which of the Q3 link's snapshots show a usercmd of ours: the link's own check counts a
+    snapshot matched (its commandTime is a cmd we sent, built against the delta_angles it carries)
+    or rebased (spawn, teleport); one that is neither shows the server's placement (the first
+    one in game: the spawn point's view). The state holds until the next matched snapshot."""
+
+    def __init__(self) -> None:
+        self.snapshots = self.matched = self.rebased = 0
+        self.link = None
+        self.transient: str | None = JOINING
+        self.fresh_error: float | None = None   # the link's check of the snapshot matched this update
+        self.last_error: float | None = None    # ... of the last matched one
+
+    def update(self, link) -> None:
+        if link is not self.link:
+            self.__init__()
+            self.link = link
+        self.fresh_error = None
+        n = link.snapshots
+        if n == self.snapshots:
+            return
+        c = link.check
+        if c.matched != self.matched and link.last_error is not None:
+            # The latest check ran on a matched snapshot (a later unmatched one would not have
+            # moved the counter; a rebase after it in the same poll is caught below).
+            self.transient = None if c.rebased == self.rebased else SPAWN
+            if self.transient is None:
+                self.fresh_error = self.last_error = link.last_error
+        elif c.rebased != self.rebased:
+            self.transient = SPAWN
+        else:
+            self.transient = JOINING if self.matched == 0 else SPAWN
+        self.snapshots, self.matched, self.rebased = n, c.matched, c.rebased
+
+
+class _Series:
+    """One view's rows: the last `size` frames."""
+
+    def __init__(self, size: int) -> None:
+        self.ring = Ring(size, len(COLUMNS))
+        self.last: FarSideView | None = None
+        self._row: tuple = ()      # the last row's sent/seen/transient values (repeated unchanged)
+
+    def add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None) -> None:
+        s, o = v.sent, v.seen
+        sp = (s.pitch, s.yaw, s.roll) if s is not None else (NAN, NAN, NAN)
+        spos = s.pos if s is not None and s.pos is not None else (NAN, NAN, NAN)
+        op = (o.pitch, o.yaw, o.roll) if o is not None else (NAN, NAN, NAN)
+        opos = o.pos if o is not None and o.pos is not None else (NAN, NAN, NAN)
+        transient = v.transient is not None
+        self._row = (*sp, *spos, *op, *opos)
+        self._transient = 1.0 if transient else 0.0
+        self.ring.add(now, *self._row, NAN if err_deg is None or transient else err_deg,
+                      NAN if err_m is None or transient else err_m, self._transient)
+        self.last = v
+
+    def repeat(self, now: float) -> None:
+        """Nothing changed since the last row: the same values at `now`, no new pair compared."""
+        self.ring.add(now, *self._row, NAN, NAN, self._transient)
+
+
+class _Link:
+    def __init__(self, size: int, sink) -> None:
+        self.ring = Ring(size, len(LINK_COLUMNS))
+        self.sink = sink
+        self.messages = 0
+        self.m2w_ms: float | None = None
+        self.next_sample = -math.inf
+        self.figures: LinkFigures | None = None
+
+
+class FarSideTracker:
+    """The far sides of every sink that is on, over the last `plot_seconds`.
+
+    `update(loop, now)` once per frame, after the sinks have sent and observed (the mirror calls
+    it from draw). Readers: `views()`, `series(key)`, `link(sink)`, `link_series(sink)`,
+    `error(key)`; `pause()` / `resume()` freeze what they read."""
+
+    def __init__(self, plot_seconds: float = 5.0) -> None:
+        self.plot_seconds = plot_seconds
+        self._size = int(math.ceil(plot_seconds * MAX_RATE)) + 16
+        self._series: dict[str, _Series] = {}
+        self._by_sink: dict[str, list[_Series]] = {}
+        self._changed: dict[str, tuple] = {}   # sink → the identities of what its views were built from
+        self._links: dict[str, _Link] = {}
+        self._q3 = _Q3Snapshots()
+        self._ns_matched: Any = None
+        self._frozen: dict | None = None
+        self._now = 0.0
+
+    # --- recording ---------------------------------------------------------------------------
+
+    def update(self, loop, now: float) -> None:
+        """Record this frame; `now` is the frame's located time (what the loop passes the mirror)."""
+        self._now = now
+        changed = self._changed
+        for sink in loop.sinks:
+            name = sink.name
+            key = _inputs(sink)
+            if key is None:
+                continue
+            if changed.get(name) == key:
+                # The same sent and seen as the last frame (between Q3 command ticks, NetSync sends
+                # and broadcasts, Sauerbraten's 30 Hz): the rows go on, nothing is rebuilt.
+                for s in self._by_sink.get(name, ()):
+                    s.repeat(now)
+            else:
+                changed[name] = key
+                if name == "q3":
+                    self._update_q3(sink, now)
+                elif name == "netsync":
+                    self._update_netsync(sink, now)
+                else:
+                    self._update_sauer(sink, now)
+            self._update_link(sink, now)
+
+    def _add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None = None) -> None:
+        s = self._series.get(v.key)
+        if s is None:
+            s = self._series[v.key] = _Series(self._size)
+            self._by_sink.setdefault(v.sink, []).append(s)
+        s.add(now, v, err_deg, err_m)
+
+    def _update_q3(self, sink, now: float) -> None:
+        intent = sink.intent
+        if intent is None:
+            return
+        link = sink.link
+        a = intent.angles
+        sent_view = HeadSample(a[0], wrap180(a[1]), a[2], None, Q3_FRAME)
+        on_wire = sink.head_bits_on_wire
+        view_err = None
+        if link is None:
+            seen_view = HeadSample(*(view_angle(angle2short(x)) for x in a), None, Q3_FRAME)
+            seen_view = HeadSample(seen_view.pitch, wrap180(seen_view.yaw), seen_view.roll, None, Q3_FRAME)
+            source, transient = Source.OFFLINE, None
+            why = "no server: our usercmd's angle shorts decoded here (ANGLE2SHORT, SHORT2ANGLE)"
+            view_err = _angle_err(sent_view, seen_view)
+        else:
+            snaps = self._q3
+            snaps.update(link)
+            source = Source.RELAYED
+            why = "our playerState in the server's snapshot: the view angles it ran (matched by commandTime)"
+            va = link.view_angles
+            seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
+            transient = DISCONNECTED if link.closed else None if link.entered and snaps.transient is None \
+                else (snaps.transient or JOINING)
+            view_err = snaps.fresh_error
+        self._add(now, FarSideView(
+            "q3", "q3", "view angles and roll (usercmd → playerState)", source, why, sent_view, seen_view,
+            transient, on_wire, ErrorReadout("server's view vs the usercmd it ran: pitch, yaw (wire only)"
+                                             if link is not None else "local round trip",
+                                             view_err if link is None else self._q3.last_error, None)),
+            view_err)
+        self._add_q3_head(sink, now, link, transient, on_wire)
+
+    def _add_q3_head(self, sink, now: float, link, transient: str | None, on_wire: bool) -> None:
+        intent = sink.intent
+        far = sink.far_side
+        receiver = RECEIVER_NAMES[far.receiver] if far is not None else RECEIVER_NAMES[sink.model_receiver]
+        head = intent.head
+        sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
+        seen = None
+        err = None
+        if far is not None and far.pitch is not None:
+            weapon_yaw = sink.others_view()[1]
+            seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
+            if head is not None:
+                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
+                err = max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
+        if link is None:
+            source = Source.OFFLINE
+            why = f"no server: our buttons through {receiver}'s decode, here"
+        elif on_wire:
+            source = Source.MODEL
+            why = (f"head bits sent; their decode by {receiver} stays on the server: "
+                   "our usercmd through that decode, here")
+        else:
+            source = Source.MODEL
+            why = (f"NOT SENT: the server has no vr_support (16-bit buttons; it carries the roll only); "
+                   f"what a VR server's {receiver} decode would make of our head")
+        if head is None:
+            transient = TRACKING_LOST
+        self._add(now, FarSideView(
+            "q3.head", "q3", "VR head (buttons bits 12–25, roll)", source, why, sent, seen, transient, on_wire,
+            ErrorReadout("head pitch and yaw offset (clamped ±80°) vs the 7-bit decode", err, None)), err)
+
+    def _update_netsync(self, sink, now: float) -> None:
+        frame = sink.frame
+        if frame is None:
+            return
+        link = sink.link
+        fresh: tuple = (None, None)   # a pair compared this frame (linked: a new match)
+        has_head = bool(frame.flags & FLAG_HEAD) and not sink.stealth
+        sent = unity_sample(frame.head) if has_head else None
+        err_deg = err_m = None
+        if link is None:
+            body = sink.seen
+            seen = unity_sample(body.head) if body is not None and body.head is not None else None
+            source, transient = Source.OFFLINE, None
+            why = "no server: our body encoded and decoded here (the latest protocol)"
+            basis = "local round trip (rotation)"
+            err_deg = sink.last_error if sent is not None else None
+            if seen is not None and sent is not None:
+                err_m = math.dist(sent.pos, seen.pos)
+            fresh = (err_deg, err_m)
+        else:
+            matched = sink.matched
+            body = link.own_body
+            seen = unity_sample(body.head) if body is not None and body.head is not None else None
+            source = Source.RELAYED
+            why = "our body in the room broadcast, matched to the frame sent under its poseSeq"
+            basis = "relayed vs sent under the same poseSeq (rotation, position)"
+            transient = DISCONNECTED if link.closed else JOINING if matched is None else None
+            if matched is not None:
+                f, b, _ = matched
+                if f.flags & FLAG_HEAD and b.head is not None:
+                    err_deg, err_m = sink.last_error, math.dist(f.head.pos, b.head.pos)
+            if matched is not self._ns_matched:
+                self._ns_matched = matched
+                fresh = (err_deg, err_m)
+        if sent is None and transient is None:
+            transient = TRACKING_LOST
+        self._add(now, FarSideView("netsync", "netsync", "head (pose body)", source, why, sent, seen,
+                                   transient, None, ErrorReadout(basis, err_deg, None, err_m)), *fresh)
+
+    def _update_sauer(self, sink, now: float) -> None:
+        rec = sink.record
+        gp = sink.game
+        link = sink.link
+        if rec is None and gp is None:
+            return
+        sent = None
+        if gp is not None:
+            p = gp.pose
+            sent = sauer_sample(p.yaw, p.pitch, p.roll, p.eye)
+        err_deg = err_m = None
+        relayed = sink.last_relayed
+        if link is None:
+            source, transient = Source.OFFLINE, None
+            why = "no server: our N_POS record decoded here (whole degrees, 1/16 unit)"
+            seen_rec = rec
+        elif sink.watcher is not None:
+            source = Source.RELAYED
+            why = "our N_POS as a second client on the server received it"
+            seen_rec = relayed
+            transient = DISCONNECTED if link.closed else JOINING if relayed is None else None
+        else:
+            source = Source.MODEL
+            why = "our N_POS through the game's decode (the server relays it to others, not back to us)"
+            seen_rec = rec
+            transient = DISCONNECTED if link.closed else None if link.live else JOINING
+        seen = None if seen_rec is None else sauer_sample(seen_rec.yaw, seen_rec.pitch, seen_rec.roll_deg,
+                                                          seen_rec.eye())
+        if gp is not None and rec is not None:
+            err_deg = angle_error(gp, rec)
+            err_m = math.dist(gp.pose.eye, rec.eye()) / SAUER_UNITS_PER_METRE
+        if sent is None and transient is None:
+            transient = TRACKING_LOST
+        self._add(now, FarSideView("sauer", "sauer", "player (N_POS record)", source, why, sent, seen, transient,
+                                   None, ErrorReadout("the record's decode vs the game pose sent", err_deg, None,
+                                                      err_m)), err_deg, err_m)
+
+    def _update_link(self, sink, now: float) -> None:
+        name = sink.name
+        lk = self._links.get(name)
+        if lk is None or lk.sink is not sink:
+            lk = self._links[name] = _Link(self._size, sink)
+        meter = sink.meter
+        if meter.total_messages != lk.messages:
+            lk.messages = meter.total_messages
+            lk.m2w_ms = (meter.last_time - now) * 1000.0
+        if now < lk.next_sample:
+            return
+        lk.next_sample = now + LINK_PERIOD
+        hz, bps = meter.rates(now)
+        rtt, basis = _round_trip(sink)
+        lk.figures = LinkFigures(name, hz, bps, lk.m2w_ms, rtt, basis)
+        lk.ring.add(now, hz, bps, NAN if lk.m2w_ms is None else lk.m2w_ms, NAN if rtt is None else rtt)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._frozen is not None
+
+    def pause(self) -> None:
+        """Freeze what readers see (recording goes on)."""
+        if self._frozen is None:
+            self._frozen = {"now": self._now, "views": self._live_views(),
+                            "series": {k: self._window(s.ring, self._now) for k, s in self._series.items()},
+                            "links": {k: self._window(lk.ring, self._now) for k, lk in self._links.items()},
+                            "figures": {k: lk.figures for k, lk in self._links.items()}}
+
+    def resume(self) -> None:
+        self._frozen = None
+
+    @property
+    def now(self) -> float:
+        """The time of what readers see (the frozen time while paused)."""
+        return self._now if self._frozen is None else self._frozen["now"]
+
+    def _live_views(self) -> list[FarSideView]:
+        out = []
+        for key, s in self._series.items():
+            v = s.last
+            if v is not None:
+                out.append(self._with_window_error(v, self._window(s.ring, self._now)))
+        return out
+
+    def views(self) -> list[FarSideView]:
+        """The latest view of every sink that is on (Q3: view, then head), sink order."""
+        return self._frozen["views"] if self._frozen is not None else self._live_views()
+
+    def view(self, key: str) -> FarSideView | None:
+        return next((v for v in self.views() if v.key == key), None)
+
+    def keys(self) -> list[str]:
+        return [v.key for v in self.views()]
+
+    def series(self, key: str) -> dict[str, np.ndarray]:
+        """The last `plot_seconds` of a view: COLUMNS → arrays (NaN where nothing was sent/seen)."""
+        if self._frozen is not None:
+            rows = self._frozen["series"].get(key)
+        else:
+            s = self._series.get(key)
+            rows = None if s is None else self._window(s.ring, self._now)
+        return _columns(COLUMNS, rows)
+
+    def link(self, sink: str) -> LinkFigures | None:
+        if self._frozen is not None:
+            return self._frozen["figures"].get(sink)
+        lk = self._links.get(sink)
+        return None if lk is None else lk.figures
+
+    def link_series(self, sink: str) -> dict[str, np.ndarray]:
+        if self._frozen is not None:
+            rows = self._frozen["links"].get(sink)
+        else:
+            lk = self._links.get(sink)
+            rows = None if lk is None else self._window(lk.ring, self._now)
+        return _columns(LINK_COLUMNS, rows)
+
+    def _window(self, ring: Ring, now: float) -> np.ndarray:
+        rows = ring.values()
+        if len(rows) == 0:
+            return rows.copy()
+        start = int(np.searchsorted(rows[:, 0], now - self.plot_seconds, side="left"))
+        return rows[start:].copy()
+
+    @staticmethod
+    def _with_window_error(v: FarSideView, rows: np.ndarray) -> FarSideView:
+        e = v.error
+        if len(rows) == 0:
+            return v
+        deg, m = rows[:, ERR_DEG], rows[:, ERR_M]
+        worst_deg = float(np.nanmax(deg)) if np.any(~np.isnan(deg)) else None
+        worst_m = float(np.nanmax(m)) if np.any(~np.isnan(m)) else None
+        transients = int(np.count_nonzero(rows[:, TRANSIENT]))
+        err = ErrorReadout(e.basis, e.angle_deg, worst_deg, e.pos_m, worst_m, transients)
+        return FarSideView(v.key, v.sink, v.title, v.source, v.why, v.sent, v.seen, v.transient,
+                           v.head_bits_on_wire, err)
+
+
+def _inputs(sink) -> tuple | None:
+    """What a sink's views are built from, by identity (the sinks build new objects when anything
+    changes); None: not a sink with a far side."""
+    name, link = sink.name, sink.link
+    if name == "q3":
+        if link is None:
+            return (sink.intent,)
+        return sink.intent, link.snapshots, link.closed, link.entered, link.head_bits
+    if name == "netsync":
+        if link is None:
+            return sink.frame, sink.seen
+        return sink.frame, link.own_body, sink.matched, link.closed, link.joined
+    if name == "sauer":
+        if link is None:
+            return sink.record, sink.game
+        return sink.record, sink.game, sink.last_relayed, link.closed, link.live
+    return None
+
+
+def _columns(names: Iterable[str], rows: np.ndarray | None) -> dict[str, np.ndarray]:
+    names = tuple(names)
+    if rows is None:
+        rows = np.zeros((0, len(names)))
+    return {n: rows[:, i] for i, n in enumerate(names)}
+
+
+def _round_trip(sink) -> tuple[float | None, str]:
+    """The sink's round trip where its protocol echoes us, and what echoes."""
+    link = sink.link
+    if link is None:
+        return None, ""
+    if sink.name == "q3":
+        return link.ping_ms, "the server's snapshot acknowledging our usercmd (commandTime)"
+    if sink.name == "netsync":
+        return (sink.relay_ms if link.joined and not link.closed else None,
+                "our body back in the room broadcast (poseSeq)")
+    if sink.name == "sauer":
+        return link.ping_ms, "the game's N_PING/N_PONG"
+    return None, ""

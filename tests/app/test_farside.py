@@ -1,0 +1,220 @@
+"""The far sides' data (app/farside.py): each view names its source — RELAYED from what a real
+server sent back, MODEL from our bytes through the receiver's decode, OFFLINE without a server —
+and the join/spawn transients are marked, not reported as error.
+
+Live parts run the real servers on 127.0.0.1: ioq3ded with the OpenArena data (vanilla: no
+vr_support), the current styly-netsync-server, Debian's cube2-server. The tracker is fed the way
+the mirror feeds it: from the loop's draw call, with the frame's located time.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from headcast.app.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
+from headcast.app.farside import JOINING, SPAWN, FarSideTracker, Source
+from headcast.app.loop import FrameLoop
+from headcast.app.rig import Rig
+from headcast.app.sink_netsync import NetSyncSink
+from headcast.app.sink_q3 import Q3Sink
+from headcast.app.sink_sauer import SauerSink
+from headcast.app.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
+from headcast.app.telemetry import Telemetry
+
+
+class Feed:
+    """Stands where the mirror stands in the loop: draw(loop, now) feeds the tracker."""
+
+    def __init__(self, tracker: FarSideTracker) -> None:
+        self.tracker = tracker
+
+    def draw(self, loop, now: float) -> bool:
+        self.tracker.update(loop, now)
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def make_loop(sinks, script=LOOK_AROUND, plot_seconds=30.0, paced=True):
+    tracker = FarSideTracker(plot_seconds)
+    loop = FrameLoop(SyntheticSource(script, paced=paced), Rig(), sinks, Telemetry(), mirror=Feed(tracker))
+    return loop, tracker
+
+
+def run_until(loop, pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        assert loop.step(), loop.stop_reason
+
+
+def wrap(a: np.ndarray) -> np.ndarray:
+    return np.abs(np.remainder(a + 180.0, 360.0) - 180.0)
+
+
+# A still head and weapon, aimed off every whole-degree spawn heading: any seen yaw that is not
+# the aim is the server's placement, not lag.
+STILL = (Keyframe(0.0, (5.0, 37.3, 0.0), (3.0, 21.7)), Keyframe(60.0, (5.0, 37.3, 0.0), (3.0, 21.7)))
+
+
+# --- no server -----------------------------------------------------------------------------------
+
+def test_offline_every_sink_says_offline_and_its_local_round_trip():
+    loop, tracker = make_loop([Q3Sink(), NetSyncSink(), SauerSink()], paced=False)
+    for _ in range(300):
+        loop.step()
+    views = {v.key: v for v in tracker.views()}
+    assert list(views) == ["q3", "q3.head", "netsync", "sauer"]
+    for v in views.values():
+        assert v.source is Source.OFFLINE, v
+        assert v.why.startswith("no server"), v.why
+        assert v.sent is not None and v.seen is not None
+    assert views["q3.head"].head_bits_on_wire is True  # what we would send
+    assert views["netsync"].head_bits_on_wire is None
+    assert views["q3"].error.angle_max_deg <= Q3_VIEW_TOL
+    assert views["q3.head"].error.angle_max_deg <= Q3_HEAD_TOL
+    assert views["netsync"].error.angle_max_deg <= NS_ROT_TOL
+    assert views["sauer"].error.angle_max_deg < 1.0  # whole degrees
+    assert views["netsync"].seen.pos is not None and views["q3"].seen.pos is None
+
+
+def test_series_cover_the_window_pause_freezes_and_resume_follows():
+    loop, tracker = make_loop([Q3Sink(), NetSyncSink()], plot_seconds=0.5)  # 90 Hz on the clock
+    for _ in range(100):
+        loop.step()
+    s = tracker.series("netsync")
+    t = s["t"]
+    assert 40 <= len(t) <= 0.5 * 90 + 2 and t[-1] - t[0] <= 0.5
+    assert not np.isnan(s["sent_yaw"]).any() and not np.isnan(s["seen_pitch"]).any()
+    tracker.pause()
+    frozen_t = tracker.series("q3")["t"].copy()
+    frozen_view = tracker.view("q3")
+    for _ in range(20):
+        loop.step()
+    assert tracker.paused
+    assert np.array_equal(tracker.series("q3")["t"], frozen_t)
+    assert tracker.view("q3") is frozen_view
+    tracker.resume()
+    assert tracker.series("q3")["t"][-1] > frozen_t[-1]
+    assert tracker.link("q3") is not None and tracker.link("q3").round_trip_ms is None  # no server: no echo
+
+
+def test_tracking_loss_is_a_transient_not_an_error():
+    loop, tracker = make_loop([Q3Sink(), NetSyncSink(), SauerSink()], paced=False)
+    lost = []
+    for _ in range(8 * 90):  # the look-around script loses the head at 7.0–7.5 s
+        loop.step()
+        if not loop.frame.head.valid:
+            lost.append({v.key: v.transient for v in tracker.views()})
+    assert lost and all(d["q3.head"] == "tracking lost" for d in lost)
+    assert all(d["netsync"] == "tracking lost" for d in lost)
+    s = tracker.series("q3.head")
+    gap = s["transient"] == 1
+    assert gap.any() and np.isnan(s["err_deg"][gap]).all()
+
+
+def test_netsync_only_gives_no_q3_view():
+    loop, tracker = make_loop([NetSyncSink()], paced=False)
+    for _ in range(20):
+        loop.step()
+    assert tracker.keys() == ["netsync"]
+    assert tracker.series("q3")["t"].size == 0 and tracker.link("q3") is None
+
+
+# --- live ----------------------------------------------------------------------------------------
+
+@pytest.mark.live
+def test_vanilla_q3_relays_the_view_and_models_the_head_and_the_spawn_is_a_transient(q3_server):
+    from headcast.app.q3_link import Q3Link
+    link = Q3Link(*q3_server.address, clock=time.perf_counter)
+    sink = Q3Sink(link=link)
+    loop, tracker = make_loop([sink], STILL)
+    try:
+        run_until(loop, lambda: link.entered, 20, "the server to let us in")
+        at = link.snapshots
+        run_until(loop, lambda: link.snapshots >= at + 20, 10, "20 snapshots in game")
+    finally:
+        loop.close()
+    view, head = tracker.view("q3"), tracker.view("q3.head")
+    assert view.source is Source.RELAYED and view.head_bits_on_wire is False and view.transient is None
+    assert head.source is Source.MODEL and "NOT SENT" in head.why and "vr_support" in head.why
+    s = tracker.series("q3")
+    seen = ~np.isnan(s["seen_yaw"])
+    first = int(np.argmax(seen))
+    assert s["transient"][first] == 1  # the first snapshot in game: the spawn point's view
+    off = seen & (wrap(s["seen_yaw"] - s["sent_yaw"]) > Q3_VIEW_TOL)
+    # What the join shows for a snapshot or two: the spawn heading, not our aim (±90–180° in the
+    # window this test replaced); every such sample is marked, none counts as error.
+    assert off.any(), "the spawn placement was not seen (a spawn heading at 21.7°?)"
+    assert (s["transient"][off] == 1).all()
+    span = s["t"][off][-1] - s["t"][off][0]
+    assert span <= 0.3, f"off our aim for {span:.2f} s: more than the spawn's snapshot or two"
+    assert view.error.angle_max_deg is not None and view.error.angle_max_deg <= Q3_VIEW_TOL
+    assert view.error.transient_samples >= 1
+    assert s["transient"][-1] == 0
+    # The head model beside it: our buttons through the receiver's decode, within a 7-bit step.
+    assert head.error.angle_max_deg <= Q3_HEAD_TOL
+    assert abs(head.seen.roll - 0.0) < 1.0 and abs(view.seen.roll) < 1.0
+    figures = tracker.link("q3")
+    assert figures.round_trip_ms is not None and figures.round_trip_ms > 0 and figures.send_hz > 0
+
+
+@pytest.mark.live
+def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_server):
+    from headcast.app.netsync_link import NetSyncLink
+    a = netsync_server.address
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "farside-test", "farside-dev-1", 10.0, False,
+                       time.perf_counter, transform_port=a.transform_port)
+    sink = NetSyncSink(link=link)
+    loop, tracker = make_loop([sink], STILL)
+    states = []
+    try:
+        run_until(loop, lambda: (states.append(tracker.view("netsync")) or True) and sink.check.matched >= 10, 20,
+                  "10 of our bodies back in the room broadcast")
+    finally:
+        loop.close()
+    v = tracker.view("netsync")
+    assert v.source is Source.RELAYED and v.transient is None and "poseSeq" in v.why
+    assert any(x is not None and x.transient == JOINING for x in states)
+    s = tracker.series("netsync")
+    ok = (s["transient"] == 0) & ~np.isnan(s["seen_yaw"])
+    assert ok.sum() > 10
+    # A still head: every relayed sample is our pose within quantisation, from the first one on.
+    assert (wrap(s["seen_yaw"][ok] - s["sent_yaw"][ok]) <= NS_ROT_TOL).all()
+    assert v.error.angle_max_deg <= NS_ROT_TOL and v.error.pos_max_m <= NS_POS_TOL
+    figures = tracker.link("netsync")
+    assert figures.round_trip_ms is not None and "poseSeq" in figures.round_trip_basis
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("watched", [True, False], ids=["watched", "alone"])
+def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
+    from headcast.app.sauer_link import SauerLink, SauerWatcher
+    from headcast.netcode.sauer.localserver import LocalSauerServer
+    from sauer_support import need_server
+    need_server()
+    with LocalSauerServer() as server:
+        link = SauerLink(*server.address, clock=time.perf_counter)
+        watcher = SauerWatcher(*server.address, clock=time.perf_counter) if watched else None
+        sink = SauerSink(link=link, watcher=watcher)
+        loop, tracker = make_loop([sink], STILL)
+        try:
+            run_until(loop, lambda: link.live and (not watched or sink.check.relayed >= 10), 20,
+                      "the game to relay 10 of our records" if watched else "the spawn")
+            for _ in range(30):
+                loop.step()
+        finally:
+            loop.close()
+    v = tracker.view("sauer")
+    if watched:
+        assert v.source is Source.RELAYED and "second client" in v.why
+        assert v.seen is not None and v.transient is None
+    else:
+        assert v.source is Source.MODEL and "not back to us" in v.why
+    assert v.error.angle_max_deg < 1.0
+    # Anchored at the spawn heading (0°), the head 5° down: the Quake sense here, whole degrees there.
+    assert abs(v.seen.yaw) < 1.0 and abs(v.seen.pitch - 5.0) < 1.0 and v.seen.pos is not None
