@@ -35,6 +35,7 @@ FLAG_NAMES: dict[Key, str] = {
 OTHER_ENV: frozenset[str] = frozenset({
     "HEADCAST_CONFIG", "HEADCAST_PURE_PYTHON", "HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT",
     "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_THROTTLE", "HEADCAST_MOCK_LOG", "HEADCAST_LONG", "HEADCAST_PYTHON",
+    "HEADCAST_MOCK_PROFILE_RUNTIME", "HEADCAST_MOCK_CLOCK", "HEADCAST_MOCK_FAIL",
 })
 # A config file is a few hundred bytes; reading more than this is reading the wrong file.
 MAX_FILE_BYTES = 1 << 20
