@@ -13,6 +13,7 @@ APT_PACKAGES=(
   gcc libc6-dev make libopenxr-dev                      # mock OpenXR runtime build
   xvfb xauth x11-utils imagemagick                       # virtual display + screenshots
   libgl1 libglx-mesa0 libgl1-mesa-dri libopengl0         # Mesa llvmpipe OpenGL
+  fonts-dejavu-core fonts-droid-fallback                 # the mirror's fonts: DejaVu Sans Mono + CJK (4 MB; Noto CJK is ~300 MB)
   libx11-6 libxrandr2 libxinerama1 libxcursor1 libxi6 libxxf86vm1 libxext6 libxrender1 libx11-xcb1
   openarena-server                                       # ioq3ded + OpenArena data (real Q3 servers)
   qstat                                                  # quakestat: a third-party Q3 status client the probe tests compare with
