@@ -1,0 +1,148 @@
+"""One selector and one timer heap over every player of a swarm: no thread per player.
+
+Each player says when it next needs `on_timer` (`next_deadline()`) and which descriptors to
+watch (`filenos()`); the loop sleeps in the selector until the earliest deadline or a readable
+socket, runs what is due, and asks the player again after every call. The heap holds
+(deadline, n, player) entries; a player whose deadline moved leaves its old entry behind, which
+is skipped when it comes up (its `_scheduled` no longer matches), so no entry is ever searched
+for or removed.
+
+Players start over a ramp (`add(player, start_at)`), in order. `run` returns at `until`, or
+when `should_stop()` says so (a stop signal: app/stop.py sets it, the loop notices within one
+wake-up, at most `MAX_SLEEP`); `close_all` then leaves the server cleanly for every player.
+A player that raises is closed and counted (`errors`), never the end of the swarm.
+"""
+from __future__ import annotations
+
+import heapq
+import selectors
+import time
+import traceback
+from collections import deque
+from typing import Callable
+
+MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
+MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
+
+
+class SwarmLoop:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.selector = selectors.DefaultSelector()
+        self._heap: list[tuple[float, int, object]] = []
+        self._n = 0
+        self._ramp: deque[tuple[float, object]] = deque()
+        self.players: list = []          # started, in start order
+        self.errors: list[str] = []      # players closed for an exception: what it was
+        self.wakeups = 0
+
+    def add(self, player, start_at: float) -> None:
+        """Start `player` at `start_at` (players must be added in start order)."""
+        self._ramp.append((start_at, player))
+
+    @property
+    def waiting(self) -> int:
+        """Players added and not started yet."""
+        return len(self._ramp)
+
+    def _schedule(self, p) -> None:
+        d = p.next_deadline()
+        if d is not None and d != p._scheduled:
+            p._scheduled = d
+            self._n += 1
+            heapq.heappush(self._heap, (d, self._n, p))
+
+    def _failed(self, p, now: float, what: str) -> None:
+        self.errors.append(f"{p.proto} player {p.index}: {what}: {traceback.format_exc(limit=-1).strip()}")
+        try:
+            self._unregister(p)
+            p.close(now)
+        except Exception:  # noqa: BLE001 - a broken player must not take the swarm down
+            pass
+
+    def _unregister(self, p) -> None:
+        for fd in getattr(p, "_fds", ()):
+            try:
+                self.selector.unregister(fd)
+            except (KeyError, ValueError, OSError):
+                pass
+        p._fds = ()
+
+    def _start_due(self, now: float) -> None:
+        ramp = self._ramp
+        while ramp and ramp[0][0] <= now:
+            _, p = ramp.popleft()
+            p._scheduled = None
+            p._fds = ()
+            try:
+                p.start(now)
+                fds = tuple(p.filenos())
+                for fd in fds:
+                    self.selector.register(fd, selectors.EVENT_READ, p)
+                p._fds = fds
+            except Exception:  # noqa: BLE001
+                self._failed(p, now, "start")
+                continue
+            self.players.append(p)
+            self._schedule(p)
+
+    def run(self, until: float, should_stop: Callable[[], bool] = lambda: False,
+            on_status: Callable[[float], None] | None = None, status_every: float = 0.5) -> None:
+        clock, heap, select = self.clock, self._heap, self.selector.select
+        next_status = clock() + status_every if on_status is not None else None
+        while True:
+            now = clock()
+            if now >= until or should_stop():
+                return
+            if self._ramp and self._ramp[0][0] <= now:
+                self._start_due(now)
+            for _ in range(MAX_DUE_PER_WAKE):
+                if not heap or heap[0][0] > now:
+                    break
+                d, _, p = heapq.heappop(heap)
+                if p._scheduled != d or p.closed:
+                    continue  # superseded by a later entry
+                p._scheduled = None
+                try:
+                    p.on_timer(now)
+                except Exception:  # noqa: BLE001
+                    self._failed(p, now, "timer")
+                    continue
+                self._schedule(p)
+            if next_status is not None and now >= next_status:
+                on_status(now)
+                next_status = now + status_every
+            wake = min(until, now + MAX_SLEEP)
+            if heap and heap[0][0] < wake:
+                wake = heap[0][0]
+            if self._ramp and self._ramp[0][0] < wake:
+                wake = self._ramp[0][0]
+            if next_status is not None and next_status < wake:
+                wake = next_status
+            ready = select(max(0.0, wake - clock()))
+            self.wakeups += 1
+            if ready:
+                now = clock()
+                for key, _ in ready:
+                    p = key.data
+                    if p.closed:
+                        continue
+                    try:
+                        p.on_readable(now)
+                    except Exception:  # noqa: BLE001
+                        self._failed(p, now, "read")
+                        continue
+                    self._schedule(p)
+
+    def close_all(self) -> None:
+        """Every started player leaves the server (each gets its protocol's clean leave)."""
+        for p in self.players:
+            now = self.clock()
+            self._unregister(p)
+            try:
+                p.close(now)
+            except Exception:  # noqa: BLE001
+                self.errors.append(f"{p.proto} player {p.index}: close: {traceback.format_exc(limit=-1).strip()}")
+        self._heap.clear()
+        self._ramp.clear()
+        self.selector.close()

@@ -1,0 +1,576 @@
+"""One swarm player per protocol: a sans-IO core, its own socket(s), driven from a Script.
+
+The API (what `loop.SwarmLoop` and the Locust user both drive):
+
+    p = Player(proto, index, server, script, metrics, variation)   # "q3" | "netsync" | "sauer"
+    p.start(now)             # open the socket(s), first handshake packet out
+    p.filenos()              # descriptors to watch for reading (fileno(): the first)
+    p.on_readable(now)       # drain the socket(s), feed the core, answer
+    p.next_deadline()        # the next time on_timer must run (None: nothing scheduled)
+    p.on_timer(now)          # run what is due: the protocol's tick (input from the motion), resends
+    p.close(now)             # leave cleanly (Q3: three `disconnect`; Sauerbraten: an ENet
+                             # disconnect; NetSync has no leave message: the sockets close)
+    p.joined, p.client_number
+
+`now` is one monotonic clock in seconds for every call. Nothing here sleeps, spawns a thread or
+blocks. Every message in or out is counted in `metrics` (`SwarmMetrics`); each protocol tick
+reports its lateness (`metrics.tick`). A player with `variation.observer` also matches what the
+server relays of the marked players (`variation.marked`) on its protocol's `observer.Board`.
+
+Per-player variation: a time offset into the motion, a speed (the motion's clock runs that much
+faster), a spot (its rig starts there: position and facing in the room) and, for a server on
+loopback, its own source address 127.0.x.y (ioq3 answers 10 getchallenges per address and then
+one a second, and lets sv_clientsPerIp clients in from one address).
+"""
+from __future__ import annotations
+
+import errno
+import ipaddress
+import math
+import socket
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from headcast.app.swarm.motion import Script, Spot
+from headcast.app.swarm.observer import Board, Marker, SeqLog
+from headcast.netcode.q3.client import LINKED, ClientConfig, Q3ClientCore
+from headcast.netcode.q3.entities import _FIELDS as _Q3_ENTITY_FIELDS
+from headcast.netcode.q3.events import Disconnected as Q3Disconnected
+from headcast.netcode.q3.events import EnteredWorld, SnapshotReceived
+from headcast.netcode.q3.vrhead import yaw_offset
+
+PROTOCOLS = ("q3", "netsync", "sauer")
+RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}   # the protocols' own send rates
+MAX_READS = 256          # datagrams / messages per socket per on_readable: a flood is bounded
+JOIN_TICK = 0.05         # service interval before a player is in (handshake resends, ENet)
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where a protocol's server is: Q3 and Sauerbraten host and port; NetSync the control
+    (dealer) port, the PUB port and the transform port, the room, the protocol."""
+    host: str
+    port: int
+    pub_port: int | None = None
+    transform_port: int | None = None
+    room: str = "default_room"
+    protocol: int = 8
+    pk3: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Variation:
+    offset: float = 0.0          # seconds into the motion at start
+    speed: float = 1.0           # the motion's clock rate for this player
+    spot: Spot = Spot(0.0, 0.0, 0.0)
+    source: str | None = None    # local address to send from (None: the kernel's choice)
+    observer: bool = False       # match what the server relays of the marked players
+    marked: bool = False         # send updates the observers can match (observer.py)
+    board: Board | None = None   # the protocol's board (observers and marked players)
+
+
+def source_address(index: int, server_host: str) -> str | None:
+    """127.0.x.y for player `index` when the server is on loopback (127.0.0.2 upwards), else None."""
+    try:
+        if not ipaddress.ip_address(socket.gethostbyname(server_host)).is_loopback:
+            return None
+    except (OSError, ValueError):
+        return None
+    n = 2 + index
+    return f"127.{(n >> 16) & 0xFF}.{(n >> 8) & 0xFF}.{n & 0xFF}"
+
+
+class Player:
+    """The base of the three players; `Player(proto, …)` makes the protocol's own."""
+
+    proto = ""
+
+    def __new__(cls, proto: str = "", *args, **kwargs):
+        if cls is Player:
+            try:
+                cls = _CLASSES[proto]
+            except KeyError:
+                raise ValueError(f"protocol {proto!r} is not one of {', '.join(PROTOCOLS)}") from None
+        return object.__new__(cls)
+
+    def __init__(self, proto: str, index: int, server: Server, script: Script, metrics, variation: Variation) -> None:
+        self.index = index
+        self.server = server
+        self.script = script
+        self.metrics = metrics
+        self.var = variation
+        self.joined = False
+        self.client_number: int | None = None
+        self.started_at: float | None = None
+        self.closed = False
+        self.marker: Marker | SeqLog | None = None
+
+    def filenos(self) -> list[int]:
+        raise NotImplementedError
+
+    def fileno(self) -> int:
+        return self.filenos()[0]
+
+    def motion_time(self, now: float) -> float:
+        return self.var.offset + (now - (self.started_at or now)) * self.var.speed
+
+    # the board's bookkeeping, shared by the three
+    def _in(self, now: float, client_number: int) -> None:
+        self.joined = True
+        self.client_number = client_number
+        self.metrics.joined(self.proto, self.index, now - self._attempt_at, now)
+        board = self.var.board
+        if board is not None and self.var.marked:
+            self.marker = Marker() if self.proto != "netsync" else SeqLog()
+            board.register(client_number, self.marker)
+
+    def _out(self, now: float, reason: str | None) -> None:
+        """Out of the game: kicked/dropped (`reason`), or left (None)."""
+        board = self.var.board
+        if board is not None and self.marker is not None and self.client_number is not None:
+            board.unregister(self.client_number, self.marker)
+        self.marker = None
+        if self.joined:
+            if reason is None:
+                self.metrics.left(self.proto, self.index, now)
+            else:
+                self.metrics.kicked(self.proto, self.index, reason, now)
+        elif reason is not None:
+            self.metrics.join_failed(self.proto, self.index, reason, now)
+        self.joined = False
+        self._attempt_at = now
+
+
+# ---------------------------------------------------------------------------------------- Q3
+
+
+class Q3Player(Player):
+    """A Quake 3 VR client: Q3ClientCore (60 Hz usercmds, VR userinfo) over its own UDP socket."""
+
+    proto = "q3"
+
+    def __init__(self, proto, index, server, script, metrics, variation) -> None:
+        super().__init__(proto, index, server, script, metrics, variation)
+        self.core = Q3ClientCore(ClientConfig(name=f"hc{index}", vr=True, cmd_rate=RATES["q3"],
+                                              pure_paks=server.pk3, connect_timeout=15.0))
+        self.intents = script.q3(variation.spot)
+        self.sock: socket.socket | None = None
+        self._attempt_at = 0.0
+        self.socket_errors = 0
+
+    def filenos(self) -> list[int]:
+        return [self.sock.fileno()] if self.sock is not None else []
+
+    def start(self, now: float) -> None:
+        self.started_at = self._attempt_at = now
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.setblocking(False)
+            s.bind((self.var.source or "0.0.0.0", 0))
+            s.connect((socket.gethostbyname(self.server.host), self.server.port))
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+        self.core.connect(now)
+        self._send(self.core.datagrams_to_send(now), now)
+
+    def _send(self, dgrams: list[bytes], now: float) -> None:
+        sock, metrics, i = self.sock, self.metrics, self.index
+        for d in dgrams:
+            try:
+                sock.send(d)
+            except OSError:
+                self.socket_errors += 1  # a full buffer, an ICMP error: the protocol resends
+                continue
+            metrics.sent("q3", i, len(d), now)
+
+    def on_readable(self, now: float) -> None:
+        sock, core, metrics, i = self.sock, self.core, self.metrics, self.index
+        if sock is None:
+            return
+        for _ in range(MAX_READS):
+            try:
+                data = sock.recv(65535)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
+                    self.socket_errors += 1
+                    continue
+                raise
+            metrics.received("q3", i, len(data), now)
+            core.receive_datagram(data, now)
+        out = core.datagrams_to_send(now)
+        if out:
+            self._send(out, now)
+        self._events(now)
+
+    def next_deadline(self) -> float | None:
+        return self.core._timer
+
+    def on_timer(self, now: float) -> None:
+        core = self.core
+        timer = core._timer
+        if timer is None or now < timer:
+            return
+        if core._state in LINKED:
+            self.metrics.tick("q3", now - timer, now)
+            intent = self.intents[self.script.index(self.motion_time(now))]
+            angles = intent.angles
+            if self.marker is not None:
+                angles = (angles[0], self.marker.yaw(now, angles[1]), angles[2])
+            head = intent.head
+            if head is not None:
+                head = (head[0], yaw_offset(head[1], angles[1]))
+            core.set_input(angles, intent.forwardmove, intent.rightmove, intent.upmove, intent.user_buttons, 0, head)
+        self._send(core.run_due(now, 8), now)
+        self._events(now)
+
+    def _events(self, now: float) -> None:
+        core = self.core
+        if not core._events:
+            return
+        board = self.var.board if self.var.observer else None
+        for ev in core.take_events():
+            if isinstance(ev, SnapshotReceived):
+                self.metrics.broadcast("q3", self.index, now)
+                if board is not None and board.senders:
+                    snap = core._snapshot_at(ev.message_num)
+                    if snap is not None:
+                        ents = snap.entities
+                        for cn in board.senders:
+                            es = ents.get(cn)
+                            if es is not None:
+                                board.saw_yaw(self.index, cn, _Q3_ENTITY_FIELDS(es.values)[7], now)
+            elif isinstance(ev, EnteredWorld):
+                self._in(now, ev.client_num)
+            elif isinstance(ev, Q3Disconnected):
+                if not self.closed:
+                    self._out(now, ev.reason)
+
+    def close(self, now: float) -> None:
+        if self.closed or self.sock is None:
+            self.closed = True
+            return
+        self.closed = True
+        self.core.close(now, "swarm stopped")
+        self._send(self.core.datagrams_to_send(now), now)
+        self.core.take_events()
+        self._out(now, None)
+        self.sock.close()
+        self.sock = None
+
+
+# ----------------------------------------------------------------------------------- NetSync
+
+
+class NetSyncPlayer(Player):
+    """A NetSync client: NetSyncClientCore over a DEALER (control), a DEALER (transform, protocol
+    7+) and a SUB, all in the swarm's one ZeroMQ context (one I/O thread for every player).
+
+    Poses go out at the send rate from the motion; the policy's rate cap is set a little above
+    it, so a tick a few milliseconds early of the last one's grid is not skipped. Only an
+    observer decodes room broadcasts; the others count them (a full room's broadcast decoded by
+    every player would be the swarm's whole budget). Device-ID mappings are decoded until the
+    player knows its clientNo."""
+
+    proto = "netsync"
+    context = None  # the shared zmq.Context, made on first use
+
+    def __init__(self, proto, index, server, script, metrics, variation) -> None:
+        super().__init__(proto, index, server, script, metrics, variation)
+        from headcast.netcode.netsync.client import NetSyncClientCore
+        self.core = NetSyncClientCore(server.room, f"headcast-swarm-{uuid.uuid4()}", protocol=server.protocol,
+                                      send_rate=min(60.0, RATES["netsync"] * 1.1))
+        self.frames = script.netsync(variation.spot)
+        self.period = 1.0 / RATES["netsync"]
+        self._next = None
+        self._attempt_at = 0.0
+        self._socks: list = []
+        self._last_rx: float | None = None
+        self.silent = False
+
+    def filenos(self) -> list[int]:
+        import zmq
+        return [s.getsockopt(zmq.FD) for s in self._socks]
+
+    def start(self, now: float) -> None:
+        import zmq
+        if NetSyncPlayer.context is None:
+            NetSyncPlayer.context = zmq.Context(io_threads=1)
+        ctx = NetSyncPlayer.context
+        self.started_at = self._attempt_at = now
+        host, srv = self.server.host, self.server
+        room = self.core.room_topic
+        self._room = room
+
+        def sock(kind):
+            s = ctx.socket(kind)
+            s.setsockopt(zmq.LINGER, 0)
+            s.setsockopt(zmq.RECONNECT_IVL, 100)
+            s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            self._socks.append(s)
+            return s
+
+        self.dealer = sock(zmq.DEALER)
+        self.dealer.setsockopt(zmq.SNDHWM, 10)
+        self.dealer.setsockopt(zmq.RCVHWM, 10)
+        self.dealer.setsockopt(zmq.IMMEDIATE, 1)
+        self.dealer.connect(f"tcp://{host}:{srv.port}")
+        self.sub = sock(zmq.SUB)
+        self.sub.setsockopt(zmq.RCVHWM, 8)
+        self.sub.setsockopt(zmq.SUBSCRIBE, room)
+        self.sub.connect(f"tcp://{host}:{srv.pub_port or srv.port + 1}")
+        if self.core.uses_transform_lane:
+            self.transform = sock(zmq.DEALER)
+            self.transform.setsockopt(zmq.SNDHWM, 10)
+            self.transform.setsockopt(zmq.IMMEDIATE, 1)
+            self.transform.connect(f"tcp://{host}:{srv.transform_port or srv.port + 2}")
+        else:
+            self.transform = self.dealer
+        self._next = now
+
+    def _send(self, sock, msg: bytes, now: float) -> bool:
+        import zmq
+        try:
+            sock.send(self._room, zmq.SNDMORE | zmq.NOBLOCK)
+        except zmq.Again:
+            return False
+        sock.send(msg, zmq.NOBLOCK)
+        self.metrics.sent("netsync", self.index, len(msg) + len(self._room), now)
+        return True
+
+    def on_readable(self, now: float) -> None:
+        import zmq
+        if self.closed:
+            return
+        core, metrics, i = self.core, self.metrics, self.index
+        POLLIN = zmq.POLLIN
+        for s in (self.dealer, self.sub):
+            for _ in range(MAX_READS):
+                if not s.getsockopt(zmq.EVENTS) & POLLIN:
+                    break
+                frames = s.recv_multipart(zmq.NOBLOCK)
+                n = sum(len(f) for f in frames)
+                metrics.received("netsync", i, n, now)
+                self._last_rx = now
+                if s is self.sub:
+                    metrics.broadcast("netsync", i, now)
+                    if self.var.observer:
+                        core.receive_broadcast(now, frames)
+                elif not self.joined or self.var.observer:
+                    core.receive_unicast(now, frames)
+        if self.transform is not self.dealer:
+            self.transform.getsockopt(zmq.EVENTS)  # the FD's edge: re-armed only once its state is read
+        self._events(now)
+
+    def next_deadline(self) -> float | None:
+        return self._next
+
+    def on_timer(self, now: float) -> None:
+        if self.closed or self._next is None or now < self._next:
+            return
+        late = now - self._next
+        self._next += self.period
+        if self._next <= now:
+            self._next = now + self.period
+        core = self.core
+        if self.joined:
+            self.metrics.tick("netsync", late, now)
+        frame = self.frames[self.script.index(self.motion_time(now))]
+        msg = core.pose_message(now, frame)
+        if msg is not None:
+            if self._send(self.transform, msg, now):
+                if self.marker is not None:
+                    self.marker.add(core.policy.pose_seq, now)
+            else:
+                core.send_failed("no server connection or queue full")
+        for m in core.control_messages(now):
+            if not self._send(self.dealer, m, now):
+                core.control_send_failed()
+                break
+        core.handle_timer(now)
+        if self._last_rx is not None:
+            silent = now - self._last_rx > core.silence_timeout
+            if silent and not self.silent and self.joined:
+                self._out(now, f"server silent for {core.silence_timeout:g} s")
+            self.silent = silent
+        # Sending can consume the sockets' FD edges: read what came meanwhile now.
+        self.on_readable(now)
+
+    def _events(self, now: float) -> None:
+        from headcast.netcode.netsync.client import Joined, PeerPose, ProtocolMismatch
+        events = self.core.events()
+        if not events:
+            return
+        board = self.var.board if self.var.observer else None
+        for ev in events:
+            if isinstance(ev, PeerPose):
+                if board is not None:
+                    board.saw_seq(self.index, ev.client_no, ev.body.pose_seq, now)
+            elif isinstance(ev, Joined):
+                if not self.joined:
+                    self._in(now, ev.client_no)
+            elif isinstance(ev, ProtocolMismatch):
+                self._out(now, ev.message)
+
+    def close(self, now: float) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._out(now, None)
+        for s in self._socks:
+            s.close(linger=0)
+        self._socks = []
+
+
+# ------------------------------------------------------------------------------- Sauerbraten
+
+
+class SauerPlayer(Player):
+    """A Sauerbraten client: SauerClientCore over its own ENet host (one peer, 3 channels).
+    N_POS at 30 Hz while alive; only an observer parses the relayed positions, the others count
+    the position packets (the core's liveness still sees them)."""
+
+    proto = "sauer"
+
+    def __init__(self, proto, index, server, script, metrics, variation) -> None:
+        super().__init__(proto, index, server, script, metrics, variation)
+        from headcast.netcode.sauer.client import SauerClientCore
+        self.core = SauerClientCore(name=f"hc{index}"[:15])
+        self.poses = script.sauer(variation.spot)
+        self.host = None
+        self.peer = None
+        self._connected = False
+        self._attempt_at = 0.0
+        self._service_at = 0.0
+
+    def filenos(self) -> list[int]:
+        return [self.host.socket.fileno()] if self.host is not None else []
+
+    def start(self, now: float) -> None:
+        import enet
+        self.started_at = self._attempt_at = now
+        bind = enet.Address(self.var.source.encode(), 0) if self.var.source else None
+        self.host = enet.Host(bind, 1, 3, 0, 0)
+        self._address = enet.Address(self.server.host.encode("idna"), self.server.port)
+        self.on_timer(now)
+
+    def _service(self, now: float) -> None:
+        import enet
+        from headcast.netcode.sauer.protocol import CHAN_POS
+        core, host, metrics, i = self.core, self.host, self.metrics, self.index
+        observer = self.var.observer
+        for _ in range(MAX_READS):
+            ev = host.service(0)
+            kind = ev.type
+            if kind == enet.EVENT_TYPE_NONE:
+                break
+            if kind == enet.EVENT_TYPE_RECEIVE:
+                data = ev.packet.data
+                metrics.received("sauer", i, len(data), now)
+                if ev.channelID == CHAN_POS:
+                    metrics.broadcast("sauer", i, now)
+                    if not observer:
+                        data = b""  # counted, not parsed: the core still sees the server alive
+                core.receive(ev.channelID, data, now)
+            elif kind == enet.EVENT_TYPE_CONNECT:
+                self._connected = True
+                core.connection_made(now)
+            elif kind == enet.EVENT_TYPE_DISCONNECT:
+                was, self.peer, self._connected = self._connected, None, False
+                core.connection_lost(ev.data if was else None, now)
+        self._service_at = now
+
+    def _flush(self, now: float) -> None:
+        import enet
+        core = self.core
+        if self.peer is None and core.connect_due(now):
+            self.peer = self.host.connect(self._address, 3, 0)
+            self._connected = False
+            core.connection_started(now)
+        due = core.position_due_at
+        if due is not None and now >= due and self.joined:
+            self.metrics.tick("sauer", now - due, now)
+            pose = self.poses[self.script.index(self.motion_time(now))]
+            if pose is not None and self.marker is not None:
+                pose = replace(pose, yaw=self.marker.yaw(now, pose.yaw))
+            core.pose = pose
+        out = core.packets_to_send(now)
+        if core.take_drop() is not None:
+            self._drop()
+        peer = self.peer
+        if peer is not None and self._connected and out:
+            for o in out:
+                peer.send(o.channel, enet.Packet(o.data, enet.PACKET_FLAG_RELIABLE if o.reliable else 0))
+                self.metrics.sent("sauer", self.index, len(o.data), now)
+            self.host.flush()
+        self._events(now)
+
+    def _drop(self) -> None:
+        peer, self.peer, self._connected = self.peer, None, False
+        if peer is not None:
+            peer.disconnect_now(0)
+            self.host.flush()
+
+    def on_readable(self, now: float) -> None:
+        if self.host is None:
+            return
+        self._service(now)
+        self._flush(now)
+
+    def next_deadline(self) -> float | None:
+        if self.host is None:
+            return None
+        t = self.core.get_timer()
+        if not self.joined:  # ENet's handshake resends need servicing too
+            t = min(t, self._service_at + JOIN_TICK) if t is not None else self._service_at + JOIN_TICK
+        return t
+
+    def on_timer(self, now: float) -> None:
+        if self.host is None:
+            return
+        self._service(now)
+        self._flush(now)
+
+    def _events(self, now: float) -> None:
+        from headcast.netcode.sauer.client import Disconnected, Spawned
+        core = self.core
+        board = self.var.board if self.var.observer else None
+        while (ev := core.next_event()) is not None:
+            if isinstance(ev, Spawned):
+                if not self.joined:
+                    self._in(now, core.cn)
+            elif isinstance(ev, Disconnected):
+                if not self.closed:
+                    self._out(now, ev.text)
+        if board is not None and board.senders:
+            for cn in board.senders:
+                p = core.players.get(cn)
+                if p is not None and p.record is not None and p.record_at == now:
+                    board.saw_yaw(self.index, cn, p.record.yaw, now)
+
+    def close(self, now: float) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.host is None:
+            return
+        self.core.close(now)
+        self._drop()
+        while self.core.next_event() is not None:
+            pass
+        self._out(now, None)
+        self.host = None
+
+
+_CLASSES = {"q3": Q3Player, "netsync": NetSyncPlayer, "sauer": SauerPlayer}
+
+
+def close_context() -> None:
+    """End the NetSync players' shared ZeroMQ context (after every player closed)."""
+    if NetSyncPlayer.context is not None:
+        NetSyncPlayer.context.term()
+        NetSyncPlayer.context = None
