@@ -196,6 +196,63 @@ class ProtocolStats:
     def row(self, now: float) -> list[float]:
         return self.rows[self.second(now)]
 
+    # --- the counters as JSON/msgpack-able numbers, and back (Locust workers → master) --------
+
+    _COUNTERS = ("lost", "joined", "left", "kicked", "join_failed", "active", "peak_active", "slipped",
+                 "up_bytes", "down_bytes", "up_msgs", "down_msgs", "broadcasts")
+
+    def state(self) -> dict:
+        players = [[i, self.p_up[i], self.p_down[i], self.p_bc[i], self.p_bc_first[i], self.p_bc_last[i],
+                    self.p_in[i]] for i in range(len(self.p_up))
+                   if self.p_up[i] or self.p_down[i] or self.p_bc[i] or self.p_in[i]]
+        return {"counters": {k: getattr(self, k) for k in self._COUNTERS},
+                "kick_reasons": dict(self.kick_reasons), "join_failed_reasons": dict(self.join_failed_reasons),
+                "relay": self.relay.state(), "join": self.join.state(), "late": self.late.state(),
+                "rows": self.rows, "row_hist": [None if h is None else {str(i): c for i, c in enumerate(h) if c}
+                                                for h in self.row_hist],
+                "players": players}
+
+    def merge_state(self, state: dict, shift: int) -> None:
+        """Add another process's counters, its rows `shift` seconds later than ours. Player
+        indices are the swarm's (each process numbers its players apart from the others')."""
+        for k, v in state["counters"].items():
+            if k == "peak_active":
+                continue  # peaks of different processes need not coincide: recomputed from the rows
+            setattr(self, k, getattr(self, k) + v)
+        for mine, theirs in ((self.kick_reasons, state["kick_reasons"]),
+                             (self.join_failed_reasons, state["join_failed_reasons"])):
+            for r, n in theirs.items():
+                mine[r] = mine.get(r, 0) + n
+        self.relay.merge(LogHistogram.from_state(state["relay"]))
+        self.join.merge(LogHistogram.from_state(state["join"]))
+        self.late.merge(LogHistogram.from_state(state["late"]))
+        for s, (row, hist) in enumerate(zip(state["rows"], state["row_hist"])):
+            t = max(0, s + shift)
+            self.second(self.started + t)
+            mine = self.rows[t]
+            for c in range(COLUMNS):
+                mine[c] = max(mine[c], row[c]) if c == RELAY_MAX else mine[c] + row[c]
+            if hist:
+                h = self.row_hist[t]
+                if h is None:
+                    h = self.row_hist[t] = [0] * SecondHistogram.BINS
+                for i, c in hist.items():
+                    h[int(i)] += c
+        for j, up, down, bc, first, last, inside in state["players"]:
+            self.grow(j)
+            self.p_up[j] += up
+            self.p_down[j] += down
+            if bc:
+                self.p_bc_first[j] = first if not self.p_bc[j] else min(first, self.p_bc_first[j])
+                self.p_bc_last[j] = max(last, self.p_bc_last[j])
+                self.p_bc[j] += bc
+            self.p_in[j] = self.p_in[j] or inside
+        active = peak = 0
+        for row in self.rows:
+            active += row[ACTIVE_DELTA]
+            peak = max(peak, active)
+        self.peak_active = max(self.peak_active, peak)
+
     def grow(self, player: int) -> None:
         k = player + 1 - len(self.p_up)
         if k > 0:
@@ -341,6 +398,28 @@ class SwarmMetrics:
             st.p_in[player] = False
             st.active -= 1
             row[ACTIVE_DELTA] -= 1
+
+    # --- across processes (Locust workers) ------------------------------------------------------
+
+    def state(self, wall_started: float) -> dict:
+        """Everything counted so far as plain numbers (JSON, msgpack); `wall_started` is the
+        wall-clock time of `started`, which lines other processes' seconds up with ours."""
+        return {"wall_started": wall_started, "slip_after": self.slip_after,
+                "protocols": {p: st.state() for p, st in self.stats.items()}}
+
+    @classmethod
+    def merged(cls, states: list[dict]) -> "SwarmMetrics":
+        """One SwarmMetrics holding the sum of several processes' states, on the wall clock
+        (`started` is the earliest `wall_started`; report it with `now` on the wall clock).
+        Broadcast times stay on each process's own clock: only their differences are used."""
+        protocols = list(dict.fromkeys(p for s in states for p in s["protocols"]))
+        start = min((s["wall_started"] for s in states), default=0.0)
+        m = cls(protocols, start, states[0]["slip_after"] if states else 0.005)
+        for s in states:
+            shift = int(round(s["wall_started"] - start))
+            for proto, st in s["protocols"].items():
+                m.stats[proto].merge_state(st, shift)
+        return m
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -154,3 +154,50 @@ def test_time_before_the_start_lands_in_the_first_second():
     r = m.report(51.0)
     assert r["series"]["netsync"]["up_Bps"] == [10]
     assert r["series"]["netsync"]["down_Bps"] == [30]
+
+
+def _feed(m: SwarmMetrics, players: range, t0: float, kick: bool) -> None:
+    for p in players:
+        m.joined("netsync", p, 0.02 * (p + 1), now=t0 + 0.1 * p)
+    for k in range(50):
+        now = t0 + 0.1 * k
+        for p in players:
+            m.sent("netsync", p, 100 + p, now)
+            m.received("netsync", p, 500, now)
+            m.broadcast("netsync", p, now)
+            m.tick("netsync", 0.001 * (k % 9), now)
+        m.relay("netsync", 0.01 + 0.001 * (k % 13), now=now)
+    m.lost("netsync", 2, now=t0 + 2.5)
+    if kick:
+        m.kicked("netsync", players[0], "server silent for 3 s", now=t0 + 3.2)
+    m.join_failed("netsync", players[-1] + 1, "no answer", now=t0 + 1.0)
+
+
+def test_merged_states_give_the_report_of_one_process_seeing_everything():
+    """Two Locust workers' states (through JSON, as msgpack carries them) merged at the master:
+    the same report as one SwarmMetrics fed every event, when their clocks started together;
+    a worker that started 2 s later has its seconds shifted by 2."""
+    one = SwarmMetrics(["netsync"], 0.0)
+    _feed(one, range(0, 3), 0.0, True)
+    _feed(one, range(10, 14), 0.0, False)
+    a, b = SwarmMetrics(["netsync"], 0.0), SwarmMetrics(["netsync"], 0.0)
+    _feed(a, range(0, 3), 0.0, True)
+    _feed(b, range(10, 14), 0.0, False)
+    states = [json.loads(json.dumps(x.state(wall_started=1_700_000_000.0))) for x in (a, b)]
+    merged = SwarmMetrics.merged(states)
+    want, got = one.report(5.0), merged.report(1_700_000_000.0 + 5.0)
+    # `one` was fed a's whole run before b's (its peak saw 3 then 6); merged, the peak is the
+    # most players in at the end of a second: all 7, before the kick.
+    assert got["protocols"]["netsync"]["players"].pop("peak_active") == 7
+    want["protocols"]["netsync"]["players"].pop("peak_active")
+    for key in ("protocols", "series"):
+        assert got[key] == want[key], key
+    for name, h in want["histograms"]["netsync"].items():   # the sums add in another order
+        g = got["histograms"]["netsync"][name]
+        assert math.isclose(g.pop("total"), h.pop("total"), rel_tol=1e-12) and g == h, name
+    late = SwarmMetrics(["netsync"], 0.0)
+    _feed(late, range(20, 22), 0.0, False)
+    states.append(late.state(wall_started=1_700_000_002.0))
+    s = SwarmMetrics.merged(states).report(1_700_000_000.0 + 7.0)["series"]["netsync"]
+    assert s["up_msgs"][2] == want["series"]["netsync"]["up_msgs"][2] + 10 * 2   # its first second
+    assert s["active"][-1] == 6 + 2 and s["t"] == list(range(7))
