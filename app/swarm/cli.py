@@ -1,0 +1,281 @@
+"""`headcast swarm N`: N simulated VR players per protocol against real servers, one process.
+
+Players join over a ramp (`--spawn-rate` per second, per protocol), play the motion (or trace)
+each at its own time offset, speed and spot in the room, and leave cleanly at `--duration` or
+at the first stop signal (app/stop.py: a second one exits at once). Player 0 of each protocol
+is a sampled observer (`--observers`), the next `--marked` players send updates it can match
+(observer.py). The terminal shows one line per protocol (console.py's styles: a live block on a
+terminal, a line every 5 s otherwise, JSON lines with --json); the end prints the report's
+figures and, with --report DIR, writes swarm.json and swarm.html there.
+
+Exit status: 0 when the run ended (whatever the servers did: refusals and kicks are findings,
+in the report), 2 for bad flags, 3 when no player of a protocol ever got in.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from headcast.app import stop
+from headcast.app.console import LiveBlock, fit, mode_for, printable
+from headcast.app.errors import AppError, UnreachableError, UsageError
+
+DEFAULT_MOTION = "tour"
+PLAIN_PERIOD = 5.0
+STATUS_PERIOD = 0.5
+MAX_PLAYERS = 5000
+SPEED_SPREAD = (0.8, 1.2)     # each player's motion clock runs at a speed in this range
+SPOTS = 16                    # distinct places in the room (players beyond share them, offset in time)
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of players: {text!r}") from None
+    if not 1 <= n <= MAX_PLAYERS:
+        raise argparse.ArgumentTypeError(f"{n}: must be 1..{MAX_PLAYERS} players per protocol")
+    return n
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text}: must be a finite number more than 0")
+    return v
+
+
+def _small(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= v <= 64:
+        raise argparse.ArgumentTypeError(f"{v}: must be 0..64")
+    return v
+
+
+def _room(text: str) -> str:
+    from headcast.app.cli import room_id  # app/cli.py imports this module: looked up when used
+    return room_id(text)
+
+
+def _path(text: str) -> str:
+    from headcast.app.cli import path
+    return path(text)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("players", metavar="N", type=_count, help=f"players per protocol (1..{MAX_PLAYERS})")
+    p.add_argument("--q3", metavar="HOST[:PORT]", help="a Quake 3 server (default port 27960)")
+    p.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]",
+                   help="a styly-netsync-server (default ports 5555/5556, transform CONTROL + 2)")
+    p.add_argument("--sauer", metavar="HOST[:PORT]", help="a Sauerbraten server (default port 28785)")
+    p.add_argument("--spawn-rate", type=_positive, default=10.0, metavar="R",
+                   help="players started per second, per protocol (default 10)")
+    p.add_argument("--duration", type=_positive, default=60.0, metavar="S",
+                   help="seconds from the first start to the leave (default 60)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--motion", metavar="M", default=None, type=_path,
+                     help=f"a shipped motion or a motion file (default {DEFAULT_MOTION})")
+    src.add_argument("--trace", metavar="F", type=_path, help="a trace recorded with `headcast run --record F`")
+    p.add_argument("--report", metavar="DIR", type=_path, help="write swarm.json and swarm.html into DIR")
+    p.add_argument("--observers", type=_small, default=1, metavar="K",
+                   help="sampled observer players per protocol (default 1; 0: no relay figures)")
+    p.add_argument("--marked", type=_small, default=8, metavar="M",
+                   help="players per protocol whose updates the observers match (default 8)")
+    p.add_argument("--room", default="default_room", type=_room, help="NetSync room (default default_room)")
+    p.add_argument("--pk3", metavar="PATH", action="append", default=[], type=_path,
+                   help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server; repeatable")
+    p.add_argument("--seed", type=int, default=None, help="seed of the per-player variation (default: random)")
+    p.add_argument("--json", action="store_true", help="one JSON status object per line, then the report")
+
+
+def servers(args: argparse.Namespace) -> dict[str, Any]:
+    """The protocols asked for and their servers (UsageError for a bad address, or none)."""
+    from headcast.app import netsync_link, q3_link, sauer_link
+    from headcast.app.swarm.players import Server
+    out: dict[str, Any] = {}
+    if args.q3:
+        host, port = q3_link.parse_address(args.q3)
+        out["q3"] = Server(host, port, pk3=tuple(Path(p) for p in args.pk3))
+    if args.netsync:
+        host, control, pub, transform = netsync_link.parse_address(args.netsync)
+        out["netsync"] = Server(host, control, pub, transform if transform is not None else control + 2,
+                                room=args.room)
+    if args.sauer:
+        host, port = sauer_link.parse_address(args.sauer)
+        out["sauer"] = Server(host, port)
+    if not out:
+        raise UsageError("swarm: name at least one server: --q3 HOST, --netsync HOST or --sauer HOST")
+    return out
+
+
+def load_script(args: argparse.Namespace):
+    from headcast.app.mock import find_motion, shipped_motions
+    from headcast.app.swarm.motion import MotionError, Script
+    try:
+        if args.trace:
+            return Script.load(trace=args.trace), f"trace {args.trace}"
+        name = args.motion or DEFAULT_MOTION
+        motion = Path(name) if Path(name).is_file() else find_motion(name)
+        if motion is None:
+            raise UsageError(f"--motion {name}: no such motion file or shipped motion "
+                             f"(shipped: {', '.join(shipped_motions())})")
+        return Script.load(motion), f"motion {name}"
+    except MotionError as e:
+        raise UsageError(f"swarm: {e}") from None
+
+
+class Swarm:
+    """The players of one run on one loop: built, run, stopped, reported."""
+
+    def __init__(self, counts: dict[str, int], targets: dict[str, Any], script, *, spawn_rate: float,
+                 observers: int = 1, marked: int = 8, seed: int | None = None, clock=time.monotonic) -> None:
+        from headcast.app.swarm.loop import SwarmLoop
+        from headcast.app.swarm.metrics import SwarmMetrics
+        from headcast.app.swarm.motion import spots
+        from headcast.app.swarm.observer import Board
+        from headcast.app.swarm.players import Player, Variation, source_address
+        self.clock = clock
+        self.counts = counts
+        self.t0 = clock()
+        self.metrics = SwarmMetrics(list(counts), self.t0)
+        self.loop = SwarmLoop(clock)
+        self.boards = {p: Board(p, self.metrics.relay, self.metrics.lost) for p in counts}
+        self.script = script
+        rng = random.Random(seed)
+        places = spots(SPOTS)
+        starts = []
+        for proto, n in counts.items():
+            for i in range(n):
+                var = Variation(offset=rng.uniform(0.0, script.period), speed=rng.uniform(*SPEED_SPREAD),
+                                spot=places[i % len(places)], source=source_address(i, targets[proto].host),
+                                observer=i < observers, marked=observers <= i < observers + marked,
+                                board=self.boards[proto])
+                starts.append((self.t0 + i / spawn_rate, Player(proto, i, targets[proto], script, self.metrics, var)))
+        # one ramp per protocol, in parallel: the loop takes them in start order
+        for at, player in sorted(starts, key=lambda e: e[0]):
+            self.loop.add(player, at)
+
+    def run(self, duration: float, should_stop=lambda: False, on_status=None, status_every: float = STATUS_PERIOD):
+        self.loop.run(self.t0 + duration, should_stop, on_status, status_every)
+
+    def stop(self) -> None:
+        from headcast.app.swarm.players import close_context
+        self.loop.close_all()
+        close_context()
+        self.ended = self.clock()
+
+    def report(self, source: str, targets: dict[str, Any]) -> dict:
+        r = self.metrics.report(self.ended)
+        r["run"] = {"players": dict(self.counts), "source": source,
+                    "servers": {p: f"{s.host}:{s.port}" for p, s in targets.items()},
+                    "rates_hz": {p: _RATES[p] for p in self.counts},
+                    "errors": self.loop.errors[:20]}
+        return r
+
+
+_RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}
+_NAMES = {"q3": "Quake 3", "netsync": "NetSync", "sauer": "Sauerbraten"}
+
+
+def status_lines(swarm: Swarm, now: float) -> list[str]:
+    live = swarm.metrics.live(now)
+    lines = [f"[{now - swarm.t0:6.1f} s] swarm: {swarm.loop.waiting} players still to start"
+             + (f", {len(swarm.loop.errors)} player errors" if swarm.loop.errors else "")]
+    for proto, v in live.items():
+        ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
+        loss = "-" if v["loss_pct"] is None else f"{v['loss_pct']:.1f} %"
+        lines.append(f"  {_NAMES[proto]:<11} {v['active']:>4}/{swarm.counts[proto]} in | "
+                     f"up {v['up_Bps'] / 1000:.1f} kB/s down {v['down_Bps'] / 1000:.1f} kB/s | "
+                     f"{v['broadcast_hz_per_player']:.1f} bc/s each | relay p50 {ms(v['relay_p50_s'])} "
+                     f"p99 {ms(v['relay_p99_s'])} ms, loss {loss} | kicks {v['kicked']} "
+                     f"failed joins {v['join_failed']} | late ticks {v['slipped']}")
+    return lines
+
+
+def summary_lines(report: dict) -> list[str]:
+    out = [f"swarm: {report['duration_s']:.1f} s, {report['run']['source']}"]
+    for proto, p in report["protocols"].items():
+        pl, rl = p["players"], p["relay_ms"]
+        out.append(f"{_NAMES[proto]} ({report['run']['servers'][proto]}): {pl['joined']} joins, "
+                   f"peak {pl['peak_active']} in, {pl['left']} left, {pl['kicked']} kicked, "
+                   f"{pl['join_failed']} failed joins")
+        out.append(f"  join ms p50 {p['join_ms']['p50']} p99 {p['join_ms']['p99']}; relay ms p50 {rl['p50']} "
+                   f"p99 {rl['p99']} max {rl['max']} ({p['relay']['delivered']} matched, {p['relay']['lost']} lost)")
+        out.append(f"  broadcasts/s per player p50 {p['broadcast_hz']['p50']}; up {p['up']['bytes_per_s'] / 1000:.1f} "
+                   f"kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; ticks {p['ticks']['count']}, "
+                   f"late > {p['ticks']['slip_after_ms']:g} ms: {p['ticks']['slipped']} "
+                   f"(p99 {p['ticks']['late_ms']['p99']} ms)")
+        for reasons in (pl["kick_reasons"], pl["join_failed_reasons"]):
+            for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]:
+                out.append(f"  {n} × {printable(why)}")
+    for e in report["run"]["errors"][:3]:
+        out.append(f"  error: {e.splitlines()[0]}")
+    return out
+
+
+def cmd_swarm(args: argparse.Namespace) -> int:
+    targets = servers(args)
+    script, source = load_script(args)
+    counts = {p: args.players for p in targets}
+    out = sys.stdout
+    mode = mode_for(args.json, out)
+    try:
+        swarm = Swarm(counts, targets, script, spawn_rate=args.spawn_rate, observers=args.observers,
+                      marked=args.marked, seed=args.seed)
+    except OSError as e:
+        raise AppError(f"swarm: {e}") from None
+    block = LiveBlock(out) if mode == "tty" else None
+    last_plain = [swarm.t0]
+
+    def on_status(now: float) -> None:
+        if mode == "json":
+            print(json.dumps({"t": round(now - swarm.t0, 3), "status": swarm.metrics.live(now)}), file=out, flush=True)
+        elif block is not None:
+            block.draw(status_lines(swarm, now))
+        elif now - last_plain[0] >= PLAIN_PERIOD:
+            last_plain[0] = now
+            for line in status_lines(swarm, now):
+                print(fit(line, 400), file=out, flush=True)
+
+    try:
+        with stop.running():
+            swarm.run(args.duration, lambda: stop.state.signum is not None, on_status)
+    finally:
+        stop.stopping()
+        swarm.stop()  # every player leaves, whatever ended the run
+    report = swarm.report(source, targets)
+    if stop.state.signum is not None:
+        report["run"]["stopped"] = stop.reason(stop.state.signum)
+    if args.report:
+        from headcast.app.swarm import report as report_mod
+        folder = Path(args.report)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            written = report_mod.write(report, folder / "swarm.json", folder / "swarm.html")
+        except OSError as e:
+            raise AppError(f"swarm: cannot write the report into {folder}: {e}") from None
+    if mode == "json":
+        print(json.dumps({"report": report}), file=out, flush=True)
+    else:
+        for line in summary_lines(report):
+            print(line, file=out)
+        if args.report:
+            print(f"report: {', '.join(str(p) for p in written)}", file=out)
+    never = [p for p, st in report["protocols"].items() if not st["players"]["joined"]]
+    if never:
+        reasons = "; ".join(f"{_NAMES[p]}: " + (", ".join(sorted(report["protocols"][p]["players"]["join_failed_reasons"]))
+                                                   or "no answer") for p in never)
+        raise UnreachableError(f"swarm: no player got in ({reasons[:300]})")
+    return 0
