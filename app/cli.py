@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use the mock OpenXR runtime playing MOTION (a shipped motion name or a file) "
                         "instead of a headset")
     p.add_argument("--record", metavar="FILE", help="record the XR frames to a trace file (replay with `headcast replay`)")
+    p.add_argument("--headless-rate", type=float, metavar="HZ",
+                   help="frames per second of a headless XR session, which paces itself (default: the display's "
+                        "rate when the runtime says it, else 90)")
     p.add_argument("--print-config", action="store_true", help="print the merged configuration and exit")
     _add_sink_flags(p)
     _add_common(p)
@@ -241,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long to wait for the answers (default 2); no answer exits 3")
     _add_common(q)
 
+    p = sub.add_parser("swarm", help="many simulated VR players against one server, with relay figures",
+                       description="Drive N players per protocol (each a full client: its own socket, handshake, "
+                                   "client number) from a shipped motion or a trace on one event loop; report the "
+                                   "server's relay latency and loss, broadcast rate, bytes, joins and kicks.")
+    from headcast.app.swarm.cli import add_arguments as _swarm_arguments
+    _swarm_arguments(p)
+
     p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
                        description="Check everything headcast needs and print each problem with its fix.")
     _add_common(p)
@@ -251,7 +261,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
     """The config keys the flags of `run`/`replay` set (None = not given)."""
     g = lambda name: getattr(args, name, None)  # noqa: E731 - tiny accessor
     return {
-        ("xr", "mock"): g("mock"),
+        ("xr", "mock"): g("mock"), ("xr", "headless_rate"): g("headless_rate"),
         ("q3", "host"): g("q3"), ("q3", "vr"): g("vr"), ("q3", "name"): g("name"), ("q3", "pk3"): g("pk3"),
         ("q3", "password"): g("password"), ("q3", "protocol"): g("q3_protocol"),
         ("netsync", "host"): g("netsync"), ("netsync", "room"): g("room"),
@@ -290,6 +300,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from headcast.app.commands import cmd_replay
             with stop.handled():
                 return cmd_replay(args)
+        if args.command == "swarm":
+            from headcast.app.swarm.cli import cmd_swarm
+            with stop.handled():
+                return cmd_swarm(args)
         if args.command == "probe":
             from headcast.app.probe import cmd_probe
             return cmd_probe(args)
