@@ -1,25 +1,30 @@
-"""The desktop mirror window (glfw + PyOpenGL, GL 3.3 core): avatars, HUD, live plots.
+"""The desktop mirror window: glfw + PyOpenGL (GL 3.3 core) for the 3D scene, Dear ImGui + ImPlot
+(imgui-bundle) for the header, panels, plots, room maps and labels.
 
-Runs on the loop's thread. Never waits for vsync (the XR runtime paces the loop). When the
-XR session has an OpenGL binding it binds to this window's context (pass `window` to
-XRSession), so there is one GL context in the process. Minimised: nothing drawn, events
-still pumped. Closing the window ends the run.
+Runs on the loop's thread and skips frames: it draws at most `max_hz` times a second (30 by
+default: a drawn frame costs a few milliseconds of software GL, so drawing every 90 Hz frame
+would hold the pose loop back), and between draws only pumps the window's events. Never waits
+for vsync (the XR runtime paces the loop). When the XR session has an OpenGL binding it binds to
+this window's context (pass `window` to XRSession), so there is one GL context in the process;
+ImGui's renderer saves and restores the GL state it touches. Minimised: nothing drawn, events
+still pumped. Closing the window ends the run. Space (or the Pause button) freezes the plots.
 """
 from __future__ import annotations
 
 import ctypes
 import math
 import os
-import re
 import struct
 import zlib
 from pathlib import Path
 
 import numpy as np
 
-from headcast.app import glfont, scene
+from headcast.app import mirror_panels as mp
+from headcast.app import mirror_view as mv
+from headcast.app import scene
 from headcast.app.errors import AppError
-from headcast.netcode.q3 import vrhead
+from headcast.app.mirror_labels import Want, place, plain_name, q3_color_runs
 
 _COLOR_VS = """#version 330 core
 layout(location = 0) in vec3 pos;
@@ -33,30 +38,11 @@ in vec3 vcol;
 out vec4 frag;
 void main() { frag = vec4(vcol, 1.0); }
 """
-_TEXT_VS = """#version 330 core
-layout(location = 0) in vec2 pos;
-layout(location = 1) in vec2 uv;
-layout(location = 2) in vec3 col;
-uniform mat4 mvp;
-out vec2 vuv;
-out vec3 vcol;
-void main() { gl_Position = mvp * vec4(pos, 0.0, 1.0); vuv = uv; vcol = col; }
-"""
-_TEXT_FS = """#version 330 core
-in vec2 vuv;
-in vec3 vcol;
-uniform sampler2D font;
-out vec4 frag;
-void main() { if (texture(font, vuv).r < 0.5) discard; frag = vec4(vcol, 1.0); }
-"""
 
-TEXT_SCALE = 2
-HUD_PERIOD = 0.1  # seconds between HUD text refreshes
-TEXT_CACHE_SIZE = 512  # text items whose triangles are kept (a few seconds of HUD refreshes)
-WHITE = (0.95, 0.95, 0.95)
-DIM = (0.6, 0.6, 0.65)
-SENT_COLOR = (0.95, 0.95, 0.95)
-SEEN_COLOR = scene.COLORS["q3"][0]
+MIRROR_HZ = 30.0
+BACKGROUND = (0.08, 0.08, 0.1)
+LABEL_Y = 2.02        # m: where an avatar's label hangs (above the head)
+PEER_LABEL_UP = 0.32  # m above another member's head centre: clear of its box
 
 
 class MirrorError(AppError):
@@ -82,18 +68,22 @@ def write_png(path: Path, rgb: np.ndarray) -> Path:
 
 class MirrorWindow:
     def __init__(self, width: int = 1280, height: int = 720, plot_seconds: float = 5.0,
-                 title: str = "headcast mirror", visible: bool = True) -> None:
+                 title: str = "headcast mirror", visible: bool = True, max_hz: float = MIRROR_HZ) -> None:
         os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
         import glfw
         from OpenGL import GL
 
         self.glfw, self.gl = glfw, GL
         self.plot_seconds = plot_seconds
+        self.interval = 1.0 / max_hz
         self.capture_next = False
         self.last_pixels: np.ndarray | None = None
-        self._hud: list = []
-        self._hud_due = float("-inf")
-        self._text_cache: dict[tuple, np.ndarray] = {}  # (x, y, text, colour) → its triangles
+        self.last_text: list = []          # the text boxes of the last drawn frame (mirror_ui.TextBox)
+        self.last_layout: dict = {}        # the areas of the last drawn frame (name → rect)
+        self.drawn = 0                     # frames drawn (the others only pumped events)
+        self.last_scene: tuple = ()        # (scene rect, anchors, view-projection) of the last drawn frame
+        self._next_draw = -math.inf
+        self._last_draw: float | None = None
         if not display_available():
             raise MirrorError("no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run")
         # GLFW's own error text says why (X11: Failed to open display :99); caught here instead of
@@ -120,48 +110,29 @@ class MirrorWindow:
         glfw.make_context_current(self.window)
         glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
         self._init_gl()
+        from headcast.app.mirror_ui import Ui
+        self.ui = Ui(self.window, glfw)
+        self.book = mv.SeriesBook()
+        self.transients = mv.Transients()
+        self.panel = mp.PanelState()
         self.closed = False
 
     # -- GL setup -------------------------------------------------------------------------
 
-    def _program(self, vs: str, fs: str) -> int:
-        from OpenGL.GL import shaders
-        return shaders.compileProgram(shaders.compileShader(vs, self.gl.GL_VERTEX_SHADER),
-                                      shaders.compileShader(fs, self.gl.GL_FRAGMENT_SHADER))
-
-    def _vao(self, layout: list[int]) -> tuple[int, int]:
-        GL = self.gl
-        vao, vbo = GL.glGenVertexArrays(1), GL.glGenBuffers(1)
-        GL.glBindVertexArray(vao)
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, vbo)
-        stride, offset = sum(layout) * 4, 0
-        for i, n in enumerate(layout):
-            GL.glEnableVertexAttribArray(i)
-            GL.glVertexAttribPointer(i, n, GL.GL_FLOAT, GL.GL_FALSE, stride, ctypes.c_void_p(offset))
-            offset += n * 4
-        GL.glBindVertexArray(0)
-        return vao, vbo
-
     def _init_gl(self) -> None:
         GL = self.gl
-        self.color_prog = self._program(_COLOR_VS, _COLOR_FS)
-        self.text_prog = self._program(_TEXT_VS, _TEXT_FS)
+        from OpenGL.GL import shaders
+        self.color_prog = shaders.compileProgram(shaders.compileShader(_COLOR_VS, GL.GL_VERTEX_SHADER),
+                                                 shaders.compileShader(_COLOR_FS, GL.GL_FRAGMENT_SHADER))
         self.color_mvp = GL.glGetUniformLocation(self.color_prog, "mvp")
-        self.text_mvp = GL.glGetUniformLocation(self.text_prog, "mvp")
-        self.color_vao, self.color_vbo = self._vao([3, 3])
-        self.text_vao, self.text_vbo = self._vao([2, 2, 3])
-        img = glfont.atlas()
-        self.font_tex = GL.glGenTextures(1)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self.font_tex)
-        GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
-        GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_R8, img.shape[1], img.shape[0], 0,
-                        GL.GL_RED, GL.GL_UNSIGNED_BYTE, np.ascontiguousarray(img))
-        for p in (GL.GL_TEXTURE_MIN_FILTER, GL.GL_TEXTURE_MAG_FILTER):
-            GL.glTexParameteri(GL.GL_TEXTURE_2D, p, GL.GL_NEAREST)
-        self.font_w = img.shape[1]
+        self.color_vao, self.color_vbo = GL.glGenVertexArrays(1), GL.glGenBuffers(1)
+        GL.glBindVertexArray(self.color_vao)
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.color_vbo)
+        for i, offset in enumerate((0, 12)):
+            GL.glEnableVertexAttribArray(i)
+            GL.glVertexAttribPointer(i, 3, GL.GL_FLOAT, GL.GL_FALSE, 24, ctypes.c_void_p(offset))
+        GL.glBindVertexArray(0)
         self.grid = scene.grid_lines()
-
-    # -- drawing primitives -----------------------------------------------------------------
 
     def _draw(self, verts: np.ndarray, mode: int, mvp: np.ndarray) -> None:
         if len(verts) == 0:
@@ -175,136 +146,219 @@ class MirrorWindow:
         GL.glBufferData(GL.GL_ARRAY_BUFFER, data.nbytes, data, GL.GL_STREAM_DRAW)
         GL.glDrawArrays(mode, 0, len(data))
 
-    def _text_verts(self, x: float, y: float, text: str, color) -> np.ndarray:
-        n = len(text)
-        if n == 0:
-            return np.zeros((0, 7), dtype=np.float32)
-        cw, ch = glfont.CELL_W * TEXT_SCALE, glfont.CELL_H * TEXT_SCALE
-        idx = glfont.text_indices(text)
-        x0 = x + np.arange(n, dtype=np.float32) * cw
-        u0 = idx * glfont.CELL_W / self.font_w
-        u1 = (idx + 1) * glfont.CELL_W / self.font_w
-        # two triangles per glyph: (x0,y)(x1,y)(x1,y1) (x0,y)(x1,y1)(x0,y1); v = 0 is the glyph top
-        quad = [(0, 0, 0, 0), (1, 0, 1, 0), (1, 1, 1, 1), (0, 0, 0, 0), (1, 1, 1, 1), (0, 1, 0, 1)]
-        v = np.empty((n, 6, 7), dtype=np.float32)
-        for k, (dx, dy, su, sv) in enumerate(quad):
-            v[:, k, 0] = x0 + dx * cw
-            v[:, k, 1] = y + dy * ch
-            v[:, k, 2] = np.where(su, u1, u0)
-            v[:, k, 3] = sv
-        v[:, :, 4:] = color
-        return v.reshape(-1, 7)
-
-    def _draw_text(self, items: list[tuple[float, float, str, tuple]], mvp: np.ndarray) -> None:
-        if not items:
-            return
-        GL = self.gl
-        # Most text stands still between frames (HUD lines for 0.1 s, labels, plot titles): its
-        # triangles are built once, not every frame (they were most of the mirror's CPU time).
-        cache = self._text_cache
-        if len(cache) > TEXT_CACHE_SIZE:
-            cache.clear()
-        parts = []
-        for it in items:
-            v = cache.get(it)
-            if v is None:
-                v = cache[it] = self._text_verts(*it)
-            parts.append(v)
-        data = np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
-        if len(data) == 0:
-            return
-        GL.glUseProgram(self.text_prog)
-        GL.glUniformMatrix4fv(self.text_mvp, 1, GL.GL_TRUE, mvp.astype(np.float32))
-        GL.glActiveTexture(GL.GL_TEXTURE0)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, self.font_tex)
-        GL.glBindVertexArray(self.text_vao)
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.text_vbo)
-        GL.glBufferData(GL.GL_ARRAY_BUFFER, data.nbytes, data, GL.GL_STREAM_DRAW)
-        GL.glDrawArrays(GL.GL_TRIANGLES, 0, len(data))
-
     # -- one frame ----------------------------------------------------------------------
 
     def draw(self, loop, now: float) -> bool:
-        glfw, GL = self.glfw, self.gl
+        glfw = self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
             self.closed = True
             return False
-        w, h = glfw.get_framebuffer_size(self.window)
-        if w == 0 or h == 0:  # minimised
+        st = loop.state
+        if st is not None and st.snapped:  # every loop frame: a snap may fall between drawn frames
+            self.panel.snap_at, self.panel.snap_deg = now, st.snapped
+        if now < self._next_draw and not self.capture_next:
+            return True
+        self._next_draw = max(self._next_draw + self.interval, now + self.interval / 2)
+        w, h = glfw.get_window_size(self.window)
+        fw, fh = glfw.get_framebuffer_size(self.window)
+        if w == 0 or h == 0 or fw == 0 or fh == 0:  # minimised
             return True
         glfw.make_context_current(self.window)
-        GL.glViewport(0, 0, w, h)
-        GL.glClearColor(0.08, 0.08, 0.1, 1.0)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
-
-        vp = scene.view_projection(w, h)
-        GL.glEnable(GL.GL_DEPTH_TEST)
-        self._draw(self.grid, GL.GL_LINES, vp)
-        avatars = avatars_of(loop)
-        tris = [scene.avatar_triangles(k, a) for k, a in avatars.items()]
-        tris += [scene.avatar_triangles("peer", a, anchor) for anchor, a in peers_of(loop)]
-        q3_players = q3_players_of(loop)
-        tris += [scene.avatar_triangles("q3peer", a, anchor) for anchor, a, _ in q3_players]
-        sauer_players = sauer_players_of(loop)
-        tris += [scene.avatar_triangles("sauerpeer", a, anchor) for anchor, a, _ in sauer_players]
-        self._draw(np.vstack(tris), GL.GL_TRIANGLES, vp)
-        GL.glDisable(GL.GL_DEPTH_TEST)
-
-        px = scene.ortho(w, h)
-        text: list[tuple[float, float, str, tuple]] = []
-        for kind, a in avatars.items():
-            at = scene.project(vp, (scene.ANCHORS[kind][0], 2.05, scene.ANCHORS[kind][2]), w, h)
-            labels = [scene.LABELS[kind] + ("" if a.head is not None else " (NO HEAD)")]
-            if kind == "q3" and a.head is not None:
-                labels.append("AS OTHERS SEE YOU")
-                if not _q3_head_on_wire(loop):
-                    labels.append("(IF THE SERVER HAD VR)")  # a 16-bit link carries no head
-            if at is None:
-                continue
-            for i, label in enumerate(labels):
-                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2,
-                             at[1] + i * (glfont.CELL_H * TEXT_SCALE + 2), label, scene.COLORS[kind][0]))
-        for anchor, _, label in q3_players:
-            at = scene.project(vp, (anchor[0], anchor[1] + 0.3, anchor[2]), w, h)
-            if at is not None:
-                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label, scene.Q3_PEER_COLORS[0]))
-        for anchor, _, label in sauer_players:
-            at = scene.project(vp, (anchor[0], anchor[1] + 0.3, anchor[2]), w, h)
-            if at is not None:
-                text.append((at[0] - len(label) * glfont.CELL_W * TEXT_SCALE / 2, at[1], label,
-                             scene.SAUER_PEER_COLORS[0]))
-        if now >= self._hud_due or self.capture_next:
-            # Text a person reads: 10 refreshes a second, not one per frame (percentiles, statuses).
-            self._hud, self._hud_due = hud_lines(loop, now), now + HUD_PERIOD
-        text += self._hud
-        lines = self._plots(loop, now, w, h, text)
-        self._draw(lines, GL.GL_LINES, px)
-        self._draw_text(text, px)
-
+        dt = self.interval if self._last_draw is None else now - self._last_draw
+        self._last_draw = now
+        self._frame(loop, now, w, h, fw, fh, dt)
         if self.capture_next:
+            GL = self.gl
             self.capture_next = False
             GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
-            raw = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
-            self.last_pixels = np.frombuffer(raw, dtype=np.uint8).reshape(h, w, 3)[::-1].copy()
+            raw = GL.glReadPixels(0, 0, fw, fh, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
+            self.last_pixels = np.frombuffer(raw, dtype=np.uint8).reshape(fh, fw, 3)[::-1].copy()
         glfw.swap_buffers(self.window)
+        self.drawn += 1
         return True
 
-    def _plots(self, loop, now: float, w: int, h: int, text: list) -> np.ndarray:
-        series = loop.telemetry.head_series.values()
-        pw, ph = (w - 60) / 2, min(140.0, h * 0.22)
-        y = h - ph - 20
-        out = []
-        for i, (title, col_sent, col_seen, lim) in enumerate(
-                (("HEAD PITCH SENT/SEEN (DEG, + DOWN)", 1, 3, 90.0), ("HEAD YAW SENT/SEEN (DEG, + LEFT)", 2, 4, 180.0))):
-            rect = (20 + i * (pw + 20), y, pw, ph)
-            out.append(scene.rect_lines(rect, DIM))
-            mid = rect[1] + ph / 2
-            out.append(np.array([(rect[0], mid, 0, *DIM), (rect[0] + pw, mid, 0, *DIM)], dtype=np.float32))
-            out.append(scene.plot_lines(series, now, self.plot_seconds, rect, 0, col_sent, -lim, lim, SENT_COLOR))
-            out.append(scene.plot_lines(series, now, self.plot_seconds, rect, 0, col_seen, -lim, lim, SEEN_COLOR))
-            text.append((rect[0] + 6, rect[1] + 6, f"{title}  +-{lim:g}  LAST {self.plot_seconds:g} S", DIM))
-        return np.vstack(out)
+    def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> None:
+        from imgui_bundle import imgui
+        GL, ui, panel = self.gl, self.ui, self.panel
+        fars = mv.far_sides(loop, now, self.transients)
+        statuses = {s.name: s.status(now) for s in loop.sinks}
+        tracked, sent_angles, sent_pos = mv.tracked(loop)
+        self.book.add(now, fars, sent_angles, sent_pos, statuses, _latest_ms(loop.telemetry.latency))
+        rooms = mv.rooms(loop)
+
+        ui.new_frame(w, h, fw, fh, dt)
+        if ui.space_pressed:
+            panel.paused_at = None if panel.paused_at is not None else now
+        imgui.push_font(None, mp.font_size(w, h))
+        t = ui.text
+        line_h = imgui.get_text_line_height_with_spacing()
+        pad = imgui.get_style().window_padding
+        lay: dict[str, tuple[float, float, float, float]] = {}
+
+        header = mp.pack_parts(mp.header_parts(loop, now, panel, 1.0 / self.interval), w - 2 * pad.x)
+        bar_h = math.ceil(len(header) * line_h + 2 * pad.y)
+        strip_h = max(170.0, round(h * 0.36))
+        left_w = round(w * 0.56)
+        mid = (bar_h, h - strip_h)
+        lay["header"] = (0, 0, w, bar_h)
+        lay["scene"] = (0, mid[0], left_w, mid[1])
+        lay["sinks"] = (left_w, mid[0], w, mid[1])
+        maps_w = 0 if not rooms else round(w * (0.36 if w >= 1000 else 0.4))
+        lay["plots"] = (0, mid[1], w - maps_w, h)
+        if maps_w:
+            lay["rooms"] = (w - maps_w, mid[1], w, h)
+
+        mp.begin_fixed("##header", lay["header"])
+        mp.draw_rows(t, header, 0, pad.x)
+        imgui.end()
+
+        mp.begin_fixed("##sinks", lay["sinks"])
+        inner_w = lay["sinks"][2] - lay["sinks"][0] - 2 * pad.x
+        rows, hidden = mp.fit_rows(mp.sink_rows(loop, now, fars, statuses, inner_w),
+                                   lay["sinks"][3] - lay["sinks"][1] - 2 * pad.y, line_h)
+        mp.draw_rows(t, rows, hidden, pad.x)
+        panel.hidden_rows = hidden
+        imgui.end()
+
+        scene_rect = lay["scene"]
+        sw, sh = int(scene_rect[2] - scene_rect[0]), int(scene_rect[3] - scene_rect[1])
+        keys = ["tracked"] + [f.key for f in fars]
+        anchors = scene.lineup(keys)
+        vp = scene.fit_view(sw, sh, (len(keys) - 1) / 2 * scene.SPACING)
+        tris, labels = self._scene(loop, fars, tracked, anchors, vp, sw, sh)
+        self.last_scene = (scene_rect, anchors, vp)  # where the scene's points land (tests project them)
+        mp.begin_fixed("##scene", scene_rect, background=False)
+        panel.hidden_labels = self._labels(t, labels, scene_rect)
+        imgui.end()
+
+        self._plots(t, lay["plots"], fars, now)
+        if "rooms" in lay:
+            self._rooms(t, lay["rooms"], rooms)
+        imgui.pop_font()
+
+        GL.glViewport(0, 0, fw, fh)
+        GL.glDisable(GL.GL_SCISSOR_TEST)
+        GL.glClearColor(*BACKGROUND, 1.0)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
+        sx, sy = fw / w, fh / h  # window → framebuffer pixels (HiDPI)
+        GL.glViewport(int(scene_rect[0] * sx), int(fh - scene_rect[3] * sy), int(sw * sx), int(sh * sy))
+        GL.glEnable(GL.GL_DEPTH_TEST)
+        self._draw(self.grid, GL.GL_LINES, vp)
+        self._draw(tris, GL.GL_TRIANGLES, vp)
+        GL.glDisable(GL.GL_DEPTH_TEST)
+        GL.glViewport(0, 0, fw, fh)
+        ui.render()
+        self.last_text = t.boxes
+        self.last_layout = lay
+        self.panel.layout = lay
+
+    # -- the 3D scene and its labels --------------------------------------------------------
+
+    def _scene(self, loop, fars, tracked, anchors, vp, sw, sh):
+        """Triangles of every avatar, and the labels to hang over them: (world point, lines, keep)."""
+        tris = [scene.avatar_triangles("tracked", tracked, anchors["tracked"])]
+        labels = []
+        lost = tracked.head is None
+        labels.append((anchors["tracked"], [[("you (tracked)", mp.WHITE)]]
+                       + ([[("TRACKING LOST", mp.RED)]] if lost else []), 9))
+        for f in fars:
+            a = anchors[f.key]
+            tris.append(scene.avatar_triangles(f.key, f.pose, a))
+            second = [(f.source, mp.SOURCE_COLORS[f.source])]
+            if f.pose.head is None:
+                second.append((" · no head", mp.RED))
+            if f.transient:
+                second.append((f" · {f.transient}", (1.0, 0.85, 0.3)))
+            labels.append((a, [[(f.title, scene.COLORS[f.key][0])], second], 8))
+        sinks = {s.name: s for s in loop.sinks}
+        for kind, base_key, peers in (("peer", "netsync", _netsync_peers), ("q3peer", "q3", _q3_peers),
+                                      ("sauerpeer", "sauer", _sauer_peers)):
+            s = sinks.get(base_key)
+            if s is None or base_key not in anchors:
+                continue
+            for anchor, avatar, runs in peers(s, anchors[base_key]):
+                tris.append(scene.avatar_triangles(kind, avatar, anchor))
+                labels.append(((anchor[0], anchor[1] + PEER_LABEL_UP - (LABEL_Y - scene.HEAD_Y), anchor[2]),
+                               [runs], 3))
+        return np.vstack(tris), [(p, lines, keep, vp, sw, sh) for p, lines, keep in labels]
+
+    def _labels(self, t, labels, rect) -> int:
+        from imgui_bundle import imgui
+        dl = imgui.get_window_draw_list()
+        line_h = imgui.get_text_line_height()
+        wants, blocks = [], []
+        for p, lines, keep, vp, sw, sh in sorted(labels, key=lambda x: -x[2]):
+            at = scene.project(vp, (p[0], LABEL_Y, p[2]) if keep >= 8 else (p[0], p[1] + (LABEL_Y - scene.HEAD_Y), p[2]),
+                               sw, sh)
+            if at is None:
+                continue
+            width = max(sum(mp.text_w(s) for s, _ in line) for line in lines)
+            block_h = len(lines) * line_h
+            wants.append(Want(rect[0] + at[0], rect[1] + at[1] - block_h, width, block_h))
+            blocks.append(lines)
+        area = (rect[0] + 2, rect[1] + 2, rect[2] - 2, rect[3] - 2)
+        hidden = 0
+        for lines, box in zip(blocks, place(wants, area)):
+            if box is None:
+                hidden += 1
+                continue
+            width = box[2] - box[0]
+            for i, line in enumerate(lines):
+                lw = sum(mp.text_w(s) for s, _ in line)
+                t.label(dl, box[0] + (width - lw) / 2, box[1] + i * line_h, line, rect)
+        if hidden:
+            note = f"{hidden} label{'s' if hidden != 1 else ''} left out (no room): see the room maps"
+            t.label(dl, rect[0] + 4, rect[3] - line_h - 2, [(note, mp.DIM)], rect)
+        return hidden
+
+    # -- plots and room maps -------------------------------------------------------------------
+
+    def _plots(self, t, rect, fars, now: float) -> None:
+        from imgui_bundle import imgui
+        panel = self.panel
+        mp.begin_fixed("##plots", rect, inputs=True)
+        label = "Resume" if panel.paused_at is not None else "Pause"
+        if imgui.small_button(f"{label} (space)"):
+            panel.paused_at = None if panel.paused_at is not None else now
+        t.record_item(f"{label} (space)")
+        imgui.same_line()
+        t.text(f"last {self.plot_seconds:g} s · white: sent · colour: seen (head, Quake degrees)", mp.DIM)
+        t_end = now if panel.paused_at is None else panel.paused_at
+        inner = (rect[2] - rect[0] - 12, rect[3] - rect[1])
+        if imgui.begin_tab_bar("##sinkplots"):
+            for f in fars:
+                name = f"{f.title}##{f.key}"
+                if imgui.begin_tab_item_simple(name):
+                    t.record_item(f.title)
+                    mp.plot_sink(t, self.book, f.key, scene.COLORS[f.key][0], t_end, self.plot_seconds, inner)
+                    imgui.end_tab_item()
+                else:
+                    t.record_item(f.title)
+            if imgui.begin_tab_item_simple("Latency & rates"):
+                t.record_item("Latency & rates")
+                mp.plot_wire(t, self.book, [(f.key, f.sink) for f in fars if f.key != "q3vr"], t_end,
+                             self.plot_seconds, inner)
+                imgui.end_tab_item()
+            else:
+                t.record_item("Latency & rates")
+            imgui.end_tab_bar()
+        imgui.end()
+
+    def _rooms(self, t, rect, rooms: dict) -> None:
+        from imgui_bundle import imgui
+        mp.begin_fixed("##rooms", rect)
+        line_h = imgui.get_text_line_height()
+        t.label(imgui.get_window_draw_list(), rect[0] + 6, rect[1] + 4,
+                [("the room as others see it (top-down, you green)", mp.DIM)], rect)
+        top = rect[1] + line_h + 8
+        n = len(rooms)
+        width = (rect[2] - rect[0]) / n
+        for i, (name, members) in enumerate(rooms.items()):
+            r = (rect[0] + i * width, top, rect[0] + (i + 1) * width, rect[3] - 2)
+            mp.draw_map(t, f"{mv.SINK_TITLES[name]} · {len(members)}", members, r,
+                        mp.SINK_COLORS[name], q3_names=name == "q3")
+        imgui.end()
 
     def screenshot(self, path: Path) -> Path:
         if self.last_pixels is None:
@@ -313,63 +367,54 @@ class MirrorWindow:
 
     def close(self) -> None:
         if not self.closed or self.window is not None:
-            self.glfw.destroy_window(self.window)
+            if self.window is not None:
+                self.glfw.make_context_current(self.window)
+                self.ui.close()
+                self.glfw.destroy_window(self.window)
             self.window = None
             self.closed = True
 
 
-def _q3_head_on_wire(loop) -> bool:
-    q3 = next((s for s in loop.sinks if s.name == "q3"), None)
-    return q3 is not None and q3.head_bits_on_wire
+def _latest_ms(ring) -> float:
+    ring.flush()
+    return float("nan") if ring.n == 0 else float(ring.data[(ring.i - 1) % ring.size, 0]) * 1000.0
 
 
-def avatars_of(loop) -> dict[str, scene.AvatarPose]:
-    """The three avatars from the loop's latest state and its sinks' far-side views."""
-    out: dict[str, scene.AvatarPose] = {}
-    st = loop.state
-    if st is None:
-        return {k: scene.AvatarPose(None) for k in scene.ANCHORS}
-    hp = st.head.position
-
-    def rel(pose):
-        if not pose.valid:
-            return None
-        p = pose.position
-        return (p[0] - hp[0], p[1] - hp[1], p[2] - hp[2]), pose.orientation
-    out["tracked"] = scene.AvatarPose(st.head.orientation if st.head.orientation_valid else None,
-                                      rel(st.right_grip), rel(st.left_grip))
-    sinks = {s.name: s for s in loop.sinks}
-    q3 = sinks.get("q3")
-    if q3 is not None and q3.intent is not None:
-        weapon = q3.others_view()[:2]  # as other players see it: whole degrees
-        head = None
-        if q3.far_head_smoothed is not None:
-            p, y, r = q3.far_head_smoothed
-            head = scene.q3_head_quat(p, y, r, weapon[1])
-        out["q3"] = scene.AvatarPose(head, aim=weapon)
-    else:
-        out["q3"] = scene.AvatarPose(None)
-    ns = sinks.get("netsync")
-    body = getattr(ns, "seen", None)
-    if body is not None and body.head is not None:
-        out["netsync"] = scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)
-    else:
-        out["netsync"] = scene.AvatarPose(None)
-    sauer = sinks.get("sauer")
-    rec = getattr(sauer, "seen", None)
-    if rec is not None:  # our N_POS as a receiving game decodes it: whole degrees
-        turn = sauer.anchor.turn if sauer.anchor is not None else 0.0
-        out["sauer"] = scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn))
-    else:
-        out["sauer"] = scene.AvatarPose(None)
+def _netsync_peers(ns, base):
+    """Everybody else in the NetSync room, as the server broadcast them: (anchor, avatar, label runs)."""
+    if ns.link is None or not ns.others:
+        return []
+    own = ns.seen.head.pos if ns.seen is not None and ns.seen.head is not None else None
+    out = []
+    for cn, body in sorted(ns.others.items()):
+        if body.head is None:
+            continue
+        out.append((scene.peer_anchor(base, own, body.head.pos),
+                    scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left),
+                    [(f"client #{cn}", scene.PEER_COLORS[0])]))
     return out
 
 
-def sauer_players_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose, str]]:
-    """Everybody else on the Sauerbraten server, from their latest relayed N_POS: (anchor, avatar,
-    label); a walking one (move/strafe set) is labelled so."""
-    sauer = next((s for s in loop.sinks if s.name == "sauer"), None)
-    own = getattr(sauer, "seen", None)
+def _q3_peers(q3, base):
+    """Everybody else on the Quake 3 server, as its latest snapshot relayed them."""
+    ents = q3.others
+    if ents is None or not ents.players:
+        return []
+    out = []
+    for p in ents.players:
+        head = None if p.head is None else (p.head.pitch, p.head.yaw, p.head.roll)
+        runs = (q3_color_runs(p.name, mp.WHITE) if plain_name(p.name).strip()
+                else [(f"client {p.client_num}", mp.WHITE)])
+        note = " ".join(n for n in ("VR" if head is not None else "", "(dead)" if p.dead else "") if n)
+        if note:
+            runs = runs + [(" " + note, scene.Q3_PEER_COLORS[1])]
+        out.append((scene.q3_peer_anchor(base, ents.origin, p.origin), scene.q3_player_avatar(p.angles, head), runs))
+    return out
+
+
+def _sauer_peers(sauer, base):
+    """Everybody else on the Sauerbraten server, from their latest relayed N_POS."""
+    own = sauer.seen
     if own is None or not sauer.others:
         return []
     turn = sauer.anchor.turn if sauer.anchor is not None else 0.0
@@ -378,88 +423,9 @@ def sauer_players_of(loop) -> list[tuple[tuple[float, float, float], scene.Avata
         rec = p.record
         if rec is None:
             continue
-        label = (p.name or f"CLIENT {p.cn}") + (" WALKING" if rec.move or rec.strafe else "")
-        out.append((scene.sauer_peer_anchor(own.eye(), rec.eye(), turn),
-                    scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn)), label))
+        runs = [(p.name or f"client {p.cn}", scene.SAUER_PEER_COLORS[1])]
+        if rec.move or rec.strafe:
+            runs.append((" walking", mp.DIM))
+        out.append((scene.sauer_peer_anchor(base, own.eye(), rec.eye(), turn),
+                    scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn)), runs))
     return out
-
-
-def peers_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose]]:
-    """Everybody else in the NetSync room, as the server broadcast them."""
-    ns = next((s for s in loop.sinks if s.name == "netsync"), None)
-    if ns is None or not ns.others:
-        return []
-    own = ns.seen.head.pos if ns.seen is not None and ns.seen.head is not None else None
-    out = []
-    for body in ns.others.values():
-        if body.head is None:
-            continue
-        out.append((scene.peer_anchor(own, body.head.pos),
-                    scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left)))
-    return out
-
-
-def q3_players_of(loop) -> list[tuple[tuple[float, float, float], scene.AvatarPose, str]]:
-    """Everybody else on the Quake 3 server, as its latest snapshot relayed them: (anchor, avatar,
-    label)."""
-    q3 = next((s for s in loop.sinks if s.name == "q3"), None)
-    ents = getattr(q3, "others", None)
-    if ents is None or not ents.players:
-        return []
-    out = []
-    for p in ents.players:
-        head = None if p.head is None else (p.head.pitch, p.head.yaw, p.head.roll)
-        label = plain_name(p.name) or f"CLIENT {p.client_num}"
-        out.append((scene.q3_peer_anchor(ents.origin, p.origin), scene.q3_player_avatar(p.angles, head),
-                    label + (" VR" if head is not None else "") + (" (DEAD)" if p.dead else "")))
-    return out
-
-
-_COLOR_CODE = re.compile(r"\^[^^]")
-
-
-def plain_name(name: str) -> str:
-    """A Quake 3 name without its colour codes (^1 … ^7, ^x: any character but ^ after the ^)."""
-    return _COLOR_CODE.sub("", name)
-
-
-def _q3_far_lines(q3) -> list[tuple[str, tuple]]:
-    """The far side of our last usercmd in numbers (MODEL), and who else is on the server (RELAYED)."""
-    lines = []
-    far = q3.far_side
-    if far is not None:
-        model = vrhead.RECEIVER_NAMES[far.receiver].upper()
-        seen = q3.receiver_seen
-        if seen is not None:  # another VR player's relayed head told which build the server runs
-            model += f", SEEN ON {plain_name(seen[1]) or 'ANOTHER PLAYER'}"
-        head = ("NO HEAD BITS" if far.pitch is None else
-                f"PITCH {far.pitch:+.2f}° YAW OFFSET {far.yaw_offset:+.2f}° (SENT {far.sent_offset:+.2f}°)")
-        lines.append((f"         FAR SIDE (MODEL: {model}): {head}", DIM))
-        lines.append((f"         ROLL: YOUR PLAYERSTATE {far.roll_own:+.3f}°, OTHERS SEE {far.roll_others:+.0f}° (SNAPVECTOR)",
-                      DIM))
-    ents = q3.others
-    if ents is not None and ents.players:
-        names = ", ".join(plain_name(p.name) + (" (VR)" if p.head is not None else "") for p in ents.players)
-        lines.append((f"         PLAYERS {len(ents.players)} (RELAYED): {names}"[:100], DIM))
-    return lines
-
-
-def hud_lines(loop, now: float) -> list[tuple[float, float, str, tuple]]:
-    tel = loop.telemetry
-    cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
-    lines = [(f"HEADCAST  FRAME {tel.frames}  COST {0 if cost is None else cost * 1000:.2f} MS"
-              f"  MOTION-TO-WIRE {'-' if wire is None else f'{wire * 1000:.2f} MS'}"
-              f"  TRACKING {'OK' if loop.frame is not None and loop.frame.head.valid else 'LOST'}", WHITE)]
-    for s in loop.sinks:
-        st = s.status(now)
-        err = "" if st.error_deg is None else f"  ERR {st.error_deg:.2f}°"
-        if st.ping_ms is not None:
-            err = f"  {st.label.upper()} {st.ping_ms:.0f} MS{err}"
-        lines.append((f"{st.name.upper():8} {st.state.upper():10} {st.send_hz:5.1f}/S {st.bytes_per_s / 1000:6.2f} KB/S"
-                      f"  {st.packed}{err}", WHITE))
-        if st.detail:
-            lines.append((f"         {st.detail}", DIM))
-        if s.name == "q3":
-            lines += _q3_far_lines(s)
-    step = glfont.CELL_H * TEXT_SCALE + 2
-    return [(12.0, 10.0 + i * step, t, c) for i, (t, c) in enumerate(lines)]

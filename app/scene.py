@@ -1,12 +1,13 @@
-"""The mirror's scene as numpy geometry (no GL here): matrices, boxes, avatars, plots.
+"""The mirror's 3D scene as numpy geometry (no GL here): matrices, boxes, avatars.
 
-Three avatars side by side, each drawn with its world orientation about a fixed anchor:
-the tracked pose as it is, the Quake 3 head as other players draw it (the server's decode of the
-7-bit pitch / yaw offset, the view yaw and roll in whole degrees as SnapVector leaves them on our
-entity, EMA-smoothed, display-limited), the NetSync head and hands as the server broadcast
-them, and the Sauerbraten head as a receiving game decodes our N_POS (whole degrees). Other
-NetSync members, Quake 3 players and Sauerbraten players stand around their protocol's avatar,
-offset as in the room / on the map. Vertex rows are (x, y, z, r, g, b) float32.
+Avatars in a row, each drawn with its world orientation about its anchor: the tracked pose as it
+is, then each far side (app/mirror_view.py says which and where its numbers come from): the
+Quake 3 head as other players draw it (on a 16-bit server the view angles and roll only, with the
+VR head a vr_support server would decode beside it), the NetSync head and hands as the room
+broadcast them, the Sauerbraten head as a receiving game decodes our N_POS (whole degrees).
+Other NetSync members, Quake 3 players and Sauerbraten players stand around their protocol's
+avatar in the direction they are in the room / on the map, squeezed to within PEER_RADIUS (the
+minimap shows true distances). Vertex rows are (x, y, z, r, g, b) float32.
 """
 from __future__ import annotations
 
@@ -19,19 +20,40 @@ import numpy as np
 from headcast.app.synthetic import orientation
 from headcast.netcode.pose import Quat, Vec3, unity_position, unity_quat
 
-# The camera looks at the avatars from the front (a mirror), so +X is the left of the screen.
-ANCHORS = {"tracked": (1.1, 1.6, 0.0), "q3": (0.0, 1.6, 0.0), "netsync": (-1.1, 1.6, 0.0),
-           "sauer": (-2.2, 1.6, 0.0)}
-LABELS = {"tracked": "TRACKED", "q3": "Q3 FAR SIDE", "netsync": "NETSYNC FAR SIDE", "sauer": "SAUER FAR SIDE"}
+# The camera looks at the avatars from the front (a mirror), so +X is the left of the screen. The
+# avatars stand in a row, ours first (screen left), SPACING apart; the camera backs off until the
+# row fits the view's width (fit_view).
+SPACING = 1.1
+HEAD_Y = 1.6
 COLORS = {
     "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),   # head, nose/aim
     "q3": ((0.95, 0.55, 0.1), (1.0, 0.9, 0.1)),
+    "q3vr": ((0.6, 0.36, 0.1), (1.0, 0.9, 0.1)),        # the VR head a 16-bit server never sees: darker
     "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
     "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }
 NOSE_COLOR = {k: v[1] for k, v in COLORS.items()}
-EYE = np.array([1.6, 2.3, -3.4])
-TARGET = np.array([0.0, 1.3, 0.0])
+VIEW_DIR = np.array([1.6, 1.0, -3.4]) / np.linalg.norm([1.6, 1.0, -3.4])  # from the target to the eye
+TARGET_Y = 1.3
+FOVY = 50.0
+PEER_RADIUS = 1.0  # m: others are drawn within about this of their protocol's avatar (true offsets: minimap)
+
+
+def lineup(keys: list[str]) -> dict[str, Vec3]:
+    """Anchors for avatars in a row, the first on the screen's left."""
+    n = len(keys)
+    return {k: ((n - 1) / 2 * SPACING - i * SPACING, HEAD_Y, 0.0) for i, k in enumerate(keys)}
+
+
+def fit_view(width: int, height: int, half_row: float) -> np.ndarray:
+    """View-projection that frames a row of avatars `half_row` metres either side of x = 0, plus
+    the room their other members stand in (PEER_RADIUS) and their hands."""
+    aspect = width / max(height, 1)
+    tan_v = math.tan(math.radians(FOVY) / 2)
+    need = half_row + PEER_RADIUS + 0.4
+    dist = max(3.2, need / (tan_v * aspect) + 1.0, 1.9 / tan_v)
+    target = np.array([0.0, TARGET_Y, 0.0])
+    return perspective(FOVY, aspect, 0.05, 80.0) @ look_at(target + VIEW_DIR * dist, target)
 
 
 def perspective(fovy_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
@@ -63,10 +85,6 @@ def ortho(width: float, height: float) -> np.ndarray:
     m[0, 0], m[1, 1] = 2.0 / width, -2.0 / height
     m[0, 3], m[1, 3] = -1.0, 1.0
     return m
-
-
-def view_projection(width: int, height: int) -> np.ndarray:
-    return perspective(50.0, width / max(height, 1), 0.05, 50.0) @ look_at(EYE, TARGET)
 
 
 def project(mvp: np.ndarray, p: Vec3, width: int, height: int) -> tuple[float, float] | None:
@@ -164,14 +182,20 @@ def q3_head_quat(pitch: float, yaw_offset: float, roll: float, weapon_yaw: float
     return orientation(pitch, weapon_yaw + yaw_offset, roll)
 
 
-def peer_anchor(own_head_u: Vec3 | None, peer_head_u: Vec3) -> Vec3:
-    """Where another NetSync member is drawn: beside our NetSync avatar, offset as in the room
-    (world metres, OpenXR axes) from our own relayed head."""
-    base = ANCHORS["netsync"]
+def near(base: Vec3, d: Vec3) -> Vec3:
+    """`base` + the offset `d` (world metres) with its floor distance squeezed into PEER_RADIUS
+    (direction kept, r·tanh(d/r): near ones almost true, far ones at the edge), its height to ±0.5 m."""
+    flat = math.hypot(d[0], d[2])
+    k = 1.0 if flat < 1e-9 else PEER_RADIUS * math.tanh(flat / PEER_RADIUS) / flat
+    return (base[0] + d[0] * k, base[1] + max(-0.5, min(0.5, d[1])), base[2] + d[2] * k)
+
+
+def peer_anchor(base: Vec3, own_head_u: Vec3 | None, peer_head_u: Vec3) -> Vec3:
+    """Where another NetSync member is drawn: near our NetSync avatar (`base`), in the direction
+    it stands in the room from our own relayed head (world axes)."""
     if own_head_u is None:
         return base
-    d = unity_position(tuple(p - o for p, o in zip(peer_head_u, own_head_u)))
-    return (base[0] + d[0], base[1] + d[1], base[2] + d[2])
+    return near(base, unity_position(tuple(p - o for p, o in zip(peer_head_u, own_head_u))))
 
 
 def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPose:
@@ -191,13 +215,12 @@ Q3_PEER_COLORS = ((0.7, 0.3, 0.25), (0.95, 0.6, 0.55))  # other players on the Q
 Q3_UNITS_PER_METRE = 32.0  # a Quake 3 player is 56 units tall standing: about 1.75 m
 
 
-def q3_peer_anchor(own_origin: Vec3, peer_origin: Vec3) -> Vec3:
-    """Where another Quake 3 player is drawn: beside our Q3 avatar, offset as on the map from our
-    own playerState origin (Quake X forward, Y left, Z up → OpenXR x = −Y, y = Z, z = −X)."""
-    base = ANCHORS["q3"]
+def q3_peer_anchor(base: Vec3, own_origin: Vec3, peer_origin: Vec3) -> Vec3:
+    """Where another Quake 3 player is drawn: near our Q3 avatar (`base`), in its direction on the
+    map from our own playerState origin (Quake X forward, Y left, Z up → OpenXR x = −Y, y = Z, z = −X)."""
     dx, dy, dz = (p - o for p, o in zip(peer_origin, own_origin))
     k = 1.0 / Q3_UNITS_PER_METRE
-    return (base[0] - dy * k, base[1] + dz * k, base[2] - dx * k)
+    return near(base, (-dy * k, dz * k, -dx * k))
 
 
 def q3_player_avatar(angles: Vec3, head: tuple[float, float, float] | None) -> AvatarPose:
@@ -217,19 +240,18 @@ def sauer_head_quat(yaw: float, pitch: float, roll: float, turn: float) -> Quat:
     return orientation(-pitch, yaw - turn, roll)
 
 
-def sauer_peer_anchor(own_eye: Vec3, peer_eye: Vec3, turn: float) -> Vec3:
-    """Where another Sauerbraten player is drawn: beside our Sauerbraten avatar, offset as on the
-    map from our own record (game x right, y forward, z up; turned back into the rig's world)."""
-    base = ANCHORS["sauer"]
+def sauer_peer_anchor(base: Vec3, own_eye: Vec3, peer_eye: Vec3, turn: float) -> Vec3:
+    """Where another Sauerbraten player is drawn: near our Sauerbraten avatar (`base`), in its
+    direction on the map from our own record (game x right, y forward, z up; turned back into the
+    rig's world)."""
     dx, dy, dz = (p - o for p, o in zip(peer_eye, own_eye))
     t = math.radians(turn)
     rx, ry = dx * math.cos(t) + dy * math.sin(t), -dx * math.sin(t) + dy * math.cos(t)
     k = 1.0 / SAUER_UNITS_PER_METRE
-    return (base[0] + rx * k, base[1] + dz * k, base[2] - ry * k)
+    return near(base, (rx * k, dz * k, -ry * k))
 
 
-def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3 | None = None) -> np.ndarray:
-    anchor = ANCHORS[kind] if anchor is None else anchor
+def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3) -> np.ndarray:
     head_c, nose_c = (PEER_COLORS if kind == "peer" else Q3_PEER_COLORS if kind == "q3peer"
                       else SAUER_PEER_COLORS if kind == "sauerpeer" else COLORS[kind])
     parts = []
@@ -245,29 +267,3 @@ def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3 | None = None) -> np
     if not parts:
         return np.zeros((0, 6), dtype=np.float32)
     return np.vstack(parts)
-
-
-def plot_lines(series: np.ndarray, now: float, seconds: float, rect: tuple[float, float, float, float],
-               col_t: int, col_v: int, lo: float, hi: float, color: Vec3) -> np.ndarray:
-    """GL_LINES segments of one column over the last `seconds`, in a pixel rect (x, y, w, h);
-    gaps (NaN: nothing sent or seen) break the line."""
-    x, y, w, h = rect
-    if len(series) < 2:
-        return np.zeros((0, 6), dtype=np.float32)
-    t, v = series[:, col_t], series[:, col_v]
-    px = x + (t - (now - seconds)) / seconds * w
-    py = y + h - (np.clip(v, lo, hi) - lo) / (hi - lo) * h
-    ok = np.isfinite(v[:-1]) & np.isfinite(v[1:]) & (px[:-1] >= x)
-    idx = np.nonzero(ok)[0]
-    seg = np.empty((len(idx) * 2, 6), dtype=np.float32)
-    seg[0::2, 0], seg[0::2, 1] = px[idx], py[idx]
-    seg[1::2, 0], seg[1::2, 1] = px[idx + 1], py[idx + 1]
-    seg[:, 2] = 0.0
-    seg[:, 3:] = color
-    return seg
-
-
-def rect_lines(rect: tuple[float, float, float, float], color: Vec3) -> np.ndarray:
-    x, y, w, h = rect
-    pts = [(x, y), (x + w, y), (x + w, y), (x + w, y + h), (x + w, y + h), (x, y + h), (x, y + h), (x, y)]
-    return np.array([(px, py, 0.0, *color) for px, py in pts], dtype=np.float32)

@@ -22,7 +22,7 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.netcode.q3.delta import EntityState
 from headcast.netcode.q3.entities import ET_PLAYER, SnapshotEntities, player_entity
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, unpack7
-from mirror_shot import ConstantHead
+from mirror_shot import ConstantHead, save
 
 OWN_ORIGIN = (100.0, 200.0, 24.0)
 VR_PEER = (OWN_ORIGIN[0] - 64.0, OWN_ORIGIN[1] + 80.0, OWN_ORIGIN[2])   # 2 m behind (+Z), 2.5 m left (−X)
@@ -67,9 +67,7 @@ def main(out: Path) -> None:
         assert loop.step()
     mirror.capture_next = True
     assert loop.step()
-    mirror.screenshot(out / "q3_players.png")
-    import numpy as np
-    np.save(out / "q3_players.npy", mirror.last_pixels)
+    save(mirror, out, "q3_players")
 
     # draw() alone, 0 vs 8 other players, interleaved rounds of 30 frames
     times: dict[str, list[float]] = {"none": [], "eight": []}

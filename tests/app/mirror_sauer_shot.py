@@ -11,15 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from headcast.app.loop import FrameLoop
 from headcast.app.mirror import MirrorWindow
 from headcast.app.rig import Rig
 from headcast.app.sink_sauer import SauerSink
 from headcast.netcode.sauer.client import RemotePlayer
 from headcast.netcode.sauer.npos import make_npos
-from mirror_shot import ConstantHead
+from mirror_shot import ConstantHead, save
 
 OWN_EYE = (512.0, 512.0, 526.0)   # the default spawn point's eye: the offline sink anchors there
 PEER_EYE = (OWN_EYE[0] - 8.0, OWN_EYE[1] - 16.0, OWN_EYE[2])
@@ -46,8 +44,7 @@ def main(out: Path) -> None:
         assert loop.step()
     mirror.capture_next = True
     assert loop.step()
-    mirror.screenshot(out / "sauer_players.png")
-    np.save(out / "sauer_players.npy", mirror.last_pixels)
+    save(mirror, out, "sauer_players")
     loop.close()
 
 

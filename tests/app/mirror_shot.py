@@ -1,8 +1,9 @@
 """Render the mirror for known head poses and save what it drew (run by test_mirror.py under Xvfb).
 
-Usage: python mirror_shot.py OUT_DIR. Writes pitch_<P>.png (artifact) and .npy (pixels), and
-state.json with the window/resize/minimise/close observations. Runs in its own process so its
-glfw/GL state never meets another test's.
+Usage: python mirror_shot.py OUT_DIR. Writes pitch_<P>.png (artifact), .npy (pixels) and .json
+(`save`: where the scene was drawn — its rect, the avatars' anchors, the view-projection — and
+every text box), and state.json with the window/resize/minimise/close observations. Runs in its
+own process so its glfw/GL state never meets another test's.
 """
 from __future__ import annotations
 
@@ -45,6 +46,21 @@ class ConstantHead:
         pass
 
 
+def save(mirror: MirrorWindow, out: Path, name: str) -> None:
+    """The captured frame as PNG + pixels, and what the tests need to read it (json)."""
+    rect, anchors, vp = mirror.last_scene
+    np.save(out / f"{name}.npy", mirror.last_pixels)
+    mirror.screenshot(out / f"{name}.png")
+    (out / f"{name}.json").write_text(json.dumps({
+        "scene": {"rect": list(rect), "anchors": {k: list(v) for k, v in anchors.items()}, "vp": vp.tolist()},
+        "text": [{"text": b.text, "box": list(b.box), "clip": list(b.clip), "color": list(b.color)}
+                 for b in mirror.last_text],
+        "layout": {k: list(v) for k, v in mirror.last_layout.items()},
+        "hidden_rows": mirror.panel.hidden_rows, "hidden_labels": mirror.panel.hidden_labels,
+        "size": list(mirror.last_pixels.shape[:2][::-1]),
+    }, ensure_ascii=False))
+
+
 def main(out: Path) -> None:
     import glfw
     mirror = MirrorWindow(1280, 720)
@@ -55,9 +71,7 @@ def main(out: Path) -> None:
             assert loop.step()
         mirror.capture_next = True
         assert loop.step()
-        name = f"pitch_{pitch:+.0f}"
-        np.save(out / f"{name}.npy", mirror.last_pixels)
-        mirror.screenshot(out / f"{name}.png")
+        save(mirror, out, f"pitch_{pitch:+.0f}")
     # Resize: the next frame is drawn at the new framebuffer size.
     glfw.set_window_size(mirror.window, 800, 600)
     mirror.capture_next = True

@@ -1,9 +1,10 @@
 """The mirror window under Xvfb (Mesa llvmpipe): screenshots of known poses checked by pixels.
 
 mirror_shot.py renders a head looking 40° up, then 40° down, and saves the frames (PNG
-artifacts + raw pixels). Each avatar's nose has its own colour; its pixels must sit where the
-scene's camera projects that avatar's nose — for the Quake 3 avatar that is the head as a VR
-receiver rebuilds it from the 7-bit pitch (EMA-smoothed), for NetSync the decoded body.
+artifacts + raw pixels + where the scene was drawn). Each avatar's nose has its own colour; its
+pixels must sit where the scene's camera projects that avatar's nose — for the Quake 3 avatar
+that is the head as a VR receiver rebuilds it from the 7-bit pitch (EMA-smoothed), for NetSync the
+decoded body.
 """
 from __future__ import annotations
 
@@ -40,12 +41,19 @@ def nose_mask(img: np.ndarray, kind: str) -> np.ndarray:
     return bright & (g > 0.9) & (r < 0.4) & (b < 0.5)   # tracked: (0.2, 0.9, 0.3) green
 
 
-def expected_nose(kind: str, pitch: float, w: int, h: int) -> tuple[float, float]:
+def window_point(shot: dict, p) -> tuple[float, float]:
+    """A world point in window pixels, by the scene's own view-projection and rect (shot json)."""
+    rect, vp = shot["scene"]["rect"], np.array(shot["scene"]["vp"])
+    at = scene.project(vp, tuple(p), int(rect[2] - rect[0]), int(rect[3] - rect[1]))
+    return rect[0] + at[0], rect[1] + at[1]
+
+
+def expected_nose(shot: dict, kind: str, pitch: float) -> tuple[float, float]:
     if kind == "q3":  # what the receiver decodes from the 7 bits
         pitch = float(unpack7(pack7(pitch, 80.0)))
     q = orientation(pitch, 0.0, 0.0)
-    c = np.array(scene.ANCHORS[kind]) + scene.quat_matrix(q) @ np.array(NOSE_OFFSET)
-    return scene.project(scene.view_projection(w, h), tuple(c), w, h)
+    c = np.array(shot["scene"]["anchors"][kind]) + scene.quat_matrix(q) @ np.array(NOSE_OFFSET)
+    return window_point(shot, c)
 
 
 def centroid(mask: np.ndarray, around: tuple[float, float], radius: int = 90) -> tuple[float, float]:
@@ -71,12 +79,12 @@ def shots(xvfb_display, artifacts_dir):
 
 @pytest.mark.parametrize("kind", ["tracked", "q3", "netsync"])
 def test_each_avatar_shows_the_head_pitch(shots, kind):
-    up, down = np.load(shots / "pitch_-40.npy"), np.load(shots / "pitch_+40.npy")
-    h, w, _ = up.shape
-    assert (w, h) == (1280, 720)
     seen = {}
-    for pitch, img in ((-40.0, up), (40.0, down)):
-        want = expected_nose(kind, pitch, w, h)
+    for pitch in (-40.0, 40.0):
+        img = np.load(shots / f"pitch_{pitch:+.0f}.npy")
+        shot = json.loads((shots / f"pitch_{pitch:+.0f}.json").read_text())
+        assert img.shape[:2] == (720, 1280)
+        want = expected_nose(shot, kind, pitch)
         got = centroid(nose_mask(img, kind), want)
         assert abs(got[0] - want[0]) < 20 and abs(got[1] - want[1]) < 20, (kind, pitch, got, want)
         seen[pitch] = got
@@ -86,12 +94,18 @@ def test_each_avatar_shows_the_head_pitch(shots, kind):
 
 def test_hud_and_plots_are_drawn(shots):
     img = np.load(shots / "pitch_+40.npy")
-    h, w, _ = img.shape
-    hud = img[:60, :700]
-    assert (hud.min(axis=2) > 200).sum() > 500            # white HUD text, top left
-    plots = img[int(h * 0.7):, :]
+    shot = json.loads((shots / "pitch_+40.json").read_text())
+    x0, y0, x1, y1 = (int(v) for v in shot["layout"]["header"])
+    assert (img[y0:y1, x0:x1].min(axis=2) > 200).sum() > 300     # white header text
+    texts = [t["text"] for t in shot["text"]]
+    assert "headcast" in texts and any(t.startswith("frame ") for t in texts)
+    assert texts.count("OFFLINE") >= 2                             # no server: each far side says so
+    x0, y0, x1, y1 = (int(v) for v in shot["layout"]["plots"])
+    plots = img[y0:y1, x0:x1]
     orange = (plots[..., 0] > 180) & (plots[..., 1] > 90) & (plots[..., 1] < 170) & (plots[..., 2] < 60)
-    assert orange.sum() > 50                               # the "seen" pitch trace
+    assert orange.sum() > 50                                       # the "seen" pitch trace (Q3's colour)
+    white = plots.min(axis=2) >= 240   # SENT_COLOR (242); text is 237 at most
+    assert white.sum() > 50                                        # the "sent" trace
 
 
 def test_resize_minimise_and_close(shots):

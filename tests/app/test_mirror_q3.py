@@ -19,7 +19,9 @@ import pytest
 
 from headcast.app import scene
 from headcast.app.loop import FrameLoop
-from headcast.app.mirror import hud_lines, plain_name, q3_players_of
+from headcast.app.mirror import _q3_peers
+from headcast.app.mirror_labels import plain_name
+from headcast.app.mirror_panels import q3_lines
 from headcast.app.rig import Rig
 from headcast.app.synthetic import orientation
 from headcast.netcode.q3.vrhead import Receiver, roll_views, unpack7
@@ -29,6 +31,7 @@ from support import REPO
 sys.path.insert(0, str(Path(__file__).parent))
 from mirror_q3_shot import OWN_ORIGIN, VR_HEAD_PITCH_CODE, VR_PEER, ServerQ3Sink, snapshot  # noqa: E402
 from mirror_shot import ConstantHead  # noqa: E402
+from test_mirror import window_point  # noqa: E402
 
 NOSE_OFFSET = (0.0, -0.02, -0.2)  # scene.head_triangles: the nose box centre in the head frame
 
@@ -48,11 +51,10 @@ def shot(xvfb_display, artifacts_dir):
 @pytest.mark.display
 def test_other_players_are_drawn_where_the_snapshot_puts_them(shot):
     img = np.load(shot / "q3_players.npy")
-    h, w, _ = img.shape
-    anchor = scene.q3_peer_anchor(OWN_ORIGIN, VR_PEER)
+    info = json.loads((shot / "q3_players.json").read_text())
+    anchor = scene.q3_peer_anchor(info["scene"]["anchors"]["q3"], OWN_ORIGIN, VR_PEER)
     q = orientation(unpack7(VR_HEAD_PITCH_CODE), unpack7(63), 0.0)  # relayed head: pitch, view yaw 0 + offset
-    want = scene.project(scene.view_projection(w, h),
-                         tuple(np.array(anchor) + scene.quat_matrix(q) @ np.array(NOSE_OFFSET)), w, h)
+    want = window_point(info, np.array(anchor) + scene.quat_matrix(q) @ np.array(NOSE_OFFSET))
     rgb = img.astype(float)
     m = rgb.max(axis=2)
     n = rgb / np.maximum(m, 1.0)[..., None]
@@ -80,18 +82,20 @@ def test_hud_names_the_model_and_shows_the_far_side():
     far = q3.far_side
     assert far.receiver is Receiver.QVM and (far.roll_own, far.roll_others) == roll_views(q3.intent.roll_short)
     assert q3.receiver_seen == (Receiver.QVM, "^1Vera")  # codes 84 and 63 decode differently in a native build
-    text = [t.upper() for _, _, t, _ in hud_lines(loop, 1.0)]  # the font draws capitals
-    assert any(f"FAR SIDE (MODEL: TRINITY QVM (Q3LCC), SEEN ON VERA): PITCH {far.pitch:+.2f}° YAW OFFSET "
+    text = [t for t, _ in q3_lines(q3)]
+    assert any(f"decode (Trinity QVM (q3lcc), seen on Vera): pitch {far.pitch:+.2f}° yaw offset "
                f"{far.yaw_offset:+.2f}°" in t for t in text), text
-    assert any("OTHERS SEE" in t for t in text)
-    assert any("PLAYERS 2 (RELAYED): VERA (VR), BOB" in t for t in text), text
-    labels = [label.upper() for _, _, label in q3_players_of(loop)]
-    assert labels == ["VERA VR", "BOB"]
+    assert any("others see" in t for t in text)
+    assert any("players 2 (RELAYED): Vera (VR), bob" in t for t in text), text
+    labels = ["".join(s for s, _ in runs) for _, _, runs in _q3_peers(q3, (0.0, 1.6, 0.0))]
+    assert labels == ["Vera VR", "bob"]
+    runs = _q3_peers(q3, (0.0, 1.6, 0.0))[0][2]
+    assert runs[0] == ("Vera", (1.0, 0.25, 0.25))  # ^1: drawn red, as the game draws it
     native = ServerQ3Sink(None)  # nobody seen: the configured build is modelled
     native.receiver = Receiver.NATIVE
     native.intent = q3.intent
-    assert native.far_side.receiver is Receiver.NATIVE and "FAR SIDE (MODEL: NATIVE GAME LIBRARY):" in " ".join(
-        t.upper() for _, _, t, _ in hud_lines(FrameLoop(ConstantHead(0.0), Rig(), [native]), 1.0))
+    assert native.far_side.receiver is Receiver.NATIVE and "decode (native game library):" in " ".join(
+        t for t, _ in q3_lines(native))
     assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
 
 
@@ -109,5 +113,5 @@ def test_the_model_follows_the_build_another_vr_player_betrays():
     assert loop.step()
     assert q3.receiver is Receiver.QVM and q3.receiver_seen == (Receiver.NATIVE, "^2Nat")
     assert q3.far_side.receiver is Receiver.NATIVE
-    text = " ".join(t.upper() for _, _, t, _ in hud_lines(loop, 1.0))
-    assert "FAR SIDE (MODEL: NATIVE GAME LIBRARY, SEEN ON NAT)" in text, text
+    text = " ".join(t for t, _ in q3_lines(q3))
+    assert "decode (native game library, seen on Nat)" in text, text

@@ -1,0 +1,370 @@
+"""The mirror's ImGui layer: header, per-sink panels, live plots, room maps, avatar labels.
+
+Layout (window pixels, any size from 800×600 up): a header across the top; the 3D scene (left)
+beside the sink panel (right); a bottom strip with the plots (left) and the room maps (right).
+Text never overflows its area: panel rows are wrapped to the panel's width and, when there are
+more than fit, the least important go first with a line saying so; floating labels take a free
+spot or are left out (app/mirror_labels.py). Fonts scale with the window (13–18 px).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from headcast.app import mirror_view as mv
+from headcast.app.mirror_labels import Rect, Want, place, plain_name, q3_color_runs
+from headcast.app.mirror_ui import UiText, rgba, u32
+from headcast.netcode.q3.vrhead import RECEIVER_NAMES
+
+WHITE = (0.93, 0.93, 0.93)
+DIM = (0.62, 0.62, 0.68)
+RED = (1.0, 0.35, 0.3)
+SOURCE_COLORS = {mv.RELAYED: (0.35, 0.92, 0.45), mv.MODEL: (1.0, 0.75, 0.2), mv.OFFLINE: (0.62, 0.62, 0.68)}
+SINK_COLORS = {"q3": (0.95, 0.6, 0.2), "netsync": (0.35, 0.75, 0.98), "sauer": (0.72, 0.55, 0.98)}
+SENT_COLOR = (0.95, 0.95, 0.95)
+FIXED = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
+         | imgui.WindowFlags_.no_bring_to_front_on_focus | imgui.WindowFlags_.no_scrollbar
+         | imgui.WindowFlags_.no_scroll_with_mouse | imgui.WindowFlags_.no_focus_on_appearing)
+SNAP_SHOWN = 0.8  # s the header keeps saying a snap turn happened
+
+Run = tuple[str, tuple]
+
+
+@dataclass
+class Row:
+    """One line of a panel: coloured runs; lower `keep` goes first when the panel is full."""
+
+    runs: list[Run]
+    keep: int = 1
+    indent: float = 0.0
+
+
+@dataclass
+class PanelState:
+    """What the user set and what carries between frames."""
+
+    paused_at: float | None = None
+    snap_at: float = -math.inf
+    snap_deg: float = 0.0
+    hidden_rows: int = 0
+    hidden_labels: int = 0
+    tab: str = ""
+    layout: dict = field(default_factory=dict)
+
+
+def font_size(w: int, h: int) -> float:
+    return float(max(13, min(18, round(min(w / 72, h / 40)))))
+
+
+def text_w(s: str) -> float:
+    return imgui.calc_text_size(s).x
+
+
+def wrap_words(s: str, width: float, first: float | None = None) -> list[str]:
+    """`s` split at spaces into lines no wider than `width` (the first: `first`); a word longer
+    than a line is cut at characters."""
+    lines, cur = [], ""
+    limit = width if first is None else first
+    lead = len(s) - len(s.lstrip(" "))
+    words = s[lead:].split(" ")
+    words[0] = " " * lead + words[0]  # leading spaces are the run's own spacing: kept
+    for word in words:
+        cand = word if not cur else cur + " " + word
+        if text_w(cand) <= limit:
+            cur = cand
+            continue
+        if cur:
+            lines.append(cur)
+            limit = width
+        cur = word
+        while text_w(cur) > limit and len(cur) > 1:  # cut a long word
+            k = len(cur)
+            while k > 1 and text_w(cur[:k]) > limit:
+                k -= 1
+            lines.append(cur[:k])
+            cur = cur[k:]
+            limit = width
+    if cur or not lines:
+        lines.append(cur)
+    return lines
+
+
+def wrap_runs(runs: list[Run], width: float, keep: int, indent: float) -> list[Row]:
+    """Coloured runs laid into rows of `width` (continuation rows indented)."""
+    rows: list[Row] = [Row([], keep, 0.0)]
+    used = 0.0
+    for s, col in runs:
+        room = width - used
+        parts = wrap_words(s, width - indent, room)
+        for i, part in enumerate(parts):
+            if i > 0:
+                rows.append(Row([], keep, indent))
+                used = indent
+            if part:
+                rows[-1].runs.append((part, col))
+                used += text_w(part)
+    return rows
+
+
+def fit_rows(rows: list[Row], height: float, line_h: float) -> tuple[list[Row], int]:
+    """The rows that fit `height`, dropping the least important first (never reordering)."""
+    cap = max(1, int(height // line_h))
+    if len(rows) <= cap:
+        return rows, 0
+    cap -= 1  # a row says how many were left out
+    order = sorted(range(len(rows)), key=lambda i: (rows[i].keep, -i))
+    drop = set(order[:len(rows) - cap])
+    return [r for i, r in enumerate(rows) if i not in drop], len(drop)
+
+
+def draw_rows(t: UiText, rows: list[Row], hidden: int, x0: float) -> None:
+    for r in rows:
+        first = True
+        for s, col in r.runs:
+            if first:
+                imgui.set_cursor_pos_x(x0 + r.indent)
+            else:
+                imgui.same_line(0.0, 0.0)
+            t.text(s, col)
+            first = False
+        if first:
+            imgui.dummy((1, imgui.get_text_line_height()))
+    if hidden:
+        t.text(f"… {hidden} more line{'s' if hidden != 1 else ''} (a larger window shows them)", DIM)
+
+
+def begin_fixed(name: str, rect: Rect, background: bool = True, inputs: bool = False) -> None:
+    imgui.set_next_window_pos((rect[0], rect[1]))
+    imgui.set_next_window_size((rect[2] - rect[0], rect[3] - rect[1]))
+    flags = FIXED | (0 if background else imgui.WindowFlags_.no_background)
+    if not inputs:
+        flags |= imgui.WindowFlags_.no_inputs
+    imgui.begin(name, None, flags)
+
+
+# --- the header ------------------------------------------------------------------------------
+
+def header_parts(loop, now: float, st: PanelState, mirror_hz: float) -> list[Run]:
+    tel = loop.telemetry
+    cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
+    tracking = loop.frame is not None and loop.frame.head.valid
+    parts: list[Run] = [("headcast", WHITE), (f"frame {tel.frames}", WHITE),
+                        (f"loop cost {0 if cost is None else cost * 1000:.2f} ms", WHITE),
+                        (f"motion-to-wire {'–' if wire is None else f'{wire * 1000:.2f} ms'}", WHITE),
+                        (f"mirror {mirror_hz:.0f} Hz", DIM),
+                        ("tracking OK", (0.35, 0.92, 0.45)) if tracking else ("TRACKING LOST", RED)]
+    if now - st.snap_at < SNAP_SHOWN:
+        parts.append((f"snap turn {st.snap_deg:+.0f}°", (1.0, 0.85, 0.3)))
+    if st.paused_at is not None:
+        parts.append(("plots paused", (1.0, 0.85, 0.3)))
+    return parts
+
+
+def pack_parts(parts: list[Run], width: float, sep: str = "   ") -> list[Row]:
+    rows: list[Row] = [Row([], 2)]
+    used = 0.0
+    for s, col in parts:
+        w = text_w(s) + (text_w(sep) if rows[-1].runs else 0.0)
+        if rows[-1].runs and used + w > width:
+            rows.append(Row([], 2))
+            used, w = 0.0, text_w(s)
+        if rows[-1].runs:
+            rows[-1].runs.append((sep, col))
+        rows[-1].runs.append((s, col))
+        used += w
+    return rows
+
+
+# --- the sink panel --------------------------------------------------------------------------
+
+def sink_rows(loop, now: float, fars: list[mv.Far], statuses: dict, width: float) -> list[Row]:
+    rows: list[Row] = []
+    ind = text_w("  ")
+    for s in loop.sinks:
+        stt = statuses[s.name]
+        col = SINK_COLORS.get(s.name, WHITE)
+        head = [f"{mv.SINK_TITLES.get(s.name, s.name)}", stt.state]
+        if stt.live or stt.send_hz:
+            head += [f"{stt.send_hz:.0f}/s", f"{stt.bytes_per_s / 1000:.2f} kB/s"]
+        if stt.ping_ms is not None:
+            head.append(f"{stt.label} {stt.ping_ms:.0f} ms")
+        if stt.error_deg is not None:
+            head.append(f"err {stt.error_deg:.2f}°")
+        rows += pack_parts([(h, col if i == 0 else WHITE) for i, h in enumerate(head)], width, "  ")
+        for r in rows[-1:]:
+            r.keep = 5
+        for f in (f for f in fars if f.sink == s.name):
+            badge = [(f.source, SOURCE_COLORS[f.source]), (f"  {f.title}: ", WHITE), (f.why, DIM)]
+            if f.transient:
+                badge.append((f"  ({f.transient})", (1.0, 0.85, 0.3)))
+            rows += wrap_runs([("  ", WHITE)] + badge, width, 4, ind * 2)
+        if stt.packed:
+            rows += wrap_runs([("  " + stt.packed, WHITE)], width, 3, ind * 2)
+        if s.name == "q3":
+            for text, keep in q3_lines(s):
+                rows += wrap_runs([("  " + text, DIM)], width, keep, ind * 2)
+        if stt.detail and getattr(s, "link", None) is not None:  # offline: the far side's line says it
+            rows += wrap_runs([("  " + stt.detail, DIM)], width, 1, ind * 2)
+    return rows
+
+
+def q3_lines(q3) -> list[tuple[str, int]]:
+    """The Q3 far side in numbers (the model's decode of our last usercmd, the roll both ways) and
+    who else is on the server (RELAYED): (text, keep)."""
+    out = []
+    far = q3.far_side
+    if far is not None:
+        model = RECEIVER_NAMES[far.receiver]
+        seen = q3.receiver_seen
+        if seen is not None:  # another VR player's relayed head told which build the server runs
+            model += f", seen on {plain_name(seen[1]) or 'another player'}"
+        head = ("no head bits" if far.pitch is None else
+                f"pitch {far.pitch:+.2f}° yaw offset {far.yaw_offset:+.2f}° (sent {far.sent_offset:+.2f}°)")
+        out.append((f"decode ({model}): {head}", 2))
+        out.append((f"roll: your playerState {far.roll_own:+.3f}°, others see {far.roll_others:+.0f}°", 2))
+    ents = q3.others
+    if ents is not None and ents.players:
+        names = ", ".join(plain_name(p.name) + (" (VR)" if p.head is not None else "") for p in ents.players)
+        out.append((f"players {len(ents.players)} (RELAYED): {names}", 1))
+    return out
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+PLOT_FLAGS = implot.Flags_.no_title | implot.Flags_.no_legend | implot.Flags_.no_menus | implot.Flags_.no_box_select
+ANGLES = (("pitch", 90.0), ("yaw", 180.0), ("roll", 60.0))
+
+
+def _line(label: str, xs: np.ndarray, ys: np.ndarray, color) -> None:
+    if len(xs) < 2:
+        return
+    spec = implot.Spec()
+    spec.line_color = rgba(color)
+    spec.line_weight = 1.5
+    implot.plot_line(label, np.ascontiguousarray(xs, dtype=np.float64), np.ascontiguousarray(ys, dtype=np.float64), spec)
+
+
+def _bands(t: UiText, spans, t_end: float, seconds: float, lo: float, hi: float, clip: Rect) -> None:
+    dl = implot.get_plot_draw_list()
+    implot.push_plot_clip_rect()
+    for a, b in spans:
+        p0 = implot.plot_to_pixels(max(a - t_end, -seconds), hi)
+        p1 = implot.plot_to_pixels(min(b - t_end, 0.0), lo)
+        dl.add_rect_filled((p0.x, p0.y), (max(p1.x, p0.x + 2), p1.y), u32((1.0, 0.85, 0.3), 0.18))
+    implot.pop_plot_clip_rect()
+
+
+def plot_sink(t: UiText, book: mv.SeriesBook, key: str, color, t_end: float, seconds: float,
+              size: tuple[float, float]) -> None:
+    rows = book.window(key, t_end - seconds, t_end)
+    latest, worst = mv.error_readout(rows)
+    spans = mv.transient_spans(rows)
+    if latest is None:
+        read = "error: nothing seen yet"
+    else:
+        read = ("|seen − sent| now " + " ".join(f"{n} {v:.1f}°" for (n, _), v in zip(ANGLES, latest))
+                + f";  max {seconds:g} s " + " ".join(f"{v:.1f}°" for v in worst))
+    if spans:
+        read += "; shaded: joining (not counted)"
+    for line in wrap_words(read, size[0]):
+        t.text(line, DIM)
+    avail = imgui.get_content_region_avail()
+    w, h = avail.x, avail.y
+    if h < 40 or w < 60:
+        return
+    xs = rows[:, mv.T] - t_end if len(rows) else np.zeros(0)
+    cols = 3 if w >= 3 * 150 else 1
+    n_rows = 1 if cols == 3 else 3
+    if implot.begin_subplots(f"##{key}", n_rows, cols, (w, h), implot.SubplotFlags_.no_title):
+        for i, (name, lim) in enumerate(ANGLES):
+            if implot.begin_plot(f"{name}##{key}", (-1, -1), PLOT_FLAGS):
+                implot.setup_axes("", f"{name} °", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus)
+                implot.setup_axes_limits(-seconds, 0.0, -lim, lim, imgui.Cond_.always)
+                if len(rows):
+                    _line("sent", xs, rows[:, mv.SENT + i], SENT_COLOR)
+                    _line("seen", xs, rows[:, mv.SEEN + i], color)
+                    _bands(t, spans, t_end, seconds, -lim, lim, None)
+                implot.end_plot()
+        implot.end_subplots()
+
+
+def plot_wire(t: UiText, book: mv.SeriesBook, keys: list[tuple[str, str]], t_end: float, seconds: float,
+              size: tuple[float, float]) -> None:
+    t.text("motion-to-wire (ms, loop), round trip (ms, per sink), kB/s per sink", DIM)
+    avail = imgui.get_content_region_avail()
+    w, h = avail.x, avail.y
+    if h < 40 or w < 60:
+        return
+    cols = 2 if w >= 300 else 1
+    if implot.begin_subplots("##wire", 1 if cols == 2 else 2, cols, (w, h), implot.SubplotFlags_.no_title):
+        if implot.begin_plot("latency##w", (-1, -1), PLOT_FLAGS):
+            implot.setup_axes("", "", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+            implot.setup_axis_format(implot.ImAxis_.y1, "%.0f ms")
+            first = True
+            for key, sink in keys:
+                rows = book.window(key, t_end - seconds, t_end)
+                if len(rows) < 2:
+                    continue
+                xs = rows[:, mv.T] - t_end
+                if first:
+                    _line("motion-to-wire", xs, rows[:, mv.WIRE], SENT_COLOR)
+                    first = False
+                _line(f"rtt {sink}", xs, rows[:, mv.RTT], SINK_COLORS.get(sink, WHITE))
+            implot.end_plot()
+        if implot.begin_plot("rates##w", (-1, -1), PLOT_FLAGS):
+            implot.setup_axes("", "", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+            implot.setup_axis_format(implot.ImAxis_.y1, "%.1f kB/s")
+            for key, sink in keys:
+                rows = book.window(key, t_end - seconds, t_end)
+                if len(rows) >= 2:
+                    _line(f"kB/s {sink}", rows[:, mv.T] - t_end, rows[:, mv.BPS] / 1000.0, SINK_COLORS.get(sink, WHITE))
+            implot.end_plot()
+        implot.end_subplots()
+
+
+# --- room maps -------------------------------------------------------------------------------
+
+def draw_map(t: UiText, title: str, members: list[mv.Member], rect: Rect, color, q3_names: bool = False) -> int:
+    """One protocol's room top-down in `rect`: every member as a dot with a heading tick, named;
+    returns the labels left out for want of room."""
+    dl = imgui.get_window_draw_list()
+    line_h = imgui.get_text_line_height()
+    t.label(dl, rect[0] + 4, rect[1] + 2, [(title, color)], rect)
+    top = rect[1] + line_h + 6
+    side = min(rect[2] - rect[0] - 8, rect[3] - top - 4)
+    if side < 40:
+        return len(members)
+    cx, cy = (rect[0] + rect[2]) / 2, top + side / 2
+    dl.add_rect((cx - side / 2, top), (cx + side / 2, top + side), u32(DIM, 0.5))
+    half = mv.fit(members)
+    k = (side / 2 - 6) / half
+    wants, dots = [], []
+    if side > 120:  # the scale, bottom left inside the frame
+        sb = t.label(dl, cx - side / 2 + 3, top + side - line_h - 2, [(f"±{half:.0f} m", DIM)], rect)
+        dots.append(sb)
+    for m in members:
+        x, y = cx + m.east * k, cy - m.north * k
+        c = (0.35, 0.92, 0.45) if m.us else color
+        dl.add_circle_filled((x, y), 4.0, u32(c))
+        if m.heading is not None:
+            a = math.radians(m.heading)
+            dl.add_line((x, y), (x + 10 * math.cos(a), y - 10 * math.sin(a)), u32(c), 2.0)
+        name = m.label + (f" {m.note}" if m.note else "")
+        dots.append((x - 5, y - 5, x + 5, y + 5))
+        shown = plain_name(name) if q3_names else name
+        wants.append((name, m, Want(x, y + 6, text_w(shown), line_h)))
+    area = (cx - side / 2 + 1, top + 1, cx + side / 2 - 1, top + side - 1)
+    boxes = place([w for _, _, w in wants], area, taken=dots)
+    hidden = 0
+    for (name, m, _), box in zip(wants, boxes):
+        if box is None:
+            hidden += 1
+            continue
+        base = (0.35, 0.92, 0.45) if m.us else WHITE
+        t.label(dl, box[0], box[1], q3_color_runs(name, base) if q3_names else [(name, base)], rect)
+    return hidden
