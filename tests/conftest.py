@@ -30,7 +30,7 @@ def xvfb_display():
     if shutil.which("Xvfb") is None:
         pytest.fail("Xvfb is not installed: run scripts/setup.sh (apt package xvfb)")
     proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", "1", "-screen", "0", "1280x720x24", "-nolisten", "tcp", "-noreset"],
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-noreset"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     try:
