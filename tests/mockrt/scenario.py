@@ -1,6 +1,6 @@
 """A whole app session against the mock runtime, run in a subprocess by test_mockrt_subprocess.py.
 
-`python scenario.py headless|gl|probe` prints one JSON object with what it observed. A subprocess keeps
+`python scenario.py headless|gl|frames|probe` prints one JSON object with what it observed. A subprocess keeps
 glfw/GLX state, DISPLAY and the API-layer environment out of the test process. XR_RUNTIME_JSON and
 the HEADCAST_MOCK_* variables come from the parent.
 """
@@ -53,6 +53,20 @@ def actions(inst, session):
     return aset, aim, trig, move, jump, buzz, space, hands
 
 
+def now(inst) -> int:
+    """The runtime's XrTime for CLOCK_MONOTONIC now (XR_KHR_convert_timespec_time)."""
+    import time
+
+    convert = ctypes.cast(xr.get_instance_proc_addr(inst, "xrConvertTimespecTimeToTimeKHR"),
+                          xr.PFN_xrConvertTimespecTimeToTimeKHR)
+    ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    out = xr.Time()
+    rc = convert(inst, ctypes.byref(xr.timespec(ns // 1_000_000_000, ns % 1_000_000_000)), ctypes.byref(out))
+    if rc != 0:
+        raise SystemExit(f"xrConvertTimespecTimeToTimeKHR: {rc}")
+    return out.value
+
+
 class GL:
     """A hidden glfw window whose GLX context the session renders into."""
 
@@ -97,6 +111,85 @@ def probe() -> dict:
         xr.destroy_instance(inst)
 
 
+def refused(fn, *args) -> str | None:
+    """The name of the exception pyopenxr raises for the call's result (None: XR_SUCCESS)."""
+    try:
+        fn(*args)
+    except xr.exception.XrException as exc:
+        return type(exc).__name__
+    return None
+
+
+def frames() -> dict:
+    """The frame loop's rules in a GL session without layers: call order, a discarded frame, the
+    blend mode, display times, strict's display-time check, and paced frames (wake and display
+    times, for the test's load-proof bounds)."""
+    import time
+
+    report: dict = {"mode": "frames"}
+    ctl = mockrt.MockControl()
+    inst = xr.create_instance(xr.InstanceCreateInfo(
+        application_info=xr.ApplicationInfo(application_name="mockrt-frames"),
+        enabled_extension_names=[xr.KHR_OPENGL_ENABLE_EXTENSION_NAME]))
+    context = GL()
+    try:
+        sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+        get_req = ctypes.cast(xr.get_instance_proc_addr(inst, "xrGetOpenGLGraphicsRequirementsKHR"),
+                              xr.PFN_xrGetOpenGLGraphicsRequirementsKHR)
+        get_req(inst, sid, ctypes.byref(xr.GraphicsRequirementsOpenGLKHR()))
+        info = xr.SessionCreateInfo(system_id=sid, next=ctypes.cast(ctypes.pointer(context.binding), ctypes.c_void_p))
+        session = xr.create_session(inst, info)
+        xr.begin_session(session, xr.SessionBeginInfo(xr.ViewConfigurationType.PRIMARY_STEREO))
+
+        def end(t: int, mode=xr.EnvironmentBlendMode.OPAQUE) -> None:
+            xr.end_frame(session, xr.FrameEndInfo(display_time=t, environment_blend_mode=mode, layers=[]))
+
+        def frame() -> int:
+            fs = xr.wait_frame(session)
+            xr.begin_frame(session)
+            end(fs.predicted_display_time)
+            return fs.predicted_display_time
+
+        report["begin_before_wait"] = refused(xr.begin_frame, session)
+        fs = xr.wait_frame(session)
+        report["end_before_begin"] = refused(end, fs.predicted_display_time)
+        xr.begin_frame(session)
+        fs = xr.wait_frame(session)
+        report["begin_again"] = refused(xr.begin_frame, session)  # the first frame is dropped
+        report["additive"] = refused(end, fs.predicted_display_time, xr.EnvironmentBlendMode.ADDITIVE)
+        report["ended"] = [ctl.frames_ended]
+        end(fs.predicted_display_time)
+        report["ended"].append(ctl.frames_ended)
+        report["frame_index"] = ctl.frame_index
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        report["display"] = [frame() for _ in range(5)]
+        report["clock"] = [before, time.clock_gettime_ns(time.CLOCK_MONOTONIC)]
+        ctl.set_runtime_profile("strict")
+        fs = xr.wait_frame(session)
+        xr.begin_frame(session)
+        report["strict_other_time"] = refused(end, fs.predicted_display_time + 1)
+        report["strict_predicted_time"] = refused(end, fs.predicted_display_time)
+        ctl.set_runtime_profile("monado")
+        ctl.set_throttle(True)
+        paced = []
+        for _ in range(19):
+            fs = xr.wait_frame(session)
+            paced.append([time.clock_gettime_ns(time.CLOCK_MONOTONIC), fs.predicted_display_time,
+                          fs.predicted_display_period])
+            xr.begin_frame(session)
+            end(fs.predicted_display_time)
+        report["paced"] = paced
+        report["begin_time"] = ctl.begin_time
+        xr.request_exit_session(session)
+        xr.end_session(session)
+        report["states"] = drain(inst)
+        xr.destroy_session(session)
+    finally:
+        xr.destroy_instance(inst)
+        context.close()
+    return report
+
+
 def run(mode: str) -> dict:
     from OpenGL import GL as gl
 
@@ -126,6 +219,8 @@ def run(mode: str) -> dict:
         aset, aim, trig, move, jump, buzz, aim_space, hands = actions(inst, session)
         states = drain(inst)
         xr.begin_session(session, xr.SessionBeginInfo(xr.ViewConfigurationType.PRIMARY_STEREO))
+        if not context:
+            ctl.focus()  # a headless session stays READY unless the runtime focuses it
         states += drain(inst)
         swapchain = None
         if context:
@@ -149,9 +244,14 @@ def run(mode: str) -> dict:
         ctl.set_vec2(f"{L}/input/thumbstick", 0.0, 1.0)
         ctl.set_bool(f"{R}/input/a/click", True)
         for frame in range(4):
+            if not context:  # headless by the spec: no frame calls, the time from the runtime
+                display_time = now(inst)
+                states += drain(inst)
+                continue
             if frame == 2:
                 ctl.capture_next_frame()
             fs = xr.wait_frame(session)
+            display_time = fs.predicted_display_time
             xr.begin_frame(session)
             layers = []
             if swapchain is not None and fs.should_render:
@@ -188,8 +288,8 @@ def run(mode: str) -> dict:
         stick = get(xr.get_action_state_vector2f, move, hands[0])
         report["controls"] = [get(xr.get_action_state_float, trig, hands[1]), [stick.x, stick.y],
                               bool(get(xr.get_action_state_boolean, jump, hands[1]))]
-        report["aim_flags"] = int(xr.locate_space(aim_space, stage, fs.predicted_display_time).location_flags)
-        report["head_y"] = xr.locate_space(view, stage, fs.predicted_display_time).pose.position.y
+        report["aim_flags"] = int(xr.locate_space(aim_space, stage, display_time).location_flags)
+        report["head_y"] = xr.locate_space(view, stage, display_time).pose.position.y
         xr.apply_haptic_feedback(session, xr.HapticActionInfo(buzz, hands[1]),
                                  xr.HapticVibration(amplitude=0.5, duration=10_000_000, frequency=xr.FREQUENCY_UNSPECIFIED))
         report["haptic_count"] = ctl.haptics(R).count
@@ -216,4 +316,4 @@ def run(mode: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(probe() if sys.argv[1] == "probe" else run(sys.argv[1])))
+    print(json.dumps({"probe": probe, "frames": frames}.get(sys.argv[1], lambda: run(sys.argv[1]))()))

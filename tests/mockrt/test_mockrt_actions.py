@@ -70,9 +70,13 @@ class Rig:
         return xr.path_to_string(self.h.inst, p) if p else ""
 
 
+START = 1_000_000_000_000  # the stopped runtime clock the tests move themselves
+
+
 @pytest.fixture
 def rig(mock, session):
-    """A begun headless session with the rig attached (all profiles suggested), synced once."""
+    """A begun headless session, focused by the runtime, with the rig attached (all profiles
+    suggested), synced once; the runtime clock stopped at its begin."""
     def setup(h):
         nonlocal made
         made = Rig(h)
@@ -80,8 +84,8 @@ def rig(mock, session):
         made.attach()
 
     made = None
-    with session(setup=setup) as h:
-        h.frame()
+    mock.set_clock(START)
+    with session(setup=setup, focus=True) as h:
         made.sync()
         yield made
 
@@ -119,8 +123,7 @@ def test_grip_surface_pose_needs_openxr_1_1(mock, session):
         rig.attach()
 
     rig = None
-    with session(api_version=xr.Version(1, 1, 0), setup=setup) as h:
-        h.frame()
+    with session(api_version=xr.Version(1, 1, 0), setup=setup, focus=True) as h:
         rig.sync()
         assert rig.h.locate(rig.spaces[("grip", R)]).pose.position.x == pytest.approx(0.25)
 
@@ -189,7 +192,7 @@ def test_aim_and_grip_spaces_locate_the_hands(mock, rig):
     assert rig.h.locate(rig.spaces[("aim", R)]).location_flags == mockrt.TRACKED
     # the aim space relative to the head: both transforms applied
     head = rig.h.locate(rig.h.view)
-    rel = xr.locate_space(rig.spaces[("aim", R)], rig.h.view, rig.h.frame())
+    rel = xr.locate_space(rig.spaces[("aim", R)], rig.h.view, rig.h.now())
     assert rel.pose.position.y == pytest.approx(1.2 - head.pose.position.y, abs=1e-6)
 
 
@@ -207,9 +210,9 @@ def test_hand_samples_replay_bit_identical(mock, rig, tmp_path):
         lines.append(f"{i} {R}/input/trigger/value {trigger.hex()}")
     motion = tmp_path / "hands.motion"
     motion.write_text("\n".join(lines) + "\n")
-    mock.load_motion(motion)  # the session has already waited frame 0: samples start at frame 1
-    for vals, trigger in want:
-        t = rig.h.frame()
+    mock.load_motion(motion)  # samples at frames 1..5 after begin
+    for i, (vals, trigger) in enumerate(want, 1):
+        t = rig.h.goto(i)  # actions read at the runtime clock, poses at the time located at
         rig.sync()
         p = rig.h.locate(rig.spaces[("aim", R)], t).pose
         got = [p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w]
@@ -227,11 +230,10 @@ def test_profile_fallback_and_change_event(mock, session):
         rig.attach()
 
     rig = None
-    with session(setup=setup) as h:
+    with session(setup=setup, focus=True) as h:
         assert "profile" in h.events()
         assert rig.profile(R) == SIMPLE
         mock.set_float(f"{R}/input/trigger/value", 1.0)
-        h.frame()
         rig.sync()
         assert rig.state("trigger", R).current_state == 1.0  # select/click from the trigger
         assert not rig.state("move", L).is_active           # the simple controller has no stick
@@ -267,8 +269,7 @@ def test_no_suggested_profile_means_inactive_actions(mock, session):
         rig.attach()
 
     rig = None
-    with session(setup=setup) as h:
-        h.frame()
+    with session(setup=setup, focus=True) as h:
         rig.sync()
         assert rig.profile(R) == ""
         assert not rig.state("trigger", R).is_active
@@ -318,9 +319,9 @@ def test_shipped_motions_drive_the_controls(mock, session, name, frame, action, 
         rig.attach()
 
     rig = None
-    with session(setup=setup) as h:
-        for _ in range(frame + 1):
-            h.frame()
+    mock.set_clock(START)
+    with session(setup=setup, focus=True) as h:
+        h.goto(frame)
         rig.sync()
         got = rig.state(action, hand).current_state
         if isinstance(want, tuple):
@@ -336,4 +337,65 @@ def test_destroyed_actions_leave_no_dangling_state(mock, rig):
     xr.destroy_action_set(rig.set)
     with pytest.raises(xr.HandleInvalidError):
         rig.sync()
-    rig.h.frame()
+    rig.h.locate(rig.h.view)
+
+
+def test_action_spaces_may_be_created_before_attach(mock, session):
+    """Legal in OpenXR (hello_xr does it); XR_ERROR_ACTIONSET_NOT_ATTACHED is no code xr.xml allows
+    xrCreateActionSpace. The space locates once the set is attached and synced."""
+    mock.set_pose(f"{R}/input/aim/pose", (0.3, 1.2, -0.4))
+
+    def setup(h):
+        nonlocal rig, early
+        rig = Rig(h)
+        rig.suggest_all()
+        early = xr.create_action_space(h.session, xr.ActionSpaceCreateInfo(action=rig.a["aim"], subaction_path=h.path(R)))
+        assert h.locate(early).location_flags == 0  # not bound yet
+        rig.attach()
+
+    rig = early = None
+    with session(setup=setup, focus=True) as h:
+        rig.sync()
+        loc = h.locate(early)
+        assert loc.location_flags == mockrt.TRACKED and loc.pose.position.x == pytest.approx(0.3)
+
+
+def test_a_headless_session_left_ready_gets_no_input(mock, session):
+    """Monado's way: the session is never FOCUSED, so xrSyncActions says SESSION_NOT_FOCUSED and
+    every action is inactive (hand spaces too); the head still locates."""
+    def setup(h):
+        nonlocal rig
+        rig = Rig(h)
+        rig.suggest_all()
+        rig.attach()
+
+    rig = None
+    mock.set_float(f"{R}/input/trigger/value", 1.0)
+    with session(setup=setup) as h:
+        with pytest.raises(xr.SessionNotFocused):
+            rig.sync()
+        assert not rig.state("trigger", R).is_active and not rig.state("aim", R).is_active
+        assert h.locate(rig.spaces[("aim", R)]).location_flags == 0
+        assert h.locate(h.view).location_flags == mockrt.TRACKED
+
+
+def test_inputs_follow_the_runtime_clock(mock, session, tmp_path):
+    motion = tmp_path / "squeeze.motion"
+    motion.write_text(f"timebase frames\n0 {R}/input/trigger/value 0\n10 {R}/input/trigger/value 1\n")
+    mock.load_motion(motion)
+
+    def setup(h):
+        nonlocal rig
+        rig = Rig(h)
+        rig.suggest_all()
+        rig.attach()
+
+    rig = None
+    mock.set_clock(START)
+    with session(setup=setup, focus=True) as h:
+        for frame, want in ((0, 0.0), (2.5, 0.25), (5, 0.5), (10, 1.0), (20, 1.0)):
+            h.goto(frame)
+            rig.sync()
+            state = rig.state("trigger", R)
+            assert state.current_state == pytest.approx(want), frame
+        assert state.last_change_time == h.at(10) and not state.changed_since_last_sync

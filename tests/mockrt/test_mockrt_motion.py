@@ -1,10 +1,12 @@
-"""Scripted motion: keyframe interpolation, exact hex-float samples, the shipped files, errors."""
+"""Scripted motion: a function of the XrTime located at (keyframe interpolation, exact hex-float
+samples at frame times), the shipped files, commands by the clock, errors."""
 from __future__ import annotations
 
 import math
 import random
 import re
 import struct
+import time
 
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.xr import mockrt
 from support import REPO
+
+START = 1_000_000_000_000  # a stopped runtime clock, for tests that move time themselves
 
 
 def f32(x: float) -> float:
@@ -44,12 +48,8 @@ def pos(pose) -> tuple[float, float, float]:
 
 
 def run_frames(h, n: int):
-    """n frames; returns the head (VIEW in STAGE) location after each, located at its display time."""
-    out = []
-    for _ in range(n):
-        t = h.frame()
-        out.append(h.locate(h.view, t))
-    return out
+    """The head (VIEW in STAGE) at frame times 0..n-1 after begin: no frame calls, time alone."""
+    return [h.locate(h.view, h.at(k)) for k in range(n)]
 
 
 def test_head_yaws_3_degrees_per_frame_and_reads_back_exactly(mock, session, tmp_path):
@@ -58,7 +58,8 @@ def test_head_yaws_3_degrees_per_frame_and_reads_back_exactly(mock, session, tmp
     mock.load_motion(motion)
     with session() as h:
         heads = run_frames(h, 61)
-    assert mock.frames_ended == 61
+        assert quat(h.locate(h.view, h.at(7.5)).pose) == pytest.approx(ypr_quat(22.5, 0, 0), abs=1e-6)  # between frames
+    assert mock.frames_waited == 0
     at30 = heads[30]
     assert at30.location_flags == mockrt.TRACKED
     assert math.degrees(2 * math.atan2(at30.pose.orientation.y, at30.pose.orientation.w)) == pytest.approx(90.0, abs=1e-4)
@@ -114,13 +115,17 @@ def test_tracking_loss_drops_and_recovers(mock, session):
     assert heads[3 * 90 + 10].location_flags == mockrt.TRACKED
 
 
-def test_loop_and_commands(mock, session, tmp_path):
+def test_loop_and_commands_by_the_clock(mock, session, tmp_path):
     motion = tmp_path / "loop.motion"
     motion.write_text("timebase frames\nloop on\n0 /user/head pos 0 0 0\n10 /user/head pos 1 0 0\n12 !unfocus\n")
     mock.load_motion(motion)
-    with session() as h:
+    mock.set_clock(START)
+    with session(focus=True) as h:
         heads = run_frames(h, 16)
-        assert xr.SessionState.VISIBLE in h.events()
+        h.goto(11.9)
+        assert h.events() == []  # locating in the future does not run the command
+        h.goto(12)
+        assert h.events() == [xr.SessionState.VISIBLE]
     assert pos(heads[5].pose) == pytest.approx((0.5, 0, 0))
     assert pos(heads[15].pose) == pytest.approx((0.5, 0, 0))  # frame 15 wraps to 5
 
@@ -157,7 +162,7 @@ def test_bad_motion_files_name_the_line(mock, tmp_path, text, line):
 def test_motion_from_the_environment(mock, session, tmp_path, monkeypatch):
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(mockrt.motion_path("walk")))
     with session() as h:
-        assert pos(run_frames(h, 91)[90].pose)[1] == pytest.approx(1.58)  # the walk's head bob
+        assert pos(h.locate(h.view, h.at(90)).pose)[1] == pytest.approx(1.58)  # the walk's head bob
     mock.reset()
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(tmp_path / "missing.motion"))
     with pytest.raises(xr.RuntimeFailureError):
@@ -245,3 +250,40 @@ def test_check_motion_names_file_and_line_and_plays_nothing(mock, session, tmp_p
     with session() as h:
         frames = run_frames(h, 91)
         assert pos(frames[90].pose) == pos(frames[0].pose)  # the walk would bob the head
+
+
+# --- time: the runtime's clocks ----------------------------------------------------------------
+
+def test_a_headless_app_sees_motion_at_the_runtimes_now(mock, session):
+    """A spec-following headless loop: the time from XR_KHR_convert_timespec_time, no frame calls,
+    a session left READY (Monado's way): the head still moves as time passes."""
+    mock.load_motion(mockrt.motion_path("look_around"))
+    with session() as h:
+        seen = set()
+        deadline = time.monotonic() + 10
+        while len(seen) < 5 and time.monotonic() < deadline:  # bounded: 5 poses in ≤ 10 s
+            seen.add(quat(h.locate(h.view).pose))
+            time.sleep(0.02)
+        assert len(seen) >= 5
+        assert mock.frames_waited == 0 and mock.session_state == xr.SessionState.READY.value
+
+
+def test_stopped_and_step_clocks(mock, session, tmp_path):
+    motion = tmp_path / "ramp.motion"
+    motion.write_text("timebase frames\n0 /user/head pos 0 0 0\n100 /user/head pos 100 0 0\n")
+    mock.load_motion(motion)
+    mock.set_clock(START)
+    with session() as h:
+        assert mock.begin_time == START and mock.now == START
+        assert abs(h.now() - START) < 50_000_000  # the timespec conversion keeps the stopped clock's offset
+        mock.advance_clock(h.at(10) - START)
+        assert pos(h.locate(h.view, mock.now).pose)[0] == 10.0
+        with pytest.raises(mockrt.MockControlError, match="does not go back"):
+            mock.advance_clock(-1)
+    mock.step_clock()
+    with session() as h:  # each time query (here the timespec conversion) reads the next frame slot
+        assert [pos(h.locate(h.view).pose)[0] for _ in range(4)] == pytest.approx([0, 1, 2, 3], abs=1e-5)
+        assert mock.now == h.at(3)
+    mock.set_clock(0)
+    with pytest.raises(mockrt.MockControlError, match="real clock"):
+        mock.advance_clock(1)

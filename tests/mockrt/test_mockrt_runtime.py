@@ -191,7 +191,7 @@ def test_openxr_1_1_apps_get_local_floor_and_locate_spaces(mock, session):
         kinds = {xr.ReferenceSpaceType(k) for k in xr.enumerate_reference_spaces(h.session)}
         assert xr.ReferenceSpaceType.LOCAL_FLOOR in kinds
         local = xr.create_reference_space(h.session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.LOCAL))
-        t = h.frame()
+        t = h.now()
         spaces = (xr.Space * 2)(h.view, local)
         info = xr.SpacesLocateInfo(base_space=h.stage, time=t, spaces=spaces)
         data = (xr.SpaceLocationData * 2)()
