@@ -279,21 +279,19 @@ class FarSideTracker:
         on_wire = sink.head_bits_on_wire
         view_err = None
         if link is None:
-            seen_view = HeadSample(*(view_angle(angle2short(x)) for x in a), None, Q3_FRAME)
-            seen_view = HeadSample(seen_view.pitch, wrap180(seen_view.yaw), seen_view.roll, None, Q3_FRAME)
-            source, transient = Source.OFFLINE, None
-            why = "no server: our usercmd's angle shorts decoded here (ANGLE2SHORT, SHORT2ANGLE)"
+            p, y, r = (view_angle(angle2short(x)) for x in a)
+            seen_view = HeadSample(p, wrap180(y), r, None, Q3_FRAME)
+            transient = None
             view_err = _angle_err(sent_view, seen_view)
         else:
             snaps = self._q3
             snaps.update(link)
-            source = Source.RELAYED
-            why = "our playerState in the server's snapshot: the view angles it ran (matched by commandTime)"
             va = link.view_angles
             seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
             transient = DISCONNECTED if link.closed else None if link.entered and snaps.transient is None \
                 else (snaps.transient or JOINING)
             view_err = snaps.fresh_error
+        source, why = q3_view_source(sink)
         self._add(now, FarSideView(
             "q3", "q3", "view angles and roll (usercmd → playerState)", source, why, sent_view, seen_view,
             transient, on_wire, ErrorReadout("server's view vs the usercmd it ran: pitch, yaw (wire only)"
@@ -305,7 +303,6 @@ class FarSideTracker:
     def _add_q3_head(self, sink, now: float, link, transient: str | None, on_wire: bool) -> None:
         intent = sink.intent
         far = sink.far_side
-        receiver = RECEIVER_NAMES[far.receiver] if far is not None else RECEIVER_NAMES[sink.model_receiver]
         head = intent.head
         sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
         seen = None
@@ -316,17 +313,7 @@ class FarSideTracker:
             if head is not None:
                 pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
                 err = max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
-        if link is None:
-            source = Source.OFFLINE
-            why = f"no server: our buttons through {receiver}'s decode, here"
-        elif on_wire:
-            source = Source.MODEL
-            why = (f"head bits sent; their decode by {receiver} stays on the server: "
-                   "our usercmd through that decode, here")
-        else:
-            source = Source.MODEL
-            why = (f"NOT SENT: the server has no vr_support (16-bit buttons; it carries the roll only); "
-                   f"what a VR server's {receiver} decode would make of our head")
+        source, why = q3_head_source(sink)
         if head is None:
             transient = TRACKING_LOST
         self._add(now, FarSideView(
@@ -345,8 +332,7 @@ class FarSideTracker:
         if link is None:
             body = sink.seen
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
-            source, transient = Source.OFFLINE, None
-            why = "no server: our body encoded and decoded here (the latest protocol)"
+            transient = None
             basis = "local round trip (rotation)"
             err_deg = sink.last_error if sent is not None else None
             if seen is not None and sent is not None:
@@ -356,8 +342,6 @@ class FarSideTracker:
             matched = sink.matched
             body = link.own_body
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
-            source = Source.RELAYED
-            why = "our body in the room broadcast, matched to the frame sent under its poseSeq"
             basis = "relayed vs sent under the same poseSeq (rotation, position)"
             transient = DISCONNECTED if link.closed else JOINING if matched is None else None
             if matched is not None:
@@ -369,6 +353,7 @@ class FarSideTracker:
                 fresh = (err_deg, err_m)
         if sent is None and transient is None:
             transient = TRACKING_LOST
+        source, why = netsync_source(sink)
         self._add(now, FarSideView("netsync", "netsync", "head (pose body)", source, why, sent, seen,
                                    transient, None, ErrorReadout(basis, err_deg, None, err_m)), *fresh)
 
@@ -384,18 +369,13 @@ class FarSideTracker:
             sent = sauer_sample(p.yaw, p.pitch, p.roll, p.eye)
         err_deg = err_m = None
         relayed = sink.last_relayed
+        source, why = sauer_source(sink)
         if link is None:
-            source, transient = Source.OFFLINE, None
-            why = "no server: our N_POS record decoded here (whole degrees, 1/16 unit)"
-            seen_rec = rec
+            seen_rec, transient = rec, None
         elif sink.watcher is not None:
-            source = Source.RELAYED
-            why = "our N_POS as a second client on the server received it"
             seen_rec = relayed
             transient = DISCONNECTED if link.closed else JOINING if relayed is None else None
         else:
-            source = Source.MODEL
-            why = "our N_POS through the game's decode (the server relays it to others, not back to us)"
             seen_rec = rec
             transient = DISCONNECTED if link.closed else None if link.live else JOINING
         seen = None if seen_rec is None else sauer_sample(seen_rec.yaw, seen_rec.pitch, seen_rec.roll_deg,
@@ -508,6 +488,53 @@ class FarSideTracker:
         err = ErrorReadout(e.basis, e.angle_deg, worst_deg, e.pos_m, worst_m, transients)
         return FarSideView(v.key, v.sink, v.title, v.source, v.why, v.sent, v.seen, v.transient,
                            v.head_bits_on_wire, err)
+
+
+# --- where each view's numbers come from (also the demo's summary) ---------------------------------
+
+def q3_view_source(sink) -> tuple[Source, str]:
+    if sink.link is None:
+        return Source.OFFLINE, "no server: our usercmd's angle shorts decoded here (ANGLE2SHORT, SHORT2ANGLE)"
+    return Source.RELAYED, "our playerState in the server's snapshot: the view angles it ran (matched by commandTime)"
+
+
+def q3_head_source(sink) -> tuple[Source, str]:
+    far = sink.far_side
+    receiver = RECEIVER_NAMES[far.receiver if far is not None else sink.model_receiver]
+    if sink.link is None:
+        return Source.OFFLINE, f"no server: our buttons through {receiver}'s decode, here"
+    if sink.head_bits_on_wire:
+        return Source.MODEL, (f"head bits sent; their decode by {receiver} stays on the server: "
+                              "our usercmd through that decode, here")
+    return Source.MODEL, (f"NOT SENT: the server has no vr_support (16-bit buttons; it carries the roll only); "
+                          f"what a VR server's {receiver} decode would make of our head")
+
+
+def netsync_source(sink) -> tuple[Source, str]:
+    if sink.link is None:
+        return Source.OFFLINE, "no server: our body encoded and decoded here (the latest protocol)"
+    return Source.RELAYED, "our body in the room broadcast, matched to the frame sent under its poseSeq"
+
+
+def sauer_source(sink) -> tuple[Source, str]:
+    if sink.link is None:
+        return Source.OFFLINE, "no server: our N_POS record decoded here (whole degrees, 1/16 unit)"
+    if sink.watcher is not None:
+        return Source.RELAYED, "our N_POS as a second client on the server received it"
+    return Source.MODEL, "our N_POS through the game's decode (the server relays it to others, not back to us)"
+
+
+def sources(sinks) -> list[tuple[str, Source, str]]:
+    """(view key, source, why) of every view the sinks give, in the tracker's order."""
+    out = []
+    for sink in sinks:
+        if sink.name == "q3":
+            out += [("q3", *q3_view_source(sink)), ("q3.head", *q3_head_source(sink))]
+        elif sink.name == "netsync":
+            out.append(("netsync", *netsync_source(sink)))
+        elif sink.name == "sauer":
+            out.append(("sauer", *sauer_source(sink)))
+    return out
 
 
 def _inputs(sink) -> tuple | None:

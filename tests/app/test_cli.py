@@ -368,9 +368,16 @@ def test_demo_runs_everything_and_verifies():
     assert {"q3 server view", "netsync relay", "netsync head", "netsync physical",
             "q3 tracking loss", "netsync tracking loss"} <= checks.keys()
     assert "45°, 90°" in checks["netsync physical"]["text"]     # the tour's snap turns came back
+    # The demo's Quake 3 server is vanilla: head bits are said to be not sent — neither a pass nor a failure
+    head = checks["q3 head bits"]
+    assert head["ok"] is None and head["status"] == "NOT SENT" and "vr_support" in head["text"], head
+    assert "MODEL" in checks["q3 head quantisation"]["text"]
+    sources = {f["view"]: f["source"] for f in verification["far_sides"]}
+    assert sources == {"q3": "relayed", "q3.head": "model", "netsync": "relayed", "sauer": "relayed"}
     # the current release by default, its protocol detected
     progress = " | ".join(line["message"] for line in lines if line["type"] == "progress")
     assert "starting a local NetSync server (styly-netsync-server 0.17.5, protocol 8)" in progress
+    assert "Quake 3 head bits are NOT SENT in this demo: its server is vanilla ioq3ded" in progress
     assert checks["netsync protocol"]["text"].startswith(
         "spoke protocol 8 (auto-detected), the local styly-netsync-server 0.17.5 speaks 8")
 
