@@ -203,9 +203,14 @@ def parse_motion(path: str | Path) -> tuple[dict[tuple[str, str], _Track], float
     return tracks, end
 
 
-def _sample(track: _Track, t: float) -> tuple[float, ...]:
+def _sample(track: _Track | None, t: float, default: tuple) -> tuple:
+    """The track at `t`; `default` before its first keyframe (a track takes effect there)."""
+    if track is None:
+        return default
     times = track.times
-    if t <= times[0]:
+    if t < times[0]:
+        return default
+    if t == times[0]:
         return track.values[0]
     if t >= times[-1]:
         return track.values[-1]
@@ -234,17 +239,15 @@ def motion_frames(path: str | Path) -> list[TrackingFrame]:
         t = i / RATE
         poses = {}
         for name, pos in DEFAULT_POS.items():
-            p = _sample(tracks[(name, "pos")], t) if (name, "pos") in tracks else pos
-            q = _sample(tracks[(name, "ori")], t) if (name, "ori") in tracks else (0.0, 0.0, 0.0, 1.0)
-            fl = int(_sample(tracks[(name, "flags")], t)[0]) if (name, "flags") in tracks else ALL_FLAGS
+            p = _sample(tracks.get((name, "pos")), t, pos)
+            q = _sample(tracks.get((name, "ori")), t, (0.0, 0.0, 0.0, 1.0))
+            fl = int(_sample(tracks.get((name, "flags")), t, (ALL_FLAGS,))[0])
             poses[name] = Pose(tuple(p), tuple(q), bool(fl & 2), bool(fl & 1), bool(fl & 8), bool(fl & 4))
-        inputs = {name: _sample(tr, t) for (name, ch), tr in tracks.items() if ch == "input"}
-        c = Controls(move=tuple(inputs.get("move", (0.0, 0.0))), turn=tuple(inputs.get("turn", (0.0, 0.0))),
-                     trigger_left=inputs.get("trigger_left", (0.0,))[0],
-                     trigger_right=inputs.get("trigger_right", (0.0,))[0],
-                     squeeze_left=inputs.get("squeeze_left", (0.0,))[0],
-                     squeeze_right=inputs.get("squeeze_right", (0.0,))[0],
-                     jump=inputs.get("jump", (0.0,))[0] >= 0.5)
+        inp = lambda name, rest=(0.0,): _sample(tracks.get((name, "input")), t, rest)  # noqa: E731
+        c = Controls(move=tuple(inp("move", (0.0, 0.0))), turn=tuple(inp("turn", (0.0, 0.0))),
+                     trigger_left=inp("trigger_left")[0], trigger_right=inp("trigger_right")[0],
+                     squeeze_left=inp("squeeze_left")[0], squeeze_right=inp("squeeze_right")[0],
+                     jump=inp("jump")[0] >= 0.5)
         out.append(TrackingFrame(i, int(t * 1e9), controls=c, focused=True, **poses))
     return out
 
