@@ -322,8 +322,14 @@ class MirrorWindow:
         if imgui.small_button(f"{label} (space)"):
             panel.paused_at = None if panel.paused_at is not None else now
         t.record_item(f"{label} (space)")
-        imgui.same_line()
-        t.text(f"last {self.plot_seconds:g} s · white: sent · colour: seen (head, Quake degrees)", mp.DIM)
+        legend = f"last {self.plot_seconds:g} s · white: sent · colour: seen (head, Quake degrees)"
+        room = rect[2] - imgui.get_item_rect_max().x - 2 * imgui.get_style().item_spacing.x - 6
+        if mp.text_w(legend) <= room:
+            imgui.same_line()
+            t.text(legend, mp.DIM)
+        else:
+            for line in mp.wrap_words(legend, rect[2] - rect[0] - 14):
+                t.text(line, mp.DIM)
         t_end = now if panel.paused_at is None else panel.paused_at
         inner = (rect[2] - rect[0] - 12, rect[3] - rect[1])
         if imgui.begin_tab_bar("##sinkplots"):
@@ -349,9 +355,11 @@ class MirrorWindow:
         from imgui_bundle import imgui
         mp.begin_fixed("##rooms", rect)
         line_h = imgui.get_text_line_height()
-        t.label(imgui.get_window_draw_list(), rect[0] + 6, rect[1] + 4,
-                [("the room as others see it (top-down, you green)", mp.DIM)], rect)
-        top = rect[1] + line_h + 8
+        top = rect[1] + 4
+        for line in mp.wrap_words("the room as others see it (top-down, you in green)", rect[2] - rect[0] - 12):
+            t.label(imgui.get_window_draw_list(), rect[0] + 6, top, [(line, mp.DIM)], rect)
+            top += line_h
+        top += 4
         n = len(rooms)
         width = (rect[2] - rect[0]) / n
         for i, (name, members) in enumerate(rooms.items()):

@@ -334,9 +334,12 @@ def draw_map(t: UiText, title: str, members: list[mv.Member], rect: Rect, color,
     returns the labels left out for want of room."""
     dl = imgui.get_window_draw_list()
     line_h = imgui.get_text_line_height()
-    t.label(dl, rect[0] + 4, rect[1] + 2, [(title, color)], rect)
-    top = rect[1] + line_h + 6
-    side = min(rect[2] - rect[0] - 8, rect[3] - top - 4)
+    top = rect[1] + 2
+    for line in wrap_words(title, rect[2] - rect[0] - 8):
+        t.label(dl, rect[0] + 4, top, [(line, color)], rect)
+        top += line_h
+    top += 4
+    side = min(rect[2] - rect[0] - 8, rect[3] - top - 4 - line_h)  # a line below for the "+N" note
     if side < 40:
         return len(members)
     cx, cy = (rect[0] + rect[2]) / 2, top + side / 2
@@ -367,4 +370,8 @@ def draw_map(t: UiText, title: str, members: list[mv.Member], rect: Rect, color,
             continue
         base = (0.35, 0.92, 0.45) if m.us else WHITE
         t.label(dl, box[0], box[1], q3_color_runs(name, base) if q3_names else [(name, base)], rect)
+    if hidden:  # under the frame, right-aligned: names the map had no room for
+        note = f"+{hidden} unnamed"
+        if top + side + line_h <= rect[3] and text_w(note) <= side:
+            t.label(dl, cx + side / 2 - text_w(note), top + side + 1, [(note, DIM)], rect)
     return hidden

@@ -256,10 +256,12 @@ def _heading_xr(q) -> float:
 
 def netsync_members(ns) -> list[Member]:
     body = ns.seen
-    if body is None or body.head is None:
-        return []
-    ox, _, oz = unity_position(body.head.pos)
-    out = [Member("you", 0.0, 0.0, _heading_xr(unity_quat(body.head.rot)), us=True)]
+    if body is not None and body.head is not None:
+        ox, _, oz = unity_position(body.head.pos)
+        out = [Member("you", 0.0, 0.0, _heading_xr(unity_quat(body.head.rot)), us=True)]
+    else:  # our head not in the room's last broadcast (tracking lost): the room's own origin
+        ox = oz = 0.0
+        out = [Member("you (no head)", 0.0, 0.0, None, us=True)] if body is not None else []
     for cn, other in sorted(ns.others.items()):
         if other.head is None:
             continue
