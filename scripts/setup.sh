@@ -21,6 +21,7 @@ APT_PACKAGES=(
   cube2-server                                           # Sauerbraten 2020 Edition server (protocol 260), /usr/lib/cube2/cube2_server;
                                                          # in main (non-free's sauerbraten-server only wraps it); no service
   openxr-layer-corevalidation                            # Khronos core validation layer (Debian's), run over the XR tests
+  libopenxr-utils                                        # Khronos hello_xr (system loader): a third-party app the mock runtime must run
   python3-venv
   python3-dev                                            # Python.h for the Q3 codec C extension
 )
