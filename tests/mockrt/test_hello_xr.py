@@ -1,0 +1,118 @@
+"""Khronos' hello_xr (Debian's libopenxr-utils, built against the system OpenXR loader) runs
+against the mock runtime under Xvfb with OpenGL, under the Khronos core validation layer
+(Debian's openxr-layer-corevalidation): it reaches FOCUSED, renders frames and validates clean.
+
+hello_xr's OpenGL window code needs the XFree86-VidModeExtension, which Xvfb lacks: an LD_PRELOAD
+shim of our own (xf86vidmode_shim.c) answers its three calls. hello_xr runs until told to quit:
+the Stage run ends by the runtime (the mock's !exit command 2 s after begin: STOPPING, IDLE,
+EXITING as on a headset), the View run by the app (stdin closes: hello_xr's "press any key")
+once the mock has logged 90 rendered frames.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support import wait_for
+
+mockrt_build = importlib.import_module("headcast.xr.mockrt.build")  # the package re-exports build()
+
+HERE = Path(__file__).resolve().parent
+SHIM_SOURCE = HERE / "xf86vidmode_shim.c"
+LAYER = "XR_APILAYER_LUNARG_core_validation"
+TIMEOUT = 60  # s, for either run to finish on a loaded machine
+
+
+@pytest.fixture(scope="module")
+def hello_xr() -> str:
+    path = shutil.which("hello_xr")
+    if path is None:
+        pytest.fail("hello_xr is not installed: run scripts/setup.sh (Debian package libopenxr-utils)")
+    if not Path("/usr/share/openxr/1/api_layers/explicit.d").is_dir():
+        pytest.fail("the core validation layer is not installed: run scripts/setup.sh (openxr-layer-corevalidation)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def vidmode_shim() -> Path:
+    """The shim, built with gcc into build/hello_xr/ when missing or older than its source."""
+    library = mockrt_build.default_build_dir("hello_xr") / "libxf86vidmode_shim.so"
+    if mockrt_build.stale(library, (SHIM_SOURCE,)):
+        mockrt_build.compile_library(library, lambda msg: None, source=SHIM_SOURCE, libs=("-ldl",))
+    return library
+
+
+def start(hello_xr: str, space: str, manifest: Path, display: str, shim: Path, tmp_path: Path, **extra: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_MOCK_", "XR_"))}
+    env.update(DISPLAY=display, LD_PRELOAD=str(shim), XR_RUNTIME_JSON=str(manifest), XR_ENABLE_API_LAYERS=LAYER,
+               XR_LOADER_DEBUG="error", HEADCAST_MOCK_LOG=str(tmp_path / "mock.jsonl"), **extra)
+    out = open(tmp_path / "hello_xr.log", "w")
+    # stdin stays an open pipe: at EOF hello_xr takes it as the key press that quits
+    proc = subprocess.Popen([hello_xr, "-g", "OpenGL", "-s", space, "-v"], stdin=subprocess.PIPE, stdout=out,
+                            stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    return proc, out
+
+
+def mock_log(tmp_path: Path) -> list[dict]:
+    file = tmp_path / "mock.jsonl"
+    return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
+
+
+def rendered(events: list[dict]) -> int:
+    """Frames ended with a layer (hello_xr's projection layer of both eyes)."""
+    return sum(1 for e in events if e["event"] == "end_frame" and e["layers"] >= 1)
+
+
+def finish(proc: subprocess.Popen, out, tmp_path: Path) -> tuple[str, list[dict]]:
+    try:
+        rc = proc.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"hello_xr did not finish within {TIMEOUT} s:\n{(tmp_path / 'hello_xr.log').read_text()[-3000:]}")
+    finally:
+        proc.stdin.close()
+        out.close()
+    log = (tmp_path / "hello_xr.log").read_text()
+    assert rc == 0, log[-3000:]
+    assert "Core Validation output type" in log  # the layer is loaded...
+    assert "VALID_ERROR" not in log and "VALID_WARNING" not in log, log  # ...and found nothing
+    assert "XR_SESSION_STATE_VISIBLE->XR_SESSION_STATE_FOCUSED" in log
+    return log, mock_log(tmp_path)
+
+
+@pytest.mark.display
+def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_manifest, xvfb_display, vidmode_shim,
+                                                          tmp_path):
+    script = tmp_path / "exit.motion"
+    script.write_text("2 !exit\n")  # 2 s after xrBeginSession
+    proc, out = start(hello_xr, "Stage", runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
+                      HEADCAST_MOCK_SCRIPT=str(script))
+    log, events = finish(proc, out, tmp_path)
+    assert "XR_SESSION_STATE_IDLE->XR_SESSION_STATE_EXITING" in log
+    states = [e["state"] for e in events if e["event"] == "state"]
+    assert states == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE", "SYNCHRONIZED", "STOPPING",
+                      "IDLE", "EXITING"]
+    assert rendered(events) >= 20  # 2 s at up to 90 Hz; llvmpipe under load renders fewer
+    assert [e["event"] for e in events][-2:] == ["session_destroyed", "instance_destroyed"]
+
+
+@pytest.mark.display
+def test_hello_xr_view_renders_until_it_quits(hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path):
+    proc, out = start(hello_xr, "View", runtime_manifest, xvfb_display, vidmode_shim, tmp_path)
+    try:
+        wait_for(lambda: rendered(mock_log(tmp_path)) >= 90 or proc.poll() is not None, TIMEOUT,
+                 "hello_xr to render 90 frames")
+    finally:
+        proc.stdin.close()  # hello_xr's "press any key to shutdown"
+    log, events = finish(proc, out, tmp_path)
+    assert rendered(events) >= 90
+    states = [e["state"] for e in events if e["event"] == "state"]
+    assert states[:5] == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED"]
+    assert [e["event"] for e in events][-2:] == ["session_destroyed", "instance_destroyed"]
