@@ -199,18 +199,19 @@ def open_xr(cfg: config_mod.Config, mirror) -> Any:
     if motion:
         from headcast.app.mock import activate_mock
         activate_mock(motion)
-    return xr_session(mirror, cfg[("xr", "session")])
+    return xr_session(mirror, cfg[("xr", "session")], cfg[("xr", "headless_rate")])
 
 
-def xr_session(mirror, mode: str = "auto") -> Any:
+def xr_session(mirror, mode: str = "auto", rate_hz: float = 0.0) -> Any:
     """An XRSession on whatever runtime the loader finds; an OpenGL session binds to the
-    mirror window's context (one GL context in the process)."""
+    mirror window's context (one GL context in the process); a headless one paces itself at
+    `rate_hz` (0: the display's rate when the runtime says it, else 90 Hz)."""
     from headcast.xr.errors import XRError
     from headcast.xr.session import MODES, XRSession
     if mode not in MODES:
         raise UsageError(f"xr.session = {mode!r}: expected one of {', '.join(MODES)}")
     try:
-        return XRSession(mode, window=None if mirror is None else mirror.window)
+        return XRSession(mode, window=None if mirror is None else mirror.window, rate_hz=rate_hz)
     except XRError as e:
         raise AppError(str(e)) from None
 
@@ -348,7 +349,10 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
         source = source_factory(mirror)
         info = getattr(source, "info", None)
         if info is not None:
-            say(f"OpenXR: {info.runtime}, {info.system}, {'headless' if info.headless else 'OpenGL'} session, "
+            if info.fallback:
+                note(info.fallback)
+            kind = f"headless session paced at {info.rate_hz:g} Hz" if info.headless else "OpenGL session"
+            say(f"OpenXR: {info.runtime}, {info.system}, {kind}, "
                 f"{info.base_space} space, bindings for {len(info.profiles)} controller profiles",
                 json_mode)
         sinks = make_sinks(cfg, clock, verify)

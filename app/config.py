@@ -296,6 +296,7 @@ def _ranges() -> dict[Key, tuple[float, float, str, str]]:
     from headcast.app.rig import LIMITS as RIG
     out: dict[Key, tuple[float, float, str, str]] = {
         ("xr", "rate"): (1.0, 1000.0, " Hz", "frames per second of the Python motion"),
+        ("xr", "headless_rate"): (0.0, 1000.0, " Hz", "0 = the display's rate, else 90"),
         ("rig", "move_speed"): (*RIG["move_speed"], " m/s", ""),
         ("rig", "snap_angle"): (*RIG["snap_angle"], "°", ""),
         ("rig", "smooth_speed"): (*RIG["smooth_speed"], "°/s", ""),

@@ -10,18 +10,27 @@
  * values and validity rules of session.py's _pose and _controls: the pure-Python path and this
  * one give equal frames, float for float. A failing step raises Step(step, XrResult, frame) and
  * the session raises the typed error the ctypes path raises for that call.
+ *
+ * A headless session (XR_MND_headless) makes no frame calls at all: the session paces itself and
+ * its step is one event poll, then sync and locates at the runtime's now (CLOCK_MONOTONIC through
+ * xrConvertTimespecTimeToTimeKHR, or the monotonic clock plus the offset the session learnt from
+ * its state events when the runtime offers no conversion).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <openxr/openxr.h>
 #include <string.h>
+#include <time.h>
 
 enum { NLOCATE = 5, NSTATE = 8 };
 enum { NPOSE_FIELDS = 6, NCONTROLS_FIELDS = 8, NFRAME_FIELDS = 11, NVALUES = 18 };
 
 /* Steps, as the session maps them to "waiting for a frame", "locating the tracked devices", ... */
-enum { FF_DONE = 0, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END };
+enum { FF_DONE = 0, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END, FF_TIME };
+
+/* XR_KHR_convert_timespec_time's conversion (the 1.0.20 headers declare it only with XR_USE_TIMESPEC). */
+typedef XrResult(XRAPI_PTR *ConvertTimespec)(XrInstance, const struct timespec *, XrTime *);
 
 /* The session's reads, in this order: trigger L/R, squeeze L/R (float), move, turn (vector2f),
  * jump, menu (boolean). Mirrored field for field by fastframe.FrameContext (its size is checked). */
@@ -46,6 +55,7 @@ typedef struct {
     XrSpaceLocation *location[NLOCATE];
     const XrActionStateGetInfo *state_info[NSTATE];
     void *state[NSTATE];
+    ConvertTimespec convert_time; /* NULL: the runtime offers no conversion (headless sessions only) */
     int32_t result;
 } Calls;
 
@@ -69,6 +79,33 @@ static int calls_poll(Calls *c, XrTime time) {
         if (r < 0) return failed(c, FF_STATES, r);
     }
     return FF_DONE;
+}
+
+/* The runtime's now: CLOCK_MONOTONIC converted by the runtime, else plus the session's offset. */
+static int calls_now(Calls *c, int64_t offset, XrTime *now) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (!c->convert_time) {
+        *now = (XrTime)ts.tv_sec * 1000000000LL + ts.tv_nsec + offset;
+        return FF_DONE;
+    }
+    XrResult r = c->convert_time(c->instance, &ts, now);
+    return r < 0 ? failed(c, FF_TIME, r) : FF_DONE;
+}
+
+/* A headless step: the runtime's now, one event poll (a pending event stops it there, FF_EVENT, as
+ * in calls_frame: the session handles the events, then polls at that now), sync and locate at now.
+ * The clock is read first, as xrWaitFrame reads it before the frame's events: what changed by then
+ * is this frame's. No xrWaitFrame/xrBeginFrame/xrEndFrame: the spec's headless session does not
+ * call them, and a runtime may refuse them (Monado's xrBeginFrame). */
+static int calls_step(Calls *c, int64_t offset, XrTime *now) {
+    int step = calls_now(c, offset, now);
+    if (step) return step;
+    c->event->type = XR_TYPE_EVENT_DATA_BUFFER;
+    c->event->next = NULL;
+    XrResult r = c->poll_event(c->instance, c->event);
+    if (r != XR_EVENT_UNAVAILABLE) return failed(c, FF_EVENT, r);
+    return calls_poll(c, *now);
 }
 
 /* Begin the waited frame, poll at its predicted display time, end it with no layers. */
@@ -283,6 +320,33 @@ static PyObject *FrameCalls_poll(FrameCalls *s, PyObject *const *args, Py_ssize_
     return build(s, args[0], new_ref(args[1]), args[2], args[3]);
 }
 
+static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    if (!frame_args(n, 4)) return NULL;
+    int64_t offset = PyLong_AsLongLong(args[1]);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    int step;
+    XrTime now = 0;
+    Py_BEGIN_ALLOW_THREADS
+    step = calls_step(&s->c, offset, &now);
+    Py_END_ALLOW_THREADS
+    if (step == FF_EVENT) { /* Step(FF_EVENT, result, now): the session polls at that now next */
+        PyObject *t = PyLong_FromLongLong(now);
+        if (t) step_error(s, step, t);
+        Py_XDECREF(t);
+        return NULL;
+    }
+    if (step) return step_error(s, step, NULL);
+    return build(s, args[0], PyLong_FromLongLong(now), args[2], args[3]);
+}
+
+static PyObject *FrameCalls_now(FrameCalls *s, PyObject *arg) {
+    int64_t offset = PyLong_AsLongLong(arg);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    XrTime now = 0;
+    if (calls_now(&s->c, offset, &now)) return step_error(s, FF_TIME, NULL);
+    return PyLong_FromLongLong(now);
+}
+
 static PyMethodDef FrameCalls_methods[] = {
     {"frame", (PyCFunction)(void (*)(void))FrameCalls_frame, METH_FASTCALL,
      "frame(seq, profiles, focused) -> TrackingFrame: wait, poll one event, begin, sync, locate, read, end."},
@@ -290,6 +354,11 @@ static PyMethodDef FrameCalls_methods[] = {
      "run(seq, profiles, focused) -> TrackingFrame: the frame after a wait whose events were handled."},
     {"poll", (PyCFunction)(void (*)(void))FrameCalls_poll, METH_FASTCALL,
      "poll(seq, time_ns, profiles, focused) -> TrackingFrame: sync, locate at time_ns, read."},
+    {"step", (PyCFunction)(void (*)(void))FrameCalls_step, METH_FASTCALL,
+     "step(seq, offset, profiles, focused) -> TrackingFrame: a headless step: the runtime's now, one event "
+     "poll (pending: Step(FF_EVENT, result, now)), sync, locate at now, read (no frame calls)."},
+    {"now", (PyCFunction)FrameCalls_now, METH_O,
+     "now(offset) -> XrTime: the runtime's now (see calls_now)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,7 +17,16 @@ NO_RUNTIME = (
 
 
 class XRError(Exception):
-    """An XR failure, with a message fit for the user (no traceback needed)."""
+    """An XR failure, with a message fit for the user (no traceback needed).
+
+    `call` and `result` name the OpenXR function that failed and its XrResult ("xrSyncActions",
+    "XR_ERROR_RUNTIME_FAILURE"), when a runtime call failed; the message says both.
+    """
+
+    def __init__(self, message: str, *, call: str = "", result: str = "") -> None:
+        super().__init__(message)
+        self.call = call
+        self.result = result
 
 
 class NoRuntimeError(XRError):
@@ -38,8 +47,8 @@ class SessionEnded(XRError):
     `lost` tells the two apart: an exit request is a normal end, a loss is not.
     """
 
-    def __init__(self, message: str, *, lost: bool) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, lost: bool, call: str = "", result: str = "") -> None:
+        super().__init__(message, call=call, result=result)
         self.lost = lost
 
 
@@ -58,22 +67,35 @@ def _describe(exc: xr.XrException) -> tuple[type[XRError], str]:
         return GraphicsError, "the OpenXR runtime rejected the OpenGL context (GPU or driver the headset is not on?)"
     if isinstance(exc, xr.RuntimeFailureError):
         return XRError, "the OpenXR runtime reported an internal failure: restart it and retry"
-    return XRError, str(exc) or type(exc).__name__
+    return XRError, str(exc).strip() or type(exc).__name__
 
 
-def translate(exc: xr.XrException, during: str) -> XRError:
-    """The typed, readable error for a pyopenxr exception raised while doing `during`."""
+def result_name(exc: xr.XrException) -> str:
+    """The XrResult's name as the spec spells it ("XR_ERROR_RUNTIME_FAILURE")."""
+    try:
+        return f"XR_{exc.get_result_enum().name}"
+    except (AttributeError, ValueError):
+        return type(exc).__name__
+
+
+def translate(exc: xr.XrException, during: str, call: str = "") -> XRError:
+    """The typed, readable error for a pyopenxr exception raised by `call` while doing `during`:
+    "<during>: <call> returned <XrResult>: <what it means>"."""
     kind, text = _describe(exc)
-    message = text if kind is NoRuntimeError else f"{during}: {text}"
+    result = result_name(exc)
+    if kind is NoRuntimeError:
+        return NoRuntimeError(text, call=call, result=result)
+    message = f"{during}: {call + ' returned ' if call else ''}{result}: {text}"
     if kind is SessionEnded:
-        return SessionEnded(message, lost=True)
-    return kind(message)
+        return SessionEnded(message, lost=True, call=call, result=result)
+    return kind(message, call=call, result=result)
 
 
 @contextmanager
-def xr_errors(during: str) -> Iterator[None]:
-    """Re-raise pyopenxr failures inside the block as typed `XRError`s naming `during`."""
+def xr_errors(during: str, call: str = "") -> Iterator[None]:
+    """Re-raise pyopenxr failures inside the block as typed `XRError`s naming `during` and the
+    OpenXR function `call` (the block should make that one call)."""
     try:
         yield
     except xr.XrException as exc:
-        raise translate(exc, during) from exc
+        raise translate(exc, during, call) from exc

@@ -27,9 +27,9 @@ LIBRARY_NAME = "_fastframe" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 FLAGS = ("-ffp-contract=off", "-fno-strict-aliasing")
 
 NLOCATE, NSTATE = 5, 8
-# Steps of _fastframe.Step(step, result, frame): the call that failed (FF_EVENT: xrWaitFrame went
-# through and xrPollEvent found an event, or failed).
-FF_DONE, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END = range(8)
+# Steps of _fastframe.Step(step, result, frame): the call that failed (FF_EVENT: xrPollEvent found
+# an event, or failed; FF_TIME: xrConvertTimespecTimeToTimeKHR failed).
+FF_DONE, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, FF_END, FF_TIME = range(9)
 
 _P = ctypes.c_void_p
 
@@ -45,6 +45,7 @@ class FrameContext(ctypes.Structure):
         ("sync_info", _P), ("event", _P),
         ("space", _P * NLOCATE), ("base", _P), ("location", _P * NLOCATE),
         ("state_info", _P * NSTATE), ("state", _P * NSTATE),
+        ("convert_time", _P),
         ("result", ctypes.c_int32),
     ]
 

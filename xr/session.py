@@ -3,9 +3,18 @@
     with XRSession() as xs:            # headless when the runtime offers it, else OpenGL
         while True:
             try:
-                frame = xs.next_frame()  # paced by the runtime's xrWaitFrame
+                frame = xs.next_frame()  # paced by xrWaitFrame, or by our own clock when headless
             except SessionEnded:
                 break
+
+A headless session (XR_MND_headless) follows that extension's text: no xrWaitFrame, xrBeginFrame
+or xrEndFrame (Monado's headless xrWaitFrame returns at once without a predicted time and its
+xrBeginFrame then refuses with XR_ERROR_CALL_ORDER_INVALID). It paces itself (xr/pacing.py), locates
+at the runtime's now (XR_KHR_convert_timespec_time on CLOCK_MONOTONIC, or the time its state events
+carry plus the monotonic clock since), is begun at READY and never waits for FOCUSED (Monado leaves
+it in READY: actions then read inactive, the head is tracked). A runtime that refuses a headless
+session (no extension, or an error creating or beginning it) gets an OpenGL session instead, and
+SessionInfo.fallback says why in one line.
 
 Runs unchanged on a PC VR runtime and on the mock runtime (`headcast.xr.mockrt`). The
 per-frame path calls the runtime's own entry points (xrGetInstanceProcAddr: no loader
@@ -34,8 +43,9 @@ import xr
 
 from . import fastframe
 from .actions import ActionSet
-from .errors import GraphicsError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
+from .errors import GraphicsError, NoHeadsetError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
 from .frame import IDENTITY, INVALID_POSE, ORIGIN, Controls, Pose, TrackingFrame
+from .pacing import DEFAULT_RATE_HZ, Pacer
 
 _ORI_VALID = int(xr.SPACE_LOCATION_ORIENTATION_VALID_BIT)
 _POS_VALID = int(xr.SPACE_LOCATION_POSITION_VALID_BIT)
@@ -68,10 +78,19 @@ def _entry(instance: xr.Instance, name: str) -> int:
     return address
 
 
+# Each per-frame call: what it was doing (the user's words) and the OpenXR function.
+_WAIT = ("waiting for a frame", "xrWaitFrame")
+_BEGIN = ("beginning a frame", "xrBeginFrame")
+_END = ("ending a frame", "xrEndFrame")
+_SYNC = ("reading the controllers", "xrSyncActions")
+_LOCATE = ("locating the tracked devices", "xrLocateSpace")
+_STATE = ("reading the controllers", "xrGetActionState*")
+_EVENTS = ("reading runtime events", "xrPollEvent")
+_TIME = ("reading the runtime's clock", "xrConvertTimespecTimeToTimeKHR")
 # What a failing step of the native helper was doing: the ctypes path's words for the same call.
-_DURING = {fastframe.FF_WAIT: "waiting for a frame", fastframe.FF_BEGIN: "beginning a frame",
-           fastframe.FF_SYNC: "reading the controllers", fastframe.FF_LOCATE: "locating the tracked devices",
-           fastframe.FF_STATES: "reading the controllers", fastframe.FF_END: "ending a frame"}
+_DURING = {fastframe.FF_WAIT: _WAIT, fastframe.FF_BEGIN: _BEGIN, fastframe.FF_SYNC: _SYNC,
+           fastframe.FF_LOCATE: _LOCATE, fastframe.FF_STATES: _STATE, fastframe.FF_END: _END,
+           fastframe.FF_EVENT: _EVENTS, fastframe.FF_TIME: _TIME}
 
 
 def _frame_calls(helper: Any, context: fastframe.FrameContext) -> Any:
@@ -128,6 +147,23 @@ _NORM_TOLERANCE = 1e-3
 _IDLE_WAIT_S = 1 / 90
 # close(): how long to let a running session walk STOPPING -> IDLE -> EXITING.
 _CLOSE_WAIT_S = 1.0
+# A headless session is begun while it is opened (a runtime that refuses the begin gets an OpenGL
+# session instead): how long to wait for its READY. Runtimes send it at once; if it has not come
+# by then, next_frame() begins the session when it does.
+_READY_WAIT_S = 1.0
+
+_TIMESPEC_EXT = xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME
+_REFRESH_EXT = xr.FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME
+TIME_SOURCES = {
+    "frame": "xrWaitFrame's predicted display time",
+    "timespec": "the runtime's now: XR_KHR_convert_timespec_time on CLOCK_MONOTONIC",
+    "events": "the runtime's now, estimated: its session events' XrTime plus the monotonic clock since "
+              "(the runtime offers no XR_KHR_convert_timespec_time)",
+}
+
+
+class _ConvertTimespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_int64), ("tv_nsec", ctypes.c_long)]  # struct timespec on LP64 Linux
 
 MODES = ("auto", "headless", "gl")
 
@@ -138,11 +174,19 @@ class SessionInfo:
 
     runtime: str                     # runtime name and version
     system: str                      # the HMD system's name
-    headless: bool                   # XR_MND_headless session (no graphics binding)
+    headless: bool                   # XR_MND_headless session (no graphics binding, no frame calls)
     base_space: str                  # "STAGE", or "LOCAL" when the runtime has no STAGE
     extensions: tuple[str, ...]      # extensions enabled on the instance
     profiles: tuple[str, ...]        # interaction profiles whose bindings the runtime took
     rejected_profiles: tuple[str, ...]
+    reference_spaces: tuple[str, ...] = ()  # the reference space types the runtime offers
+    time_source: str = "frame"       # a TIME_SOURCES key: the XrTime frames are located at
+    rate_hz: float = 0.0             # a headless session's own pacing; 0: the runtime's xrWaitFrame paces
+    fallback: str = ""               # why an "auto" session is not headless (one line), "" when it is
+
+    @property
+    def time_text(self) -> str:
+        return TIME_SOURCES[self.time_source]
 
 
 class _GLContext:
@@ -205,9 +249,47 @@ class XRSession:
     """
 
     def __init__(self, mode: str = "auto", *, window: Any | None = None,
-                 app_name: str = "headcast", native: bool = True) -> None:
+                 app_name: str = "headcast", native: bool = True, rate_hz: float = 0.0) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if not (rate_hz == 0 or 0 < rate_hz <= 1000):
+            raise ValueError(f"rate_hz must be 0 (auto) or in (0, 1000], not {rate_hz!r}")
+        self._seq = 0
+        self._last_time = 0
+        self._reset()
+        try:
+            with xr_errors("looking for an OpenXR runtime", "xrEnumerateInstanceExtensionProperties"):
+                offered = {e.extension_name.decode() for e in xr.enumerate_instance_extension_properties()}
+            headless = mode != "gl" and xr.MND_HEADLESS_EXTENSION_NAME in offered
+            fallback = ""
+            if mode == "headless" and not headless:
+                raise GraphicsError("the OpenXR runtime does not offer XR_MND_headless (a headless session)")
+            if mode == "auto" and not headless:
+                fallback = "the OpenXR runtime offers no headless session (XR_MND_headless): using an OpenGL session"
+            if headless:
+                try:
+                    self._open(True, offered, window, app_name, native, rate_hz, "")
+                    return
+                except (NoRuntimeError, NoHeadsetError):
+                    raise  # an OpenGL session would fail the same way
+                except XRError as refused:
+                    if mode == "headless":
+                        raise
+                    self.close()
+                    self._reset()
+                    fallback = f"the OpenXR runtime refused a headless session ({refused}): using an OpenGL session"
+            try:
+                self._open(False, offered, window, app_name, native, rate_hz, fallback)
+            except XRError as exc:
+                if fallback and xr.MND_HEADLESS_EXTENSION_NAME in offered:  # say why not headless either
+                    exc.args = (f"{exc} (after {fallback.split(': using')[0]})",)
+                raise
+        except BaseException:
+            self.close()
+            raise
+
+    def _reset(self) -> None:
+        """The state of a session not yet opened (again, after a refused headless one)."""
         self._instance: xr.Instance | None = None
         self._session: xr.Session | None = None
         self._actions: ActionSet | None = None
@@ -216,80 +298,86 @@ class XRSession:
         self._running = False
         self._focused = False
         self._ended: SessionEnded | None = None
-        self._seq = 0
-        self._last_time = 0
         self._profiles = ("", "")
-        self._ff_frame = self._ff_poll = None  # the native helper's calls, when in use
+        self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
+        self._pacer: Pacer | None = None  # a headless session's clock
+        self._convert = None              # xrConvertTimespecTimeToTimeKHR, when enabled
+        self._time_offset: int | None = None  # XrTime - CLOCK_MONOTONIC, learnt from state events
         self.state = xr.SessionState.UNKNOWN
-        try:
-            self._open(mode, window, app_name, native)
-        except BaseException:
-            self.close()
-            raise
 
     # -- setup ---------------------------------------------------------------------------
 
-    def _open(self, mode: str, window: Any | None, app_name: str, native: bool) -> None:
-        with xr_errors("looking for an OpenXR runtime"):
-            offered = {e.extension_name.decode() for e in xr.enumerate_instance_extension_properties()}
-        headless = mode != "gl" and xr.MND_HEADLESS_EXTENSION_NAME in offered
-        if mode == "headless" and not headless:
-            raise GraphicsError("the OpenXR runtime does not offer XR_MND_headless (a headless session)")
+    def _open(self, headless: bool, offered: set[str], window: Any | None, app_name: str, native: bool,
+              rate_hz: float, fallback: str) -> None:
         gl_ext = xr.KHR_OPENGL_ENABLE_EXTENSION_NAME
         if not headless and gl_ext not in offered:
             raise GraphicsError("the OpenXR runtime offers neither XR_MND_headless nor "
                                 "XR_KHR_opengl_enable: headcast cannot open a session on it")
         extensions = [xr.MND_HEADLESS_EXTENSION_NAME if headless else gl_ext]
+        if headless:  # the clock a headless session locates at, and the display's rate to pace at
+            extensions += [ext for ext in (_TIMESPEC_EXT, _REFRESH_EXT) if ext in offered]
 
-        with xr_errors("starting OpenXR"):
+        with xr_errors("starting OpenXR", "xrCreateInstance"):
             self._instance = xr.create_instance(xr.InstanceCreateInfo(
                 application_info=xr.ApplicationInfo(application_name=app_name, engine_name="headcast"),
                 enabled_extension_names=extensions,
             ))
-            props = xr.get_instance_properties(self._instance)
         inst = self._instance
-        with xr_errors("finding the headset"):
+        with xr_errors("starting OpenXR", "xrGetInstanceProperties"):
+            props = xr.get_instance_properties(inst)
+        with xr_errors("finding the headset", "xrGetSystem"):
             self._system = xr.get_system(
                 inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+        with xr_errors("finding the headset", "xrGetSystemProperties"):
             sysprops = xr.get_system_properties(inst, self._system)
         stereo = xr.ViewConfigurationType.PRIMARY_STEREO
         self._view_config = stereo  # what a headless session's begin ignores
         blend_modes = []
         if not headless:
-            with xr_errors("reading the headset's view configurations"):
+            with xr_errors("reading the headset's view configurations", "xrEnumerateViewConfigurations"):
                 view_configs = list(xr.enumerate_view_configurations(inst, self._system))
-                if not view_configs:
-                    raise XRError("the OpenXR runtime reports no view configuration for the headset")
-                if stereo not in view_configs:
-                    self._view_config = view_configs[0]
+            if not view_configs:
+                raise XRError("the OpenXR runtime reports no view configuration for the headset")
+            if stereo not in view_configs:
+                self._view_config = view_configs[0]
+            with xr_errors("reading the headset's view configurations", "xrEnumerateEnvironmentBlendModes"):
                 blend_modes = list(xr.enumerate_environment_blend_modes(inst, self._system, self._view_config))
 
         create_info = xr.SessionCreateInfo(system_id=self._system)
         if not headless:
-            with xr_errors("reading the runtime's OpenGL requirements"):
+            with xr_errors("reading the runtime's OpenGL requirements", "xrGetOpenGLGraphicsRequirementsKHR"):
                 # The spec requires this call before xrCreateSession for a GL session.
                 xr.get_opengl_graphics_requirements_khr(inst, self._system)
             self._gl = _GLContext(window)
             create_info.next = ctypes.cast(ctypes.pointer(self._gl.binding), ctypes.c_void_p)
-        with xr_errors("creating the XR session"):
+        with xr_errors("creating the XR session", "xrCreateSession"):
             self._session = xr.create_session(inst, create_info)
 
-        with xr_errors("setting up the controllers"):
+        with xr_errors("setting up the controllers", "xrCreateActionSet"):
             self._actions = ActionSet(inst)
+        with xr_errors("setting up the controllers", "xrAttachSessionActionSets"):
             xr.attach_session_action_sets(
                 self._session, xr.SessionActionSetsAttachInfo(action_sets=[self._actions.handle]))
-        with xr_errors("creating the tracking spaces"):
+        with xr_errors("creating the tracking spaces", "xrEnumerateReferenceSpaces"):
+            offered_spaces = list(xr.enumerate_reference_spaces(self._session))
+        with xr_errors("creating the tracking spaces", "xrCreateReferenceSpace"):
             base_type = xr.ReferenceSpaceType.STAGE
-            if base_type not in xr.enumerate_reference_spaces(self._session):
+            if base_type not in offered_spaces:
                 base_type = xr.ReferenceSpaceType.LOCAL
             self._base = self._reference_space(base_type)
             self._view = self._reference_space(xr.ReferenceSpaceType.VIEW)
+        with xr_errors("creating the tracking spaces", "xrCreateActionSpace"):
             self._hand_spaces = [
                 self._action_space(self._actions.actions[name], hand)
                 for hand in self._actions.hand_paths
                 for name in ("aim_pose", "grip_pose")
             ]  # left aim, left grip, right aim, right grip
 
+        time_source, rate = "frame", 0.0
+        if headless:
+            time_source = "timespec" if _TIMESPEC_EXT in extensions else "events"
+            rate = rate_hz or self._display_rate(extensions) or DEFAULT_RATE_HZ
+            self._pacer = Pacer(rate)
         self.info = SessionInfo(
             runtime=f"{props.runtime_name.decode()} {xr.Version(props.runtime_version)}",
             system=sysprops.system_name.decode(),
@@ -298,8 +386,40 @@ class XRSession:
             extensions=tuple(extensions),
             profiles=tuple(self._actions.accepted),
             rejected_profiles=tuple(self._actions.rejected),
+            reference_spaces=tuple(xr.ReferenceSpaceType(t).name for t in offered_spaces),
+            time_source=time_source,
+            rate_hz=rate,
+            fallback=fallback,
         )
         self._prepare_per_frame(blend_modes[0] if blend_modes else xr.EnvironmentBlendMode.OPAQUE, native)
+        if headless:
+            self._start_headless()
+
+    def _display_rate(self, extensions: list[str]) -> float:
+        """The display's refresh rate when the runtime says it (XR_FB_display_refresh_rate), else 0."""
+        if _REFRESH_EXT not in extensions:
+            return 0.0
+        try:
+            rate = float(xr.get_display_refresh_rate_fb(self._session))
+        except xr.XrException:
+            return 0.0  # a headless session may have no display to ask: pace at the default
+        return rate if 1 <= rate <= 1000 else 0.0
+
+    def _start_headless(self) -> None:
+        """Begin the headless session at READY, here, so that a runtime refusing it (an error from
+        xrBeginSession, no clock to locate at) is known before the app runs: the caller then opens
+        an OpenGL session instead. Waits for READY up to _READY_WAIT_S."""
+        deadline = time.monotonic() + _READY_WAIT_S
+        while not self._running and self._ended is None:
+            self._pump_events()
+            if self._running or time.monotonic() >= deadline:
+                break
+            time.sleep(0.002)
+        if self._ended is not None:
+            raise self._ended
+        if self._running and self._convert is None and self._time_offset is None:
+            raise XRError("the OpenXR runtime offers no clock for a headless session (no "
+                          "XR_KHR_convert_timespec_time, and its session events carry no time)")
 
     def _reference_space(self, kind: xr.ReferenceSpaceType) -> xr.Space:
         space = xr.create_reference_space(self._session, xr.ReferenceSpaceCreateInfo(
@@ -355,6 +475,9 @@ class XRSession:
         self._wait_p, self._frame_state_p, self._begin_p, self._end_p, self._sync_p, self._event_p = (
             ctypes.addressof(x) for x in (self._wait_info, self._frame_state, self._begin_info,
                                           self._end_info, self._sync_info, self._event))
+        self._timespec, self._xrtime = _ConvertTimespec(), ctypes.c_int64()
+        if _TIMESPEC_EXT in self.info.extensions:
+            self._convert = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(_entry(inst, "xrConvertTimespecTimeToTimeKHR"))
         helper = fastframe.load() if native else None
         if helper is not None:
             ctx = fastframe.FrameContext(
@@ -367,8 +490,13 @@ class XRSession:
             ctx.base = base
             for i, (_, info, out) in enumerate(self._state_reads):
                 ctx.state_info[i], ctx.state[i] = info, out
+            if self._convert is not None:
+                ctx.convert_time = _entry(inst, "xrConvertTimespecTimeToTimeKHR")
             calls = _frame_calls(helper, ctx)
             self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
+            self._ff_step, self._ff_now = calls.step, calls.now
+            if self.info.headless:
+                self._ff_frame = None  # a headless session makes no frame calls: step() instead
 
     # -- public --------------------------------------------------------------------------
 
@@ -384,7 +512,7 @@ class XRSession:
     @property
     def native(self) -> bool:
         """Frames run through the native frame helper (one call each), not call by call through ctypes."""
-        return self._ff_frame is not None
+        return self._ff_poll is not None
 
     @property
     def profiles(self) -> tuple[str, str]:
@@ -392,7 +520,9 @@ class XRSession:
         return self._profiles
 
     def next_frame(self) -> TrackingFrame:
-        """Run one frame (wait/begin/end) and return what was tracked at its display time.
+        """Run one frame and return what was tracked: in an OpenGL session a frame's wait/begin/end,
+        at its predicted display time; in a headless session our own pacing (info.rate_hz), at the
+        runtime's now.
 
         While the session is not running (not yet READY, or stopped) it waits up to a frame
         for events and returns an idle frame (no valid pose). Raises SessionEnded once the
@@ -411,6 +541,8 @@ class XRSession:
                 self._pump_events()
             if not self._running:
                 return self._idle_frame()
+        if self._pacer is not None:
+            return self._headless_step()
         run = self._ff_frame
         if run is None:
             return self._frame_by_calls()
@@ -423,6 +555,44 @@ class XRSession:
             self._last_time = frame.time_ns
             return frame
         return self._native_stopped(step, result, frame)
+
+    def _headless_step(self) -> TrackingFrame:
+        """A headless frame: our own pacing, the runtime's events, then sync and locate at its now."""
+        self._pacer.wait()
+        step = self._ff_step
+        if step is None:
+            now = self._now()  # first, as xrWaitFrame reads the clock before the frame's events
+            self._pump_events()
+        else:
+            try:
+                return self._counted(step(self._seq, self._time_offset or 0, self._profiles, self._focused))
+            except self._ff_stop as stopped:
+                step_, result, now = stopped.args
+            if step_ != fastframe.FF_EVENT:
+                raise self._failure(result, *_DURING[step_])
+            self._on_event(result)  # the event is in the buffer
+            self._pump_events()
+        if self._ended is not None:
+            raise self._ended
+        if not self._running:
+            return self._idle_frame()
+        return self.poll(now)
+
+    def _now(self) -> int:
+        """The runtime's now as an XrTime (a headless session locates at it)."""
+        if self._ff_now is not None:
+            try:
+                return self._ff_now(self._time_offset or 0)
+            except self._ff_stop as stopped:
+                raise self._failure(stopped.args[1], *_TIME) from None
+        if self._convert is None:
+            return time.monotonic_ns() + (self._time_offset or 0)  # monotonic_ns: CLOCK_MONOTONIC on Linux
+        ts = self._timespec
+        ts.tv_sec, ts.tv_nsec = divmod(time.monotonic_ns(), 1_000_000_000)
+        r = self._convert(self._instance_h, ctypes.addressof(ts), ctypes.addressof(self._xrtime))
+        if r < 0:
+            raise self._failure(r, *_TIME)
+        return self._xrtime.value
 
     def _native_stopped(self, step: int, result: int, frame: TrackingFrame | None) -> TrackingFrame:
         """next_frame() once the native frame stopped: events to handle first, or a failed call."""
@@ -439,7 +609,7 @@ class XRSession:
                 step, result, frame = stopped.args
         if frame is not None:  # xrEndFrame failed after the frame was read: it counts, as in the ctypes path
             self._counted(frame)
-        raise self._failure(result, _DURING[step])
+        raise self._failure(result, *_DURING[step])
 
     def _counted(self, frame: TrackingFrame) -> TrackingFrame:
         self._seq += 1
@@ -451,7 +621,7 @@ class XRSession:
         session = self._session_h
         r = self._xrWaitFrame(session, self._wait_p, self._frame_state_p)
         if r < 0:
-            self._check(r, "waiting for a frame")
+            raise self._failure(r, *_WAIT)
         # Events once per running frame, after xrWaitFrame: it blocks for most of a frame, and
         # focus or stop changes that arrived meanwhile must describe this frame, not the next.
         self._pump_events()
@@ -462,13 +632,13 @@ class XRSession:
         # FRAME_DISCARDED (a qualified success) only says the previous frame was dropped.
         r = self._xrBeginFrame(session, self._begin_p)
         if r < 0:
-            self._check(r, "beginning a frame")
+            raise self._failure(r, *_BEGIN)
         t = self._frame_state.predicted_display_time
         frame = self.poll(t)
         self._end_info.display_time = t
         r = self._xrEndFrame(session, self._end_p)
         if r < 0:
-            self._check(r, "ending a frame")
+            raise self._failure(r, *_END)
         return frame
 
     def poll(self, time_ns: int) -> TrackingFrame:
@@ -479,21 +649,21 @@ class XRSession:
                 return self._counted(native(self._seq, time_ns, self._profiles, self._focused))
             except self._ff_stop as stopped:
                 step, result, _ = stopped.args
-            raise self._failure(result, _DURING[step])
+            raise self._failure(result, *_DURING[step])
         session = self._session_h
         # SESSION_NOT_FOCUSED is a qualified success (> 0): the states then read inactive.
         r = self._xrSyncActions(session, self._sync_p)
         if r < 0:
-            self._check(r, "reading the controllers")
+            raise self._failure(r, *_SYNC)
         locate = self._xrLocateSpace
         for space, base, out in self._locate_args:
             r = locate(space, base, time_ns, out)
             if r < 0:
-                self._check(r, "locating the tracked devices")
+                raise self._failure(r, *_LOCATE)
         for get, info, out in self._state_reads:
             r = get(session, info, out)
             if r < 0:
-                self._check(r, "reading the controllers")
+                raise self._failure(r, *_STATE)
         return self._frame(time_ns)
 
     def _frame(self, time_ns: int) -> TrackingFrame:
@@ -513,7 +683,8 @@ class XRSession:
     def request_exit(self) -> None:
         """Ask the runtime to end the session; next_frame() raises SessionEnded when it has."""
         if self._running:
-            self._call("asking the runtime to end the session", xr.request_exit_session, self._session)
+            self._call("asking the runtime to end the session", "xrRequestExitSession",
+                       xr.request_exit_session, self._session)
 
     def close(self) -> None:
         """End the session politely when it runs, then destroy every handle. Idempotent."""
@@ -551,17 +722,14 @@ class XRSession:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _check(self, result: int, during: str) -> None:
-        if result < 0:
-            raise self._failure(result, during)
-
-    def _failure(self, result: int, during: str) -> XRError:
+    def _failure(self, result: int, during: str, call: str) -> XRError:
         """The typed error for a failed runtime call; a lost session ends here."""
         try:
             code = xr.Result(result)
         except ValueError:  # a result code this pyopenxr does not know
-            return XRError(f"{during}: the OpenXR runtime failed with result {result}")
-        err = translate(xr.check_result(code), during)
+            return XRError(f"{during}: {call} returned {result}, an XrResult this OpenXR binding does not know",
+                           call=call, result=str(result))
+        err = translate(xr.check_result(code), during, call)
         if isinstance(err, SessionEnded):
             self._end(err)
         return err
@@ -583,51 +751,61 @@ class XRSession:
 
     def _on_event(self, result: int) -> None:
         """Act on the event xrPollEvent put in the buffer (or raise its failure)."""
-        self._check(result, "reading runtime events")
+        if result < 0:
+            raise self._failure(result, *_EVENTS)
         ev = self._event
         kind = ev._type
         if kind == _EV_STATE:
             changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataSessionStateChanged)).contents
+            if changed.time > 0 and self._convert is None:
+                # The XrTime the state changed at, just now: the clock a headless session without
+                # XR_KHR_convert_timespec_time locates by (late by the event's delivery).
+                self._time_offset = changed.time - time.monotonic_ns()
             self._on_state(xr.SessionState(changed._state))
         elif kind == _EV_PROFILE:
             self._read_profiles()
         elif kind == _EV_INSTANCE_LOSS:
-            self._end(SessionEnded("the OpenXR runtime is shutting down (instance loss pending)", lost=True))
+            self._end(SessionEnded("the OpenXR runtime is shutting down: xrPollEvent reported "
+                                   "XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING; restart the runtime, then headcast",
+                                   lost=True, call="xrPollEvent", result="XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING"))
 
     def _on_state(self, state: xr.SessionState) -> None:
         self.state = state
         self._focused = state == xr.SessionState.FOCUSED
         S = xr.SessionState
-        if state == S.READY:
-            self._call("starting the XR session", xr.begin_session, self._session,
+        if state == S.READY and not self._running:
+            self._call("starting the XR session", "xrBeginSession", xr.begin_session, self._session,
                        xr.SessionBeginInfo(self._view_config))
             self._running = True
         elif state == S.STOPPING:
             self._running = False
-            self._call("stopping the XR session", xr.end_session, self._session)
+            self._call("stopping the XR session", "xrEndSession", xr.end_session, self._session)
         elif state == S.EXITING:
             self._end(SessionEnded("the OpenXR runtime ended the session", lost=False))
         elif state == S.LOSS_PENDING:
-            self._end(SessionEnded("the XR session was lost (headset disconnected or runtime reset)", lost=True))
+            self._end(SessionEnded("the XR session was lost: xrPollEvent reported XR_SESSION_STATE_LOSS_PENDING "
+                                   "(headset disconnected or runtime reset)", lost=True, call="xrPollEvent",
+                                   result="XR_SESSION_STATE_LOSS_PENDING"))
 
     def _read_profiles(self) -> None:
         names = []
         for hand in self._actions.hand_paths:
             during = "reading the active controller profile"
-            state = self._call(during, xr.get_current_interaction_profile, self._session, hand)
+            state = self._call(during, "xrGetCurrentInteractionProfile", xr.get_current_interaction_profile,
+                               self._session, hand)
             path = state.interaction_profile if state is not None else 0
-            name = self._call(during, xr.path_to_string, self._instance, path) if path else ""
+            name = self._call(during, "xrPathToString", xr.path_to_string, self._instance, path) if path else ""
             names.append(name or "")
         self._profiles = (names[0], names[1])
 
-    def _call(self, during: str, fn: Any, *args: Any) -> Any:
+    def _call(self, during: str, call: str, fn: Any, *args: Any) -> Any:
         """A pyopenxr call off the per-frame path; None when the session is about to be lost."""
         try:
             return fn(*args)
         except xr.SessionLossPending:
             return None  # a qualified success: the LOSS_PENDING state event follows and ends us
         except xr.XrException as exc:
-            err = translate(exc, during)
+            err = translate(exc, during, call)
             if isinstance(err, SessionEnded):
                 self._end(err)
             raise err from exc

@@ -515,7 +515,7 @@ def _input_values(frame: TrackingFrame, profile: str) -> dict[str, str]:
 
 
 def motion_text(frames: Sequence[TrackingFrame], profile: str) -> str:
-    """The mock runtime's motion file reproducing `frames` (frame i = i-th xrWaitFrame)."""
+    """The mock runtime's motion file reproducing `frames` (frame i at motion frame i: replay runs it on the step clock)."""
     if profile not in BINDINGS:
         raise ValueError(f"cannot replay profile {profile!r}: not one of {sorted(BINDINGS)}")
     lines = ["# replay of a headcast trace", "timebase frames", "interpolate off"]
@@ -538,7 +538,7 @@ def motion_text(frames: Sequence[TrackingFrame], profile: str) -> str:
         for path, values in _input_values(f, profile).items():
             put(i, path, values)
         if f.focused != focused:
-            if focused is not None or not f.focused:  # a headless session starts focused
+            if focused is not None or f.focused:  # a session starts unfocused (a headless one stays READY)
                 lines.append(f"{i} !{'focus' if f.focused else 'unfocus'}")
             focused = f.focused
     return "\n".join(lines) + "\n"
@@ -564,6 +564,7 @@ def replay(source: str | os.PathLike | Sequence[TrackingFrame], *, throttle: boo
         motion = Path(tmp) / "replay.motion"
         motion.write_text(text)
         control.reset()
+        control.step_clock()  # frame i is located at motion frame i's time, whatever the wall clock does
         control.load_motion(motion)
         control.set_profile(profile)
         control.set_throttle(throttle)

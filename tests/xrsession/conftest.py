@@ -20,7 +20,11 @@ def manifest():
 
 @pytest.fixture
 def ctl(manifest, monkeypatch):
-    """MockControl on the live runtime, reset around the test; the loader points at the mock, unpaced."""
+    """MockControl on the live runtime, reset around the test; the loader points at the mock, unpaced
+    (its xrWaitFrame does not sleep, and a headless session paces itself at 1000 Hz, not 90)."""
+    from headcast.xr import session
+
+    monkeypatch.setattr(session, "DEFAULT_RATE_HZ", 1000.0)
     yield from mock_control(manifest, monkeypatch, paced=False)
 
 

@@ -44,25 +44,29 @@ def test_build_is_idempotent_and_load_needs_a_library(tmp_path):
 
 
 def run(ctl, monkeypatch, motion: str, n: int, native: bool, events=()) -> list:
-    """n frames of a shipped motion on a fresh runtime, with mock-control calls at given frames."""
+    """n headless frames of a shipped motion on a fresh runtime (the step clock: frame i is located
+    at the motion's frame i), focused by the runtime, with mock-control calls at given frames."""
     ctl.reset()
+    ctl.step_clock()
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path(motion)))
     out = []
     with XRSession(native=native) as xs:
-        assert xs.native is native
+        assert xs.native is native and xs.info.headless
+        ctl.focus()
         for i in range(n):
             for at, call in events:
                 if at == i:
                     call()
             frame = xs.next_frame()
-            if xs.running:  # the frame's time is the runtime's predicted display time, ended with it
-                assert frame.time_ns == xs._frame_state.predicted_display_time == xs._end_info.display_time
+            assert frame.time_ns == ctl.at(i)  # the runtime's now, read once per frame
             out.append(frame)
-        t = out[-1].time_ns
+        t = ctl.at(n / 2)
         out.append(xs.poll(t))  # poll() alone, at a time of the caller's
         assert out[-1].time_ns == t
-    # Display times come from the clock (pacing is off): equal between runs only in kind.
-    return [repr(dataclasses.replace(f, time_ns=0)) for f in out]  # repr: bit-exact floats, -0.0 too
+        begin = ctl.begin_time
+    assert ctl.frames_waited == 0  # no frame calls in a headless session
+    # repr: bit-exact floats, -0.0 too; times from the session's begin (each run begins anew)
+    return [repr(dataclasses.replace(f, time_ns=f.time_ns - begin)) for f in out]
 
 
 @pytest.mark.parametrize("motion", ["look_around", "fire", "walk", "tracking_loss", "snap_turns"])
@@ -76,36 +80,31 @@ def test_native_frames_equal_the_ctypes_frames(ctl, monkeypatch, built, motion):
     assert len(set(native)) > 300  # the motion moved: frames differ from one another
 
 
-def _break_wait(xs):
-    xs._wait_info._type = int(xr.StructureType.FRAME_BEGIN_INFO)
-
-
-def _break_begin(xs):
-    xs._begin_info._type = int(xr.StructureType.FRAME_WAIT_INFO)
-
-
-def _break_sync(xs):
+def _break_sync(xs, ctl):
     xs._sync_info._type = int(xr.StructureType.FRAME_WAIT_INFO)
 
 
-def _break_locate(xs):
+def _break_locate(xs, ctl):
     xs._locations[3]._type = int(xr.StructureType.FRAME_WAIT_INFO)
 
 
-def _break_states(xs):
+def _break_states(xs, ctl):
     xs._get_infos[5]._type = int(xr.StructureType.FRAME_WAIT_INFO)
 
 
-def _break_end(xs):
-    xs._end_info.environment_blend_mode = xr.EnvironmentBlendMode.ADDITIVE
+def _fail(function):
+    return lambda xs, ctl: ctl.fail(function, int(xr.Result.ERROR_RUNTIME_FAILURE))
 
 
 @pytest.mark.parametrize("breaks, during", [
-    (_break_wait, "waiting for a frame"), (_break_begin, "beginning a frame"),
-    (_break_sync, "reading the controllers"), (_break_locate, "locating the tracked devices"),
-    (_break_states, "reading the controllers"), (_break_end, "ending a frame"),
+    (_break_sync, "reading the controllers: xrSyncActions returned XR_ERROR_VALIDATION_FAILURE"),
+    (_break_locate, "locating the tracked devices: xrLocateSpace returned XR_ERROR_VALIDATION_FAILURE"),
+    (_break_states, "reading the controllers: xrGetActionState* returned XR_ERROR_VALIDATION_FAILURE"),
+    (_fail("xrLocateSpace"), "locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE"),
+    (_fail("xrPollEvent"), "reading runtime events: xrPollEvent returned XR_ERROR_RUNTIME_FAILURE"),
 ])
 def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, during):
+    """Headless steps; the frame calls of an OpenGL session: test_gl_and_validation.py."""
     seen = []
     for native in (True, False):
         ctl.reset()
@@ -113,14 +112,15 @@ def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, 
             assert xs.native is native
             for _ in range(3):
                 xs.next_frame()
-            breaks(xs)
+            breaks(xs, ctl)
             with pytest.raises(XRError) as failed:
                 xs.next_frame()
-            seen.append((type(failed.value), str(failed.value), xs._seq, xs.running))
+            ctl.fail("", 0)
+            seen.append((type(failed.value), str(failed.value), failed.value.call, failed.value.result,
+                         xs._seq, xs.running))
     assert seen[0] == seen[1]
     assert seen[0][1].startswith(f"{during}: ")
-    # xrEndFrame fails after the frame was read: it counts, as in the ctypes path
-    assert seen[0][2] == (4 if during == "ending a frame" else 3)
+    assert seen[0][4] == 3  # the failed step made no frame
 
 
 # -- the frame builder alone: arbitrary runtime output, the Python builder as the oracle ----------

@@ -65,7 +65,9 @@ def record(ctl, tmp_path, monkeypatch, profile: str):
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion))
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE", profile)
     path = tmp_path / "session.trace"
+    ctl.step_clock()  # frame i at the motion's frame i (the replay locates there too)
     with XRSession() as xs, TraceWriter(path, meta={"runtime": xs.info.runtime}) as w:
+        ctl.focus()  # the mock leaves a headless session READY, as Monado does; hands need focus
         for _ in range(N_FRAMES):
             w.write(xs.next_frame())
     monkeypatch.delenv("HEADCAST_MOCK_MOTION")

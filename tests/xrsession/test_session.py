@@ -26,6 +26,14 @@ def frames(xs: XRSession, n: int) -> list:
     return [xs.next_frame() for _ in range(n)]
 
 
+def focused(ctl, *args, **kwargs) -> XRSession:
+    """A headless session the runtime then gives focus: the mock imitates Monado, which leaves a
+    headless session in READY (controls inactive, no hands) unless the runtime moves it on."""
+    xs = XRSession(*args, **kwargs)
+    ctl.focus()
+    return xs
+
+
 def until(xs: XRSession, pred, what: str):
     for _ in range(MAX_FRAMES):
         frame = xs.next_frame()
@@ -61,9 +69,11 @@ def test_headless_session_streams_the_motion(ctl, tmp_path, monkeypatch):
     motion = tmp_path / "keys.motion"
     write_motion(motion)
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion))
-    with XRSession() as xs:
+    ctl.step_clock()  # frame i is located at motion frame i's time
+    with focused(ctl) as xs:
         assert xs.info.headless and xs.info.base_space == "STAGE"
-        assert xs.info.extensions == ("XR_MND_headless",)
+        assert xs.info.extensions == ("XR_MND_headless", "XR_KHR_convert_timespec_time")
+        assert xs.info.time_source == "timespec" and xs.info.rate_hz == 1000.0 and xs.info.fallback == ""
         assert set(xs.info.profiles) == set(PROFILES) and xs.info.rejected_profiles == ()
         got = frames(xs, 5)
     assert [f.seq for f in got] == [0, 1, 2, 3, 4]
@@ -85,7 +95,7 @@ def test_headless_session_streams_the_motion(ctl, tmp_path, monkeypatch):
 def test_stage_missing_falls_back_to_local(ctl):
     ctl.set_stage_supported(False)
     ctl.set_pose("/user/head", (0.0, 1.75, -0.5))
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         assert xs.info.base_space == "LOCAL"
         head = xs.next_frame().head
     # The mock's LOCAL origin sits at the 1.6 m eye height, as a seated runtime's does.
@@ -94,7 +104,7 @@ def test_stage_missing_falls_back_to_local(ctl):
 
 def test_lost_tracking_is_flagged_never_stale(ctl):
     ctl.set_pose(f"{RIGHT}/input/aim/pose", (0.3, 1.0, -0.2), (0.0, 0.0, 0.0, 1.0))
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         before = xs.next_frame()
         assert before.right_aim.valid and before.right_aim.position == tuple(map(f32, (0.3, 1.0, -0.2)))
         ctl.set_tracking(RIGHT, 0)
@@ -162,7 +172,7 @@ def drive(ctl, inputs) -> None:
 def test_controls_per_profile(ctl, monkeypatch, profile):
     inputs, expected = PROFILE_CASES[profile]
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE", profile)
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         rest = xs.next_frame()
         drive(ctl, inputs)
         pressed = xs.next_frame()
@@ -178,7 +188,7 @@ def test_profile_fallback_to_simple_controller(ctl, monkeypatch):
     trimmed = {k: v for k, v in actions.BINDINGS.items() if "index" not in k}
     monkeypatch.setattr(actions, "BINDINGS", trimmed)
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE", "/interaction_profiles/valve/index_controller")
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         assert "/interaction_profiles/valve/index_controller" not in xs.info.profiles
         xs.next_frame()
         drive(ctl, [(f"{RIGHT}/input/trigger/value", 1.0), (f"{LEFT}/input/thumbstick", (0.5, 0.5))])
@@ -192,7 +202,7 @@ def test_no_suggested_profile_means_no_hands(ctl, monkeypatch):
     only_touch = {TOUCH: actions.BINDINGS[TOUCH]}
     monkeypatch.setattr(actions, "BINDINGS", only_touch)
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE", "/interaction_profiles/htc/vive_controller")
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         xs.next_frame()
         ctl.set_float(f"{RIGHT}/input/trigger/value", 1.0)
         frame = xs.next_frame()
@@ -203,7 +213,7 @@ def test_no_suggested_profile_means_no_hands(ctl, monkeypatch):
 
 
 def test_profile_change_is_followed(ctl):
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         assert xs.next_frame().profile_right == TOUCH
         ctl.set_profile("/interaction_profiles/htc/vive_controller")
         frame = until(xs, lambda f: f.profile_right != TOUCH, "a new profile")
@@ -214,7 +224,7 @@ def test_profile_change_is_followed(ctl):
 
 def test_focus_loss_and_return(ctl):
     ctl.set_float(f"{RIGHT}/input/trigger/value", 1.0)
-    with XRSession() as xs:
+    with focused(ctl) as xs:
         assert xs.next_frame().controls.trigger_right == 1.0
         ctl.unfocus()
         unfocused = xs.next_frame()
@@ -283,21 +293,29 @@ def test_headless_mode_required_but_gl_asked(ctl):
         XRSession("vulkan")
 
 
-def test_idle_frames_until_the_runtime_is_ready(ctl):
-    """Until READY (a headset runtime waits for the user) next_frame paces itself and tracks nothing."""
+def test_idle_frames_until_the_runtime_is_ready(ctl, monkeypatch):
+    """Until READY (a headset runtime waits for the user) next_frame paces itself and tracks nothing;
+    then the headless session is begun at READY and tracks the head without ever being FOCUSED."""
     import time
 
+    from headcast.xr import session
+
+    monkeypatch.setattr(session, "_READY_WAIT_S", 0.05)  # the open gives up waiting for READY sooner
+    pump = XRSession._pump_events
+    monkeypatch.setattr(XRSession, "_pump_events", lambda self: None)  # as if READY had not come yet
     with XRSession() as xs:
-        xs._pump_events = lambda: None  # as if the READY event had not come yet
+        assert not xs.running
         start = time.monotonic()
         idle = [xs.next_frame() for _ in range(3)]
         elapsed = time.monotonic() - start
-        del xs._pump_events
+        monkeypatch.setattr(XRSession, "_pump_events", pump)
         live = xs.next_frame()
+        assert xs.running and xs.state.name == "READY"
     assert not any(f.focused or f.head.valid or f.right_aim.valid for f in idle)
     assert [f.seq for f in idle] == [0, 1, 2] and all(f.time_ns == 0 for f in idle)
     assert elapsed >= 3 * 0.010  # waited about a frame each instead of spinning
-    assert live.seq == 3 and live.head.valid and live.focused and live.time_ns > 0
+    assert live.seq == 3 and live.head.valid and not live.focused and live.time_ns > 0
+    assert live.controls == Controls() and not live.right_aim.valid  # READY: actions inactive
 
 
 def test_one_rejected_profile_does_not_cost_the_others(ctl, monkeypatch):
@@ -305,7 +323,7 @@ def test_one_rejected_profile_does_not_cost_the_others(ctl, monkeypatch):
     bad = dict(actions.BINDINGS)
     bad[TOUCH] = bad[TOUCH] + (("trigger", f"{RIGHT}/input/trigger/click"),)  # Touch has no trigger/click
     monkeypatch.setattr(actions, "BINDINGS", bad)
-    with XRSession() as xs:  # the mock emulates a Touch controller
+    with focused(ctl) as xs:  # the mock emulates a Touch controller
         assert xs.info.rejected_profiles == (TOUCH,)
         assert set(xs.info.profiles) == set(PROFILES) - {TOUCH}
         xs.next_frame()

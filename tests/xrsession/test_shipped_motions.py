@@ -19,9 +19,13 @@ def axis_quat(axis: str, deg: float) -> tuple[float, float, float, float]:
     return {"x": (s, 0.0, 0.0, c), "y": (0.0, s, 0.0, c), "z": (0.0, 0.0, s, c)}[axis]
 
 
-def stream(monkeypatch, name: str, n: int) -> list:
+def stream(ctl, monkeypatch, name: str, n: int) -> list:
+    """n frames of a headless session located at the motion's frame times (the step clock), the
+    session given focus by the runtime (hands need it; the mock leaves it READY, as Monado does)."""
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path(name)))
+    ctl.step_clock()
     with XRSession() as xs:
+        ctl.focus()
         return [xs.next_frame() for _ in range(n)]
 
 
@@ -37,7 +41,7 @@ LOOK_AROUND_KEYS = [(1.0, "y", 120), (2.0, "y", 0), (3.0, "y", -120), (5.0, "x",
 
 
 def test_look_around_head_follows_the_script(ctl, monkeypatch):
-    frames = stream(monkeypatch, "look_around", 12 * FPS + 1)
+    frames = stream(ctl, monkeypatch, "look_around", 12 * FPS + 1)
     for t, axis, deg in LOOK_AROUND_KEYS:
         head = frames[round(t * FPS)].head
         assert head.valid and head.position == (0.0, pytest.approx(1.6, abs=1e-6), 0.0)
@@ -47,7 +51,7 @@ def test_look_around_head_follows_the_script(ctl, monkeypatch):
 
 
 def test_tracking_loss_flags_follow_the_script(ctl, monkeypatch):
-    frames = stream(monkeypatch, "tracking_loss", int(5.5 * FPS))
+    frames = stream(ctl, monkeypatch, "tracking_loss", int(5.5 * FPS))
     at = lambda t: frames[round(t * FPS)]  # noqa: E731
     full = at(0.5).head
     assert full.valid and full.position_tracked and full.orientation_tracked

@@ -1,0 +1,51 @@
+"""A headless session's own frame clock: absolute deadlines, a sleep, then a short spin.
+
+A headless session (XR_MND_headless) has no xrWaitFrame to block on: the spec leaves the pacing to
+the app. Each frame's deadline is the previous one plus the period (never "now + period", which
+drifts by every wake-up's lateness), so the rate holds to the clock's accuracy. The sleep ends a
+margin before the deadline and the rest is spun: on this VM a plain sleep wakes 0.15-0.2 ms late
+(more under load), a spin is exact. The margin follows the recent oversleep (a decaying peak), so
+the spin costs what the scheduler's lateness costs and no more. A loop that fell more than a
+period behind (a stall) starts again from now rather than bursting to catch up.
+"""
+from __future__ import annotations
+
+import time
+
+DEFAULT_RATE_HZ = 90.0
+MIN_MARGIN_NS = 100_000     # the spin never starts later than this before the deadline
+MAX_MARGIN_NS = 2_000_000   # nor earlier than this: beyond it a late wake-up is the machine's, not ours
+_SLACK_NS = 50_000          # margin over the peak oversleep
+_DECAY = 1 / 64             # per frame: a spike is forgotten within a second or so at 90 Hz
+
+
+class Pacer:
+    """wait() returns at each frame's deadline; the first call returns at once."""
+
+    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=time.monotonic_ns, sleep=time.sleep) -> None:
+        if not rate_hz > 0:
+            raise ValueError(f"rate must be positive, not {rate_hz!r}")
+        self.rate_hz = rate_hz
+        self.period_ns = round(1e9 / rate_hz)
+        self._clock, self._sleep = clock, sleep
+        self._next: int | None = None
+        self._peak = 0  # decaying peak of the sleep's oversleep, ns
+        self.margin_ns = MIN_MARGIN_NS
+
+    def wait(self) -> int:
+        """Block until this frame's deadline; returns the deadline (monotonic ns)."""
+        clock = self._clock
+        now = clock()
+        deadline = self._next
+        if deadline is None or now - deadline > self.period_ns:
+            deadline = now
+        target = deadline - self.margin_ns
+        if target > now:
+            self._sleep((target - now) / 1e9)
+            over = clock() - target
+            self._peak = max(over, self._peak - int(self._peak * _DECAY))
+            self.margin_ns = min(MAX_MARGIN_NS, max(MIN_MARGIN_NS, self._peak + _SLACK_NS))
+        while clock() < deadline:
+            pass
+        self._next = deadline + self.period_ns
+        return deadline
