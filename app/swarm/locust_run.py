@@ -1,0 +1,82 @@
+"""Run the swarm on Locust (`headcast swarm --locust`): the command line for the shipped
+locustfile, and a bounded run of it.
+
+Locust runs in its own process: importing it monkey-patches the standard library for gevent,
+which headcast's own loop must not see. A team with several machines starts the same command
+with `--master` on one and `--worker --master-host HOST` on the others (`command(role=...)`).
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from headcast.app.swarm.players import Server
+
+
+def locustfile() -> Path:
+    return Path(__file__).with_name("locustfile.py")
+
+
+def command(proto: str, server: Server, users: int, spawn_rate: float, duration: float, *,
+            report: str | Path | None = None, csv: str | Path | None = None, json_file: str | Path | None = None,
+            motion: str | Path | None = None, trace: str | Path | None = None, marked: int = 4,
+            slip_ms: float = 5.0, processes: int = 0, role: str = "local", master_host: str = "127.0.0.1",
+            master_port: int = 5557, expect_workers: int = 0, headless: bool = True,
+            extra: tuple[str, ...] = ()) -> list[str]:
+    """The locust command line. `role`: "local" (one process, or `processes` forked workers),
+    "master" (waits for `expect_workers`), "worker" (takes everything else from the master)."""
+    cmd = [sys.executable, "-m", "locust", "-f", str(locustfile())]
+    if role == "worker":
+        return cmd + ["--worker", "--master-host", master_host, "--master-port", str(master_port), *extra]
+    if role == "master":
+        cmd += ["--master", "--master-bind-host", master_host, "--master-bind-port", str(master_port),
+                "--expect-workers", str(max(1, expect_workers))]
+    elif processes:
+        cmd += ["--processes", str(processes)]
+    if headless:
+        cmd += ["--headless", "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(duration))}s"]
+    cmd += ["--headcast-proto", proto, "--headcast-server", server.host, "--headcast-port", str(server.port),
+            "--headcast-marked", str(marked), "--headcast-slip-ms", f"{slip_ms:g}"]
+    if proto == "netsync":
+        cmd += ["--headcast-room", server.room, "--headcast-netsync-protocol", str(server.protocol)]
+        if server.pub_port:
+            cmd += ["--headcast-pub-port", str(server.pub_port)]
+        if server.transform_port:
+            cmd += ["--headcast-transform-port", str(server.transform_port)]
+    if motion:
+        cmd += ["--headcast-motion", str(motion)]
+    if trace:
+        cmd += ["--headcast-trace", str(trace)]
+    if report:
+        cmd += ["--headcast-report", str(report)]
+    if csv:
+        cmd += ["--csv", str(csv)]
+    if json_file:
+        cmd += ["--json-file", str(json_file)]
+    return cmd + list(extra)
+
+
+def run(cmd: list[str], timeout: float, **popen) -> int:
+    """Run a locust command to its end, bounded: past `timeout` it gets SIGINT (Locust's clean
+    stop: users leave, the report is written), 15 s later SIGKILL. Returns its exit code (Locust:
+    1 when any request failed — a kick, a lost update, a slipped tick)."""
+    proc = subprocess.Popen(cmd, **popen)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+    except BaseException:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise

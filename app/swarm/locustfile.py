@@ -1,0 +1,199 @@
+"""headcast swarm players as Locust users: `locust -f <this file> --headcast-proto netsync ...`.
+
+Each Locust user is one swarm player (`players.Player`: a real client of the protocol with its
+own socket(s), handshake and client number) driven from a shipped motion or a recorded trace,
+in its own greenlet: it waits in gevent's select for its sockets or its next deadline, as the
+swarm's own loop does for all players at once. Everything a player counts goes to Locust's
+stats (`locust_metrics.py`: send/receive/broadcast/relay/join/kick rows per protocol), so
+Locust's master adds up its workers, its web UI and `--csv` show the swarm, and `--headless`
+runs end with its summary; each process's headcast figures travel to the master in Locust's
+own worker reports, and the master (or a lone process) writes headcast's report from their
+sum and Locust's stats when it quits (`--headcast-report BASE`: BASE.json and BASE.html).
+
+Per process the first user is the sampled observer and the next `--headcast-marked` users send
+marked updates it matches (observer.py): relay latency and loss are measured within each
+process, on its one clock. Players are numbered across workers (user k of worker w of W is
+k·W + w), which also spreads Q3/Sauerbraten players over 127.0.x.y source addresses when the
+server is on loopback.
+
+Importing locust monkey-patches the standard library for gevent; headcast's sockets are all
+non-blocking (UDP, ZeroMQ with NOBLOCK, ENet serviced with timeout 0), so the sans-IO cores
+run unchanged in greenlets.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import gevent
+from gevent import select as gselect
+from locust import User, constant, events, task
+from locust.runners import MasterRunner, WorkerRunner
+
+from headcast.app.assets import asset_path
+from headcast.app.swarm import report as swarm_report
+from headcast.app.swarm.locust_metrics import LocustMetrics
+from headcast.app.swarm.locust_stats import from_stats
+from headcast.app.swarm.metrics import SwarmMetrics
+from headcast.app.swarm.motion import Script, spots
+from headcast.app.swarm.observer import Board
+from headcast.app.swarm.players import PROTOCOLS, Player, Server, Variation, source_address
+
+log = logging.getLogger("headcast.swarm.locust")
+DEFAULT_MOTION = "look_around.motion"
+IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
+SPOTS = 16          # places on the room's circle players are spread over
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser) -> None:
+    g = parser.add_argument_group("headcast swarm")
+    g.add_argument("--headcast-proto", choices=PROTOCOLS, default="netsync", help="protocol every user speaks")
+    g.add_argument("--headcast-server", default="127.0.0.1", help="the server's host")
+    g.add_argument("--headcast-port", type=int, default=0,
+                   help="Q3/Sauerbraten: the server's port; NetSync: its control (dealer) port")
+    g.add_argument("--headcast-pub-port", type=int, default=0, help="NetSync: the PUB port (default control+1)")
+    g.add_argument("--headcast-transform-port", type=int, default=0,
+                   help="NetSync: the transform port (default control+2)")
+    g.add_argument("--headcast-room", default="default_room", help="NetSync room")
+    g.add_argument("--headcast-netsync-protocol", type=int, default=8, help="NetSync protocol (3-8)")
+    g.add_argument("--headcast-motion", default="", help=f"motion script (default: the shipped {DEFAULT_MOTION})")
+    g.add_argument("--headcast-trace", default="", help="a recorded trace instead of a motion")
+    g.add_argument("--headcast-marked", type=int, default=4,
+                   help="players per process whose updates the observer matches (relay latency, loss)")
+    g.add_argument("--headcast-slip-ms", type=float, default=5.0, help="a tick this late counts as slipped")
+    g.add_argument("--headcast-report", default="", help="the master writes headcast's report to BASE.json/.html")
+
+
+class _Process:
+    """This process's metrics, boards and script (made at test start: options known)."""
+
+    metrics: LocustMetrics | None = None
+    wall_started = 0.0
+    boards: dict[str, Board] = {}
+    script: Script | None = None
+    server: Server | None = None
+    spots = spots(SPOTS)
+    next_user = 0
+    states: dict[str, dict] = {}       # master: each worker's latest headcast state
+
+
+def _server(o) -> Server:
+    if not o.headcast_port:
+        raise SystemExit("headcast: --headcast-port is required")
+    return Server(o.headcast_server, o.headcast_port, o.headcast_pub_port or None,
+                  o.headcast_transform_port or None, o.headcast_room, o.headcast_netsync_protocol)
+
+
+def _script(o) -> Script:
+    if o.headcast_trace:
+        return Script.load(trace=o.headcast_trace)
+    if o.headcast_motion:
+        return Script.load(motion=o.headcast_motion)
+    return Script.load(motion=asset_path("motions", DEFAULT_MOTION))
+
+
+@events.test_start.add_listener
+def _test_start(environment, **_) -> None:
+    if isinstance(environment.runner, MasterRunner):
+        _Process.states = {}
+        return
+    o = environment.parsed_options
+    proto = o.headcast_proto
+    m = LocustMetrics([proto], time.monotonic(), environment.events.request.fire, o.headcast_slip_ms / 1000.0)
+    _Process.metrics, _Process.wall_started = m, time.time()
+    _Process.server = _server(o)
+    script = _Process.script = _script(o)
+    for spot in _Process.spots:  # each spot's inputs now, not in a user's first tick (tens of ms each)
+        getattr(script, proto)(spot)
+    _Process.boards = {proto: Board(proto, m.relay, m.lost)}
+    _Process.next_user = 0
+
+
+def _state() -> dict:
+    m = _Process.metrics
+    state = m.state(_Process.wall_started)
+    state["wall_now"] = time.time()
+    return state
+
+
+@events.report_to_master.add_listener
+def _report_to_master(client_id, data, **_) -> None:
+    if _Process.metrics is not None:
+        data["headcast"] = _state()
+
+
+@events.worker_report.add_listener
+def _worker_report(client_id, data, **_) -> None:
+    if "headcast" in data:
+        _Process.states[client_id] = data["headcast"]   # cumulative: the latest replaces the last
+
+
+@events.quitting.add_listener
+def _quitting(environment, **_) -> None:
+    runner = environment.runner
+    o = environment.parsed_options
+    if isinstance(runner, WorkerRunner) or not getattr(o, "headcast_report", ""):
+        return
+    states = list(_Process.states.values()) if isinstance(runner, MasterRunner) else \
+        ([_state()] if _Process.metrics is not None else [])
+    if not states:
+        log.warning("headcast: no player reported; no report written")
+        return
+    merged = SwarmMetrics.merged(states)
+    rep = merged.report(max(s["wall_now"] for s in states))
+    rep["source"] = f"Locust ({len(states)} process{'es' if len(states) != 1 else ''})"
+    rep["processes"] = len(states)
+    rep["locust"] = from_stats(runner.stats)
+    base = o.headcast_report
+    paths = swarm_report.write(rep, base + ".json", base + ".html")
+    log.info("headcast report: %s", ", ".join(map(str, paths)))
+
+
+class SwarmPlayer(User):
+    """One headcast swarm player for the whole life of the Locust user."""
+
+    wait_time = constant(1)   # only between a failed start and the next try
+
+    def on_start(self) -> None:
+        self.player = None
+
+    @task
+    def play(self) -> None:
+        env = self.environment
+        o, runner = env.parsed_options, env.runner
+        proto = o.headcast_proto
+        workers = max(1, int(getattr(o, "expect_workers", 1) or 1)) if isinstance(runner, WorkerRunner) else 1
+        k = _Process.next_user
+        _Process.next_user += 1
+        index = k * workers + max(0, getattr(runner, "worker_index", 0))
+        server, script = _Process.server, _Process.script
+        var = Variation(offset=(index * 0.61803) % 1.0 * script.period, speed=0.9 + 0.2 * ((index * 0.7548) % 1.0),
+                        spot=_Process.spots[index % SPOTS], source=source_address(index, server.host),
+                        observer=k == 0, marked=1 <= k <= o.headcast_marked, board=_Process.boards[proto])
+        p = self.player = Player(proto, index, server, script, _Process.metrics, var)
+        clock = time.monotonic
+        try:
+            p.start(clock())
+            while True:
+                deadline = p.next_deadline()
+                now = clock()
+                wait = IDLE_WAIT if deadline is None else min(IDLE_WAIT, max(0.0, deadline - now))
+                fds = p.filenos()
+                if fds:
+                    readable, _, _ = gselect.select(fds, [], [], wait)
+                else:
+                    gevent.sleep(wait)
+                    readable = ()
+                now = clock()
+                if readable:
+                    p.on_readable(now)
+                deadline = p.next_deadline()
+                if deadline is not None and now >= deadline:
+                    p.on_timer(now)
+        finally:
+            p.close(clock())
+
+    def on_stop(self) -> None:
+        if self.player is not None:
+            self.player.close(time.monotonic())

@@ -1,0 +1,118 @@
+"""The swarm's players as Locust users: Locust headless with a master and two workers on
+127.0.0.1 against a real styly-netsync-server (the current release), and headcast's report
+checked against Locust's own stats (its final JSON, its CSV) and against the server's log."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from headcast.app.swarm import locust_run
+from headcast.app.swarm.locust_stats import from_csv, from_json, row
+from headcast.app.swarm.players import Server
+from headcast.netcode.netsync.localserver import LocalNetSyncServer, free_port
+
+USERS, RATE, SECONDS = 20, 10, 10
+WORKERS = 2
+
+
+@pytest.fixture
+def netsync_server(tmp_path):
+    srv = LocalNetSyncServer(log_dir=tmp_path / "server")
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _run_locust(tmp_path, srv) -> tuple[int, str]:
+    a = srv.address
+    server = Server("127.0.0.1", a.dealer_port, a.pub_port, a.transform_port)
+    port = free_port()
+    master = locust_run.command("netsync", server, USERS, RATE, SECONDS, report=tmp_path / "report",
+                                csv=tmp_path / "locust", json_file=tmp_path / "locust_stats", role="master",
+                                master_port=port, expect_workers=WORKERS)
+    worker = locust_run.command("netsync", server, 0, 0, 0, role="worker", master_port=port)
+    logs = [open(tmp_path / f"{name}.log", "w") for name in ("master", "worker1", "worker2")]
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(subprocess.Popen(master, cwd=tmp_path, stdout=logs[0], stderr=subprocess.STDOUT))
+        for log in logs[1:]:
+            procs.append(subprocess.Popen(worker, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT))
+        rc = procs[0].wait(SECONDS + 60)     # start-up, ramp, run, 0.5 s of final reports, report
+        for p in procs[1:]:
+            p.wait(30)                       # workers quit when the master tells them
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()
+    return rc, (tmp_path / "master.log").read_text()
+
+
+@pytest.mark.live
+def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
+    rc, master_log = _run_locust(tmp_path, netsync_server)
+    netsync_server.stop()  # its totals are logged at its end
+    server_log = netsync_server.log_path.read_text()
+
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["processes"] == WORKERS, master_log[-3000:]
+    ns = rep["protocols"]["netsync"]
+    pl = ns["players"]
+    assert pl["joined"] == USERS and pl["peak_active"] == USERS and pl["left"] == USERS, pl
+    assert pl["kicked"] == 0 and pl["join_failed"] == 0 and pl["silent"] == 0, pl
+
+    # Locust's final stats (its --json-file, written after the run) hold the same events.
+    final = from_json(tmp_path / "locust_stats.json")
+    send, receive, join = (row(final, "netsync", n) for n in ("send", "receive", "join"))
+    relay, broadcast = row(final, "netsync", "relay"), row(final, "netsync", "broadcast")
+    assert send["requests"] == ns["up"]["messages"] and send["total_bytes"] == ns["up"]["bytes"]
+    assert receive["requests"] == ns["down"]["messages"] and receive["total_bytes"] == ns["down"]["bytes"]
+    assert join["requests"] == USERS and join["failures"] == 0
+    assert relay["requests"] - relay["failures"] == ns["relay"]["delivered"]
+    assert relay["failures"] == ns["relay"]["lost"]
+    # A player's first broadcast has no gap before it: one fewer gap per player.
+    assert broadcast["requests"] == ns["down"]["broadcasts"] - USERS
+    # Percentiles: ours within 1 % of exact, Locust's over times rounded to whole ms (10 ms
+    # steps from 100 ms on): they agree within that rounding.
+    assert abs(ns["relay_ms"]["p50"] - relay["median_ms"]) <= 1 + 0.06 * relay["median_ms"]
+    assert abs(ns["relay_ms"]["max"] - relay["max_ms"]) <= 0.01
+    # The report's own Locust section is the master's stats at its end: the same counts.
+    for r in rep["locust"]["rows"]:
+        f = row(final, r["type"], r["name"])
+        assert (r["requests"], r["failures"], r["total_bytes"]) == (f["requests"], f["failures"], f["total_bytes"])
+    assert rc == (1 if sum(r["failures"] for r in final["rows"]) else 0)   # Locust's exit code on failures
+
+    # Locust's CSV is rewritten each second while it runs: at most the last second short.
+    csv = from_csv(tmp_path / "locust")
+    for r in csv["rows"]:
+        f = row(final, r["type"], r["name"])
+        assert r["requests"] <= f["requests"] and r["requests"] >= 0.5 * f["requests"], (r, f)
+
+    # The server's view: every player got a client number; every message we sent was processed;
+    # every control unicast it sent reached a player (ours is every message that is not a broadcast).
+    assert len(re.findall(r"Assigned client number \d+ to device ID", server_log)) == USERS
+    totals = re.search(r"Total messages processed: (\d+), Broadcasts sent: (\d+).*Control unicasts sent: (\d+)",
+                       server_log)
+    assert totals, server_log[-2000:]
+    processed, broadcasts_sent, unicasts = map(int, totals.groups())
+    assert processed == ns["up"]["messages"]
+    assert unicasts == ns["down"]["messages"] - ns["down"]["broadcasts"]
+    assert ns["down"]["broadcasts"] <= broadcasts_sent * USERS
+
+    # What a server author reads: each player got the room at its 10 Hz; each worker's observer
+    # matched its marked players' poses relayed.
+    assert 8.0 <= ns["broadcast_hz"]["min"] and ns["broadcast_hz"]["max"] <= 11.0, ns["broadcast_hz"]
+    assert ns["relay"]["delivered"] >= WORKERS * 4 * 10 * (SECONDS - 4) // 2, ns["relay"]
+    assert ns["relay_ms"]["p50"] < 250.0
+
+    html = (tmp_path / "report.html").read_text()
+    root = ET.fromstring(html.split("\n", 1)[1])
+    assert "Locust" in "".join(root.itertext()) and len(root.findall(".//svg")) == 5
