@@ -2465,7 +2465,7 @@ API xrSuggestInteractionProfileBindings(XrInstance inst, const XrInteractionProf
             return XR_ERROR_PATH_UNSUPPORTED;
     }
     Binding *list = malloc(sizeof(Binding) * sb->countSuggestedBindings);
-    if (!list) return XR_ERROR_OUT_OF_MEMORY;
+    if (!list) return XR_ERROR_RUNTIME_FAILURE; /* xr.xml allows this function no OUT_OF_MEMORY */
     for (uint32_t i = 0; i < sb->countSuggestedBindings; i++) {
         list[i].action = sb->suggestedBindings[i].action;
         list[i].path = sb->suggestedBindings[i].binding;
