@@ -92,6 +92,7 @@ class Q3Link:
             raise UsageError(f"q3: {e}") from None
         self.client.start(clock())
         self.view_angles: tuple[float, float, float] | None = None
+        self.ps = None  # the latest snapshot's playerState (a VR server's decode of our head is in its stats)
         self.eflags = 0
         self.head_bits = False
         self.head_reason = "no gamestate yet"
@@ -309,6 +310,7 @@ class Q3Link:
         for ev in events:
             if isinstance(ev, SnapshotReceived):
                 ps = ev.ps
+                self.ps = ps
                 self.snapshots += 1
                 self.view_angles = tuple(map(float, ps.viewangles))  # type: ignore[assignment]
                 self.eflags = ps.eFlags
