@@ -7,13 +7,15 @@ far side sees, and the source of the second:
   (matched to the frame sent under its poseSeq), our Quake 3 playerState in the server's snapshot
   (the view angles it ran), our Sauerbraten N_POS as a second client on the server received it.
 - MODEL: computed from our own bytes with the receiver's decode, because the server sends nothing
-  back: Quake 3 head bits (a vanilla server never sees them; a VR server keeps its decode to
-  itself and the other players), Sauerbraten N_POS without a watching client.
+  back: Quake 3 head bits on a vanilla server (it never sees them), Sauerbraten N_POS without a
+  watching client (the server relays it to the others only).
 - OFFLINE: no server; our bytes encoded and decoded here.
 
 Quake 3 has two views: `q3` (the usercmd's view angles and roll, which every server runs and
 echoes in our playerState: RELAYED — on a vanilla server that is the whole of what it carries of
-the head: the roll) and `q3.head` (the VR head bits, always MODEL or OFFLINE).
+the head: the roll) and `q3.head` (the VR head bits: RELAYED once a VR server's game has echoed its
+decode in our playerState — EF_VR_PLAYER, stats 7/8 — else MODEL: not sent to a vanilla server, or
+sent and not echoed; OFFLINE without a server).
 
 Transients are named, not reported as error. The one seen at every Quake 3 join: the server's
 first in-game snapshot carries the spawn point's view angles (ClientSpawn sets the view and
@@ -31,6 +33,7 @@ numpy rings; `pause()` freezes a copy for the reader while recording goes on.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
@@ -41,11 +44,14 @@ from headcast.app.sink_sauer import angle_error
 from headcast.app.telemetry import Ring
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.pose import quake_angles
-from headcast.netcode.q3.vrhead import HEAD_PITCH_CLAMP, RECEIVER_NAMES, angle2short, view_angle
+from headcast.netcode.q3.vrhead import (EF_VR_PLAYER, HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, RECEIVER_NAMES, angle2short,
+                                        deg_from_stat, view_angle, yaw_offset)
 
 NAN = float("nan")
 MAX_RATE = 160.0        # frames per second the rings are sized for (90–144 Hz headsets)
 LINK_PERIOD = 0.1       # seconds between samples of rates and round trips (a status figure)
+CMD_HISTORY = 256       # Q3 usercmds remembered for matching a snapshot's commandTime (4 s at 60/s)
+VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; reference quake3.md §8)
 
 # Names of the frames samples are in (positions; the angle sense is the same everywhere).
 Q3_FRAME = "quake 3 view (angles only: the usercmd carries no position)"
@@ -158,6 +164,17 @@ class _Q3Snapshots:
         self.transient: str | None = JOINING
         self.fresh_error: float | None = None   # the link's check of the snapshot matched this update
         self.last_error: float | None = None    # ... of the last matched one
+        self.last_head_error: float | None = None  # a VR server's echo of our head vs the usercmd it ran
+        self.cmds: OrderedDict[int, Any] = OrderedDict()  # usercmd serverTime → the intent it carried
+
+    def sent(self, link, intent) -> None:
+        """Note the intent of the usercmd the link last sent (keyed as the snapshots' commandTime)."""
+        t = link.client.core.last_cmd_time
+        cmds = self.cmds
+        if cmds.get(t) is None:
+            cmds[t] = intent
+            if len(cmds) > CMD_HISTORY:
+                cmds.popitem(last=False)
 
     def update(self, link) -> None:
         if link is not self.link:
@@ -286,6 +303,7 @@ class FarSideTracker:
         else:
             snaps = self._q3
             snaps.update(link)
+            snaps.sent(link, intent)
             va = link.view_angles
             seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
             transient = DISCONNECTED if link.closed else None if link.entered and snaps.transient is None \
@@ -302,23 +320,59 @@ class FarSideTracker:
 
     def _add_q3_head(self, sink, now: float, link, transient: str | None, on_wire: bool) -> None:
         intent = sink.intent
-        far = sink.far_side
         head = intent.head
         sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
-        seen = None
-        err = None
-        if far is not None and far.pitch is not None:
-            weapon_yaw = sink.others_view()[1]
-            seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
-            if head is not None:
-                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
-                err = max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
         source, why = q3_head_source(sink)
+        if source is Source.RELAYED:
+            seen, err, basis = self._q3_head_relayed(sink, link)
+            if seen is None and transient is None:
+                transient = TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
+        else:
+            seen, err = self._q3_head_model(sink)
+            basis = "head pitch and yaw offset (clamped ±80°) vs the 7-bit decode of our buttons"
         if head is None:
             transient = TRACKING_LOST
         self._add(now, FarSideView(
             "q3.head", "q3", "VR head (buttons bits 12–25, roll)", source, why, sent, seen, transient, on_wire,
-            ErrorReadout("head pitch and yaw offset (clamped ±80°) vs the 7-bit decode", err, None)), err)
+            ErrorReadout(basis, err if source is not Source.RELAYED else self._q3.last_head_error, None)), err)
+
+    @staticmethod
+    def _q3_head_model(sink) -> tuple[HeadSample | None, float | None]:
+        far = sink.far_side
+        if far is None or far.pitch is None:
+            return None, None
+        weapon_yaw = sink.others_view()[1]
+        seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
+        head = sink.intent.head
+        if head is None:
+            return seen, None
+        pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
+        return seen, max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
+
+    def _q3_head_relayed(self, sink, link) -> tuple[HeadSample | None, float | None, str]:
+        """A VR server's decode of our head bits, as its game writes it into our playerState each
+        frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
+        quake3.md §8), with the view yaw and roll the server ran."""
+        basis = ("the server's decode in our playerState (stats 7/8) vs the head of the usercmd it ran "
+                 "(matched by commandTime; 7-bit steps)")
+        ps, va = link.ps, link.view_angles
+        if ps is None or va is None or not link.eflags & EF_VR_PLAYER:
+            return None, None, basis
+        receiver = sink.model_receiver
+        pitch = deg_from_stat(ps.stats[VR_STAT_PITCH], receiver)
+        offset = deg_from_stat(ps.stats[VR_STAT_YAW_OFFSET], receiver)
+        seen = HeadSample(pitch, wrap180(va[1] + offset), va[2], None, Q3_FRAME)
+        snaps = self._q3
+        if snaps.fresh_error is None:
+            return seen, None, basis
+        ran = snaps.cmds.get(ps.commandTime)
+        if ran is None or ran.head is None:
+            return seen, None, basis
+        sent_pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, ran.head[0]))
+        sent_offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(ran.head[1], ran.angles[1])))
+        err = max(abs(sent_pitch - pitch), abs(sent_offset - offset))
+        snaps.last_head_error = err
+        return seen, err, basis
 
     def _update_netsync(self, sink, now: float) -> None:
         frame = sink.frame
@@ -499,13 +553,16 @@ def q3_view_source(sink) -> tuple[Source, str]:
 
 
 def q3_head_source(sink) -> tuple[Source, str]:
-    far = sink.far_side
-    receiver = RECEIVER_NAMES[far.receiver if far is not None else sink.model_receiver]
-    if sink.link is None:
+    link = sink.link
+    receiver = RECEIVER_NAMES[sink.model_receiver]
+    if link is None:
         return Source.OFFLINE, f"no server: our buttons through {receiver}'s decode, here"
     if sink.head_bits_on_wire:
-        return Source.MODEL, (f"head bits sent; their decode by {receiver} stays on the server: "
-                              "our usercmd through that decode, here")
+        if link.check.vr_flag_frames:
+            return Source.RELAYED, ("the server's decode of our head bits, echoed in our playerState "
+                                    "(EF_VR_PLAYER, stats 7/8)")
+        return Source.MODEL, (f"head bits sent; the server has not echoed a decode (no EF_VR_PLAYER in our "
+                              f"playerState yet): our usercmd through {receiver}'s decode, here")
     return Source.MODEL, (f"NOT SENT: the server has no vr_support (16-bit buttons; it carries the roll only); "
                           f"what a VR server's {receiver} decode would make of our head")
 

@@ -218,3 +218,116 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
     assert v.error.angle_max_deg < 1.0
     # Anchored at the spawn heading (0°), the head 5° down: the Quake sense here, whole degrees there.
     assert abs(v.seen.yaw) < 1.0 and abs(v.seen.pitch - 5.0) < 1.0 and v.seen.pos is not None
+
+
+# --- a VR server (scripted: none can be installed) ------------------------------------------------
+
+class VRServerClient:
+    """Stands in for Q3Client under Q3Link: a real Q3ClientCore talking to the scripted server of
+    tests/q3/test_client_core.py, announcing vr_support 1. No VR-aware Quake 3 server (the Trinity
+    engine and game mod) can be installed from the registries, so the server's game is played here
+    from reference quake3.md §8: it reads 32-bit buttons, decodes the head bits as Trinity's QVM
+    (q3lcc's folded 180/127), sets EF_VR_PLAYER and writes stats[7] = pitch, stats[8] = yaw offset
+    as (short)(deg·182.04f), and runs the view angles (delta_angles 0)."""
+
+    def __init__(self, address, config, clock=None, **_):
+        from q3.test_client_core import make
+        self.core, self.server = make(vr=True, vr_support=True)
+        self.sent_at = None
+        self.now = 0.0
+        self.server_time = 1000
+        self.head_bits = True   # the game decodes what it reads; False: a usercmd without head bits
+
+    @property
+    def state(self):
+        return self.core.state
+
+    @property
+    def status(self):
+        return self.core.status
+
+    @property
+    def socket_errors(self):
+        return 0
+
+    def start(self, now: float) -> None:
+        self.server.handshake(now)
+        self.server.read(now)
+        self.server.gamestate(now)
+
+    def set_input(self, *args) -> None:
+        self.core.set_input(*args)
+
+    def send_due(self, now: float) -> list:
+        from q3.test_client_core import run
+        run(self.core, self.now, now)
+        self.now = self.sent_at = now
+        out = []
+        while (e := self.core.next_event()) is not None:
+            out.append(e)
+        return out
+
+    def receive(self, now: float) -> list:
+        return []
+
+    def close(self, now: float) -> list:
+        return []
+
+    def serve(self, now: float) -> None:
+        """Read our newest usercmd as the VR server's game runs it; answer with a snapshot."""
+        from headcast.netcode.q3.delta import PlayerState
+        from headcast.netcode.q3.vrhead import EF_VR_PLAYER, view_angle
+        F = np.float32
+        qvm_180_127 = np.array([0x3FB56AD6], dtype=np.uint32).view(np.float32)[0]
+        cmds = [c for m in self.server.read(now, button_bits=32) for c in m.cmds]
+        if not cmds:
+            return
+        cmd = cmds[-1]
+        fields = {"commandTime": cmd.server_time, "viewangles": tuple(view_angle(a) for a in cmd.angles)}
+        if cmd.buttons & 0x03FFF000:
+            for stat, shift in ((7, 12), (8, 19)):
+                deg = F(F(F((cmd.buttons >> shift) & 0x7F) * qvm_180_127) - F(90))
+                fields[f"stats[{stat}]"] = int(F(deg * F(182.04)))  # (short) truncates toward zero
+            fields["eFlags"] = EF_VR_PLAYER
+        self.server_time += 50
+        self.server.snapshot(now, self.server_time, PlayerState.from_dict(fields))
+
+
+def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
+    import headcast.app.q3_link as q3_link
+    from headcast.app.q3map import Q3Intent
+    monkeypatch.setattr(q3_link, "Q3Client", VRServerClient)
+    clock = [0.0]
+    link = q3_link.Q3Link("127.0.0.1", 27960, vr=True, clock=lambda: clock[0])
+    sink = Q3Sink(link=link)
+    tracker = FarSideTracker(30.0)
+
+    class Loop:
+        sinks = [sink]
+
+    def tick(head, weapon_yaw):
+        clock[0] += 0.02  # past the core's next command tick
+        intent = Q3Intent((-5.0, weapon_yaw, 0.0), 0, 0, 0, 0, head, True)
+        sink.intent = intent
+        link.send(intent, clock[0])
+        link.client.serve(clock[0])
+        tracker.update(Loop, clock[0])
+
+    for _ in range(6):
+        tick((20.0, 75.0, 0.0), 40.0)  # head 35° left of the weapon, 20° down
+    v = tracker.view("q3.head")
+    assert link.head_bits and link.check.vr_flag_frames > 0
+    assert v.source is Source.RELAYED and "stats 7/8" in v.why and v.head_bits_on_wire is True
+    # 20° → packed 77 → 19.1339° (QVM) → stat 3483; 35° → packed 88 → 34.7244° → stat 6321
+    assert v.seen.pitch == pytest.approx(3483 * 0.0054933, abs=1e-4)
+    from headcast.netcode.q3.vrhead import angle2short, view_angle
+    # ... beside the view yaw the server ran (one ANGLE2SHORT step under 40°)
+    assert v.seen.yaw == pytest.approx(view_angle(angle2short(40.0)) + 6321 * 0.0054933, abs=1e-4)
+    assert v.error.angle_deg is not None and v.error.angle_deg <= Q3_HEAD_TOL + 1 / 182.04
+    # Tracking lost: no head bits, the server clears EF_VR_PLAYER: nothing seen, a transient.
+    for _ in range(3):
+        tick(None, 40.0)
+    v = tracker.view("q3.head")
+    assert v.seen is None and v.transient == "tracking lost" and v.source is Source.RELAYED
+    s = tracker.series("q3.head")
+    assert np.isnan(s["err_deg"][s["transient"] == 1]).all()
