@@ -1389,7 +1389,7 @@ static struct {
     char function[32];
     XrResult result;
     int64_t after, times, calls, failed;
-    int by_control;
+    int by_control, env_read; /* the variable arms it once per process (or reset), not per instance */
 } g_fail;
 
 static int set_fail(const char *function, int result, int64_t after, int64_t times) {
@@ -1410,7 +1410,8 @@ static int set_fail(const char *function, int result, int64_t after, int64_t tim
 
 static void fail_from_env(void) {
     const char *v = getenv("HEADCAST_MOCK_FAIL");
-    if (g_fail.by_control || !v || !*v) return;
+    if (g_fail.by_control || g_fail.env_read || !v || !*v) return;
+    g_fail.env_read = 1;
     char function[32] = "";
     int result = 0;
     long long after = 0, times = 0;
@@ -2854,7 +2855,7 @@ EXPORT void mockxr_reset(void) {
     g_rt = RT_MONADO, g_clock = CLOCK_REAL;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
-    set_fail(NULL, 0, 0, 0), g_fail.by_control = 0;
+    set_fail(NULL, 0, 0, 0), g_fail.by_control = g_fail.env_read = 0;
     capture_clear();
     g_capture.pending = 0;
     if (g_log) fclose(g_log), g_log = NULL;
