@@ -382,6 +382,8 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
         error, reason = e, str(e)
     finally:
         console.close()
+    if error is None and loop.failure is not None:  # the runtime failed: its call and XrResult, one line
+        error = AppError(f"OpenXR: {loop.failure}")
     if error is None:
         error = outcomes.final(loop.clock())
     summary = summary_of(loop, reason, outcomes, error)

@@ -1,8 +1,10 @@
 """The frame loop: one thread, one clock.
 
-Each step: drain every sink's sockets, take the XR frame (the runtime paces us), update the
-rig, run the sinks, draw the mirror, record telemetry. Nothing here blocks except the XR
-frame wait; a sink that cannot send this frame says so and the loop goes on.
+Each step: drain every sink's sockets, take the XR frame (the runtime paces us, or a headless
+session its own clock), update the rig, run the sinks, draw the mirror, record telemetry. Nothing
+here blocks except the XR frame wait; a sink that cannot send this frame says so and the loop goes
+on. A runtime failure or a lost session ends the run as a stop does (every sink closed, so every
+server sees us disconnect) and is kept in `failure` for the caller to report.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from headcast.app import stop
 from headcast.app.rig import Rig, RigState
 from headcast.app.sink import Sink
 from headcast.app.telemetry import Telemetry
-from headcast.xr.errors import SessionEnded
+from headcast.xr.errors import SessionEnded, XRError
 from headcast.xr.frame import TrackingFrame
 
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
@@ -58,6 +60,7 @@ class FrameLoop:
     frame: TrackingFrame | None = None
     state: RigState | None = None
     stop_reason: str = ""
+    failure: XRError | None = None          # the runtime failure (or session loss) that ended the run
     _prev_time_ns: int | None = None
     _next_status: float = 0.0
     _t0: float | None = None
@@ -86,6 +89,12 @@ class FrameLoop:
             frame = self.source.next_frame()
         except SessionEnded as e:
             self.stop_reason = f"XR session ended: {e}" if e.lost else "XR session ended by the runtime"
+            if e.lost:
+                self.failure = e
+            return False
+        except XRError as e:  # the runtime failed: the run ends like any other stop (sinks closed)
+            self.stop_reason = f"XR runtime failure: {e}"
+            self.failure = e
             return False
         except SourceEnded as e:
             self.stop_reason = str(e)
