@@ -24,6 +24,7 @@ from headcast.app import mirror_panels as mp
 from headcast.app import mirror_view as mv
 from headcast.app import scene
 from headcast.app.errors import AppError
+from headcast.app.farside import FarSideTracker
 from headcast.app.mirror_labels import Want, place, plain_name, q3_color_runs
 
 _COLOR_VS = """#version 330 core
@@ -112,8 +113,7 @@ class MirrorWindow:
         self._init_gl()
         from headcast.app.mirror_ui import Ui
         self.ui = Ui(self.window, glfw)
-        self.book = mv.SeriesBook()
-        self.transients = mv.Transients()
+        self.tracker = FarSideTracker(plot_seconds)
         self.panel = mp.PanelState()
         self.closed = False
 
@@ -157,6 +157,7 @@ class MirrorWindow:
         st = loop.state
         if st is not None and st.snapped:  # every loop frame: a snap may fall between drawn frames
             self.panel.snap_at, self.panel.snap_deg = now, st.snapped
+        self.tracker.update(loop, now)  # every loop frame: each matched pair and transient is seen
         if now < self._next_draw and not self.capture_next:
             return True
         self._next_draw = max(self._next_draw + self.interval, now + self.interval / 2)
@@ -180,23 +181,24 @@ class MirrorWindow:
 
     def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> None:
         from imgui_bundle import imgui
-        GL, ui, panel = self.gl, self.ui, self.panel
-        fars = mv.far_sides(loop, now, self.transients)
+        GL, ui, panel, tracker = self.gl, self.ui, self.panel, self.tracker
+        views = tracker.views()
+        avatars = mv.avatars(loop, views, now)
         statuses = {s.name: s.status(now) for s in loop.sinks}
-        tracked, sent_angles, sent_pos = mv.tracked(loop)
-        self.book.add(now, fars, sent_angles, sent_pos, statuses, _latest_ms(loop.telemetry.latency))
+        links = {s.name: tracker.link(s.name) for s in loop.sinks}
         rooms = mv.rooms(loop)
 
         ui.new_frame(w, h, fw, fh, dt)
         if ui.space_pressed:
-            panel.paused_at = None if panel.paused_at is not None else now
+            self.toggle_pause()
         imgui.push_font(None, mp.font_size(w, h))
         t = ui.text
         line_h = imgui.get_text_line_height_with_spacing()
         pad = imgui.get_style().window_padding
         lay: dict[str, tuple[float, float, float, float]] = {}
 
-        header = mp.pack_parts(mp.header_parts(loop, now, panel, 1.0 / self.interval), w - 2 * pad.x)
+        header = mp.pack_parts(mp.header_parts(loop, now, panel, 1.0 / self.interval, tracker.paused),
+                               w - 2 * pad.x)
         bar_h = math.ceil(len(header) * line_h + 2 * pad.y)
         strip_h = max(170.0, round(h * 0.36))
         left_w = round(w * 0.56)
@@ -215,7 +217,7 @@ class MirrorWindow:
 
         mp.begin_fixed("##sinks", lay["sinks"])
         inner_w = lay["sinks"][2] - lay["sinks"][0] - 2 * pad.x
-        rows, hidden = mp.fit_rows(mp.sink_rows(loop, now, fars, statuses, inner_w),
+        rows, hidden = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w),
                                    lay["sinks"][3] - lay["sinks"][1] - 2 * pad.y, line_h)
         mp.draw_rows(t, rows, hidden, pad.x)
         panel.hidden_rows = hidden
@@ -223,16 +225,16 @@ class MirrorWindow:
 
         scene_rect = lay["scene"]
         sw, sh = int(scene_rect[2] - scene_rect[0]), int(scene_rect[3] - scene_rect[1])
-        keys = ["tracked"] + [f.key for f in fars]
+        keys = ["tracked"] + [a.slot for a in avatars]
         anchors = scene.lineup(keys)
         vp = scene.fit_view(sw, sh, (len(keys) - 1) / 2 * scene.SPACING)
-        tris, labels = self._scene(loop, fars, tracked, anchors, vp, sw, sh)
+        tris, labels = self._scene(loop, avatars, anchors, vp, sw, sh)
         self.last_scene = (scene_rect, anchors, vp)  # where the scene's points land (tests project them)
         mp.begin_fixed("##scene", scene_rect, background=False)
         panel.hidden_labels = self._labels(t, labels, scene_rect)
         imgui.end()
 
-        self._plots(t, lay["plots"], fars, now)
+        self._plots(t, lay["plots"], avatars, [s.name for s in loop.sinks])
         if "rooms" in lay:
             self._rooms(t, lay["rooms"], rooms)
         imgui.pop_font()
@@ -251,26 +253,34 @@ class MirrorWindow:
         ui.render()
         self.last_text = t.boxes
         self.last_layout = lay
-        self.panel.layout = lay
+
+    def toggle_pause(self) -> None:
+        """Freeze the plots and the error readouts (recording goes on), or let them run again."""
+        if self.tracker.paused:
+            self.tracker.resume()
+        else:
+            self.tracker.pause()
 
     # -- the 3D scene and its labels --------------------------------------------------------
 
-    def _scene(self, loop, fars, tracked, anchors, vp, sw, sh):
+    def _scene(self, loop, avatars, anchors, vp, sw, sh):
         """Triangles of every avatar, and the labels to hang over them: (world point, lines, keep)."""
+        tracked = mv.tracked(loop)
         tris = [scene.avatar_triangles("tracked", tracked, anchors["tracked"])]
         labels = []
-        lost = tracked.head is None
         labels.append((anchors["tracked"], [[("you (tracked)", mp.WHITE)]]
-                       + ([[("TRACKING LOST", mp.RED)]] if lost else []), 9))
-        for f in fars:
-            a = anchors[f.key]
-            tris.append(scene.avatar_triangles(f.key, f.pose, a))
-            second = [(f.source, mp.SOURCE_COLORS[f.source])]
-            if f.pose.head is None:
+                       + ([[("TRACKING LOST", mp.RED)]] if tracked.head is None else []), 9))
+        for a in avatars:
+            at = anchors[a.slot]
+            tris.append(scene.avatar_triangles(a.slot, a.pose, at))
+            second = [(a.source, mp.SOURCE_COLORS[a.source])]
+            if a.not_sent:
+                second.append((" · NOT SENT", mp.AMBER))
+            if a.view.transient:
+                second.append((f" · {a.view.transient}", mp.AMBER))
+            elif a.pose.head is None:
                 second.append((" · no head", mp.RED))
-            if f.transient:
-                second.append((f" · {f.transient}", (1.0, 0.85, 0.3)))
-            labels.append((a, [[(f.title, scene.COLORS[f.key][0])], second], 8))
+            labels.append((at, [[(a.title, scene.COLORS[a.slot][0])], second], 8))
         sinks = {s.name: s for s in loop.sinks}
         for kind, base_key, peers in (("peer", "netsync", _netsync_peers), ("q3peer", "q3", _q3_peers),
                                       ("sauerpeer", "sauer", _sauer_peers)):
@@ -314,13 +324,13 @@ class MirrorWindow:
 
     # -- plots and room maps -------------------------------------------------------------------
 
-    def _plots(self, t, rect, fars, now: float) -> None:
+    def _plots(self, t, rect, avatars, sinks: list[str]) -> None:
         from imgui_bundle import imgui
-        panel = self.panel
+        tracker = self.tracker
         mp.begin_fixed("##plots", rect, inputs=True)
-        label = "Resume" if panel.paused_at is not None else "Pause"
+        label = "Resume" if tracker.paused else "Pause"
         if imgui.small_button(f"{label} (space)"):
-            panel.paused_at = None if panel.paused_at is not None else now
+            self.toggle_pause()
         t.record_item(f"{label} (space)")
         legend = f"last {self.plot_seconds:g} s · white: sent · colour: seen (head, Quake degrees)"
         room = rect[2] - imgui.get_item_rect_max().x - 2 * imgui.get_style().item_spacing.x - 6
@@ -330,24 +340,22 @@ class MirrorWindow:
         else:
             for line in mp.wrap_words(legend, rect[2] - rect[0] - 14):
                 t.text(line, mp.DIM)
-        t_end = now if panel.paused_at is None else panel.paused_at
-        inner = (rect[2] - rect[0] - 12, rect[3] - rect[1])
-        if imgui.begin_tab_bar("##sinkplots"):
-            for f in fars:
-                name = f"{f.title}##{f.key}"
-                if imgui.begin_tab_item_simple(name):
-                    t.record_item(f.title)
-                    mp.plot_sink(t, self.book, f.key, scene.COLORS[f.key][0], t_end, self.plot_seconds, inner)
+        t_end = tracker.now
+        width = rect[2] - rect[0] - 14
+        if imgui.begin_tab_bar("##views"):
+            for a in avatars:
+                title = f"{a.title} ({a.source})"
+                shown = imgui.begin_tab_item_simple(f"{title}##{a.view.key}")
+                t.record_item(title)
+                if shown:
+                    mp.plot_view(t, tracker.series(a.view.key), a.view, scene.COLORS[a.slot][0], t_end,
+                                 self.plot_seconds, width)
                     imgui.end_tab_item()
-                else:
-                    t.record_item(f.title)
-            if imgui.begin_tab_item_simple("Latency & rates"):
-                t.record_item("Latency & rates")
-                mp.plot_wire(t, self.book, [(f.key, f.sink) for f in fars if f.key != "q3vr"], t_end,
-                             self.plot_seconds, inner)
+            shown = imgui.begin_tab_item_simple("Latency & rates")
+            t.record_item("Latency & rates")
+            if shown:
+                mp.plot_links(t, tracker, sinks, t_end, self.plot_seconds, width)
                 imgui.end_tab_item()
-            else:
-                t.record_item("Latency & rates")
             imgui.end_tab_bar()
         imgui.end()
 
@@ -381,11 +389,6 @@ class MirrorWindow:
                 self.glfw.destroy_window(self.window)
             self.window = None
             self.closed = True
-
-
-def _latest_ms(ring) -> float:
-    ring.flush()
-    return float("nan") if ring.n == 0 else float(ring.data[(ring.i - 1) % ring.size, 0]) * 1000.0
 
 
 def _netsync_peers(ns, base):

@@ -55,6 +55,17 @@ class Want:
     h: float
 
 
+def _offsets(n: int, step: float) -> list[float]:
+    """0, then up to three lines up (a label above what it names hides nothing of it), then down
+    and further up in turn."""
+    ups = [-k * step for k in range(1, n + 1)]
+    downs = [k * step for k in range(1, n + 1)]
+    out = [0.0] + ups[:3]
+    for i in range(n):
+        out += downs[i:i + 1] + ups[i + 3:i + 4]
+    return out
+
+
 def place(wants: list[Want], area: Rect, taken: list[Rect] | None = None, gap: float = 2.0,
           max_steps: int = 12) -> list[Rect | None]:
     """A box per label (None: no free spot), in order: earlier labels get the better spots."""
@@ -64,8 +75,7 @@ def place(wants: list[Want], area: Rect, taken: list[Rect] | None = None, gap: f
         step = want.h + gap
         x0 = min(max(want.x - want.w / 2, area[0]), area[2] - want.w)
         box = None
-        for k in range(max_steps * 2 + 1):
-            dy = (k + 1) // 2 * step * (-1 if k % 2 else 1)  # 0, up, down, 2 up, 2 down ...
+        for dy in _offsets(max_steps, step):
             y0 = min(max(want.y + dy, area[1]), area[3] - want.h)
             cand = (x0, y0, x0 + want.w, y0 + want.h)
             if inside(cand, area) and not any(intersects(cand, p, gap / 2) for p in placed):

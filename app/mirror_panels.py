@@ -22,9 +22,10 @@ from headcast.netcode.q3.vrhead import RECEIVER_NAMES
 WHITE = (0.93, 0.93, 0.93)
 DIM = (0.62, 0.62, 0.68)
 RED = (1.0, 0.35, 0.3)
-SOURCE_COLORS = {mv.RELAYED: (0.35, 0.92, 0.45), mv.MODEL: (1.0, 0.75, 0.2), mv.OFFLINE: (0.62, 0.62, 0.68)}
+SOURCE_COLORS = {"RELAYED": (0.35, 0.92, 0.45), "MODEL": (1.0, 0.75, 0.2), "OFFLINE": (0.62, 0.62, 0.68)}
 SINK_COLORS = {"q3": (0.95, 0.6, 0.2), "netsync": (0.35, 0.75, 0.98), "sauer": (0.72, 0.55, 0.98)}
 SENT_COLOR = (0.95, 0.95, 0.95)
+AMBER = (1.0, 0.85, 0.3)
 FIXED = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
          | imgui.WindowFlags_.no_bring_to_front_on_focus | imgui.WindowFlags_.no_scrollbar
          | imgui.WindowFlags_.no_scroll_with_mouse | imgui.WindowFlags_.no_focus_on_appearing)
@@ -46,12 +47,10 @@ class Row:
 class PanelState:
     """What the user set and what carries between frames."""
 
-    paused_at: float | None = None
     snap_at: float = -math.inf
     snap_deg: float = 0.0
     hidden_rows: int = 0
     hidden_labels: int = 0
-    tab: str = ""
     layout: dict = field(default_factory=dict)
 
 
@@ -147,7 +146,7 @@ def begin_fixed(name: str, rect: Rect, background: bool = True, inputs: bool = F
 
 # --- the header ------------------------------------------------------------------------------
 
-def header_parts(loop, now: float, st: PanelState, mirror_hz: float) -> list[Run]:
+def header_parts(loop, now: float, st: PanelState, mirror_hz: float, paused: bool) -> list[Run]:
     tel = loop.telemetry
     cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
     tracking = loop.frame is not None and loop.frame.head.valid
@@ -158,8 +157,8 @@ def header_parts(loop, now: float, st: PanelState, mirror_hz: float) -> list[Run
                         ("tracking OK", (0.35, 0.92, 0.45)) if tracking else ("TRACKING LOST", RED)]
     if now - st.snap_at < SNAP_SHOWN:
         parts.append((f"snap turn {st.snap_deg:+.0f}°", (1.0, 0.85, 0.3)))
-    if st.paused_at is not None:
-        parts.append(("plots paused", (1.0, 0.85, 0.3)))
+    if paused:
+        parts.append(("plots paused", AMBER))
     return parts
 
 
@@ -180,33 +179,57 @@ def pack_parts(parts: list[Run], width: float, sep: str = "   ") -> list[Row]:
 
 # --- the sink panel --------------------------------------------------------------------------
 
-def sink_rows(loop, now: float, fars: list[mv.Far], statuses: dict, width: float) -> list[Row]:
+def error_text(e) -> str:
+    """A view's error readout in one line (farside.ErrorReadout)."""
+    if e.angle_deg is None and e.angle_max_deg is None and e.pos_m is None:
+        return f"error: nothing compared yet ({e.basis})"
+    parts = []
+    if e.angle_deg is not None or e.angle_max_deg is not None:
+        now = "–" if e.angle_deg is None else f"{e.angle_deg:.2f}°"
+        worst = "–" if e.angle_max_deg is None else f"{e.angle_max_deg:.2f}°"
+        parts.append(f"err {now} (max {worst})")
+    if e.pos_m is not None or e.pos_max_m is not None:
+        now = "–" if e.pos_m is None else f"{e.pos_m * 1000:.1f} mm"
+        worst = "–" if e.pos_max_m is None else f"{e.pos_max_m * 1000:.1f} mm"
+        parts.append(f"{now} (max {worst})")
+    text = ", ".join(parts) + f": {e.basis}"
+    if e.transient_samples:
+        text += f"; {e.transient_samples} transient samples not counted"
+    return text
+
+
+def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width: float) -> list[Row]:
     rows: list[Row] = []
     ind = text_w("  ")
     for s in loop.sinks:
         stt = statuses[s.name]
+        lk = links.get(s.name)
         col = SINK_COLORS.get(s.name, WHITE)
         head = [f"{mv.SINK_TITLES.get(s.name, s.name)}", stt.state]
         if stt.live or stt.send_hz:
             head += [f"{stt.send_hz:.0f}/s", f"{stt.bytes_per_s / 1000:.2f} kB/s"]
-        if stt.ping_ms is not None:
+        if lk is not None and lk.round_trip_ms is not None:
+            head.append(f"rtt {lk.round_trip_ms:.0f} ms")
+        elif stt.ping_ms is not None:
             head.append(f"{stt.label} {stt.ping_ms:.0f} ms")
-        if stt.error_deg is not None:
-            head.append(f"err {stt.error_deg:.2f}°")
+        if lk is not None and lk.motion_to_wire_ms is not None:
+            head.append(f"motion-to-wire {lk.motion_to_wire_ms:.2f} ms")
         rows += pack_parts([(h, col if i == 0 else WHITE) for i, h in enumerate(head)], width, "  ")
         for r in rows[-1:]:
             r.keep = 5
-        for f in (f for f in fars if f.sink == s.name):
-            badge = [(f.source, SOURCE_COLORS[f.source]), (f"  {f.title}: ", WHITE), (f.why, DIM)]
-            if f.transient:
-                badge.append((f"  ({f.transient})", (1.0, 0.85, 0.3)))
-            rows += wrap_runs([("  ", WHITE)] + badge, width, 4, ind * 2)
+        for a in (a for a in avatars if a.view.sink == s.name):
+            v = a.view
+            runs = [("  ", WHITE), (a.source, SOURCE_COLORS[a.source]), (f"  {a.title}: ", WHITE), (v.why, DIM)]
+            if v.transient:
+                runs.append((f"  ({v.transient})", AMBER))
+            rows += wrap_runs(runs, width, 4, ind * 2)
+            rows += wrap_runs([("  " + error_text(v.error), DIM)], width, 2, ind * 2)
         if stt.packed:
             rows += wrap_runs([("  " + stt.packed, WHITE)], width, 3, ind * 2)
         if s.name == "q3":
             for text, keep in q3_lines(s):
                 rows += wrap_runs([("  " + text, DIM)], width, keep, ind * 2)
-        if stt.detail and getattr(s, "link", None) is not None:  # offline: the far side's line says it
+        if stt.detail and getattr(s, "link", None) is not None:  # offline: the view's why says it
             rows += wrap_runs([("  " + stt.detail, DIM)], width, 1, ind * 2)
     return rows
 
@@ -247,82 +270,96 @@ def _line(label: str, xs: np.ndarray, ys: np.ndarray, color) -> None:
     implot.plot_line(label, np.ascontiguousarray(xs, dtype=np.float64), np.ascontiguousarray(ys, dtype=np.float64), spec)
 
 
-def _bands(t: UiText, spans, t_end: float, seconds: float, lo: float, hi: float, clip: Rect) -> None:
+def transient_spans(t: np.ndarray, flag: np.ndarray) -> list[tuple[float, float]]:
+    """Time spans where `flag` is set (a transient: joining, spawn, tracking lost)."""
+    if len(t) == 0:
+        return []
+    on = flag > 0
+    edges = np.flatnonzero(np.diff(on.astype(np.int8))) + 1
+    bounds = np.concatenate(([0], edges, [len(t)]))
+    return [(float(t[a]), float(t[min(b, len(t) - 1)])) for a, b in zip(bounds[:-1], bounds[1:]) if on[a]]
+
+
+def _bands(spans, lo: float, hi: float) -> None:
     dl = implot.get_plot_draw_list()
     implot.push_plot_clip_rect()
     for a, b in spans:
-        p0 = implot.plot_to_pixels(max(a - t_end, -seconds), hi)
-        p1 = implot.plot_to_pixels(min(b - t_end, 0.0), lo)
-        dl.add_rect_filled((p0.x, p0.y), (max(p1.x, p0.x + 2), p1.y), u32((1.0, 0.85, 0.3), 0.18))
+        p0, p1 = implot.plot_to_pixels(a, hi), implot.plot_to_pixels(b, lo)
+        dl.add_rect_filled((p0.x, p0.y), (max(p1.x, p0.x + 2), p1.y), u32(AMBER, 0.2))
     implot.pop_plot_clip_rect()
 
 
-def plot_sink(t: UiText, book: mv.SeriesBook, key: str, color, t_end: float, seconds: float,
-              size: tuple[float, float]) -> None:
-    rows = book.window(key, t_end - seconds, t_end)
-    latest, worst = mv.error_readout(rows)
-    spans = mv.transient_spans(rows)
-    if latest is None:
-        read = "error: nothing seen yet"
-    else:
-        read = ("|seen − sent| now " + " ".join(f"{n} {v:.1f}°" for (n, _), v in zip(ANGLES, latest))
-                + f";  max {seconds:g} s " + " ".join(f"{v:.1f}°" for v in worst))
+def _grid(n: int, w: float, h: float) -> tuple[int, int]:
+    """Rows × columns for n small plots in w × h: side by side when each gets 140 px."""
+    if w >= n * 140 or h < 2 * 90:
+        return 1, n
+    if n == 4:
+        return 2, 2
+    return n, 1
+
+
+def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float, width: float) -> None:
+    """Head pitch, yaw, roll sent (white) vs seen (the sink's colour) over the last `seconds`,
+    transients shaded; and the position error where the protocol carries a position."""
+    for line in wrap_words(error_text(view.error), width):
+        t.text(line, DIM)
+    tt = series["t"] - t_end
+    spans = [(a - t_end, b - t_end) for a, b in transient_spans(series["t"], series["transient"])]
     if spans:
-        read += "; shaded: joining (not counted)"
-    for line in wrap_words(read, size[0]):
+        for line in wrap_words("shaded: transients (joining, spawn, tracking lost), not counted as error", width):
+            t.text(line, AMBER)
+    avail = imgui.get_content_region_avail()
+    w, h = avail.x, avail.y
+    if h < 40 or w < 60:
+        return
+    err_m = series["err_m"]
+    with_pos = bool(np.isfinite(err_m).any())
+    plots = [(name, lim, "sent_" + name, "seen_" + name) for name, lim in ANGLES]
+    n = len(plots) + (1 if with_pos else 0)
+    rows, cols = _grid(n, w, h)
+    if implot.begin_subplots(f"##{view.key}", rows, cols, (w, h), implot.SubplotFlags_.no_title):
+        for name, lim, sent, seen in plots:
+            if implot.begin_plot(f"{name}##{view.key}", (-1, -1), PLOT_FLAGS):
+                implot.setup_axes("", f"{name} °", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus)
+                implot.setup_axes_limits(-seconds, 0.0, -lim, lim, imgui.Cond_.always)
+                _bands(spans, -lim, lim)
+                _line("sent", tt, series[sent], SENT_COLOR)
+                _line("seen", tt, series[seen], color)
+                implot.end_plot()
+        if with_pos and implot.begin_plot(f"pos##{view.key}", (-1, -1), PLOT_FLAGS):
+            implot.setup_axes("", "position err mm", implot.AxisFlags_.no_menus,
+                              implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+            ok = np.isfinite(err_m)
+            _line("position error", tt[ok], err_m[ok] * 1000.0, color)
+            implot.end_plot()
+        implot.end_subplots()
+
+
+def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: float, width: float) -> None:
+    for line in wrap_words("motion-to-wire (white, per sink: dotted colours), round trip (colours), kB/s", width):
         t.text(line, DIM)
     avail = imgui.get_content_region_avail()
     w, h = avail.x, avail.y
     if h < 40 or w < 60:
         return
-    xs = rows[:, mv.T] - t_end if len(rows) else np.zeros(0)
-    cols = 3 if w >= 3 * 150 else 1
-    n_rows = 1 if cols == 3 else 3
-    if implot.begin_subplots(f"##{key}", n_rows, cols, (w, h), implot.SubplotFlags_.no_title):
-        for i, (name, lim) in enumerate(ANGLES):
-            if implot.begin_plot(f"{name}##{key}", (-1, -1), PLOT_FLAGS):
-                implot.setup_axes("", f"{name} °", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus)
-                implot.setup_axes_limits(-seconds, 0.0, -lim, lim, imgui.Cond_.always)
-                if len(rows):
-                    _line("sent", xs, rows[:, mv.SENT + i], SENT_COLOR)
-                    _line("seen", xs, rows[:, mv.SEEN + i], color)
-                    _bands(t, spans, t_end, seconds, -lim, lim, None)
-                implot.end_plot()
-        implot.end_subplots()
-
-
-def plot_wire(t: UiText, book: mv.SeriesBook, keys: list[tuple[str, str]], t_end: float, seconds: float,
-              size: tuple[float, float]) -> None:
-    t.text("motion-to-wire (ms, loop), round trip (ms, per sink), kB/s per sink", DIM)
-    avail = imgui.get_content_region_avail()
-    w, h = avail.x, avail.y
-    if h < 40 or w < 60:
-        return
-    cols = 2 if w >= 300 else 1
-    if implot.begin_subplots("##wire", 1 if cols == 2 else 2, cols, (w, h), implot.SubplotFlags_.no_title):
-        if implot.begin_plot("latency##w", (-1, -1), PLOT_FLAGS):
-            implot.setup_axes("", "", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+    rows, cols = _grid(2, w, h)
+    if implot.begin_subplots("##links", rows, cols, (w, h), implot.SubplotFlags_.no_title):
+        if implot.begin_plot("latency##l", (-1, -1), PLOT_FLAGS):
+            implot.setup_axes("", "ms", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
             implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
-            implot.setup_axis_format(implot.ImAxis_.y1, "%.0f ms")
-            first = True
-            for key, sink in keys:
-                rows = book.window(key, t_end - seconds, t_end)
-                if len(rows) < 2:
-                    continue
-                xs = rows[:, mv.T] - t_end
-                if first:
-                    _line("motion-to-wire", xs, rows[:, mv.WIRE], SENT_COLOR)
-                    first = False
-                _line(f"rtt {sink}", xs, rows[:, mv.RTT], SINK_COLORS.get(sink, WHITE))
+            for sink in sinks:
+                ls = tracker.link_series(sink)
+                tt = ls["t"] - t_end
+                _line(f"m2w {sink}", tt, ls["motion_to_wire_ms"], SENT_COLOR)
+                _line(f"rtt {sink}", tt, ls["round_trip_ms"], SINK_COLORS.get(sink, WHITE))
             implot.end_plot()
-        if implot.begin_plot("rates##w", (-1, -1), PLOT_FLAGS):
-            implot.setup_axes("", "", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+        if implot.begin_plot("rates##l", (-1, -1), PLOT_FLAGS):
+            implot.setup_axes("", "kB/s", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
             implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
-            implot.setup_axis_format(implot.ImAxis_.y1, "%.1f kB/s")
-            for key, sink in keys:
-                rows = book.window(key, t_end - seconds, t_end)
-                if len(rows) >= 2:
-                    _line(f"kB/s {sink}", rows[:, mv.T] - t_end, rows[:, mv.BPS] / 1000.0, SINK_COLORS.get(sink, WHITE))
+            for sink in sinks:
+                ls = tracker.link_series(sink)
+                _line(f"kB/s {sink}", ls["t"] - t_end, ls["bytes_per_s"] / 1000.0, SINK_COLORS.get(sink, WHITE))
             implot.end_plot()
         implot.end_subplots()
 

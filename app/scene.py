@@ -28,7 +28,7 @@ HEAD_Y = 1.6
 COLORS = {
     "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),   # head, nose/aim
     "q3": ((0.95, 0.55, 0.1), (1.0, 0.9, 0.1)),
-    "q3vr": ((0.6, 0.36, 0.1), (1.0, 0.9, 0.1)),        # the VR head a 16-bit server never sees: darker
+    "q3vr": ((0.6, 0.36, 0.1), (1.0, 1.0, 0.6)),        # the VR head (a model): darker, a pale nose
     "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
     "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }

@@ -73,6 +73,7 @@ class VanillaQ3Link:
 
     state = "in game"
     head_bits = False
+    closed = False
     detail = "server has no vr_support: 16-bit buttons, head tracking not sent"
     last_error = None
     drops: dict = {}
@@ -86,15 +87,24 @@ class VanillaQ3Link:
                   player(3, (OWN_ORIGIN[0] + 900, OWN_ORIGIN[1] - 400, 24.0), (0.0, 45.0, 0.0), 70)]
         names = {1: "^1Vera", 2: "vr\\1", 3: LONG_NAME}
         players = tuple(player_entity(es, names[es.number]) for es in states)
-        self.client = SimpleNamespace(core=SimpleNamespace(entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN,
-                                                                                     (0.0, 0.0, 0.0), players)))
+        self.client = SimpleNamespace(core=SimpleNamespace(
+            entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players), last_cmd_time=0))
         self.view_angles = None
+        self.ps = None                 # a vanilla server's playerState carries no head decode
+        self.eflags = 0
+        self.snapshots = 0
+        self.check = SimpleNamespace(matched=0, rebased=0, vr_flag_frames=0)
 
     def poll(self, now: float) -> None:
         pass
 
     def send(self, intent, now: float):
+        """The server runs the usercmd at once: its snapshot shows our view, matched."""
         self.view_angles = tuple(view_angle(angle2short(a)) for a in intent.angles)
+        self.client.core.last_cmd_time += 16
+        self.snapshots += 1
+        self.check.matched += 1
+        self.last_error = 0.0
         return 60, now
 
     def close(self) -> None:

@@ -1,0 +1,47 @@
+"""Label placement and Quake 3 names (app/mirror_labels.py): pure functions, no display."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from headcast.app.mirror_labels import Q3_COLORS, Want, inside, intersects, place, plain_name, q3_color_runs
+
+AREA = (0.0, 0.0, 400.0, 300.0)
+
+
+def test_q3_names_as_the_game_draws_them():
+    white = (1.0, 1.0, 1.0)
+    assert q3_color_runs("^1Ve^2ra", white) == [("Ve", Q3_COLORS[1]), ("ra", Q3_COLORS[2])]
+    assert q3_color_runs("vr\\1", white) == [("vr\\1", white)]          # a backslash is no code
+    # Q_IsColorString: ^ then any character but ^; so in a^^bc the first ^ is text, ^b a code
+    assert q3_color_runs("a^^bc", white) == [("a^", white), ("c", Q3_COLORS[(ord("b") - 48) & 7])]
+    assert q3_color_runs("^xName", white) == [("Name", Q3_COLORS[(ord("x") - 48) & 7])]
+    assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
+    assert q3_color_runs("^7", white) == [("", white)]
+
+
+def test_a_taken_spot_moves_the_label_up_first():
+    first, second = place([Want(200, 100, 80, 14), Want(200, 100, 80, 14)], AREA)
+    assert first == (160.0, 100.0, 240.0, 114.0)
+    assert second[3] <= first[1] and second[0] == first[0]           # above, not over it
+
+
+def test_no_room_means_left_out_not_drawn_over():
+    wants = [Want(50, 5, 100, 14)] * 40
+    boxes = place(wants, (0.0, 0.0, 100.0, 60.0))
+    shown = [b for b in boxes if b is not None]
+    assert 0 < len(shown) < 40 and boxes.count(None) == 40 - len(shown)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(-50, 450), st.floats(-50, 350), st.floats(5, 200), st.floats(8, 30)),
+                max_size=25),
+       st.lists(st.tuples(st.floats(0, 380), st.floats(0, 280), st.floats(1, 60), st.floats(1, 60)), max_size=5))
+def test_placed_labels_never_intersect_and_stay_inside(wants, taken):
+    obstacles = [(x, y, x + w, y + h) for x, y, w, h in taken]
+    boxes = place([Want(*w) for w in wants], AREA, taken=obstacles)
+    placed = [b for b in boxes if b is not None]
+    for i, a in enumerate(placed):
+        assert inside(a, AREA)
+        assert not any(intersects(a, o) for o in obstacles)
+        assert not any(intersects(a, b) for b in placed[i + 1:])
