@@ -99,7 +99,7 @@ def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_mani
     states = [e["state"] for e in events if e["event"] == "state"]
     assert states == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE", "SYNCHRONIZED", "STOPPING",
                       "IDLE", "EXITING"]
-    assert rendered(events) >= 20  # 2 s at up to 90 Hz; llvmpipe under load renders fewer
+    assert rendered(events) >= 10  # 2 s at up to 90 Hz; llvmpipe on a loaded machine renders fewer
     assert [e["event"] for e in events][-2:] == ["session_destroyed", "instance_destroyed"]
 
 
