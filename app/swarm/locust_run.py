@@ -39,6 +39,8 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
         cmd += ["--headless", "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(duration))}s"]
     cmd += ["--headcast-proto", proto, "--headcast-server", server.host, "--headcast-port", str(server.port),
             "--headcast-marked", str(marked), "--headcast-slip-ms", f"{slip_ms:g}"]
+    if proto == "q3" and server.pk3:
+        cmd += ["--headcast-pk3", ",".join(str(p) for p in server.pk3)]
     if proto == "netsync":
         cmd += ["--headcast-room", server.room, "--headcast-netsync-protocol", str(server.protocol)]
         if server.pub_port:

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import gevent
 from gevent import select as gselect
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from headcast.app.assets import asset_path
+from headcast.app.mock import find_motion, shipped_motions
 from headcast.app.swarm import report as swarm_report
+from headcast.app.swarm.cli import DEFAULT_MOTION
 from headcast.app.swarm.locust_metrics import LocustMetrics
 from headcast.app.swarm.locust_stats import from_stats
 from headcast.app.swarm.metrics import SwarmMetrics
@@ -40,7 +42,6 @@ from headcast.app.swarm.observer import Board
 from headcast.app.swarm.players import PROTOCOLS, Player, Server, Variation, source_address
 
 log = logging.getLogger("headcast.swarm.locust")
-DEFAULT_MOTION = "look_around.motion"
 IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
 SPOTS = 16          # places on the room's circle players are spread over
 
@@ -57,7 +58,8 @@ def _options(parser) -> None:
                    help="NetSync: the transform port (default control+2)")
     g.add_argument("--headcast-room", default="default_room", help="NetSync room")
     g.add_argument("--headcast-netsync-protocol", type=int, default=8, help="NetSync protocol (3-8)")
-    g.add_argument("--headcast-motion", default="", help=f"motion script (default: the shipped {DEFAULT_MOTION})")
+    g.add_argument("--headcast-pk3", default="", help="Q3: pk3 files for a pure server, comma-separated")
+    g.add_argument("--headcast-motion", default="", help=f"a shipped motion or a motion file (default {DEFAULT_MOTION})")
     g.add_argument("--headcast-trace", default="", help="a recorded trace instead of a motion")
     g.add_argument("--headcast-marked", type=int, default=4,
                    help="players per process whose updates the observer matches (relay latency, loss)")
@@ -82,15 +84,19 @@ def _server(o) -> Server:
     if not o.headcast_port:
         raise SystemExit("headcast: --headcast-port is required")
     return Server(o.headcast_server, o.headcast_port, o.headcast_pub_port or None,
-                  o.headcast_transform_port or None, o.headcast_room, o.headcast_netsync_protocol)
+                  o.headcast_transform_port or None, o.headcast_room, o.headcast_netsync_protocol,
+                  tuple(Path(p) for p in o.headcast_pk3.split(",") if p))
 
 
 def _script(o) -> Script:
     if o.headcast_trace:
         return Script.load(trace=o.headcast_trace)
-    if o.headcast_motion:
-        return Script.load(motion=o.headcast_motion)
-    return Script.load(motion=asset_path("motions", DEFAULT_MOTION))
+    name = o.headcast_motion or DEFAULT_MOTION
+    motion = Path(name) if Path(name).is_file() else find_motion(name)
+    if motion is None:
+        raise SystemExit(f"headcast: --headcast-motion {name}: no such motion file or shipped motion "
+                         f"(shipped: {', '.join(shipped_motions())})")
+    return Script.load(motion=motion)
 
 
 @events.test_start.add_listener

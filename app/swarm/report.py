@@ -27,8 +27,8 @@ h3{font-size:15px;margin:16px 0 6px}.sub{color:#666;margin:0 0 12px}
 table{border-collapse:collapse;margin:6px 0 10px}td,th{padding:3px 10px;text-align:right;border-bottom:1px solid #eee}
 th{background:#f4f4f4;font-weight:600}td:first-child,th:first-child{text-align:left}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}
-.card{border:1px solid #ddd;border-radius:6px;padding:6px 12px;min-width:120px}
-.card b{display:block;font-size:20px}.card span{color:#666;font-size:12px}
+.card{border:1px solid #ddd;border-radius:6px;padding:5px 10px;min-width:80px}
+.card b{display:block;font-size:20px}.card span{color:#666;font-size:11px}
 .bad b{color:#D55E00}.plots{display:flex;flex-wrap:wrap;gap:8px}svg{background:#fff;border:1px solid #e4e4e4}
 .note{color:#666;font-size:12px}
 """
@@ -110,7 +110,7 @@ def _tick_label(v: float) -> str:
 # --- SVG ----------------------------------------------------------------------------------------
 
 def line_chart(title: str, t: list[float], lines: list[tuple[str, list, str]], unit: str = "",
-               width: int = 560, height: int = 220, step: bool = False) -> str:
+               width: int = 460, height: int = 200, step: bool = False) -> str:
     """An SVG line chart of several series over the same t (seconds); None values leave gaps.
     `step` draws each value as a flat step over its second (counts per second)."""
     left, right, top, bottom = 54, 12, 26, 34
@@ -202,6 +202,20 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
            _card(f"{p['ticks']['slipped']}", f"slipped ticks (> {p['ticks']['slip_after_ms']:g} ms late)",
                  bool(p["ticks"]["slipped"])),
            "</div>"]
+    if s and s.get("t"):
+        t = s["t"]
+        out.append('<h3>Per second</h3><div class="plots">')
+        out.append(line_chart("players in", t, [("active", s["active"], BLUE)], step=True))
+        out.append(line_chart("relay latency", t, [("p50", s["relay_p50_ms"], BLUE), ("p99", s["relay_p99_ms"], ORANGE),
+                                                   ("max", s["relay_max_ms"], GREY)], "ms"))
+        out.append(line_chart("bytes per second", t, [("up", s["up_Bps"], GREEN), ("down", s["down_Bps"], PURPLE)],
+                              "B/s", step=True))
+        out.append(line_chart("broadcasts per second per player", t, [("mean", _per_player(s, "broadcasts"), SKY)],
+                              "Hz", step=True))
+        out.append(line_chart("lost updates, slipped ticks, kicks", t,
+                              [("lost", s["lost"], VERMILION), ("slipped", s["slipped"], ORANGE),
+                               ("kicks", s["kicks"], PURPLE)], step=True))
+        out.append("</div>")
     q = ["count", "mean", "p50", "p90", "p99", "max"]
     out.append("<h3>Latency (ms)</h3>" + _table(
         ["", *q],
@@ -226,20 +240,6 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
               [["join failed", r, n] for r, n in pl["join_failed_reasons"].items()]
     if reasons:
         out.append("<h3>Kicks and failed joins</h3>" + _table(["", "reason", "players"], reasons))
-    if s and s.get("t"):
-        t = s["t"]
-        out.append('<h3>Per second</h3><div class="plots">')
-        out.append(line_chart("players in", t, [("active", s["active"], BLUE)], step=True))
-        out.append(line_chart("relay latency", t, [("p50", s["relay_p50_ms"], BLUE), ("p99", s["relay_p99_ms"], ORANGE),
-                                                   ("max", s["relay_max_ms"], GREY)], "ms"))
-        out.append(line_chart("bytes per second", t, [("up", s["up_Bps"], GREEN), ("down", s["down_Bps"], PURPLE)],
-                              "B/s", step=True))
-        out.append(line_chart("broadcasts per second per player", t, [("mean", _per_player(s, "broadcasts"), SKY)],
-                              "Hz", step=True))
-        out.append(line_chart("lost updates, slipped ticks, kicks", t,
-                              [("lost", s["lost"], VERMILION), ("slipped", s["slipped"], ORANGE),
-                               ("kicks", s["kicks"], PURPLE)], step=True))
-        out.append("</div>")
     return "".join(out)
 
 
