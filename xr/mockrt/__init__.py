@@ -5,6 +5,8 @@ manifest; set `XR_RUNTIME_JSON` to that path (see `runtime_env`) before the firs
 `MockControl` opens the same library with ctypes. Because glibc hands back the handle the
 loader already holds, its calls act on the live runtime; and because that handle keeps the
 library loaded after `xrDestroyInstance`, control state persists: call `reset()` between tests.
+The runtime imitates Monado by default (HEADCAST_MOCK_PROFILE_RUNTIME: monado, steamvr, strict);
+xr/mockrt/README.md lists each profile's behaviour and the real runtime it follows.
 """
 from __future__ import annotations
 
@@ -223,7 +225,8 @@ class MockControl:
             raise MockControlError(f"{what}: {self._lib.mockxr_last_error().decode()}")
 
     def reset(self) -> None:
-        """Defaults everywhere: no motion, default poses, all tracked, throttle/profile from env again."""
+        """Defaults everywhere: no motion, default poses, all tracked, the real clock; throttle,
+        controller and runtime profile from the environment again."""
         self._lib.mockxr_reset()
 
     def load_motion(self, path: str | Path) -> None:
