@@ -19,7 +19,18 @@ class Finding:
     fix: str = ""
 
 
-def check_openxr() -> list[Finding]:
+# `doctor` runs this many frames of the session `run` would open; the runtime gets up to
+# _START_FRAMES idle frames (~3 s) to start it first.
+DOCTOR_FRAMES = 30
+_START_FRAMES = 300
+_RUNTIME_FIX = ("start your headset's runtime (SteamVR, Monado, WMR) and make it the active OpenXR "
+                "runtime — or use the mock: `headcast run --mock look_around`")
+
+
+def check_openxr(mode: str = "auto", rate_hz: float = 0.0) -> list[Finding]:
+    """Open the session `headcast run` would (xr.session, xr.headless_rate) and run DOCTOR_FRAMES
+    frames of it: what kind it is, the reference spaces, the rate achieved, whether head poses
+    arrive and which clock frames are located at. A failure here is the one `run` would meet."""
     out = []
     try:
         import xr
@@ -31,28 +42,67 @@ def check_openxr() -> list[Finding]:
         out.append(Finding("openxr", False, f"XR_RUNTIME_JSON points at {manifest}, which does not exist",
                            "unset XR_RUNTIME_JSON, or point it at your runtime's manifest (.json)"))
         return out
+    from headcast.xr.errors import GraphicsError, NoHeadsetError, NoRuntimeError, XRError
+    from headcast.xr.session import XRSession
+    os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")  # as the mirror selects it, for an OpenGL session
     try:
-        inst = xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(
-            application_name="headcast doctor", engine_name="headcast")))
-    except xr.XrException as e:
-        from headcast.xr.errors import translate
-        out.append(Finding("openxr", False, f"no usable OpenXR runtime ({translate(e, 'creating an instance')})",
-                           "start your headset's runtime (SteamVR, Monado, WMR) and make it the active OpenXR "
-                           "runtime — or use the mock: `headcast run --mock look_around`"))
-        return out
-    try:
-        props = xr.get_instance_properties(inst)
-        name = props.runtime_name.decode() if isinstance(props.runtime_name, bytes) else str(props.runtime_name)
-        out.append(Finding("openxr", True, f"runtime: {name}" + (f" (XR_RUNTIME_JSON={manifest})" if manifest else "")))
+        xs = XRSession(mode, rate_hz=rate_hz)
+    except NoRuntimeError as e:
+        return out + [Finding("openxr", False, f"no usable OpenXR runtime ({e})", _RUNTIME_FIX)]
+    except NoHeadsetError as e:
+        return out + [Finding("openxr", False, str(e), "connect and power on the headset (and wake it), then retry")]
+    except GraphicsError as e:
+        return out + [Finding("openxr", False, f"`headcast run` cannot open a session: {e}",
+                              "run on a desktop session or under xvfb-run -a, or use a runtime with XR_MND_headless")]
+    except XRError as e:
+        return out + [Finding("openxr", False, f"`headcast run` cannot open a session: {e}", "restart the runtime, then retry")]
+    with xs:
+        info = xs.info
+        out.append(Finding("openxr", True, f"runtime: {info.runtime}, {info.system}"
+                           + (f" (XR_RUNTIME_JSON={manifest})" if manifest else "")))
+        if info.fallback:
+            out.append(Finding("openxr", True, f"fallback: {info.fallback}"))
+        kind = (f"headless (XR_MND_headless), paced by headcast at {info.rate_hz:g} Hz" if info.headless
+                else "OpenGL (XR_KHR_opengl_enable), paced by the runtime's xrWaitFrame")
+        out.append(Finding("openxr", True, f"session: {kind}; frames located at {info.time_text}"))
+        out.append(Finding("openxr", True, f"reference spaces: {', '.join(info.reference_spaces) or 'none'}; "
+                                           f"tracking in {info.base_space}"))
         try:
-            xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
-            out.append(Finding("openxr", True, "a head-mounted display is available"))
-        except xr.XrException:
-            out.append(Finding("openxr", False, "the runtime sees no headset",
-                               "connect and power on the headset (and wake it), then retry"))
-    finally:
-        xr.destroy_instance(inst)
+            frames, seconds = _frames(xs)
+        except XRError as e:
+            return out + [Finding("openxr", False, f"`headcast run` would fail here: {e}",
+                                  "restart the runtime, then retry")]
+    if not frames:
+        return out + [Finding("openxr", False, f"the runtime did not start the session in {_START_FRAMES} frames "
+                              "(no READY)", "wake the headset (put it on) and check the runtime's window")]
+    rate = (len(frames) - 1) / seconds if seconds > 0 else 0.0
+    head = sum(f.head.valid for f in frames)
+    focused = sum(f.focused for f in frames)
+    out.append(Finding("openxr", True, f"{len(frames)} frames at {rate:.1f} Hz; focused in {focused} "
+                                       "(controllers need focus; a headless session may stay unfocused)"))
+    out.append(Finding("openxr", head > 0, f"head pose valid in {head} of {len(frames)} frames",
+                       "" if head else "check the headset's tracking (base stations, cameras) and wear it"))
     return out
+
+
+def _frames(xs) -> tuple[list, float]:
+    """DOCTOR_FRAMES running frames (after up to _START_FRAMES idle ones) and the seconds they spanned."""
+    import time
+    frames: list = []
+    start = end = 0.0
+    for _ in range(_START_FRAMES + DOCTOR_FRAMES):
+        frame = xs.next_frame()
+        if not xs.running:
+            if frames:
+                break  # stopped by the runtime: what ran is the answer
+            continue
+        end = time.perf_counter()
+        if not frames:
+            start = end
+        frames.append(frame)
+        if len(frames) == DOCTOR_FRAMES:
+            break
+    return frames, end - start
 
 
 def check_mock() -> list[Finding]:
@@ -176,13 +226,25 @@ def check_servers() -> list[Finding]:
     return out
 
 
+def _xr_settings(args: argparse.Namespace) -> tuple[str, float, list[Finding]]:
+    """The session settings `run` would use (config file, environment); a bad one is a finding."""
+    from headcast.app import config as config_mod
+    try:
+        cfg = config_mod.load(Path(args.config) if getattr(args, "config", None) else None, flags={})
+    except config_mod.ConfigError as e:
+        return "auto", 0.0, [Finding("config", False, str(e), "fix the setting (`headcast run --print-config` shows them)")]
+    return cfg[("xr", "session")], cfg[("xr", "headless_rate")], []
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    findings: list[Finding] = []
-    for check in (check_openxr, check_mock, check_native, check_display, check_ports, check_servers):
+    mode, rate, findings = _xr_settings(args)
+    checks = (("openxr", lambda: check_openxr(mode, rate)), ("mock", check_mock), ("native", check_native),
+              ("display", check_display), ("ports", check_ports), ("servers", check_servers))
+    for area, check in checks:
         try:
             findings += check()
         except Exception as e:  # a check that breaks is itself a finding, not a traceback
-            findings.append(Finding(check.__name__.removeprefix("check_"), False, f"check failed: {e}"))
+            findings.append(Finding(area, False, f"check failed: {e}"))
     problems = [f for f in findings if not f.ok]
     if args.json:
         print(json.dumps({"ok": not problems, "findings": [f.__dict__ for f in findings]}))
