@@ -62,6 +62,20 @@ class Ring:
             return self.data[: self.n]
         return np.roll(self.data, -self.i, axis=0)
 
+    def since(self, t0: float, column: int = 0) -> np.ndarray:
+        """The rows whose `column` (a time, non-decreasing as added) is ≥ t0, oldest first, as a new
+        array: only those rows are copied (`values()` rolls the whole ring)."""
+        self.flush()
+        data, i = self.data, self.i
+        if self.n < self.size:
+            newer = data[: self.n]
+            return newer[int(np.searchsorted(newer[:, column], t0, side="left")):].copy()
+        older, newer = data[i:], data[:i]   # full: the oldest row is at i
+        if len(older) and older[-1, column] >= t0:
+            start = int(np.searchsorted(older[:, column], t0, side="left"))
+            return np.concatenate((older[start:], newer))
+        return newer[int(np.searchsorted(newer[:, column], t0, side="left")):].copy()
+
     def percentile(self, q: float, column: int = 0) -> float | None:
         self.flush()
         if self.n == 0:

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from headcast.app.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
 from headcast.app.farside import JOINING, SPAWN, FarSideTracker, Source
@@ -21,7 +23,7 @@ from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_q3 import Q3Sink
 from headcast.app.sink_sauer import SauerSink
 from headcast.app.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
-from headcast.app.telemetry import Telemetry
+from headcast.app.telemetry import Ring, Telemetry
 
 
 class Feed:
@@ -59,6 +61,20 @@ def wrap(a: np.ndarray) -> np.ndarray:
 # A still head and weapon, aimed off every whole-degree spawn heading: any seen yaw that is not
 # the aim is the server's placement, not lag.
 STILL = (Keyframe(0.0, (5.0, 37.3, 0.0), (3.0, 21.7)), Keyframe(60.0, (5.0, 37.3, 0.0), (3.0, 21.7)))
+
+
+# --- the rings' window -----------------------------------------------------------------------------
+
+@given(st.integers(1, 40), st.integers(0, 600), st.floats(-5, 700, allow_nan=False))
+@settings(max_examples=300, deadline=None)
+def test_ring_since_is_the_window_of_values(size, n, t0):
+    """Ring.since copies only the rows of the window; it must equal filtering the whole ring,
+    whether it has wrapped or not, with rows still pending a flush."""
+    r = Ring(size, 2)
+    for k in range(n):
+        r.add(float(k), -float(k))
+    v = r.values()
+    assert np.array_equal(r.since(t0), v[v[:, 0] >= t0])
 
 
 # --- no server -----------------------------------------------------------------------------------
