@@ -1,0 +1,111 @@
+"""Headless sessions by the XR_MND_headless text, against the mock runtime imitating Monado (its
+headless xrWaitFrame returns at once with no predicted time, xrBeginFrame then refuses, the session
+stays READY) and the strict profile (headless frame calls refused): no frame calls, our own pacing,
+poses located at the runtime's now, never waiting for FOCUSED."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from headcast.xr import pacing, session
+from headcast.xr.frame import Controls
+from headcast.xr.mockrt import motion_path
+from headcast.xr.session import XRSession
+
+pytestmark = pytest.mark.usefixtures("frame_path")  # native helper and ctypes path alike
+
+
+@pytest.mark.parametrize("profile", ["monado", "strict"])
+def test_headless_loop_paces_itself_and_poses_follow_the_clock(ctl, monkeypatch, profile):
+    ctl.set_runtime_profile(profile)
+    monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path("look_around")))  # turns the head all along
+    with XRSession(rate_hz=90) as xs:  # the mock's real clock: CLOCK_MONOTONIC
+        assert xs.info.headless and xs.info.rate_hz == 90 and xs.info.time_source == "timespec"
+        frames = [xs.next_frame() for _ in range(45)]
+        assert xs.running and xs.state.name == "READY"  # begun at READY, never moved on: fine
+        again = [xs.poll(f.time_ns) for f in frames[::11]]  # the motion is a function of time
+    assert ctl.frames_waited == 0 and ctl.frames_ended == 0  # no xrWaitFrame/xrBeginFrame/xrEndFrame
+    assert [f.seq for f in frames] == list(range(45))
+    assert all(f.head.valid and not f.focused for f in frames)
+    assert [f.head for f in frames[::11]] == [f.head for f in again]
+    assert len({f.head.orientation for f in frames}) > 40  # the head turned from frame to frame
+    gaps = [(b.time_ns - a.time_ns) / 1e6 for a, b in zip(frames, frames[1:])]
+    assert min(gaps) > 0
+    assert statistics.median(gaps) == pytest.approx(1000 / 90, rel=0.1)  # paced; exact figures: the bench
+
+
+def test_a_session_left_in_ready_reads_controls_inactive_not_an_error(ctl):
+    """xrSyncActions answers XR_SESSION_NOT_FOCUSED (a success): no controls, no hands, the head."""
+    ctl.set_float("/user/hand/right/input/trigger/value", 1.0)
+    with XRSession() as xs:
+        rest = [xs.next_frame() for _ in range(3)]
+        ctl.focus()  # a runtime may still give it focus: then the controls come
+        pressed = xs.next_frame()
+    assert all(f.controls == Controls() and not f.right_aim.valid and f.head.valid for f in rest)
+    assert pressed.focused and pressed.controls.trigger_right == 1.0 and pressed.right_aim.valid
+
+
+def test_without_a_time_conversion_frames_are_located_by_the_event_clock(ctl, monkeypatch):
+    """A runtime without XR_KHR_convert_timespec_time: the session state events' XrTime anchors the
+    monotonic clock (the mock's XrTime is CLOCK_MONOTONIC, so the estimate is a little late)."""
+    monkeypatch.setattr(session, "_TIMESPEC_EXT", "XR_headcast_not_offered")
+    with XRSession() as xs:
+        assert xs.info.extensions == ("XR_MND_headless",) and xs.info.time_source == "events"
+        frames = [xs.next_frame() for _ in range(5)]
+        now = ctl.now
+    assert all(f.head.valid for f in frames)
+    assert 0 <= now - frames[-1].time_ns < 50_000_000
+    assert all(b.time_ns > a.time_ns for a, b in zip(frames, frames[1:]))
+
+
+def test_a_headless_session_that_cannot_begin_without_a_fallback_is_the_error(ctl):
+    """mode "headless" asks for exactly that: the runtime's refusal is the error, no OpenGL session."""
+    ctl.fail("xrBeginSession", -2, 0, 1)
+    with pytest.raises(session.XRError, match="starting the XR session: xrBeginSession returned "
+                                              "XR_ERROR_RUNTIME_FAILURE"):
+        XRSession("headless")
+
+
+# -- the pacer alone, on a clock of the test's ---------------------------------------------------
+
+class FakeClock:
+    """A monotonic ns clock whose sleeps overshoot by `late` ns; each read advances `tick` ns (a spin)."""
+
+    def __init__(self, late: int = 150_000, tick: int = 1_000) -> None:
+        self.t, self.late, self.tick, self.sleeps = 10**12, late, tick, []
+
+    def __call__(self) -> int:
+        self.t += self.tick
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += round(seconds * 1e9) + self.late
+
+
+def test_pacer_holds_absolute_deadlines_and_learns_the_oversleep():
+    clock = FakeClock()
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep)
+    deadlines = [pacer.wait() for _ in range(200)]
+    period = pacer.period_ns
+    assert period == 11_111_111
+    assert all(b - a == period for a, b in zip(deadlines, deadlines[1:]))  # no drift from late wake-ups
+    assert clock.sleeps[0] > 0.010  # the second frame slept most of the period
+    # the spin margin follows the 150 us oversleep (plus slack), not the 2 ms ceiling
+    assert 150_000 < pacer.margin_ns <= 150_000 + 60_000
+
+
+def test_pacer_restarts_from_now_after_a_stall():
+    clock = FakeClock()
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep)
+    first = pacer.wait()
+    clock.t += 50_000_000  # the loop stalled for 50 ms
+    resumed = pacer.wait()
+    assert resumed - first > 50_000_000  # not a burst of catch-up frames
+    assert pacer.wait() - resumed == pacer.period_ns
+
+
+def test_pacer_refuses_a_rate_that_is_not_positive():
+    with pytest.raises(ValueError):
+        pacing.Pacer(0)
