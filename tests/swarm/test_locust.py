@@ -90,11 +90,15 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
         assert (r["requests"], r["failures"], r["total_bytes"]) == (f["requests"], f["failures"], f["total_bytes"])
     assert rc == (1 if sum(r["failures"] for r in final["rows"]) else 0)   # Locust's exit code on failures
 
-    # Locust's CSV is rewritten each second while it runs: at most the last second short.
+    # Locust's CSV is rewritten each second while it runs, not at the end: it may miss the last
+    # second (the steady per-message rows by a second's share at most; the rare events, such as
+    # slipped ticks when every player leaves at once, may all fall in it).
     csv = from_csv(tmp_path / "locust")
     for r in csv["rows"]:
         f = row(final, r["type"], r["name"])
-        assert r["requests"] <= f["requests"] and r["requests"] >= 0.5 * f["requests"], (r, f)
+        assert r["requests"] <= f["requests"], (r, f)
+        if r["name"] in ("send", "receive", "broadcast"):
+            assert r["requests"] >= f["requests"] * (1 - 2.0 / SECONDS), (r, f)
 
     # The server's view: every player got a client number; every message we sent was processed;
     # every control unicast it sent reached a player (ours is every message that is not a broadcast).
