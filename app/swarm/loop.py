@@ -23,6 +23,7 @@ from typing import Callable
 
 MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
 MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
+LEAVE_PAUSE = 0.1        # between two batches of leaving players (close_all)
 
 
 class SwarmLoop:
@@ -134,15 +135,31 @@ class SwarmLoop:
                         continue
                     self._schedule(p)
 
-    def close_all(self) -> None:
-        """Every started player leaves the server (each gets its protocol's clean leave)."""
+    def close_all(self, pause: float = LEAVE_PAUSE) -> None:
+        """Every started player leaves the server (each gets its protocol's clean leave). A
+        protocol whose players set `LEAVE_BATCH` leaves that many at a time, the loop serving the
+        others for `pause` seconds in between (they go on acknowledging what the server sends)."""
+        self._ramp.clear()
+        batches: list[list] = []
+        at_once = []
         for p in self.players:
-            now = self.clock()
-            self._unregister(p)
-            try:
-                p.close(now)
-            except Exception:  # noqa: BLE001
-                self.errors.append(f"{p.proto} player {p.index}: close: {traceback.format_exc(limit=-1).strip()}")
+            size = getattr(p, "LEAVE_BATCH", None)
+            if size is None:
+                at_once.append(p)
+            elif batches and batches[-1][0].proto == p.proto and len(batches[-1]) < size:
+                batches[-1].append(p)
+            else:
+                batches.append([p])
+        groups = [at_once] + batches
+        for i, group in enumerate(groups):
+            for p in group:
+                self._unregister(p)
+                try:
+                    p.close(self.clock())
+                except Exception:  # noqa: BLE001
+                    self.errors.append(f"{p.proto} player {p.index}: close: {traceback.format_exc(limit=-1).strip()}")
+            if group and i < len(groups) - 1:
+                self.run(self.clock() + pause)
         self._heap.clear()
         self._ramp.clear()
         self.selector.close()

@@ -149,6 +149,11 @@ class Q3Player(Player):
     """A Quake 3 VR client: Q3ClientCore (60 Hz usercmds, VR userinfo) over its own UDP socket."""
 
     proto = "q3"
+    # Each leave makes ioq3 queue two reliable commands (a print, a configstring) to every other
+    # client, and it drops one with more than 64 unacknowledged ("Server command overflow"): 32
+    # players leaving in one server frame overflow the ones still to leave. 16 at a time, the
+    # others served (acknowledging) in between, leave cleanly.
+    LEAVE_BATCH = 16
 
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
@@ -282,7 +287,9 @@ class NetSyncPlayer(Player):
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
         from headcast.netcode.netsync.client import NetSyncClientCore
-        self.core = NetSyncClientCore(server.room, f"headcast-swarm-{uuid.uuid4()}", protocol=server.protocol,
+        # Random first: the server logs the first 8 characters of a deviceId.
+        self.core = NetSyncClientCore(server.room, f"{uuid.uuid4().hex[:8]}-headcast-swarm-{index}",
+                                      protocol=server.protocol,
                                       send_rate=min(60.0, RATES["netsync"] * 1.1))
         self.frames = script.netsync(variation.spot)
         self.period = 1.0 / RATES["netsync"]
