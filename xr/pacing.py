@@ -3,10 +3,12 @@
 A headless session (XR_MND_headless) has no xrWaitFrame to block on: the spec leaves the pacing to
 the app. Each frame's deadline is the previous one plus the period (never "now + period", which
 drifts by every wake-up's lateness), so the rate holds to the clock's accuracy. The sleep ends a
-margin before the deadline and the rest is spun: on this VM a plain sleep wakes 0.15-0.2 ms late
-(more under load), a spin is exact. The margin follows the recent oversleep (a decaying peak), so
-the spin costs what the scheduler's lateness costs and no more. A loop that fell more than a
-period behind (a stall) starts again from now rather than bursting to catch up.
+margin before the deadline and the rest is spun: on this VM a plain sleep wakes 0.15-0.2 ms late,
+a spin is exact. The margin follows the recent oversleep (a decaying peak) but never exceeds
+0.5 ms: a longer lateness is the scheduler preempting us on a busy machine, which a spin cannot
+undo and would only make worse. A frame that came late runs at once and the next ones catch up
+with the grid (the rate holds); a loop more than MAX_LAG periods behind (a real stall) starts
+again from now rather than bursting through the frames it missed.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import time
 
 DEFAULT_RATE_HZ = 90.0
 MIN_MARGIN_NS = 100_000     # the spin never starts later than this before the deadline
-MAX_MARGIN_NS = 2_000_000   # nor earlier than this: beyond it a late wake-up is the machine's, not ours
+MAX_MARGIN_NS = 500_000     # nor earlier than this: beyond it a late wake-up is the machine's, not ours
+MAX_LAG = 3                 # periods behind the grid that are caught up; more: start again from now
 _SLACK_NS = 50_000          # margin over the peak oversleep
 _DECAY = 1 / 64             # per frame: a spike is forgotten within a second or so at 90 Hz
 
@@ -37,7 +40,7 @@ class Pacer:
         clock = self._clock
         now = clock()
         deadline = self._next
-        if deadline is None or now - deadline > self.period_ns:
+        if deadline is None or now - deadline > MAX_LAG * self.period_ns:
             deadline = now
         target = deadline - self.margin_ns
         if target > now:

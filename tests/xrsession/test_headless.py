@@ -94,13 +94,17 @@ def test_pacer_holds_absolute_deadlines_and_learns_the_oversleep():
     assert clock.sleeps[0] > 0.010  # the second frame slept most of the period
     # the spin margin follows the 150 us oversleep (plus slack), not the 2 ms ceiling
     assert 150_000 < pacer.margin_ns <= 150_000 + 60_000
+    clock.late = 5_000_000  # a preempting scheduler: the spin margin stays capped
+    for _ in range(20):
+        pacer.wait()
+    assert pacer.margin_ns == pacing.MAX_MARGIN_NS == 500_000
 
 
 def test_pacer_restarts_from_now_after_a_stall():
     clock = FakeClock()
     pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep)
     first = pacer.wait()
-    clock.t += 50_000_000  # the loop stalled for 50 ms
+    clock.t += 50_000_000  # the loop stalled for 50 ms (more than MAX_LAG periods)
     resumed = pacer.wait()
     assert resumed - first > 50_000_000  # not a burst of catch-up frames
     assert pacer.wait() - resumed == pacer.period_ns
@@ -109,3 +113,11 @@ def test_pacer_restarts_from_now_after_a_stall():
 def test_pacer_refuses_a_rate_that_is_not_positive():
     with pytest.raises(ValueError):
         pacing.Pacer(0)
+
+
+def test_pacer_catches_up_after_a_late_frame():
+    clock = FakeClock()
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep)
+    first = pacer.wait()
+    clock.t += 15_000_000  # one frame's work took 15 ms: 1.35 periods
+    assert [pacer.wait() - first for _ in range(3)] == [pacer.period_ns * k for k in (1, 2, 3)]  # on the grid
