@@ -65,6 +65,10 @@ JOINING = "joining"
 SPAWN = "spawn"
 TRACKING_LOST = "tracking lost"
 DISCONNECTED = "disconnected"
+DEAD = "dead"
+INTERMISSION = "intermission"
+# playerState pm_type (bg_public.h) under which the server's view does not follow the usercmd
+_FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DEAD, PM_FREEZE, PM_(SP)INTERMISSION
 
 
 class Source(Enum):
@@ -192,6 +196,12 @@ class _Q3Snapshots:
         else:
             self.transient = JOINING if self.matched == 0 else SPAWN
         self.snapshots, self.matched, self.rebased = n, c.matched, c.rebased
+        ps = link.ps
+        if ps is not None:
+            frozen = _FROZEN_VIEW.get(ps.pm_type)
+            if frozen is not None:
+                # PM_UpdateViewAngles leaves the view alone: it does not follow our usercmds.
+                self.transient, self.fresh_error = frozen, None
 
 
 class _Series:
@@ -402,8 +412,10 @@ class FarSideTracker:
             if matched is not self._ns_matched:
                 self._ns_matched = matched
                 fresh = (err_deg, err_m)
-        if sent is None and transient is None:
+        if sent is None and transient is None and not sink.stealth:
             transient = TRACKING_LOST
+        elif sink.stealth and transient == JOINING:
+            transient = None  # never matched: a stealth body is not broadcast
         source, why = netsync_source(sink)
         self._add(now, FarSideView("netsync", "netsync", "head (pose body)", source, why, sent, seen,
                                    transient, None, ErrorReadout(basis, err_deg, None, err_m)), *fresh)
@@ -568,6 +580,9 @@ def q3_head_source(sink) -> tuple[Source, str]:
 
 
 def netsync_source(sink) -> tuple[Source, str]:
+    if sink.stealth:
+        return (Source.OFFLINE if sink.link is None else Source.RELAYED,
+                "stealth: no pose of ours in the room broadcast — the others see nothing of us")
     if sink.link is None:
         return Source.OFFLINE, "no server: our body encoded and decoded here (the latest protocol)"
     return Source.RELAYED, "our body in the room broadcast, matched to the frame sent under its poseSeq"

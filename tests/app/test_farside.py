@@ -8,6 +8,7 @@ the mirror feeds it: from the loop's draw call, with the frame's located time.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -133,6 +134,14 @@ def test_tracking_loss_is_a_transient_not_an_error():
     assert gap.any() and np.isnan(s["err_deg"][gap]).all()
 
 
+def test_netsync_stealth_says_nothing_of_us_is_broadcast():
+    loop, tracker = make_loop([NetSyncSink(stealth=True)], paced=False)
+    for _ in range(20):
+        loop.step()
+    v = tracker.view("netsync")
+    assert v.sent is None and v.seen is None and v.transient is None and "stealth" in v.why
+
+
 def test_netsync_only_gives_no_q3_view():
     loop, tracker = make_loop([NetSyncSink()], paced=False)
     for _ in range(20):
@@ -177,6 +186,38 @@ def test_vanilla_q3_relays_the_view_and_models_the_head_and_the_spawn_is_a_trans
     assert abs(head.seen.roll - 0.0) < 1.0 and abs(view.seen.roll) < 1.0
     figures = tracker.link("q3")
     assert figures.round_trip_ms is not None and figures.round_trip_ms > 0 and figures.send_hz > 0
+
+
+# Still, the trigger held: alive it fires, dead it asks for the respawn (g_active.c: attack after 1.7 s).
+STILL_FIRING = tuple(dataclasses.replace(k, trigger=1.0) for k in STILL)
+
+
+@pytest.mark.live
+def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
+    """`kill` on ioq3ded: while dead (PM_DEAD) the server's view does not follow our usercmds;
+    the respawn puts us at a spawn point's heading (delta_angles move under a usercmd already sent).
+    Both are marked; the error readout stays the wire's."""
+    from headcast.app.q3_link import Q3Link
+    link = Q3Link(*q3_server.address, clock=time.perf_counter)
+    sink = Q3Sink(link=link)
+    loop, tracker = make_loop([sink], STILL_FIRING)
+    seen: list[str | None] = []
+    try:
+        run_until(loop, lambda: link.entered and tracker.view("q3").transient is None, 20, "in game")
+        link.client.send_command("kill")
+
+        def note() -> bool:
+            seen.append(tracker.view("q3").transient)
+            after = seen[seen.index("dead"):] if "dead" in seen else []
+            return "spawn" in after and after[-1] is None
+        run_until(loop, note, 15, "death (PM_DEAD), the respawn and a matched snapshot after it")
+    finally:
+        loop.close()
+    assert link.check.rebased >= 1  # the link's own check skipped the respawn's snapshot too
+    s = tracker.series("q3")
+    ok = (s["transient"] == 0) & ~np.isnan(s["seen_yaw"])
+    assert (wrap(s["seen_yaw"][ok] - s["sent_yaw"][ok]) <= Q3_VIEW_TOL).all()
+    assert tracker.view("q3").error.angle_max_deg <= Q3_VIEW_TOL
 
 
 @pytest.mark.live
