@@ -40,7 +40,8 @@ out vec4 frag;
 void main() { frag = vec4(vcol, 1.0); }
 """
 
-MIRROR_HZ = 30.0
+MIRROR_HZ = 30.0      # mirror frames a second at most: at 90 Hz a mirror frame's work is spread over 3 loop frames
+ROWS_PERIOD = 0.1     # s between rebuilds of the sink panel's text
 BACKGROUND = (0.08, 0.08, 0.1)
 LABEL_Y = 2.02        # m: where an avatar's label hangs (above the head)
 PEER_LABEL_UP = 0.32  # m above another member's head centre: clear of its box
@@ -85,6 +86,10 @@ class MirrorWindow:
         self.last_scene: tuple = ()        # (scene rect, anchors, view-projection) of the last drawn frame
         self._next_draw = -math.inf
         self._last_draw: float | None = None
+        self._unswapped = False            # a flushed frame waits for its swap (draw())
+        self._rows: tuple = ([], 0)
+        self._rows_due, self._rows_key = -math.inf, None
+        self._pending: tuple | None = None  # a built frame whose GL commands go out next loop frame
         if not display_available():
             raise MirrorError("no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run")
         # GLFW's own error text says why (X11: Failed to open display :99); caught here instead of
@@ -149,6 +154,11 @@ class MirrorWindow:
     # -- one frame ----------------------------------------------------------------------
 
     def draw(self, loop, now: float) -> bool:
+        """One loop frame's share of the mirror. A mirror frame is spread over loop frames so none
+        holds the pose loop back: when due, (1) the UI and the scene's geometry (Python); at the
+        next loop frame (2) the GL commands and a flush — Mesa's llvmpipe rasterises in its own
+        threads from there —; (3) the swap waits until the next mirror frame is due, by then a copy
+        of a finished frame. A capture (capture_next) draws, reads and swaps at once."""
         glfw = self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
@@ -158,8 +168,20 @@ class MirrorWindow:
         if st is not None and st.snapped:  # every loop frame: a snap may fall between drawn frames
             self.panel.snap_at, self.panel.snap_deg = now, st.snapped
         self.tracker.update(loop, now)  # every loop frame: each matched pair and transient is seen
-        if now < self._next_draw and not self.capture_next:
+        capture = self.capture_next
+        if self._pending is not None:
+            glfw.make_context_current(self.window)
+            self._gl(*self._pending)
+            self._pending = None
+            self._unswapped = True
+            if not capture:
+                return True
+        if now < self._next_draw and not capture:
             return True
+        if self._unswapped:
+            glfw.swap_buffers(self.window)
+            self._unswapped = False
+            self.drawn += 1
         self._next_draw = max(self._next_draw + self.interval, now + self.interval / 2)
         w, h = glfw.get_window_size(self.window)
         fw, fh = glfw.get_framebuffer_size(self.window)
@@ -168,15 +190,17 @@ class MirrorWindow:
         glfw.make_context_current(self.window)
         dt = self.interval if self._last_draw is None else now - self._last_draw
         self._last_draw = now
-        self._frame(loop, now, w, h, fw, fh, dt)
-        if self.capture_next:
+        self._pending = self._frame(loop, now, w, h, fw, fh, dt)
+        if capture:
             GL = self.gl
+            self._gl(*self._pending)
+            self._pending = None
             self.capture_next = False
             GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
             raw = GL.glReadPixels(0, 0, fw, fh, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
             self.last_pixels = np.frombuffer(raw, dtype=np.uint8).reshape(fh, fw, 3)[::-1].copy()
-        glfw.swap_buffers(self.window)
-        self.drawn += 1
+            glfw.swap_buffers(self.window)
+            self.drawn += 1
         return True
 
     def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> None:
@@ -184,8 +208,6 @@ class MirrorWindow:
         GL, ui, panel, tracker = self.gl, self.ui, self.panel, self.tracker
         views = tracker.views()
         avatars = mv.avatars(loop, views, now)
-        statuses = {s.name: s.status(now) for s in loop.sinks}
-        links = {s.name: tracker.link(s.name) for s in loop.sinks}
         rooms = mv.rooms(loop)
 
         ui.new_frame(w, h, fw, fh, dt)
@@ -217,8 +239,15 @@ class MirrorWindow:
 
         mp.begin_fixed("##sinks", lay["sinks"])
         inner_w = lay["sinks"][2] - lay["sinks"][0] - 2 * pad.x
-        rows, hidden = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w),
-                                   lay["sinks"][3] - lay["sinks"][1] - 2 * pad.y, line_h)
+        key = (inner_w, lay["sinks"][3] - lay["sinks"][1], line_h)
+        if now >= self._rows_due or key != self._rows_key or self.capture_next:
+            # Text a person reads: 10 refreshes a second are plenty (wrapping it costs a millisecond).
+            statuses = {s.name: s.status(now) for s in loop.sinks}
+            links = {s.name: tracker.link(s.name) for s in loop.sinks}
+            self._rows = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w),
+                                     key[1] - 2 * pad.y, line_h)
+            self._rows_due, self._rows_key = now + ROWS_PERIOD, key
+        rows, hidden = self._rows
         mp.draw_rows(t, rows, hidden, pad.x)
         panel.hidden_rows = hidden
         imgui.end()
@@ -238,7 +267,14 @@ class MirrorWindow:
         if "rooms" in lay:
             self._rooms(t, lay["rooms"], rooms)
         imgui.pop_font()
+        imgui.render()  # the draw data stays valid until the next new_frame
+        self.last_text = t.boxes
+        self.last_layout = lay
+        return w, h, fw, fh, scene_rect, vp, tris
 
+    def _gl(self, w: int, h: int, fw: int, fh: int, scene_rect, vp, tris) -> None:
+        """The frame's GL commands, then a flush (no wait): the 3D scene in its viewport, the UI over it."""
+        GL, sw, sh = self.gl, int(scene_rect[2] - scene_rect[0]), int(scene_rect[3] - scene_rect[1])
         GL.glViewport(0, 0, fw, fh)
         GL.glDisable(GL.GL_SCISSOR_TEST)
         GL.glClearColor(*BACKGROUND, 1.0)
@@ -250,9 +286,8 @@ class MirrorWindow:
         self._draw(tris, GL.GL_TRIANGLES, vp)
         GL.glDisable(GL.GL_DEPTH_TEST)
         GL.glViewport(0, 0, fw, fh)
-        ui.render()
-        self.last_text = t.boxes
-        self.last_layout = lay
+        self.ui.render_gl()
+        GL.glFlush()
 
     def toggle_pause(self) -> None:
         """Freeze the plots and the error readouts (recording goes on), or let them run again."""

@@ -147,8 +147,9 @@ class Ui:
         imgui.new_frame()
         self.text = UiText()
 
-    def render(self) -> None:
-        imgui.render()
+    def render_gl(self) -> None:
+        """The last frame's draw data (imgui.render() ran) as GL commands."""
+        imgui.set_current_context(self.ctx)
         imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
 
     def close(self) -> None:
