@@ -646,5 +646,7 @@ def _round_trip(sink) -> tuple[float | None, str]:
         return (sink.relay_ms if link.joined and not link.closed else None,
                 "our body back in the room broadcast (poseSeq)")
     if sink.name == "sauer":
-        return link.ping_ms, "the game's N_PING/N_PONG"
+        if sink.watcher is not None:
+            return sink.relay_ms, "our N_POS through the server to a second client (the record matched)"
+        return link.ping_ms, "the game's N_PING/N_PONG (the server sends our N_POS to the others only)"
     return None, ""

@@ -71,6 +71,8 @@ class SauerSink:
         self.anchor: Anchor | None = None
         self.game: GamePose | None = None   # the last game pose handed to the link (or taken offline)
         self.sent: deque[NPos] = deque(maxlen=SENT_HISTORY)
+        self._sent_at: deque[float] = deque(maxlen=SENT_HISTORY)  # when each of `sent` went out
+        self.relay_ms: float | None = None    # our last record's way to the watcher, through the server
         self._spawns_anchored = 0
         self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
         self._capped_speed = 0.0
@@ -142,13 +144,14 @@ class SauerSink:
         self.meter.add(t_wire, nbytes)
         rec = link.core.last_record
         if gp is not None and rec is not None:
-            self._count(gp, rec, now)
+            self._count(gp, rec, t_wire)
         return t_wire
 
     def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
         c = self.check
         c.records += 1
         self.sent.append(rec)
+        self._sent_at.append(now)
         c.angle_err_max = max(c.angle_err_max, angle_error(gp, rec))
         c.speed_max = max(c.speed_max, gp.speed)
         if gp.capped:
@@ -168,13 +171,20 @@ class SauerSink:
         if self.link.live:
             rec = self.watcher.new_record_of(self.link.core.cn)
             if rec is not None:
-                self.relayed(rec)
+                self.relayed(rec, now)
 
-    def relayed(self, rec: NPos) -> bool:
-        """Count a record of ours as a second client received it: True when it is one we sent."""
+    def relayed(self, rec: NPos, now: float | None = None) -> bool:
+        """Count a record of ours as a second client received it (at `now`: its way through the
+        server is timed from the last send of that record): True when it is one we sent."""
         ok = rec in self.sent
         self.last_relayed = rec
         if ok:
+            if now is not None:
+                # the latest send of these bytes (a still player repeats a record)
+                for sent, t in zip(reversed(self.sent), reversed(self._sent_at)):
+                    if sent == rec:
+                        self.relay_ms = (now - t) * 1000.0
+                        break
             self.check.relayed += 1
         else:
             self.check.relayed_other += 1

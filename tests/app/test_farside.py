@@ -267,11 +267,15 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
         finally:
             loop.close()
     v = tracker.view("sauer")
+    figures = tracker.link("sauer")
+    assert figures.round_trip_ms is not None and 0 < figures.round_trip_ms < 1000 and figures.send_hz > 0
     if watched:
         assert v.source is Source.RELAYED and "second client" in v.why
         assert v.seen is not None and v.transient is None
+        assert "second client" in figures.round_trip_basis
     else:
         assert v.source is Source.MODEL and "not back to us" in v.why
+        assert "N_PING" in figures.round_trip_basis
     assert v.error.angle_max_deg < 1.0
     # Anchored at the spawn heading (0°), the head 5° down: the Quake sense here, whole degrees there.
     assert abs(v.seen.yaw) < 1.0 and abs(v.seen.pitch - 5.0) < 1.0 and v.seen.pos is not None
