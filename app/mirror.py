@@ -72,6 +72,11 @@ class MirrorWindow:
     def __init__(self, width: int = 1280, height: int = 720, plot_seconds: float = 5.0,
                  title: str = "headcast mirror", visible: bool = True, max_hz: float = MIRROR_HZ) -> None:
         os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
+        # Software GL (Mesa llvmpipe) rasterises with one thread per core by default: while it draws
+        # the mirror it takes every core and preempts the pose loop (30 % of 90 Hz slots missed at
+        # 1280x720 on a 2-core machine under load, 0 % with one thread: bench_mirror.py). Read when
+        # the driver loads; GPU drivers ignore it.
+        os.environ.setdefault("LP_NUM_THREADS", "1")
         import glfw
         from OpenGL import GL
 
@@ -87,6 +92,7 @@ class MirrorWindow:
         self._next_draw = -math.inf
         self._last_draw: float | None = None
         self._unswapped = False            # a flushed frame waits for its swap (draw())
+        self._fence = None                 # signalled when the flushed frame is rasterised
         self._rows: tuple = ([], 0)
         self._rows_due, self._rows_key = -math.inf, None
         self._pending: tuple | None = None  # a built frame whose GL commands go out next loop frame
@@ -157,8 +163,9 @@ class MirrorWindow:
         """One loop frame's share of the mirror. A mirror frame is spread over loop frames so none
         holds the pose loop back: when due, (1) the UI and the scene's geometry (Python); at the
         next loop frame (2) the GL commands and a flush — Mesa's llvmpipe rasterises in its own
-        threads from there —; (3) the swap waits until the next mirror frame is due, by then a copy
-        of a finished frame. A capture (capture_next) draws, reads and swaps at once."""
+        threads from there —; (3) the swap when the next mirror frame is due and the frame's fence
+        says it is finished (else at a later loop frame: the mirror slows down, never the loop),
+        by then a copy. A capture (capture_next) draws, reads and swaps at once."""
         glfw = self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
@@ -179,6 +186,8 @@ class MirrorWindow:
         if now < self._next_draw and not capture:
             return True
         if self._unswapped:
+            if not capture and not self._rasterised():
+                return True  # still being rasterised: swapping now would wait for it; next loop frame
             glfw.swap_buffers(self.window)
             self._unswapped = False
             self.drawn += 1
@@ -287,7 +296,21 @@ class MirrorWindow:
         GL.glDisable(GL.GL_DEPTH_TEST)
         GL.glViewport(0, 0, fw, fh)
         self.ui.render_gl()
+        self._fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
         GL.glFlush()
+
+    def _rasterised(self) -> bool:
+        """Whether the flushed frame is finished (its fence signalled), without waiting."""
+        GL, fence = self.gl, self._fence
+        if fence is None:
+            return True
+        glfw = self.glfw
+        glfw.make_context_current(self.window)
+        if GL.glClientWaitSync(fence, 0, 0) == GL.GL_TIMEOUT_EXPIRED:
+            return False
+        GL.glDeleteSync(fence)
+        self._fence = None
+        return True
 
     def toggle_pause(self) -> None:
         """Freeze the plots and the error readouts (recording goes on), or let them run again."""
