@@ -147,3 +147,14 @@ def test_unpolled_events_are_reported_lost(mock, session):
         lost = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataEventsLost)).contents
         assert lost.lost_event_count == 80 - 64
         assert len(h.events()) == 64
+
+
+def test_headless_focus_on_request(mock, session, monkeypatch):
+    """HEADCAST_MOCK_HEADLESS_FOCUS=1: the runtime focuses a headless session at begin (the spec
+    allows it; the imitated runtimes do not), so a mock run gets the motion's inputs."""
+    monkeypatch.setenv("HEADCAST_MOCK_HEADLESS_FOCUS", "1")
+    with session() as h:
+        assert h.events() == [S.SYNCHRONIZED, S.VISIBLE, S.FOCUSED]
+        with pytest.raises(xr.CallOrderInvalidError):  # still no frame loop in a headless session
+            xr.wait_frame(h.session)
+            xr.begin_frame(h.session)

@@ -101,12 +101,14 @@ def runtime_env(
     log: str | Path | None = None,
     runtime: str | None = None,
     clock: str | None = None,
+    headless_focus: bool = False,
 ) -> dict[str, str]:
     """Environment variables selecting the mock runtime (merge into os.environ or a subprocess env).
 
     `motion` is a motion file path or the name of a shipped one ("walk"); paths are made absolute
     so that a subprocess with another working directory finds them. `runtime` is one of
-    RUNTIME_PROFILES (default monado); `clock="step"` selects the step clock. The files' contents are
+    RUNTIME_PROFILES (default monado); `clock="step"` selects the step clock; `headless_focus`
+    focuses a headless session at begin (its actions sync; real runtimes leave it READY). The files' contents are
     not checked here (call `check_motion` first for a clear error): a bad one makes
     xrCreateInstance fail with XR_ERROR_RUNTIME_FAILURE, the reason (file:line) on stderr.
     """
@@ -132,6 +134,8 @@ def runtime_env(
         if clock not in ("real", "step"):
             raise ValueError(f"clock {clock!r} is not real or step")
         env["HEADCAST_MOCK_CLOCK"] = clock
+    if headless_focus:
+        env["HEADCAST_MOCK_HEADLESS_FOCUS"] = "1"
     return env
 
 

@@ -17,6 +17,7 @@
  * Environment (read at xrCreateInstance unless the control API set the value):
  *   HEADCAST_MOCK_PROFILE_RUNTIME=monado|steamvr|strict  the runtime imitated (default monado)
  *   HEADCAST_MOCK_CLOCK=step      the step clock (deterministic time: see CLOCK_STEP)
+ *   HEADCAST_MOCK_HEADLESS_FOCUS=1  headless sessions are focused at begin (their inputs sync)
  *   HEADCAST_MOCK_MOTION=<file>   motion file played from session begin
  *   HEADCAST_MOCK_SCRIPT=<file>   second motion file layered on top (same format; !commands)
  *   HEADCAST_MOCK_THROTTLE=0      xrWaitFrame does not pace at 90 Hz
@@ -1180,6 +1181,9 @@ static void set_state(XrSession s, XrSessionState st) {
 }
 
 static int g_want_focus = 1;
+/* HEADCAST_MOCK_HEADLESS_FOCUS=1: a headless session is focused at xrBeginSession, as a runtime
+ * may do (none of the imitated ones does); for mock runs that want the motion's inputs. */
+static int g_headless_focus;
 
 /* SYNCHRONIZED → VISIBLE → FOCUSED (or stop at VISIBLE while the control API says unfocused) */
 static void go_visible(XrSession s) {
@@ -1440,6 +1444,8 @@ static void control_from_env(void) {
         g_clock = (v && strcmp(v, "step") == 0) ? CLOCK_STEP : CLOCK_REAL;
         g_virtual = now_ns();
     }
+    v = getenv("HEADCAST_MOCK_HEADLESS_FOCUS");
+    g_headless_focus = v && strcmp(v, "1") == 0;
     v = getenv("HEADCAST_MOCK_THROTTLE");
     if (!g_throttle_set) g_throttle = !(v && strcmp(v, "0") == 0);
     v = getenv("HEADCAST_MOCK_PROFILE");
@@ -1781,6 +1787,7 @@ API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
      * control API's "focus" command may still move it on). A GL session synchronises now and is
      * shown after its first xrEndFrame. */
     if (!s->headless) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
+    else if (g_headless_focus) go_visible(s);
     return XR_SUCCESS;
 }
 
