@@ -43,7 +43,7 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: fl
 # Every variable the mock runtime (or the loader's layer list) reads: tests start from none of them.
 MOCK_ENV_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
                  "HEADCAST_MOCK_THROTTLE", "HEADCAST_MOCK_PROFILE_RUNTIME", "HEADCAST_MOCK_CLOCK",
-                 "HEADCAST_MOCK_FAIL", "XR_ENABLE_API_LAYERS")
+                 "HEADCAST_MOCK_HEADLESS_FOCUS", "HEADCAST_MOCK_FAIL", "XR_ENABLE_API_LAYERS")
 
 
 def mock_control(manifest, monkeypatch, *, paced: bool):
