@@ -104,8 +104,11 @@ def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_mani
 
 
 @pytest.mark.display
-def test_hello_xr_view_renders_until_it_quits(hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path):
-    proc, out = start(hello_xr, "View", runtime_manifest, xvfb_display, vidmode_shim, tmp_path)
+@pytest.mark.parametrize("profile", ["monado", "strict"])  # strict: each frame shown at its predicted time
+def test_hello_xr_view_renders_until_it_quits(hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
+                                              profile):
+    proc, out = start(hello_xr, "View", runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
+                      HEADCAST_MOCK_PROFILE_RUNTIME=profile)
     try:
         wait_for(lambda: rendered(mock_log(tmp_path)) >= 90 or proc.poll() is not None, TIMEOUT,
                  "hello_xr to render 90 frames")
