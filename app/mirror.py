@@ -232,7 +232,7 @@ class MirrorWindow:
                                w - 2 * pad.x)
         bar_h = math.ceil(len(header) * line_h + 2 * pad.y)
         strip_h = max(170.0, round(h * 0.36))
-        left_w = round(w * 0.56)
+        left_w = round(w * (0.56 if w < 1100 else 0.5))
         mid = (bar_h, h - strip_h)
         lay["header"] = (0, 0, w, bar_h)
         lay["scene"] = (0, mid[0], left_w, mid[1])
@@ -402,15 +402,15 @@ class MirrorWindow:
         width = rect[2] - rect[0] - 14
         if imgui.begin_tab_bar("##views"):
             for a in avatars:
-                title = f"{a.title} ({a.source})"
+                title = a.title  # the source is on the avatar and the panel; a long tab is cut short
                 shown = imgui.begin_tab_item_simple(f"{title}##{a.view.key}")
                 t.record_item(title)
                 if shown:
                     mp.plot_view(t, tracker.series(a.view.key), a.view, scene.COLORS[a.slot][0], t_end,
                                  self.plot_seconds, width)
                     imgui.end_tab_item()
-            shown = imgui.begin_tab_item_simple("Latency & rates")
-            t.record_item("Latency & rates")
+            shown = imgui.begin_tab_item_simple("Latency")
+            t.record_item("Latency")
             if shown:
                 mp.plot_links(t, tracker, sinks, t_end, self.plot_seconds, width)
                 imgui.end_tab_item()

@@ -213,17 +213,16 @@ def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width
         elif stt.ping_ms is not None:
             head.append(f"{stt.label} {stt.ping_ms:.0f} ms")
         if lk is not None and lk.motion_to_wire_ms is not None:
-            head.append(f"motion-to-wire {lk.motion_to_wire_ms:.2f} ms")
-        rows += pack_parts([(h, col if i == 0 else WHITE) for i, h in enumerate(head)], width, "  ")
-        for r in rows[-1:]:
+            head.append(f"to wire {lk.motion_to_wire_ms:.2f} ms")
+        for r in pack_parts([(h, col if i == 0 else WHITE) for i, h in enumerate(head)], width, "  "):
             r.keep = 5
+            rows.append(r)
         for a in (a for a in avatars if a.view.sink == s.name):
             v = a.view
             runs = [("  ", WHITE), (a.source, SOURCE_COLORS[a.source]), (f"  {a.title}: ", WHITE), (v.why, DIM)]
             if v.transient:
                 runs.append((f"  ({v.transient})", AMBER))
-            rows += wrap_runs(runs, width, 4, ind * 2)
-            rows += wrap_runs([("  " + error_text(v.error), DIM)], width, 2, ind * 2)
+            rows += wrap_runs(runs, width, 4, ind * 2)  # (its error readout: the view's plot tab)
         if stt.packed:
             rows += wrap_runs([("  " + stt.packed, WHITE)], width, 3, ind * 2)
         if s.name == "q3":
@@ -261,12 +260,12 @@ PLOT_FLAGS = implot.Flags_.no_title | implot.Flags_.no_legend | implot.Flags_.no
 ANGLES = (("pitch", 90.0), ("yaw", 180.0), ("roll", 60.0))
 
 
-def _line(label: str, xs: np.ndarray, ys: np.ndarray, color) -> None:
+def _line(label: str, xs: np.ndarray, ys: np.ndarray, color, weight: float = 1.5) -> None:
     if len(xs) < 2:
         return
     spec = implot.Spec()
     spec.line_color = rgba(color)
-    spec.line_weight = 1.5
+    spec.line_weight = weight
     implot.plot_line(label, np.ascontiguousarray(xs, dtype=np.float64), np.ascontiguousarray(ys, dtype=np.float64), spec)
 
 
@@ -323,8 +322,8 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
                 implot.setup_axes("", f"{name} °", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus)
                 implot.setup_axes_limits(-seconds, 0.0, -lim, lim, imgui.Cond_.always)
                 _bands(spans, -lim, lim)
-                _line("sent", tt, series[sent], SENT_COLOR)
-                _line("seen", tt, series[seen], color)
+                _line("seen", tt, series[seen], color, 3.0)  # wide, under the sent line: both show where equal
+                _line("sent", tt, series[sent], SENT_COLOR, 1.2)
                 implot.end_plot()
         if with_pos and implot.begin_plot(f"pos##{view.key}", (-1, -1), PLOT_FLAGS):
             implot.setup_axes("", "position err mm", implot.AxisFlags_.no_menus,

@@ -46,11 +46,8 @@ def _overlap(a, b) -> bool:
     return a[0] < b[2] - TOL and b[0] < a[2] - TOL and a[1] < b[3] - TOL and b[1] < a[3] - TOL
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("state", STATES)
-def test_text_boxes_do_not_intersect_and_stay_inside(shots, size, state):
-    img, shot = _load(shots, size, state)
-    w, h = (int(v) for v in size.split("x"))
+def check_text_boxes(img: np.ndarray, shot: dict, w: int, h: int) -> None:
+    """No two text boxes intersect; each is inside the window and inside what clips it."""
     assert img.shape[:2] == (h, w) and shot["size"] == [w, h]
     boxes = [t for t in shot["text"] if t["text"].strip()]
     assert len(boxes) > 30
@@ -62,6 +59,14 @@ def test_text_boxes_do_not_intersect_and_stay_inside(shots, size, state):
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert not _overlap(a["box"], b["box"]), ("overlap", a, b)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("state", STATES)
+def test_text_boxes_do_not_intersect_and_stay_inside(shots, size, state):
+    img, shot = _load(shots, size, state)
+    w, h = (int(v) for v in size.split("x"))
+    check_text_boxes(img, shot, w, h)
 
 
 @pytest.mark.parametrize("size", SIZES)
