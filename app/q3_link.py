@@ -41,6 +41,7 @@ STATE_TEXT = {
 
 
 SENT_HISTORY = 256
+PM_DEAD = 3  # bg_public.h pmtype_t: PM_DEAD and above (freeze, intermission) keep the view still
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Q3Check:
     view_err_max: float = 0.0        # degrees, worst axis
     vr_flag_frames: int = 0          # snapshots with EF_VR_PLAYER set in our playerState
     rebased: int = 0                 # skipped: delta_angles changed under the cmd (spawn, teleport)
+    frozen: int = 0                  # skipped: the view does not follow cmds (pm_type dead, freeze, intermission)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -346,6 +348,10 @@ class Q3Link:
         if sent is None or self.view_angles is None:
             return
         angles, delta = sent
+        if ps.pm_type >= PM_DEAD:
+            # PM_UpdateViewAngles leaves the view alone (a dead player looks at the killer).
+            self.check.frozen += 1
+            return
         if tuple(ps.delta_angles) != delta:
             # Spawn, teleport or the pitch clamp moved delta_angles after the cmd was built:
             # the server's view then differs by design, not by a wire error.
