@@ -198,7 +198,7 @@ def verify(loop, ns_server=None) -> list[Check]:
                             f"{c.matched} snapshots matched to the usercmd the server ran; playerState "
                             f"viewangles vs sent weapon angles: max error {c.view_err_max:.4f}° "
                             f"(allowed {Q3_VIEW_TOL:.4f}°, one ANGLE2SHORT step); {c.rebased} skipped across a "
-                            f"spawn/teleport"))
+                            f"spawn/teleport" + (f", {c.frozen} while dead or in intermission" if c.frozen else "")))
         if q3.link.head_bits:
             checks.append(Check("q3 head bits", c.vr_flag_frames > 0,
                                 f"sent (32-bit buttons): {q3.link.head_reason}; the server set EF_VR_PLAYER "

@@ -185,7 +185,13 @@ class _Q3Snapshots:
         if n == self.snapshots:
             return
         c = link.check
-        if c.matched != self.matched and link.last_error is not None:
+        ps = link.ps
+        frozen = None if ps is None else _FROZEN_VIEW.get(ps.pm_type)
+        if frozen is not None:
+            # PM_UpdateViewAngles leaves the view alone (dead, frozen, intermission): it does not
+            # follow our usercmds, so the link's check of it says nothing about the wire.
+            self.transient = frozen
+        elif c.matched != self.matched and link.last_error is not None:
             # The latest check ran on a matched snapshot (a later unmatched one would not have
             # moved the counter; a rebase after it in the same poll is caught below).
             self.transient = None if c.rebased == self.rebased else SPAWN
@@ -196,12 +202,6 @@ class _Q3Snapshots:
         else:
             self.transient = JOINING if self.matched == 0 else SPAWN
         self.snapshots, self.matched, self.rebased = n, c.matched, c.rebased
-        ps = link.ps
-        if ps is not None:
-            frozen = _FROZEN_VIEW.get(ps.pm_type)
-            if frozen is not None:
-                # PM_UpdateViewAngles leaves the view alone: it does not follow our usercmds.
-                self.transient, self.fresh_error = frozen, None
 
 
 class _Series:
@@ -317,8 +317,10 @@ class FarSideTracker:
                 else (snaps.transient or JOINING)
             view_err = snaps.fresh_error
         source, why = q3_view_source(sink)
+        title = ("view angles and head roll (usercmd → playerState)" if on_wire or link is None else
+                 "view angles and head roll: all of the head a vanilla server carries")
         self._add(now, FarSideView(
-            "q3", "q3", "view angles and roll (usercmd → playerState)", source, why, sent_view, seen_view,
+            "q3", "q3", title, source, why, sent_view, seen_view,
             transient, on_wire, ErrorReadout("server's view vs the usercmd it ran: pitch, yaw (wire only)"
                                              if link is not None else "local round trip",
                                              view_err if link is None else self._q3.last_error, None)),
