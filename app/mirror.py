@@ -374,7 +374,7 @@ class MirrorWindow:
             width = box[2] - box[0]
             for i, line in enumerate(lines):
                 lw = sum(mp.text_w(s) for s, _ in line)
-                t.label(dl, box[0] + (width - lw) / 2, box[1] + i * line_h, line, rect)
+                t.label(dl, box[0] + (width - lw) / 2, box[1] + i * line_h, line, rect, backdrop=True)
         if hidden:
             note = f"{hidden} label{'s' if hidden != 1 else ''} left out (no room): see the room maps"
             t.label(dl, rect[0] + 4, rect[3] - line_h - 2, [(note, mp.DIM)], rect)

@@ -84,10 +84,15 @@ class UiText:
         c0, c1 = dl.get_clip_rect_min(), dl.get_clip_rect_max()
         self.boxes.append(TextBox(s, box, (c0.x, c0.y, c1.x, c1.y), tuple(color)))
 
-    def label(self, dl, x: float, y: float, runs: list[tuple[str, tuple]], clip) -> tuple[float, float, float, float]:
-        """Coloured runs of text on a draw list at (x, y) (top-left); recorded with `clip`."""
+    def label(self, dl, x: float, y: float, runs: list[tuple[str, tuple]], clip,
+              backdrop: bool = False) -> tuple[float, float, float, float]:
+        """Coloured runs of text on a draw list at (x, y) (top-left); recorded with `clip`. A
+        backdrop (the window's dark, translucent) keeps a label legible over the 3D scene."""
         x0 = x
         h = imgui.get_font_size()
+        if backdrop:
+            w = sum(imgui.calc_text_size(s).x for s, _ in runs)
+            dl.add_rect_filled((x - 2, y), (x + w + 2, y + h), u32((0.08, 0.08, 0.1), 0.6))
         for s, col in runs:
             dl.add_text((x, y), u32(col), s)
             x += imgui.calc_text_size(s).x
