@@ -132,6 +132,12 @@ class Ui:
         self.space_was_down = False
         self.space_pressed = False
 
+    def missing_glyphs(self, text: str) -> str:
+        """The characters of `text` no loaded font has (drawn as '?')."""
+        imgui.set_current_context(self.ctx)
+        font = imgui.get_io().fonts.fonts[0]
+        return "".join(sorted({c for c in text if not c.isspace() and not font.is_glyph_in_font(ord(c))}))
+
     def new_frame(self, width: int, height: int, fb_width: int, fb_height: int, dt: float) -> None:
         imgui.set_current_context(self.ctx)
         implot.set_current_context(self.plot_ctx)

@@ -90,6 +90,7 @@ def test_the_stress_text_is_shown_as_it_is(shots):
     _, shot = _load(shots, "1920x1080", "mid-tour")
     text = " ".join(t["text"] for t in shot["text"])
     assert ROOM in text                                   # the Japanese room name, not ???
+    assert shot["missing_glyphs"] == "", shot["fonts"]   # ...and every character of it has a glyph
     assert "vr\\1" in text and "VR?1" not in text         # case and backslash kept
     assert "Vera" in text and "^1" not in text            # colour codes drawn, not printed
     assert "roll 628" in text                              # the 5-digit roll short (−15°)
