@@ -74,6 +74,19 @@ def main(out: Path) -> None:
         mirror.capture_next = True
         assert loop.step()
         save(mirror, out, f"pitch_{pitch:+.0f}")
+    # Pause: the plots' time stands still while the loop goes on; the header and button say so.
+    mirror.toggle_pause()
+    held = mirror.tracker.now
+    for _ in range(20):
+        assert loop.step()
+    mirror.capture_next = True
+    assert loop.step()
+    texts = [b.text for b in mirror.last_text]
+    state["paused"] = {"held": mirror.tracker.now == held and mirror.tracker.paused,
+                       "said": "plots paused" in texts and "Resume (space)" in texts}
+    mirror.toggle_pause()
+    assert loop.step()
+    state["resumed"] = not mirror.tracker.paused and mirror.tracker.now > held
     # Resize: the next frame is drawn at the new framebuffer size.
     glfw.set_window_size(mirror.window, 800, 600)
     mirror.capture_next = True

@@ -109,6 +109,11 @@ def test_hud_and_plots_are_drawn(shots):
     assert white.sum() > 50                                        # the "sent" trace
 
 
+def test_pause_freezes_the_plots_and_says_so(shots):
+    state = json.loads((shots / "state.json").read_text())
+    assert state["paused"] == {"held": True, "said": True} and state["resumed"] is True
+
+
 def test_resize_minimise_and_close(shots):
     state = json.loads((shots / "state.json").read_text())
     assert state["resized"][:2] == [600, 800]
