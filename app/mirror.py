@@ -284,6 +284,9 @@ class MirrorWindow:
     def _gl(self, w: int, h: int, fw: int, fh: int, scene_rect, vp, tris) -> None:
         """The frame's GL commands, then a flush (no wait): the 3D scene in its viewport, the UI over it."""
         GL, sw, sh = self.gl, int(scene_rect[2] - scene_rect[0]), int(scene_rect[3] - scene_rect[1])
+        # The XR session may share this context and run between our loop frames: the window's own
+        # framebuffer, whatever it left bound.
+        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, 0)
         GL.glViewport(0, 0, fw, fh)
         GL.glDisable(GL.GL_SCISSOR_TEST)
         GL.glClearColor(*BACKGROUND, 1.0)
