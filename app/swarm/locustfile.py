@@ -40,7 +40,7 @@ from headcast.app.swarm.locust_stats import from_stats
 from headcast.app.swarm.metrics import SwarmMetrics
 from headcast.app.swarm.motion import Script, spots
 from headcast.app.swarm.observer import Board
-from headcast.app.swarm.players import PROTOCOLS, Player, Server, Variation, source_address
+from headcast.app.swarm.players import PROTOCOLS, RATES, Player, Server, Variation, source_address
 
 log = logging.getLogger("headcast.swarm.locust")
 IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
@@ -235,6 +235,9 @@ def _quitting(environment, **_) -> None:
         if rep["incomplete_processes"]:
             rep["subtitle"] = (f"{rep['incomplete_processes']} worker(s) sent no final state: "
                                "their figures end at their last report.")
+    proto, srv = o.headcast_proto, _server(o)
+    rep["run"] = {"source": f"trace {o.headcast_trace}" if o.headcast_trace else f"motion {o.headcast_motion or DEFAULT_MOTION}",
+                  "servers": {proto: f"{srv.host}:{srv.port}"}, "rates_hz": {proto: RATES[proto]}}
     rep["locust"] = from_stats(runner.stats)
     base = o.headcast_report
     paths = swarm_report.write(rep, base + ".json", base + ".html")

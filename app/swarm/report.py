@@ -257,17 +257,29 @@ def locust_section(loc: dict) -> str:
     return "".join(out)
 
 
+NAMES = {"q3": "Quake 3", "netsync": "NetSync", "sauer": "Sauerbraten"}
+
+
 def render_html(report: dict) -> str:
     title = report.get("title") or "headcast swarm report"
     protos = report.get("protocols", {})
+    run = report.get("run") or {}
+    servers = run.get("servers", {})
+    what = [f"{NAMES.get(p, p)} {servers[p]}" if p in servers else NAMES.get(p, p) for p in protos]
     body = [f"<h1>{escape(title)}</h1>",
             f'<p class="sub">{escape(report.get("subtitle", ""))} {_fmt(report.get("duration_s"), 1)} s run; '
-            f'protocols: {escape(", ".join(protos) or "none")}; source: {escape(str(report.get("source", "")))}</p>',
+            f'{escape(", ".join(what) or "no protocol")}; players: {escape(str(report.get("source", "")))}'
+            f'{escape(", " + str(run["source"])) if run.get("source") else ""}</p>',
             '<p class="note">Relay latency: a player\'s send until a sampled observer player receives it relayed '
             "by the server. Lost: relayed updates the observer should have seen and never did. Percentiles are "
             "within 1 % of the exact values (fixed log bins); per-second plot percentiles within 12 %.</p>"]
+    if run.get("errors"):
+        body.append("<h3>Players closed for an error</h3>" + _table(["", "error"], [[i + 1, e] for i, e in enumerate(run["errors"])]))
     for proto, p in protos.items():
-        body.append(protocol_section(proto, p, report.get("series", {}).get(proto)))
+        title = NAMES.get(proto, proto) + (f" ({servers[proto]})" if proto in servers else "")
+        rate = run.get("rates_hz", {}).get(proto)
+        body.append(protocol_section(title + (f", players send at {rate:g} Hz" if rate else ""), p,
+                                     report.get("series", {}).get(proto)))
     if report.get("locust"):
         body.append(locust_section(report["locust"]))
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'

@@ -34,7 +34,10 @@ def a_run() -> dict:
     m.lost("q3", 1, now=503.0)
     m.kicked("q3", 2, "Server command overflow", now=506.0)
     m.join_failed("netsync", 20, "no answer within 5 s", now=501.0)
-    return m.report(512.0)
+    r = m.report(512.0)
+    r["run"] = {"source": "motion tour", "servers": {"q3": "127.0.0.1:27960", "netsync": "127.0.0.1:5555"},
+                "rates_hz": {"q3": 60.0, "netsync": 10.0}, "errors": ["q3 player 3: read: OSError"]}
+    return r
 
 
 def parse(html: str) -> ET.Element:
@@ -65,6 +68,8 @@ def test_report_files_hold_the_run(tmp_path):
         assert f"{p['relay_ms']['p50']:.1f} ms" in text     # the card shows the JSON's p50
         assert f"{p['relay_ms']['p99']:.2f}" in text        # the table its p99
     assert "Server command overflow" in text and "no answer within 5 s" in text
+    assert "Quake 3 (127.0.0.1:27960), players send at 60 Hz" in text and "motion tour" in text
+    assert "q3 player 3: read: OSError" in text
     assert os.stat(tmp_path / "run.html").st_mode & 0o044  # readable by others, like any file we write
 
 
@@ -72,7 +77,7 @@ def test_an_empty_run_renders(tmp_path):
     r = SwarmMetrics(["sauer"], 0.0).report(0.0)
     report.write(r, html_path=tmp_path / "empty.html")
     root = parse((tmp_path / "empty.html").read_text())
-    assert "sauer" in "".join(root.itertext())
+    assert "Sauerbraten" in "".join(root.itertext())
     assert root.findall(".//svg") == []                  # no second, no plot
 
 
