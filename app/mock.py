@@ -43,7 +43,12 @@ def activate_mock(name: str) -> Path:
         known = ", ".join(shipped_motions()) or "none installed"
         raise UsageError(f"--mock {name}: no such motion file or shipped motion (shipped: {known})")
     try:
-        env = mockrt.runtime_env(motion.resolve())
+        # A motion's sticks and buttons are half of what it plays. Monado 21 (the mock's default
+        # profile) leaves a headless session READY, where no input reaches the app; `--mock`
+        # focuses it so the scripted input arrives. HEADCAST_MOCK_HEADLESS_FOCUS=0 in the
+        # environment keeps the Monado-faithful session (head only).
+        focus = os.environ.get("HEADCAST_MOCK_HEADLESS_FOCUS", "1") != "0"
+        env = mockrt.runtime_env(motion.resolve(), headless_focus=focus)
         # The runtime's own parser, before the loader reads the file: a bad line is the user's
         # mistake to name, not an "internal failure" of the runtime at xrCreateInstance.
         mockrt.check_motion(motion.resolve(), Path(env["XR_RUNTIME_JSON"]))

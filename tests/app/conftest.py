@@ -62,5 +62,10 @@ def mock_manifest():
 
 @pytest.fixture
 def mock(mock_manifest, monkeypatch):
-    """The loader pointed at the mock runtime, paced at 90 Hz (the network sinks run on wall time)."""
-    yield from mock_control(mock_manifest, monkeypatch, paced=True)
+    """The loader pointed at the mock runtime, paced at 90 Hz (the network sinks run on wall time),
+    its headless session focused as `headcast run --mock` has it (the motions' input arrives)."""
+    gen = mock_control(mock_manifest, monkeypatch, paced=True)
+    ctl = next(gen)
+    monkeypatch.setenv("HEADCAST_MOCK_HEADLESS_FOCUS", "1")
+    yield ctl
+    yield from gen
