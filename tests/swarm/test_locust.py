@@ -1,19 +1,71 @@
 """The swarm's players as Locust users: Locust headless with a master and two workers on
 127.0.0.1 against a real styly-netsync-server (the current release), and headcast's report
-checked against Locust's own stats (its final JSON, its CSV) and against the server's log."""
+checked against Locust's own stats (the files it writes: its final --json-file, its --csv) and
+against the server's log."""
 from __future__ import annotations
 
+import csv
 import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from headcast.app.swarm import locust_run
-from headcast.app.swarm.locust_stats import from_csv, from_json, row
+from headcast.app.swarm.locust_stats import row
 from headcast.app.swarm.players import Server
 from headcast.netcode.netsync.localserver import LocalNetSyncServer, free_port
+
+
+# --- Locust's files, read as Locust writes them ----------------------------------------------------
+
+def locust_percentile(response_times: dict, n: int, percent: float) -> float:
+    """Locust's percentile over its rounded response times (its stats.py
+    calculate_response_time_percentile): the largest time with more than (1 - percent) of the
+    requests at or above it."""
+    want, seen = int(n * percent), 0
+    for t in sorted(response_times, key=float, reverse=True):
+        seen += response_times[t]
+        if n - seen <= want:
+            return float(t)
+    return 0.0
+
+
+def from_json(path: Path) -> dict:
+    """The rows of Locust's `--json-file NAME` (NAME.json, written after the run)."""
+    rows = []
+    for e in json.loads(path.read_text()):
+        n = e["num_requests"]
+        rows.append({"type": e["method"], "name": e["name"], "requests": n, "failures": e["num_failures"],
+                     "median_ms": locust_percentile(e["response_times"], n, 0.5) if n else None,
+                     "max_ms": float(e["max_response_time"]) if n else None,
+                     "total_bytes": int(e["total_content_length"])})
+    return {"rows": rows}
+
+
+def from_csv(prefix: Path) -> dict:
+    """The rows of Locust's `--csv PREFIX` (PREFIX_stats.csv, rewritten each second of the run)."""
+    with open(f"{prefix}_stats.csv", newline="") as f:
+        return {"rows": [{"type": r["Type"], "name": r["Name"], "requests": int(r["Request Count"]),
+                          "failures": int(r["Failure Count"])}
+                         for r in csv.DictReader(f) if r["Type"]]}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=5000), min_size=1, max_size=300),
+       st.sampled_from([0.5, 0.95, 0.99, 1.0]))
+def test_locust_percentile_is_an_order_statistic(values, q):
+    """The reader's percentile of n times is the (int(n·q)+1)-th smallest (the max for q = 1)."""
+    times: dict[str, int] = {}
+    for v in values:
+        times[str(v)] = times.get(str(v), 0) + 1            # JSON keys are strings
+    n = len(values)
+    assert locust_percentile(times, n, q) == float(np.sort(values)[min(n, int(n * q) + 1) - 1])
 
 USERS, RATE, SECONDS = 20, 10, 10
 WORKERS = 2

@@ -1,14 +1,8 @@
 """What each swarm figure becomes in Locust's stats (locust_metrics.py), without Locust: the
-request events recorded as Locust's `events.request.fire` would get them. And Locust's own
-percentile over a --json-file's response times, against numpy."""
+request events recorded as Locust's `events.request.fire` would get them."""
 from __future__ import annotations
 
-import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from headcast.app.swarm.locust_metrics import JoinFailed, Kicked, LocustMetrics, LostUpdate, SlippedTick
-from headcast.app.swarm.locust_stats import locust_percentile
 
 
 def test_each_figure_is_one_request_event():
@@ -46,15 +40,3 @@ def test_each_figure_is_one_request_event():
     assert r["relay"] == {"delivered": 1, "lost": 2, "loss_pct": round(200 / 3, 3)}
     assert r["players"]["kicked"] == 1 and r["players"]["join_failed"] == 1 and r["ticks"]["slipped"] == 1
 
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=5000), min_size=1, max_size=300),
-       st.sampled_from([0.5, 0.95, 0.99, 1.0]))
-def test_locust_percentile_is_an_order_statistic(values, q):
-    """Locust's percentile of n times is the (int(n·q)+1)-th smallest (the max for q = 1)."""
-    times: dict[str, int] = {}
-    for v in values:
-        times[str(v)] = times.get(str(v), 0) + 1            # JSON keys are strings
-    n = len(values)
-    k = min(n, int(n * q) + 1)
-    assert locust_percentile(times, n, q) == float(np.sort(values)[k - 1])
