@@ -136,6 +136,23 @@ def load_script(args: argparse.Namespace):
         raise UsageError(f"swarm: {e}") from None
 
 
+FDS_PER_PLAYER = {"q3": 1, "sauer": 1, "netsync": 6}  # NetSync: 3 sockets, each a mailbox + a TCP connection
+
+
+def raise_fd_limit(counts: dict[str, int]) -> None:
+    """Raise the soft limit on open descriptors to what the players need (Debian's default soft
+    limit, 1024, is 170 NetSync players); AppError when the hard limit is lower than that."""
+    import resource
+    need = 64 + sum(FDS_PER_PLAYER[p] * n for p, n in counts.items())
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    if hard != resource.RLIM_INFINITY and hard < need:
+        raise AppError(f"swarm: {need} file descriptors needed and the hard limit is {hard} "
+                       "(raise it: ulimit -Hn, or /etc/security/limits.conf)")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+
+
 class Swarm:
     """The players of one run on one loop: built, run, stopped, reported."""
 
@@ -146,6 +163,7 @@ class Swarm:
         from headcast.app.swarm.motion import spots
         from headcast.app.swarm.observer import Board
         from headcast.app.swarm.players import Player, Variation, source_address
+        raise_fd_limit(counts)
         self.clock = clock
         self.counts = counts
         self.t0 = clock()

@@ -21,6 +21,8 @@ import traceback
 from collections import deque
 from typing import Callable
 
+from headcast.app.swarm.metrics import LogHistogram
+
 MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
 MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
 LEAVE_PAUSE = 0.1        # between two batches of leaving players (close_all)
@@ -36,6 +38,11 @@ class SwarmLoop:
         self.players: list = []          # started, in start order
         self.errors: list[str] = []      # players closed for an exception: what it was
         self.wakeups = 0
+        # The loop's own work, in its thread's CPU time (preemption by other processes left
+        # out): seconds in all, and per wake-up (a burst longer than a protocol's tick period
+        # is a tick the swarm itself made late, whatever else the machine runs).
+        self.busy = 0.0
+        self.bursts = LogHistogram()
 
     def add(self, player, start_at: float) -> None:
         """Start `player` at `start_at` (players must be added in start order)."""
@@ -91,6 +98,8 @@ class SwarmLoop:
             on_status: Callable[[float], None] | None = None, status_every: float = 0.5) -> None:
         clock, heap, select = self.clock, self._heap, self.selector.select
         next_status = clock() + status_every if on_status is not None else None
+        cpu = time.thread_time
+        woke = cpu()
         while True:
             now = clock()
             if now >= until or should_stop():
@@ -120,7 +129,11 @@ class SwarmLoop:
                 wake = self._ramp[0][0]
             if next_status is not None and next_status < wake:
                 wake = next_status
+            burst = cpu() - woke  # the last wake-up's reads, then this one's timers
+            self.busy += burst
+            self.bursts.add(burst)
             ready = select(max(0.0, wake - clock()))
+            woke = cpu()
             self.wakeups += 1
             if ready:
                 now = clock()

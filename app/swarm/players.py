@@ -44,6 +44,9 @@ PROTOCOLS = ("q3", "netsync", "sauer")
 RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}   # the protocols' own send rates
 MAX_READS = 256          # datagrams / messages per socket per on_readable: a flood is bounded
 JOIN_TICK = 0.05         # service interval before a player is in (handshake resends, ENet)
+NETSYNC_JOIN_TIMEOUT = 10.0  # a NetSync player not mapped by then counts a failed join (once)
+HELLO_PERIOD = 1.0       # NetSync protocol 7+: hello once a second (the official heartbeat)
+ZMQ_MAX_SOCKETS = 3 * 5000 + 64  # three per NetSync player, for the CLI's most players
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,7 @@ class NetSyncPlayer(Player):
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
         from headcast.netcode.netsync.client import NetSyncClientCore
+        from headcast.netcode.netsync.codec import HELLO_PROTOCOL, encode_client_hello
         # Random first: the server logs the first 8 characters of a deviceId.
         self.core = NetSyncClientCore(server.room, f"{uuid.uuid4().hex[:8]}-headcast-swarm-{index}",
                                       protocol=server.protocol,
@@ -298,6 +302,10 @@ class NetSyncPlayer(Player):
         self._socks: list = []
         self._last_rx: float | None = None
         self.silent = False
+        self._hello = encode_client_hello(self.core.device_id, False, server.protocol) \
+            if server.protocol >= HELLO_PROTOCOL else b""
+        self._hello_at = 0.0
+        self._join_failed = False  # counted once per attempt
 
     def filenos(self) -> list[int]:
         import zmq
@@ -307,6 +315,8 @@ class NetSyncPlayer(Player):
         import zmq
         if NetSyncPlayer.context is None:
             NetSyncPlayer.context = zmq.Context(io_threads=1)
+            # ZeroMQ's default is 1023 sockets per context: 341 players of three sockets each.
+            NetSyncPlayer.context.set(zmq.MAX_SOCKETS, ZMQ_MAX_SOCKETS)
         ctx = NetSyncPlayer.context
         self.started_at = self._attempt_at = now
         host, srv = self.server.host, self.server
@@ -394,10 +404,16 @@ class NetSyncPlayer(Player):
                     self.marker.add(core.policy.pose_seq, now)
             else:
                 core.send_failed("no server connection or queue full")
-        for m in core.control_messages(now):
-            if not self._send(self.dealer, m, now):
-                core.control_send_failed()
-                break
+        if core.uses_transform_lane and now >= self._hello_at:
+            # The hello heartbeat alone: the core's protocol probes (a player not mapped within
+            # 2 s asks in every protocol) would add six messages a second per player exactly
+            # when a loaded server is slow to map them.
+            if self._send(self.dealer, self._hello, now):
+                self._hello_at = now + HELLO_PERIOD
+        if not self.joined and not self._join_failed and now - self._attempt_at >= NETSYNC_JOIN_TIMEOUT:
+            self._join_failed = True
+            self.metrics.join_failed("netsync", self.index, f"no device-ID mapping within "
+                                     f"{NETSYNC_JOIN_TIMEOUT:g} s (registered, never told its clientNo)", now)
         core.handle_timer(now)
         if self._last_rx is not None:
             silent = now - self._last_rx > core.silence_timeout
