@@ -99,9 +99,6 @@ class LogHistogram:
             out[j] = min(max(self._middle(i), self.min), self.max)
         return out
 
-    def percentile(self, q: float) -> float | None:
-        return self.percentiles((q,))[0]
-
     def summary(self, scale: float = 1.0, digits: int = 6) -> dict:
         """count, mean, p50, p90, p99, max (values × scale, rounded), JSON-able."""
         r = (lambda v: None if v is None else round(v * scale, digits))
@@ -451,18 +448,6 @@ class SwarmMetrics:
                 "slipped": st.slipped,
             }
         return out
-
-    def live_line(self, now: float) -> str:
-        """One terminal line: per protocol players, up/down kB/s, broadcasts/s a player gets,
-        relay p50/p99 ms, loss %, kicks, slipped ticks."""
-        parts = []
-        for proto, v in self.live(now).items():
-            ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
-            loss = "-" if v["loss_pct"] is None else f"{v['loss_pct']:.1f}%"
-            parts.append(f"{proto}: {v['active']} in, {v['up_Bps'] / 1000:.1f}/{v['down_Bps'] / 1000:.1f} kB/s up/down, "
-                         f"{v['broadcast_hz_per_player']:.1f} bc/s each, relay {ms(v['relay_p50_s'])}/{ms(v['relay_p99_s'])} ms, "
-                         f"loss {loss}, kicks {v['kicked']}, failed joins {v['join_failed']}, slipped {v['slipped']}")
-        return " | ".join(parts)
 
     def report(self, now: float) -> dict:
         """The final report as JSON-able numbers (see `report.py` for its HTML page)."""
