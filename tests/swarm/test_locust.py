@@ -67,6 +67,7 @@ def test_locust_percentile_is_an_order_statistic(values, q):
     n = len(values)
     assert locust_percentile(times, n, q) == float(np.sort(values)[min(n, int(n * q) + 1) - 1])
 
+
 USERS, RATE, SECONDS = 20, 10, 10
 WORKERS = 2
 
@@ -95,7 +96,7 @@ def _run_locust(tmp_path, srv) -> tuple[int, str]:
         procs.append(subprocess.Popen(master, cwd=tmp_path, stdout=logs[0], stderr=subprocess.STDOUT))
         for log in logs[1:]:
             procs.append(subprocess.Popen(worker, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT))
-        rc = procs[0].wait(SECONDS + 60)     # start-up, ramp, run, 0.5 s of final reports, report
+        rc = procs[0].wait(SECONDS + 60)     # start-up, ramp, run, the workers' final states, report
         for p in procs[1:]:
             p.wait(30)                       # workers quit when the master tells them
     finally:
@@ -145,8 +146,7 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     # Locust's CSV is rewritten each second while it runs, not at the end: it may miss the last
     # second (the steady per-message rows by a second's share at most; the rare events, such as
     # slipped ticks when every player leaves at once, may all fall in it).
-    csv = from_csv(tmp_path / "locust")
-    for r in csv["rows"]:
+    for r in from_csv(tmp_path / "locust")["rows"]:
         f = row(final, r["type"], r["name"])
         assert r["requests"] <= f["requests"], (r, f)
         if r["name"] in ("send", "receive", "broadcast"):
