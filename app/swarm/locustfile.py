@@ -2,7 +2,7 @@
 
 Each Locust user is one swarm player (`players.Player`: a real client of the protocol with its
 own socket(s), handshake and client number) driven from a shipped motion or a recorded trace,
-in its own greenlet: it waits in gevent's select for its sockets or its next deadline, as the
+in its own greenlet: it waits in gevent's poll for its sockets or its next deadline, as the
 swarm's own loop does for all players at once. Everything a player counts goes to Locust's
 stats (`locust_metrics.py`: send/receive/broadcast/relay/join/kick rows per protocol), so
 Locust's master adds up its workers, its web UI and `--csv` show the swarm, and `--headless`
@@ -272,16 +272,21 @@ class SwarmPlayer(User):
         _Process.live.add(p)
         try:
             p.start(clock())
+            # poll, not select: a few hundred players' sockets (ZeroMQ's among them) pass
+            # select's FD_SETSIZE (1024) in one process.
+            poller, watched = gselect.poll(), ()
             while not _Process.stopping:
+                fds = tuple(p.filenos())
+                if fds != watched:
+                    for fd in watched:
+                        poller.unregister(fd)
+                    for fd in fds:
+                        poller.register(fd, gselect.POLLIN)
+                    watched = fds
                 deadline = p.next_deadline()
                 now = clock()
                 wait = IDLE_WAIT if deadline is None else min(IDLE_WAIT, max(0.0, deadline - now))
-                fds = p.filenos()
-                if fds:
-                    readable, _, _ = gselect.select(fds, [], [], wait)
-                else:
-                    gevent.sleep(wait)
-                    readable = ()
+                readable = poller.poll(wait * 1000.0) if fds else gevent.sleep(wait)
                 now = clock()
                 if readable:
                     p.on_readable(now)
