@@ -225,9 +225,9 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
     d = ["players", "min", "p10", "p50", "p90", "max", "mean"]
     out.append("<h3>Per player (distribution over players)</h3>" + _table(
         ["", *d],
-        [_dist_row("broadcasts received per second", bc, d, 2),
-         _dist_row("bytes/s sent (up)", p["up"]["per_player_bytes_per_s"], d, 0),
-         _dist_row("bytes/s received (down)", p["down"]["per_player_bytes_per_s"], d, 0)]))
+        [_dist_row("broadcasts received per second (its first to its last)", bc, d, 2),
+         _dist_row("bytes/s sent (up), over the whole run", p["up"]["per_player_bytes_per_s"], d, 0),
+         _dist_row("bytes/s received (down), over the whole run", p["down"]["per_player_bytes_per_s"], d, 0)]))
     out.append("<h3>Totals</h3>" + _table(
         ["", "messages", "bytes", "bytes/s"],
         [["up (players → server)", p["up"]["messages"], p["up"]["bytes"], _fmt(p["up"]["bytes_per_s"], 0)],
