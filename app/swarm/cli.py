@@ -19,6 +19,7 @@ import math
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ def _small(text: str) -> int:
     return v
 
 
+def _rooms(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= v <= 1000:
+        raise argparse.ArgumentTypeError(f"{v}: must be 1..1000 rooms")
+    return v
+
+
 def _room(text: str) -> str:
     from headcast.app.cli import room_id  # app/cli.py imports this module: looked up when used
     return room_id(text)
@@ -94,6 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--marked", type=_small, default=8, metavar="M",
                    help="players per protocol whose updates the observers match (default 8)")
     p.add_argument("--room", default="default_room", type=_room, help="NetSync room (default default_room)")
+    p.add_argument("--rooms", type=_rooms, default=1, metavar="K",
+                   help="spread the NetSync players over K rooms ROOM-0 … ROOM-(K-1), each with its own "
+                        "observers and marked players (default 1: all in ROOM)")
     p.add_argument("--pk3", metavar="PATH", action="append", default=[], type=_path,
                    help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server; repeatable")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-player variation (default: random)")
@@ -157,30 +171,42 @@ class Swarm:
     """The players of one run on one loop: built, run, stopped, reported."""
 
     def __init__(self, counts: dict[str, int], targets: dict[str, Any], script, *, spawn_rate: float,
-                 observers: int = 1, marked: int = 8, seed: int | None = None, clock=time.monotonic) -> None:
+                 observers: int = 1, marked: int = 8, seed: int | None = None, rooms: int = 1,
+                 clock=time.monotonic) -> None:
         from headcast.app.swarm.loop import SwarmLoop
         from headcast.app.swarm.metrics import SwarmMetrics
         from headcast.app.swarm.motion import spots
         from headcast.app.swarm.observer import Board
         from headcast.app.swarm.players import Player, Variation, source_address
         raise_fd_limit(counts)
+        self.rooms = rooms
         self.clock = clock
         self.counts = counts
         self.t0 = clock()
         self.metrics = SwarmMetrics(list(counts), self.t0)
         self.loop = SwarmLoop(clock)
-        self.boards = {p: Board(p, self.metrics.relay, self.metrics.lost) for p in counts}
+        # NetSync players over `rooms` rooms (player i in room i mod rooms), each room with its own
+        # observers and marked players: a room broadcast carries only its members.
+        self.boards: dict[tuple[str, int], Board] = {}
         self.script = script
         rng = random.Random(seed)
         places = spots(SPOTS)
         starts = []
         for proto, n in counts.items():
+            k = rooms if proto == "netsync" else 1
             for i in range(n):
+                room, rank = i % k, i // k  # rank: the player's place in its room
+                server = targets[proto]
+                if k > 1:
+                    server = replace(server, room=f"{server.room}-{room}")
+                board = self.boards.get((proto, room))
+                if board is None:
+                    board = self.boards[(proto, room)] = Board(proto, self.metrics.relay, self.metrics.lost)
                 var = Variation(offset=rng.uniform(0.0, script.period), speed=rng.uniform(*SPEED_SPREAD),
-                                spot=places[i % len(places)], source=source_address(i, targets[proto].host),
-                                observer=i < observers, marked=observers <= i < observers + marked,
-                                board=self.boards[proto])
-                starts.append((self.t0 + i / spawn_rate, Player(proto, i, targets[proto], script, self.metrics, var)))
+                                spot=places[rank % len(places)], source=source_address(i, server.host),
+                                observer=rank < observers, marked=observers <= rank < observers + marked,
+                                board=board)
+                starts.append((self.t0 + i / spawn_rate, Player(proto, i, server, script, self.metrics, var)))
         # one ramp per protocol, in parallel: the loop takes them in start order
         for at, player in sorted(starts, key=lambda e: e[0]):
             self.loop.add(player, at)
@@ -196,7 +222,7 @@ class Swarm:
 
     def report(self, source: str, targets: dict[str, Any]) -> dict:
         r = self.metrics.report(self.ended)
-        r["run"] = {"players": dict(self.counts), "source": source,
+        r["run"] = {"players": dict(self.counts), "source": source, "netsync_rooms": self.rooms,
                     "servers": {p: f"{s.host}:{s.port}" for p, s in targets.items()},
                     "rates_hz": {p: _RATES[p] for p in self.counts},
                     "errors": self.loop.errors[:20]}
@@ -245,13 +271,18 @@ def summary_lines(report: dict) -> list[str]:
 
 def cmd_swarm(args: argparse.Namespace) -> int:
     targets = servers(args)
+    if args.rooms > 1 and "netsync" in targets:
+        try:
+            _room(f"{args.room}-{args.rooms - 1}")
+        except argparse.ArgumentTypeError as e:
+            raise UsageError(f"--room with --rooms {args.rooms}: {e}") from None
     script, source = load_script(args)
     counts = {p: args.players for p in targets}
     out = sys.stdout
     mode = mode_for(args.json, out)
     try:
         swarm = Swarm(counts, targets, script, spawn_rate=args.spawn_rate, observers=args.observers,
-                      marked=args.marked, seed=args.seed)
+                      marked=args.marked, seed=args.seed, rooms=args.rooms)
     except OSError as e:
         raise AppError(f"swarm: {e}") from None
     block = LiveBlock(out) if mode == "tty" else None
