@@ -123,3 +123,19 @@ def test_tables_per_spot_and_looping():
     assert script.index(script.period * 2.5) == script.index(script.period * 0.5)
     eyes = {tuple(round(c) for c in script.sauer(s)[0].eye) for s in spots(4)}
     assert len(eyes) == 4  # other places in the room
+
+
+def test_a_recorded_trace_plays_as_its_frames(tmp_path):
+    from headcast.xr.trace import write_trace
+    frames = motion_frames(find_motion("look_around"))[:200]
+    path = write_trace(tmp_path / "t.jsonl", frames)
+    script = Script.load(trace=path)
+    assert len(script) == 200 and script.period == pytest.approx(200 / 90, rel=1e-6)
+    assert [f.head for f in script.frames] == [f.head for f in frames]
+    # cut short (no end record): plays up to its last whole frame
+    text = path.read_text().splitlines()
+    (tmp_path / "cut.jsonl").write_text("\n".join(text[:101]) + "\n")
+    assert len(Script.load(trace=tmp_path / "cut.jsonl")) == 100
+    (tmp_path / "junk.jsonl").write_text("not a trace\n")
+    with pytest.raises(MotionError, match="junk.jsonl"):
+        Script.load(trace=tmp_path / "junk.jsonl")
