@@ -38,13 +38,14 @@ from headcast.app.swarm.cli import DEFAULT_MOTION
 from headcast.app.swarm.locust_metrics import LocustMetrics
 from headcast.app.swarm.locust_stats import from_stats
 from headcast.app.swarm.metrics import SwarmMetrics
-from headcast.app.swarm.motion import Script, spots
+from headcast.app.swarm.motion import MotionError, Script, spots
 from headcast.app.swarm.observer import Board
 from headcast.app.swarm.players import PROTOCOLS, RATES, Player, Server, Variation, source_address
 
 log = logging.getLogger("headcast.swarm.locust")
 IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
 SPOTS = 16          # places on the room's circle players are spread over
+STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
 
 
 @events.init_command_line_parser.add_listener
@@ -66,9 +67,6 @@ def _options(parser) -> None:
                    help="players per process whose updates the observer matches (relay latency, loss)")
     g.add_argument("--headcast-slip-ms", type=float, default=5.0, help="a tick this late counts as slipped")
     g.add_argument("--headcast-report", default="", help="the master writes headcast's report to BASE.json/.html")
-
-
-STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
 
 
 class _Process:
@@ -126,6 +124,13 @@ def _prepare(o, proto: str, w: int, workers: int) -> Script:
 @events.init.add_listener
 def _init(environment, **_) -> None:
     runner = environment.runner
+    if not isinstance(runner, WorkerRunner):  # workers get the options from the master later
+        o = environment.parsed_options
+        _server(o)
+        try:
+            _script(o)
+        except (MotionError, OSError) as e:
+            raise SystemExit(f"headcast: {e}") from None
     if isinstance(runner, MasterRunner):
         runner.register_message("headcast_final", _final_state)
     elif isinstance(runner, WorkerRunner):

@@ -8,6 +8,7 @@ import csv
 import json
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -178,3 +179,17 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     html = (tmp_path / "report.html").read_text()
     root = ET.fromstring(html.split("\n", 1)[1])
     assert "Locust" in "".join(root.itertext()) and len(root.findall(".//svg")) == 5
+
+
+@pytest.mark.parametrize("flags, says", [
+    ((), "headcast: --headcast-port is required"),
+    (("--headcast-port", "27960", "--headcast-motion", "no_such_motion"),
+     "headcast: --headcast-motion no_such_motion: no such motion file or shipped motion"),
+])
+def test_bad_options_end_locust_with_one_line(tmp_path, flags, says):
+    """Checked when Locust starts (on the master or a lone process), before any user."""
+    cmd = [sys.executable, "-m", "locust", "-f", str(locust_run.locustfile()), "--headless", "-u", "1", "-t", "2s",
+           "--headcast-proto", "q3", *flags]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and says in r.stderr + r.stdout, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
