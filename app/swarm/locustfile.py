@@ -79,10 +79,12 @@ class _Process:
     server: Server | None = None
     spots = spots(SPOTS)
     next_user = 0
+    reports = 0                        # Locust worker reports so far
     live: set = set()                  # players started and not yet closed
     stopping = False                   # the master asked for the final state: no new player
     states: dict[str, dict] = {}       # master: each worker's latest headcast state
     final: set[str] = set()            # master: workers whose final state came
+    seen: set[str] = set()             # master: workers that reported at all
 
 
 def _server(o) -> Server:
@@ -141,7 +143,7 @@ def _init(environment, **_) -> None:
 def _test_start(environment, **_) -> None:
     _Process.stopping = False
     if isinstance(environment.runner, MasterRunner):
-        _Process.states, _Process.final = {}, set()
+        _Process.states, _Process.final, _Process.seen = {}, set(), set()
         return
     o = environment.parsed_options
     proto = o.headcast_proto
@@ -166,12 +168,16 @@ def _state() -> dict:
 
 @events.report_to_master.add_listener
 def _report_to_master(client_id, data, **_) -> None:
-    if _Process.metrics is not None:
+    # The whole state grows with the run (a row per second): with every 10th of Locust's 3-second
+    # reports it is a fallback for a worker whose final state never comes, not a per-report load.
+    _Process.reports += 1
+    if _Process.metrics is not None and _Process.reports % 10 == 1:
         data["headcast"] = _state()
 
 
 @events.worker_report.add_listener
 def _worker_report(client_id, data, **_) -> None:
+    _Process.seen.add(client_id)
     if "headcast" in data:
         _Process.states[client_id] = data["headcast"]   # cumulative: the latest replaces the last
 
@@ -236,7 +242,7 @@ def _quitting(environment, **_) -> None:
     rep["source"] = f"Locust ({len(states)} process{'es' if len(states) != 1 else ''})"
     rep["processes"] = len(states)
     if isinstance(runner, MasterRunner):
-        rep["incomplete_processes"] = len(set(_Process.states) - _Process.final)
+        rep["incomplete_processes"] = len((_Process.seen | set(_Process.states)) - _Process.final)
         if rep["incomplete_processes"]:
             rep["subtitle"] = (f"{rep['incomplete_processes']} worker(s) sent no final state: "
                                "their figures end at their last report.")
