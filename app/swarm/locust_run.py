@@ -26,7 +26,10 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
             master_port: int = 5557, expect_workers: int = 0, headless: bool = True,
             extra: tuple[str, ...] = ()) -> list[str]:
     """The locust command line. `role`: "local" (one process, or `processes` forked workers),
-    "master" (waits for `expect_workers`), "worker" (takes everything else from the master)."""
+    "master" (waits for `expect_workers`), "worker" (takes everything else from the master).
+
+    Everything Locust listens on is bound to `master_host` (127.0.0.1 unless given: the master's
+    port, and the web UI when not headless); Locust's own default is every interface."""
     cmd = [sys.executable, "-m", "locust", "-f", str(locustfile())]
     if role == "worker":
         return cmd + ["--worker", "--master-host", master_host, "--master-port", str(master_port), *extra]
@@ -34,9 +37,11 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
         cmd += ["--master", "--master-bind-host", master_host, "--master-bind-port", str(master_port),
                 "--expect-workers", str(max(1, expect_workers))]
     elif processes:
-        cmd += ["--processes", str(processes)]
+        cmd += ["--processes", str(processes), "--master-bind-host", master_host]
     if headless:
         cmd += ["--headless", "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(duration))}s"]
+    else:
+        cmd += ["--web-host", master_host]
     cmd += ["--headcast-proto", proto, "--headcast-server", server.host, "--headcast-port", str(server.port),
             "--headcast-marked", str(marked), "--headcast-slip-ms", f"{slip_ms:g}"]
     if proto == "q3" and server.pk3:
