@@ -21,7 +21,6 @@ from headcast.app.telemetry import Telemetry
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.netsync.origin import unity_yaw
 from headcast.netcode.pose import angle_subtract
-from headcast.xr.session import XRSession
 
 pytestmark = pytest.mark.live
 
@@ -102,7 +101,7 @@ def pipeline(netsync_server, q3_server, **flags):
         ("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
         ("netsync", "room"): flags.pop("room"), ("netsync", "device_id"): flags.pop("device_id"),
         ("mirror", "enabled"): False, **flags})
-    session = XRSession("headless")
+    session = commands.xr_session(None, "headless")  # as run opens it: on the mock, focused by the runtime
     try:
         sinks = commands.make_sinks(cfg, time.perf_counter)
     except BaseException:
