@@ -23,6 +23,7 @@ from headcast.netcode.q3.events import (Disconnected, EnteredWorld, FamilyChange
                                         RateLimited, Refused, SnapshotReceived)
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.refusal import RefusalKind
+from headcast.netcode.q3.serverparse import SNAPFLAG_NOT_ACTIVE
 from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, yaw_offset
 
@@ -316,7 +317,10 @@ class Q3Link:
                 self.snapshots += 1
                 self.view_angles = tuple(map(float, ps.viewangles))  # type: ignore[assignment]
                 self.eflags = ps.eFlags
-                self._verify(ps)
+                if not ev.snap_flags & SNAPFLAG_NOT_ACTIVE:
+                    # Not active: the server has run none of our usercmds yet (a zeroed playerState,
+                    # commandTime 0 — which matched a usercmd sent while joining, at serverTime 0).
+                    self._verify(ps)
                 self._delta_angles = tuple(ps.delta_angles)
             elif isinstance(ev, HeadTracking):
                 self.head_bits = ev.sent
