@@ -66,6 +66,7 @@ SPAWN = "spawn"
 TRACKING_LOST = "tracking lost"
 DISCONNECTED = "disconnected"
 DEAD = "dead"
+SERVER_SILENT = "server silent"
 INTERMISSION = "intermission"
 # playerState pm_type (bg_public.h) under which the server's view does not follow the usercmd
 _FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DEAD, PM_FREEZE, PM_(SP)INTERMISSION
@@ -313,8 +314,14 @@ class FarSideTracker:
             snaps.sent(link, intent)
             va = link.view_angles
             seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
-            transient = DISCONNECTED if link.closed else None if link.entered and snaps.transient is None \
-                else (snaps.transient or JOINING)
+            state = link.state
+            if link.closed:
+                transient = DISCONNECTED
+            elif state != "in game":
+                # not in game (yet, or again): "connecting", "loading" a new map, "reconnecting" ...
+                transient = state if link.entered else JOINING
+            else:
+                transient = snaps.transient
             view_err = snaps.fresh_error
         source, why = q3_view_source(sink)
         title = ("view angles and head roll (usercmd → playerState)" if on_wire or link is None else
@@ -406,7 +413,9 @@ class FarSideTracker:
             body = link.own_body
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
             basis = "relayed vs sent under the same poseSeq (rotation, position)"
-            transient = DISCONNECTED if link.closed else JOINING if matched is None else None
+            state = link.state
+            transient = (DISCONNECTED if link.closed else JOINING if matched is None else
+                         SERVER_SILENT if state == "server silent" else None)
             if matched is not None:
                 f, b, _ = matched
                 if f.flags & FLAG_HEAD and b.head is not None:
@@ -622,7 +631,7 @@ def _inputs(sink) -> tuple | None:
     if name == "netsync":
         if link is None:
             return sink.frame, sink.seen
-        return sink.frame, link.own_body, sink.matched, link.closed, link.joined
+        return sink.frame, link.own_body, sink.matched, link.closed, link.joined, link._state
     if name == "sauer":
         if link is None:
             return sink.record, sink.game
