@@ -631,7 +631,7 @@ def _inputs(sink) -> tuple | None:
     if name == "netsync":
         if link is None:
             return sink.frame, sink.seen
-        return sink.frame, link.own_body, sink.matched, link.closed, link.joined, link._state
+        return sink.frame, link.own_body, sink.matched, link.closed, link.joined, link.state
     if name == "sauer":
         if link is None:
             return sink.record, sink.game
