@@ -128,6 +128,8 @@ class LinkFigures(NamedTuple):
 T, SP, SY, SR, SX, SYP, SZ, VP, VY, VR, VX, VYP, VZ, ERR_DEG, ERR_M, TRANSIENT = range(16)
 COLUMNS = ("t", "sent_pitch", "sent_yaw", "sent_roll", "sent_x", "sent_y", "sent_z",
            "seen_pitch", "seen_yaw", "seen_roll", "seen_x", "seen_y", "seen_z", "err_deg", "err_m", "transient")
+# A link's series is sampled every LINK_PERIOD: rates over the last second, the last send's
+# motion-to-wire, the latest round trip (NaN: nothing measured yet, or nothing echoes us).
 LINK_COLUMNS = ("t", "send_hz", "bytes_per_s", "motion_to_wire_ms", "round_trip_ms")
 
 
