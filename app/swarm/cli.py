@@ -102,8 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", metavar="DIR", type=_path, help="write swarm.json and swarm.html into DIR")
     p.add_argument("--observers", type=_small, default=1, metavar="K",
                    help="sampled observer players per protocol (default 1; 0: no relay figures)")
-    p.add_argument("--marked", type=_small, default=8, metavar="M",
-                   help="players per protocol whose updates the observers match (default 8)")
+    p.add_argument("--marked", type=_small, default=16, metavar="M",
+                   help="players per protocol whose updates the observers match (default 16; a Quake 3 "
+                        "observer sees only the players in its potentially visible set)")
     p.add_argument("--room", default="default_room", type=_room, help="NetSync room (default default_room)")
     p.add_argument("--rooms", type=_rooms, default=1, metavar="K",
                    help="spread the NetSync players over K rooms ROOM-0 … ROOM-(K-1), each with its own "
@@ -171,7 +172,7 @@ class Swarm:
     """The players of one run on one loop: built, run, stopped, reported."""
 
     def __init__(self, counts: dict[str, int], targets: dict[str, Any], script, *, spawn_rate: float,
-                 observers: int = 1, marked: int = 8, seed: int | None = None, rooms: int = 1,
+                 observers: int = 1, marked: int = 16, seed: int | None = None, rooms: int = 1,
                  clock=time.monotonic) -> None:
         from headcast.app.swarm.loop import SwarmLoop
         from headcast.app.swarm.metrics import SwarmMetrics

@@ -15,7 +15,8 @@ Each protocol relays something that names one update of one player:
   and different from the one before; the observer matches the yaw it sees (within `MARK_TOL`,
   for the engines' truncation) to the first unmatched step with that yaw. A step held a whole
   `MARK_HOLD` (four Q3 snapshots, six Sauerbraten position frames) that never showed while a
-  later one did is lost.
+  later one did, the sender in sight all along, is lost. A Q3 snapshot holds only the players
+  in the observer's potentially visible set: a step missed while out of sight is no loss.
 
 Latency is our send (the first datagram carrying the update) → the observer's read of the
 datagram relaying it, both on the swarm's one clock.
@@ -87,7 +88,8 @@ class Board:
         self.proto = proto
         self._relay, self._lost = relay, lost
         self.senders: dict[int, Marker | SeqLog] = {}
-        self._seen: dict[tuple[int, int], tuple[object, int]] = {}  # (observer, cn) → (log, last k/seq)
+        # (observer, cn) → (log, last k/seq matched, out of sight since)
+        self._seen: dict[tuple[int, int], tuple[object, int, bool]] = {}
         self.relays = 0
         self.lost = 0
 
@@ -112,22 +114,31 @@ class Board:
         if not isinstance(marker, Marker):
             return
         key = (observer, cn)
-        log, last = self._seen.get(key, (None, -1))
+        log, last, gap = self._seen.get(key, (None, -1, True))
         if log is not marker:
-            last = -1  # a new sender in this slot (a rejoin): start over
+            last, gap = -1, True  # a new sender in this slot (a rejoin): start over
         match = None
-        for k, at, v in marker.steps:
+        # In sight since the last match: the first step after it with this yaw. Back in sight
+        # (or first seen): the newest step with it — an older one with the same yaw is not
+        # what the server shows now.
+        for k, at, v in (reversed(marker.steps) if gap else marker.steps):
             if k > last and at <= now and _diff(yaw, v) <= MARK_TOL:
                 match = (k, at)
                 break
         if match is None:
             return  # the last match again, or a yaw of a step we no longer hold
         k, at = match
-        lost = 0
-        if last >= 0:
-            lost = sum(1 for j, _, _ in marker.steps if last < j < k)
-        self._seen[key] = (marker, k)
+        lost = 0 if gap else sum(1 for j, _, _ in marker.steps if last < j < k)
+        self._seen[key] = (marker, k, False)
         self._count(now - at, lost, now)
+
+    def out_of_sight(self, observer: int, cn: int) -> None:
+        """A relay the observer got without marked sender `cn` in it (a Q3 snapshot where the
+        player is outside the observer's potentially visible set): steps it misses meanwhile
+        are not losses."""
+        seen = self._seen.get((observer, cn))
+        if seen is not None and not seen[2]:
+            self._seen[(observer, cn)] = (seen[0], seen[1], True)
 
     def saw_seq(self, observer: int, cn: int, seq: int, now: float) -> None:
         """An observer read marked NetSync sender `cn`'s relayed poseSeq at `now`."""
@@ -135,7 +146,7 @@ class Board:
         if not isinstance(log, SeqLog):
             return
         key = (observer, cn)
-        prev, last = self._seen.get(key, (None, -1))
+        prev, last, _ = self._seen.get(key, (None, -1, True))
         if prev is not log:
             last = -1
         if seq == last or seq not in log.sent:
@@ -150,5 +161,5 @@ class Board:
                     at, nxt = log.sent[s], log.sent.get((s + 1) & 0xFFFF)
                     if nxt is not None and nxt - at >= NETSYNC_STOOD:
                         lost += 1
-        self._seen[key] = (log, seq)
+        self._seen[key] = (log, seq, False)
         self._count(now - log.sent[seq], lost, now)

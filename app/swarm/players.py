@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import math
 import socket
 import uuid
 from dataclasses import dataclass, replace
@@ -36,6 +35,7 @@ from headcast.app.swarm.motion import Script, Spot
 from headcast.app.swarm.observer import Board, Marker, SeqLog
 from headcast.netcode.q3.client import LINKED, ClientConfig, Q3ClientCore
 from headcast.netcode.q3.entities import _FIELDS as _Q3_ENTITY_FIELDS
+from headcast.netcode.q3.entities import EF_DEAD
 from headcast.netcode.q3.events import Disconnected as Q3Disconnected
 from headcast.netcode.q3.events import EnteredWorld, SnapshotReceived
 from headcast.netcode.q3.vrhead import yaw_offset
@@ -250,8 +250,11 @@ class Q3Player(Player):
                         ents = snap.entities
                         for cn in board.senders:
                             es = ents.get(cn)
-                            if es is not None:
-                                board.saw_yaw(self.index, cn, _Q3_ENTITY_FIELDS(es.values)[7], now)
+                            fields = _Q3_ENTITY_FIELDS(es.values) if es is not None else None
+                            if fields is not None and not fields[9] & EF_DEAD:
+                                board.saw_yaw(self.index, cn, fields[7], now)
+                            else:  # outside the observer's PVS, or a corpse until it respawns
+                                board.out_of_sight(self.index, cn)
             elif isinstance(ev, EnteredWorld):
                 self._in(now, ev.client_num)
             elif isinstance(ev, Q3Disconnected):

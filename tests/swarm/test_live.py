@@ -3,7 +3,7 @@ logged themselves:
 
 - 32 Quake 3 VR players against ioq3ded (Debian's ioquake3-server, OpenArena data) and 100
   NetSync players against styly-netsync-server 0.17.5, on one loop at once, each protocol with
-  a sampled observer and 8 marked players. ioq3ded logs `ClientBegin: N` when a client enters
+  a sampled observer and 24 marked players. ioq3ded logs `ClientBegin: N` when a client enters
   the game and `ClientDisconnect: N` when it leaves; styly logs `New client … (client number:
   N) joined room R` at each client's first pose and, when it stops, the messages it processed
   and the broadcasts it sent.
@@ -19,8 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-
-import pytest
 
 from headcast.app.mock import find_motion
 from headcast.app.swarm.cli import Swarm
@@ -46,7 +44,7 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         targets = {"q3": Server(*q3.address),
                    "netsync": Server(a.host, a.dealer_port, a.pub_port, a.transform_port)}
         swarm = Swarm({"q3": Q3_PLAYERS, "netsync": NETSYNC_PLAYERS}, targets, Script.load(find_motion("look_around")),
-                      spawn_rate=25.0, observers=1, marked=8, seed=17)
+                      spawn_rate=25.0, observers=1, marked=24, seed=17)
         try:
             swarm.run(RUN_S)
             ours = {p: sorted(pl.client_number for pl in swarm.loop.players if pl.proto == p and pl.joined)
@@ -86,7 +84,7 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         assigned = re.findall(r"Assigned client number (\d+) to device ID (\w{8})\.\.\. in room default_room", nlog)
         assert sorted((int(n), d) for n, d in assigned) == sorted(ours_ids)
         assert 9.0 <= rn["broadcast_hz"]["p50"] <= 10.5   # transform_broadcast_rate 10
-        assert rn["relay"]["delivered"] >= 8 * 5 * 8 and rn["relay"]["lost"] <= 0.02 * rn["relay"]["delivered"], rn["relay"]
+        assert rn["relay"]["delivered"] >= 24 * 5 * 8 and rn["relay"]["lost"] <= 0.02 * rn["relay"]["delivered"], rn["relay"]
         assert rn["relay_ms"]["p50"] < 150
         ns.stop()  # SIGINT: the server's own clean stop logs its totals
         stats = re.search(r"Total messages processed: (\d+), Broadcasts sent: (\d+)", ns.log_path.read_text())
@@ -98,8 +96,6 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         assert 0.85 * broadcasts <= observer_bc <= broadcasts
 
 
-@pytest.mark.skipif(not __import__("headcast.netcode.sauer.localserver", fromlist=["installed"]).installed(),
-                    reason="cube2-server is not installed: run scripts/setup.sh")
 def test_swarm_command_sauer_sigint_leaves_cleanly_and_writes_the_report(tmp_path):
     n = 6
     with LocalSauerServer(max_clients=16) as srv:

@@ -100,3 +100,16 @@ def test_seq_log_is_bounded_and_wraps():
     b.saw_seq(0, 1, (65530 + 998) & 0xFFFF, 99.85)
     b.saw_seq(0, 1, (65530 + 999) & 0xFFFF, 99.95)
     assert got["relay"] == [pytest.approx(0.05), pytest.approx(0.05)]
+
+
+def test_steps_missed_out_of_sight_are_no_loss_and_back_in_sight_matches_the_newest():
+    b, got = board()
+    m = Marker()
+    b.register(2, m)
+    sent = [m.yaw(k * (MARK_HOLD + 0.001), 0.0) for k in range(8)]  # a still motion: two yaws alternate
+    b.saw_yaw(0, 2, q3_view(sent[0]), 0.02)
+    b.out_of_sight(0, 2)                            # left the observer's PVS
+    b.saw_yaw(0, 2, q3_view(sent[6]), 1.21)         # back: step 6 (sent 1.206), not step 2 or 4
+    assert got["relay"] == [0.02, pytest.approx(0.004)] and got["lost"] == 0
+    b.saw_yaw(0, 2, q3_view(sent[7]), 1.42)
+    assert got["relay"][-1] == pytest.approx(0.013) and got["lost"] == 0
