@@ -211,19 +211,9 @@ def xr_session(mirror, mode: str = "auto", rate_hz: float = 0.0) -> Any:
     if mode not in MODES:
         raise UsageError(f"xr.session = {mode!r}: expected one of {', '.join(MODES)}")
     try:
-        session = XRSession(mode, window=None if mirror is None else mirror.window, rate_hz=rate_hz)
+        return XRSession(mode, window=None if mirror is None else mirror.window, rate_hz=rate_hz)
     except XRError as e:
         raise AppError(str(e)) from None
-    if session.info.runtime.startswith(MOCK_RUNTIME):
-        # The mock imitates Monado, which leaves a headless session READY (no controllers). Its
-        # motions are a user with controllers in hand: as a headset's runtime does once the app is
-        # in front, it gives the session focus.
-        from headcast.xr.mockrt import MockControl
-        MockControl().focus()
-    return session
-
-
-MOCK_RUNTIME = "MockXR (headcast)"  # the mock runtime's name (xrGetInstanceProperties)
 
 
 class ReplaySource:

@@ -21,6 +21,7 @@ from headcast.app.telemetry import Telemetry
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.netsync.origin import unity_yaw
 from headcast.netcode.pose import angle_subtract
+from headcast.xr.session import XRSession
 
 pytestmark = pytest.mark.live
 
@@ -101,7 +102,7 @@ def pipeline(netsync_server, q3_server, **flags):
         ("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
         ("netsync", "room"): flags.pop("room"), ("netsync", "device_id"): flags.pop("device_id"),
         ("mirror", "enabled"): False, **flags})
-    session = commands.xr_session(None, "headless")  # as run opens it: on the mock, focused by the runtime
+    session = XRSession("headless")
     try:
         sinks = commands.make_sinks(cfg, time.perf_counter)
     except BaseException:
