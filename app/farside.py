@@ -259,6 +259,7 @@ class FarSideTracker:
         self._links: dict[str, _Link] = {}
         self._q3 = _Q3Snapshots()
         self._ns_matched: Any = None
+        self._q3_source: tuple = (None, None)
         self._frozen: dict | None = None
         self._memo: dict[int, tuple[Ring, float, np.ndarray]] = {}
         self._now = 0.0
@@ -340,7 +341,12 @@ class FarSideTracker:
         intent = sink.intent
         head = intent.head
         sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
-        source, why = q3_head_source(sink)
+        # Its words change only with a snapshot (the build another VR player betrays, the echo)
+        # or the link's width: not rebuilt at every usercmd.
+        key = (sink, None if link is None else link.snapshots, on_wire)
+        if self._q3_source[0] != key:
+            self._q3_source = (key, q3_head_source(sink))
+        source, why = self._q3_source[1]
         if source is Source.RELAYED:
             seen, err, basis = self._q3_head_relayed(sink, link)
             if seen is None and transient is None:
