@@ -9,7 +9,7 @@ spot or are left out (app/mirror_labels.py). Fonts scale with the window (13–1
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from imgui_bundle import imgui, implot
@@ -51,7 +51,6 @@ class PanelState:
     snap_deg: float = 0.0
     hidden_rows: int = 0
     hidden_labels: int = 0
-    layout: dict = field(default_factory=dict)
 
 
 def font_size(w: int, h: int) -> float:

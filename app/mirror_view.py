@@ -4,7 +4,6 @@ and everyone in each protocol's room, top-down (no GL, no ImGui: testable as dat
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from headcast.app import farside as fs
@@ -187,7 +186,3 @@ def fit(members: list[Member], min_half: float = 2.0) -> float:
     """Half the side of the square (metres) that frames every member with a margin."""
     far = max((max(abs(m.east), abs(m.north)) for m in members), default=0.0)
     return max(min_half, far * 1.2)
-
-
-def distance(m: Member) -> float:
-    return math.hypot(m.east, m.north)
