@@ -74,11 +74,14 @@ def wrap_words(s: str, width: float, first: float | None = None) -> list[str]:
         if text_w(cand) <= limit:
             cur = cand
             continue
-        if cur:
+        if cur or (limit < width and text_w(word.lstrip(" ")) <= width):
+            # the line is full (or a short first line has no room for a word a whole line would
+            # take): the word starts the next line, whole
             lines.append(cur)
             limit = width
+            word = word if cur else word.lstrip(" ")
         cur = word
-        while text_w(cur) > limit and len(cur) > 1:  # cut a long word
+        while text_w(cur) > limit and len(cur) > 1:  # cut a word longer than a line
             k = len(cur)
             while k > 1 and text_w(cur[:k]) > limit:
                 k -= 1

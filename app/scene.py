@@ -33,8 +33,8 @@ COLORS = {
     "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }
 NOSE_COLOR = {k: v[1] for k, v in COLORS.items()}
-VIEW_DIR = np.array([1.6, 1.0, -3.4]) / np.linalg.norm([1.6, 1.0, -3.4])  # from the target to the eye
-TARGET_Y = 1.3
+VIEW_DIR = np.array([1.6, 0.7, -3.4]) / np.linalg.norm([1.6, 0.7, -3.4])  # from the target to the eye
+TARGET_Y = 1.85  # above the heads: their labels get the upper part of the view, the floor less
 FOVY = 50.0
 PEER_RADIUS = 1.0  # m: others are drawn within about this of their protocol's avatar (true offsets: minimap)
 
@@ -50,8 +50,8 @@ def fit_view(width: int, height: int, half_row: float) -> np.ndarray:
     the room their other members stand in (PEER_RADIUS) and their hands."""
     aspect = width / max(height, 1)
     tan_v = math.tan(math.radians(FOVY) / 2)
-    need = half_row + PEER_RADIUS + 0.4
-    dist = max(3.2, need / (tan_v * aspect) + 1.0, 1.9 / tan_v)
+    need = half_row + PEER_RADIUS + 0.3
+    dist = max(2.8, need / (tan_v * aspect) + 0.6, 1.35 / tan_v)
     target = np.array([0.0, TARGET_Y, 0.0])
     return perspective(FOVY, aspect, 0.05, 80.0) @ look_at(target + VIEW_DIR * dist, target)
 

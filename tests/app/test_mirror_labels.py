@@ -45,3 +45,18 @@ def test_placed_labels_never_intersect_and_stay_inside(wants, taken):
         assert inside(a, AREA)
         assert not any(intersects(a, o) for o in obstacles)
         assert not any(intersects(a, b) for b in placed[i + 1:])
+
+
+def test_panel_text_wraps_at_words_and_cuts_only_what_no_line_holds():
+    """mirror_panels.wrap_words with a monospace measure (1 px per character)."""
+    from headcast.app import mirror_panels as mp
+    real = mp.text_w
+    mp.text_w = lambda s: float(len(s))
+    try:
+        assert mp.wrap_words("abc defg hi", 8) == ["abc defg", "hi"]
+        # a short first line (the rest of a row) takes no part of a word a whole line can hold
+        assert mp.wrap_words("  (tracking lost)", 12, first=5) == ["", "(tracking", "lost)"]
+        assert mp.wrap_words("abcdefghijkl", 5) == ["abcde", "fghij", "kl"]
+        assert mp.wrap_words("  ab", 10) == ["  ab"]
+    finally:
+        mp.text_w = real
