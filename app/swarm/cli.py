@@ -14,6 +14,7 @@ in the report), 2 for bad flags, 3 when no player of a protocol ever got in.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import random
@@ -211,6 +212,11 @@ class Swarm:
         # one ramp per protocol, in parallel: the loop takes them in start order
         for at, player in sorted(starts, key=lambda e: e[0]):
             self.loop.add(player, at)
+        # The motion tables and the players live as long as the run: out of the collector's
+        # sight, a full collection does not walk them (one took 19 ms with 64 Q3 players, a
+        # slipped 60 Hz tick).
+        gc.collect()
+        gc.freeze()
 
     def run(self, duration: float, should_stop=lambda: False, on_status=None, status_every: float = STATUS_PERIOD):
         self.loop.run(self.t0 + duration, should_stop, on_status, status_every)
@@ -219,6 +225,7 @@ class Swarm:
         from headcast.app.swarm.players import close_context
         self.loop.close_all()
         close_context()
+        gc.unfreeze()
         self.ended = self.clock()
 
     def report(self, source: str, targets: dict[str, Any]) -> dict:

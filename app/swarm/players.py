@@ -439,6 +439,7 @@ class NetSyncPlayer(Player):
             elif isinstance(ev, Joined):
                 if not self.joined:
                     self._in(now, ev.client_no)
+                    self._join_failed = False  # a later attempt (after a kick) counts its own
             elif isinstance(ev, ProtocolMismatch):
                 self._out(now, ev.message)
 
