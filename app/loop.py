@@ -124,7 +124,6 @@ class FrameLoop:
                 observe(located)
         alive = True
         if self.mirror is not None:
-            self._record_head(located)  # the plots' data: nothing else reads it
             alive = self.mirror.draw(self, located)
         end = clock()
         tel.frame(poll_cost + (end - located))
@@ -138,13 +137,6 @@ class FrameLoop:
             self.stop_reason = f"ran for {self.duration:g} s"
             return False
         return True
-
-    def _record_head(self, now: float) -> None:
-        q3 = next((s for s in self.sinks if s.name == "q3"), None)
-        intent = getattr(q3, "intent", None)
-        sent = None if intent is None or intent.head is None else (intent.head[0], intent.head[1])
-        seen = q3.seen_head(now) if q3 is not None else None
-        self.telemetry.head(now, sent, seen)
 
     def _recording_failed(self, e: OSError, at_close: bool = False) -> None:
         """A full disk (or a failing one) ends the recording, not the run; the writer has kept

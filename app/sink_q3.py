@@ -146,13 +146,6 @@ class Q3Sink:
             self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
         return self.far_head_smoothed
 
-    def seen_head(self, now: float) -> tuple[float, float] | None:
-        """(pitch, absolute yaw) of the head as a VR receiver draws it at `now`, for the sent-vs-seen
-        plot (on a 16-bit link: as one would, had the server VR support)."""
-        if self.smooth(now) is None or self.intent is None:
-            return None
-        return self.far_head_smoothed[0], self.others_view()[1] + self.far_head_smoothed[1]
-
     def server_view(self) -> tuple[float, float, float] | None:
         """The server's own view of us (playerState viewangles), once in game."""
         return None if self.link is None else self.link.view_angles

@@ -155,13 +155,12 @@ class SinkStatus:
 
 
 class Telemetry:
-    """Loop-wide figures: per-frame cost, motion-to-wire latency, head angles sent vs seen."""
+    """Loop-wide figures: per-frame cost, motion-to-wire latency (the far sides' series are
+    app/farside.py's)."""
 
-    def __init__(self, history: int = 4096, plot_points: int = 1024) -> None:
+    def __init__(self, history: int = 4096) -> None:
         self.frame_cost = Ring(history)    # seconds of work per frame (excluding the XR wait)
         self.latency = Ring(history)       # pose located → bytes handed to a socket, seconds
-        # t, sent pitch, sent yaw, seen pitch, seen yaw (NaN where nothing seen yet)
-        self.head_series = Ring(plot_points, 5)
         self.tracking_lost_frames = 0
         # frame(cost) and wire(latency), once per frame: the rings' own add, one call each
         self.frame = self.frame_cost.add
@@ -170,12 +169,6 @@ class Telemetry:
     @property
     def frames(self) -> int:
         return self.frame_cost.added
-
-    def head(self, t: float, sent: tuple[float, float] | None, seen: tuple[float, float] | None) -> None:
-        nan = float("nan")
-        sp, sy = sent if sent is not None else (nan, nan)
-        vp, vy = seen if seen is not None else (nan, nan)
-        self.head_series.add(t, sp, sy, vp, vy)
 
     def summary(self) -> dict:
         ms = lambda v: None if v is None else round(v * 1000.0, 3)  # noqa: E731

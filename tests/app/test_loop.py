@@ -109,16 +109,11 @@ class NullMirror:
         pass
 
 
-def test_latency_and_head_series_are_recorded():
+def test_latency_is_recorded_every_frame():
     loop = FrameLoop(Finite(30), Rig(), [Recorder(wire_delay=0.0005), Q3Sink()], mirror=NullMirror())
     loop.run()
     lat = loop.telemetry.latency.values()[:, 0]
     assert len(lat) == 30 and np.allclose(lat, 0.0005)
-    series = loop.telemetry.head_series.values()
-    assert series.shape == (30, 5) and np.isfinite(series).all()   # sent and seen every frame
-    # Unpaced frames: the receiver's 30 ms EMA (on the real clock) trails the sent pitch.
-    sent, seen = series[-1, 1], series[-1, 3]
-    assert sent < 0 and sent - 180 / 127 <= seen < 0
 
 
 def test_rings_keep_bounded_memory_and_order():
