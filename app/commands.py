@@ -338,6 +338,28 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
     out.flush()
 
 
+UNFOCUSED_NOTE_AFTER = 3.0  # seconds of a running headless session never focused
+
+
+def unfocused_note(on_status, source, notice, after: float = UNFOCUSED_NOTE_AFTER):
+    """The status callback, plus one notice when a headless session has not been focused for
+    `after` s: a runtime may keep it READY for good (Monado 21 does), and then the head is tracked
+    but the controllers give no input — which looks like broken controllers unless it is said."""
+    start: list[float] = []
+
+    def status(loop, now: float) -> None:
+        on_status(loop, now)
+        if not start:
+            start.append(now)
+        elif start[0] >= 0 and now - start[0] >= after:
+            start[0] = -1.0
+            if not source.focused:
+                notice("the runtime keeps this headless session unfocused (READY): the head is tracked, "
+                       "the controllers give no input; for controller input use an OpenGL session "
+                       "(HEADCAST_XR_SESSION=gl or xr.session = \"gl\"; it needs a display)")
+    return status
+
+
 def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
                  clock: Callable[[], float] = time.perf_counter, verify: bool = False) -> tuple[FrameLoop, dict]:
     """Open mirror → source → sinks (each closed again if a later one fails), run, summarise.
@@ -365,8 +387,11 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
                 raise UsageError(f"--record {cfg[('run', 'record')]}: {e.strerror or e}") from None
         outcomes = Outcomes(sinks, cfg[("run", "connect_timeout")], cfg[("run", "require_all")])
         console = Console(mode_for(json_mode, sys.stdout), outcomes, duration=cfg[("run", "duration")])
+        on_status = console
+        if info is not None and info.headless:
+            on_status = unfocused_note(console, source, console.notice)
         loop = FrameLoop(source, rig_from(cfg), sinks, Telemetry(), mirror=mirror, recorder=recorder,
-                         duration=cfg[("run", "duration")], clock=clock, on_status=console, notice=console.notice)
+                         duration=cfg[("run", "duration")], clock=clock, on_status=on_status, notice=console.notice)
     except BaseException:
         for s in sinks or []:
             s.close()

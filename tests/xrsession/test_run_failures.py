@@ -146,3 +146,23 @@ def test_a_runtime_failure_disconnects_from_the_server(q3_server):
     assert q3["state"] == "disconnected" and q3["joined_at"] is not None and q3["sent"] > 100
     assert summary["exit_code"] == 1 and summary["error"].startswith("OpenXR: reading the controllers")
     q3_server.wait_for_log(rf"^ClientDisconnect: {num}$", 3, mark)
+
+
+# A headless session the runtime keeps READY (Monado 21 does; the mock's default profile) tracks the
+# head but gives no controller input: run says so once, with the way out; a focused headless session
+# (the mock with HEADCAST_MOCK_HEADLESS_FOCUS=1, --mock's default) does not.
+NOTE = ("headcast: the runtime keeps this headless session unfocused (READY): the head is tracked, "
+        "the controllers give no input")
+
+
+@pytest.mark.parametrize("focus, noted", [("0", True), ("1", False)])
+def test_an_unfocused_headless_session_is_said_once(focus, noted):
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "4.5",
+                 HEADCAST_MOCK_HEADLESS_FOCUS=focus)
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if line.startswith(NOTE)]
+    assert len(notes) == (1 if noted else 0), r.stderr
+    if noted:
+        assert "HEADCAST_XR_SESSION=gl" in notes[0]
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["frames"] > 300   # the head was tracked all along
