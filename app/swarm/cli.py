@@ -257,19 +257,25 @@ def status_lines(swarm: Swarm, now: float) -> list[str]:
     return lines
 
 
+def _n(v, unit: str = "") -> str:
+    return "-" if v is None else f"{v:g}{unit}"
+
+
 def summary_lines(report: dict) -> list[str]:
     out = [f"swarm: {report['duration_s']:.1f} s, {report['run']['source']}"]
     for proto, p in report["protocols"].items():
-        pl, rl = p["players"], p["relay_ms"]
+        pl, rl, j, t = p["players"], p["relay_ms"], p["join_ms"], p["ticks"]
         out.append(f"{_NAMES[proto]} ({report['run']['servers'][proto]}): {pl['joined']} joins, "
                    f"peak {pl['peak_active']} in, {pl['left']} left, {pl['kicked']} kicked, "
                    f"{pl['join_failed']} failed joins")
-        out.append(f"  join ms p50 {p['join_ms']['p50']} p99 {p['join_ms']['p99']}; relay ms p50 {rl['p50']} "
-                   f"p99 {rl['p99']} max {rl['max']} ({p['relay']['delivered']} matched, {p['relay']['lost']} lost)")
-        out.append(f"  broadcasts/s per player p50 {p['broadcast_hz']['p50']}; up {p['up']['bytes_per_s'] / 1000:.1f} "
-                   f"kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; ticks {p['ticks']['count']}, "
-                   f"late > {p['ticks']['slip_after_ms']:g} ms: {p['ticks']['slipped']} "
-                   f"(p99 {p['ticks']['late_ms']['p99']} ms)")
+        if pl["joined"]:
+            out.append(f"  join p50 {_n(j['p50'], ' ms')} p99 {_n(j['p99'], ' ms')}; relay p50 {_n(rl['p50'], ' ms')} "
+                       f"p99 {_n(rl['p99'], ' ms')} max {_n(rl['max'], ' ms')} ({p['relay']['delivered']} matched, "
+                       f"{p['relay']['lost']} lost)")
+            out.append(f"  broadcasts/s per player p50 {_n(p['broadcast_hz']['p50'])}; up "
+                       f"{p['up']['bytes_per_s'] / 1000:.1f} kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; "
+                       f"ticks {t['count']}, late > {t['slip_after_ms']:g} ms: {t['slipped']} "
+                       f"(p99 {_n(t['late_ms']['p99'], ' ms')})")
         for reasons in (pl["kick_reasons"], pl["join_failed_reasons"]):
             for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]:
                 out.append(f"  {n} × {printable(why)}")
