@@ -34,6 +34,7 @@ STATUS_PERIOD = 0.5
 MAX_PLAYERS = 5000
 SPEED_SPREAD = (0.8, 1.2)     # each player's motion clock runs at a speed in this range
 SPOTS = 16                    # distinct places in the room (players beyond share them, offset in time)
+LOCUST_GRACE = 30.0           # s past --duration before a Locust run is stopped
 
 
 def _count(text: str) -> int:
@@ -114,6 +115,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server; repeatable")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-player variation (default: random)")
     p.add_argument("--json", action="store_true", help="one JSON status object per line, then the report")
+    p.add_argument("--locust", nargs="?", type=_small, const=0, default=None, metavar="PROCESSES",
+                   help="run the players as Locust users instead (one protocol per run): Locust's runner, "
+                        "stats and --csv; PROCESSES > 0 forks that many Locust workers on this machine. "
+                        "Exit status is Locust's (1 when any kick, lost update or slipped tick). For "
+                        "several machines run the shipped locustfile with Locust's --master/--worker")
+    p.add_argument("--csv", metavar="BASE", type=_path, help="with --locust: Locust's CSV files BASE_stats.csv …")
 
 
 def servers(args: argparse.Namespace) -> dict[str, Any]:
@@ -284,6 +291,32 @@ def summary_lines(report: dict) -> list[str]:
     return out
 
 
+def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
+    """`--locust`: the same players as Locust users (app/swarm/locustfile.py), Locust run headless
+    here, bounded: SIGINT (Locust's clean stop: users leave, the report is written) if it has not
+    ended `LOCUST_GRACE` s after --duration."""
+    from headcast.app.swarm import locust_run
+    if len(targets) != 1:
+        raise UsageError("swarm --locust: one protocol per Locust run (--q3, --netsync or --sauer)")
+    if args.rooms > 1:
+        raise UsageError("swarm --locust: --rooms is not available with Locust (one room per run: --room)")
+    (proto, server), = targets.items()
+    report = None
+    if args.report:
+        folder = Path(args.report)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--report {args.report}: {e.strerror or e}") from None
+        report = folder / "swarm"
+    cmd = locust_run.command(proto, server, args.players, args.spawn_rate, args.duration, report=report,
+                             csv=args.csv, motion=args.motion, trace=args.trace, marked=min(args.marked, 16),
+                             processes=args.locust)
+    print(f"headcast swarm: Locust: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    ramp = args.players / args.spawn_rate
+    return locust_run.run(cmd, timeout=args.duration + ramp + LOCUST_GRACE)
+
+
 def cmd_swarm(args: argparse.Namespace) -> int:
     targets = servers(args)
     if args.rooms > 1 and "netsync" in targets:
@@ -291,6 +324,10 @@ def cmd_swarm(args: argparse.Namespace) -> int:
             _room(f"{args.room}-{args.rooms - 1}")
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"--room with --rooms {args.rooms}: {e}") from None
+    if args.locust is not None:
+        return run_locust(args, targets)
+    if args.csv:
+        raise UsageError("swarm --csv: Locust's CSV files come with --locust")
     script, source = load_script(args)
     counts = {p: args.players for p in targets}
     out = sys.stdout

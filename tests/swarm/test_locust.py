@@ -193,3 +193,26 @@ def test_bad_options_end_locust_with_one_line(tmp_path, flags, says):
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and says in r.stderr + r.stdout, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+def test_swarm_locust_flag_runs_the_players_under_locust(tmp_path, netsync_server):
+    """`headcast swarm N --netsync … --locust`: Locust (one process) runs the N players against the
+    real server; headcast's report and Locust's CSV are written, every player joined and left."""
+    a = netsync_server.address
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "headcast.app", "swarm", "8", "--netsync",
+           f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust", "--duration", "6",
+           "--spawn-rate", "8", "--report", str(out), "--csv", str(tmp_path / "locust")]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1), r.stderr[-3000:]      # Locust: 1 when any update was lost or a tick slipped
+    assert "headcast swarm: Locust:" in r.stderr
+    report = json.loads((out / "swarm.json").read_text())
+    players = report["protocols"]["netsync"]["players"]
+    assert players["joined"] == 8 and players["left"] == 8, players
+    assert (out / "swarm.html").is_file() and (tmp_path / "locust_stats.csv").is_file()
+
+
+def test_swarm_locust_flag_takes_one_protocol():
+    r = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "4", "--netsync", "127.0.0.1",
+                        "--q3", "127.0.0.1", "--locust"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "one protocol per Locust run" in r.stderr
