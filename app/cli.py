@@ -9,7 +9,7 @@ import argparse
 import math
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from headcast.app import stop  # standard library only: cheap
 from headcast.app.errors import AppError, one_line
@@ -70,15 +70,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (`{self.prog} --help` lists the options)\n")
 
 
-def seconds(text: str) -> float:
-    """A --timeout: a finite number of seconds more than 0 (NaN and -1 would never or at once time out)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text}: must be a finite number of seconds more than 0")
-    return value
+def positive(unit: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of `unit` more than 0 (NaN and -1 would never or at once end)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number of {unit}: {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{text}: must be a finite number of {unit} more than 0")
+        return value
+    return parse
+
+
+seconds = positive("seconds")  # a --timeout
 
 
 def room_id(text: str) -> str:
