@@ -16,15 +16,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import random
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from headcast.app import stop
+from headcast.app.cli import path, positive, room_id, seconds
 from headcast.app.console import LiveBlock, fit, mode_for, printable
 from headcast.app.errors import AppError, UnreachableError, UsageError
 
@@ -37,54 +37,23 @@ SPOTS = 16                    # distinct places in the room (players beyond shar
 LOCUST_GRACE = 30.0           # s past --duration before a Locust run is stopped
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of players: {text!r}") from None
-    if not 1 <= n <= MAX_PLAYERS:
-        raise argparse.ArgumentTypeError(f"{n}: must be 1..{MAX_PLAYERS} players per protocol")
-    return n
+def _whole(lo: int, hi: int, unit: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number lo..hi (of `unit`)."""
+    of = f" of {unit}" if unit else ""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number{of}: {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{v}: must be {lo}..{hi}{' ' + unit if unit else ''}")
+        return v
+    return parse
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"{text}: must be a finite number more than 0")
-    return v
-
-
-def _small(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= v <= 64:
-        raise argparse.ArgumentTypeError(f"{v}: must be 0..64")
-    return v
-
-
-def _rooms(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= v <= 1000:
-        raise argparse.ArgumentTypeError(f"{v}: must be 1..1000 rooms")
-    return v
-
-
-def _room(text: str) -> str:
-    from headcast.app.cli import room_id  # app/cli.py imports this module: looked up when used
-    return room_id(text)
-
-
-def _path(text: str) -> str:
-    from headcast.app.cli import path
-    return path(text)
+_count = _whole(1, MAX_PLAYERS, "players per protocol")
+_small = _whole(0, 64)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,25 +62,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]",
                    help="a styly-netsync-server (default ports 5555/5556, transform CONTROL + 2)")
     p.add_argument("--sauer", metavar="HOST[:PORT]", help="a Sauerbraten server (default port 28785)")
-    p.add_argument("--spawn-rate", type=_positive, default=10.0, metavar="R",
+    p.add_argument("--spawn-rate", type=positive("players per second"), default=10.0, metavar="R",
                    help="players started per second, per protocol (default 10)")
-    p.add_argument("--duration", type=_positive, default=60.0, metavar="S",
+    p.add_argument("--duration", type=seconds, default=60.0, metavar="S",
                    help="seconds from the first start to the leave (default 60)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--motion", metavar="M", default=None, type=_path,
+    src.add_argument("--motion", metavar="M", default=None, type=path,
                      help=f"a shipped motion or a motion file (default {DEFAULT_MOTION})")
-    src.add_argument("--trace", metavar="F", type=_path, help="a trace recorded with `headcast run --record F`")
-    p.add_argument("--report", metavar="DIR", type=_path, help="write swarm.json and swarm.html into DIR")
+    src.add_argument("--trace", metavar="F", type=path, help="a trace recorded with `headcast run --record F`")
+    p.add_argument("--report", metavar="DIR", type=path, help="write swarm.json and swarm.html into DIR")
     p.add_argument("--observers", type=_small, default=1, metavar="K",
                    help="sampled observer players per protocol (default 1; 0: no relay figures)")
     p.add_argument("--marked", type=_small, default=16, metavar="M",
                    help="players per protocol whose updates the observers match (default 16; a Quake 3 "
                         "observer sees only the players in its potentially visible set)")
-    p.add_argument("--room", default="default_room", type=_room, help="NetSync room (default default_room)")
-    p.add_argument("--rooms", type=_rooms, default=1, metavar="K",
+    p.add_argument("--room", default="default_room", type=room_id, help="NetSync room (default default_room)")
+    p.add_argument("--rooms", type=_whole(1, 1000, "rooms"), default=1, metavar="K",
                    help="spread the NetSync players over K rooms ROOM-0 … ROOM-(K-1), each with its own "
                         "observers and marked players (default 1: all in ROOM)")
-    p.add_argument("--pk3", metavar="PATH", action="append", default=[], type=_path,
+    p.add_argument("--pk3", metavar="PATH", action="append", default=[], type=path,
                    help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server; repeatable")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-player variation (default: random)")
     p.add_argument("--json", action="store_true", help="one JSON status object per line, then the report")
@@ -120,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "stats and --csv; PROCESSES > 0 forks that many Locust workers on this machine. "
                         "Exit status is Locust's (1 when any kick, lost update or slipped tick). For "
                         "several machines run the shipped locustfile with Locust's --master/--worker")
-    p.add_argument("--csv", metavar="BASE", type=_path, help="with --locust: Locust's CSV files BASE_stats.csv …")
+    p.add_argument("--csv", metavar="BASE", type=path, help="with --locust: Locust's CSV files BASE_stats.csv …")
 
 
 def servers(args: argparse.Namespace) -> dict[str, Any]:
@@ -321,7 +290,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
     targets = servers(args)
     if args.rooms > 1 and "netsync" in targets:
         try:
-            _room(f"{args.room}-{args.rooms - 1}")
+            room_id(f"{args.room}-{args.rooms - 1}")
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"--room with --rooms {args.rooms}: {e}") from None
     if args.locust is not None:
