@@ -168,7 +168,6 @@ class ProtocolStats:
         self.joined = self.left = self.kicked = self.join_failed = 0
         self.active = self.peak_active = 0
         self.slipped = 0
-        self.up_bytes = self.down_bytes = self.up_msgs = self.down_msgs = self.broadcasts = 0
         self.rows: list[list[float]] = []
         self.row_hist: list[list[int] | None] = []
         # Per player (index → value), grown on first sight of an index.
@@ -195,8 +194,7 @@ class ProtocolStats:
 
     # --- the counters as JSON/msgpack-able numbers, and back (Locust workers → master) --------
 
-    _COUNTERS = ("lost", "joined", "left", "kicked", "join_failed", "active", "peak_active", "slipped",
-                 "up_bytes", "down_bytes", "up_msgs", "down_msgs", "broadcasts")
+    _COUNTERS = ("lost", "joined", "left", "kicked", "join_failed", "active", "peak_active", "slipped")
 
     def state(self) -> dict:
         players = [[i, self.p_up[i], self.p_down[i], self.p_bc[i], self.p_bc_first[i], self.p_bc_last[i],
@@ -287,8 +285,6 @@ class SwarmMetrics:
         row = st.row(now)
         row[UP_BYTES] += nbytes
         row[UP_MSGS] += 1
-        st.up_bytes += nbytes
-        st.up_msgs += 1
         if player >= len(st.p_up):
             st.grow(player)
         st.p_up[player] += nbytes
@@ -299,8 +295,6 @@ class SwarmMetrics:
         row = st.row(now)
         row[DOWN_BYTES] += nbytes
         row[DOWN_MSGS] += 1
-        st.down_bytes += nbytes
-        st.down_msgs += 1
         if player >= len(st.p_down):
             st.grow(player)
         st.p_down[player] += nbytes
@@ -309,7 +303,6 @@ class SwarmMetrics:
         st = self.stats[proto]
         self._last_now = now
         st.row(now)[BROADCASTS] += 1
-        st.broadcasts += 1
         if player >= len(st.p_bc):
             st.grow(player)
         if not st.p_bc[player]:
@@ -485,6 +478,8 @@ def protocol_report(st: ProtocolStats, duration: float) -> dict:
     up = np.asarray(st.p_up, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
     down = np.asarray(st.p_down, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
     delivered = st.relay.n
+    up_bytes, down_bytes, up_msgs, down_msgs, broadcasts = (
+        sum(r[c] for r in st.rows) for c in (UP_BYTES, DOWN_BYTES, UP_MSGS, DOWN_MSGS, BROADCASTS))
     return {
         "players": {"joined": st.joined, "active": st.active, "peak_active": st.peak_active,
                     "left": st.left, "kicked": st.kicked, "kick_reasons": dict(st.kick_reasons),
@@ -495,10 +490,10 @@ def protocol_report(st: ProtocolStats, duration: float) -> dict:
         "relay": {"delivered": delivered, "lost": st.lost,
                   "loss_pct": round(100.0 * st.lost / (delivered + st.lost), 3) if delivered + st.lost else None},
         "broadcast_hz": _spread(rates),
-        "up": {"bytes": st.up_bytes, "messages": st.up_msgs, "bytes_per_s": round(st.up_bytes / duration, 1),
+        "up": {"bytes": up_bytes, "messages": up_msgs, "bytes_per_s": round(up_bytes / duration, 1),
                "per_player_bytes_per_s": _spread(up, 1)},
-        "down": {"bytes": st.down_bytes, "messages": st.down_msgs, "bytes_per_s": round(st.down_bytes / duration, 1),
-                 "per_player_bytes_per_s": _spread(down, 1), "broadcasts": st.broadcasts},
+        "down": {"bytes": down_bytes, "messages": down_msgs, "bytes_per_s": round(down_bytes / duration, 1),
+                 "per_player_bytes_per_s": _spread(down, 1), "broadcasts": broadcasts},
         "ticks": {"count": st.late.n, "slipped": st.slipped, "slip_after_ms": st.slip_after * 1000.0,
                   "late_ms": st.late.summary(1000.0, 3)},
     }
