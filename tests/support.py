@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -38,6 +40,22 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: fl
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}")
         time.sleep(interval)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment a `headcast` subprocess gets: no HEADCAST_/XR_ variables, no display, no
+    user config file; then `extra`."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    e["HOME"] = str(REPO / "build" / "no-home")
+    e.update(extra)
+    return e
+
+
+def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
+    """`headcast ARGS` as a user runs it, in cli_env(**extra); output captured as text."""
+    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=cli_env(**extra),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 # Every variable the mock runtime (or the loader's layer list) reads: tests start from none of them.

@@ -12,22 +12,11 @@ import time
 
 import pytest
 
-from support import REPO, free_port, wait_for
+from support import REPO, cli_env, free_port, headcast, wait_for
 
 from headcast.netcode.netsync.client import PROTOCOL_RELEASES
 
 
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")  # no user config file
-    e.update(extra)
-    return e
-
-
-def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env(**extra),
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def assert_clean_error(r: subprocess.CompletedProcess, code: int, *needles: str) -> None:
@@ -194,7 +183,7 @@ def test_probe_answers_and_ctrl_c_disconnects(q3_server, netsync_server):
     proc = subprocess.Popen(
         [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
          "--q3", f"{host}:{port}", "--name", "ctrlc", "--netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}"],
-        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\ctrlc\\", 20, mark).group(1)
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
@@ -231,7 +220,7 @@ def test_run_detects_each_servers_protocol_and_joins(netsync_release):
     proc = subprocess.Popen(
         [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
          "--duration", "30", "--netsync", _netsync_address(netsync_release), "--room", "cli-auto"],
-        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     joined = None
     try:
         deadline = time.monotonic() + 20
@@ -303,7 +292,7 @@ def test_probe_netsync_reports_protocol_version_and_members(netsync_release):
     def probe(*extra: str) -> subprocess.CompletedProcess:
         proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "probe", "netsync",
                                  _netsync_address(netsync_release), "--room", room, *extra],
-                                cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             # both members stay alive while the probe looks (its own --timeout bounds it)
             wait_for(lambda: not pump() or proc.poll() is not None, 30, "the probe to finish")

@@ -4,23 +4,17 @@ mock runtime in each behaviour profile where `run` works, and fails (naming the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 
-from support import REPO
+import support
 
 RUNTIME_FAILURE = -2
 
 
 def headcast(*args: str, **extra: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env.update(HOME=str(REPO / "build" / "no-home"), PYGLFW_LIBRARY_VARIANT="x11", **extra)
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=90)
+    return support.headcast(*args, timeout=90, PYGLFW_LIBRARY_VARIANT="x11", **extra)
 
 
 CASES = {  # name: (environment, display, run works, what doctor says)

@@ -5,28 +5,15 @@ value's flag."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support import REPO, free_port
+from support import REPO, cli_env, free_port, headcast
 
 
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")
-    e.update(extra)
-    return e
-
-
-def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env(**extra),
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def json_lines(stdout: str) -> list[dict]:
@@ -68,7 +55,7 @@ def test_run_json_is_json_lines_with_numbers_as_numbers():
 def test_demo_json_through_the_script_is_json_lines_only():
     """`bash scripts/demo.sh --json | jq` works: setup.sh's build lines go to stderr."""
     r = subprocess.run(["bash", "scripts/demo.sh", "--json", "--synthetic", "--no-q3", "--no-netsync",
-                        "--duration", "0.5"], cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
+                        "--duration", "0.5"], cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     types = [ln["type"] for ln in json_lines(r.stdout)]
     assert types[-2:] == ["summary", "verification"] and "status" in types

@@ -5,7 +5,6 @@ waiting cannot help, and the status line (what the HUD shows) while it retries w
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -20,17 +19,10 @@ from headcast.netcode.q3.client import ClientConfig, State
 from headcast.netcode.q3.localserver import LocalQ3Server
 from headcast.netcode.q3.transport import Q3Client
 
-from support import REPO
+from support import REPO, cli_env
 
 pytestmark = pytest.mark.live
 
-
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")  # no user config file
-    e.update(extra)
-    return e
 
 
 def run(*args: str, pump=None, timeout: float = 40, **extra: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -38,7 +30,7 @@ def run(*args: str, pump=None, timeout: float = 40, **extra: str) -> tuple[subpr
     player answering its snapshots). Returns the result and how long it took."""
     argv = [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", *args]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=REPO, env=cli_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)

@@ -18,17 +18,10 @@ import time
 
 import pytest
 
-from support import REPO
+from support import REPO, cli_env
 
 from headcast.xr.trace import is_complete, read_trace
 
-
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")  # no user config file
-    e.update(extra)
-    return e
 
 
 class Headcast:
@@ -37,7 +30,7 @@ class Headcast:
 
     def __init__(self, *args: str, extra_env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "headcast.app", *args], cwd=REPO,
-                                     env=env(**(extra_env or {})), stdout=subprocess.PIPE,
+                                     env=cli_env(**(extra_env or {})), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.out: list[str] = []
         self.err: list[str] = []
@@ -361,7 +354,7 @@ def test_a_closed_terminal_stops_the_run_cleanly(q3_server, tmp_path):
             os.dup2(err, 2)
             os.execve(sys.executable, [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around",
                                        "--no-mirror", "--q3", f"{host}:{port}", "--name", "stophangup",
-                                       "--record", str(trace)], env())
+                                       "--record", str(trace)], cli_env())
         finally:
             os._exit(127)
     try:

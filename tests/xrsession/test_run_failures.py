@@ -8,28 +8,16 @@ ioquake3 dedicated server (Debian's openarena-server) started here on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from support import REPO
+from support import REPO, cli_env, headcast
 
 RUNTIME_FAILURE = -2  # XR_ERROR_RUNTIME_FAILURE: an allowed result of every OpenXR function
 
 
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")  # no user config file
-    e.update(extra)
-    return e
-
-
-def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=env(**extra),
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def errors(r: subprocess.CompletedProcess) -> list[str]:
@@ -127,7 +115,7 @@ def test_a_runtime_failure_disconnects_from_the_server(q3_server):
     proc = subprocess.Popen(
         [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", "--json",
          "--q3", f"{host}:{port}", "--name", "xrfail"],
-        cwd=REPO, env=env(HEADCAST_MOCK_FAIL=f"xrSyncActions:{RUNTIME_FAILURE}:900"),
+        cwd=REPO, env=cli_env(HEADCAST_MOCK_FAIL=f"xrSyncActions:{RUNTIME_FAILURE}:900"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\xrfail\\", 20, mark).group(1)
