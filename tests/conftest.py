@@ -15,6 +15,14 @@ def artifacts_dir() -> Path:
 
 
 
+@pytest.fixture(scope="module")
+def q3_server():
+    """A real ioquake3 dedicated server (Debian's openarena-server) on 127.0.0.1, not pure."""
+    from headcast.netcode.q3.localserver import LocalQ3Server
+    with LocalQ3Server(kind="ioq3", pure=False) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def xvfb_display():
     """Start a private Xvfb on a free display number; yields the DISPLAY string (":N").

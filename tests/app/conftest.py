@@ -43,18 +43,6 @@ def netsync_release(request):
         server.close()
 
 
-@pytest.fixture(scope="module")
-def q3_server():
-    from headcast.netcode.q3.localserver import LocalQ3Server
-    server = LocalQ3Server(kind="ioq3", pure=False)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.cleanup()
-
-
 @pytest.fixture(scope="session")
 def mock_manifest():
     return mockrt.ensure_runtime()

@@ -93,18 +93,6 @@ def test_no_headless_session_falls_back_to_opengl_with_a_note(xvfb_display, case
     assert summary["frames"] >= 45 and summary["tracking_lost_frames"] == 0  # 90 Hz from xrWaitFrame
 
 
-@pytest.fixture
-def q3_server():
-    from headcast.netcode.q3.localserver import LocalQ3Server
-    server = LocalQ3Server(kind="ioq3", pure=False)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.cleanup()
-
-
 @pytest.mark.live
 def test_a_runtime_failure_disconnects_from_the_server(q3_server):
     """In game on a real Quake 3 server when the runtime fails: the server sees our disconnect at once
