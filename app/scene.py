@@ -79,14 +79,6 @@ def look_at(eye: np.ndarray, target: np.ndarray, up=(0.0, 1.0, 0.0)) -> np.ndarr
     return m
 
 
-def ortho(width: float, height: float) -> np.ndarray:
-    """Pixels, origin top-left, y down."""
-    m = np.identity(4, dtype=np.float32)
-    m[0, 0], m[1, 1] = 2.0 / width, -2.0 / height
-    m[0, 3], m[1, 3] = -1.0, 1.0
-    return m
-
-
 def project(mvp: np.ndarray, p: Vec3, width: int, height: int) -> tuple[float, float] | None:
     """Window pixel (x right, y down) of a world point, None when behind the camera."""
     c = mvp @ np.array([p[0], p[1], p[2], 1.0])
