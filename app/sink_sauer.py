@@ -70,8 +70,7 @@ class SauerSink:
         self.check = SauerCheck()
         self.anchor: Anchor | None = None
         self.game: GamePose | None = None   # the last game pose handed to the link (or taken offline)
-        self.sent: deque[NPos] = deque(maxlen=SENT_HISTORY)
-        self._sent_at: deque[float] = deque(maxlen=SENT_HISTORY)  # when each of `sent` went out
+        self.sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
         self.relay_ms: float | None = None    # our last record's way to the watcher, through the server
         self._spawns_anchored = 0
         self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
@@ -150,8 +149,7 @@ class SauerSink:
     def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
         c = self.check
         c.records += 1
-        self.sent.append(rec)
-        self._sent_at.append(now)
+        self.sent.append((rec, now))
         c.angle_err_max = max(c.angle_err_max, angle_error(gp, rec))
         c.speed_max = max(c.speed_max, gp.speed)
         if gp.capped:
@@ -176,15 +174,13 @@ class SauerSink:
     def relayed(self, rec: NPos, now: float | None = None) -> bool:
         """Count a record of ours as a second client received it (at `now`: its way through the
         server is timed from the last send of that record): True when it is one we sent."""
-        ok = rec in self.sent
+        # the latest send of these bytes (a still player repeats a record)
+        t_sent = next((t for sent, t in reversed(self.sent) if sent == rec), None)
+        ok = t_sent is not None
         self.last_relayed = rec
         if ok:
             if now is not None:
-                # the latest send of these bytes (a still player repeats a record)
-                for sent, t in zip(reversed(self.sent), reversed(self._sent_at)):
-                    if sent == rec:
-                        self.relay_ms = (now - t) * 1000.0
-                        break
+                self.relay_ms = (now - t_sent) * 1000.0
             self.check.relayed += 1
         else:
             self.check.relayed_other += 1
