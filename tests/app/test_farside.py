@@ -25,6 +25,7 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.app.sink_sauer import SauerSink
 from headcast.app.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
 from headcast.app.telemetry import Ring, Telemetry
+from q3.test_client_core import ScriptedQ3Client
 
 
 class Feed:
@@ -286,7 +287,7 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
 
 # --- a VR server (scripted: none can be installed) ------------------------------------------------
 
-class VRServerClient:
+class VRServerClient(ScriptedQ3Client):
     """Stands in for Q3Client under Q3Link: a real Q3ClientCore talking to the scripted server of
     tests/q3/test_client_core.py, announcing vr_support 1. No VR-aware Quake 3 server (the Trinity
     engine and game mod) can be installed from the registries, so the server's game is played here
@@ -294,48 +295,9 @@ class VRServerClient:
     (q3lcc's folded 180/127), sets EF_VR_PLAYER and writes stats[7] = pitch, stats[8] = yaw offset
     as (short)(deg·182.04f), and runs the view angles (delta_angles 0)."""
 
-    def __init__(self, address, config, clock=None, **_):
-        from q3.test_client_core import make
-        self.core, self.server = make(vr=True, vr_support=True)
-        self.sent_at = None
-        self.now = 0.0
-        self.server_time = 1000
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.head_bits = True   # the game decodes what it reads; False: a usercmd without head bits
-
-    @property
-    def state(self):
-        return self.core.state
-
-    @property
-    def status(self):
-        return self.core.status
-
-    @property
-    def socket_errors(self):
-        return 0
-
-    def start(self, now: float) -> None:
-        self.server.handshake(now)
-        self.server.read(now)
-        self.server.gamestate(now)
-
-    def set_input(self, *args) -> None:
-        self.core.set_input(*args)
-
-    def send_due(self, now: float) -> list:
-        from q3.test_client_core import run
-        run(self.core, self.now, now)
-        self.now = self.sent_at = now
-        out = []
-        while (e := self.core.next_event()) is not None:
-            out.append(e)
-        return out
-
-    def receive(self, now: float) -> list:
-        return []
-
-    def close(self, now: float) -> list:
-        return []
 
     def serve(self, now: float) -> None:
         """Read our newest usercmd as the VR server's game runs it; answer with a snapshot."""

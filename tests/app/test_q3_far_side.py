@@ -25,7 +25,7 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3.delta import PlayerState
 from headcast.netcode.q3.vrhead import Receiver, pack_head, yaw_offset
-from q3.test_client_core import make, run
+from q3.test_client_core import ScriptedQ3Client
 
 F = np.float32
 QVM_180_127 = np.array([0x3FB56AD6], dtype=np.uint32).view(np.float32)[0]  # q3lcc: CNSTF4 1068853974
@@ -55,45 +55,8 @@ def c_client_buttons(pitch: float, head_yaw: float, weapon_yaw: float) -> int:
     return pack7(pitch) << 12 | pack7(a) << 19
 
 
-class ScriptedClient:
-    """Stands in for Q3Client under Q3Link: a real Q3ClientCore talking to the scripted VR server."""
-
-    def __init__(self, address, config, clock=None, **_):
-        self.core, self.server = make(vr=True, vr_support=True)
-        self.sent_at = None
-        self.now = 0.0
-        self.server_time = 1000
-
-    @property
-    def state(self):
-        return self.core.state
-
-    @property
-    def status(self):
-        return self.core.status
-
-    def start(self, now: float) -> None:
-        self.server.handshake(now)
-        self.server.read(now)
-        self.server.gamestate(now)
-
-    def set_input(self, *args) -> None:
-        self.core.set_input(*args)
-
-    def send_due(self, now: float) -> list:
-        run(self.core, self.now, now)
-        self.now = now
-        self.sent_at = now
-        out = []
-        while (e := self.core.next_event()) is not None:
-            out.append(e)
-        return out
-
-    def receive(self, now: float) -> list:
-        return []
-
-    def close(self, now: float) -> list:
-        return []
+class ScriptedClient(ScriptedQ3Client):
+    """Q3Client under Q3Link: a real Q3ClientCore talking to the scripted VR server."""
 
     def wire_cmd(self, now: float):
         """The newest usercmd the server read from our datagrams, then a snapshot back (keeps us in)."""

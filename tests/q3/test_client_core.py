@@ -156,6 +156,46 @@ def events(core: Q3ClientCore) -> list:
     return out
 
 
+class ScriptedQ3Client:
+    """Stands in for netcode's Q3Client (e.g. under app/q3_link.py's Q3Link): a real Q3ClientCore
+    and the scripted server above, a VR-aware one (vr_support 1). No socket: each send_due runs
+    the core's timers up to `now`; the test reads what the server got with `self.server`."""
+
+    def __init__(self, address=None, config=None, clock=None, **_):
+        self.core, self.server = make(vr=True, vr_support=True)
+        self.sent_at: float | None = None
+        self.now = 0.0
+        self.server_time = 1000
+        self.socket_errors = 0
+
+    @property
+    def state(self):
+        return self.core.state
+
+    @property
+    def status(self):
+        return self.core.status
+
+    def start(self, now: float) -> None:
+        self.server.handshake(now)
+        self.server.read(now)
+        self.server.gamestate(now)
+
+    def set_input(self, *args) -> None:
+        self.core.set_input(*args)
+
+    def send_due(self, now: float) -> list:
+        run(self.core, self.now, now)
+        self.now = self.sent_at = now
+        return events(self.core)
+
+    def receive(self, now: float) -> list:
+        return []
+
+    def close(self, now: float) -> list:
+        return []
+
+
 def test_handshake_userinfo_and_connect_resend_timing():
     core, server = make(vr=True)
     server.handshake(0.0)
