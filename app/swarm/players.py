@@ -34,8 +34,7 @@ from pathlib import Path
 from headcast.app.swarm.motion import Script, Spot
 from headcast.app.swarm.observer import Board, Marker, SeqLog
 from headcast.netcode.q3.client import LINKED, ClientConfig, Q3ClientCore
-from headcast.netcode.q3.entities import _FIELDS as _Q3_ENTITY_FIELDS
-from headcast.netcode.q3.entities import EF_DEAD
+from headcast.netcode.q3.entities import player_entity
 from headcast.netcode.q3.events import Disconnected as Q3Disconnected
 from headcast.netcode.q3.events import EnteredWorld, SnapshotReceived
 from headcast.netcode.q3.vrhead import yaw_offset
@@ -238,10 +237,11 @@ class Q3Player(Player):
 
     def _events(self, now: float) -> None:
         core = self.core
-        if not core._events:
+        events = core.take_events()
+        if not events:
             return
         board = self.var.board if self.var.observer else None
-        for ev in core.take_events():
+        for ev in events:
             if isinstance(ev, SnapshotReceived):
                 self.metrics.broadcast("q3", self.index, now)
                 if board is not None and board.senders:
@@ -250,9 +250,9 @@ class Q3Player(Player):
                         ents = snap.entities
                         for cn in board.senders:
                             es = ents.get(cn)
-                            fields = _Q3_ENTITY_FIELDS(es.values) if es is not None else None
-                            if fields is not None and not fields[9] & EF_DEAD:
-                                board.saw_yaw(self.index, cn, fields[7], now)
+                            p = player_entity(es) if es is not None else None
+                            if p is not None and not p.dead:
+                                board.saw_yaw(self.index, cn, p.angles[1], now)
                             else:  # outside the observer's PVS, or a corpse until it respawns
                                 board.out_of_sight(self.index, cn)
             elif isinstance(ev, EnteredWorld):
