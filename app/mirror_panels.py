@@ -299,6 +299,15 @@ def _grid(n: int, w: float, h: float) -> tuple[int, int]:
     return n, 1
 
 
+def _begin_time_plot(label: str, ylabel: str, seconds: float) -> bool:
+    """begin_plot of the last `seconds` (x fixed at [-seconds, 0]), its y axis fitted to the data."""
+    if not implot.begin_plot(label, (-1, -1), PLOT_FLAGS):
+        return False
+    implot.setup_axes("", ylabel, implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
+    implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+    return True
+
+
 def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float, width: float) -> None:
     """Head pitch, yaw, roll sent (white) vs seen (the sink's colour) over the last `seconds`,
     transients shaded; and the position error where the protocol carries a position."""
@@ -327,10 +336,7 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
                 _line("seen", tt, series[seen], color, 3.0)  # wide, under the sent line: both show where equal
                 _line("sent", tt, series[sent], SENT_COLOR, 1.2)
                 implot.end_plot()
-        if with_pos and implot.begin_plot(f"pos##{view.key}", (-1, -1), PLOT_FLAGS):
-            implot.setup_axes("", "position err mm", implot.AxisFlags_.no_menus,
-                              implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
-            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+        if with_pos and _begin_time_plot(f"pos##{view.key}", "position err mm", seconds):
             ok = np.isfinite(err_m)
             _line("position error", tt[ok], err_m[ok] * 1000.0, color)
             implot.end_plot()
@@ -346,18 +352,14 @@ def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: floa
         return
     rows, cols = _grid(2, w, h)
     if implot.begin_subplots("##links", rows, cols, (w, h), implot.SubplotFlags_.no_title):
-        if implot.begin_plot("latency##l", (-1, -1), PLOT_FLAGS):
-            implot.setup_axes("", "ms", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
-            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+        if _begin_time_plot("latency##l", "ms", seconds):
             for sink in sinks:
                 ls = tracker.link_series(sink)
                 tt = ls["t"] - t_end
                 _line(f"m2w {sink}", tt, ls["motion_to_wire_ms"], SENT_COLOR)
                 _line(f"rtt {sink}", tt, ls["round_trip_ms"], SINK_COLORS.get(sink, WHITE))
             implot.end_plot()
-        if implot.begin_plot("rates##l", (-1, -1), PLOT_FLAGS):
-            implot.setup_axes("", "kB/s", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus | implot.AxisFlags_.auto_fit)
-            implot.setup_axis_limits(implot.ImAxis_.x1, -seconds, 0.0, imgui.Cond_.always)
+        if _begin_time_plot("rates##l", "kB/s", seconds):
             for sink in sinks:
                 ls = tracker.link_series(sink)
                 _line(f"kB/s {sink}", ls["t"] - t_end, ls["bytes_per_s"] / 1000.0, SINK_COLORS.get(sink, WHITE))
