@@ -25,6 +25,7 @@ from headcast.app.q3map import Q3Intent, q3_intent
 from headcast.app.rig import Origin, Rig, RigSettings
 from headcast.app.sauermap import DEFAULT_SPAWN, SauerWorld, anchor_at, game_pose
 from headcast.netcode.netsync.model import PoseFrame
+from headcast.netcode.pose import q_mul
 from headcast.netcode.sauer.client import Pose as SauerPose
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
@@ -71,14 +72,7 @@ def _ypr_quat(yaw: float, pitch: float, roll: float) -> tuple[float, float, floa
     qy = (0.0, math.sin(yaw * d), 0.0, math.cos(yaw * d))
     qp = (math.sin(pitch * d), 0.0, 0.0, math.cos(pitch * d))
     qr = (0.0, 0.0, math.sin(roll * d), math.cos(roll * d))
-    return _qmul(_qmul(qy, qp), qr)
-
-
-def _qmul(a, b):
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+    return q_mul(q_mul(qy, qp), qr)
 
 
 def _slerp(a, b, f):
