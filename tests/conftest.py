@@ -1,11 +1,19 @@
 """Suite-wide fixtures; plain helpers live in tests/support.py."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
 from support import ARTIFACTS
+
+# A suite started under nohup (or by anything that ignores SIGHUP) passes the ignored SIGHUP on to
+# every headcast it runs, which then keeps it ignored by design (README: "under nohup, SIGHUP stays
+# ignored"), and the tests of a closed terminal would test nohup. The suite runs as from a
+# terminal; the nohup behaviour has its own test, which ignores SIGHUP itself.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
