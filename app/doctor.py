@@ -78,8 +78,12 @@ def check_openxr(mode: str = "auto", rate_hz: float = 0.0) -> list[Finding]:
     rate = (len(frames) - 1) / seconds if seconds > 0 else 0.0
     head = sum(f.head.valid for f in frames)
     focused = sum(f.focused for f in frames)
-    out.append(Finding("openxr", True, f"{len(frames)} frames at {rate:.1f} Hz; focused in {focused} "
-                                       "(controllers need focus; a headless session may stay unfocused)"))
+    unfocused = ("" if focused == len(frames) else
+                 " (controllers give input only in focus; the runtime keeps this session unfocused: "
+                 "HEADCAST_XR_SESSION=gl for an OpenGL session, which it focuses)" if info.headless else
+                 " (controllers give input only in focus: put the headset on, bring headcast to the front)")
+    out.append(Finding("openxr", True, f"{len(frames)} frames at {rate:.1f} Hz; focused in {focused} of "
+                                       f"{len(frames)}{unfocused}"))
     out.append(Finding("openxr", head > 0, f"head pose valid in {head} of {len(frames)} frames",
                        "" if head else "check the headset's tracking (base stations, cameras) and wear it"))
     return out
@@ -143,8 +147,10 @@ def check_native() -> list[Finding]:
 def check_display() -> list[Finding]:
     from headcast.app.mirror import display_available
     if not display_available():
-        return [Finding("display", False, "no display (DISPLAY is not set): the mirror window is off",
-                        "run on a desktop session, or under a virtual display: xvfb-run -a headcast ...")]
+        # Not a problem in itself: a headless session needs none (the openxr check fails where the
+        # runtime needs an OpenGL session); only the mirror window is off.
+        return [Finding("display", True, "no display (DISPLAY is not set): no mirror window (a desktop session "
+                        "or `xvfb-run -a headcast ...` shows it)")]
     os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
     try:
         import glfw

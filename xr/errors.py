@@ -12,7 +12,7 @@ import xr
 
 NO_RUNTIME = (
     "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "
-    "(SteamVR, Oculus, WMR)"
+    "(SteamVR, Monado, WMR)"
 )
 
 
