@@ -299,6 +299,16 @@ def _grid(n: int, w: float, h: float) -> tuple[int, int]:
     return n, 1
 
 
+def _begin_grid(id_: str, n: int) -> bool:
+    """begin_subplots for n plots filling the rest of the panel; False when it is too small for any."""
+    avail = imgui.get_content_region_avail()
+    w, h = avail.x, avail.y
+    if h < 40 or w < 60:
+        return False
+    rows, cols = _grid(n, w, h)
+    return implot.begin_subplots(id_, rows, cols, (w, h), implot.SubplotFlags_.no_title)
+
+
 def _begin_time_plot(label: str, ylabel: str, seconds: float) -> bool:
     """begin_plot of the last `seconds` (x fixed at [-seconds, 0]), its y axis fitted to the data."""
     if not implot.begin_plot(label, (-1, -1), PLOT_FLAGS):
@@ -318,16 +328,10 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
     if spans:
         for line in wrap_words("shaded: transients (joining, spawn, tracking lost), not counted as error", width):
             t.text(line, AMBER)
-    avail = imgui.get_content_region_avail()
-    w, h = avail.x, avail.y
-    if h < 40 or w < 60:
-        return
     err_m = series["err_m"]
     with_pos = bool(np.isfinite(err_m).any())
     plots = [(name, lim, "sent_" + name, "seen_" + name) for name, lim in ANGLES]
-    n = len(plots) + (1 if with_pos else 0)
-    rows, cols = _grid(n, w, h)
-    if implot.begin_subplots(f"##{view.key}", rows, cols, (w, h), implot.SubplotFlags_.no_title):
+    if _begin_grid(f"##{view.key}", len(plots) + (1 if with_pos else 0)):
         for name, lim, sent, seen in plots:
             if implot.begin_plot(f"{name}##{view.key}", (-1, -1), PLOT_FLAGS):
                 implot.setup_axes("", f"{name} °", implot.AxisFlags_.no_menus, implot.AxisFlags_.no_menus)
@@ -346,12 +350,7 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
 def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: float, width: float) -> None:
     for line in wrap_words("motion-to-wire (white, per sink: dotted colours), round trip (colours), kB/s", width):
         t.text(line, DIM)
-    avail = imgui.get_content_region_avail()
-    w, h = avail.x, avail.y
-    if h < 40 or w < 60:
-        return
-    rows, cols = _grid(2, w, h)
-    if implot.begin_subplots("##links", rows, cols, (w, h), implot.SubplotFlags_.no_title):
+    if _begin_grid("##links", 2):
         if _begin_time_plot("latency##l", "ms", seconds):
             for sink in sinks:
                 ls = tracker.link_series(sink)
