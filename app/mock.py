@@ -36,6 +36,10 @@ def activate_mock(name: str) -> Path:
     file), for this process; returns the manifest. Must run before the OpenXR instance exists
     (the loader reads the variables then)."""
     from headcast.xr import mockrt
+    profile = os.environ.get("HEADCAST_MOCK_PROFILE_RUNTIME")
+    if profile is not None and profile not in mockrt.RUNTIME_PROFILES:
+        raise UsageError(f"HEADCAST_MOCK_PROFILE_RUNTIME={profile!r}: the mock runtime imitates "
+                         f"{', '.join(mockrt.RUNTIME_PROFILES)} (default monado)")
     # Resolved here, not by mockrt.motion_path: its importlib.resources fallback cannot read the
     # assets namespace package of an editable install.
     motion = Path(name) if Path(name).is_file() else find_motion(name)

@@ -142,3 +142,12 @@ def test_an_unfocused_headless_session_is_said_once(focus, noted):
         assert "HEADCAST_XR_SESSION=gl" in notes[0]
     summary = json.loads(r.stdout.splitlines()[-1])
     assert summary["type"] == "summary" and summary["frames"] > 300   # the head was tracked all along
+
+
+def test_an_unknown_mock_runtime_profile_is_one_usage_line():
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1",
+                 HEADCAST_MOCK_PROFILE_RUNTIME="bogus")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "headcast: error: HEADCAST_MOCK_PROFILE_RUNTIME='bogus': the mock runtime imitates monado, steamvr, "
+        "strict (default monado)"]
