@@ -393,7 +393,7 @@ class MirrorWindow:
         if imgui.small_button(f"{label} (space)"):
             self.toggle_pause()
         t.record_item(f"{label} (space)")
-        legend = f"last {self.plot_seconds:g} s · white: sent · colour: seen (head, Quake degrees)"
+        legend = f"last {self.plot_seconds:g} s · white: sent · colour: seen (Quake degrees; what is compared: the line below)"
         room = rect[2] - imgui.get_item_rect_max().x - 2 * imgui.get_style().item_spacing.x - 6
         if mp.text_w(legend) <= room:
             imgui.same_line()
