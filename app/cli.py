@@ -36,7 +36,8 @@ sinks (any combination; none = compute and show only):
                        buttons when the server has vr_support=1 (--no-vr: never)
   --netsync HOST[:CONTROL[:PUB[:TRANSFORM]]]
                        join a STYLY NetSync room (default ports 5555, PUB = CONTROL + 1, TRANSFORM =
-                       CONTROL + 2); head, hands and the XROrigin delta are sent at --send-rate Hz
+                       CONTROL + 2); head, hands and the XROrigin delta are sent when they change,
+                       at most --send-rate Hz, and at least once a second
   --sauer HOST[:PORT]  join a Sauerbraten (Cube 2, 2020 Edition, protocol 260) server (default port
                        28785) as a player: head position and angles as N_POS at 30 Hz, walking
                        animation from the left stick; reconnects after a kick or a restart
@@ -133,7 +134,7 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
                    help="protocol 7+: the server's transform port, where poses go (default: control port + 2)")
     g.add_argument("--room", help="room id (default: default_room)")
     g.add_argument("--device-id", help="device id (default: stable per machine and user)")
-    g.add_argument("--send-rate", type=float, metavar="HZ", help="pose send rate (default 10, 0.5..60)")
+    g.add_argument("--send-rate", type=float, metavar="HZ", help="NetSync: most poses a second, sent while the pose changes (default 10, 0.5..60; a still pose goes once a second)")
     g.add_argument("--stealth", action="store_true", default=None, help="join without a visible avatar")
     g = p.add_argument_group("Sauerbraten sink")
     g.add_argument("--sauer", metavar="HOST[:PORT]", help="Sauerbraten server to join (default port 28785)")
