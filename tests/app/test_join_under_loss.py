@@ -10,11 +10,8 @@ a rate limit (exit 1) one reconnect short of joining (12.3 s).
 from __future__ import annotations
 
 import json
-import os
 import select
 import socket
-import subprocess
-import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -23,7 +20,7 @@ import pytest
 
 from headcast.app.outcome import JOIN_STRETCH, Outcomes
 
-from support import REPO
+from support import headcast
 
 
 # ---------------------------------------------------------------------------- the decision
@@ -110,23 +107,13 @@ class ChallengeBlackout:
         self.back.close()
 
 
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    e["HOME"] = str(REPO / "build" / "no-home")
-    e.update(extra)
-    return e
-
-
 @pytest.mark.live
 def test_a_join_slowed_past_the_connect_timeout_goes_on_while_the_server_answers(q3_server):
     relay = ChallengeBlackout(q3_server.address, 6.0)
     try:
         host, port = relay.address
-        r = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror",
-                            "--json", "--q3", f"{host}:{port}", "--name", "lossy", "--duration", "13"],
-                           cwd=REPO, env=env(HEADCAST_RUN_CONNECT_TIMEOUT="4"), capture_output=True, text=True,
-                           timeout=90)
+        r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--q3", f"{host}:{port}",
+                     "--name", "lossy", "--duration", "13", timeout=90, HEADCAST_RUN_CONNECT_TIMEOUT="4")
     finally:
         relay.close()
     assert relay.dropped >= 2
