@@ -348,15 +348,16 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
 
 
 def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: float, width: float) -> None:
-    for line in wrap_words("motion-to-wire (white, per sink: dotted colours), round trip (colours), kB/s", width):
+    for line in wrap_words("in each sink's colour: round trip (thick), motion-to-wire (thin); kB/s", width):
         t.text(line, DIM)
     if _begin_grid("##links", 2):
         if _begin_time_plot("latency##l", "ms", seconds):
             for sink in sinks:
                 ls = tracker.link_series(sink)
                 tt = ls["t"] - t_end
-                _line(f"m2w {sink}", tt, ls["motion_to_wire_ms"], SENT_COLOR)
-                _line(f"rtt {sink}", tt, ls["round_trip_ms"], SINK_COLORS.get(sink, WHITE))
+                color = SINK_COLORS.get(sink, WHITE)
+                _line(f"rtt {sink}", tt, ls["round_trip_ms"], color, 3.0)
+                _line(f"m2w {sink}", tt, ls["motion_to_wire_ms"], color, 1.0)
             implot.end_plot()
         if _begin_time_plot("rates##l", "kB/s", seconds):
             for sink in sinks:
