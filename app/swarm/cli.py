@@ -8,15 +8,21 @@ is a sampled observer (`--observers`), the next `--marked` players send updates 
 terminal, a line every 5 s otherwise, JSON lines with --json); the end prints the report's
 figures and, with --report DIR, writes swarm.json and swarm.html there.
 
-Exit status: 0 when the run ended (whatever the servers did: refusals and kicks are findings,
-in the report), 2 for bad flags, 3 when no player of a protocol ever got in.
+Exit status: 0 when the run ended with every player in at some time (kicks and lost updates
+are findings, in the report), 1 when some players never got in (a full server: the summary
+says how many and why), 2 for bad flags (an unwritable --report folder too, checked before the
+run), 3 when no player of a protocol ever got in or nothing listens at a server's address
+(found before the run: ICMP port unreachable for UDP, a refused TCP connect for NetSync).
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import json
+import os
 import random
+import select
+import socket
 import sys
 import time
 from dataclasses import replace
@@ -27,6 +33,7 @@ from headcast.app import stop
 from headcast.app.cli import path, positive, room_id, seconds
 from headcast.app.console import LiveBlock, fit, mode_for, printable
 from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.app.swarm import report as report_mod
 
 DEFAULT_MOTION = "tour"
 PLAIN_PERIOD = 5.0
@@ -80,14 +87,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rooms", type=_whole(1, 1000, "rooms"), default=1, metavar="K",
                    help="spread the NetSync players over K rooms ROOM-0 … ROOM-(K-1), each with its own "
                         "observers and marked players (default 1: all in ROOM)")
-    p.add_argument("--pk3", metavar="PATH", action="append", default=[], type=path,
-                   help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server; repeatable")
-    p.add_argument("--seed", type=int, default=None, help="seed of the per-player variation (default: random)")
+    p.add_argument("--pk3", metavar="PATH", nargs="+", action="extend", default=[], type=path,
+                   help="pk3 files or folders for a pure (sv_pure 1) Quake 3 server")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the per-player variation (default: random; the report records the one used)")
     p.add_argument("--json", action="store_true", help="one JSON status object per line, then the report")
     p.add_argument("--locust", nargs="?", type=_small, const=0, default=None, metavar="PROCESSES",
                    help="run the players as Locust users instead (one protocol per run): Locust's runner, "
                         "stats and --csv; PROCESSES > 0 forks that many Locust workers on this machine. "
-                        "Exit status is Locust's (1 when any kick, lost update or slipped tick). For "
+                        "Exit status is Locust's (1 when any kick, lost update or slipped tick (> 5 ms late): "
+                        "a slipped tick is the load generator running late, not the server). For "
                         "several machines run the shipped locustfile with Locust's --master/--worker")
     p.add_argument("--csv", metavar="BASE", type=path, help="with --locust: Locust's CSV files BASE_stats.csv …")
 
@@ -125,7 +134,58 @@ def load_script(args: argparse.Namespace):
                              f"(shipped: {', '.join(shipped_motions())})")
         return Script.load(motion), f"motion {name}"
     except MotionError as e:
-        raise UsageError(f"swarm: {e}") from None
+        raise UsageError(str(e) if args.trace and str(e).startswith(str(args.trace)) else f"swarm: {e}") from None
+
+
+def check_report_folder(folder: str) -> None:
+    """UsageError unless `folder` can be made and written (a test file written and removed):
+    a typo must not cost the run it was meant to record."""
+    f = Path(folder)
+    try:
+        f.mkdir(parents=True, exist_ok=True)
+        probe = f / f".headcast-swarm-{os.getpid()}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"--report {folder}: {e.strerror or e}"
+                         + (" (name a folder)" if f.exists() and not f.is_dir() else "")) from None
+
+
+REFUSED = "nothing listens there (ICMP port unreachable)"
+PORT_WAIT = 0.5  # s for a refusal: on loopback and a LAN the ICMP error comes in well under 1 ms
+
+
+def closed_port(proto: str, server) -> str | None:
+    """Why no player can get in, known before the run: nothing listens at the server's address
+    (as `headcast probe` says it: a connected UDP socket gets the ICMP port unreachable as
+    ECONNREFUSED; NetSync's TCP connect is refused), or None (an answer, or no word either way:
+    a firewall that drops, a remote host — the players find out)."""
+    try:
+        host = socket.gethostbyname(server.host)
+    except OSError:
+        return None  # the players' start names it
+    if proto == "netsync":
+        try:
+            socket.create_connection((host, server.port), timeout=2.0).close()
+        except ConnectionRefusedError:
+            return "nothing listens there (connection refused)"
+        except OSError:
+            return None
+        return None
+    # Q3: a getinfo (an answer settles it at once). Sauerbraten: one byte, shorter than an ENet
+    # header, which an ENet server drops unread; only a closed port answers it (ICMP).
+    datagram = b"\xff\xff\xff\xffgetinfo swarm" if proto == "q3" else b"\x00"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((host, server.port))
+            s.send(datagram)
+            if select.select([s], [], [], PORT_WAIT)[0]:
+                s.recv(65535)
+        except ConnectionRefusedError:
+            return REFUSED
+        except OSError:
+            return None
+    return None
 
 
 FDS_PER_PLAYER = {"q3": 1, "sauer": 1, "netsync": 6}  # NetSync: 3 sockets, each a mailbox + a TCP connection
@@ -161,13 +221,16 @@ class Swarm:
         self.clock = clock
         self.counts = counts
         self.t0 = clock()
+        self.wall_t0 = time.time()
         self.metrics = SwarmMetrics(list(counts), self.t0)
         self.loop = SwarmLoop(clock)
         # NetSync players over `rooms` rooms (player i in room i mod rooms), each room with its own
         # observers and marked players: a room broadcast carries only its members.
         self.boards: dict[tuple[str, int], Board] = {}
         self.script = script
-        rng = random.Random(seed)
+        # The seed is in the report: --seed SEED gives the next run the same variation.
+        self.seed = random.randrange(2**32) if seed is None else seed
+        rng = random.Random(self.seed)
         places = spots(SPOTS)
         starts = []
         for proto, n in counts.items():
@@ -206,11 +269,21 @@ class Swarm:
 
     def report(self, source: str, targets: dict[str, Any]) -> dict:
         r = self.metrics.report(self.ended)
-        r["run"] = {"players": dict(self.counts), "source": source, "netsync_rooms": self.rooms,
+        r["started_utc"] = _utc(self.wall_t0)
+        for proto, st in r["protocols"].items():
+            started = [p for p in self.loop.players if p.proto == proto]
+            st["players"]["started"] = len(started)
+            st["players"]["never_in"] = len(started) - sum(1 for p in started if p.got_in)
+        r["run"] = {"players": dict(self.counts), "source": source, "netsync_rooms": self.rooms, "seed": self.seed,
                     "servers": {p: f"{s.host}:{s.port}" for p, s in targets.items()},
                     "rates_hz": {p: _RATES[p] for p in self.counts},
                     "errors": self.loop.errors[:20]}
         return r
+
+
+def _utc(wall: float) -> str:
+    """ISO 8601 UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
 
 
 _RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}
@@ -219,7 +292,9 @@ _NAMES = {"q3": "Quake 3", "netsync": "NetSync", "sauer": "Sauerbraten"}
 
 def status_lines(swarm: Swarm, now: float) -> list[str]:
     live = swarm.metrics.live(now)
-    lines = [f"[{now - swarm.t0:6.1f} s] swarm: {swarm.loop.waiting} players still to start"
+    waiting = swarm.loop.waiting
+    lines = [f"[{now - swarm.t0:6.1f} s] swarm: "
+             + (f"{waiting} players still to start" if waiting else "every player started")
              + (f", {len(swarm.loop.errors)} player errors" if swarm.loop.errors else "")]
     for proto, v in live.items():
         ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
@@ -229,7 +304,7 @@ def status_lines(swarm: Swarm, now: float) -> list[str]:
                      f"{ms(v['relay_p50_s'])}/{ms(v['relay_p99_s'])} ms p50/p99, loss {loss} | "
                      f"{v['broadcast_hz_per_player']:.1f} bc/s each | kicks {v['kicked']}, failed joins "
                      f"{v['join_failed']} | up {v['up_Bps'] / 1000:.1f} down {v['down_Bps'] / 1000:.1f} kB/s | "
-                     f"late ticks {v['slipped']}")
+                     f"slipped ticks (> 5 ms late) {v['slipped']}")
     return lines
 
 
@@ -250,14 +325,21 @@ def summary_lines(report: dict) -> list[str]:
                        f"{p['relay']['lost']} lost)")
             out.append(f"  broadcasts/s per player p50 {_n(p['broadcast_hz']['p50'])}; up "
                        f"{p['up']['bytes_per_s'] / 1000:.1f} kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; "
-                       f"ticks {t['count']}, late > {t['slip_after_ms']:g} ms: {t['slipped']} "
+                       f"ticks {t['count']}, slipped ticks (> {t['slip_after_ms']:g} ms late): {t['slipped']} "
                        f"(p99 {_n(t['late_ms']['p99'], ' ms')})")
+        never = never_line(pl)
+        if never:
+            out.append(f"  {never}")
         for reasons in (pl["kick_reasons"], pl["join_failed_reasons"]):
             for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]:
                 out.append(f"  {n} × {printable(why)}")
     for e in report["run"]["errors"][:3]:
         out.append(f"  error: {e.splitlines()[0]}")
     return out
+
+
+def never_line(players: dict) -> str:
+    return printable(report_mod.never_text(players))
 
 
 def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
@@ -270,14 +352,7 @@ def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     if args.rooms > 1:
         raise UsageError("swarm --locust: --rooms is not available with Locust (one room per run: --room)")
     (proto, server), = targets.items()
-    report = None
-    if args.report:
-        folder = Path(args.report)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"--report {args.report}: {e.strerror or e}") from None
-        report = folder / "swarm"
+    report = Path(args.report) / "swarm" if args.report else None
     cmd = locust_run.command(proto, server, args.players, args.spawn_rate, args.duration, report=report,
                              csv=args.csv, motion=args.motion, trace=args.trace, marked=min(args.marked, 16),
                              processes=args.locust)
@@ -293,11 +368,18 @@ def cmd_swarm(args: argparse.Namespace) -> int:
             room_id(f"{args.room}-{args.rooms - 1}")
         except argparse.ArgumentTypeError as e:
             raise UsageError(f"--room with --rooms {args.rooms}: {e}") from None
+    if args.csv and args.locust is None:
+        raise UsageError("swarm --csv: Locust's CSV files come with --locust")
+    if args.report:
+        check_report_folder(args.report)
+    if args.locust is None:
+        script, source = load_script(args)
+    for proto, server in targets.items():
+        why = closed_port(proto, server)
+        if why:
+            raise UnreachableError(f"swarm: {_NAMES[proto]} server {server.host}:{server.port}: {why}")
     if args.locust is not None:
         return run_locust(args, targets)
-    if args.csv:
-        raise UsageError("swarm --csv: Locust's CSV files come with --locust")
-    script, source = load_script(args)
     counts = {p: args.players for p in targets}
     out = sys.stdout
     mode = mode_for(args.json, out)
@@ -311,7 +393,8 @@ def cmd_swarm(args: argparse.Namespace) -> int:
 
     def on_status(now: float) -> None:
         if mode == "json":
-            print(json.dumps({"t": round(now - swarm.t0, 3), "status": swarm.metrics.live(now)}), file=out, flush=True)
+            print(json.dumps({"type": "status", "t": round(now - swarm.t0, 3), "status": swarm.metrics.live(now)}),
+                  file=out, flush=True)
         elif block is not None:
             block.draw(status_lines(swarm, now))
         elif now - last_plain[0] >= PLAIN_PERIOD:
@@ -329,7 +412,6 @@ def cmd_swarm(args: argparse.Namespace) -> int:
     if stop.state.signum is not None:
         report["run"]["stopped"] = stop.reason(stop.state.signum)
     if args.report:
-        from headcast.app.swarm import report as report_mod
         folder = Path(args.report)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -337,7 +419,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         except OSError as e:
             raise AppError(f"swarm: cannot write the report into {folder}: {e}") from None
     if mode == "json":
-        print(json.dumps({"report": report}), file=out, flush=True)
+        print(json.dumps({"type": "summary", "report": report}), file=out, flush=True)
     else:
         for line in summary_lines(report):
             print(line, file=out)
@@ -348,4 +430,8 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         reasons = "; ".join(f"{_NAMES[p]}: " + (", ".join(sorted(report["protocols"][p]["players"]["join_failed_reasons"]))
                                                    or "no answer") for p in never)
         raise UnreachableError(f"swarm: no player got in ({reasons[:300]})")
+    some = [f"{_NAMES[p]}: {never_line(st['players'])}" for p, st in report["protocols"].items()
+            if st["players"].get("never_in")]
+    if some:
+        raise AppError("swarm: " + "; ".join(some))
     return 0

@@ -239,6 +239,7 @@ def _quitting(environment, **_) -> None:
         return
     merged = SwarmMetrics.merged(states)
     rep = merged.report(max(s["wall_now"] for s in states))
+    rep["started_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(merged.started))  # wall clock here
     rep["source"] = f"Locust ({len(states)} process{'es' if len(states) != 1 else ''})"
     rep["processes"] = len(states)
     if isinstance(runner, MasterRunner):

@@ -103,6 +103,7 @@ class Player:
         self.metrics = metrics
         self.var = variation
         self.joined = False
+        self.got_in = False              # joined at some time in the run (a full server: never)
         self.client_number: int | None = None
         self.started_at: float | None = None
         self.closed = False
@@ -119,7 +120,7 @@ class Player:
 
     # the board's bookkeeping, shared by the three
     def _in(self, now: float, client_number: int) -> None:
-        self.joined = True
+        self.joined = self.got_in = True
         self.client_number = client_number
         self.metrics.joined(self.proto, self.index, now - self._attempt_at, now)
         board = self.var.board

@@ -232,15 +232,34 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
         ["", "messages", "bytes", "bytes/s"],
         [["up (players → server)", p["up"]["messages"], p["up"]["bytes"], _fmt(p["up"]["bytes_per_s"], 0)],
          ["down (server → players)", p["down"]["messages"], p["down"]["bytes"], _fmt(p["down"]["bytes_per_s"], 0)]]))
-    out.append(_table(["players", "joined", "left", "kicked", "failed joins", "relayed updates", "lost",
+    never = pl.get("never_in", 0)
+    if never:
+        out.append(f'<p class="note bad"><b>{escape(never_text(pl))}</b></p>')
+    out.append(_table(["", "joined", "left", "kicked", "failed joins", "never got in", "relayed updates", "lost",
                        "players with no broadcast"],
-                      [["", pl["joined"], pl["left"], pl["kicked"], pl["join_failed"], relay["delivered"],
-                        relay["lost"], pl.get("silent", 0)]]))
+                      [["players", pl["joined"], pl["left"], pl["kicked"], pl["join_failed"],
+                        _fmt(pl.get("never_in")), relay["delivered"], relay["lost"], pl.get("silent", 0)]]))
     reasons = [["kick", r, n] for r, n in pl["kick_reasons"].items()] + \
               [["join failed", r, n] for r, n in pl["join_failed_reasons"].items()]
     if reasons:
         out.append("<h3>Kicks and failed joins</h3>" + _table(["", "reason", "players"], reasons))
     return "".join(out)
+
+
+# What to do about a refusal, where it is known.
+HINTS = {"Server is full.": "raise sv_maxclients; ioq3/OpenArena default 8"}
+
+
+def never_text(players: dict) -> str:
+    """"12 of 20 players never got in: Server is full. (raise sv_maxclients; …)", or ""."""
+    never = players.get("never_in") or 0
+    if not never:
+        return ""
+    reasons = players.get("join_failed_reasons") or {}
+    why = max(reasons, key=reasons.get) if reasons else "no answer"
+    why = why.removeprefix("server refused: ")  # the server's own words
+    hint = HINTS.get(why.strip())
+    return f"{never} of {players.get('started', '?')} players never got in: {why}" + (f" ({hint})" if hint else "")
 
 
 def locust_section(loc: dict) -> str:
@@ -266,10 +285,14 @@ def render_html(report: dict) -> str:
     run = report.get("run") or {}
     servers = run.get("servers", {})
     what = [f"{NAMES.get(p, p)} {servers[p]}" if p in servers else NAMES.get(p, p) for p in protos]
+    source = str(report.get("source", ""))
+    generator = "the swarm's own loop" if source == "headcast" else source
+    started = f"started {report['started_utc']}; " if report.get("started_utc") else ""
+    seed = f"; seed {run['seed']} (--seed {run['seed']} repeats the variation)" if run.get("seed") is not None else ""
     body = [f"<h1>{escape(title)}</h1>",
-            f'<p class="sub">{escape(report.get("subtitle", ""))} {_fmt(report.get("duration_s"), 1)} s run; '
-            f'{escape(", ".join(what) or "no protocol")}; players: {escape(str(report.get("source", "")))}'
-            f'{escape(", " + str(run["source"])) if run.get("source") else ""}</p>',
+            f'<p class="sub">{escape(report.get("subtitle", ""))} {escape(started)}{_fmt(report.get("duration_s"), 1)} s run; '
+            f'{escape(", ".join(what) or "no protocol")}; players run by {escape(generator)}'
+            f'{escape(", " + str(run["source"])) if run.get("source") else ""}{escape(seed)}</p>',
             '<p class="note">Relay latency: a player\'s send until a sampled observer player receives it relayed '
             "by the server. Lost: relayed updates the observer should have seen and never did. Percentiles are "
             "within 1 % of the exact values (fixed log bins); per-second plot percentiles within 12 %.</p>"]
