@@ -32,7 +32,6 @@ COLORS = {
     "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
     "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }
-NOSE_COLOR = {k: v[1] for k, v in COLORS.items()}
 VIEW_DIR = np.array([1.6, 0.7, -3.4]) / np.linalg.norm([1.6, 0.7, -3.4])  # from the target to the eye
 TARGET_Y = 1.85  # above the heads: their labels get the upper part of the view, the floor less
 FOVY = 50.0
