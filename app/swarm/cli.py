@@ -327,13 +327,16 @@ def summary_lines(report: dict) -> list[str]:
                        f"{p['up']['bytes_per_s'] / 1000:.1f} kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; "
                        f"ticks {t['count']}, slipped ticks (> {t['slip_after_ms']:g} ms late): {t['slipped']} "
                        f"(p99 {_n(t['late_ms']['p99'], ' ms')})")
+        stall = report_mod.stall_text(t)
+        if stall:
+            out.append(f"  {stall}")
         never = never_line(pl)
         if never:
             out.append(f"  {never}")
         for reasons in (pl["kick_reasons"], pl["join_failed_reasons"]):
             for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]:
                 out.append(f"  {n} × {printable(why)}")
-    for e in report["run"]["errors"][:3]:
+    for e in report["run"].get("errors", [])[:3]:
         out.append(f"  error: {e.splitlines()[0]}")
     return out
 
@@ -344,21 +347,49 @@ def never_line(players: dict) -> str:
 
 def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
     """`--locust`: the same players as Locust users (app/swarm/locustfile.py), Locust run headless
-    here, bounded: SIGINT (Locust's clean stop: users leave, the report is written) if it has not
-    ended `LOCUST_GRACE` s after --duration."""
+    here, bounded (locust_run.run: one SIGTERM, Locust's clean stop, at the first stop signal or
+    `LOCUST_GRACE` s after --duration). Then, as the native run: the summary from headcast's
+    report (in a temporary folder without --report), the stop reason in it, Locust's exit code."""
+    import tempfile
     from headcast.app.swarm import locust_run
-    if len(targets) != 1:
-        raise UsageError("swarm --locust: one protocol per Locust run (--q3, --netsync or --sauer)")
-    if args.rooms > 1:
-        raise UsageError("swarm --locust: --rooms is not available with Locust (one room per run: --room)")
     (proto, server), = targets.items()
-    report = Path(args.report) / "swarm" if args.report else None
-    cmd = locust_run.command(proto, server, args.players, args.spawn_rate, args.duration, report=report,
-                             csv=args.csv, motion=args.motion, trace=args.trace, marked=min(args.marked, 16),
-                             processes=args.locust)
-    print(f"headcast swarm: Locust: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    ramp = args.players / args.spawn_rate
-    return locust_run.run(cmd, timeout=args.duration + ramp + LOCUST_GRACE)
+    with tempfile.TemporaryDirectory(prefix="headcast-swarm-") as tmp:
+        base = Path(args.report or tmp) / "swarm"
+        cmd = locust_run.command(proto, server, args.players, args.spawn_rate, args.duration, report=base,
+                                 csv=args.csv, motion=args.motion, trace=args.trace, marked=min(args.marked, 16),
+                                 processes=args.locust)
+        print(f"headcast swarm: Locust: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+        ramp = args.players / args.spawn_rate
+        with stop.running():
+            rc = locust_run.run(cmd, timeout=args.duration + ramp + LOCUST_GRACE,
+                                should_stop=lambda: stop.state.signum is not None)
+        stop.stopping()
+        json_path, html_path = Path(f"{base}.json"), Path(f"{base}.html")
+        try:
+            report = json.loads(json_path.read_text())
+        except (OSError, ValueError):
+            print(f"headcast: Locust wrote no headcast report (exit {rc})", file=sys.stderr)
+            return rc
+        if stop.state.signum is not None:
+            report.setdefault("run", {})["stopped"] = stop.reason(stop.state.signum)
+            if args.report:
+                report_mod.write(report, json_path, html_path)
+    for line in summary_lines(report):
+        print(line, flush=True)
+    if args.report:
+        print(f"report: {json_path}, {html_path}")
+    if rc == 1 and _only_slipped(report):
+        slipped = sum(p["ticks"]["slipped"] for p in report["protocols"].values())
+        print(f"headcast: Locust's exit 1 comes from {slipped} slipped ticks (> 5 ms late) only: the load "
+              "generator ran late, not the server (fewer players per process: --locust PROCESSES)", file=sys.stderr)
+    return rc
+
+
+def _only_slipped(report: dict) -> bool:
+    """No kick, loss or failed join, and some slipped ticks: Locust's failures are all ours."""
+    ps = report.get("protocols", {}).values()
+    return any(p["ticks"]["slipped"] for p in ps) and not any(
+        p["players"]["kicked"] or p["players"]["join_failed"] or p["relay"]["lost"] for p in ps)
 
 
 def cmd_swarm(args: argparse.Namespace) -> int:
@@ -370,6 +401,10 @@ def cmd_swarm(args: argparse.Namespace) -> int:
             raise UsageError(f"--room with --rooms {args.rooms}: {e}") from None
     if args.csv and args.locust is None:
         raise UsageError("swarm --csv: Locust's CSV files come with --locust")
+    if args.locust is not None and len(targets) != 1:
+        raise UsageError("swarm --locust: one protocol per Locust run (--q3, --netsync or --sauer)")
+    if args.locust is not None and args.rooms > 1:
+        raise UsageError("swarm --locust: --rooms is not available with Locust (one room per run: --room)")
     if args.report:
         check_report_folder(args.report)
     if args.locust is None:

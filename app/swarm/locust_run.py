@@ -10,9 +10,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 from headcast.app.swarm.players import Server
+
+POLL = 0.1  # s between two looks at the stop request
 
 
 def locustfile() -> Path:
@@ -65,25 +69,39 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
     return cmd + list(extra)
 
 
-def run(cmd: list[str], timeout: float, **popen) -> int:
-    """Run a locust command to its end, bounded: past `timeout` it gets SIGINT (Locust's clean
-    stop: users leave, the report is written), 15 s later SIGKILL. Returns its exit code (Locust:
-    1 when any request failed — a kick, a lost update, a slipped tick)."""
-    proc = subprocess.Popen(cmd, **popen)
+STOP_GRACE = 15.0  # s from the SIGTERM (Locust's clean stop) to a SIGKILL
+
+
+def run(cmd: list[str], timeout: float, should_stop: Callable[[], bool] = lambda: False, **popen) -> int:
+    """Run a locust command to its end, bounded. Locust runs in its own process group, so a
+    terminal's Ctrl-C reaches headcast only: when `should_stop()` says so (app/stop.py's first
+    signal), or past `timeout`, Locust gets one SIGTERM, and `STOP_GRACE` s later a SIGKILL.
+    SIGTERM is Locust's clean stop (users leave, the report is written) as SIGINT is, without
+    the SIGINT's KeyboardInterrupt raised in gevent's hub, which prints it and a timestamp. A
+    second Ctrl-C (stop's exit at once) SIGKILLs it. Returns its exit code (Locust: 1 when any
+    request failed — a kick, a lost update, a slipped tick)."""
+    from headcast.app import stop
+    proc = subprocess.Popen(cmd, process_group=0, **popen)
+    forget = stop.own_process(lambda: proc.pid if proc.returncode is None else None)
+    deadline = time.monotonic() + timeout
+    asked = False
     try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            return proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait()
+        while True:
+            try:
+                return proc.wait(POLL)
+            except subprocess.TimeoutExpired:
+                pass
+            if asked:
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    return proc.wait()
+            elif should_stop() or time.monotonic() >= deadline:
+                proc.send_signal(signal.SIGTERM)
+                asked, deadline = True, time.monotonic() + STOP_GRACE
     except BaseException:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
+        if proc.returncode is None:
             proc.kill()
             proc.wait()
         raise
+    finally:
+        forget()

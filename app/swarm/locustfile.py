@@ -226,12 +226,28 @@ def _test_stop(environment, **_) -> None:
                     "last report", len(missing), STOP_WAIT)
 
 
+def _players_leave(environment) -> None:
+    """Every player leaves (bounded by STOP_WAIT) before the report is made: on SIGTERM or SIGINT Locust
+    fires `quitting` before it stops its users (and, on a master, before `test_stop`), so the
+    leaves would be missing and the players counted as still in."""
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        if not {c.id for c in runner.clients.all} <= _Process.final:
+            _test_stop(environment)
+        return
+    _Process.stopping = True
+    until = time.monotonic() + STOP_WAIT
+    while _Process.live and time.monotonic() < until:
+        gevent.sleep(0.02)
+
+
 @events.quitting.add_listener
 def _quitting(environment, **_) -> None:
     runner = environment.runner
     o = environment.parsed_options
     if isinstance(runner, WorkerRunner) or not getattr(o, "headcast_report", ""):
         return
+    _players_leave(environment)
     states = list(_Process.states.values()) if isinstance(runner, MasterRunner) else \
         ([_state()] if _Process.metrics is not None else [])
     if not states:

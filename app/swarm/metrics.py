@@ -495,8 +495,17 @@ def protocol_report(st: ProtocolStats, duration: float) -> dict:
         "down": {"bytes": down_bytes, "messages": down_msgs, "bytes_per_s": round(down_bytes / duration, 1),
                  "per_player_bytes_per_s": _spread(down, 1), "broadcasts": broadcasts},
         "ticks": {"count": st.late.n, "slipped": st.slipped, "slip_after_ms": st.slip_after * 1000.0,
-                  "late_ms": st.late.summary(1000.0, 3)},
+                  "late_ms": st.late.summary(1000.0, 3), **_suspect(st.rows)},
     }
+
+
+def _suspect(rows: list[list[float]]) -> dict:
+    """The seconds in which the load generator ran late (a slipped tick) and the relay figures
+    measured in them: a late generator delays its own sends and reads, so a relay spike or a
+    loss in such a second may be ours, not the server's."""
+    late = [r for r in rows if r[SLIPPED]]
+    return {"seconds_with_slips": len(late), "relayed_in_them": int(sum(r[RELAYS] for r in late)),
+            "lost_in_them": int(sum(r[LOST] for r in late))}
 
 
 def series(st: ProtocolStats) -> dict:

@@ -232,6 +232,9 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
         ["", "messages", "bytes", "bytes/s"],
         [["up (players → server)", p["up"]["messages"], p["up"]["bytes"], _fmt(p["up"]["bytes_per_s"], 0)],
          ["down (server → players)", p["down"]["messages"], p["down"]["bytes"], _fmt(p["down"]["bytes_per_s"], 0)]]))
+    stall = stall_text(p["ticks"])
+    if stall:
+        out.append(f'<p class="note">{escape(stall)}</p>')
     never = pl.get("never_in", 0)
     if never:
         out.append(f'<p class="note bad"><b>{escape(never_text(pl))}</b></p>')
@@ -260,6 +263,18 @@ def never_text(players: dict) -> str:
     why = why.removeprefix("server refused: ")  # the server's own words
     hint = HINTS.get(why.strip())
     return f"{never} of {players.get('started', '?')} players never got in: {why}" + (f" ({hint})" if hint else "")
+
+
+def stall_text(ticks: dict) -> str:
+    """What slipped ticks mean for the figures, or "" when there were none."""
+    if not ticks.get("slipped"):
+        return ""
+    text = (f"{ticks['slipped']} slipped ticks (> {ticks['slip_after_ms']:g} ms late): the load generator "
+            "ran late, not the server")
+    if ticks.get("seconds_with_slips"):
+        text += (f"; relay figures in those {ticks['seconds_with_slips']} s are suspect "
+                 f"({ticks['relayed_in_them']} relayed, {ticks['lost_in_them']} lost in them)")
+    return text
 
 
 def locust_section(loc: dict) -> str:

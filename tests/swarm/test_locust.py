@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -21,6 +22,7 @@ from headcast.app.swarm import locust_run
 from headcast.app.swarm.locust_stats import row
 from headcast.app.swarm.players import Server
 from headcast.netcode.netsync.localserver import LocalNetSyncServer, free_port
+from support import wait_for
 
 
 # --- Locust's files, read as Locust writes them ----------------------------------------------------
@@ -216,3 +218,33 @@ def test_swarm_locust_flag_takes_one_protocol():
     r = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "4", "--netsync", "127.0.0.1",
                         "--q3", "127.0.0.1", "--locust"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "one protocol per Locust run" in r.stderr
+
+
+def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path, netsync_server):
+    """Ctrl-C (SIGINT to headcast's PID; Locust runs in its own process group, so a terminal's
+    Ctrl-C reaches headcast only) mid-run: headcast sends Locust one SIGTERM (its clean stop, without
+    gevent's printed KeyboardInterrupt), Locust's players leave
+    before its report is made, and headcast ends as the native swarm does: the summary, "stopped":
+    "interrupted (Ctrl-C)" in the report, Locust's exit code (not 130)."""
+    a = netsync_server.address
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "swarm", "6", "--netsync",
+                             f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust",
+                             "--duration", "60", "--spawn-rate", "20", "--report", str(out)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: netsync_server.log_path.read_text(errors="replace").count("Assigned client number") >= 6,
+                 45, "the server to number every player")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode in (0, 1), stderr[-3000:]   # Locust's: 1 only for a failure it counted
+    assert "before the run started" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    report = json.loads((out / "swarm.json").read_text())
+    players = report["protocols"]["netsync"]["players"]
+    assert players["joined"] == 6 and players["left"] == 6 and players["active"] == 0, players
+    assert report["run"]["stopped"] == "interrupted (Ctrl-C)"
+    assert "NetSync (127.0.0.1:" in stdout and "6 joins" in stdout, stdout

@@ -200,3 +200,22 @@ def test_merged_states_give_the_report_of_one_process_seeing_everything():
     s = SwarmMetrics.merged(states).report(1_700_000_000.0 + 7.0)["series"]["netsync"]
     assert s["up_msgs"][2] == want["series"]["netsync"]["up_msgs"][2] + 10 * 2   # its first second
     assert s["active"][-1] == 6 + 2 and s["t"] == list(range(7))
+
+
+def test_relay_figures_in_seconds_with_slipped_ticks_are_counted_apart():
+    """A slipped tick is the load generator running late: the relays and losses of its second
+    are counted apart (suspect), and the report and the summary say so."""
+    from headcast.app.swarm.report import stall_text
+    m = SwarmMetrics(["q3"], 100.0)
+    m.tick("q3", 0.001, 100.2)
+    m.relay("q3", 0.030, 100.3)
+    m.tick("q3", 0.020, 101.1)          # slipped, in second 1 …
+    m.relay("q3", 0.120, 101.2)         # … so this spike is suspect,
+    m.lost("q3", 2, 101.5)              # and this loss
+    m.relay("q3", 0.030, 102.5)
+    t = m.report(103.0)["protocols"]["q3"]["ticks"]
+    assert (t["slipped"], t["seconds_with_slips"], t["relayed_in_them"], t["lost_in_them"]) == (1, 1, 1, 2)
+    said = stall_text(t)
+    assert said.startswith("1 slipped ticks (> 5 ms late): the load generator ran late, not the server")
+    assert "suspect (1 relayed, 2 lost in them)" in said
+    assert stall_text({**t, "slipped": 0}) == ""
