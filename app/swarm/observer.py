@@ -7,7 +7,11 @@ Each protocol relays something that names one update of one player:
   body with it. A marked sender logs poseSeq → send time; the observer decodes the broadcast and
   matches each marked client's poseSeq. The broadcast is latest-wins (10 Hz, as the poses), so
   a pose superseded before the next broadcast is no loss; a pose that stood alone for
-  `NETSYNC_STOOD` seconds (1.5 broadcast periods) and never showed is.
+  `NETSYNC_STOOD` seconds (1.5 broadcast periods) and never showed is — unless the observer's
+  broadcasts around it came further apart than it stood (plus `NETSYNC_JITTER`): a server
+  broadcasting late, or our loop reading late, sent no broadcast in the pose's life to carry
+  it. That shows as relay latency and a lower broadcast rate, not as loss (a fixed 0.15 s counted
+  1–3 losses in a third of 2-room runs, in seconds where broadcasts came > 150 ms apart).
 - Quake 3 and Sauerbraten relay no sequence of ours, only the player's view: Q3 snapshots carry
   each player's view angles snapped to whole degrees (BG_PlayerStateToEntityState), Sauerbraten
   N_POS records whole-degree yaws. A marked sender's yaw follows the motion in steps of
@@ -32,7 +36,8 @@ MARK_HOLD = 0.2            # seconds each marked yaw is held
 MARK_TOL = 1.01            # the engines truncate to whole degrees
 MARK_KEEP = 64             # steps remembered per sender (12.8 s at MARK_HOLD)
 NETSYNC_KEEP = 256         # poseSeqs remembered per sender (25 s at 10 Hz)
-NETSYNC_STOOD = 0.15       # a pose that was the latest this long must show in a 10 Hz broadcast
+NETSYNC_STOOD = 0.15       # a pose that was the latest this long must show in a 10 Hz broadcast …
+NETSYNC_JITTER = 0.02      # … when it also stood longer than the broadcast gap around it, plus this
 
 
 def _diff(a: float, b: float) -> float:
@@ -90,6 +95,7 @@ class Board:
         self.senders: dict[int, Marker | SeqLog] = {}
         # (observer, cn) → (log, last k/seq matched, out of sight since)
         self._seen: dict[tuple[int, int], tuple[object, int, bool]] = {}
+        self._broadcast_at: dict[tuple[int, int], float] = {}  # NetSync: (observer, cn) → last broadcast read
         self.relays = 0
         self.lost = 0
 
@@ -149,17 +155,20 @@ class Board:
         prev, last, _ = self._seen.get(key, (None, -1, True))
         if prev is not log:
             last = -1
+        before = self._broadcast_at.get(key)
+        self._broadcast_at[key] = now
         if seq == last or seq not in log.sent:
             return
         if last >= 0 and (seq - last) & 0xFFFF > 0x8000:
             return  # older than what we saw (reordered): no news
         lost = 0
         if last >= 0:
+            stood = NETSYNC_STOOD if before is None else max(NETSYNC_STOOD, now - before + NETSYNC_JITTER)
             gap = (seq - last) & 0xFFFF
             for s in log.order:  # the remembered sends between the two, each timed to its successor
                 if 0 < (s - last) & 0xFFFF < gap:
                     at, nxt = log.sent[s], log.sent.get((s + 1) & 0xFFFF)
-                    if nxt is not None and nxt - at >= NETSYNC_STOOD:
+                    if nxt is not None and nxt - at >= stood:
                         lost += 1
         self._seen[key] = (log, seq, False)
         self._count(now - log.sent[seq], lost, now)

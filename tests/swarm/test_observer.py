@@ -77,7 +77,8 @@ def test_netsync_seq_matching_counts_only_poses_that_stood():
     b.saw_seq(0, 4, 1, 0.05)
     b.saw_seq(0, 4, 1, 0.15)
     b.saw_seq(0, 4, 2, 0.16)
-    b.saw_seq(0, 4, 4, 0.40)         # 3 skipped: it stood ≥ NETSYNC_STOOD → lost
+    b.saw_seq(0, 4, 2, 0.28)         # a broadcast while 3 was the latest, without it
+    b.saw_seq(0, 4, 4, 0.40)         # 3 skipped: it stood ≥ NETSYNC_STOOD and > the broadcast gap → lost
     b.saw_seq(0, 4, 2, 0.45)         # older than what was seen: reordered, no news
     assert got["relay"] == [0.05, pytest.approx(0.06), pytest.approx(0.05)]
     assert got["lost"] == 1
@@ -88,6 +89,23 @@ def test_netsync_seq_matching_counts_only_poses_that_stood():
     b.saw_seq(1, 5, 10, 0.01)
     b.saw_seq(1, 5, 12, 0.09)        # 11 lived 20 ms: superseded, not lost
     assert got["lost"] == 1
+
+
+def test_netsync_pose_that_stood_within_one_broadcast_gap_is_no_loss():
+    """Broadcasts 250 ms apart (the server late, or our loop reading late): a pose that stood
+    160 ms between them had no broadcast to carry it; the same pose between broadcasts 100 ms
+    apart would have been carried, and is lost."""
+    for gap, lost in ((0.25, 0), (0.10, 1)):
+        b, got = board()
+        log = SeqLog()
+        b.register(4, log)
+        for seq, t in ((1, 0.0), (2, 0.05), (3, 0.05 + NETSYNC_STOOD + 0.01)):
+            log.add(seq, t)
+        reads = [0.03, 0.13] if gap < 0.2 else [0.03]  # 0.13: during 2's life, showing 1 still
+        for t in reads:
+            b.saw_seq(0, 4, 1, t)
+        b.saw_seq(0, 4, 3, reads[-1] + gap)
+        assert got["lost"] == lost, gap
 
 
 def test_seq_log_is_bounded_and_wraps():
