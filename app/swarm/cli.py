@@ -63,7 +63,17 @@ _count = _whole(1, MAX_PLAYERS, "players per protocol")
 _small = _whole(0, 64)
 
 
+EXIT_STATUS = ("Exit status: 0 the run ended and every player got in (kicks, lost updates and slipped ticks "
+               "are findings, in the summary and the report); 1 some players never got in (a full server: "
+               "\"12 of 20 players never got in: Server is full.\"); 2 bad flags, a --report folder that "
+               "cannot be written, a motion or trace that does not load; 3 nothing listens at a server's address "
+               "(found at once) or no player of a protocol got in. With --locust, after the same checks: "
+               "Locust's exit status (1 when any kick, lost update or slipped tick; one from slipped ticks alone "
+               "is said to be the load generator running late).")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EXIT_STATUS
     p.add_argument("players", metavar="N", type=_count, help=f"players per protocol (1..{MAX_PLAYERS})")
     p.add_argument("--q3", metavar="HOST[:PORT]", help="a Quake 3 server (default port 27960)")
     p.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]",
@@ -134,7 +144,7 @@ def load_script(args: argparse.Namespace):
                              f"(shipped: {', '.join(shipped_motions())})")
         return Script.load(motion), f"motion {name}"
     except MotionError as e:
-        raise UsageError(str(e) if args.trace and str(e).startswith(str(args.trace)) else f"swarm: {e}") from None
+        raise UsageError(f"swarm: {e}") from None
 
 
 def check_report_folder(folder: str) -> None:

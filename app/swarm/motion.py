@@ -258,7 +258,8 @@ def trace_frames(path: str | Path) -> list[TrackingFrame]:
     except TraceEndsEarly:
         pass
     except (TraceError, OSError) as e:
-        raise MotionError(f"{path}: {e}") from None
+        text = str(e)  # a TraceError names the file already
+        raise MotionError(text if text.startswith(str(path)) else f"{path}: {text}") from None
     if len(frames) < 2:
         raise MotionError(f"{path}: fewer than two frames")
     return frames
