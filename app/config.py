@@ -128,6 +128,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    except ValueError as e:  # an integer over Python's 4,300-digit limit for int(str): tomllib's own ValueError
+        raise ConfigError(f"config file {path} is not usable TOML: {e}") from None
     except RecursionError:
         raise ConfigError(f"config file {path} nests arrays or tables too deeply to read "
                           f"(headcast's settings are flat: [section] key = value)") from None

@@ -311,7 +311,10 @@ def _num(v: Any, what: str) -> float:
     # bool is an int subclass; a bool where a number belongs is a damaged file.
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ValueError(f"{what} is not a number: {v!r}")
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:  # an integer past float's range (10**400): a damaged file, not a crash
+        raise ValueError(f"{what} is a number out of range ({len(str(abs(v)))} digits)") from None
 
 
 def _pose(row: Any, what: str) -> Pose:

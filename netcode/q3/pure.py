@@ -93,8 +93,10 @@ def _load(path: str, mtime_ns: int, size: int) -> Pak:
     try:
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()  # central-directory order, as unzGoToNextFile walks it
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise PureError(f"{path}: not a readable pk3 ({exc})") from exc
+    except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError, EOFError, struct.error) as exc:
+        # ValueError: a name flagged UTF-8 that is not (UnicodeDecodeError); NotImplementedError: a
+        # "zip file version 8.4" the reader does not handle; struct.error/EOFError: a cut record
+        raise PureError(f"{path}: not a readable pk3 ({type(exc).__name__}: {exc})") from None
     return Pak(Path(path), tuple(i.CRC for i in infos if i.file_size > 0),
                frozenset(i.filename.lower() for i in infos))
 

@@ -226,7 +226,7 @@ class MockControl:
 
     def _check(self, rc: int, what: str) -> None:
         if rc != 0:
-            raise MockControlError(f"{what}: {self._lib.mockxr_last_error().decode()}")
+            raise MockControlError(f"{what}: {self._lib.mockxr_last_error().decode('utf-8', 'replace')}")
 
     def reset(self) -> None:
         """Defaults everywhere: no motion, default poses, all tracked, the real clock; throttle,
