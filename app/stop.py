@@ -18,25 +18,48 @@ and a hang-up is news, not impatience.
 
 A signal ignored when headcast starts (`nohup` ignores SIGHUP) stays ignored. After a SIGHUP,
 stdout failing with EIO (the terminal is gone) ends the command quietly with exit 0.
+
+Portability: the signals are looked up, not assumed (Windows' CPython has no SIGHUP and no
+SIGKILL). On Windows SIGBREAK (Ctrl-Break) is a stop signal like SIGTERM, and the console's close,
+log-off and shut-down events (which the C runtime would turn into a SIGBREAK and then let Windows
+end the process at once) become the same clean stop through a console control handler that holds
+the process, bounded, until the command has stopped. The wakeup descriptor is one end of a
+`socket.socketpair()` (Windows' `signal.set_wakeup_fd` takes only a socket); an exit at once kills
+the registered processes with SIGKILL where there is one, else SIGTERM (TerminateProcess there).
 """
 from __future__ import annotations
 
 import errno
 import os
 import signal
+import socket
 import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_WHY = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "stopped by SIGTERM",
-        signal.SIGHUP: "stopped by SIGHUP (terminal closed)"}
+# Each looked up: Windows has SIGINT, SIGTERM and SIGBREAK; POSIX systems SIGINT, SIGTERM and SIGHUP.
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK") if hasattr(signal, n))
+SIGHUP: int | None = getattr(signal, "SIGHUP", None)
+SIGBREAK: int | None = getattr(signal, "SIGBREAK", None)
+# What an exit at once kills with: os.kill(pid, SIGTERM) is TerminateProcess on Windows.
+KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+_WHY = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "stopped by SIGTERM"}
+if SIGHUP is not None:
+    _WHY[SIGHUP] = "stopped by SIGHUP (terminal closed)"
+if SIGBREAK is not None:
+    _WHY[SIGBREAK] = "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
+# Windows' console control events that end the process once the handler returns (wincon.h).
+CONSOLE_CLOSE_EVENTS = (2, 5, 6)   # CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT
+CONSOLE_CLOSE_HOLD = 4.5           # s the close handler waits for the clean stop (Windows allows ~5)
 
 
 def name(signum: int) -> str:
-    return signal.Signals(signum).name
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def reason(signum: int) -> str:
@@ -95,7 +118,7 @@ def _exit_now(signum: int) -> None:
         try:
             pid = pid_of()
             if pid:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, KILL)
                 killed.append(str(pid))
         except Exception:  # noqa: BLE001 - a process already gone; keep going, we are leaving
             pass
@@ -107,7 +130,7 @@ def _exit_now(signum: int) -> None:
 
 def _handler(signum: int, frame: object) -> None:
     if state.signum is not None:
-        if signum != signal.SIGHUP:
+        if signum != SIGHUP:
             _exit_now(signum)  # the watcher thread has usually done it already
         return
     state.signum = signum
@@ -121,11 +144,11 @@ def _handler(signum: int, frame: object) -> None:
         _say(f"{name(signum)}: already stopping ({again})")
 
 
-def _watch(fd: int) -> None:
+def _watch(sock: socket.socket) -> None:
     seen = 0
     while True:
         try:
-            data = os.read(fd, 64)
+            data = sock.recv(64)
         except OSError:
             return
         if not data:
@@ -134,7 +157,7 @@ def _watch(fd: int) -> None:
             if signum not in SIGNALS:
                 continue
             seen += 1
-            if seen > 1 and signum != signal.SIGHUP:
+            if seen > 1 and signum != SIGHUP:
                 _exit_now(signum)
 
 
@@ -153,6 +176,41 @@ def stopping() -> None:
     state.phase = "stopping"
 
 
+_stopped = threading.Event()   # set when handled() has ended (the console close handler waits for it)
+_callbacks: list = []          # the console handlers made (ctypes callbacks must outlive every call)
+
+
+def on_console_event(event: int, hold: float = CONSOLE_CLOSE_HOLD) -> bool:
+    """Windows' console control handler (installed by handled() where the console API exists):
+    a close, log-off or shut-down event asks for the clean stop as SIGBREAK would (SIGTERM where
+    there is no SIGBREAK) and holds the process until the command has stopped, at most `hold` s
+    (Windows ends the process as soon as the handler returns). Ctrl-C and Ctrl-Break pass on to
+    the C runtime, which raises SIGINT and SIGBREAK. Returns whether the event was handled."""
+    if event not in CONSOLE_CLOSE_EVENTS:
+        return False
+    if state.installed:
+        import _thread
+        _thread.interrupt_main(SIGBREAK if SIGBREAK is not None else signal.SIGTERM)
+        _stopped.wait(hold)
+    return True
+
+
+def _console_handler() -> Callable[[], None] | None:
+    """Install on_console_event with SetConsoleCtrlHandler (Windows only; None elsewhere or when
+    the call fails); returns the function that removes it."""
+    try:
+        import ctypes
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        prototype = ctypes.WINFUNCTYPE(ctypes.c_int, ctypes.c_uint)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        return None  # not Windows
+    callback = prototype(lambda event: 1 if on_console_event(event) else 0)
+    if not kernel32.SetConsoleCtrlHandler(callback, 1):
+        return None  # no console (a service, pythonw): nothing to close
+    _callbacks.append(callback)  # kept for good: a handler thread may still be in it after removal
+    return lambda: kernel32.SetConsoleCtrlHandler(callback, 0) and None
+
+
 @contextmanager
 def handled() -> Iterator[State]:
     """Install the handlers for a command's lifetime (main thread only); restore them after."""
@@ -166,27 +224,34 @@ def handled() -> Iterator[State]:
             continue  # nohup's choice (SIGHUP) stands
         previous[sig] = old
         signal.signal(sig, _handler)
-    r, w = os.pipe2(os.O_CLOEXEC)
-    os.set_blocking(w, False)
-    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    # A socket pair, not a pipe: Windows' set_wakeup_fd takes only a socket (both ends are
+    # non-inheritable, as every descriptor Python makes).
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(r,), name="headcast-stop-signals", daemon=True)
     watcher.start()
+    _stopped.clear()
     state.signum, state.phase, state.installed = None, "starting", True  # a loop run before may have left "stopping"
+    remove_console_handler = _console_handler()
     try:
         yield state
     except OSError as e:
         # A closed terminal (SIGHUP) takes stdout with it: the summary has nowhere to go, which
         # is no failure of a run that stopped cleanly (disconnects and the recording are done).
-        if e.errno != errno.EIO or state.signum != signal.SIGHUP:
+        if e.errno != errno.EIO or SIGHUP is None or state.signum != SIGHUP:
             raise
         sys.stdout = None  # type: ignore[assignment]  # the interpreter's final flush would fail too
         raise SystemExit(0) from None
     finally:
+        if remove_console_handler is not None:
+            remove_console_handler()
         signal.set_wakeup_fd(old_fd)
         for sig, old in previous.items():
             signal.signal(sig, old)
-        os.close(w)  # the watcher reads EOF and ends
+        w.close()  # the watcher reads EOF and ends
         watcher.join(timeout=1)
-        os.close(r)
+        r.close()
         state.signum, state.phase, state.installed = None, "starting", False
         state.own.clear()
+        _stopped.set()  # a console close handler waiting for this stop lets Windows end the process
