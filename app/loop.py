@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 from headcast.app import stop
+from headcast.app.errors import AppError, one_line
 from headcast.app.rig import Rig, RigState
 from headcast.app.sink import Sink
 from headcast.app.telemetry import Telemetry
@@ -26,6 +27,20 @@ MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig acro
 
 class SourceEnded(Exception):
     """A finite frame source (a replayed trace) has no more frames; the message says why."""
+
+
+class SinkFailed(AppError):
+    """A sink's protocol core raised (on a peer's bytes, whatever the exception's type): that sink
+    is over — closed, so its server gets our disconnect — and the others stream on. Kept on the
+    sink as `sink.fault`; app/outcome.py reads it as the sink's failure (status line, summary,
+    --json)."""
+
+    def __init__(self, sink_name: str, phase: str, error: BaseException) -> None:
+        kind = type(error).__name__
+        text = one_line(error) or kind
+        super().__init__(f"{sink_name}: stopped on the server's data ({kind} in {phase}: {text}); "
+                         "disconnected, the other sinks go on")
+        self.sink_name, self.phase, self.error = sink_name, phase, error
 
 
 def _stderr_line(text: str) -> None:
@@ -64,6 +79,7 @@ class FrameLoop:
     _prev_time_ns: int | None = None
     _next_status: float = 0.0
     _t0: float | None = None
+    _live: list | None = None               # the sinks still running (a failed one leaves: _sink_failed)
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -79,11 +95,16 @@ class FrameLoop:
             # the loop: out of the collector's sight, a full collection, rare in the steady state
             # but ~18 ms over that heap, would take well under a millisecond in a frame.
             gc.freeze()
-        sinks = self.sinks
+        sinks = self._live
+        if sinks is None:
+            sinks = self._live = list(self.sinks)
         for s in sinks:
             poll = s.poll
             if poll is not None:
-                poll(start)
+                try:
+                    poll(start)
+                except Exception as e:  # noqa: BLE001 - whatever a core raises ends that sink only
+                    self._sink_failed(s, "poll", e)
         poll_cost = clock() - start
         try:
             frame = self.source.next_frame()
@@ -109,8 +130,12 @@ class FrameLoop:
         head = frame.head
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
-        for s in sinks:
-            t_wire = s.send(state, frame, located)
+        for s in self._live:  # re-read: a sink that failed in poll is out
+            try:
+                t_wire = s.send(state, frame, located)
+            except Exception as e:  # noqa: BLE001
+                self._sink_failed(s, "send", e)
+                continue
             if t_wire is not None:
                 tel.wire(t_wire - located)
         if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
@@ -118,10 +143,13 @@ class FrameLoop:
                 self.recorder.write(frame)
             except OSError as e:
                 self._recording_failed(e)
-        for s in sinks:
+        for s in self._live:
             observe = s.observe
             if observe is not None:
-                observe(located)
+                try:
+                    observe(located)
+                except Exception as e:  # noqa: BLE001
+                    self._sink_failed(s, "observe", e)
         alive = True
         if self.mirror is not None:
             alive = self.mirror.draw(self, located)
@@ -137,6 +165,28 @@ class FrameLoop:
             self.stop_reason = f"ran for {self.duration:g} s"
             return False
         return True
+
+    def _sink_failed(self, sink: Sink, phase: str, error: Exception) -> None:
+        """The one guard every call into a sink goes through: `error` (raised in `phase`) ends
+        this sink, not the run. It leaves the loop's live sinks (this frame's remaining calls skip
+        it), keeps the failure as `sink.fault` and is closed at once — its server gets our
+        disconnect; an error closing it is added to the failure, never raised."""
+        live = self._live
+        if live is not None and sink in live:
+            # a new list: the phase iterating the old one goes on with the other sinks
+            self._live = [s for s in live if s is not sink]
+        if getattr(sink, "fault", None) is not None:
+            return
+        fault = SinkFailed(sink.name, phase, error)
+        try:
+            sink.fault = fault
+        except AttributeError:  # a sink class with __slots__: the loop still drops it
+            pass
+        self.notice(str(fault))
+        try:
+            sink.close()
+        except Exception as e:  # noqa: BLE001 - the disconnect was attempted; say what stopped it
+            fault.args = (f"{fault.args[0]}; closing it failed too ({type(e).__name__}: {one_line(e)})",)
 
     def _recording_failed(self, e: OSError, at_close: bool = False) -> None:
         """A full disk (or a failing one) ends the recording, not the run; the writer has kept
@@ -166,8 +216,14 @@ class FrameLoop:
         """Sinks first (each sends its server a disconnect at once), then the recording's end
         record, the window and the XR source."""
         errors: list[BaseException] = []
-        for closer in [s.close for s in self.sinks] + [
-                self._close_recorder, getattr(self.mirror, "close", None), self.source.close]:
+        for s in self.sinks:  # a sink's close reads its server's last bytes: it fails as that sink
+            if getattr(s, "fault", None) is not None:
+                continue  # closed when it failed
+            try:
+                s.close()
+            except Exception as e:  # noqa: BLE001
+                self._sink_failed(s, "close", e)
+        for closer in [self._close_recorder, getattr(self.mirror, "close", None), self.source.close]:
             if closer is None:
                 continue
             try:

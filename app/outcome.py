@@ -92,6 +92,11 @@ class Outcomes:
             link = o.link
             self._note_join(o, now)
             if o.failure is None:
+                fault = getattr(o.sink, "fault", None)  # its core raised: the loop closed it (app/loop.py)
+                if fault is not None:
+                    o.failure, o.failed_state = fault, "failed"
+                    failed.append(o)
+                    continue
                 failure = getattr(link, "failure", None)
                 if failure is not None:
                     o.failure, o.failed_state = failure, link.state

@@ -376,9 +376,11 @@ class Q3Link:
         if self.closed:
             return
         now = self.clock()
-        self._handle(self.client.receive(now))  # what the server said meanwhile counts (a first snapshot in game)
-        self._why_at_close = self.detail  # what join_timeout_error says once we have left
-        self._state_at_close = self.client.state
-        self._handle(self.client.close(now))
+        try:
+            self._handle(self.client.receive(now))  # what the server said meanwhile counts (a first snapshot in game)
+        finally:  # bytes the core could not take must not cost the server our disconnect
+            self._why_at_close = self.detail  # what join_timeout_error says once we have left
+            self._state_at_close = self.client.state
+            self._handle(self.client.close(now))
         self._update_due()
         self.closed = True

@@ -109,6 +109,14 @@ class ClientError(RuntimeError):
     """The application used the core wrongly (e.g. a command while closed, a full queue)."""
 
 
+class ServerMisbehaved(ClientError):
+    """The server's messages leave this connection no way on (it never acknowledges our reliable
+    commands, as a server that keeps resending its gamestate and ignores our `cp`): raised once,
+    out of `receive_datagram`, after the core has sent `disconnect` (three packets, waiting in
+    `datagrams_to_send`) and closed for good (no reconnect). What the server sends afterwards is a
+    counted drop; `close()` has nothing left to do."""
+
+
 @dataclass(frozen=True)
 class ClientConfig:
     name: str = "headcast"
@@ -263,6 +271,10 @@ class Q3ClientCore:
     def close(self, now: float, reason: str = "closed by the application") -> None:
         """Send `disconnect` (three packets, as ioq3) and stop."""
         if self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+            if self._reliable_seq - self._reliable_ack >= MAX_RELIABLE_COMMANDS:
+                # 64 unacknowledged: the oldest gives way (the server drops us for the gap anyway),
+                # so leaving never fails however the server behaved
+                self._reliable_ack += 1
             self._add_reliable("disconnect")
             for _ in range(DISCONNECT_PACKETS):
                 self._send_packet(now, with_cmds=False)
@@ -828,12 +840,22 @@ class Q3ClientCore:
         self._update_head_status()
         if self._sv_pure:
             try:
-                self._add_reliable(self._cp_command())
+                cp = self._cp_command()
+                if self._reliable_seq - self._reliable_ack >= MAX_RELIABLE_COMMANDS:
+                    self._server_misbehaved(now, f"the server acknowledged none of our last {MAX_RELIABLE_COMMANDS} "
+                                                 "reliable commands (it keeps sending its gamestate and ignores our "
+                                                 "`cp`): ioq3 would drop us")
+                self._add_reliable(cp)
             except pure.PureError as exc:
                 # Without a valid cp a pure ioq3 server ignores our moves: we stay PRIMED and say why.
                 self._pure_error = str(exc)
                 self._counters["pure_errors"] += 1
         self._timer = now
+
+    def _server_misbehaved(self, now: float, reason: str) -> None:
+        """Leave for good (disconnect sent, no reconnect) and raise ServerMisbehaved(reason)."""
+        self.close(now, reason)
+        raise ServerMisbehaved(reason)
 
     def _cp_command(self) -> str:
         files = pure.pak_files(self.config.pure_paks)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.loop import FrameLoop, SourceEnded
+from headcast.app.loop import FrameLoop, SinkFailed, SourceEnded
 from headcast.app.rig import Rig
 from headcast.app.sink_q3 import Q3Sink
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource, sample
@@ -94,11 +94,61 @@ def test_ctrl_c_closes_every_sink_even_when_one_fails():
             return super().next_frame()
     bad, good = Recorder("bad", fail_close=True), Recorder("good")
     src = Interrupting(10)
-    loop = FrameLoop(src, Rig(), [bad, good])
-    with pytest.raises(RuntimeError, match="close failed"):
-        loop.run()
+    notes = []
+    loop = FrameLoop(src, Rig(), [bad, good], notice=notes.append)
+    loop.run()  # a sink's close failing is that sink's failure (issue 27), not a second traceback
     assert loop.stop_reason == "interrupted (Ctrl-C)"
     assert bad.closed and good.closed and src.closed
+    assert isinstance(bad.fault, SinkFailed) and "RuntimeError in close: close failed" in str(bad.fault)
+    assert getattr(good, "fault", None) is None and len(notes) == 1
+
+
+class Raising(Recorder):
+    """A sink whose protocol core raises `error` in `phase` at frame `at` (any exception type)."""
+
+    def __init__(self, name, log, phase, error, at=3, **kw):
+        super().__init__(name, log, **kw)
+        self.phase, self.error, self.at, self.frames, self.closes = phase, error, at, 0, 0
+
+    def poll(self, now):
+        self.frames += 1
+        super().poll(now)
+        if self.phase == "poll" and self.frames == self.at:
+            raise self.error
+
+    def send(self, state, frame, now):
+        super().send(state, frame, now)
+        if self.phase == "send" and frame.seq == self.at:
+            raise self.error
+        return None
+
+    def observe(self, now):
+        super().observe(now)
+        if self.phase == "observe" and self.frames == self.at:
+            raise self.error
+
+    def close(self):
+        self.closes += 1
+        super().close()
+
+
+@pytest.mark.parametrize("phase", ["poll", "send", "observe"])
+@pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"), ZeroDivisionError("x"),
+                                   KeyError("cn"), MemoryError(), UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")])
+def test_a_sink_that_raises_fails_alone_and_is_closed_once(phase, error):
+    """Issue 27: whatever a protocol core raises on a peer's bytes ends that sink: it is closed at
+    once (its server gets our disconnect), named in its fault, called no more; the others go on."""
+    log, notes = [], []
+    bad, good = Raising("bad", log, phase, error), Recorder("good", log)
+    loop = FrameLoop(Finite(10), Rig(), [bad, good], notice=notes.append)
+    assert loop.run() == "no more frames"
+    assert bad.closed and bad.closes == 1 and good.closed
+    assert isinstance(bad.fault, SinkFailed) and f"{type(error).__name__} in {phase}" in str(bad.fault)
+    assert str(bad.fault).startswith("bad: stopped on the server's data") and notes == [str(bad.fault)]
+    assert sum(1 for e in log if e[:2] == ("send", "good")) == 10  # every frame, before and after
+    after = log[max(i for i, e in enumerate(log) if e[1] == "bad"):]
+    assert not any(e[1] == "bad" for e in after[1:])
+    assert len([e for e in log if e[:2] == ("send", "bad")]) <= 4
 
 
 class NullMirror:
