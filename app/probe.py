@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.netcode.icmp import PORT_UNREACHABLE
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class _Attempt:
         for datagram in self.query.datagrams_to_send(now):
             try:
                 self.sock.send(datagram)
-            except ConnectionRefusedError:
+            except PORT_UNREACHABLE:  # Windows: ConnectionResetError
                 self.error = "nothing listens there (ICMP port unreachable)"
             except OSError as e:
                 self.error = e.strerror or str(e)
@@ -107,7 +108,7 @@ class _Attempt:
                 data = self.sock.recv(65535)
             except BlockingIOError:
                 return
-            except ConnectionRefusedError:
+            except PORT_UNREACHABLE:  # Windows: ConnectionResetError
                 self.error = "nothing listens there (ICMP port unreachable)"
                 return
             except OSError as e:
@@ -373,7 +374,7 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
                     for datagram in query.datagrams_to_send(now):
                         sock.send(datagram)
                 except OSError as e:
-                    error = "nothing listens there (ICMP port unreachable)" if isinstance(e, ConnectionRefusedError) \
+                    error = "nothing listens there (ICMP port unreachable)" if isinstance(e, PORT_UNREACHABLE) \
                         else e.strerror or str(e)
                     break
                 timer = query.get_timer()
@@ -384,7 +385,7 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
                         query.receive_datagram(sock.recv(4096), now)
                     except BlockingIOError:
                         break
-                    except ConnectionRefusedError:
+                    except PORT_UNREACHABLE:  # Windows: ConnectionResetError
                         error = "nothing listens there (ICMP port unreachable)"
                         break
         finally:

@@ -53,6 +53,15 @@ _ORI_VALID, _POS_VALID, _ORI_TRACKED, _POS_TRACKED = 1, 2, 4, 8
 # fdatasync calls (what a power loss can cost at most).
 FLUSH_INTERVAL = 0.05
 SYNC_INTERVAL = 1.0
+# The writer's portable forms: fdatasync where the system has it (Linux), else fsync (macOS,
+# Windows); O_BINARY so Windows writes the lines' "\n" as is; a folder is synced where it can be
+# opened as one (O_DIRECTORY: POSIX; Windows has no folder sync, NTFS journals the name).
+def _datasync(fd: int) -> None:
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
+
+
+def _write_flags() -> int:
+    return os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class TraceError(Exception):
@@ -120,11 +129,11 @@ class TraceWriter:
             raise IsADirectoryError(errno.EISDIR, unusable(self.path), str(self.path))
         # Written in place from the first frame: a crash must leave the frames, not a hidden
         # temporary file. 0o666: a trace gets the permissions of any new file (umask applies).
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        self._fd: int | None = os.open(self.path, _write_flags(), 0o666)
         try:
             self._append(_line({"format": FORMAT, "version": VERSION, "meta": meta or {}}))
             # The file (and its name in the folder) survive a power loss from here on.
-            os.fdatasync(self._fd)
+            _datasync(self._fd)
             _sync_dir(self.path.parent)
         except BaseException:
             os.close(self._fd)
@@ -159,7 +168,7 @@ class TraceWriter:
                 if stopping:
                     return
                 if time.monotonic() >= next_sync:
-                    os.fdatasync(self._fd)
+                    _datasync(self._fd)
                     next_sync = time.monotonic() + self._sync_interval
             except OSError as e:
                 self._fail(e)
@@ -226,7 +235,7 @@ class TraceWriter:
         try:
             self._drain()
             self._append(_line({"end": self.count}))
-            os.fdatasync(self._fd)
+            _datasync(self._fd)
         except OSError as e:
             self._fail(e)
             raise
@@ -287,8 +296,10 @@ def _line(obj: Any) -> bytes:
 
 
 def _sync_dir(folder: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):
+        return  # Windows: a folder cannot be opened to sync it
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return
     try:

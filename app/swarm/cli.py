@@ -34,6 +34,7 @@ from headcast.app.cli import path, positive, room_id, seconds
 from headcast.app.console import LiveBlock, fit, mode_for, printable
 from headcast.app.errors import AppError, UnreachableError, UsageError
 from headcast.app.swarm import report as report_mod
+from headcast.netcode.icmp import PORT_UNREACHABLE
 
 DEFAULT_MOTION = "tour"
 PLAIN_PERIOD = 5.0
@@ -191,7 +192,7 @@ def closed_port(proto: str, server) -> str | None:
             s.send(datagram)
             if select.select([s], [], [], PORT_WAIT)[0]:
                 s.recv(65535)
-        except ConnectionRefusedError:
+        except PORT_UNREACHABLE:  # Windows reads port unreachable as a ConnectionResetError
             return REFUSED
         except OSError:
             return None

@@ -24,7 +24,6 @@ one a second, and lets sv_clientsPerIp clients in from one address).
 """
 from __future__ import annotations
 
-import errno
 import ipaddress
 import socket
 import uuid
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from headcast.app.swarm.motion import Script, Spot
 from headcast.app.swarm.observer import Board, Marker, SeqLog
+from headcast.netcode.icmp import icmp_error
 from headcast.netcode.q3.client import LINKED, ClientConfig, Q3ClientCore
 from headcast.netcode.q3.entities import player_entity
 from headcast.netcode.q3.events import Disconnected as Q3Disconnected
@@ -204,7 +204,7 @@ class Q3Player(Player):
             except BlockingIOError:
                 break
             except OSError as e:
-                if e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
+                if icmp_error(e):  # port/host/network unreachable (Windows: a ConnectionResetError)
                     self.socket_errors += 1
                     continue
                 raise

@@ -33,13 +33,13 @@ runs, other threads may call `set_input`, `send_command` and `interrupt`; call
 """
 from __future__ import annotations
 
-import errno
 import select
 import socket
 import sys
 import time
 from typing import Callable
 
+from ..icmp import icmp_error
 from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
 from .events import Event
 from .native import NATIVE
@@ -54,6 +54,33 @@ DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 sna
 _MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
 
 
+class _SelectReady:
+    """The one-socket subset of select.poll that Q3Client uses, over select.select: for systems
+    without poll (Windows). A socket with an ICMP error pending reads as ready (recv raises it)."""
+
+    def __init__(self) -> None:
+        self._socks: list[socket.socket] = []
+
+    def register(self, sock: socket.socket, events: int = 0) -> None:
+        self._socks = [sock]
+
+    def poll(self, timeout_ms: float | None = None) -> list:
+        timeout = None if timeout_ms is None else max(0.0, timeout_ms / 1000.0)
+        readable, _, failed = select.select(self._socks, [], self._socks, timeout)
+        return readable or failed
+
+
+def _readiness(sock: socket.socket):
+    """select.poll where the system has it (cheaper per call), else _SelectReady."""
+    if hasattr(select, "poll"):
+        ready = select.poll()
+        ready.register(sock, select.POLLIN)
+        return ready
+    ready = _SelectReady()
+    ready.register(sock)
+    return ready
+
+
 class Q3Client:
     def __init__(self, server: tuple[str, int], config: ClientConfig | None = None,
                  bind: tuple[str, int] = ("0.0.0.0", 0), clock: Callable[[], float] = time.perf_counter) -> None:
@@ -64,8 +91,7 @@ class Q3Client:
         self._sock.setblocking(False)
         self._sock.bind(bind)
         self._sock.connect(self.server)
-        self._ready = select.poll()
-        self._ready.register(self._sock, select.POLLIN)
+        self._ready = _readiness(self._sock)
         self.socket_errors = 0
         self._clock = clock
         self.sent_at: float | None = None  # clock() right after the last datagrams were sent
@@ -222,7 +248,7 @@ class Q3Client:
             except BlockingIOError:
                 break
             except OSError as exc:  # an ICMP error queued on the connected socket (POLLERR)
-                if exc.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
+                if icmp_error(exc):  # Windows: port unreachable is a ConnectionResetError
                     self.socket_errors += 1
                     continue
                 raise

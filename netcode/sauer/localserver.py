@@ -166,7 +166,7 @@ class LocalSauerServer(ServerProcess):
                 s.settimeout(left)
                 try:
                     data = s.recv(4096)
-                except (socket.timeout, ConnectionRefusedError):
+                except (socket.timeout, ConnectionRefusedError, ConnectionResetError):  # Windows: reset
                     continue
                 reply = parse_info_reply(data)
                 if reply.tag == tag:
