@@ -204,8 +204,12 @@ FDS_PER_PLAYER = {"q3": 1, "sauer": 1, "netsync": 6}  # NetSync: 3 sockets, each
 
 def raise_fd_limit(counts: dict[str, int]) -> None:
     """Raise the soft limit on open descriptors to what the players need (Debian's default soft
-    limit, 1024, is 170 NetSync players); AppError when the hard limit is lower than that."""
-    import resource
+    limit, 1024, is 170 NetSync players); AppError when the hard limit is lower than that. Where
+    there is no `resource` module (Windows) there is no such limit to raise: nothing to do."""
+    try:
+        import resource
+    except ImportError:
+        return
     need = 64 + sum(FDS_PER_PLAYER[p] * n for p, n in counts.items())
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= need:
@@ -221,7 +225,7 @@ class Swarm:
 
     def __init__(self, counts: dict[str, int], targets: dict[str, Any], script, *, spawn_rate: float,
                  observers: int = 1, marked: int = 16, seed: int | None = None, rooms: int = 1,
-                 clock=time.monotonic) -> None:
+                 clock=time.perf_counter) -> None:
         from headcast.app.swarm.loop import SwarmLoop
         from headcast.app.swarm.metrics import SwarmMetrics
         from headcast.app.swarm.motion import spots
@@ -416,6 +420,10 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         raise UsageError("swarm --locust: one protocol per Locust run (--q3, --netsync or --sauer)")
     if args.locust is not None and args.rooms > 1:
         raise UsageError("swarm --locust: --rooms is not available with Locust (one room per run: --room)")
+    if args.locust and not hasattr(os, "fork"):
+        raise UsageError(f"swarm --locust {args.locust}: Locust's worker processes need fork(), which this system "
+                         "lacks (Windows: Locust does not support --processes there); use --locust alone "
+                         "(one process) or start Locust's master and workers by hand")
     if args.report:
         check_report_folder(args.report)
     if args.locust is None:
@@ -424,6 +432,12 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         why = closed_port(proto, server)
         if why:
             raise UnreachableError(f"swarm: {_NAMES[proto]} server {server.host}:{server.port}: {why}")
+    from headcast.app.swarm.players import loopback_note
+    for proto, server in targets.items():
+        if proto != "netsync":  # NetSync players are TCP clients: their source address does not matter
+            note = loopback_note(server.host, args.players)
+            if note:
+                print(f"headcast swarm: {_NAMES[proto]}: {note}", file=sys.stderr, flush=True)
     if args.locust is not None:
         return run_locust(args, targets)
     counts = {p: args.players for p in targets}

@@ -7,6 +7,7 @@ with `--master` on one and `--worker --master-host HOST` on the others (`command
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,19 @@ from typing import Callable
 from headcast.app.swarm.players import Server
 
 POLL = 0.1  # s between two looks at the stop request
+
+
+def _own_group() -> tuple[dict, int]:
+    """Popen's arguments for a process group of Locust's own (a terminal's Ctrl-C reaches headcast
+    only), and the signal that is Locust's clean stop there: POSIX, a new process group and
+    SIGTERM; Windows, CREATE_NEW_PROCESS_GROUP and CTRL_BREAK_EVENT (the locustfile makes its
+    SIGBREAK a Ctrl-C; SIGTERM would be TerminateProcess, no report); else neither."""
+    if hasattr(os, "setpgid"):
+        return {"process_group": 0}, signal.SIGTERM
+    flag = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", None)
+    if flag is not None and hasattr(signal, "CTRL_BREAK_EVENT"):
+        return {"creationflags": flag}, signal.CTRL_BREAK_EVENT
+    return {}, signal.SIGTERM
 
 
 def locustfile() -> Path:
@@ -81,7 +95,8 @@ def run(cmd: list[str], timeout: float, should_stop: Callable[[], bool] = lambda
     second Ctrl-C (stop's exit at once) SIGKILLs it. Returns its exit code (Locust: 1 when any
     request failed — a kick, a lost update, a slipped tick)."""
     from headcast.app import stop
-    proc = subprocess.Popen(cmd, process_group=0, **popen)
+    group, clean_stop = _own_group()
+    proc = subprocess.Popen(cmd, **group, **popen)
     forget = stop.own_process(lambda: proc.pid if proc.returncode is None else None)
     deadline = time.monotonic() + timeout
     asked = False
@@ -96,7 +111,7 @@ def run(cmd: list[str], timeout: float, should_stop: Callable[[], bool] = lambda
                     proc.kill()
                     return proc.wait()
             elif should_stop() or time.monotonic() >= deadline:
-                proc.send_signal(signal.SIGTERM)
+                proc.send_signal(clean_stop)
                 asked, deadline = True, time.monotonic() + STOP_GRACE
     except BaseException:
         if proc.returncode is None:

@@ -23,6 +23,7 @@ run unchanged in greenlets.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from pathlib import Path
 
@@ -43,6 +44,15 @@ from headcast.app.swarm.observer import Board
 from headcast.app.swarm.players import PROTOCOLS, RATES, Player, Server, Variation, source_address
 
 log = logging.getLogger("headcast.swarm.locust")
+
+# Windows: `headcast swarm --locust` stops Locust (started in a process group of its own) with
+# CTRL_BREAK_EVENT, which Python sees as SIGBREAK and would end the process on at once; as Ctrl-C
+# it is Locust's clean stop (users leave, the report is written). Not on POSIX (SIGTERM there).
+if hasattr(signal, "SIGBREAK"):
+    try:
+        signal.signal(signal.SIGBREAK, signal.default_int_handler)
+    except ValueError:
+        pass  # not the main thread: Locust's own handling stands
 IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
 SPOTS = 16          # places on the room's circle players are spread over
 STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
@@ -147,7 +157,7 @@ def _test_start(environment, **_) -> None:
         return
     o = environment.parsed_options
     proto = o.headcast_proto
-    m = LocustMetrics([proto], time.monotonic(), environment.events.request.fire, o.headcast_slip_ms / 1000.0)
+    m = LocustMetrics([proto], time.perf_counter(), environment.events.request.fire, o.headcast_slip_ms / 1000.0)
     _Process.metrics, _Process.wall_started = m, time.time()
     _Process.server = _server(o)
     t0 = time.monotonic()
@@ -296,7 +306,7 @@ class SwarmPlayer(User):
                         spot=_Process.spots[index % SPOTS], source=source_address(index, server.host),
                         observer=k == 0, marked=1 <= k <= o.headcast_marked, board=_Process.boards[proto])
         p = self.player = Player(proto, index, server, script, _Process.metrics, var)
-        clock = time.monotonic
+        clock = time.perf_counter  # the metrics' clock (fine-grained on Windows, unlike monotonic before 3.13)
         _Process.live.add(p)
         try:
             p.start(clock())
@@ -327,5 +337,5 @@ class SwarmPlayer(User):
 
     def on_stop(self) -> None:
         if self.player is not None:
-            self.player.close(time.monotonic())
+            self.player.close(time.perf_counter())
             _Process.live.discard(self.player)

@@ -29,7 +29,7 @@ LEAVE_PAUSE = 0.1        # between two batches of leaving players (close_all)
 
 
 class SwarmLoop:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.selector = selectors.DefaultSelector()
         self._heap: list[tuple[float, int, object]] = []

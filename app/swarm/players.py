@@ -24,6 +24,7 @@ one a second, and lets sv_clientsPerIp clients in from one address).
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import uuid
@@ -72,15 +73,48 @@ class Variation:
     board: Board | None = None   # the protocol's board (observers and marked players)
 
 
-def source_address(index: int, server_host: str) -> str | None:
-    """127.0.x.y for player `index` when the server is on loopback (127.0.0.2 upwards), else None."""
+def _on_loopback(server_host: str) -> bool:
     try:
-        if not ipaddress.ip_address(socket.gethostbyname(server_host)).is_loopback:
-            return None
+        return ipaddress.ip_address(socket.gethostbyname(server_host)).is_loopback
     except (OSError, ValueError):
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def bindable(address: str) -> bool:
+    """Whether a UDP socket can bind `address` here: Linux and Windows answer on all of 127/8,
+    macOS's lo0 only on 127.0.0.1 (and the aliases an administrator added)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+def source_address(index: int, server_host: str) -> str | None:
+    """127.0.x.y for player `index` when the server is on loopback (127.0.0.2 upwards), else None;
+    None too where that address cannot be bound (macOS): the player sends from 127.0.0.1, on a
+    port of its own (loopback_note says what that costs)."""
+    if not _on_loopback(server_host):
         return None
     n = 2 + index
-    return f"127.{(n >> 16) & 0xFF}.{(n >> 8) & 0xFF}.{n & 0xFF}"
+    address = f"127.{(n >> 16) & 0xFF}.{(n >> 8) & 0xFF}.{n & 0xFF}"
+    return address if bindable(address) else None
+
+
+def loopback_note(server_host: str, players: int) -> str | None:
+    """A line for the terminal when some of `players` players of a server on loopback cannot have
+    their own source address (macOS), else None."""
+    if not _on_loopback(server_host):
+        return None
+    shared = sum(1 for i in range(players) if source_address(i, server_host) is None)
+    if not shared:
+        return None
+    return (f"{shared} of {players} players send from 127.0.0.1 (each on its own port): 127.0.0.2 and up cannot "
+            "be bound here (macOS: lo0 has only 127.0.0.1; add aliases with `sudo ifconfig lo0 alias 127.0.0.2 "
+            "up` and so on). A Quake 3 server lets sv_clientsPerIp of them in and, after 10, answers one "
+            "getchallenge a second from one address")
 
 
 class Player:

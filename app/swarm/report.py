@@ -48,7 +48,8 @@ def atomic_write(path: Path | str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the report from other users
+        if hasattr(os, "fchmod"):  # Windows (before 3.13) has none, and no mode bits to hide the file
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the report from other users
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
