@@ -15,6 +15,7 @@ import ctypes
 import math
 import os
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -51,7 +52,16 @@ class MirrorError(AppError):
     pass
 
 
+# Systems whose desktop is not an X11/Wayland server named in the environment: a logged-in user
+# always has one there, and glfw.init() says when there is none (a service, an ssh session).
+DESKTOP_PLATFORMS = ("win32", "cygwin", "darwin")
+
+
 def display_available() -> bool:
+    """Whether a mirror window can be tried: on Windows and macOS always (glfw decides), on other
+    systems when DISPLAY or WAYLAND_DISPLAY names a display."""
+    if sys.platform in DESKTOP_PLATFORMS:
+        return True
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
@@ -105,7 +115,7 @@ class MirrorWindow:
                                                                    if isinstance(text, bytes) else str(text)))
         try:
             if not glfw.init():
-                where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "of this desktop"
                 raise MirrorError(f"cannot open the display {where} ({'; '.join(errors) or 'glfw could not start'})")
             glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
             glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
