@@ -35,6 +35,7 @@ from collections import Counter
 from struct import Struct
 from dataclasses import dataclass, field
 
+from ..drops import DropCounter, detail as drop_detail
 from .codec import (
     HELLO_PROTOCOL,
     MSG_DEVICE_ID_MAPPING,
@@ -167,7 +168,7 @@ class Counters:
     hellos: int = 0
     probes: int = 0
     skipped: Counter = field(default_factory=Counter)  # send policy: "rate" / "unchanged"
-    drops: Counter = field(default_factory=Counter)  # reason → count (bad input, lost sends)
+    drops: Counter = field(default_factory=DropCounter)  # reason → count (bad input, lost sends)
 
 
 class NetSyncClientCore:
@@ -204,6 +205,7 @@ class NetSyncClientCore:
         self._next_control = 0.0
         self._control_at = 0.0
         self._probing = protocol is None  # detection, or (later) a mismatch probe
+        self._detected_by = ""  # how detection named the protocol ("room broadcast", "device-ID mapping")
         self._probe_id = device_id  # detection registers us under our own deviceId
         if protocol is not None:
             self._use(protocol)
@@ -310,6 +312,17 @@ class NetSyncClientCore:
             mapped = {m.device_id for m in mapping.mappings}
             if self._probe_id in mapped and not (self.protocol is not None and self.device_id in mapped):
                 self._probe_answered(protocol_of_version(mapping.server_version), "device-ID mapping")
+        elif self._detected_by == "room broadcast":
+            # Only the server sends a mapping, and its release names its protocol: that beats the
+            # protocol byte of a broadcast (junk under our topic steered detection to 6 on a 0.17.5)
+            named = protocol_of_version(mapping.server_version)
+            if named is not None and named != self.protocol:
+                was = self.protocol
+                self._use(named)
+                self._detected_by = "device-ID mapping"
+                self._next_control = 0.0  # hello (7+) at the next call
+                self._emit(ProtocolDetected(named, self.server_version,
+                                            f"device-ID mapping, over a room broadcast in protocol {was}"))
         old = self.members
         self.members = {m.client_no: m for m in mapping.mappings}
         joined = tuple(sorted(self.members.keys() - old.keys()))
@@ -378,6 +391,7 @@ class NetSyncClientCore:
                 return  # a server version we have no table entry for: its broadcast will tell
             self._probing = False
             self._use(protocol)
+            self._detected_by = how
             self._next_control = 0.0  # hello (7+) at the next call
             self._emit(ProtocolDetected(protocol, self.server_version, how))
             self._update_own_number()  # the probe may have registered us already
@@ -452,5 +466,5 @@ class NetSyncClientCore:
         self._events.append(event)
 
     def _drop(self, reason: str, detail: str) -> None:
-        self.counters.drops[reason] += 1
-        self._emit(Dropped(reason, detail))
+        key = self.counters.drops.add(reason)  # normalised and capped: netcode/drops.py
+        self._emit(Dropped(key, drop_detail(detail)))

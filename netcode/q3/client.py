@@ -29,7 +29,6 @@ that is up but rate-limiting this address from one that is not there.
 from __future__ import annotations
 
 import random
-import re
 import struct
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
+from ..drops import MAX_DROP_REASONS, DropCounter, detail as drop_detail  # noqa: F401 - re-exported
 from . import huffman, oob, pure, serverparse
 from .delta import PlayerState, player_field
 from .entities import SnapshotEntities, of_snapshot
@@ -73,7 +73,6 @@ URGENT_COMMANDS = ("cp", "userinfo", "disconnect")  # engine commands: bypass th
 MAX_PENDING_COMMANDS = 32
 MAX_EVENTS = 1024
 MAX_QUEUED_DATAGRAMS = 256
-MAX_DROP_REASONS = 32
 _PS_DELTA_ANGLES = player_field("delta_angles")  # per snapshot: no attribute-lookup calls
 _PS_COMMAND_TIME = player_field("commandTime")
 _F32X3 = struct.Struct("<3f")  # three C floats: angle2short's rounding, batched
@@ -173,7 +172,7 @@ class Q3ClientCore:
         self._input: tuple = (0.0, 0.0, 0.0, 0, 0, 0, 0, 0, None)
         self._counters: Counter[str] = Counter()
         self._counters_view = MappingProxyType(self._counters)
-        self._drops: Counter[str] = Counter()
+        self._drops: Counter[str] = DropCounter()
         self._last_drop = ""
         self._last_disconnect = ""
         self._backoff = self.config.backoff[0]
@@ -1039,11 +1038,8 @@ class Q3ClientCore:
 
     def _drop(self, reason: str) -> None:
         self._counters["drops"] += 1
-        self._last_drop = reason
-        key = re.sub(r"-?\d+", "N", reason)[:64]  # numbers vary; the reason kinds are few
-        if key not in self._drops and len(self._drops) >= MAX_DROP_REASONS:
-            key = "other"
-        self._drops[key] += 1
+        self._last_drop = drop_detail(reason)
+        self._drops[reason] += 1  # a DropCounter: numbers vary, the reason kinds are few (netcode/drops.py)
 
     @property
     def entities(self) -> SnapshotEntities | None:

@@ -23,6 +23,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..drops import DropCounter
 from . import messages as m
 from .npos import PHYS_FLOOR, NPos, encode_npos, make_npos
 from .protocol import (CHAN_MSG, CHAN_POS, CS_ALIVE, CS_DEAD, CS_EDITING, CS_SPAWNING, CS_SPECTATOR, DISC_NONE,
@@ -33,6 +34,8 @@ from .wire import encode_cube
 POS_INTERVAL = 1 / 30          # the game sends its position at most every 33 ms
 PING_INTERVAL = 0.25           # and N_PING every 250 ms
 SILENT_AFTER = 2.0             # no packet for this long (pongs come 4 times a second): "server silent"
+MAX_PLAYERS = 256             # the game's 128 clients and its bots, with room: client numbers are the server's
+MAX_EVENTS = 4096             # events kept for a caller that does not drain them
 LOST_AFTER = 6.0               # ...and for this long (the server drops an unserviced client after ~5.5 s): reconnect
 CONNECT_TIMEOUT = 6.0          # ENet connect, then N_SERVINFO and N_WELCOME, each within this
 TRYSPAWN_AFTER = 1.0           # after our death, ask for a spawn this long after…
@@ -178,7 +181,7 @@ class Counters:
     connects: int = 0
     spawns: int = 0
     deaths: int = 0
-    drops: Counter = field(default_factory=Counter)
+    drops: Counter = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
 
 
 class ProtocolError(ValueError):
@@ -214,7 +217,7 @@ class SauerClientCore:
         self.last_record: NPos | None = None
         self.last_disconnect: Disconnected | None = None
         self.stop_reason = ""
-        self._events: deque = deque()
+        self._events: deque = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
         self._out: list[Outgoing] = []
         self._connect_at: float | None = 0.0    # the first connect is due at once
         self._attempt = 0
@@ -549,7 +552,11 @@ class SauerClientCore:
     def _player(self, cn: int) -> RemotePlayer:
         p = self.players.get(cn)
         if p is None:
-            p = self.players[cn] = RemotePlayer(cn)
+            p = RemotePlayer(cn)
+            if len(self.players) >= MAX_PLAYERS:  # client numbers come from the server: keep memory bounded
+                self.counters.drops["player: too many client numbers"] += 1
+                return p  # read, not kept
+            self.players[cn] = p
         return p
 
     def _name_of(self, cn: int) -> str:

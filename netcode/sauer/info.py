@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..drops import DropCounter, detail as drop_detail
 from .protocol import CLIENT_STATES, PRIVILEGES, mastermode_name, mode_name
 from .wire import Reader, SauerDecodeError, put_int
 
@@ -165,7 +166,7 @@ class SauerQuery:
     ping_ms: float | None = None
     player_ids: list[int] | None = None
     players: dict[int, PlayerInfo] = field(default_factory=dict)
-    drops: Counter = field(default_factory=Counter)
+    drops: Counter = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
     last_drop: str = ""
 
     def __post_init__(self) -> None:
@@ -225,4 +226,4 @@ class SauerQuery:
 
     def _drop(self, reason: str, detail: str) -> None:
         self.drops[reason] += 1
-        self.last_drop = detail
+        self.last_drop = drop_detail(detail)

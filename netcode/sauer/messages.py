@@ -272,35 +272,48 @@ def _sel_edit(r: Reader, t: int) -> None:
 
 
 def _parse(r: Reader, sender: int, ctx: _Ctx) -> None:
-    """parsemessages(cn = sender, d, p): every message of the (sub)buffer."""
+    """parsemessages(cn = sender, d, p): every message of the (sub)buffer.
+
+    The game recurses into each N_CLIENT's buffer; here the outer buffers wait on a stack, so a
+    packet of thousands of nested N_CLIENT headers is read as the game reads it (each level at
+    least 3 bytes: the depth is bounded by the packet's size) and never raises RecursionError. A
+    stop inside a relayed buffer ends that buffer only; the outer one goes on after its length."""
     out = ctx.out
-    while r.remaining():
-        t = r.get_int("message type")
-        if t == Msg.N_CLIENT:
-            cn = r.get_int("N_CLIENT cn")
-            length = r.get_uint("N_CLIENT length")
-            sub = Reader(r.skip(length, "N_CLIENT payload"))
-            try:
-                _parse(sub, cn, ctx)
-            except (_Stop, SauerDecodeError):
-                pass  # the game's recursive call returns; the outer packet goes on after the length
-            continue
-        simple = _FIXED.get(t)
-        if simple is not None:
-            need_sender, n = simple
-            if need_sender:
-                _needs_sender(sender, t)
-            _ints(r, n, Msg(t).name)
-            ctx.skipped += 1
-            continue
-        handler = _HANDLERS.get(t)
-        if handler is None:
-            raise _Stop(f"unknown message type {t} (the game calls it an illegal network message)")
-        msg = handler(r, sender, ctx, t)
-        if msg is None:
-            ctx.skipped += 1
-        else:
-            out.append(msg)
+    outer: list[tuple[Reader, int]] = []
+    while True:
+        try:
+            while r.remaining():
+                t = r.get_int("message type")
+                if t == Msg.N_CLIENT:
+                    cn = r.get_int("N_CLIENT cn")
+                    length = r.get_uint("N_CLIENT length")
+                    sub = Reader(r.skip(length, "N_CLIENT payload"))
+                    outer.append((r, sender))
+                    r, sender = sub, cn
+                    continue
+                simple = _FIXED.get(t)
+                if simple is not None:
+                    need_sender, n = simple
+                    if need_sender:
+                        _needs_sender(sender, t)
+                    _ints(r, n, Msg(t).name)
+                    ctx.skipped += 1
+                    continue
+                handler = _HANDLERS.get(t)
+                if handler is None:
+                    raise _Stop(f"unknown message type {t} (the game calls it an illegal network message)")
+                msg = handler(r, sender, ctx, t)
+                if msg is None:
+                    ctx.skipped += 1
+                else:
+                    out.append(msg)
+        except (_Stop, SauerDecodeError):
+            if not outer:
+                raise  # the packet itself: parse_messages says why it stopped
+            # the game's recursive call returns; the outer buffer goes on after the length
+        if not outer:
+            return
+        r, sender = outer.pop()
 
 
 def parse_messages(data: bytes, mode: int = 0) -> ParseResult:

@@ -77,3 +77,34 @@ def test_a_q3_server_that_never_acks_cp_ends_only_the_q3_sink(tmp_path, netsync_
         srv.stop()
     _check(r, "q3", "acknowledged none of our last 64 reliable commands", "netsync")
     assert "disconnect" in srv.commands
+
+
+def test_a_sauer_packet_of_1000_nested_n_client_headers_is_a_counted_drop(netsync_server):
+    """The packet that raised RecursionError and ended the run (defect 2), over real ENet: now read
+    as the game reads it; the unknown type after the nest is a counted drop; the Sauerbraten sink
+    stays up (never let in: this server sends no welcome), NetSync streams, exit 0."""
+    from headcast.netcode.sauer.protocol import Msg
+    from headcast.netcode.sauer.messages import build
+    from sauer.test_hostile_server import HostileSauerServer, nested_clients
+    packet = nested_clients(1000, build(Msg.N_SERVMSG, "deep")) + bytes([0x7e])
+    srv = HostileSauerServer(packet, limit=60.0)
+    srv.start()
+    try:
+        r = _run("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "5",
+                 "--sauer", f"127.0.0.1:{srv.port}", "--netsync", _netsync(netsync_server))
+        t_end = time.monotonic() + 3.0
+        while not srv.disconnected and time.monotonic() < t_end:
+            time.sleep(0.01)
+    finally:
+        srv.stop()
+    assert "Traceback" not in r.stderr and r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    assert srv.sent >= 1 and srv.disconnected  # it got our ENet disconnect
+    lines = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    summary = lines[-1]
+    sinks = {s["name"]: s for s in summary["sinks"]}
+    assert summary["type"] == "summary" and summary["stopped"] == "ran for 5 s"
+    assert sinks["sauer"]["drops"] == {"channel N: unknown message type N (the game calls it an illegal net": 1} \
+        or any("unknown message type" in k for k in sinks["sauer"]["drops"]), sinks["sauer"]
+    assert sinks["netsync"]["outcome"].startswith("joined at ")
+    statuses = [ln for ln in lines if ln["type"] == "status" and ln["t"] > 2.5]
+    assert statuses and all({s["name"]: s for s in ln["sinks"]}["netsync"]["send_hz"] > 5 for ln in statuses)

@@ -189,3 +189,31 @@ def test_hostile_server_over_udp_ends_the_transport_cleanly(tmp_path):
     finally:
         client.close(time.monotonic())
         srv.stop()
+
+
+def test_100k_distinct_bad_datagrams_keep_the_core_bounded():
+    """Everything a server's bytes fill stays bounded: drop reasons (normalised, capped), the last
+    drop's text, undrained events, queued datagrams (issue 27, bounded memory)."""
+    from headcast.netcode.drops import MAX_DETAIL_LEN, MAX_DROP_REASONS, MAX_REASON_LEN
+    from headcast.netcode.q3 import client as qc
+    core, server = make()
+    server.handshake(0.0)
+    server.read(0.0)
+    server.gamestate(0.01)
+    run(core, 0.01, 0.05)
+    t0 = time.perf_counter()
+    for i in range(100_000):
+        n = i.to_bytes(4, "little")
+        if i % 3 == 0:
+            core.receive_datagram(b"\xff\xff\xff\xff" + f"word{i % 97}x {i} {'z' * (i % 300)}".encode(), 1.0)
+        elif i % 3 == 1:
+            core.receive_datagram(struct.pack("<i", server.seq + 1 + i) + n * (1 + i % 40), 1.0)  # bad checksum / junk
+        else:
+            core.receive_datagram(n[: i % 4], 1.0)  # truncated
+    took = time.perf_counter() - t0
+    st = core.status
+    assert len(st.drops) <= MAX_DROP_REASONS + 8 and all(len(k) <= MAX_REASON_LEN + 10 for k in st.drops), st.drops
+    assert len(st.last_drop) <= MAX_DETAIL_LEN
+    assert len(core._events) <= qc.MAX_EVENTS and len(core._out) <= qc.MAX_QUEUED_DATAGRAMS
+    assert core.state in (State.PRIMED, State.ACTIVE, State.CONNECTED)
+    assert took < 20
