@@ -12,9 +12,13 @@ again from now rather than bursting through the frames it missed.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 DEFAULT_RATE_HZ = 90.0
+# CLOCK_MONOTONIC on Linux; on Windows time.monotonic_ns ticks every 15.6 ms before Python 3.13, the
+# performance counter (QueryPerformanceCounter) does not.
+CLOCK_NS = time.perf_counter_ns if sys.platform == "win32" else time.monotonic_ns
 MIN_MARGIN_NS = 100_000     # the spin never starts later than this before the deadline
 MAX_MARGIN_NS = 500_000     # nor earlier than this: beyond it a late wake-up is the machine's, not ours
 MAX_LAG = 3                 # periods behind the grid that are caught up; more: start again from now
@@ -25,15 +29,24 @@ _DECAY = 1 / 64             # per frame: a spike is forgotten within a second or
 class Pacer:
     """wait() returns at each frame's deadline; the first call returns at once."""
 
-    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=time.monotonic_ns, sleep=time.sleep) -> None:
+    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate must be positive, not {rate_hz!r}")
         self.rate_hz = rate_hz
         self.period_ns = round(1e9 / rate_hz)
-        self._clock, self._sleep = clock, sleep
+        self._clock, self._sleep = clock or CLOCK_NS, sleep
         self._next: int | None = None
         self._peak = 0  # decaying peak of the sleep's oversleep, ns
         self.margin_ns = MIN_MARGIN_NS
+
+    def set_rate(self, rate_hz: float) -> None:
+        """Pace at `rate_hz` from the next frame on (the display changed its refresh rate)."""
+        if not rate_hz > 0:
+            raise ValueError(f"rate must be positive, not {rate_hz!r}")
+        period = round(1e9 / rate_hz)
+        if self._next is not None:
+            self._next += period - self.period_ns  # the next deadline one new period after the last
+        self.rate_hz, self.period_ns = rate_hz, period
 
     def wait(self) -> int:
         """Block until this frame's deadline; returns the deadline (monotonic ns)."""

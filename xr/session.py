@@ -46,7 +46,7 @@ from . import fastframe
 from .actions import ActionSet
 from .errors import GraphicsError, NoHeadsetError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
 from .frame import IDENTITY, INVALID_POSE, ORIGIN, Controls, Pose, TrackingFrame
-from .pacing import DEFAULT_RATE_HZ, Pacer
+from .pacing import CLOCK_NS, DEFAULT_RATE_HZ, Pacer
 
 _ORI_VALID = int(xr.SPACE_LOCATION_ORIENTATION_VALID_BIT)
 _POS_VALID = int(xr.SPACE_LOCATION_POSITION_VALID_BIT)
@@ -58,6 +58,7 @@ _EVENT_UNAVAILABLE = int(xr.Result.EVENT_UNAVAILABLE)
 _EV_STATE = int(xr.StructureType.EVENT_DATA_SESSION_STATE_CHANGED)
 _EV_PROFILE = int(xr.StructureType.EVENT_DATA_INTERACTION_PROFILE_CHANGED)
 _EV_INSTANCE_LOSS = int(xr.StructureType.EVENT_DATA_INSTANCE_LOSS_PENDING)
+_EV_REFRESH = int(xr.StructureType.EVENT_DATA_DISPLAY_REFRESH_RATE_CHANGED_FB)
 _EVENT_BUFFER_TYPE = int(xr.StructureType.EVENT_DATA_BUFFER)
 
 
@@ -88,6 +89,7 @@ _LOCATE = ("locating the tracked devices", "xrLocateSpace")
 _STATE = ("reading the controllers", "xrGetActionState*")
 _EVENTS = ("reading runtime events", "xrPollEvent")
 _TIME = ("reading the runtime's clock", "xrConvertTimespecTimeToTimeKHR")
+_TIME_WIN32 = ("reading the runtime's clock", "xrConvertWin32PerformanceCounterToTimeKHR")
 # What a failing step of the native helper was doing: the ctypes path's words for the same call.
 _DURING = {fastframe.FF_WAIT: _WAIT, fastframe.FF_BEGIN: _BEGIN, fastframe.FF_SYNC: _SYNC,
            fastframe.FF_LOCATE: _LOCATE, fastframe.FF_STATES: _STATE, fastframe.FF_END: _END,
@@ -155,9 +157,17 @@ _READY_WAIT_S = 1.0
 
 _TIMESPEC_EXT = xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME
 _REFRESH_EXT = xr.FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME
+# pyopenxr 1.1.6501 has no constant for it (its Windows-only functions are left out on Linux).
+_WIN32_TIME_EXT = "XR_KHR_win32_convert_performance_counter_time"
+# Every runtime extension headcast enables or checks (tests/xrsession/test_runtime_extensions.py
+# fails when one is not offered by any of the mock runtime's profiles).
+RUNTIME_EXTENSIONS = (xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_OPENGL_ENABLE_EXTENSION_NAME, _TIMESPEC_EXT,
+                      _WIN32_TIME_EXT, _REFRESH_EXT)
 TIME_SOURCES = {
     "frame": "xrWaitFrame's predicted display time",
     "timespec": "the runtime's now: XR_KHR_convert_timespec_time on CLOCK_MONOTONIC",
+    "win32": "the runtime's now: XR_KHR_win32_convert_performance_counter_time on the performance counter "
+             "(QueryPerformanceCounter, time.perf_counter_ns)",
     "events": "the runtime's now, estimated: its session events' XrTime plus the monotonic clock since "
               "(the runtime offers no XR_KHR_convert_timespec_time)",
 }
@@ -165,6 +175,26 @@ TIME_SOURCES = {
 
 class _ConvertTimespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_int64), ("tv_nsec", ctypes.c_long)]  # struct timespec on LP64 Linux
+
+
+def _counter_frequency() -> int:
+    """Ticks per second of the counter XR_KHR_win32_convert_performance_counter_time converts: on
+    Windows QueryPerformanceFrequency (10 MHz on current Windows), elsewhere (the mock runtime, whose
+    counter is CLOCK_MONOTONIC in ns) 1 GHz."""
+    if sys.platform == "win32":
+        freq = ctypes.c_int64()
+        if ctypes.windll.kernel32.QueryPerformanceFrequency(ctypes.byref(freq)) and freq.value > 0:
+            return freq.value
+    return 1_000_000_000
+
+
+def _performance_counter(frequency: int) -> int:
+    """QueryPerformanceCounter's value (a LARGE_INTEGER) from time.perf_counter_ns, which reads it on
+    Windows (ns = ticks * 1e9 // frequency: exact back for a 10 MHz counter); CLOCK_MONOTONIC in ns
+    elsewhere."""
+    ns = time.perf_counter_ns()
+    return ns if frequency == 1_000_000_000 else ns * frequency // 1_000_000_000
+
 
 MODES = ("auto", "headless", "gl")
 
@@ -304,7 +334,9 @@ class XRSession:
         self._profiles = ("", "")
         self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
         self._pacer: Pacer | None = None  # a headless session's clock
-        self._convert = None              # xrConvertTimespecTimeToTimeKHR, when enabled
+        self._convert = None              # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
+        self._counter_hz = 0              # the win32 performance counter's frequency, when that converts
+        self._rate_from_display = False   # a headless session paces at the display's rate (follows its changes)
         self._time_offset: int | None = None  # XrTime - CLOCK_MONOTONIC, learnt from state events
         self.state = xr.SessionState.UNKNOWN
 
@@ -318,7 +350,9 @@ class XRSession:
                                 "XR_KHR_opengl_enable: headcast cannot open a session on it")
         extensions = [xr.MND_HEADLESS_EXTENSION_NAME if headless else gl_ext]
         if headless:  # the clock a headless session locates at, and the display's rate to pace at
-            extensions += [ext for ext in (_TIMESPEC_EXT, _REFRESH_EXT) if ext in offered]
+            clocks = (_WIN32_TIME_EXT, _TIMESPEC_EXT) if sys.platform == "win32" else (_TIMESPEC_EXT, _WIN32_TIME_EXT)
+            extensions += [ext for ext in clocks if ext in offered][:1]
+            extensions += [ext for ext in (_REFRESH_EXT,) if ext in offered]
 
         with xr_errors("starting OpenXR", "xrCreateInstance"):
             self._instance = xr.create_instance(xr.InstanceCreateInfo(
@@ -378,7 +412,9 @@ class XRSession:
 
         time_source, rate = "frame", 0.0
         if headless:
-            time_source = "timespec" if _TIMESPEC_EXT in extensions else "events"
+            time_source = ("timespec" if _TIMESPEC_EXT in extensions else
+                           "win32" if _WIN32_TIME_EXT in extensions else "events")
+            self._rate_from_display = not rate_hz
             rate = rate_hz or self._display_rate(extensions) or DEFAULT_RATE_HZ
             self._pacer = Pacer(rate)
         self.info = SessionInfo(
@@ -403,10 +439,11 @@ class XRSession:
         if _REFRESH_EXT not in extensions:
             return 0.0
         try:
-            rate = float(xr.get_display_refresh_rate_fb(self._session))
+            # pyopenxr returns the runtime's float as a ctypes.c_float (float() of it raises)
+            rate = _c_float(xr.get_display_refresh_rate_fb(self._session))
         except xr.XrException:
             return 0.0  # a headless session may have no display to ask: pace at the default
-        return rate if 1 <= rate <= 1000 else 0.0
+        return _usable_rate(rate)
 
     def _start_headless(self) -> None:
         """Begin the headless session at READY, here, so that a runtime refusing it (an error from
@@ -481,6 +518,12 @@ class XRSession:
         self._timespec, self._xrtime = _ConvertTimespec(), ctypes.c_int64()
         if _TIMESPEC_EXT in self.info.extensions:
             self._convert = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(_entry(inst, "xrConvertTimespecTimeToTimeKHR"))
+        elif _WIN32_TIME_EXT in self.info.extensions:
+            # (XrInstance, const LARGE_INTEGER*, XrTime*): LARGE_INTEGER is an int64
+            self._convert = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(
+                _entry(inst, "xrConvertWin32PerformanceCounterToTimeKHR"))
+            self._counter_hz = _counter_frequency()
+            self._counter = ctypes.c_int64()
         helper = fastframe.load() if native else None
         if helper is not None:
             ctx = fastframe.FrameContext(
@@ -493,13 +536,15 @@ class XRSession:
             ctx.base = base
             for i, (_, info, out) in enumerate(self._state_reads):
                 ctx.state_info[i], ctx.state[i] = info, out
-            if self._convert is not None:
+            if self._convert is not None and not self._counter_hz:
                 ctx.convert_time = _entry(inst, "xrConvertTimespecTimeToTimeKHR")
             calls = _frame_calls(helper, ctx)
             self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
             self._ff_step, self._ff_now = calls.step, calls.now
             if self.info.headless:
                 self._ff_frame = None  # a headless session makes no frame calls: step() instead
+            if self._counter_hz:  # the helper converts only timespecs: the win32 clock is read here, then poll()
+                self._ff_step = self._ff_now = None
 
     # -- public --------------------------------------------------------------------------
 
@@ -589,7 +634,14 @@ class XRSession:
             except self._ff_stop as stopped:
                 raise self._failure(stopped.args[1], *_TIME) from None
         if self._convert is None:
-            return time.monotonic_ns() + (self._time_offset or 0)  # monotonic_ns: CLOCK_MONOTONIC on Linux
+            return CLOCK_NS() + (self._time_offset or 0)  # CLOCK_MONOTONIC on Linux
+        if self._counter_hz:
+            counter = self._counter
+            counter.value = _performance_counter(self._counter_hz)
+            r = self._convert(self._instance_h, ctypes.addressof(counter), ctypes.addressof(self._xrtime))
+            if r < 0:
+                raise self._failure(r, *_TIME_WIN32)
+            return self._xrtime.value
         ts = self._timespec
         ts.tv_sec, ts.tv_nsec = divmod(time.monotonic_ns(), 1_000_000_000)
         r = self._convert(self._instance_h, ctypes.addressof(ts), ctypes.addressof(self._xrtime))
@@ -760,17 +812,28 @@ class XRSession:
         kind = ev._type
         if kind == _EV_STATE:
             changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataSessionStateChanged)).contents
-            if changed.time > 0 and self._convert is None:
+            if changed.time > 0 and self._convert is None:  # (the native helper's clock is CLOCK_MONOTONIC: Linux)
                 # The XrTime the state changed at, just now: the clock a headless session without
                 # XR_KHR_convert_timespec_time locates by (late by the event's delivery).
-                self._time_offset = changed.time - time.monotonic_ns()
+                self._time_offset = changed.time - CLOCK_NS()
             self._on_state(xr.SessionState(changed._state))
         elif kind == _EV_PROFILE:
             self._read_profiles()
+        elif kind == _EV_REFRESH:
+            changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataDisplayRefreshRateChangedFB)).contents
+            self._on_refresh_rate(float(changed.to_display_refresh_rate))  # a struct's float field: a Python float
         elif kind == _EV_INSTANCE_LOSS:
             self._end(SessionEnded("the OpenXR runtime is shutting down: xrPollEvent reported "
                                    "XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING; restart the runtime, then headcast",
                                    lost=True, call="xrPollEvent", result="XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING"))
+
+    def _on_refresh_rate(self, rate: float) -> None:
+        """The display changed its refresh rate: a headless session paced at the display's rate follows."""
+        rate = _usable_rate(rate)
+        if self._pacer is None or not self._rate_from_display or not rate or rate == self._pacer.rate_hz:
+            return
+        self._pacer.set_rate(rate)
+        self.info = dataclasses.replace(self.info, rate_hz=rate)
 
     def _on_state(self, state: xr.SessionState) -> None:
         self.state = state
@@ -863,6 +926,16 @@ def _value(x: float) -> float:
 
 
 _INF = float("inf")
+
+
+def _c_float(value: ctypes.c_float) -> float:
+    """A float the runtime wrote, as pyopenxr returns it (a ctypes.c_float), as a Python float."""
+    return float(value.value if isinstance(value, ctypes.c_float) else value)  # a later binding's plain float too
+
+
+def _usable_rate(rate: float) -> float:
+    """A display refresh rate to pace at, or 0.0 when the runtime's is none (Monado's headless 0.0, NaN)."""
+    return rate if 1 <= rate <= 1000 else 0.0
 
 
 def _quietly(fn: Any, *args: Any) -> None:

@@ -85,7 +85,8 @@ def test_a_bad_profile_name_fails_instance_creation(mock, monkeypatch, capfd):
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE_RUNTIME", "oculus")
     with pytest.raises(xr.RuntimeFailureError):
         instance()
-    assert "HEADCAST_MOCK_PROFILE_RUNTIME=oculus: not one of monado, steamvr, strict" in capfd.readouterr().err
+    assert ("HEADCAST_MOCK_PROFILE_RUNTIME=oculus: not one of monado, monado25, steamvr, steamvr-windows, meta-pc, "
+            "strict") in capfd.readouterr().err
     with pytest.raises(mockrt.MockControlError, match="unknown runtime profile"):
         mock.set_runtime_profile("oculus")
 

@@ -150,4 +150,4 @@ def test_an_unknown_mock_runtime_profile_is_one_usage_line():
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
         "headcast: error: HEADCAST_MOCK_PROFILE_RUNTIME='bogus': the mock runtime imitates monado, steamvr, "
-        "strict (default monado)"]
+        "strict, monado25, steamvr-windows, meta-pc (default monado)"]

@@ -5,7 +5,7 @@ manifest; set `XR_RUNTIME_JSON` to that path (see `runtime_env`) before the firs
 `MockControl` opens the same library with ctypes. Because glibc hands back the handle the
 loader already holds, its calls act on the live runtime; and because that handle keeps the
 library loaded after `xrDestroyInstance`, control state persists: call `reset()` between tests.
-The runtime imitates Monado by default (HEADCAST_MOCK_PROFILE_RUNTIME: monado, steamvr, strict);
+The runtime imitates Monado by default (HEADCAST_MOCK_PROFILE_RUNTIME: RUNTIME_PROFILES);
 xr/mockrt/README.md lists each profile's behaviour and the real runtime it follows.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ PROFILES = (
 )
 
 # HEADCAST_MOCK_PROFILE_RUNTIME values: the real runtime the mock imitates (xr/mockrt/README.md)
-RUNTIME_PROFILES = ("monado", "steamvr", "strict")
+RUNTIME_PROFILES = ("monado", "steamvr", "strict", "monado25", "steamvr-windows", "meta-pc")
 FRAME_PERIOD_NS = 11_111_111  # the predicted display period at 90 Hz
 
 
@@ -206,6 +206,9 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_frame_index": ([], _c.c_int64),
     "mockxr_session_state": ([], _c.c_int),
     "mockxr_instance_alive": ([], _c.c_int),
+    "mockxr_profile_extensions": ([_c.c_char_p], _c.c_char_p),
+    "mockxr_set_refresh_rate": ([_c.c_float], _c.c_int),
+    "mockxr_refresh_rate": ([], _c.c_float),
 }
 
 
@@ -304,12 +307,28 @@ class MockControl:
         self._lib.mockxr_set_throttle(int(on))
 
     def set_runtime_profile(self, name: str) -> None:
-        """Imitate "monado", "steamvr" or "strict" (xr/mockrt/README.md) from the next call on."""
+        """Imitate one of RUNTIME_PROFILES (xr/mockrt/README.md) from the next call on."""
         self._check(self._lib.mockxr_set_runtime_profile(name.encode()), "set_runtime_profile")
 
     @property
     def runtime_profile(self) -> str:
         return self._lib.mockxr_runtime_profile().decode()
+
+    def profile_extensions(self, name: str) -> tuple[str, ...]:
+        """The extensions runtime profile `name` offers (its imitated runtime's, xr/mockrt/README.md)."""
+        out = self._lib.mockxr_profile_extensions(name.encode())
+        if out is None:
+            self._check(-1, "profile_extensions")
+        return tuple(out.decode().split())
+
+    def set_refresh_rate(self, rate: float) -> None:
+        """The display changes its refresh rate by itself (60, 72, 90 or 120 Hz): a running session
+        with XR_FB_display_refresh_rate gets XrEventDataDisplayRefreshRateChangedFB."""
+        self._check(self._lib.mockxr_set_refresh_rate(rate), "set_refresh_rate")
+
+    @property
+    def refresh_rate(self) -> float:
+        return self._lib.mockxr_refresh_rate()
 
     def set_clock(self, t: int) -> None:
         """Stop the runtime clock at XrTime `t` (> 0) until moved; 0 returns to CLOCK_MONOTONIC."""

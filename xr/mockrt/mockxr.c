@@ -15,7 +15,9 @@
  * clock. Behaviour profiles imitate real runtimes where they differ (README.md beside this file).
  *
  * Environment (read at xrCreateInstance unless the control API set the value):
- *   HEADCAST_MOCK_PROFILE_RUNTIME=monado|steamvr|strict  the runtime imitated (default monado)
+ *   HEADCAST_MOCK_PROFILE_RUNTIME=monado|monado25|steamvr|steamvr-windows|meta-pc|strict
+ *                                 the runtime imitated (default monado): its extension list and
+ *                                 behaviour (RT_EXTENSIONS below, xr/mockrt/README.md)
  *   HEADCAST_MOCK_CLOCK=step      the step clock (deterministic time: see CLOCK_STEP)
  *   HEADCAST_MOCK_HEADLESS_FOCUS=1  headless sessions are focused at begin (their inputs sync)
  *   HEADCAST_MOCK_MOTION=<file>   motion file played from session begin
@@ -1039,7 +1041,7 @@ typedef struct {
 #define MAX_SETS 32
 struct XrInstance_T {
     XrVersion api;
-    int ext_headless, ext_timespec, ext_gl;
+    int ext_headless, ext_timespec, ext_gl, ext_refresh, ext_win32time;
     int gl_requirements_queried;
     XrActionSet sets[MAX_SETS];
     int nsets;
@@ -1062,6 +1064,7 @@ struct XrSession_T {
     XrActionSet attached[MAX_SETS];
     int nattached;
     int profile[2];         /* current interaction profile per hand, -1 none */
+    int refresh_requested;  /* xrRequestDisplayRefreshRateFB went through at least once */
 };
 
 struct XrSpace_T {
@@ -1095,8 +1098,37 @@ static int64_t g_frames_ended, g_frames_waited;
 
 /* ---- behaviour profiles: which real runtime the mock imitates (xr/mockrt/README.md) ---- */
 
-enum { RT_MONADO, RT_STEAMVR, RT_STRICT, NRT };
-static const char *const RT_NAMES[NRT] = {"monado", "steamvr", "strict"};
+enum { RT_MONADO, RT_STEAMVR, RT_STRICT, RT_MONADO25, RT_STEAMVR_WIN, RT_META_PC, NRT };
+static const char *const RT_NAMES[NRT] = {"monado", "steamvr", "strict", "monado25", "steamvr-windows", "meta-pc"};
+#define RT_LIST "monado, monado25, steamvr, steamvr-windows, meta-pc, strict"
+
+/* The extensions a real runtime offers that headcast uses or checks, one bit each (EXTENSIONS). */
+enum { EXT_GL = 1, EXT_HEADLESS = 2, EXT_TIMESPEC = 4, EXT_REFRESH = 8, EXT_WIN32TIME = 16 };
+/* Each profile's list is the imitated runtime's own, restricted to those five:
+ *  monado, monado25, strict: Monado 25.0.0 (Debian 13's monado-service + libopenxr1-monado, simulated
+ *      HMD), as measured by tests/monado (xrEnumerateInstanceExtensionProperties); Monado 21 took the
+ *      same XR_FB_display_refresh_rate branch (issue 23).
+ *  steamvr: SteamVR 2.19 for Linux as the Khronos OpenXR runtime inventory lists it
+ *      (KhronosGroup/OpenXR-Inventory, runtimes/valve_steamvr_linux64.json) without XR_MND_headless:
+ *      it stands for the runtimes where every session needs graphics.
+ *  steamvr-windows: SteamVR 2.19 for Windows (the inventory's runtimes/valve_steamvr_windows.json):
+ *      XR_MND_headless with XR_KHR_win32_convert_performance_counter_time and no
+ *      XR_KHR_convert_timespec_time.
+ *  meta-pc: Meta's PC runtime, Quest Link (the inventory's runtimes/meta_pc.json): no XR_MND_headless. */
+static const unsigned RT_EXTENSIONS[NRT] = {
+    [RT_MONADO] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STEAMVR] = EXT_GL | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STRICT] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_MONADO25] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STEAMVR_WIN] = EXT_GL | EXT_HEADLESS | EXT_WIN32TIME | EXT_REFRESH,
+    [RT_META_PC] = EXT_GL | EXT_TIMESPEC | EXT_WIN32TIME | EXT_REFRESH,
+};
+/* Monado (21 and 25) answers xrGetDisplayRefreshRateFB with 0.0 in a headless session (issue 23:
+ * "c_float(0.0)"): there is no display; the others report the display's rate. */
+static int rt_headless_rate_zero(int rt) { return rt == RT_MONADO || rt == RT_MONADO25 || rt == RT_STRICT; }
+/* Monado 25 focuses a running headless session (READY, SYNCHRONIZED, VISIBLE, FOCUSED at begin);
+ * Monado 21 left it READY. */
+static int rt_headless_focuses(int rt) { return rt == RT_MONADO25 || rt == RT_STEAMVR_WIN; }
 static int g_rt = RT_MONADO, g_rt_set;
 
 static int rt_index(const char *name) {
@@ -1341,20 +1373,32 @@ static XrResult copy_string(const char *s, uint32_t capacity, uint32_t *countOut
 
 /* ---- instance ---- */
 
+/* Declared by openxr_platform.h only with XR_USE_PLATFORM_WIN32 (windows.h): LARGE_INTEGER is an
+ * int64. The mock's "performance counter" is CLOCK_MONOTONIC in ns (a 1 GHz counter): what Python's
+ * time.perf_counter_ns() reads on Linux, so an app converts it as it would QueryPerformanceCounter. */
+#define WIN32_TIME_EXTENSION_NAME "XR_KHR_win32_convert_performance_counter_time"
+
+/* In bit order (EXT_GL, EXT_HEADLESS, ...). */
 static const XrExtensionProperties EXTENSIONS[] = {
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME, 10},
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_MND_HEADLESS_EXTENSION_NAME, 2},
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME, 1},
+    {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME, 1},
+    {XR_TYPE_EXTENSION_PROPERTIES, NULL, WIN32_TIME_EXTENSION_NAME, 1},
 };
 #define NEXTENSIONS (sizeof EXTENSIONS / sizeof EXTENSIONS[0])
 
-/* The steamvr profile offers no XR_MND_headless: a runtime where every session needs graphics. */
+/* Offered by the current profile (RT_EXTENSIONS). */
 static int extension_offered(const char *name) {
-    if (g_rt == RT_STEAMVR && strcmp(name, XR_MND_HEADLESS_EXTENSION_NAME) == 0) return 0;
     for (uint32_t i = 0; i < NEXTENSIONS; i++)
-        if (strcmp(EXTENSIONS[i].extensionName, name) == 0) return 1;
+        if (strcmp(EXTENSIONS[i].extensionName, name) == 0) return (RT_EXTENSIONS[g_rt] >> i) & 1;
     return 0;
 }
+
+/* ---- XR_FB_display_refresh_rate: the display's rates, the current one, changes on request ---- */
+static const float REFRESH_RATES[] = {60.0f, 72.0f, 90.0f, 120.0f};
+#define NREFRESH (sizeof REFRESH_RATES / sizeof REFRESH_RATES[0])
+static float g_refresh = (float)NOMINAL_RATE; /* the display's current rate (control API: set_refresh_rate) */
 
 API xrEnumerateApiLayerProperties(uint32_t capacity, uint32_t *countOut, XrApiLayerProperties *props) {
     LOCKED;
@@ -1463,7 +1507,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     if (XR_VERSION_MAJOR(v) != 1 || XR_VERSION_MINOR(v) > 1) return XR_ERROR_API_VERSION_UNSUPPORTED;
     if (info->applicationInfo.applicationName[0] == 0) return XR_ERROR_NAME_INVALID;
     if (rt_from_env() < 0) {
-        fprintf(stderr, "MockXR: HEADCAST_MOCK_PROFILE_RUNTIME=%s: not one of monado, steamvr, strict\n",
+        fprintf(stderr, "MockXR: HEADCAST_MOCK_PROFILE_RUNTIME=%s: not one of " RT_LIST "\n",
                 getenv("HEADCAST_MOCK_PROFILE_RUNTIME"));
         return XR_ERROR_RUNTIME_FAILURE;
     }
@@ -1472,7 +1516,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
         fprintf(stderr, "MockXR: HEADCAST_MOCK_CLOCK=%s: not real or step\n", clock);
         return XR_ERROR_RUNTIME_FAILURE;
     }
-    int headless = 0, timespec = 0, glx = 0;
+    int headless = 0, timespec = 0, glx = 0, refresh = 0, win32time = 0;
     if (info->enabledExtensionCount && !info->enabledExtensionNames) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->enabledExtensionCount; i++) {
         const char *e = info->enabledExtensionNames[i];
@@ -1480,6 +1524,8 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
         if (strcmp(e, XR_MND_HEADLESS_EXTENSION_NAME) == 0) headless = 1;
         else if (strcmp(e, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME) == 0) timespec = 1;
         else if (strcmp(e, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME) == 0) glx = 1;
+        else if (strcmp(e, XR_FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME) == 0) refresh = 1;
+        else if (strcmp(e, WIN32_TIME_EXTENSION_NAME) == 0) win32time = 1;
         else return XR_ERROR_EXTENSION_NOT_PRESENT;
     }
     if (g_instance) return XR_ERROR_LIMIT_REACHED;
@@ -1498,6 +1544,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     if (!inst) return XR_ERROR_OUT_OF_MEMORY;
     inst->api = v;
     inst->ext_headless = headless, inst->ext_timespec = timespec, inst->ext_gl = glx;
+    inst->ext_refresh = refresh, inst->ext_win32time = win32time;
     g_instance = inst;
     g_ev_head = g_ev_count = 0, g_ev_lost = 0;
     *out = inst;
@@ -1685,6 +1732,32 @@ API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, X
     return XR_SUCCESS;
 }
 
+/* XR_KHR_win32_convert_performance_counter_time on the mock's 1 GHz CLOCK_MONOTONIC counter: the
+ * same clock, offsets and step-clock answers as the timespec conversion. */
+API xrConvertWin32PerformanceCounterToTimeKHR(XrInstance inst, const int64_t *counter, XrTime *out) {
+    LOCKED;
+    CHECK_INSTANCE(inst);
+    if (!counter || !out) return XR_ERROR_VALIDATION_FAILURE;
+    XrTime t = *counter;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    if (g_clock == CLOCK_STEP) t = clock_query();
+    else if (g_clock == CLOCK_FROZEN) t += g_virtual - now_ns();
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    *out = t;
+    return XR_SUCCESS;
+}
+
+API xrConvertTimeToWin32PerformanceCounterKHR(XrInstance inst, XrTime t, int64_t *counter) {
+    LOCKED;
+    CHECK_INSTANCE(inst);
+    if (!counter) return XR_ERROR_VALIDATION_FAILURE;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    if (g_clock != CLOCK_REAL) t += now_ns() - g_virtual;
+    if (t <= 0) return XR_ERROR_TIME_INVALID;
+    *counter = t;
+    return XR_SUCCESS;
+}
+
 API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *ts) {
     LOCKED;
     CHECK_INSTANCE(inst);
@@ -1695,6 +1768,49 @@ API xrConvertTimeToTimespecTimeKHR(XrInstance inst, XrTime t, struct timespec *t
     ts->tv_sec = t / 1000000000LL;
     ts->tv_nsec = t % 1000000000LL;
     return XR_SUCCESS;
+}
+
+/* ---- XR_FB_display_refresh_rate ---- */
+
+/* The display moves to `rate` (one of REFRESH_RATES); a running session hears of it. */
+static XrResult refresh_change(float rate) {
+    int known = 0;
+    for (size_t i = 0; i < NREFRESH; i++) known |= REFRESH_RATES[i] == rate;
+    if (!known) return XR_ERROR_DISPLAY_REFRESH_RATE_UNSUPPORTED_FB;
+    float from = g_refresh;
+    g_refresh = rate;
+    if (from != rate && g_session && g_instance && g_instance->ext_refresh) {
+        XrEventDataDisplayRefreshRateChangedFB ev = {XR_TYPE_EVENT_DATA_DISPLAY_REFRESH_RATE_CHANGED_FB, NULL, from, rate};
+        push_event(&ev, sizeof ev);
+        log_line("\"event\": \"refresh_rate\", \"from\": %g, \"to\": %g", from, rate);
+    }
+    return XR_SUCCESS;
+}
+
+API xrEnumerateDisplayRefreshRatesFB(XrSession s, uint32_t capacity, uint32_t *countOut, float *rates) {
+    LOCKED;
+    CHECK_SESSION(s);
+    TWO_CALL(capacity, countOut, (uint32_t)NREFRESH, rates);
+    for (uint32_t i = 0; i < NREFRESH; i++) rates[i] = REFRESH_RATES[i];
+    return XR_SUCCESS;
+}
+
+API xrGetDisplayRefreshRateFB(XrSession s, float *rate) {
+    LOCKED;
+    CHECK_SESSION(s);
+    if (!rate) return XR_ERROR_VALIDATION_FAILURE;
+    *rate = s->headless && rt_headless_rate_zero(g_rt) ? 0.0f : g_refresh;
+    return XR_SUCCESS;
+}
+
+/* 0.0: no preference (the display's default, 90 Hz); otherwise one of the enumerated rates. */
+API xrRequestDisplayRefreshRateFB(XrSession s, float rate) {
+    LOCKED;
+    CHECK_SESSION(s);
+    if (rate == 0.0f) rate = (float)NOMINAL_RATE;
+    XrResult r = refresh_change(rate);
+    if (r == XR_SUCCESS) s->refresh_requested = 1;
+    return r;
 }
 
 /* ---- session ---- */
@@ -1727,6 +1843,7 @@ API xrCreateSession(XrInstance inst, const XrSessionCreateInfo *info, XrSession 
     s->glx_context = glx ? glx->glxContext : NULL;
     s->frame = -1;
     s->profile[0] = s->profile[1] = -1;
+    s->refresh_requested = 0;
     g_session = s;
     *out = s;
     set_state(s, XR_SESSION_STATE_IDLE);
@@ -1787,7 +1904,7 @@ API xrBeginSession(XrSession s, const XrSessionBeginInfo *info) {
      * control API's "focus" command may still move it on). A GL session synchronises now and is
      * shown after its first xrEndFrame. */
     if (!s->headless) set_state(s, XR_SESSION_STATE_SYNCHRONIZED);
-    else if (g_headless_focus) go_visible(s);
+    else if (g_headless_focus || rt_headless_focuses(g_rt)) go_visible(s);
     return XR_SUCCESS;
 }
 
@@ -2804,6 +2921,16 @@ API xrGetInstanceProcAddr(XrInstance inst, const char *name, PFN_xrVoidFunction 
         *fn = (PFN_xrVoidFunction)xrConvertTimespecTimeToTimeKHR;
     else if (inst->ext_timespec && strcmp(name, "xrConvertTimeToTimespecTimeKHR") == 0)
         *fn = (PFN_xrVoidFunction)xrConvertTimeToTimespecTimeKHR;
+    else if (inst->ext_win32time && strcmp(name, "xrConvertWin32PerformanceCounterToTimeKHR") == 0)
+        *fn = (PFN_xrVoidFunction)xrConvertWin32PerformanceCounterToTimeKHR;
+    else if (inst->ext_win32time && strcmp(name, "xrConvertTimeToWin32PerformanceCounterKHR") == 0)
+        *fn = (PFN_xrVoidFunction)xrConvertTimeToWin32PerformanceCounterKHR;
+    else if (inst->ext_refresh && strcmp(name, "xrEnumerateDisplayRefreshRatesFB") == 0)
+        *fn = (PFN_xrVoidFunction)xrEnumerateDisplayRefreshRatesFB;
+    else if (inst->ext_refresh && strcmp(name, "xrGetDisplayRefreshRateFB") == 0)
+        *fn = (PFN_xrVoidFunction)xrGetDisplayRefreshRateFB;
+    else if (inst->ext_refresh && strcmp(name, "xrRequestDisplayRefreshRateFB") == 0)
+        *fn = (PFN_xrVoidFunction)xrRequestDisplayRefreshRateFB;
     return *fn ? XR_SUCCESS : XR_ERROR_FUNCTION_UNSUPPORTED;
 }
 
@@ -2860,6 +2987,7 @@ EXPORT void mockxr_reset(void) {
     g_throttle_set = g_emulated_set = g_rt_set = g_clock_set = 0;
     g_throttle = 1, g_emulated = PR_TOUCH, g_stage = 1, g_hmd = 1, g_want_focus = 1;
     g_rt = RT_MONADO, g_clock = CLOCK_REAL;
+    g_refresh = (float)NOMINAL_RATE;
     g_frames_ended = g_frames_waited = 0;
     g_error[0] = 0;
     set_fail(NULL, 0, 0, 0), g_fail.by_control = g_fail.env_read = 0;
@@ -2934,12 +3062,37 @@ EXPORT void mockxr_set_throttle(int on) { LOCKED; g_throttle = on != 0, g_thrott
 EXPORT int mockxr_set_runtime_profile(const char *name) {
     LOCKED;
     int i = rt_index(name);
-    if (i < 0) return set_error("unknown runtime profile %s (monado, steamvr, strict)", name ? name : "(null)"), -1;
+    if (i < 0) return set_error("unknown runtime profile %s (" RT_LIST ")", name ? name : "(null)"), -1;
     g_rt = i, g_rt_set = 1;
     return 0;
 }
 
 EXPORT const char *mockxr_runtime_profile(void) { LOCKED; rt_from_env(); return RT_NAMES[g_rt]; }
+
+/* The extensions runtime profile `name` offers, space-separated (NULL: unknown profile). */
+EXPORT const char *mockxr_profile_extensions(const char *name) {
+    LOCKED;
+    static char out[NEXTENSIONS * XR_MAX_EXTENSION_NAME_SIZE];
+    int i = rt_index(name);
+    if (i < 0) return set_error("unknown runtime profile %s (" RT_LIST ")", name ? name : "(null)"), NULL;
+    out[0] = 0;
+    for (uint32_t e = 0; e < NEXTENSIONS; e++)
+        if ((RT_EXTENSIONS[i] >> e) & 1) {
+            if (out[0]) strcat(out, " ");
+            strcat(out, EXTENSIONS[e].extensionName);
+        }
+    return out;
+}
+
+/* The display changes its refresh rate by itself (a user's setting): the running session gets
+ * XrEventDataDisplayRefreshRateChangedFB. The rate must be one xrEnumerateDisplayRefreshRatesFB lists. */
+EXPORT int mockxr_set_refresh_rate(float rate) {
+    LOCKED;
+    if (refresh_change(rate) != XR_SUCCESS) return set_error("refresh rate %g is not one of 60, 72, 90, 120", rate), -1;
+    return 0;
+}
+
+EXPORT float mockxr_refresh_rate(void) { LOCKED; return g_refresh; }
 
 /* t > 0: the clock stands at t until moved (advance_clock, set_clock); t == 0: CLOCK_MONOTONIC again. */
 EXPORT void mockxr_set_clock(int64_t t) {
