@@ -8,7 +8,9 @@ silently ignored, and an older or newer config file still loads.
 """
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import math
 import os
 import sys
@@ -185,9 +187,15 @@ def default_user_file(env: Mapping[str, str]) -> Path | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def _default_table() -> dict[str, Any]:
+    """The shipped defaults, parsed once per process (every load, env_warnings ... starts from them)."""
+    return _read_toml(asset_path("config", "default.toml"))
+
+
 def _defaults() -> Config:
     cfg = Config({}, {})
-    for s, kv in _read_toml(asset_path("config", "default.toml")).items():
+    for s, kv in copy.deepcopy(_default_table()).items():
         for k, v in kv.items():
             cfg.values[(s, k)] = v
             cfg.sources[(s, k)] = "default"
