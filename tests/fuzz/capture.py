@@ -54,13 +54,12 @@ def capture_q3(found, seconds: float) -> None:
     real_parse = serverparse.parse_server_message
 
     def recv(self, data, now):
-        found["q3_client" if not data.startswith(b"\xff\xff\xff\xff") else "q3_oob"].append(bytes(data))
-        if not data.startswith(b"\xff\xff\xff\xff"):
-            found["q3_netchan"].append(bytes(data))
+        found["q3_netchan" if not data.startswith(b"\xff\xff\xff\xff") else "q3_oob"].append(bytes(data))
         return real_recv(self, data, now)
 
-    def parse(data, num, at, baselines):
+    def parse(data, num, at, baselines):  # message bodies: the q3_client harness adds its own netchan header
         found["q3_serverparse"].append(bytes(data))
+        found["q3_client"].append(bytes(data))
         return real_parse(data, num, at, baselines)
 
     qc.Q3ClientCore.receive_datagram = recv
