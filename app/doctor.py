@@ -215,12 +215,16 @@ def check_servers() -> list[Finding]:
                        f"Sauerbraten server: {sauer.CUBE2_SERVER} (2020 Edition)" if sauer.installed()
                        else "no local Sauerbraten server",
                        "" if sauer.installed() else f"apt-get install {sauer.PACKAGE} (the demo then starts one)"))
-    try:
-        v = importlib.metadata.version("pyenet")
-        out.append(Finding("servers", True, f"ENet for the Sauerbraten sink: pyenet {v}"))
-    except importlib.metadata.PackageNotFoundError:
-        out.append(Finding("servers", False, "pyenet is not installed: no Sauerbraten sink",
-                           "pip install pyenet==1.3.17 into the venv (scripts/setup.sh does)"))
+    # The ENet binding is whichever distribution provides the `enet` module (pyproject.toml names
+    # pyenet-vladfi; the older `pyenet` provides the same module), found without importing it.
+    enet_dists = importlib.metadata.packages_distributions().get("enet", [])
+    if enet_dists:
+        name = "pyenet-vladfi" if "pyenet-vladfi" in enet_dists else enet_dists[0]
+        v = importlib.metadata.version(name)
+        out.append(Finding("servers", True, f"ENet for the Sauerbraten sink: {name} {v} (module enet)"))
+    else:
+        out.append(Finding("servers", False, "no ENet binding (module enet) is installed: no Sauerbraten sink",
+                           "pip install pyenet-vladfi==1.3.20 into the venv (scripts/setup.sh does)"))
     from headcast.netcode.netsync.releases import CURRENT, protocol_of_version
     try:
         v = importlib.metadata.version("styly-netsync-server")

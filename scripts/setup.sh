@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything headcast needs on a Debian 12 machine (as root), idempotently:
+# Installs everything headcast needs on a Debian 12 or Debian 13 machine (as root), idempotently:
 # Debian packages (compiler + OpenXR headers for the mock runtime, Xvfb/Mesa for the mirror,
 # the OpenArena / ioquake3 and Sauerbraten dedicated servers), a virtual environment in .venv with headcast
 # and its test tools, one styly-netsync-server release per NetSync protocol in build/netsync/,
@@ -24,7 +24,15 @@ APT_PACKAGES=(
   libopenxr-utils                                        # Khronos hello_xr (system loader): a third-party app the mock runtime must run
   python3-venv
   python3-dev                                            # Python.h for the Q3 codec C extension
+  git ca-certificates procps iproute2                    # what a minimal system (container, debootstrap root) lacks:
+                                                         # git (the layout test lists the checkout), CAs, ps/pgrep, ip
 )
+# Debian 13 (trixie) has Monado 25, a second real OpenXR runtime the monado tests run headcast on
+# (headless, Vulkan on Mesa's lavapipe); Debian 12's Monado 21 is not used.
+RELEASE_ID="$(. /etc/os-release 2>/dev/null; echo "${VERSION_ID:-}")"
+if [ "${RELEASE_ID%%.*}" -ge 13 ] 2>/dev/null; then
+  APT_PACKAGES+=(monado-service libopenxr1-monado mesa-vulkan-drivers)
+fi
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -80,6 +88,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   log "installing headcast and its dependencies into .venv (pyopenxr is ~260 MB; a few minutes)"
   # pip's own lines (each package as it is fetched and built) go to stderr as they come, and to
   # the log; a failure repeats the log's tail.
+  # pyproject.toml once named `pyenet` for the `enet` module; it now names pyenet-vladfi, which
+  # installs the same module file: remove the old distribution first, or its uninstall later
+  # would delete the module both share.
+  if .venv/bin/python -m pip show -q pyenet >/dev/null 2>&1; then
+    log "removing pyenet 1.3.17 (replaced by pyenet-vladfi: the same enet module, wheels for 3.11-3.13)"
+    .venv/bin/python -m pip uninstall -y -q pyenet >&2
+  fi
   if ! { .venv/bin/python -m pip install --upgrade pip setuptools wheel &&
          .venv/bin/python -m pip install -e '.[test]'; } 2>&1 | tee .venv/pip-install.log | sed -u 's/^/[pip] /' >&2; then
     tail -n 30 .venv/pip-install.log >&2

@@ -1,4 +1,5 @@
-"""The ENet transport for SauerClientCore (pyenet: ENet 1.3.17, the game's own library version).
+"""The ENet transport for SauerClientCore (the `enet` module of pyenet-vladfi: ENet 1.3.20, which
+speaks the protocol of the game server's ENet 1.3.17).
 
 A few lines around the core: open a connection when the core says so (3 channels, as the game's
 `enet_host_connect(…, 3, 0)`), service ENet without blocking, feed every event to the core, send
