@@ -306,8 +306,9 @@ class XRSession:
                 except (NoRuntimeError, NoHeadsetError):
                     raise  # an OpenGL session would fail the same way
                 except XRError as refused:
-                    if mode == "headless":
-                        raise
+                    if mode == "headless" or (refused.call == "xrCreateInstance"
+                                              and refused.result != "XR_ERROR_EXTENSION_NOT_PRESENT"):
+                        raise  # no instance at all (Monado without its service): an OpenGL one fails alike
                     self.close()
                     self._reset()
                     fallback = f"the OpenXR runtime refused a headless session ({refused}): using an OpenGL session"
