@@ -27,6 +27,10 @@ CASES = {  # name: (environment, display, run works, what doctor says)
     "steamvr without a display": ({"HEADCAST_MOCK_PROFILE_RUNTIME": "steamvr"}, False, False,
                                   "`headcast run` cannot open a session: the OpenXR runtime needs an OpenGL session "
                                   "and no display is available"),
+    "steamvr-windows": ({"HEADCAST_MOCK_PROFILE_RUNTIME": "steamvr-windows"}, False, True,
+                        "session: headless (XR_MND_headless), paced by headcast at 90 Hz; frames located at the "
+                        "runtime's now: XR_KHR_win32_convert_performance_counter_time"),
+    "meta-pc": ({"HEADCAST_MOCK_PROFILE_RUNTIME": "meta-pc"}, True, True, "session: OpenGL (XR_KHR_opengl_enable)"),
     "failing locate": ({"HEADCAST_MOCK_FAIL": f"xrLocateSpace:{RUNTIME_FAILURE}:50"}, False, False,
                        "`headcast run` would fail here: locating the tracked devices: xrLocateSpace returned "
                        "XR_ERROR_RUNTIME_FAILURE"),
