@@ -207,6 +207,12 @@ def xr_session(mirror, mode: str = "auto", rate_hz: float = 0.0) -> Any:
     mirror window's context (one GL context in the process); a headless one paces itself at
     `rate_hz` (0: the display's rate when the runtime says it, else 90 Hz)."""
     from headcast.xr.errors import XRError
+    try:
+        import xr  # noqa: F401  pyopenxr: its import finds the OpenXR loader for this system
+    except Exception as e:  # noqa: BLE001 - macOS: NotImplementedError; a broken install: ImportError, OSError
+        raise AppError(f"OpenXR is not available here: pyopenxr does not load ({type(e).__name__}: {e}). "
+                       "pyopenxr ships the OpenXR loader for Windows and Linux only; on macOS headcast "
+                       "runs the network side: probe, replay, swarm") from None
     from headcast.xr.session import MODES, XRSession
     if mode not in MODES:
         raise UsageError(f"xr.session = {mode!r}: expected one of {', '.join(MODES)}")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import xr
+try:
+    import xr
+except Exception:  # noqa: BLE001 - pyopenxr has no OpenXR loader for this system (macOS: NotImplementedError)
+    xr = None  # the binding table stays readable (trace replay uses it); no session can open
 
 
 LEFT = "/user/hand/left"
@@ -24,7 +27,7 @@ class ActionSpec:
     per_hand: bool  # declared with both hands as subaction paths (read per hand)
 
 
-ACTIONS: tuple[ActionSpec, ...] = (
+ACTIONS: tuple[ActionSpec, ...] = () if xr is None else (
     ActionSpec("aim_pose", "Aim pose", xr.ActionType.POSE_INPUT, True),
     ActionSpec("grip_pose", "Grip pose", xr.ActionType.POSE_INPUT, True),
     ActionSpec("trigger", "Trigger / fire", xr.ActionType.FLOAT_INPUT, True),

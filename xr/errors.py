@@ -8,7 +8,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-import xr
+try:
+    import xr
+except Exception:  # noqa: BLE001 - pyopenxr has no OpenXR loader for this system (macOS: NotImplementedError)
+    xr = None  # nothing can raise its errors then; the typed errors stay importable
 
 NO_RUNTIME = (
     "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "
@@ -97,5 +100,7 @@ def xr_errors(during: str, call: str = "") -> Iterator[None]:
     OpenXR function `call` (the block should make that one call)."""
     try:
         yield
-    except xr.XrException as exc:
+    except Exception as exc:
+        if xr is None or not isinstance(exc, xr.XrException):
+            raise
         raise translate(exc, during, call) from exc

@@ -43,7 +43,6 @@ from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 from . import mockrt
 from .actions import BINDINGS, LEFT
 from .frame import Controls, Pose, TrackingFrame
-from .session import XRSession
 
 FORMAT = "headcast-trace"
 VERSION = 1
@@ -585,6 +584,7 @@ def replay(source: str | os.PathLike | Sequence[TrackingFrame], *, throttle: boo
         saved = os.environ.get("XR_RUNTIME_JSON")
         os.environ["XR_RUNTIME_JSON"] = str(manifest)
         try:
+            from .session import XRSession  # here: reading and replaying a trace need no pyopenxr (macOS)
             session = XRSession(mode, window=window)
         finally:
             if saved is None:

@@ -8,7 +8,9 @@ the first test below checks each name is gone), and makes the calls that differ 
 (set_wakeup_fd and select() take only sockets on Windows, os.read/write/close refuse one, recv
 raises ICMP port unreachable as ConnectionResetError; 127.0.0.2+ cannot be bound on macOS).
 sys.platform stays "linux", so the mock OpenXR runtime (Linux-only) still loads: `run --mock`
-tests the frame loop, the sinks and the recording, not a Windows or macOS OpenXR runtime.
+tests the frame loop, the sinks and the recording, not a Windows or macOS OpenXR runtime. Under
+the macOS simulation pyopenxr does not import (it has no macOS loader): `run` must say so, and the
+network side (replay to servers, probe, swarm) must work without it.
 
 What this cannot show: the real systems' kernels, consoles (a console close event, Ctrl-Break
 from a keyboard), OpenXR runtimes and wheels. Those were never run here.
@@ -26,7 +28,7 @@ import time
 
 import pytest
 
-from support import REPO, cli_env, free_port, wait_for
+from support import REPO, cli_env, free_port, headcast, wait_for
 
 pytestmark = [pytest.mark.platform_sim, pytest.mark.live]
 
@@ -132,8 +134,17 @@ def test_run_mock_records_and_replay_streams_to_three_real_servers(platform, tmp
     trace = tmp_path / "run.trace"
     mark = q3_server.log_offset()
     name = f"sim{platform}"
-    r = sim(platform, "run", "--mock", "tour", "--no-mirror", "--json", "--duration", "2.5", "--name", name,
-            "--record", str(trace), *servers)
+    run = ["run", "--mock", "tour", "--no-mirror", "--json", "--duration", "1.5", "--name", name,
+           "--record", str(trace), *servers]
+    if platform == "macos":
+        # pyopenxr has no loader there: `run` says so in one line; the trace comes from Linux
+        r = sim(platform, *run)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith("headcast: error: OpenXR is not available here: pyopenxr does not load"), r.stderr
+        assert "on macOS headcast runs the network side: probe, replay, swarm" in r.stderr
+        r = headcast(*run)
+    else:
+        r = sim(platform, *run)
     assert r.returncode == 0, r.stderr
     summary = last_json(r.stdout)
     for sink in summary["sinks"]:
@@ -265,9 +276,7 @@ def test_windows_refuses_locust_processes_with_a_clear_line(q3_server):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_help_and_doctor_do_not_die_at_import(platform):
+def test_help_does_not_die_at_import(platform):
+    """`headcast --help` builds every command's parser (each command's module imported)."""
     r = sim(platform, "--help")
-    assert r.returncode == 0 and "usage: headcast" in r.stdout, r.stderr
-    for command in ("run", "replay", "probe", "swarm", "demo"):
-        r = sim(platform, command, "--help")
-        assert r.returncode == 0, (command, r.stderr)
+    assert r.returncode == 0 and "usage: headcast" in r.stdout and "swarm" in r.stdout, r.stderr

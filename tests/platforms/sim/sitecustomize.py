@@ -35,6 +35,9 @@ macOS
 - select: no epoll (selectors.DefaultSelector is PollSelector here: kqueue cannot be had).
 - signal: no SIGRTMIN/SIGRTMAX, SIGPOLL, SIGPWR, SIGSTKFLT, SIGCLD, sigtimedwait, sigwaitinfo.
 - socket: 127.0.0.2 and up cannot be bound (lo0 has only 127.0.0.1): EADDRNOTAVAIL.
+- pyopenxr: `import xr` raises NotImplementedError, as pyopenxr's loader lookup does on macOS
+  (it ships loaders for Windows, Linux and Android only): the network side (probe, replay to
+  servers, swarm) must work without it, and `run` must say why it cannot.
 """
 from __future__ import annotations
 
@@ -197,6 +200,18 @@ def _macos() -> None:
                 raise OSError(errno.EADDRNOTAVAIL, "Can't assign requested address (simulated macOS lo0)")
         return real_bind(self, address)
     socket.socket.bind = bind
+
+    class NoOpenXRLoader:
+        """pyopenxr on macOS: its import fails finding a loader for the platform."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name == "xr" or name.startswith("xr."):
+                raise NotImplementedError("platform.system() = 'Darwin': pyopenxr has no OpenXR loader for it "
+                                          "(simulated macOS)")
+            return None
+
+    import sys
+    sys.meta_path.insert(0, NoOpenXRLoader())
 
 
 if PLATFORM == "windows":
