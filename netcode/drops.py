@@ -1,10 +1,12 @@
 """Drop counters a peer cannot grow: every protocol's "dropped, and why" (Quake 3, NetSync,
-Sauerbraten) keyed by the reason's kind, not its text.
+Sauerbraten), bounded however many distinct bad inputs a server sends.
 
-A reason is normalised (every number → N: message types, offsets, counts and client numbers vary,
-the kinds of reason are few), cut to MAX_REASON_LEN characters, and once MAX_DROP_REASONS kinds
-are counted a new kind is counted as "other". However many distinct bad inputs a server sends,
-a counter holds at most MAX_DROP_REASONS keys of at most MAX_REASON_LEN characters.
+A reason is kept as written (cut to MAX_REASON_LEN characters) while its kind has few variants:
+"room pose: protocol 8" says which protocol. A kind is the reason with every number as N (message
+types, offsets, counts, client numbers vary; the kinds of reason are few): past VERBATIM_PER_KIND
+variants a kind is counted under its normalised text, and once MAX_DROP_REASONS keys exist a new
+one is counted as "other". A counter thus holds at most MAX_DROP_REASONS keys of at most
+MAX_REASON_LEN characters.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ MAX_DROP_REASONS = 32
 MAX_REASON_LEN = 64
 MAX_DETAIL_LEN = 200   # a last-drop text kept for display (it may quote the peer's bytes)
 OTHER = "other"
+VERBATIM_PER_KIND = 4  # reasons of one kind kept as written (e.g. the protocols a broadcast named)
 _NUMBER = re.compile(r"-?\d+")
 
 
@@ -29,22 +32,37 @@ def detail(text: str) -> str:
 
 
 class DropCounter(Counter):
-    """A Counter of drop reasons, normalised and capped (module doc): `drops[reason] += 1` as with
-    any Counter, and `dict(drops)` / `drops.items()` read the kinds."""
+    """A Counter of drop reasons, bounded (module doc): `drops[reason] += 1` as with any Counter,
+    and `dict(drops)` / `drops.items()` read the keys."""
 
     limit = MAX_DROP_REASONS
 
+    def __init__(self, *args, **kwargs) -> None:
+        self._variants: dict[str, int] = {}   # kind -> reasons of that kind kept as written
+        super().__init__(*args, **kwargs)
+
     def _key(self, reason: str) -> str:
-        key = drop_key(reason)
-        if key != OTHER and not dict.__contains__(self, key) and len(self) >= self.limit - 1:
-            return OTHER  # one slot kept for "other": never more than `limit` keys
-        return key
+        """The key `reason` is counted under (registers a new verbatim variant)."""
+        text = reason[:MAX_REASON_LEN]
+        if dict.__contains__(self, text):
+            return text
+        room = len(self) < self.limit - 1  # one slot kept for "other"
+        kind = drop_key(reason)
+        if kind != text and room:
+            n = self._variants.get(kind, 0)
+            if n < VERBATIM_PER_KIND:
+                self._variants[kind] = n + 1
+                return text
+        if dict.__contains__(self, kind) or kind == OTHER or room:
+            return kind
+        return OTHER
 
-    def __getitem__(self, reason: str) -> int:
-        return super().__getitem__(self._key(reason))
-
-    def __setitem__(self, reason: str, count: int) -> None:
-        super().__setitem__(self._key(reason), count)
+    def _lookup(self, reason: str) -> str:
+        text = reason[:MAX_REASON_LEN]
+        if dict.__contains__(self, text):
+            return text
+        kind = drop_key(reason)
+        return kind if dict.__contains__(self, kind) else text
 
     def add(self, reason: str, n: int = 1) -> str:
         """Count `reason`; returns the key it was counted under."""
@@ -52,5 +70,11 @@ class DropCounter(Counter):
         dict.__setitem__(self, key, dict.get(self, key, 0) + n)
         return key
 
+    def __getitem__(self, reason: str) -> int:
+        return super().__getitem__(self._lookup(reason))
+
+    def __setitem__(self, reason: str, count: int) -> None:
+        super().__setitem__(self._key(reason), count)
+
     def __contains__(self, reason: object) -> bool:
-        return isinstance(reason, str) and dict.__contains__(self, drop_key(reason))
+        return isinstance(reason, str) and dict.__contains__(self, self._lookup(reason))
