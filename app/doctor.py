@@ -115,8 +115,9 @@ def check_mock() -> list[Finding]:
     try:
         manifest = mockrt.ensure_runtime()
     except mockrt.RuntimeBuildError as e:
+        from headcast.xr.mockrt.build import mock_unsupported, rebuild_hint
         return [Finding("mock", False, f"the mock OpenXR runtime cannot be built: {e}",
-                        "apt-get install gcc libc6-dev libopenxr-dev (scripts/setup.sh does)")]
+                        "a real OpenXR runtime" if mock_unsupported() else rebuild_hint("compiler", "openxr"))]
     motions = shipped_motions()
     return [Finding("mock", True, f"mock runtime built: {manifest}"),
             Finding("mock", bool(motions), f"shipped motions: {', '.join(motions) or 'none'}",
@@ -128,7 +129,8 @@ def check_native() -> list[Finding]:
     per-frame CPU figures in the README are measured with them."""
     from headcast.netcode.q3.native import NATIVE, NATIVE_STATUS, PURE_ENV
     from headcast.xr import fastframe
-    fix = "bash scripts/setup.sh (needs gcc, python3-dev and libopenxr-dev; rebuilds what is stale)"
+    from headcast.xr.mockrt.build import rebuild_hint
+    fix = rebuild_hint("compiler", "python", "openxr")  # scripts/setup.sh in a checkout
     out = []
     if fastframe.load() is not None:
         out.append(Finding("native", True, "XR frame helper (xr/_fastframe.c): in use"))

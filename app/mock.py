@@ -57,7 +57,9 @@ def activate_mock(name: str) -> Path:
         # mistake to name, not an "internal failure" of the runtime at xrCreateInstance.
         mockrt.check_motion(motion.resolve(), Path(env["XR_RUNTIME_JSON"]))
     except mockrt.RuntimeBuildError as e:
-        raise AppError(f"cannot build the mock OpenXR runtime: {e}") from None
+        # What to install on this platform, or that the runtime is Linux-only (mockrt.build says which).
+        raise AppError(f"--mock needs headcast's mock OpenXR runtime, which this install lacks and cannot "
+                       f"build: {e}") from None
     except mockrt.MockControlError as e:
         raise UsageError(f"--mock {name}: {e}") from None
     os.environ.update(env)

@@ -22,6 +22,19 @@ ARTIFACTS = REPO / "artifacts"
 # Long soak/fuzz runs: the default (and CI) run executes a bounded version of each.
 LONG = os.environ.get("HEADCAST_LONG") == "1"
 
+# scripts/wheel-check.sh runs some tests with the interpreter of a clean venv that has headcast
+# installed from its wheel, naming that venv here: headcast (in the test and in every `headcast`
+# subprocess, both sys.executable) must then come from it, never from this checkout.
+INSTALLED = os.environ.get("HEADCAST_TEST_INSTALLED")
+if INSTALLED:
+    import headcast.app
+
+    _venv = Path(INSTALLED).resolve()
+    _where = [Path(p).resolve() for p in (*headcast.__path__, headcast.app.__file__)]
+    if Path(sys.prefix).resolve() != _venv or not all(_venv in p.parents for p in _where):
+        raise RuntimeError(f"HEADCAST_TEST_INSTALLED={INSTALLED}: these tests run {sys.executable} and import "
+                           f"headcast from {', '.join(map(str, _where))}, not the installed package of that venv")
+
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
     """A port on 127.0.0.1 that is free right now (TCP by default, socket.SOCK_DGRAM for UDP)."""

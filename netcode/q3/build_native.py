@@ -1,14 +1,18 @@
 """Build the optional C accelerator of the Quake 3 codecs (_q3native.c) into this folder.
 
-Runnable as a script (scripts/setup.sh: `.venv/bin/python netcode/q3/build_native.py`), standard
-library only. Idempotent: compiles only when the extension is missing or older than _q3native.c
-(or this file), and swaps the new file in atomically so a running process keeps a valid mapping.
-The extension lands next to the package's modules (`from . import _q3native` finds it); without
-it the package runs its pure-Python codecs, which stay the reference (see native.py).
+The build backend builds the same extension (setup.py, with CFLAGS from here): into a wheel, or in
+place into this folder for the editable install scripts/setup.sh makes. This script rebuilds it
+when stale: runnable as a script (scripts/setup.sh: `.venv/bin/python netcode/q3/build_native.py`),
+standard library only. Idempotent: compiles only when the extension is missing or older than
+_q3native.c (or this file), and swaps the new file in atomically so a running process keeps a valid
+mapping. The extension lands next to the package's modules (`from . import _q3native` finds it);
+without it the package runs its pure-Python codecs, which stay the reference (see native.py).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,12 +22,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_q3native.c"
+# xr/mockrt/build.py, standard library only too: its install_hint says what to install where.
+_HINTS = HERE.parent.parent / "xr" / "mockrt" / "build.py"
 CFLAGS = ["-shared", "-fPIC", "-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Wno-unused-parameter",
           "-fvisibility=hidden", "-fno-strict-aliasing"]
 
 
 class NativeBuildError(RuntimeError):
     """The extension could not be built (missing compiler or Python headers, or a compile error)."""
+
+
+def in_checkout() -> bool:
+    """This folder is a repository checkout's netcode/q3 (an editable install), not an installed package."""
+    repo = HERE.parent.parent
+    return (repo / "pyproject.toml").is_file() and (repo / "netcode" / "q3" / "_q3native.c").is_file()
+
+
+def install_hint(*needs: str) -> str:
+    """What to install on this platform for `needs` ("compiler", "python"); see xr/mockrt/build.py."""
+    try:
+        spec = importlib.util.spec_from_file_location("_headcast_build_hints", _HINTS)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.install_hint(*needs)
+    except (OSError, ImportError, AttributeError):
+        return "install a C compiler and your Python's development headers"
 
 
 def target() -> Path:
@@ -40,16 +63,17 @@ def stale(path: Path | None = None) -> bool:
 
 
 def _compile(out: Path, say) -> None:
-    gcc = shutil.which(os.environ.get("CC", "gcc"))
+    cc = shlex.split(os.environ.get("CC", ""))  # may carry flags ("gcc -pthread")
+    gcc = shutil.which(cc[0]) if cc else (shutil.which("gcc") or shutil.which("cc"))
     if gcc is None:
-        raise NativeBuildError("gcc not found: install the Debian packages gcc libc6-dev (scripts/setup.sh does)")
+        where = f" (CC={cc[0]})" if cc else " (nor cc)"
+        raise NativeBuildError(f"gcc not found{where}: {install_hint('compiler')}")
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").is_file():
-        raise NativeBuildError(f"Python.h not found in {include}: install the Debian package python3-dev "
-                               "(scripts/setup.sh does) or your Python's development headers")
+        raise NativeBuildError(f"Python.h not found in {include}: {install_hint('python')}")
     fd, tmp = tempfile.mkstemp(prefix="._q3native-", suffix=".so", dir=out.parent)
     os.close(fd)
-    cmd = [gcc, *CFLAGS, f"-I{include}", "-o", tmp, str(SOURCE)]
+    cmd = [gcc, *cc[1:], *CFLAGS, f"-I{include}", "-o", tmp, str(SOURCE)]
     say(f"compiling {SOURCE.name} -> {out}")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

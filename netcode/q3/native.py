@@ -4,11 +4,13 @@ The per-tick and per-snapshot paths (Huffman writing, the server-message bit rea
 netField walk, the client message with its usercmd deltas, the netchan XOR) each run as one C
 call when the extension is built; the pure-Python implementations beside them (`PyBitReader`,
 `py_huffman_bits`, ...) stay the reference, give the same bytes and errors, and are used when the
-extension is missing or `HEADCAST_PURE_PYTHON=1` is set (read once, at import).
+extension is missing or `HEADCAST_PURE_PYTHON=1` is set (read once, at import). The build backend
+builds it (setup.py: an optional extension, in the wheel or in place for an editable install).
 """
 from __future__ import annotations
 
 import os
+import sys
 from types import ModuleType
 
 from .errors import MsgError
@@ -24,13 +26,20 @@ def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None, f"disabled by {PURE_ENV}=1"
     from . import build_native
-    if build_native.SOURCE.exists() and build_native.target().exists() and build_native.stale():
-        # A build from an older source may not match the Python reference any more.
+    # A build from an older source may not match the Python reference any more. Only a checkout
+    # can tell: an installed package's extension was built with it, and the install does not keep
+    # the file times.
+    checkout = build_native.in_checkout()
+    if checkout and build_native.target().exists() and build_native.stale():
         return None, "built from an older _q3native.c; run netcode/q3/build_native.py"
     try:
         from . import _q3native
     except ImportError as exc:
-        return None, f"not built ({exc}); run netcode/q3/build_native.py"
+        fix = ("run netcode/q3/build_native.py (scripts/setup.sh does)" if checkout else
+               f"this install has none (the pure-Python codecs run, with the same bytes); to build it, "
+               f"{build_native.install_hint('compiler', 'python')}"
+               + (", then reinstall headcast from its sdist" if sys.platform.startswith("linux") else ""))
+        return None, f"not built ({exc}); {fix}"
     init(_q3native)
     return _q3native, "in use"
 

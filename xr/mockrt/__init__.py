@@ -1,7 +1,8 @@
 """headcast's mocked OpenXR runtime: build it, point the loader at it, drive it from tests.
 
-`ensure_runtime()` builds `libmockxr.so` with gcc when missing or stale and returns its loader
-manifest; set `XR_RUNTIME_JSON` to that path (see `runtime_env`) before the first OpenXR call.
+`ensure_runtime()` returns the runtime's loader manifest: the one a Linux wheel carries, or (in a
+checkout, or an install without it) `libmockxr.so` built with gcc when missing or stale; set
+`XR_RUNTIME_JSON` to that path (see `runtime_env`) before the first OpenXR call.
 `MockControl` opens the same library with ctypes. Because glibc hands back the handle the
 loader already holds, its calls act on the live runtime; and because that handle keeps the
 library loaded after `xrDestroyInstance`, control state persists: call `reset()` between tests.
@@ -53,8 +54,10 @@ def slot_time(begin: int, k: int) -> int:
 def ensure_runtime(build_dir: Path | None = None) -> Path:
     """The runtime's manifest path (absolute), compiling the library first if needed.
 
-    Builds into build/mockrt/ of a repository checkout, else into the user cache directory.
-    Raises RuntimeBuildError naming the Debian packages when gcc or the OpenXR headers are missing.
+    An installed wheel's own runtime (headcast/xr/mockrt/libmockxr.so, built with the package) is
+    used as it is. Otherwise builds into build/mockrt/ of a repository checkout, else into the user
+    cache directory. Raises RuntimeBuildError saying what to install on this platform when gcc or
+    the OpenXR headers are missing, or that the mock runtime is Linux-only.
     """
     return build(build_dir)
 
