@@ -238,3 +238,17 @@ def test_runtimes_without_headless_get_an_opengl_session(run_script, xvfb_displa
     assert first == ("False frame ('XR_KHR_opengl_enable',) 'the OpenXR runtime offers no headless session "
                      "(XR_MND_headless): using an OpenGL session'")
     assert int(valid) >= 25
+
+
+@pytest.mark.parametrize("profile", ["steamvr-windows", "monado25"])
+def test_headcast_run_on_each_headless_profile_under_the_debian_validation_layer(run_script, tmp_path, profile):
+    """The extensions' calls (the win32 clock, the refresh rate) under Khronos' core validation layer."""
+    from xrsession.test_gl_and_validation import RUN_CLI, assert_debian_layer_loaded, layer_env, validation_complaints
+
+    proc = run_script(RUN_CLI, layer_env(tmp_path, HEADCAST_MOCK_PROFILE_RUNTIME=profile),
+                      args=["run", "--mock", "tour", "--no-mirror", "--duration", "3"])
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert "headless session" in proc.stdout and "stopped: ran for 3 s" in proc.stdout
+    assert validation_complaints(output) == []
+    assert_debian_layer_loaded(tmp_path / "ld")
