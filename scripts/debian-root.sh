@@ -146,8 +146,11 @@ unmount_all() {
   stop_procs_in_root
   while read -r m; do
     [ -n "$m" ] || continue
-    umount "$m" 2>/dev/null || { sleep 0.5; umount "$m" 2>/dev/null; } ||
-      { log "umount $m busy: detaching it (umount -l)"; umount -l "$m" || true; }
+    umount "$m" 2>/dev/null && continue
+    sleep 0.5
+    mountpoint -q "$m" || continue
+    umount "$m" 2>/dev/null && continue
+    log "umount $m busy: detaching it (umount -l)"; umount -l "$m" || true
   done < <(mounts_under)
   left="$(mounts_under)"
   if [ -n "$left" ]; then
@@ -156,11 +159,13 @@ unmount_all() {
   fi
   return 0
 }
-MOUNTED=0
+MOUNTED=0 HAVE_LOCK=0
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
-  if [ "$MOUNTED" = 1 ] || [ -n "$(mounts_under 2>/dev/null)" ]; then
+  # Only the holder of the root's lock unmounts: a second instance that was still waiting for
+  # the lock must not take the mounts (and processes) of the one using the root.
+  if [ "$HAVE_LOCK" = 1 ] && { [ "$MOUNTED" = 1 ] || [ -n "$(mounts_under 2>/dev/null)" ]; }; then
     if unmount_all; then log "unmounted; findmnt shows nothing under $DIR"
     else log "ERROR: mounts left under $DIR (run: bash $PROG --dir $DIR umount)"; [ $rc -ne 0 ] || rc=1; fi
   fi
@@ -176,9 +181,11 @@ take_lock() {  # one user of a root at a time: a second run would unmount under 
   mkdir -p "$(dirname "$DIR")"
   exec {LOCK_FD}>"$DIR.lock"
   if ! flock -n "$LOCK_FD"; then
+    [ "${1:-}" != nowait ] || die "another $PROG is using $DIR right now (its mounts are its own; try again when it ends)"
     log "another $PROG is using $DIR; waiting for it"
     flock "$LOCK_FD"
   fi
+  HAVE_LOCK=1
 }
 
 pip_paths() {  # local paths named by this machine's pip settings (files and folders that exist)
@@ -205,9 +212,13 @@ do_mount() {
   mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$DIR/dev/shm"
   mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$DIR/run"
   mkdir -p "$DIR/run/lock" && chmod 1777 "$DIR/run/lock"
-  # Local folders a pip setting names (e.g. --find-links): read-only, at the same path.
+  # Local folders a pip setting names (e.g. --find-links): read-only, at the same path. A local
+  # index (.../simple, as in file:///srv/pypi/simple) links its files relative to it, so its
+  # parent folder is mounted.
   while read -r p; do
     [ -d "$p" ] || continue
+    case "$p" in */simple|*/simple/) p="$(dirname "${p%/}")" ;; esac
+    mountpoint -q "$DIR$p" 2>/dev/null && continue  # already mounted (two settings naming one folder)
     mkdir -p "$DIR$p"
     mount --bind "$p" "$DIR$p" && mount --make-private "$DIR$p" && mount -o remount,bind,ro "$DIR$p"
   done < <(pip_paths)
@@ -334,8 +345,8 @@ sync_clone() {
 in_root() {  # run "$@" inside the root, mounted, with a clean environment
   local envs=() v rc
   envs=(HOME=/root "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "TERM=${TERM:-dumb}" LANG=C.UTF-8
-        "HEADCAST_DEBIAN_ROOT=$RELEASE")
-  while IFS= read -r v; do envs+=("$v"); done < <(env | grep -E '^(PIP|HEADCAST)_[A-Za-z0-9_]*=' | grep -v '^HEADCAST_DEBIAN_ROOT=' || true)
+        "DEBIAN_ROOT_RELEASE=$RELEASE")
+  while IFS= read -r v; do envs+=("$v"); done < <(env | grep -E '^(PIP|HEADCAST)_[A-Za-z0-9_]*=' || true)
   do_mount
   local inner=(env -i "${envs[@]}" chroot "$DIR" /bin/bash -c 'cd "$0" && exec "$@"' "$CLONE" "$@")
   if [ "$PRIVNET" = 1 ]; then inner=(unshare --net -- bash -c 'ip link set lo up && exec "$@"' bash "${inner[@]}"); fi
@@ -365,6 +376,7 @@ case "$CMD" in
     m="$(mounts_under)"; if [ -n "$m" ]; then echo "mounted:"; printf '  %s\n' $m; else echo "nothing mounted under it"; fi
     ;;
   umount)
+    take_lock nowait
     unmount_all && log "nothing mounted under $DIR"
     ;;
   destroy)
