@@ -38,8 +38,7 @@ class SinkFailed(AppError):
     def __init__(self, sink_name: str, phase: str, error: BaseException) -> None:
         kind = type(error).__name__
         text = one_line(error) or kind
-        super().__init__(f"{sink_name}: stopped on the server's data ({kind} in {phase}: {text}); "
-                         "disconnected, the other sinks go on")
+        super().__init__(f"{sink_name}: stopped on the server's data ({kind} in {phase}: {text}); disconnected")
         self.sink_name, self.phase, self.error = sink_name, phase, error
 
 
@@ -182,7 +181,7 @@ class FrameLoop:
             sink.fault = fault
         except AttributeError:  # a sink class with __slots__: the loop still drops it
             pass
-        self.notice(str(fault))
+        self.notice(str(fault) + ("; the other sinks go on" if self._live and phase != "close" else ""))
         try:
             sink.close()
         except Exception as e:  # noqa: BLE001 - the disconnect was attempted; say what stopped it

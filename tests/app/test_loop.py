@@ -144,7 +144,8 @@ def test_a_sink_that_raises_fails_alone_and_is_closed_once(phase, error):
     assert loop.run() == "no more frames"
     assert bad.closed and bad.closes == 1 and good.closed
     assert isinstance(bad.fault, SinkFailed) and f"{type(error).__name__} in {phase}" in str(bad.fault)
-    assert str(bad.fault).startswith("bad: stopped on the server's data") and notes == [str(bad.fault)]
+    assert str(bad.fault).startswith("bad: stopped on the server's data") and str(bad.fault).endswith("; disconnected")
+    assert notes == [str(bad.fault) + "; the other sinks go on"]
     assert sum(1 for e in log if e[:2] == ("send", "good")) == 10  # every frame, before and after
     after = log[max(i for i, e in enumerate(log) if e[1] == "bad"):]
     assert not any(e[1] == "bad" for e in after[1:])
