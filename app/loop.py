@@ -156,7 +156,13 @@ class FrameLoop:
         tel.frame(poll_cost + (end - located))
         if self.on_status is not None and end >= self._next_status:
             self._next_status = end + self.status_interval
-            self.on_status(self, end)
+            try:
+                self.on_status(self, end)
+            except AppError:
+                raise  # the console ends the run (no sink can stream, --require-all)
+            except Exception:
+                if not self._status_failed(end):
+                    raise  # not a sink's: the status line's own bug
         if not alive:
             self.stop_reason = "mirror window closed"
             return False
@@ -186,6 +192,26 @@ class FrameLoop:
             sink.close()
         except Exception as e:  # noqa: BLE001 - the disconnect was attempted; say what stopped it
             fault.args = (f"{fault.args[0]}; closing it failed too ({type(e).__name__}: {one_line(e)})",)
+
+    def _status_failed(self, now: float) -> bool:
+        """The status callback raised: a sink whose own status() raises (state its server's bytes
+        left) fails as in any other phase, and from then on shows a fixed status naming its
+        failure (the summary reads it too). True when such a sink was found."""
+        from headcast.app.telemetry import SinkStatus
+        found = False
+        for s in self.sinks:
+            try:
+                s.status(now)
+            except Exception as e:  # noqa: BLE001
+                found = True
+                self._sink_failed(s, "status", e)
+                fault = getattr(s, "fault", None) or SinkFailed(s.name, "status", e)
+                fixed = SinkStatus(s.name, "failed", detail=str(fault).removeprefix(f"{s.name}: "))
+                try:
+                    s.status = lambda now, fixed=fixed: fixed
+                except AttributeError:
+                    pass
+        return found
 
     def _recording_failed(self, e: OSError, at_close: bool = False) -> None:
         """A full disk (or a failing one) ends the recording, not the run; the writer has kept

@@ -218,3 +218,46 @@ def test_script_sampling_steps_controls_and_loops():
     assert k.turn_x == 1.0 and k.tracked
     assert not sample(LOOK_AROUND, 7.2).tracked
     assert sample(LOOK_AROUND, LOOK_AROUND[-1].t + 1.0).head == pytest.approx(sample(LOOK_AROUND, 1.0).head)
+
+
+def test_a_sink_whose_status_raises_fails_alone_and_shows_its_failure():
+    """The status line (the console calls every sink's status()) must not end the run either."""
+    log = []
+
+    class BadStatus(Recorder):
+        def status(self, now):
+            raise IndexError("peer-made state")
+
+    class GoodStatus(Recorder):
+        def status(self, now):
+            from headcast.app.telemetry import SinkStatus
+            return SinkStatus(self.name, "in game")
+
+    bad, good = BadStatus("bad", log), GoodStatus("good", log)
+    seen = []
+
+    def on_status(loop, now):  # as app/console.py: every sink's status
+        seen.append([s.status(now).state for s in loop.sinks])
+
+    loop = FrameLoop(Finite(10), Rig(), [bad, good], on_status=on_status, status_interval=0.0, notice=log.append)
+    assert loop.run() == "no more frames"
+    assert isinstance(bad.fault, SinkFailed) and "IndexError in status: peer-made state" in str(bad.fault)
+    assert bad.closed and bad.status(0.0).state == "failed" and "IndexError" in bad.status(0.0).detail
+    assert seen and seen[-1] == ["failed", "in game"]
+    assert sum(1 for e in log if e[:2] == ("send", "good")) == 10
+
+
+def test_a_status_callback_bug_that_is_no_sinks_still_raises():
+    from headcast.app.telemetry import SinkStatus
+
+    class Fine(Recorder):
+        def status(self, now):
+            return SinkStatus(self.name, "in game")
+
+    def on_status(loop, now):
+        raise ZeroDivisionError("console bug")
+    ok = Fine("ok")
+    loop = FrameLoop(Finite(5), Rig(), [ok], on_status=on_status, status_interval=0.0)
+    with pytest.raises(ZeroDivisionError):
+        loop.run()
+    assert getattr(ok, "fault", None) is None and ok.closed and loop.telemetry.frames == 1
