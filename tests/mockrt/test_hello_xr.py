@@ -7,6 +7,14 @@ shim of our own (xf86vidmode_shim.c) answers its three calls. hello_xr runs unti
 the Stage run ends by the runtime (the mock's !exit command 2 s after begin: STOPPING, IDLE,
 EXITING as on a headset), the View run by the app (stdin closes: hello_xr's "press any key")
 once the mock has logged 90 rendered frames.
+
+hello_xr reads that key in a detached thread blocked in getchar() on stdin. On Debian 13 (glibc
+2.41) its exit() then waits for stdin's stdio lock, which that thread holds, for as long as stdin
+stays open: after the runtime's EXITING it destroys its session and instance and returns from
+main, but the process does not end (measured on hello_xr 1.1.47: the main thread in a futex
+wait, the key thread in read(0); it exits with 0 the moment stdin closes). Debian 12 (glibc 2.36)
+does not wait there. So the Stage run waits for the instance to be destroyed — the app's answer
+to EXITING, which is what it checks — and only then closes stdin so the process can finish.
 """
 from __future__ import annotations
 
@@ -94,7 +102,16 @@ def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_mani
     script.write_text("2 !exit\n")  # 2 s after xrBeginSession
     proc, out = start(hello_xr, "Stage", runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
                       HEADCAST_MOCK_SCRIPT=str(script))
+    try:
+        # The run ends by the runtime: hello_xr destroys its instance after EXITING with stdin still
+        # open (no key pressed). Only then is stdin closed, for glibc 2.41's exit() (docstring).
+        wait_for(lambda: proc.poll() is not None or any(e["event"] == "instance_destroyed" for e in mock_log(tmp_path)),
+                 TIMEOUT, "hello_xr to destroy its instance after the runtime's EXITING")
+        ended_by_runtime = any(e["event"] == "instance_destroyed" for e in mock_log(tmp_path))
+    finally:
+        proc.stdin.close()
     log, events = finish(proc, out, tmp_path)
+    assert ended_by_runtime, "hello_xr exited without destroying its instance"
     assert "XR_SESSION_STATE_IDLE->XR_SESSION_STATE_EXITING" in log
     states = [e["state"] for e in events if e["event"] == "state"]
     assert states == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE", "SYNCHRONIZED", "STOPPING",
