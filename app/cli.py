@@ -281,7 +281,20 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
     }
 
 
+def _lenient_stdout() -> None:
+    """Windows writes a redirected stdout (a file, a pipe) in the ANSI code page (cp1252), which
+    has no → ≥ −: replace what it cannot encode instead of dying in the middle of the output."""
+    out = sys.stdout
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if out is not None and not encoding.startswith("utf") and hasattr(out, "reconfigure"):
+        try:
+            out.reconfigure(errors="replace")
+        except (ValueError, OSError):
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _lenient_stdout()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)  # one line and exit 2 on bad flags; --help, --version exit 0

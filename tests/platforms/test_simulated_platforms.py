@@ -80,13 +80,20 @@ print(json.dumps({"gone": gone, "signals": sorted(s.name for s in signal.Signals
 
 
 def sim_env(platform: str, **extra: str) -> dict[str, str]:
+    if platform == "windows":
+        # A redirected stdout is written in the ANSI code page there (cp1252 in the west), not UTF-8.
+        extra.setdefault("PYTHONIOENCODING", "cp1252")
     return cli_env(HEADCAST_SIM_PLATFORM=platform, PYTHONPATH=str(SIM), **extra)
+
+
+def encoding(platform: str) -> str:
+    return "cp1252" if platform == "windows" else "utf-8"
 
 
 def sim(platform: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """`headcast ARGS` under the simulated platform; output captured as text."""
     return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=sim_env(platform),
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, encoding=encoding(platform), timeout=timeout)
 
 
 def last_json(out: str) -> dict:
@@ -110,7 +117,7 @@ def test_the_simulation_removes_what_the_platform_lacks(platform):
         present = [n for n in lacks[module] if hasattr(sys.modules.get(module) or __import__(module), n)]
         assert present == lacks[module], f"{module}: the host lacks {set(lacks[module]) - set(present)}"
     r = subprocess.run([sys.executable, "-c", PROBE_MISSING, json.dumps(names)], cwd=REPO, env=sim_env(platform),
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, encoding=encoding(platform), timeout=30)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     for key in names:
@@ -222,14 +229,15 @@ def test_windows_sigbreak_is_a_clean_stop(tmp_path, q3_server):
     the server sees a disconnect, the summary says why, exit 0."""
     out_path = tmp_path / "out"
     mark = q3_server.log_offset()
-    with open(out_path, "w") as out:
+    with open(out_path, "w", encoding="cp1252") as out:
         proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror",
                                  "--json", "--duration", "60", "--name", "simbreak", "--q3", "%s:%d" % q3_server.address],
-                                cwd=REPO, env=sim_env("windows"), stdout=out, stderr=subprocess.PIPE, text=True)
+                                cwd=REPO, env=sim_env("windows"), stdout=out, stderr=subprocess.PIPE,
+                                encoding="cp1252")
     try:
         num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\simbreak\\", 20, mark).group(1)
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
-        wait_for(lambda: '"in game"' in out_path.read_text(), 10, "a status line in game")
+        wait_for(lambda: '"in game"' in out_path.read_text(encoding="cp1252"), 10, "a status line in game")
         proc.send_signal(21)  # SIGBREAK's number on Windows (SIGTTIN here, which headcast now handles)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -237,7 +245,7 @@ def test_windows_sigbreak_is_a_clean_stop(tmp_path, q3_server):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    assert last_json(out_path.read_text())["stopped"] == "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
+    assert last_json(out_path.read_text(encoding="cp1252"))["stopped"] == "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
     assert "SIGBREAK: stopping cleanly" in err
     q3_server.wait_for_log(rf"^ClientDisconnect: {num}$", 3, mark)
 
@@ -264,7 +272,7 @@ print(result["handled"], result["held"] >= 0.3, result["held"] < 2, flush=True)
 
 def test_windows_console_close_is_a_clean_stop_that_waits_for_the_cleanup():
     r = subprocess.run([sys.executable, "-c", CONSOLE_CLOSE], cwd=REPO, env=sim_env("windows"),
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, encoding="cp1252", timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["interrupted SIGBREAK", "True True True"], r.stdout + r.stderr
 
@@ -277,6 +285,9 @@ def test_windows_refuses_locust_processes_with_a_clear_line(q3_server):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_help_does_not_die_at_import(platform):
-    """`headcast --help` builds every command's parser (each command's module imported)."""
+    """`headcast --help` builds every command's parser (each command's module imported); `run
+    --help` has characters cp1252 lacks (→), which a redirected stdout on Windows cannot encode."""
     r = sim(platform, "--help")
     assert r.returncode == 0 and "usage: headcast" in r.stdout and "swarm" in r.stdout, r.stderr
+    r = sim(platform, "run", "--help")
+    assert r.returncode == 0 and "headset (or --mock MOTION) " in r.stdout, r.stderr
