@@ -34,12 +34,38 @@ NAME_WIDTH, STATE_WIDTH = 9, 13
 
 
 def mode_for(json_mode: bool, out: Any, term: str | None = None) -> str:
-    """json, tty (a terminal that moves its cursor) or plain (a pipe, a file, TERM=dumb)."""
+    """json, tty (a terminal that moves its cursor) or plain (a pipe, a file, TERM=dumb, a
+    Windows console that does not take escape sequences)."""
     if json_mode:
         return "json"
     isatty = getattr(out, "isatty", None)
     term = os.environ.get("TERM", "") if term is None else term
-    return "tty" if isatty is not None and isatty() and term != "dumb" else "plain"
+    return "tty" if isatty is not None and isatty() and term != "dumb" and _escapes_work(out) else "plain"
+
+
+ENABLE_VIRTUAL_TERMINAL_PROCESSING = 0x0004  # wincon.h
+
+
+def _escapes_work(out: Any) -> bool:
+    """True where a terminal takes escape sequences (every POSIX terminal). A Windows console
+    takes them once ENABLE_VIRTUAL_TERMINAL_PROCESSING is on (Windows 10 1511 and later; Windows
+    Terminal has it on already): turned on here, and False where that fails (older consoles)."""
+    try:
+        import ctypes
+        import msvcrt
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        return True  # not Windows
+    try:
+        handle = msvcrt.get_osfhandle(out.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    mode = ctypes.c_uint32()
+    if not kernel32.GetConsoleMode(handle, ctypes.byref(mode)):
+        return False
+    if mode.value & ENABLE_VIRTUAL_TERMINAL_PROCESSING:
+        return True
+    return bool(kernel32.SetConsoleMode(handle, mode.value | ENABLE_VIRTUAL_TERMINAL_PROCESSING))
 
 
 def printable(text: str) -> str:

@@ -205,3 +205,38 @@ def test_display_available(monkeypatch, platform, env, expected):
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(sys, "platform", platform)
     assert mirror.display_available() is expected
+
+
+# --- app/console.py: a Windows console takes escape sequences once VT processing is on -------------
+
+class _FakeKernel32:
+    def __init__(self, mode: int, settable: bool) -> None:
+        self.mode, self.settable, self.set_to = mode, settable, None
+
+    def GetConsoleMode(self, handle, ref):  # noqa: N802 - the Win32 name
+        ref._obj.value = self.mode
+        return 1
+
+    def SetConsoleMode(self, handle, mode):  # noqa: N802
+        self.set_to = mode
+        return 1 if self.settable else 0
+
+
+@pytest.mark.parametrize("mode, settable, expected", [(0x3, True, "tty"), (0x3, False, "plain"), (0x7, False, "tty")])
+def test_windows_console_gets_vt_processing_or_a_plain_status(monkeypatch, mode, settable, expected):
+    import ctypes
+    import types
+    from headcast.app.console import mode_for
+
+    class Tty:
+        def isatty(self):
+            return True
+
+        def fileno(self):
+            return 1
+
+    kernel32 = _FakeKernel32(mode, settable)
+    monkeypatch.setattr(ctypes, "WinDLL", lambda name, **kw: kernel32, raising=False)
+    monkeypatch.setitem(sys.modules, "msvcrt", types.SimpleNamespace(get_osfhandle=lambda fd: 1000 + fd))
+    assert mode_for(False, Tty(), "") == expected
+    assert kernel32.set_to == (None if mode & 4 else mode | 4)
