@@ -25,6 +25,7 @@ from ..drops import DropCounter, detail as drop_detail
 from .protocol import CLIENT_STATES, PRIVILEGES, mastermode_name, mode_name
 from .wire import Reader, SauerDecodeError, put_int
 
+MAX_PLAYERS = 256  # client numbers are the server's: the players kept stay bounded
 EXT_ACK, EXT_VERSION = -1, 105
 EXT_NO_ERROR, EXT_ERROR = 0, 1
 EXT_PLAYERSTATS_RESP_IDS, EXT_PLAYERSTATS_RESP_STATS = -10, -11
@@ -218,6 +219,9 @@ class SauerQuery:
                 self._requests["players"].next_send = None
         elif kind == "player":
             p: PlayerInfo = value  # type: ignore[assignment]
+            if p.cn not in self.players and len(self.players) >= MAX_PLAYERS:
+                self._drop("player: too many client numbers", f"client number {p.cn}")
+                return
             self.players[p.cn] = p
             if self.player_ids is not None and all(cn in self.players for cn in self.player_ids):
                 self._requests["players"].next_send = None
