@@ -121,7 +121,7 @@ class _Attempt:
 
 
 def query_q3_servers(targets: list[Q3Target], timeout: float,
-                     clock: Callable[[], float] = time.monotonic) -> list[_Attempt]:
+                     clock: Callable[[], float] = time.perf_counter) -> list[_Attempt]:
     """Ask every address of every target at once, in one non-blocking loop, until each target has
     both answers from one of its addresses, every address of it failed, or `timeout` passed.
     Returns per target its best attempt: both answers, else the most answers, else one still
@@ -343,7 +343,7 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
     }
 
 
-def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.monotonic) -> dict:
+def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.perf_counter) -> dict:
     """`headcast probe sauer HOST[:PORT]`: the ping reply and the extinfo player stats from the
     server's info port (PORT + 1), asked at once and again (doubling the wait) until answered."""
     from headcast.app.sauer_link import parse_address
