@@ -181,9 +181,10 @@ def _counter_frequency() -> int:
     """Ticks per second of the counter XR_KHR_win32_convert_performance_counter_time converts: on
     Windows QueryPerformanceFrequency (10 MHz on current Windows), elsewhere (the mock runtime, whose
     counter is CLOCK_MONOTONIC in ns) 1 GHz."""
-    if sys.platform == "win32":
+    windll = getattr(ctypes, "windll", None) if sys.platform == "win32" else None
+    if windll is not None:
         freq = ctypes.c_int64()
-        if ctypes.windll.kernel32.QueryPerformanceFrequency(ctypes.byref(freq)) and freq.value > 0:
+        if windll.kernel32.QueryPerformanceFrequency(ctypes.byref(freq)) and freq.value > 0:
             return freq.value
     return 1_000_000_000
 

@@ -252,3 +252,14 @@ def test_headcast_run_on_each_headless_profile_under_the_debian_validation_layer
     assert "headless session" in proc.stdout and "stopped: ran for 3 s" in proc.stdout
     assert validation_complaints(output) == []
     assert_debian_layer_loaded(tmp_path / "ld")
+
+
+def test_the_performance_counter_is_read_back_exactly_in_ticks(monkeypatch):
+    """Windows' time.perf_counter_ns is QueryPerformanceCounter's ticks × 1e9 // frequency; headcast
+    turns it back into the LARGE_INTEGER the conversion takes (exact for the usual 10 MHz counter)."""
+    ticks = 1_234_567_891
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: ticks * 1_000_000_000 // 10_000_000)
+    assert session._performance_counter(10_000_000) == ticks
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 987_654_321)
+    assert session._performance_counter(1_000_000_000) == 987_654_321  # the mock's 1 GHz counter
+    assert session._counter_frequency() == 1_000_000_000  # not Windows: CLOCK_MONOTONIC in ns
