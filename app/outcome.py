@@ -147,6 +147,9 @@ class Outcomes:
             self.start = now
         for o in linked:  # a join since the last tick (a closed link still knows it joined)
             self._note_join(o, now)
+            fault = getattr(o.sink, "fault", None)  # a sink that failed after the last tick (app/loop.py)
+            if o.failure is None and fault is not None:
+                o.failure, o.failed_state = fault, "failed"
         waited = round(now - self.start, 1)
         out = [o for o in linked if o.joined_at is None]
         if len(out) == len(linked):

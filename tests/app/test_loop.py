@@ -261,3 +261,25 @@ def test_a_status_callback_bug_that_is_no_sinks_still_raises():
     with pytest.raises(ZeroDivisionError):
         loop.run()
     assert getattr(ok, "fault", None) is None and ok.closed and loop.telemetry.frames == 1
+
+
+def test_a_sink_that_fails_only_at_close_is_named_in_the_runs_outcome():
+    """Its close read the server's last bytes and raised after the last status tick: the summary's
+    outcome (Outcomes.final) still names the failure."""
+    from headcast.app.outcome import Outcomes
+
+    class Link:
+        joined, joined_at, state, failure = True, 0.0, "in game", None
+
+        def close(self):
+            pass
+
+    bad = Recorder("bad", fail_close=True)
+    bad.link = Link()
+    outcomes = Outcomes([bad], connect_timeout=10.0)
+    loop = FrameLoop(Finite(3), Rig(), [bad], notice=lambda text: None)
+    loop.run()
+    outcomes.start = 0.0
+    outcomes.final(1.0)
+    o = outcomes.of("bad")
+    assert isinstance(o.failure, SinkFailed) and "RuntimeError in close" in str(o.failure) and o.failed_state == "failed"
