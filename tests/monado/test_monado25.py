@@ -46,8 +46,9 @@ def headcast_env(service, **extra: str) -> dict[str, str]:
     return cli_env(**service.client_env(), PYGLFW_LIBRARY_VARIANT="x11", **extra)
 
 
-def run_python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+def run_python(code: str, env: dict[str, str], timeout: float = 60, args: tuple[str, ...] = ()
+               ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -62,8 +63,19 @@ def validation_complaints(output: str) -> list[str]:
 # -- the runtime as it is --------------------------------------------------------------------------
 
 PROBE = r"""
-import json, xr
+import json, sys, xr
 from headcast.xr.session import XRSession
+states = []
+on_state = XRSession._on_state
+def record(self, state):  # every session state the runtime's events bring, in order
+    states.append(state.name)
+    on_state(self, state)
+XRSession._on_state = record
+if sys.argv[1:] == ["gl"]:
+    with XRSession("gl") as xs:
+        frames = [xs.next_frame() for _ in range(60)]
+    print(json.dumps({"states": states, "focused": sum(f.focused for f in frames)}))
+    raise SystemExit(0)
 offered = sorted(e.extension_name.decode() for e in xr.enumerate_instance_extension_properties())
 with XRSession() as xs:
     frames = [xs.next_frame() for _ in range(30)]
@@ -72,8 +84,13 @@ with XRSession() as xs:
     print(json.dumps({"offered": offered, "runtime": xs.info.runtime, "system": xs.info.system,
                       "state": xs.state.name, "rate_type": type(rate).__name__, "rate": rate.value,
                       "rates": list(xr.enumerate_display_refresh_rates_fb(s)), "info_rate": xs.info.rate_hz,
-                      "extensions": list(xs.info.extensions), "time_source": xs.info.time_source}))
+                      "extensions": list(xs.info.extensions), "time_source": xs.info.time_source,
+                      "states": states}))
+print(json.dumps({"states": states}))
 """
+
+BEGUN = ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED"]
+ENDED = ["STOPPING", "IDLE", "EXITING"]
 
 
 def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
@@ -83,7 +100,11 @@ def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
 
     proc = run_python(PROBE, headcast_env(monado))
     assert proc.returncode == 0, proc.stderr[-3000:] + monado.log_tail()
-    got = json.loads(proc.stdout.splitlines()[-1])
+    got = json.loads(proc.stdout.splitlines()[-2])
+    assert got["states"] == BEGUN  # all at once at xrBeginSession
+    # the close: request_exit, then (measured) VISIBLE, SYNCHRONIZED (twice), STOPPING, IDLE, EXITING
+    ended = json.loads(proc.stdout.splitlines()[-1])["states"]
+    assert ended[:len(BEGUN)] == BEGUN and ended[-3:] == ENDED and set(ended[5:-3]) == {"VISIBLE", "SYNCHRONIZED"}
     assert got["runtime"].startswith("Monado") and "25.0.0" in got["runtime"], got["runtime"]
     assert got["system"] == "Monado: Simulated HMD"
     assert set(got["offered"]) & HEADCAST_CHECKS == {GL, HEADLESS, TIMESPEC, REFRESH}
@@ -277,6 +298,14 @@ def test_run_in_an_opengl_session_streams_at_the_runtimes_rate(monado_main, serv
     frames = read_trace(trace).frames
     running = [f for f in frames if f.head.valid]
     check_frames(running, 90.0, duration * 0.9)
+
+
+def test_session_states_of_an_opengl_session(monado_main, xvfb_display):
+    proc = run_python(PROBE, headcast_env(monado_main, DISPLAY=xvfb_display), args=("gl",))
+    assert proc.returncode == 0, proc.stderr[-3000:] + monado_main.log_tail()
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["states"][:5] == BEGUN and got["states"][-3:] == ENDED, got["states"]
+    assert got["focused"] >= 55  # focused from the first frames shown on
 
 
 def test_doctor_passes_for_an_opengl_session(monado_main, xvfb_display):
