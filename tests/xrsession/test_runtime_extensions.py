@@ -263,3 +263,21 @@ def test_the_performance_counter_is_read_back_exactly_in_ticks(monkeypatch):
     monkeypatch.setattr(time, "perf_counter_ns", lambda: 987_654_321)
     assert session._performance_counter(1_000_000_000) == 987_654_321  # the mock's 1 GHz counter
     assert session._counter_frequency() == 1_000_000_000  # not Windows: CLOCK_MONOTONIC in ns
+
+
+def test_without_the_refresh_rate_extension_or_its_answer_the_default_paces(ctl, monkeypatch):
+    """A runtime without XR_FB_display_refresh_rate (none of the imitated ones lacks it: removed here),
+    and one whose xrGetDisplayRefreshRateFB fails: headcast's default rate."""
+    ctl.set_runtime_profile("steamvr-windows")  # would report 90 Hz
+    ctl.set_refresh_rate(120)
+    monkeypatch.setattr(session, "_REFRESH_EXT", "XR_headcast_not_offered")
+    with XRSession() as xs:
+        assert REFRESH not in xs.info.extensions and xs.info.rate_hz == session.DEFAULT_RATE_HZ
+    monkeypatch.setattr(session, "_REFRESH_EXT", REFRESH)
+    monkeypatch.setattr(session, "DEFAULT_RATE_HZ", 75.0)
+
+    def refuses(s):
+        raise xr.RuntimeFailureError()
+    monkeypatch.setattr(xr, "get_display_refresh_rate_fb", refuses)
+    with XRSession() as xs:
+        assert REFRESH in xs.info.extensions and xs.info.rate_hz == 75.0
