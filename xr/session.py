@@ -930,6 +930,14 @@ def _value(x: float) -> float:
 _INF = float("inf")
 
 
+# What pyopenxr 1.1.6501 returns for each call headcast reads back (issue 23's audit): structs
+# (get_instance_properties, get_system_properties, get_current_interaction_profile,
+# get_opengl_graphics_requirements_khr), whose fields read as Python values; ctypes arrays of c_int
+# (enumerate_view_configurations, enumerate_environment_blend_modes, enumerate_reference_spaces),
+# whose items read as ints (compared with the IntEnums); an array of ExtensionProperties
+# (enumerate_instance_extension_properties; names are bytes); a str (path_to_string); ctypes
+# handles/atoms passed back unread (get_system's SystemId, string_to_path's Path); and one bare
+# ctypes scalar: get_display_refresh_rate_fb's c_float, read by _c_float.
 def _c_float(value: ctypes.c_float) -> float:
     """A float the runtime wrote, as pyopenxr returns it (a ctypes.c_float), as a Python float."""
     return float(value.value if isinstance(value, ctypes.c_float) else value)  # a later binding's plain float too
