@@ -134,9 +134,14 @@ def test_a_headless_session_paces_at_the_display_rate_the_runtime_reports(ctl, r
     ctl.set_refresh_rate(rate)
     with XRSession() as xs:
         assert xs.info.rate_hz == rate and type(xs.info.rate_hz) is float
-        frames = [xs.next_frame() for _ in range(12)]
-    gaps = sorted(b.time_ns - a.time_ns for a, b in zip(frames, frames[1:]))
-    assert gaps[len(gaps) // 2] == pytest.approx(1e9 / rate, rel=0.15)
+        frames = [xs.next_frame() for _ in range(round(rate / 2))]
+    assert achieved(frames) == pytest.approx(rate, rel=0.1)
+
+
+def achieved(frames) -> float:
+    """Frames a second over the run: the pacer keeps its grid (a late frame is caught up), so this
+    holds on a loaded machine where single gaps do not."""
+    return (len(frames) - 1) / ((frames[-1].time_ns - frames[0].time_ns) / 1e9)
 
 
 @both_paths
@@ -150,9 +155,8 @@ def test_the_pacing_follows_the_display_when_its_refresh_rate_changes(ctl):
         ctl.set_refresh_rate(60)
         [xs.next_frame() for _ in range(2)]
         assert xs.info.rate_hz == 60.0
-        frames = [xs.next_frame() for _ in range(8)]
-    gaps = sorted(b.time_ns - a.time_ns for a, b in zip(frames, frames[1:]))
-    assert gaps[len(gaps) // 2] == pytest.approx(1e9 / 60, rel=0.15)
+        frames = [xs.next_frame() for _ in range(30)]
+    assert achieved(frames) == pytest.approx(60, rel=0.1)
     ctl.set_refresh_rate(90)
     with XRSession(rate_hz=200) as xs:
         xs.next_frame()

@@ -1127,7 +1127,8 @@ static const unsigned RT_EXTENSIONS[NRT] = {
  * "c_float(0.0)"): there is no display; the others report the display's rate. */
 static int rt_headless_rate_zero(int rt) { return rt == RT_MONADO || rt == RT_MONADO25 || rt == RT_STRICT; }
 /* Monado 25 focuses a running headless session (READY, SYNCHRONIZED, VISIBLE, FOCUSED at begin);
- * Monado 21 left it READY. */
+ * Monado 21 left it READY. steamvr-windows does as Monado 25: an assumption (SteamVR's headless
+ * states were never measured here). */
 static int rt_headless_focuses(int rt) { return rt == RT_MONADO25 || rt == RT_STEAMVR_WIN; }
 static int g_rt = RT_MONADO, g_rt_set;
 
@@ -1214,7 +1215,8 @@ static void set_state(XrSession s, XrSessionState st) {
 
 static int g_want_focus = 1;
 /* HEADCAST_MOCK_HEADLESS_FOCUS=1: a headless session is focused at xrBeginSession, as a runtime
- * may do (none of the imitated ones does); for mock runs that want the motion's inputs. */
+ * may do (Monado 25 does: the monado25 and steamvr-windows profiles focus it anyway); for mock runs
+ * that want the motion's inputs. */
 static int g_headless_focus;
 
 /* SYNCHRONIZED → VISIBLE → FOCUSED (or stop at VISIBLE while the control API says unfocused) */
