@@ -66,15 +66,25 @@ def parent(args) -> int:
                ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1", PYTHONMALLOC="malloc",
                HEADCAST_PURE_PYTHON="1", **{CHILD: str(target)})
+    current = _current_file()
+    env["HEADCAST_ASAN_CURRENT"] = str(current)
     r = subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env)
-    current = OUT / "current.bin"
     if r.returncode not in (0, 1) and current.exists():
         data = current.read_bytes()
         dest = REPO / "tests" / "data" / "fuzz" / "native" / f"crash-asan-{hashlib.sha1(data).hexdigest()[:16]}.bin"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
         print(f"native_asan: the sanitizer stopped the run (exit {r.returncode}); input kept as {dest}", file=sys.stderr)
+    current.unlink(missing_ok=True)
     return r.returncode
+
+
+def _current_file() -> Path:
+    """Where the child keeps the input in hand (read back if a sanitizer aborts it): tmpfs when
+    there is one, so a full disk elsewhere does not stop the run."""
+    shm = Path("/dev/shm")
+    folder = shm if shm.is_dir() and os.access(shm, os.W_OK) else OUT
+    return folder / f"headcast-asan-current-{os.getpid()}.bin"
 
 
 def child(args) -> int:
@@ -94,7 +104,7 @@ def child(args) -> int:
         seeds += fuzzlib.corpus(name)
     rng = random.Random(f"asan:{args.seed}")
     ring = [f"cmd {i} {'x' * i}" for i in range(64)]
-    current = OUT / "current.bin"
+    current = Path(os.environ.get("HEADCAST_ASAN_CURRENT", OUT / "current.bin"))
     differ = 0
     t0 = last = time.monotonic()
 
