@@ -220,6 +220,25 @@ def raise_fd_limit(counts: dict[str, int]) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
+SELECT_LIMIT = 512  # sockets one select() call watches on Windows (CPython's FD_SETSIZE there)
+WATCHED_PER_PLAYER = {"q3": 1, "sauer": 1, "netsync": 3}  # sockets each player's loop watches
+
+
+def check_select_limit(counts: dict[str, int]) -> None:
+    """Where select() is the only selector (Windows: selectors.DefaultSelector is SelectSelector),
+    one loop watches at most SELECT_LIMIT sockets: UsageError for a swarm that needs more,
+    naming how many players fit."""
+    import selectors
+    if selectors.DefaultSelector is not selectors.SelectSelector:
+        return  # epoll, kqueue, poll: no such limit
+    need = sum(WATCHED_PER_PLAYER[p] * n for p, n in counts.items())
+    if need > SELECT_LIMIT:
+        per = sum(WATCHED_PER_PLAYER[p] for p in counts)
+        raise UsageError(f"swarm: {need} sockets to watch and this system's select() takes at most {SELECT_LIMIT} "
+                         f"(Windows): at most {SELECT_LIMIT // per} players per protocol here ({', '.join(counts)}); "
+                         "run several swarms, or --locust")
+
+
 class Swarm:
     """The players of one run on one loop: built, run, stopped, reported."""
 
@@ -427,6 +446,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
     if args.report:
         check_report_folder(args.report)
     if args.locust is None:
+        check_select_limit({p: args.players for p in targets})
         script, source = load_script(args)
     for proto, server in targets.items():
         why = closed_port(proto, server)

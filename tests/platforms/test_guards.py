@@ -172,6 +172,17 @@ def test_source_addresses_fall_back_to_127_0_0_1_where_unbindable(monkeypatch):
         players.bindable.cache_clear()
 
 
+def test_select_limit_only_where_select_is_the_only_selector(monkeypatch):
+    import selectors
+    from headcast.app.errors import UsageError
+    from headcast.app.swarm.cli import check_select_limit
+    check_select_limit({"netsync": 5000, "q3": 5000})  # epoll here: no limit of that kind
+    monkeypatch.setattr(selectors, "DefaultSelector", selectors.SelectSelector)
+    check_select_limit({"netsync": 170})  # 510 sockets
+    with pytest.raises(UsageError, match="at most 170 players per protocol here"):
+        check_select_limit({"netsync": 171})
+
+
 def test_locust_group_per_platform(monkeypatch):
     from headcast.app.swarm import locust_run
     import signal

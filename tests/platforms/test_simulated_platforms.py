@@ -277,10 +277,13 @@ def test_windows_console_close_is_a_clean_stop_that_waits_for_the_cleanup():
     assert r.stdout.split("\n")[:2] == ["interrupted SIGBREAK", "True True True"], r.stdout + r.stderr
 
 
-def test_windows_refuses_locust_processes_with_a_clear_line(q3_server):
+def test_windows_refuses_locust_processes_and_more_sockets_than_select_takes(q3_server):
     r = sim("windows", "swarm", "2", "--q3", "%s:%d" % q3_server.address, "--locust", "2")
     assert r.returncode == 2 and "Locust's worker processes need fork()" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+    r = sim("windows", "swarm", "129", "--q3", "%s:%d" % q3_server.address, "--netsync", "127.0.0.1:5555")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "516 sockets to watch and this system's select() takes at most 512 (Windows): at most 128 players" in r.stderr
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
