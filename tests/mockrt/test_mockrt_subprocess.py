@@ -24,7 +24,11 @@ def run_scenario(mode: str, manifest: Path, display: str | None = None, **extra:
                           text=True, timeout=120)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    # The report is the scenario's last JSON line: Debian 13's validation layer (1.1.47) prints its
+    # own "Core Validation Layer will be destroyed" on stdout after it, at xrDestroyInstance.
+    reports = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert reports, output
+    report = json.loads(reports[-1])
     return report, output
 
 
