@@ -41,8 +41,10 @@ class DropCounter(Counter):
         self._variants: dict[str, int] = {}   # kind -> reasons of that kind kept as written
         super().__init__(*args, **kwargs)
 
-    def _key(self, reason: str) -> str:
-        """The key `reason` is counted under (registers a new verbatim variant)."""
+    def _key(self, reason: str, register: bool = True) -> str:
+        """The key `reason` is counted under; `register` records a new verbatim variant (a read
+        through `drops[reason]` looks the key up the same way without recording it, so that
+        `drops[reason] += 1` reads the count of the key it then writes)."""
         text = reason[:MAX_REASON_LEN]
         if dict.__contains__(self, text):
             return text
@@ -51,18 +53,15 @@ class DropCounter(Counter):
         if kind != text and room:
             n = self._variants.get(kind, 0)
             if n < VERBATIM_PER_KIND:
-                self._variants[kind] = n + 1
+                if register:
+                    self._variants[kind] = n + 1
                 return text
         if dict.__contains__(self, kind) or kind == OTHER or room:
             return kind
         return OTHER
 
     def _lookup(self, reason: str) -> str:
-        text = reason[:MAX_REASON_LEN]
-        if dict.__contains__(self, text):
-            return text
-        kind = drop_key(reason)
-        return kind if dict.__contains__(self, kind) else text
+        return self._key(reason, register=False)
 
     def add(self, reason: str, n: int = 1) -> str:
         """Count `reason`; returns the key it was counted under."""
