@@ -381,6 +381,8 @@ class Q3Link:
         finally:  # bytes the core could not take must not cost the server our disconnect
             self._why_at_close = self.detail  # what join_timeout_error says once we have left
             self._state_at_close = self.client.state
-            self._handle(self.client.close(now))
-        self._update_due()
-        self.closed = True
+            try:
+                self._handle(self.client.close(now))
+            finally:  # closed even when receiving or closing raised: a second close is a no-op
+                self.closed = True
+                self._update_due()
