@@ -260,12 +260,13 @@ def close_console():
     result["held"] = time.monotonic() - t
 with stop.handled():
     try:
-        threading.Thread(target=close_console).start()
+        handler = threading.Thread(target=close_console)
+        handler.start()
         time.sleep(10)
     except stop.Interrupted as e:
         print("interrupted", stop.name(e.signum), flush=True)
         time.sleep(0.3)  # cleanup still running: the handler must wait for it
-time.sleep(0.2)
+handler.join(5)
 print(result["handled"], result["held"] >= 0.3, result["held"] < 2, flush=True)
 """
 

@@ -122,6 +122,11 @@ def _windows() -> None:
 
     # --- os ---
     _remove(os, WINDOWS_OS_ABSENT)
+    # subprocess decided at its import to use os.posix_spawn where it can (Python 3.13 on Linux
+    # does for plain calls): with posix_spawn gone it must take its fork/exec path, as it would
+    # have decided had os lacked it from the start (Windows' subprocess has neither).
+    if hasattr(subprocess, "_USE_POSIX_SPAWN"):
+        subprocess._USE_POSIX_SPAWN = False
     for name in ("read", "write", "close"):
         real = getattr(os, name)
 
