@@ -191,7 +191,7 @@ take_lock() {  # one user of a root at a time: a second run would unmount under 
 pip_paths() {  # local paths named by this machine's pip settings (files and folders that exist)
   local f
   {
-    for f in /etc/pip.conf /etc/xdg/pip/pip.conf "${PIP_CONFIG_FILE:-}" "$HOME/.config/pip/pip.conf" "$HOME/.pip/pip.conf"; do
+    for f in /etc/pip.conf /etc/xdg/pip/pip.conf "${PIP_CONFIG_FILE:-}" "${HOME:-/root}/.config/pip/pip.conf" "${HOME:-/root}/.pip/pip.conf"; do
       [ -n "$f" ] && [ -f "$f" ] && sed -e 's/^[^=]*=//' "$f"
     done
     env | sed -n 's/^PIP_[A-Z_]*=//p'
@@ -275,8 +275,8 @@ configure_root() {
   # pip configuration and the local files it names.
   [ -f /etc/pip.conf ] && cp /etc/pip.conf "$DIR/etc/pip.conf"
   if [ -d /etc/xdg/pip ]; then mkdir -p "$DIR/etc/xdg/pip"; cp -a /etc/xdg/pip/. "$DIR/etc/xdg/pip/"; fi
-  for f in "$HOME/.config/pip/pip.conf" "$HOME/.pip/pip.conf"; do
-    if [ -f "$f" ]; then mkdir -p "$(dirname "$DIR/root/${f#"$HOME"/}")"; cp "$f" "$DIR/root/${f#"$HOME"/}"; fi
+  for f in "${HOME:-/root}/.config/pip/pip.conf" "${HOME:-/root}/.pip/pip.conf"; do
+    if [ -f "$f" ]; then mkdir -p "$(dirname "$DIR/root/${f#"${HOME:-/root}"/}")"; cp "$f" "$DIR/root/${f#"${HOME:-/root}"/}"; fi
   done
   if [ -n "${PIP_CONFIG_FILE:-}" ] && [ -f "$PIP_CONFIG_FILE" ]; then mkdir -p "$DIR$(dirname "$PIP_CONFIG_FILE")"; cp "$PIP_CONFIG_FILE" "$DIR$PIP_CONFIG_FILE"; fi
   while read -r p; do
@@ -296,8 +296,12 @@ healthy() {
 create_root() {
   local t0 t1
   if healthy; then log "reusing the $RELEASE root in $DIR ($(cat "$DIR/etc/debian_version"))"; return 0; fi
+  if [ -e "$DIR" ] && [ ! -f "$MARK" ] && [ ! -f "$DIR/.headcast-debian-root.partial" ] &&
+     [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
+    die "$DIR is not empty and is not a root this script made: not touching it (choose another --dir)"
+  fi
   if [ -e "$DIR" ]; then
-    log "$DIR is not a healthy $RELEASE root (interrupted or foreign): removing it"
+    log "$DIR is not a healthy $RELEASE root (interrupted or of another release): removing it"
     unmount_all || die "cannot unmount what is under $DIR"
     rm -rf --one-file-system "$DIR"
   fi
@@ -311,6 +315,7 @@ create_root() {
   log "debootstrap --variant=minbase $RELEASE into $DIR from this machine's Debian mirror (about a minute or two)"
   t0=$(date +%s)
   mkdir -p "$DIR"
+  date -u +%FT%TZ > "$DIR/.headcast-debian-root.partial"  # ours, even if debootstrap stops half-way
   # debootstrap's own progress lines, stamped; its full log stays in DIR/debootstrap/ on failure.
   if ! debootstrap --variant=minbase --components=main "$RELEASE" "$DIR" "$MIRROR" 2>&1 |
        while IFS= read -r line; do
@@ -321,6 +326,7 @@ create_root() {
   [ -x "$DIR/usr/bin/apt-get" ] || die "debootstrap finished but $DIR has no apt-get"
   t1=$(date +%s)
   date -u +%FT%TZ > "$MARK"
+  rm -f "$DIR/.headcast-debian-root.partial"
   log "root ready: Debian $(cat "$DIR/etc/debian_version") in $((t1 - t0)) s"
 }
 
@@ -344,6 +350,7 @@ sync_clone() {
 
 in_root() {  # run "$@" inside the root, mounted, with a clean environment
   local envs=() v rc
+  set -e  # a failed mount stops here (the trap unmounts), never a half-mounted root (callers set +e)
   envs=(HOME=/root "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "TERM=${TERM:-dumb}" LANG=C.UTF-8
         "DEBIAN_ROOT_RELEASE=$RELEASE")
   while IFS= read -r v; do envs+=("$v"); done < <(env | grep -E '^(PIP|HEADCAST)_[A-Za-z0-9_]*=' || true)
@@ -383,7 +390,7 @@ case "$CMD" in
     take_lock
     unmount_all || die "cannot unmount what is under $DIR: not deleting it"
     if [ -e "$DIR" ]; then log "deleting $DIR"; rm -rf --one-file-system "$DIR"; fi
-    rm -f "$DIR.lock"
+    # the lock file stays: an instance waiting on it holds it open (a new file would let two run)
     ;;
   create)
     take_lock
