@@ -22,6 +22,10 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 ASAN=1 ATHERIS=1 CAPTURE=0 ATHERIS_RUNS=
 while [ $# -gt 0 ]; do
     case $1 in
+        --inputs|--jobs|--atheris-runs)
+            [ $# -ge 2 ] && [[ $2 =~ ^[0-9]+$ ]] || { echo "fuzz.sh: $1 takes a whole number (see --help)" >&2; exit 2; } ;;
+    esac
+    case $1 in
         --inputs) INPUTS=$2; shift ;;
         --jobs) JOBS=$2; shift ;;
         --long) INPUTS=1000000 ;;
