@@ -24,6 +24,7 @@ DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
 TRANSFORM_PORT_OFFSET = 2  # protocol 7+: the official client's transform port is control + 2
 PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
+MAX_PEERS = 1024    # other players kept at once (client numbers are the server's: a bound, not trust)
 # The server broadcasts the room at ≤ 10 Hz and maps devices at ≤ 2 Hz: draining the client's
 # sockets 30 times a second sees everything within 33 ms and costs a third of every frame.
 # (Sending is not tied to this: send() runs every frame under the send policy.)
@@ -257,8 +258,11 @@ class NetSyncLink:
             if isinstance(ev, OwnPose):  # the common one first: every broadcast carries it
                 self.own_body = ev.body
             elif isinstance(ev, PeerPose):
-                self.others[ev.client_no] = ev.body
-                self._others_seen[ev.client_no] = now
+                no = ev.client_no
+                if no not in self.others and len(self.others) >= MAX_PEERS:
+                    self._forget_stalest()
+                self.others[no] = ev.body
+                self._others_seen[no] = now
             elif isinstance(ev, Joined):
                 self.client_no = ev.client_no
                 if self.joined_at is None:
@@ -287,6 +291,12 @@ class NetSyncLink:
                 if now - seen > PEER_STALE_S:
                     del self._others_seen[no]
                     self.others.pop(no, None)
+
+    def _forget_stalest(self) -> None:
+        """Room for one more peer: the one heard from longest ago goes (only past MAX_PEERS)."""
+        no = min(self._others_seen, key=self._others_seen.__getitem__)
+        del self._others_seen[no]
+        self.others.pop(no, None)
 
     def close(self) -> None:
         # NetSync has no leave message: the server drops us after its 5 s timeout. Closing the

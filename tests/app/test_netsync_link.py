@@ -152,3 +152,24 @@ def test_the_transform_port_defaults_to_control_plus_two():
         assert link.client.transform_port == port + 9 and link.protocol == 7
     finally:
         link.close()
+
+
+def test_other_players_stay_bounded_whatever_client_numbers_the_server_sends():
+    """A server's rooms name 65,536 distinct client numbers: the link keeps at most MAX_PEERS
+    other players, the latest heard (issue 27, bounded memory)."""
+    from headcast.app.netsync_link import MAX_PEERS
+    port = free_port()
+    link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=3)
+    core = link.client.core
+    body = encode_body(7, frame_at(1.0), 3)
+    core.client_no = 0  # as after the server's mapping named us: entry 0 is our own pose
+    try:
+        for r in range(256):
+            entries = [(r * 256 + i, 0.0, body) for i in range(256)]
+            now = 1.0 + r * 0.05  # a broadcast every 50 ms, each read at once
+            core.receive_broadcast(now, [b"room", encode_room_pose("room", 0.0, entries, protocol=3)])
+            link.poll(now)
+    finally:
+        link.close()
+    assert 0 < len(link.others) <= MAX_PEERS
+    assert max(link.others) == 65535
