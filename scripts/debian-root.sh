@@ -310,14 +310,21 @@ create_root() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2 ||
       { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2; } || die "cannot install debootstrap"
   fi
-  [ -e "/usr/share/debootstrap/scripts/$RELEASE" ] || die "this debootstrap does not know '$RELEASE' (update the debootstrap package)"
+  # A release newer than this debootstrap (e.g. Debian's testing release on an older host) is
+  # made with its 'sid' script, which testing releases share.
+  BOOTSTRAP_SCRIPT="/usr/share/debootstrap/scripts/$RELEASE"
+  if [ ! -e "$BOOTSTRAP_SCRIPT" ]; then
+    [ -e /usr/share/debootstrap/scripts/sid ] || die "this debootstrap does not know '$RELEASE' (update the debootstrap package)"
+    log "this debootstrap has no '$RELEASE' script: using its 'sid' script (as for any testing release)"
+    BOOTSTRAP_SCRIPT=/usr/share/debootstrap/scripts/sid
+  fi
   find_mirrors
   log "debootstrap --variant=minbase $RELEASE into $DIR from this machine's Debian mirror (about a minute or two)"
   t0=$(date +%s)
   mkdir -p "$DIR"
   date -u +%FT%TZ > "$DIR/.headcast-debian-root.partial"  # ours, even if debootstrap stops half-way
   # debootstrap's own progress lines, stamped; its full log stays in DIR/debootstrap/ on failure.
-  if ! debootstrap --variant=minbase --components=main "$RELEASE" "$DIR" "$MIRROR" 2>&1 |
+  if ! debootstrap --variant=minbase --components=main "$RELEASE" "$DIR" "$MIRROR" "$BOOTSTRAP_SCRIPT" 2>&1 |
        while IFS= read -r line; do
          case "$line" in I:\ Retriev*|I:\ Valid*|I:\ Checking*) ;; *) log "  $line" ;; esac
        done; then

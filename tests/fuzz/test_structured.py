@@ -37,6 +37,8 @@ def _value(bits: int):
                          st.floats(width=32, allow_nan=False, allow_infinity=False).map(_f32))
     if bits < 0:
         return st.integers(-(1 << (-bits - 1)), (1 << (-bits - 1)) - 1)
+    if bits == 32:  # a whole int: MSG_ReadBits(32) gives ioq3's C int, signed (2**31 reads as -2**31)
+        return st.integers(-(1 << 31), (1 << 31) - 1)
     return st.integers(0, (1 << bits) - 1)
 
 
