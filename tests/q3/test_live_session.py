@@ -149,7 +149,13 @@ def onto_open_floor(driver, intended) -> None:
     assert driver.client.status.mapname == "oa_dm1"  # OPEN_FLOOR is a place on this map
     settle_view(driver, intended, "view after spawn")
     teleport(driver, OPEN_FLOOR, 0.0, "the teleport to the open floor (EF_TELEPORT_BIT toggle)")
-    assert math.dist(driver.client.status.ps.origin, OPEN_FLOOR) < 60
+    # Where the first snapshot after the toggle finds the player depends on when it was taken: the
+    # teleport spits the player out along yaw 0 (+x) at 400 u/s, so a snapshot late by 150 ms (a
+    # busy machine) shows it ~60 units on. The landing is right when y and z are OPEN_FLOOR's and x
+    # is on that line, short of where the spit comes to rest (~113 units).
+    x, y, z = driver.client.status.ps.origin
+    assert abs(y - OPEN_FLOOR[1]) < 1.0 and abs(z - OPEN_FLOOR[2]) < 1.0, (x, y, z)
+    assert -1.0 < x - OPEN_FLOOR[0] < 130.0, (x, y, z)
     settle_view(driver, intended, "view after teleport")
 
 
