@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Runs every benchmark in tests/benchmarks/ (or the ones named: bash scripts/bench.sh q3_session app_loop)
-# and prints their figures against the targets. Benchmarks are bounded (tens of seconds each).
+# and ends with one table: each goal, the figure measured (min–max over runs), the load, met or not.
+# Each benchmark prints its goals as BENCH-RESULT lines (tests/benchmarks/_report.py); its whole
+# output is kept in build/bench/<name>.log. Benchmarks are bounded (tens of seconds each).
+# Exit status: 0 when every goal is met, 1 otherwise (a benchmark that fails or reports nothing counts).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0
+fi
 bash "$HERE/scripts/setup.sh" || exit 1
 cd "$HERE"
 if [ $# -gt 0 ]; then
-  benches=(); for n in "$@"; do benches+=("tests/benchmarks/bench_${n#bench_}"); done
-  benches=("${benches[@]/%.py/}"); benches=("${benches[@]/%/.py}")
+  benches=(); for n in "$@"; do n="${n#bench_}"; benches+=("tests/benchmarks/bench_${n%.py}.py"); done
 else
   benches=(tests/benchmarks/bench_*.py)
 fi
-failed=0
+logs="$HERE/build/bench"; mkdir -p "$logs"
+failed=0; ran=()
 for b in "${benches[@]}"; do
-  printf '\n=== %s\n' "$b"
-  .venv/bin/python "$b" || { echo "!!! $b exited with $?"; failed=1; }
+  name="$(basename "$b" .py)"; name="${name#bench_}"
+  log="$logs/$name.log"
+  printf '\n=== %s (load %s)\n' "$b" "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+  if [ ! -f "$b" ]; then echo "!!! no such benchmark: $b"; failed=1; continue; fi
+  .venv/bin/python "$b" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "!!! $b exited with $rc"; failed=1; }
+  ran+=("$log")
 done
+printf '\n=== goals (load now %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+[ ${#ran[@]} -gt 0 ] && { .venv/bin/python tests/benchmarks/_report.py "${ran[@]}" || failed=1; }
 exit $failed

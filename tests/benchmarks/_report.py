@@ -1,0 +1,99 @@
+"""The benchmarks' common result line, read by scripts/bench.sh for its closing table.
+
+A benchmark prints one line per goal it measures:
+
+    BENCH-RESULT {"bench": "netsync_codec", "goal": "room of 200 decode vs shipped", "op": ">=",
+                  "target": 3.0, "value": 3.4, "unit": "x", "runs": [3.4, 3.6], "met": true,
+                  "load": [1.2, 1.9], "note": "..."}
+
+- `value` is the figure the verdict is taken on (the worst run's, unless the benchmark says
+  otherwise in `note`); `runs` the per-run figures (the table prints their min–max);
+- `op` is "<", "<=", ">" or ">=": met = value op target (computed here, never by hand);
+- `load` is the 1-minute load average at the start and at the end of the measurement.
+
+Standard library only; a benchmark imports it as `from _report import report, load_now`
+(tests/benchmarks/ is on sys.path when a benchmark runs as a script).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+PREFIX = "BENCH-RESULT "
+_OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
+
+
+def load_now() -> float:
+    """The 1-minute load average (0.0 where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def met(value: float, op: str, target: float) -> bool:
+    return _OPS[op](float(value), float(target))
+
+
+def report(bench: str, goal: str, op: str, target: float, value: float, unit: str = "",
+           runs: list[float] | None = None, load: tuple[float, float] | None = None, note: str = "") -> dict:
+    """Print the result line of one goal and return it as a dict."""
+    if op not in _OPS:
+        raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
+    now = load_now()
+    line = {
+        "bench": bench, "goal": goal, "op": op, "target": target, "value": value, "unit": unit,
+        "runs": [value] if not runs else list(runs), "met": met(value, op, target),
+        "load": list(load) if load else [now, now], "note": note,
+    }
+    print(PREFIX + json.dumps(line, ensure_ascii=False), flush=True)
+    return line
+
+
+def parse(lines) -> list[dict]:
+    """The result lines among a benchmark's output lines (malformed ones are skipped)."""
+    out = []
+    for text in lines:
+        if text.startswith(PREFIX):
+            try:
+                out.append(json.loads(text[len(PREFIX):]))
+            except ValueError:
+                continue
+    return out
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def table(results: list[dict], missing: list[str]) -> str:
+    """The closing table: goal / measured (min–max over runs) / met, with the load."""
+    rows = [("benchmark", "goal", "measured (min–max)", "load", "met")]
+    for r in results:
+        unit = r.get("unit", "")
+        runs = r.get("runs") or [r["value"]]
+        span = f"{_fmt(min(runs))}–{_fmt(max(runs))}" if len(runs) > 1 else _fmt(runs[0])
+        load = r.get("load") or [0, 0]
+        rows.append((r["bench"], f"{r['goal']} {r['op']} {_fmt(r['target'])}{unit}",
+                     f"{_fmt(r['value'])}{unit} ({span})", f"{load[0]:.1f}–{load[-1]:.1f}",
+                     "yes" if r["met"] else "NO"))
+    for name in missing:
+        rows.append((name, "(no result line: the benchmark failed or printed none)", "—", "—", "NO"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python tests/benchmarks/_report.py LOG... : the table of the result lines in the logs
+    results, missing = [], []
+    for path in sys.argv[1:]:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            found = parse(f.read().splitlines())
+        if not found:
+            missing.append(os.path.basename(path).removesuffix(".log"))
+        results += found
+    print(table(results, missing))
+    sys.exit(0 if results and not missing and all(r["met"] for r in results) else 1)
