@@ -3,41 +3,76 @@
 A headless session (XR_MND_headless) has no xrWaitFrame to block on: the spec leaves the pacing to
 the app. Each frame's deadline is the previous one plus the period (never "now + period", which
 drifts by every wake-up's lateness), so the rate holds to the clock's accuracy. The sleep ends a
-margin before the deadline and the rest is spun: on this VM a plain sleep wakes 0.15-0.2 ms late,
-a spin is exact. The margin follows the recent oversleep (a decaying peak) but never exceeds
-0.5 ms: a longer lateness is the scheduler preempting us on a busy machine, which a spin cannot
-undo and would only make worse. A frame that came late runs at once and the next ones catch up
+margin before the deadline and the rest is spun.
+
+The margin is sized from the measured wake-up lateness: a percentile tracker keeps the last
+LATE_WINDOW oversleeps and the margin is their LATE_QUANTILE (plus a little), so most frames wake
+before the deadline and spin only the difference, and the rest come a little late (the next ones
+stay on the grid). The spin is bounded by a share of the period (SPIN_SHARE: the app's whole CPU
+goal is 2 % of a core): a wake-up later than that is the scheduler preempting us on a busy
+machine, which a spin cannot undo and would only make worse. On Linux the pacing thread's timer
+slack is set to 1 ns (PR_SET_TIMERSLACK; the default, 50 us, is added to every sleep), which on this
+VM halves the median oversleep. A frame that came late runs at once and the next ones catch up
 with the grid (the rate holds); a loop more than MAX_LAG periods behind (a real stall) starts
 again from now rather than bursting through the frames it missed.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 DEFAULT_RATE_HZ = 90.0
 # CLOCK_MONOTONIC on Linux; on Windows time.monotonic_ns ticks every 15.6 ms before Python 3.13, the
 # performance counter (QueryPerformanceCounter) does not.
 CLOCK_NS = time.perf_counter_ns if sys.platform == "win32" else time.monotonic_ns
-MIN_MARGIN_NS = 100_000     # the spin never starts later than this before the deadline
-MAX_MARGIN_NS = 500_000     # nor earlier than this: beyond it a late wake-up is the machine's, not ours
+MIN_MARGIN_NS = 10_000      # the spin starts at least this before the deadline (a clock read or two)
+SPIN_SHARE = 0.01           # nor earlier than this share of the period (111 us at 90 Hz)
+LATE_QUANTILE = 0.75        # the oversleep the margin covers: 3 frames in 4 wake before their deadline
+LATE_WINDOW = 128           # oversleeps tracked (about 1.4 s at 90 Hz)
+_RESORT = 16                # the quantile is recomputed every this many samples
+_SLACK_NS = 10_000          # margin over the quantile
 MAX_LAG = 3                 # periods behind the grid that are caught up; more: start again from now
-_SLACK_NS = 50_000          # margin over the peak oversleep
-_DECAY = 1 / 64             # per frame: a spike is forgotten within a second or so at 90 Hz
+PR_SET_TIMERSLACK = 29      # linux/prctl.h
+TIMER_SLACK_NS = 1
+
+
+def set_timer_slack(ns: int = TIMER_SLACK_NS) -> bool:
+    """The calling thread's timer slack (Linux only): True when set. Elsewhere, or where prctl is
+    refused, sleeps keep the system's slack and the margin tracks what they do."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(ns), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 class Pacer:
     """wait() returns at each frame's deadline; the first call returns at once."""
 
-    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep) -> None:
+    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep,
+                 timer_slack: bool = True) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate must be positive, not {rate_hz!r}")
         self.rate_hz = rate_hz
         self.period_ns = round(1e9 / rate_hz)
         self._clock, self._sleep = clock or CLOCK_NS, sleep
         self._next: int | None = None
-        self._peak = 0  # decaying peak of the sleep's oversleep, ns
+        self._late: list[int] = []      # the last LATE_WINDOW oversleeps (ns), a ring
+        self._at = 0                    # the ring's next slot
+        self._fresh = 0                 # samples since the quantile was last computed
         self.margin_ns = MIN_MARGIN_NS
+        self._slack = timer_slack       # set the waiting thread's timer slack (once per thread)
+        self._slack_thread: int | None = None
+        self.timer_slack_set = False
+
+    @property
+    def max_margin_ns(self) -> int:
+        return max(MIN_MARGIN_NS, int(self.period_ns * SPIN_SHARE))
 
     def set_rate(self, rate_hz: float) -> None:
         """Pace at `rate_hz` from the next frame on (the display changed its refresh rate)."""
@@ -47,9 +82,33 @@ class Pacer:
         if self._next is not None:
             self._next += period - self.period_ns  # the next deadline one new period after the last
         self.rate_hz, self.period_ns = rate_hz, period
+        self.margin_ns = min(self.margin_ns, self.max_margin_ns)
+
+    def lateness_quantile(self) -> int | None:
+        """The tracked oversleeps' LATE_QUANTILE (ns), None before any."""
+        late = sorted(self._late)
+        return late[min(len(late) - 1, int(len(late) * LATE_QUANTILE))] if late else None
+
+    def _learn(self, over: int) -> None:
+        late = self._late
+        if len(late) < LATE_WINDOW:
+            late.append(over)
+        else:
+            late[self._at] = over
+            self._at = (self._at + 1) % LATE_WINDOW
+        self._fresh += 1
+        if self._fresh >= _RESORT or len(late) < _RESORT:
+            self._fresh = 0
+            q = self.lateness_quantile()
+            self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
 
     def wait(self) -> int:
         """Block until this frame's deadline; returns the deadline (monotonic ns)."""
+        if self._slack:
+            ident = threading.get_ident()
+            if ident != self._slack_thread:
+                self._slack_thread = ident
+                self.timer_slack_set = set_timer_slack()
         clock = self._clock
         now = clock()
         deadline = self._next
@@ -58,9 +117,7 @@ class Pacer:
         target = deadline - self.margin_ns
         if target > now:
             self._sleep((target - now) / 1e9)
-            over = clock() - target
-            self._peak = max(over, self._peak - int(self._peak * _DECAY))
-            self.margin_ns = min(MAX_MARGIN_NS, max(MIN_MARGIN_NS, self._peak + _SLACK_NS))
+            self._learn(clock() - target)
         while clock() < deadline:
             pass
         self._next = deadline + self.period_ns
