@@ -51,7 +51,7 @@ NAN = float("nan")
 MAX_RATE = 160.0        # frames per second the rings are sized for (90–144 Hz headsets)
 LINK_PERIOD = 0.1       # seconds between samples of rates and round trips (a status figure)
 CMD_HISTORY = 256       # Q3 usercmds remembered for matching a snapshot's commandTime (4 s at 60/s)
-VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; reference quake3.md §8)
+VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; docs/protocols/quake3.md#vr-head)
 
 # Names of the frames samples are in (positions; the angle sense is the same everywhere).
 Q3_FRAME = "quake 3 view (angles only: the usercmd carries no position)"
@@ -376,7 +376,7 @@ class FarSideTracker:
     def _q3_head_relayed(self, sink, link) -> tuple[HeadSample | None, float | None, str]:
         """A VR server's decode of our head bits, as its game writes it into our playerState each
         frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
-        quake3.md §8), with the view yaw and roll the server ran."""
+        docs/protocols/quake3.md#vr-head), with the view yaw and roll the server ran."""
         basis = ("the server's decode in our playerState (stats 7/8) vs the head of the usercmd it ran "
                  "(matched by commandTime; 7-bit steps)")
         ps, va = link.ps, link.view_angles

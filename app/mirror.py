@@ -419,12 +419,14 @@ class MirrorWindow:
                 shown = imgui.begin_tab_item_simple(f"{title}##{a.view.key}")
                 t.record_item(title)
                 if shown:
+                    self.panel.tab = a.view.key
                     mp.plot_view(t, tracker.series(a.view.key), a.view, scene.COLORS[a.slot][0], t_end,
                                  self.plot_seconds, width)
                     imgui.end_tab_item()
             shown = imgui.begin_tab_item_simple("Latency")
             t.record_item("Latency")
             if shown:
+                self.panel.tab = "latency"
                 mp.plot_links(t, tracker, sinks, t_end, self.plot_seconds, width)
                 imgui.end_tab_item()
             imgui.end_tab_bar()

@@ -51,6 +51,7 @@ class PanelState:
     snap_deg: float = 0.0
     hidden_rows: int = 0
     hidden_labels: int = 0
+    tab: str = ""  # the plots' tab shown in the last drawn frame (a view's key, or "latency")
 
 
 def font_size(w: int, h: int) -> float:

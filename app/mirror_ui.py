@@ -1,9 +1,13 @@
 """Dear ImGui (imgui-bundle) in the mirror window: context, fonts, input, renderer, text records.
 
 The renderer is imgui-bundle's native OpenGL 3 backend (C++: a frame's UI costs well under a
-millisecond of Python). Input is fed from our own glfw window (mouse, wheel, space, Escape)
-rather than through imgui's glfw backend: that backend would need imgui-bundle's own libglfw,
-and the window is pyGLFW's (whose X11 variant the XR GL session shares).
+millisecond of Python). Input is fed from our own glfw window rather than through imgui's glfw
+backend: that backend would need imgui-bundle's own libglfw, and the window is pyGLFW's (whose X11
+variant the XR GL session shares). It arrives as events, not as a sampled state: glfw's cursor,
+button, wheel, focus and key callbacks (run inside the loop's `poll_events`, 90 times a second)
+queue what happened, in order, and the next drawn frame (at most 30 a second) hands the queue to
+ImGui's event API (`io.add_mouse_button_event` …), whose input queue spreads a press and its
+release over two frames — so a click quicker than a frame (a tap on a touchpad) still clicks.
 
 Fonts: DejaVu Sans Mono (Latin, Greek, Cyrillic, symbols: the numbers keep their columns) with
 Droid Sans Fallback merged in for CJK (a Japanese room name), both from Debian packages that
@@ -24,6 +28,8 @@ from pathlib import Path
 from imgui_bundle import imgui, implot
 
 FONT_DIRS = (Path("/usr/share/fonts/truetype"), Path("/usr/share/fonts/opentype"), Path("/usr/share/fonts"))
+MOUSE_BUTTONS = 5    # ImGuiMouseButton_COUNT
+MAX_EVENTS = 1024    # input events kept between two drawn frames
 MAIN_FONTS = ("dejavu/DejaVuSansMono.ttf", "DejaVuSansMono.ttf")
 FALLBACK_FONTS = ("droid/DroidSansFallbackFull.ttf", "DroidSansFallbackFull.ttf")
 
@@ -129,8 +135,49 @@ class Ui:
         style.window_min_size = imgui.ImVec2(1, 1)  # the layout sizes every window itself
         imgui.backends.opengl3_init("#version 330")
         self.text = UiText()
-        self.space_was_down = False
-        self.space_pressed = False
+        self.space_pressed = False  # space went down since the last drawn frame (the Pause toggle)
+        self.events: list[tuple] = []  # input since the last drawn frame, in order (the callbacks')
+        self._install_callbacks()
+
+    def _install_callbacks(self) -> None:
+        """glfw's input callbacks on our window: each queues its event for the next drawn frame."""
+        glfw, win, put = self.glfw, self.window, self._put
+        # pyGLFW keeps a reference to each callback for as long as it is set.
+        glfw.set_cursor_pos_callback(win, lambda _w, x, y: put(("pos", float(x), float(y))))
+        glfw.set_cursor_enter_callback(win, lambda _w, entered: None if entered else put(("leave",)))
+        glfw.set_mouse_button_callback(win, lambda _w, b, action, _m: put(("button", b, action == glfw.PRESS))
+                                       if 0 <= b < MOUSE_BUTTONS and action != glfw.REPEAT else None)
+        glfw.set_scroll_callback(win, lambda _w, dx, dy: put(("wheel", float(dx), float(dy))))
+        glfw.set_window_focus_callback(win, lambda _w, focused: put(("focus", bool(focused))))
+        glfw.set_key_callback(win, lambda _w, key, _sc, action, _m: put(("space",))
+                              if key == glfw.KEY_SPACE and action == glfw.PRESS else None)
+
+    def _put(self, ev: tuple) -> None:
+        q = self.events
+        if q and ev[0] == "pos" and q[-1][0] == "pos":
+            q[-1] = ev  # moves between two other events: only where the cursor ended matters
+        elif len(q) < MAX_EVENTS:  # a window not drawn for long (minimised) keeps the first ones
+            q.append(ev)
+
+    def feed_events(self, io) -> None:
+        """The queued input, in order, as ImGui events (ImGui's queue trickles a press and its
+        release over two frames: a click within one frame still clicks)."""
+        q, self.space_pressed = self.events, False
+        for ev in q:
+            kind = ev[0]
+            if kind == "pos":
+                io.add_mouse_pos_event(ev[1], ev[2])
+            elif kind == "button":
+                io.add_mouse_button_event(ev[1], ev[2])
+            elif kind == "wheel":
+                io.add_mouse_wheel_event(ev[1], ev[2])
+            elif kind == "leave":
+                io.add_mouse_pos_event(-imgui.FLT_MAX, -imgui.FLT_MAX)
+            elif kind == "focus":
+                io.add_focus_event(ev[1])
+            elif kind == "space":
+                self.space_pressed = True
+        q.clear()
 
     def missing_glyphs(self, text: str) -> str:
         """The characters of `text` no loaded font has (drawn as '?')."""
@@ -145,15 +192,7 @@ class Ui:
         io.display_size = imgui.ImVec2(width, height)
         io.display_framebuffer_scale = imgui.ImVec2(fb_width / max(width, 1), fb_height / max(height, 1))
         io.delta_time = max(dt, 1e-4)
-        glfw, win = self.glfw, self.window
-        if glfw.get_window_attrib(win, glfw.FOCUSED) or glfw.get_window_attrib(win, glfw.HOVERED):
-            x, y = glfw.get_cursor_pos(win)
-            io.add_mouse_pos_event(float(x), float(y))
-            for b in range(3):
-                io.add_mouse_button_event(b, glfw.get_mouse_button(win, b) == glfw.PRESS)
-        space = glfw.get_key(win, glfw.KEY_SPACE) == glfw.PRESS
-        self.space_pressed = space and not self.space_was_down
-        self.space_was_down = space
+        self.feed_events(io)
         imgui.backends.opengl3_new_frame()
         imgui.new_frame()
         self.text = UiText()

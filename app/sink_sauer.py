@@ -19,7 +19,7 @@ from headcast.netcode.pose import angle_subtract
 from headcast.netcode.sauer.npos import NPos, encode_npos, make_npos
 from headcast.xr.frame import TrackingFrame
 
-SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (reference sauerbraten.md §6)
+SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (docs/protocols/sauerbraten.md#connect)
 CAP_SHOWN_FOR = 1.0  # s the status keeps saying the speed cap bit
 SENT_HISTORY = 64
 

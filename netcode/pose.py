@@ -1,6 +1,6 @@
 """Pose conventions shared by every sink: quaternions, OpenXR → Quake angles, OpenXR → Unity.
 
-Frames (DESIGN.md, Conventions):
+Frames (docs/architecture.md#conventions):
 - OpenXR: right-handed, +Y up, −Z forward, metres. Quaternions are (x, y, z, w).
 - Quake: X forward, Y left, Z up; pitch positive looking down, yaw positive turning left,
   roll positive when the right side dips. Degrees.

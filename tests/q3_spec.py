@@ -1,9 +1,9 @@
-"""Test-side models of Quake 3 rules, written from the protocol reference (shared/reference/quake3.md beside the repo), never from our code."""
+"""Test-side models of Quake 3 rules, written from the protocol reference (docs/protocols/quake3.md), never from our code."""
 from __future__ import annotations
 
 
 def xor_from_spec(body: bytes, start: int, key: int, text: bytes | str) -> bytes:
-    """The legacy netchan scrambling (quake3.md §4, ioq3 CL_Netchan_Encode), byte by byte:
+    """The legacy netchan scrambling (docs/protocols/quake3.md#netchan, ioq3 CL_Netchan_Encode), byte by byte:
     c = text[idx] (wrap at the end or a NUL; empty → 0); '.' for c > 127 or '%';
     key ^= c << (i & 1); byte ^= key & 0xFF."""
     raw = text.encode("latin-1") if isinstance(text, str) else text

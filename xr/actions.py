@@ -1,6 +1,6 @@
 """The one action set headcast reads, and its suggested bindings per controller profile.
 
-The binding table is data (see shared/reference/openxr.md §4). Each profile is suggested in
+The binding table is data (see docs/protocols/openxr.md#bindings). Each profile is suggested in
 its own call: a runtime that rejects one path (`XR_ERROR_PATH_UNSUPPORTED`) rejects the whole
 call, and one unknown profile must not cost the others.
 """

@@ -9,5 +9,5 @@
 - transport.py  NetSyncClient: the core over pyzmq (control DEALER, transform DEALER from 7, SUB)
 - releases.py   one styly-netsync-server release per protocol (build/netsync/<version>), oracles
 - localserver.py / loopback_launcher.py  a real server of any release on 127.0.0.1
-- PROTOCOLS.md  what each protocol changed, and the receivers' physical-yaw error
+- docs/protocols/netsync.md#versions  what each protocol changed, and the receivers' physical-yaw error
 """

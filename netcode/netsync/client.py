@@ -1,7 +1,7 @@
 """Sans-IO NetSync client core, protocols 3–8: poses out through the send policy, hellos and
 probes out on the control lane, mapping and room poses in.
 
-Bytes and `now` in, bytes and events out; no sockets, no clock (DESIGN.md). The transport
+Bytes and `now` in, bytes and events out; no sockets, no clock (docs/architecture.md#one-loop). The transport
 (transport.py) feeds it the frames its sockets receive and sends what it returns:
 `pose_message` goes on the transform lane (the control/dealer socket before protocol 7, the
 separate transform socket from 7 on), `control_messages` on the control lane.

@@ -2,7 +2,7 @@
 client hello (19).
 
 Byte-exact with each protocol's shipped serializer (styly-netsync-server 0.9.0–0.10.4 for 3,
-0.11 for 4, 0.12–0.13 for 5, 0.14 for 6, 0.15 for 7, 0.16–0.17 for 8; reference netsync.md):
+0.11 for 4, 0.12–0.13 for 5, 0.14 for 6, 0.15 for 7, 0.16–0.17 for 8; docs/protocols/netsync.md#versions):
 int24 head position, smallest-three rotations, hands/virtuals relative to the *unquantised*
 head (world-axis position offset, conj(head)·part rotation), round-half-to-even then clamp, in
 float64 with the same operation order — so the same input gives the same bits. What differs:
@@ -117,7 +117,7 @@ class TrailingBytesError(NetSyncDecodeError):
 
 
 class MissingDeltaEncodingError(NetSyncDecodeError):
-    """PhysicalValid without encoding bit 4: an old-V3 sender (seed §2.2, fail fast)."""
+    """PhysicalValid without encoding bit 4: an old-V3 sender (docs/protocols/netsync.md#errata, fail fast)."""
 
 
 class VirtualCountError(NetSyncDecodeError):

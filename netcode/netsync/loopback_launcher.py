@@ -1,7 +1,7 @@
 """Run styly-netsync-server with every socket confined to 127.0.0.1 (and its true version).
 
 The server has no host option: ZeroMQ binds `tcp://*`, the REST bridge `0.0.0.0`, discovery
-`""` (reference §7), and with discovery on it also sends a LAN broadcast probe at start-up
+`""` (docs/protocols/netsync.md#transport), and with discovery on it also sends a LAN broadcast probe at start-up
 (`_probe_existing_discovery_server`, every release from 0.10.4 to 0.17.5). This script rewrites
 the binds to loopback before the server module is imported, refuses any datagram or connection
 from the server process to a non-loopback address (so even a server started with discovery on

@@ -112,7 +112,7 @@ class PoseBody(NamedTuple):
     """A decoded client pose body; absent blocks are None.
 
     `physical` is what the official receivers make of the physical block: rebuilt from the
-    XROrigin Δ and the head (reference §5), or read directly with FLAG_MOVING_FLOOR; `delta`
+    XROrigin Δ and the head (docs/protocols/netsync.md#physical-pose), or read directly with FLAG_MOVING_FLOOR; `delta`
     is None in that case (the official decoder reports a zero Δ).
     """
 

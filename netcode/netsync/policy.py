@@ -1,4 +1,4 @@
-"""When a pose goes out: Unity's TransformSyncManager policy (seed §7, reference §8).
+"""When a pose goes out: Unity's TransformSyncManager policy (docs/protocols/netsync.md#send-policy).
 
 - at most SendRate Hz (default 10, clamped 0.5–60), measured from the last actual send;
 - only on change: Unity compares a 64-bit FNV-1a signature of the body after poseSeq (flags …

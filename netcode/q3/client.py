@@ -15,7 +15,7 @@ clients send it.
 
 Joining takes one connectionless request, `getchallenge` (ioq3 answers 10 of getinfo / getstatus /
 getchallenge per source address, then one per second): its answer names the protocol, 71 or 68.
-"71" is two wire formats (quake3.md §4): the checksummed netchan (ioq3, Quake3e) is tried first,
+"71" is two wire formats (docs/protocols/quake3.md#netchan): the checksummed netchan (ioq3, Quake3e) is tried first,
 and the server's first netchan packet tells which one it speaks — a packet that fails the checksum
 but reads as a legacy message is OpenArena's legacy netchan, a legacy guess answered with
 checksummed packets is the other way round; the link then switches in place. A server silent

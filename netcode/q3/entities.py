@@ -1,4 +1,4 @@
-"""The other players in a snapshot, as small frozen records with their VR head (seed 000 §5).
+"""The other players in a snapshot, as small frozen records with their VR head (docs/protocols/quake3.md#vr-head).
 
 A snapshot carries every entity the server lets us see; a player is an `ET_PLAYER` entity whose
 number is a client slot (corpses are ET_PLAYER copies in higher slots). What the server sends of

@@ -1,6 +1,6 @@
 """Start and stop real Quake 3 dedicated servers on 127.0.0.1 (tests and `headcast demo`).
 
-Two kinds, both from Debian packages (quake3.md §12):
+Two kinds, both from Debian packages (docs/protocols/quake3.md#local-servers):
 - ``openarena``: ``/usr/games/openarena-server`` — ioq3 1.36 with protocol "71" on the legacy
   netchan, ``sv_pure 1``.
 - ``ioq3``: plain ``/usr/lib/ioquake3/ioq3ded`` with the OpenArena data, protocol 71 on the

@@ -266,7 +266,7 @@ def parse_oob(data: bytes) -> OobReply:
 
 
 class Family(StrEnum):
-    """Protocol number + netchan wire format. The same "71" means two wire formats (§4)."""
+    """Protocol number + netchan wire format. The same "71" means two wire formats (docs/protocols/quake3.md#netchan)."""
     LEGACY71 = "legacy71"  # stock OpenArena: protocol 71 on the legacy (XOR, no checksum) netchan
     NEW71 = "new71"        # ioq3 / Quake3e protocol 71: checksummed netchan header
     LEGACY68 = "legacy68"  # Quake III 1.32 protocol 68: legacy netchan
@@ -292,7 +292,7 @@ _FAMILY_DESCRIPTIONS = {
 
 
 def family_for_protocol(protocol: int) -> Family:
-    """getinfo `protocol` → the likely family (quake3.md §4): 71 → legacy-71, 68 → new-71.
+    """getinfo `protocol` → the likely family (docs/protocols/quake3.md#netchan): 71 → legacy-71, 68 → new-71.
 
     Only a guess: a Quake3e server set to `protocol 71` (or ioq3 with `com_legacyprotocol 0`)
     reports 71 and speaks the checksummed netchan. The client does not use it; it takes the

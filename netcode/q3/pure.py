@@ -1,4 +1,4 @@
-"""sv_pure support: pk3 pure checksums and the `cp` client command (quake3.md §9).
+"""sv_pure support: pk3 pure checksums and the `cp` client command (docs/protocols/quake3.md#pure).
 
 A pk3's checksum is MD4 over the little-endian CRC32s of its non-empty zip entries (central
 directory order), folded to one int32 by XOR of the digest's four LE words (ioq3 files.c

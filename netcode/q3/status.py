@@ -17,7 +17,7 @@ The server echoes the request's argument as the `challenge` key of both replies,
 names the attempt it answers: that is how a reply to a resent request is timed from its own
 send, and how a late or foreign reply is told apart. ioq3 limits these requests per source
 address (10 at once, then one per second, shared with `getchallenge` and `rcon`; the excess is
-dropped silently, quake3.md §11): one query costs two, and a resend comes only after a second.
+dropped silently, docs/protocols/quake3.md#servers): one query costs two, and a resend comes only after a second.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ FIRST_RESEND = 1.0  # s: the per-address bucket refills one request per second
 RESEND_FACTOR = 2.0
 
 _INT = r"-?[0-9]+"
-# `score ping "name"`; quake3.md §11 has trinity-server add a team before and a client number after.
+# `score ping "name"`; docs/protocols/quake3.md#servers has trinity-server add a team before and a client number after.
 _PLAYER = re.compile(rf'({_INT}) ({_INT})((?: {_INT})*) "(.*)"((?: [^ "]+)*)')
 _COLOR = re.compile(r"\^[0-9A-Za-z]")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")

@@ -1,4 +1,4 @@
-"""Quake 3 VR head codec (seed 000; reference quake3.md §8): buttons bits, roll short, VR stats.
+"""Quake 3 VR head codec (docs/protocols/quake3.md#vr-head): buttons bits, roll short, VR stats.
 
 Sender: head pitch and head-yaw-minus-weapon-yaw, clamped to ±80°, packed into 7 bits each at
 buttons bits 12–18 / 19–25; roll clamped to ±60° goes into `angles[ROLL]` via ANGLE2SHORT.

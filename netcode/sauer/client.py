@@ -1,4 +1,4 @@
-"""The Sauerbraten client as a sans-IO state machine (reference sauerbraten.md §6-7).
+"""The Sauerbraten client as a sans-IO state machine (docs/protocols/sauerbraten.md#connect, #staying).
 
 The core never touches a socket or the clock: the transport tells it what ENet did
 (`connection_made`, `receive(channel, data, now)`, `connection_lost(reason, now)`), and takes

@@ -291,7 +291,7 @@ class VRServerClient(ScriptedQ3Client):
     """Stands in for Q3Client under Q3Link: a real Q3ClientCore talking to the scripted server of
     tests/q3/test_client_core.py, announcing vr_support 1. No VR-aware Quake 3 server (the Trinity
     engine and game mod) can be installed from the registries, so the server's game is played here
-    from reference quake3.md §8: it reads 32-bit buttons, decodes the head bits as Trinity's QVM
+    from docs/protocols/quake3.md#vr-head: it reads 32-bit buttons, decodes the head bits as Trinity's QVM
     (q3lcc's folded 180/127), sets EF_VR_PLAYER and writes stats[7] = pitch, stats[8] = yaw offset
     as (short)(deg·182.04f), and runs the view angles (delta_angles 0)."""
 

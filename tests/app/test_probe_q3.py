@@ -3,7 +3,7 @@
 Two servers for the whole module: plain ioq3ded listening on 127.0.0.1 and on [::1] (same port),
 with a coloured hostname and two headcast players with coloured names; and stock OpenArena with
 `g_password` set. ioq3 answers 10 getinfo/getstatus/getchallenge per source address at once,
-then one per second (quake3.md §11): readiness (1) + the probes below (6 from 127.0.0.1) stay
+then one per second (docs/protocols/quake3.md#servers): readiness (1) + the probes below (6 from 127.0.0.1) stay
 under it (the players join from 127.0.0.2 and .3, buckets of their own), so no test sleeps to
 let the bucket refill.
 """

@@ -126,4 +126,4 @@ def test_dependency_direction(folder, forbidden):
         for name in _imports(path)
         if any(name == f or name.startswith(f + ".") for f in forbidden)
     )
-    assert bad == [], f"DESIGN.md: app -> xr, netcode only; {folder}/ must not import {forbidden}"
+    assert bad == [], f"docs/architecture.md#layering: app -> xr, netcode only; {folder}/ must not import {forbidden}"

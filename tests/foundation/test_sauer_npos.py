@@ -32,7 +32,7 @@ def _vec(yaw_deg, pitch_deg, mag):
     return (-math.sin(y) * math.cos(p) * mag, math.cos(y) * math.cos(p) * mag, math.sin(p) * mag)
 
 
-# --- the seed's worked example (sauerbraten.md §4 errata) -------------------------------------
+# --- the seed's worked example (docs/protocols/sauerbraten.md#errata) -------------------------------------
 
 def test_example_decodes_with_the_games_values():
     rec, end = decode_npos(EXAMPLE)

@@ -73,20 +73,20 @@ def test_angle2short_matches_ioq3_table(entry):
     x = _from_hex(entry["angle_f32_hex"])
     assert angle2short(x) == entry["q3"]
     assert math.isclose(short2angle(entry["q3"]), entry["q3_back"], rel_tol=1e-8, abs_tol=1e-12)
-    # GoldSrc anglemod gives the same integer for every vector (goldsrc.md §1)
+    # GoldSrc anglemod gives the same integer for every vector (docs/protocols/quake3.md#anglemod)
     assert gs_anglemod_int(x) == entry["gs_int"] == entry["q3"]
     assert math.isclose(short2angle(angle2short(x)), entry["gs_anglemod"], rel_tol=1e-8, abs_tol=1e-12)
 
 
 def test_angle2short_table_has_the_documented_cases():
-    # the non-rounding and negative-truncation cases of goldsrc.md must be in what we test
+    # the non-rounding and negative-truncation cases of docs/protocols/quake3.md#anglemod must be in what we test
     by_angle = {round(e["angle"], 4): e["q3"] for e in TABLE}
     assert by_angle[0.01] == 1 and by_angle[-0.5] == 65445 and by_angle[-12.3456] == 63289
     assert by_angle[-0.001] == 0
 
 
 def test_angle2short_equals_goldsrc_anglemod_on_every_unit_and_its_float_neighbours():
-    """goldsrc.md: every multiple of 360/65536 in [−720, 720] and two f32 neighbours each side."""
+    """docs/protocols/quake3.md#anglemod: every multiple of 360/65536 in [−720, 720] and two f32 neighbours each side."""
     units = np.arange(-131072, 131073, dtype=np.int64)
     base = (units * (360 / 65536)).astype(np.float32)
     cands = [base]
@@ -217,7 +217,7 @@ def test_roll_short_clamps_then_truncates(roll, want):
 
 
 def test_roll_30_degrees_is_what_trinity_sees():
-    # quake3.md §8: apos.trBase[2] = 29 for a 30° roll (SHORT2ANGLE then SnapVector truncation)
+    # docs/protocols/quake3.md#vr-head: apos.trBase[2] = 29 for a 30° roll (SHORT2ANGLE then SnapVector truncation)
     assert int(short2angle(roll_short(30.0))) == 29
 
 

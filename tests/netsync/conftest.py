@@ -6,7 +6,7 @@
   (0.10.4 … 0.17.5, from build/netsync/<version>); `netsync_release.address.protocol` and
   `.version` say which one a test got.
 
-One server per test: the server's body cache is keyed by clientNo across rooms (reference §9.2),
+One server per test: the server's body cache is keyed by clientNo across rooms (docs/protocols/netsync.md#defects),
 so tests sharing a server would see each other's poses.
 """
 from __future__ import annotations

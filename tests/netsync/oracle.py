@@ -21,7 +21,7 @@ from headcast.netcode.netsync.model import (
 from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.releases import load_serializer
 
-# The release each protocol's oracle comes from (reference netsync.md §11).
+# The release each protocol's oracle comes from (docs/protocols/netsync.md#versions).
 ORACLE_RELEASE = {3: "0.10.4", 4: "0.11.0", 5: "0.12.0", 6: "0.14.0", 7: "0.15.0", 8: "0.17.5"}
 PROTOCOLS = tuple(ORACLE_RELEASE)
 

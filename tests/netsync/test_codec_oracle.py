@@ -1,5 +1,5 @@
 """Protocol 3: our encoder's bytes == the shipped serializer's bytes (styly-netsync-server 0.10.4
-as oracle), with reference §10's golden and clamping vectors. This file pins protocol 3;
+as oracle), with docs/protocols/netsync.md#bandwidth's golden and clamping vectors. This file pins protocol 3;
 test_codec_protocols.py runs every protocol 3–8 against its own release."""
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_every_packed_value_decodes_to_a_unit_quaternion():
 
 
 def test_clamping_and_rounding_vector():
-    """Reference §10: head x 0.125 → 12 (half-to-even), y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
+    """docs/protocols/netsync.md#bandwidth: head x 0.125 → 12 (half-to-even), y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
     f = PoseFrame(0x1E, Transform((0.125, 100000.0, -5.0)), Transform((0.125 + 200.0, 0, 0)), Transform((0.125, 100000.0 - 200, -5.0)),
                   delta=OriginDelta(0.045, -400.0, 4000.0))
     ours = encode_body(1, f)
@@ -168,7 +168,7 @@ def test_decoder_agrees_with_shipped_decoder():
             assert mine.pos == pytest.approx((t["posX"], t["posY"], t["posZ"]), abs=1e-12)
         if b.physical is not None:
             p = theirs["physical"]
-            # the receivers' own reconstruction, yaw formula included (reference §5)
+            # the receivers' own reconstruction, yaw formula included (docs/protocols/netsync.md#physical-pose)
             assert tdict(b.physical) == pytest.approx(tdict(Transform(
                 (p["posX"], p["posY"], p["posZ"]), (p["rotX"], p["rotY"], p["rotZ"], p["rotW"]))), abs=1e-9)
 
@@ -206,7 +206,7 @@ def test_device_id_mapping_matches_shipped():
     assert ours == shipped.serialize_device_id_mapping([(m.client_no, m.device_id, m.stealth) for m in maps], (0, 10, 4))
     decoded = decode_device_id_mapping(ours)
     assert decoded.server_version == (0, 10, 4) and decoded.mappings == tuple(maps)
-    # reference §6 example header: 06 00 0a 04 01 00 | 01 00 00 24 <36-byte UUID>
+    # docs/protocols/netsync.md#mapping example header: 06 00 0a 04 01 00 | 01 00 00 24 <36-byte UUID>
     one = encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "u" * 36, False)])
     assert one[:10] == bytes.fromhex("06000a04010001000024")
 

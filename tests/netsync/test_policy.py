@@ -1,4 +1,4 @@
-"""Send policy (seed §7 as Unity ships it) and traffic behaviour §12.5 with an injected clock."""
+"""Send policy (docs/protocols/netsync.md#send-policy, as Unity ships it) and traffic behaviour (#acceptance, 5) with an injected clock."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
 """Netchan framing, fragments, sequencing, drops and legacy XOR scrambling.
 
-The server side here is written from quake3.md §4 directly (ioq3 sv_net_chan.c /
+The server side here is written from docs/protocols/quake3.md#netchan directly (ioq3 sv_net_chan.c /
 net_chan.c behaviour), independent of the module's helpers.
 """
 from __future__ import annotations

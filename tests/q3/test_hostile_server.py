@@ -1,6 +1,6 @@
 """A Quake 3 server that keeps sending sv_pure gamestates and never acknowledges our `cp`
 (issue 27, defect 1). No real server misbehaves so on demand: the server here is scripted from
-tests/q3/test_client_core.py's ScriptedServer (the wire rules of reference quake3.md §3-4), fed to
+tests/q3/test_client_core.py's ScriptedServer (the wire rules of docs/protocols/quake3.md#connect, #netchan), fed to
 the core directly, and — in `HostilePureServer` — over UDP on 127.0.0.1 for the app's end-to-end
 test (tests/app/test_hostile_servers.py), bounded in time by its caller."""
 from __future__ import annotations

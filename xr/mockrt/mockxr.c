@@ -397,7 +397,7 @@ static int input_index(const char *path, int *dims) {
 
 static int input_is_bool(int input) { return input >= IN_STICK_CLICK; }
 
-/* ---- interaction profiles (openxr.md §4 and the OpenXR 1.0 interaction profile paths) ---- */
+/* ---- interaction profiles (docs/protocols/openxr.md#bindings and the OpenXR 1.0 interaction profile paths) ---- */
 
 enum { K_BOOL = 1, K_FLOAT, K_VEC2, K_POSE, K_HAPTIC };
 enum { M_DIRECT, M_CLICK, M_TOUCH, M_X, M_Y };
