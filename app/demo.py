@@ -26,7 +26,7 @@ from headcast.app.netsync_link import version_str
 from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
 
 # Quantisation bounds the checks allow, each derived from the protocol (docs/protocols/quake3.md#usercmd, #vr-head,
-# docs/protocols/netsync.md#quantisation, #xrorigin); tests/app/test_tolerances.py shows each holds and is nearly reached.
+# docs/protocols/netsync.md#quantisation); tests/app/test_tolerances.py shows each holds and is nearly reached.
 F32_ANGLE_EPS = 4 * 360 * 2.0 ** -24    # a few float32 roundings of an angle ≤ 360° (ioq3's float maths)
 ANGLE_STEP = 360 / 65536                # ANGLE2SHORT truncates: the server's view is < one step off
 Q3_VIEW_TOL = ANGLE_STEP + F32_ANGLE_EPS

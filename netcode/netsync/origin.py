@@ -10,7 +10,7 @@ origin sits at the world origin.
 **Receivers' arithmetic, not ours.** Both official receivers (the Python `binary_serializer.py`
 of every release from 0.9.0 to 0.17.5, and Unity's `BinarySerializer.cs`) take the head's yaw as
 `atan2(2(w·y + z·x), 1 − 2(y² + z²))` of the normalised quaternion, wrapped into [−180, 180).
-That is Unity's `eulerAngles.y` only without head pitch and roll (docs/protocols/netsync.md#physical-pose): at pitch 30°,
+That is Unity's `eulerAngles.y` only without pitch and roll (docs/protocols/netsync.md#physical-pose): at pitch 30°,
 roll 15° it is 9° off. What headcast reports as the far side is what those receivers compute,
 so `reconstruct_physical` uses their formula; `unity_yaw` is the true yaw, kept for measuring
 their error (README, "NetSync").

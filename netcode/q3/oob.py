@@ -266,7 +266,7 @@ def parse_oob(data: bytes) -> OobReply:
 
 
 class Family(StrEnum):
-    """Protocol number + netchan wire format. The same "71" means two wire formats (docs/protocols/quake3.md#netchan)."""
+    """Protocol number + netchan wire format. The same "71" means two formats (docs/protocols/quake3.md#netchan)."""
     LEGACY71 = "legacy71"  # stock OpenArena: protocol 71 on the legacy (XOR, no checksum) netchan
     NEW71 = "new71"        # ioq3 / Quake3e protocol 71: checksummed netchan header
     LEGACY68 = "legacy68"  # Quake III 1.32 protocol 68: legacy netchan

@@ -96,7 +96,7 @@ def test_relayed_head_position_and_physical_pose_bounds(protocol):
 
 @pytest.mark.parametrize("protocol", [3, 8])
 def test_physical_yaw_is_checked_against_the_receivers_reconstruction_not_the_true_yaw(protocol):
-    """The official receivers' physical yaw (atan2 of the head quaternion, docs/protocols/netsync.md#physical-pose) is the
+    """The official receivers' physical yaw (atan2 of the head, docs/protocols/netsync.md#physical-pose) is the
     true yaw only without head pitch and roll: at pitch 30°, roll 15° it is ~9° off. So the demo's
     "netsync physical" check compares the decoded physical yaw with reconstruct_physical of the
     quantised head and Δ we sent — which it equals exactly — and only reports its distance from

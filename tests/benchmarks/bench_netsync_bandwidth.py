@@ -1,4 +1,4 @@
-"""docs/protocols/netsync.md#acceptance check 6, bandwidth: room bytes/s at one subscriber, 10 clients × 10 Hz, virtualCount 0, for
+"""docs/protocols/netsync.md#acceptance 6: room bytes/s at one subscriber, 10 clients × 10 Hz, virtualCount 0, for
 the protocols of three server releases:
 
 - protocol 3: headcast's NetSyncClient(protocol=3) ×10 against styly-netsync-server 0.10.4
@@ -13,7 +13,7 @@ Every server runs on 127.0.0.1 through headcast's loopback launcher; one raw SUB
 the room-pose messages (type 12) on the room topic and checks their protocol byte. Per protocol:
 the pose body (read back from the room messages: (size − header) / count − entry header), the
 client pose message (headcast's counters; for 0.8.0 its own serializer with the simulator's
-uuid4 deviceId), the typical room message and room bytes/s. Target (docs/protocols/netsync.md#acceptance, set for protocol
+uuid4 deviceId), the typical room message and room bytes/s. Target (docs/protocols/netsync.md#acceptance, for protocol
 3): ≥ 55 % fewer room bytes/s than protocol 2; protocol 8 is reported against it too.
 
     .venv/bin/python tests/benchmarks/bench_netsync_bandwidth.py [--seconds 15]

@@ -86,7 +86,7 @@ def test_angle2short_table_has_the_documented_cases():
 
 
 def test_angle2short_equals_goldsrc_anglemod_on_every_unit_and_its_float_neighbours():
-    """docs/protocols/quake3.md#anglemod: every multiple of 360/65536 in [−720, 720] and two f32 neighbours each side."""
+    """docs/protocols/quake3.md#anglemod: each multiple of 360/65536 in [−720, 720] and two f32 neighbours each side."""
     units = np.arange(-131072, 131073, dtype=np.int64)
     base = (units * (360 / 65536)).astype(np.float32)
     cands = [base]

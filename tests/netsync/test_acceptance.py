@@ -1,4 +1,4 @@
-"""docs/protocols/netsync.md#acceptance check 1 on 10,000 random poses: encode → decode → reconstruct, max errors printed."""
+"""docs/protocols/netsync.md#acceptance 1, on 10,000 random poses: encode → decode → reconstruct, max errors printed."""
 from __future__ import annotations
 
 import math

@@ -109,7 +109,8 @@ def test_every_packed_value_decodes_to_a_unit_quaternion():
 
 
 def test_clamping_and_rounding_vector():
-    """docs/protocols/netsync.md#bandwidth: head x 0.125 → 12 (half-to-even), y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
+    """Clamping and rounding (docs/protocols/netsync.md#bandwidth): head x 0.125 → 12 (half-to-even),
+    y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
     f = PoseFrame(0x1E, Transform((0.125, 100000.0, -5.0)), Transform((0.125 + 200.0, 0, 0)), Transform((0.125, 100000.0 - 200, -5.0)),
                   delta=OriginDelta(0.045, -400.0, 4000.0))
     ours = encode_body(1, f)

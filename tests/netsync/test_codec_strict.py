@@ -45,7 +45,7 @@ def _body(flags=0x1E, n=0, seq=1):
 
 
 def test_physical_without_delta_bit_fails_fast_like_the_server():
-    """docs/protocols/netsync.md#acceptance check 3, mixed-client protection: an old-V3 body (bit 4 clear) is refused, at offset 3."""
+    """docs/protocols/netsync.md#acceptance 3: an old-V3 body (bit 4 clear) is refused, at offset 3."""
     body = bytearray(_body(0x1E))
     body[3] = 0x0F
     with pytest.raises(MissingDeltaEncodingError) as e:
@@ -89,7 +89,7 @@ def test_trailing_bytes():
 
 
 def test_junk_inside_a_room_entry_rejects_the_whole_broadcast():
-    """docs/protocols/netsync.md#defects (1): the server relays 3 junk bytes appended to a pose; the entry after it desyncs."""
+    """docs/protocols/netsync.md#defects: the server relays 3 junk bytes after a pose; the next entry desyncs."""
     good = _body(0x1E)
     msg = encode_room_pose("r", 1.0, [(1, 2.0, good + b"\xde\xad\xbe"), (2, 3.0, good)])
     with pytest.raises(NetSyncDecodeError):
@@ -220,7 +220,8 @@ def test_junk_from_the_network_never_raises_out_of_the_client_core():
 
 
 def test_struct_layout_offsets_of_the_44_byte_body():
-    """docs/protocols/netsync.md#body offsets: seq 0, flags 2, enc 3, dx 4, dz 6, dyaw 8, head 10/13/16, rot 19, right 23, left 33, count 43."""
+    """docs/protocols/netsync.md#body offsets:
+    seq 0, flags 2, enc 3, dx 4, dz 6, dyaw 8, head 10/13/16, rot 19, right 23, left 33, count 43."""
     body = _body(0x1E)
     dx, dz, dyaw = struct.unpack_from("<hhh", body, 4)
     b = decode_body(body)[0]

@@ -116,7 +116,7 @@ def test_mapping_names_us_and_the_real_server_version(netsync_edge):
 
 
 def test_relay_integrity(netsync_edge):
-    """docs/protocols/netsync.md#acceptance check 4: our client → server raw cache → broadcast → our subscriber, bytes and pose intact."""
+    """docs/protocols/netsync.md#acceptance 4: client → raw cache → broadcast → subscriber, bytes and pose intact."""
     a, b = client(netsync_edge, "sender-a"), client(netsync_edge, "viewer-b")
     raw = zmq.Context.instance().socket(zmq.SUB)
     raw.setsockopt(zmq.LINGER, 0)
@@ -201,7 +201,7 @@ def _record(now, msg, into):
 
 
 def test_mixed_client_protection(netsync_edge):
-    """docs/protocols/netsync.md#acceptance check 3: an old-V3 body (PhysicalValid without encoding bit 4) is refused — by the server
+    """docs/protocols/netsync.md#acceptance 3: an old-V3 body (PhysicalValid, no bit 4) is refused — by the server
     (never registered, never relayed) and by our decoder (typed error)."""
     a = netsync_edge.address
     good = encode_client_pose("old-client", 1, moving(0.0), a.protocol)
@@ -232,7 +232,7 @@ def test_mixed_client_protection(netsync_edge):
 
 
 def test_traffic_live(netsync_edge):
-    """docs/protocols/netsync.md#acceptance check 5, one bounded live run: idle → ~1 Hz, motion → capped at SendRate (10 Hz)."""
+    """docs/protocols/netsync.md#acceptance 5, a bounded live run: idle → ~1 Hz, motion → capped at SendRate (10 Hz)."""
     c, v = client(netsync_edge, "walker"), client(netsync_edge, "watcher")
     phase = {"moving": False}
     pump = Pump({"walker": c, "watcher": v},

@@ -1,4 +1,4 @@
-"""XROrigin Δ (docs/protocols/netsync.md#xrorigin) and physical reconstruction (#physical-pose): the SE(2) invariants (#acceptance, 2)."""
+"""XROrigin Δ and physical reconstruction: the SE(2) invariants (docs/protocols/netsync.md#xrorigin, #acceptance)."""
 from __future__ import annotations
 
 import math
@@ -123,7 +123,7 @@ def test_no_drift_over_1000_snap_turns():
         worst_wire = max(worst_wire, math.dist(wire.pos, expected.pos))
         assert abs(delta_angle(unity_yaw(wire.rot), unity_yaw(phys.rot))) < 1.0
     assert worst_exact < 1e-9
-    assert 0.1 < worst_yaw < 2.0  # pitch 10°, roll 5°: the receivers' yaw error (docs/protocols/netsync.md#physical-pose)
+    assert 0.1 < worst_yaw < 2.0  # pitch 10°, roll 5°: receivers' yaw error (docs/protocols/netsync.md#physical-pose)
     # head ≤ 0.0087 m, Δ ≤ 0.0071 m, dyaw ≤ 0.05° over a lever of a few metres
     assert worst_wire < 0.03
     print(f"\n1000 snap turns: exact drift {worst_exact:.2e}, worst wire error {worst_wire * 1000:.2f} mm; "

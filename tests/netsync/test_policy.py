@@ -1,4 +1,4 @@
-"""Send policy (docs/protocols/netsync.md#send-policy, as Unity ships it) and traffic behaviour (#acceptance, 5) with an injected clock."""
+"""Unity's send policy and traffic behaviour (docs/protocols/netsync.md#send-policy), with an injected clock."""
 from __future__ import annotations
 
 import pytest

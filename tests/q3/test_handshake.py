@@ -2,7 +2,7 @@
 server's answers, refusals, rate limiting (Q3ClientCore, no sockets; the live side is
 test_handshake_live.py).
 
-The server half is scripted from the wire rules (docs/protocols/quake3.md#connect, #netchan): OOB replies as text, netchan
+The server half is scripted from the wire rules (docs/protocols/quake3.md#connect): OOB replies as text, netchan
 packets framed and (legacy) scrambled by the test itself, not by the client's own netchan.
 """
 from __future__ import annotations

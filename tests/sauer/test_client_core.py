@@ -53,7 +53,8 @@ def test_handshake_bytes_and_the_spawn_answer():
     core.connection_made(0.01)
     core.receive(1, servinfo(cn=2), 0.02)
     out = core.packets_to_send(0.02)
-    assert out[0] == sc.Outgoing(1, bytes.fromhex("00 76 72 41 00 00 00 00 00"), True)  # N_CONNECT, docs/protocols/sauerbraten.md#connect
+    # N_CONNECT: docs/protocols/sauerbraten.md#connect
+    assert out[0] == sc.Outgoing(1, bytes.fromhex("00 76 72 41 00 00 00 00 00"), True)
     assert out[1].data[0] == Msg.N_PING and not out[1].reliable   # pings from N_SERVINFO on, unreliable
     assert core.state is State.JOINING and core.cn == 2
     core.receive(1, welcome(cn=2, ls=1), 0.03)

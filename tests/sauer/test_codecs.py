@@ -154,7 +154,8 @@ def test_positions_channel_carries_teleports_and_jumppads():
 
 
 def test_client_messages_are_the_games_bytes():
-    assert m.connect_message("vrA", 0) == bytes.fromhex("00 76 72 41 00 00 00 00 00")  # docs/protocols/sauerbraten.md#connect
+    # docs/protocols/sauerbraten.md#connect
+    assert m.connect_message("vrA", 0) == bytes.fromhex("00 76 72 41 00 00 00 00 00")
     assert m.spawn_message(1, 6) == bytes.fromhex("12 01 06")
     assert m.ping_message(1000) == bytes([30, 0x80]) + (1000).to_bytes(2, "little")
 
