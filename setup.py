@@ -5,13 +5,16 @@ build log saying why and what runs instead, and the build goes on.
 
   headcast.netcode.q3._q3native  netcode/q3/_q3native.c  the Quake 3 codecs (POSIX: not on Windows);
                                  without it the pure-Python codecs run (the tests pin the same bytes)
+  headcast.netcode.netsync._nscodec  netcode/netsync/_nscodec.c  the NetSync pose codec's common case;
+                                 without it the pure-Python codec runs (the tests pin the same bytes)
   headcast.xr._fastframe         xr/_fastframe.c         the XR frame helper (needs the OpenXR headers);
                                  without it frames go through ctypes (the tests pin the same frames)
   headcast/xr/mockrt/libmockxr.so  xr/mockrt/mockxr.c    Linux only: the mock OpenXR runtime, a plain
                                  shared library next to its loader manifest mockxr.json, so that
                                  `headcast run --mock` works from a wheel (needs the OpenXR headers)
 
-The compile flags are the run-time builders' own (netcode/q3/build_native.py, xr/mockrt/build.py,
+The compile flags are the run-time builders' own (netcode/q3/build_native.py,
+netcode/netsync/build_native.py, xr/mockrt/build.py,
 xr/fastframe.py's FLAGS), so a wheel's build and a rebuild by those scripts are the same build.
 An editable install (scripts/setup.sh: pip install -e) builds the extensions in place, next to
 their modules (swapped in atomically), and the mock runtime into build/mockrt/ — where those
@@ -54,15 +57,19 @@ def _constant(path: str, name: str):
 
 mockrt = _script("_headcast_mockrt_build", "xr/mockrt/build.py")
 q3build = _script("_headcast_q3_build", "netcode/q3/build_native.py")
+nsbuild = _script("_headcast_netsync_build", "netcode/netsync/build_native.py")
 
 LINK_ONLY = {"-shared", "-fPIC"}  # setuptools passes its own
 Q3 = "headcast.netcode.q3._q3native"
 FASTFRAME = "headcast.xr._fastframe"
+NSCODEC = "headcast.netcode.netsync._nscodec"
 UNIX_FLAGS = {
+    NSCODEC: [f for f in nsbuild.CFLAGS if f not in LINK_ONLY],
     Q3: [f for f in q3build.CFLAGS if f not in LINK_ONLY],
     FASTFRAME: [f for f in mockrt.CFLAGS if f not in LINK_ONLY] + list(_constant("xr/fastframe.py", "FLAGS")),
 }
 INSTEAD = {
+    NSCODEC: "the pure-Python NetSync codec runs instead (the tests pin it to the same bytes)",
     Q3: "the pure-Python Quake 3 codecs run instead (the tests pin them to the same bytes)",
     FASTFRAME: "XR frames go through ctypes instead (the tests pin them to the same frames)",
 }
@@ -159,6 +166,7 @@ class build_native(build_ext):
 setup(
     ext_modules=[
         Extension(Q3, ["netcode/q3/_q3native.c"], depends=["netcode/q3/build_native.py"], optional=True),
+        Extension(NSCODEC, ["netcode/netsync/_nscodec.c"], depends=["netcode/netsync/build_native.py"], optional=True),
         Extension(FASTFRAME, ["xr/_fastframe.c"], depends=["xr/fastframe.py", "xr/mockrt/build.py"], optional=True),
     ],
     cmdclass={"build_ext": build_native},

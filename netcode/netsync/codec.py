@@ -31,6 +31,7 @@ shipped serializers.
 from __future__ import annotations
 
 import math
+import os
 import struct
 import sys
 from math import atan2, cos, floor, sin, sqrt
@@ -406,6 +407,10 @@ def client_pose_header(device_id: str, protocol: int = LATEST_PROTOCOL) -> bytes
 
 def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
     header = client_pose_header(device_id, protocol)
+    if NATIVE is not None:  # the C accelerator: the same bytes, or None for anything unusual
+        out = NATIVE.encode(header, frame, pose_seq & 0xFFFF, protocol)
+        if out is not None:
+            return out
     try:  # _pack_body, inlined
         fn = _ENCODERS[protocol][frame.flags]
     except (KeyError, TypeError):
@@ -873,8 +878,12 @@ def _make_decoder(family: int, flags: int):
 
 
 def _pack_body(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
-    """encode_body (seq given) / encode_body_tail (seq None): the layout's generated encoder, or
-    the checked path for anything it does not take."""
+    """encode_body (seq given) / encode_body_tail (seq None): the C accelerator's or the layout's
+    generated encoder, or the checked path for anything they do not take."""
+    if NATIVE is not None and type(protocol) is int and 3 <= protocol <= 8:
+        out = NATIVE.encode(b"", frame, -1 if seq is None else seq, protocol)
+        if out is not None:
+            return out
     try:
         fn = (_ENCODERS if seq is not None else _TAIL_ENCODERS)[protocol][frame.flags]
     except (KeyError, TypeError):
@@ -888,7 +897,11 @@ def _pack_body(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
 
 
 def _decode_body(data: bytes, offset: int, family: int, size: int) -> tuple[PoseBody, int]:
-    """decode_body by family: the generated decoder of the body's flags byte."""
+    """decode_body by family: the C accelerator, else the generated decoder of the body's flags byte."""
+    if NATIVE is not None and 0 <= offset and size <= len(data):
+        got = NATIVE.decode_body(data, offset, family, size)
+        if got is not None:
+            return got
     if offset + 4 > size:
         return _decode_body_checked(data, offset, family, size)
     flags = data[offset + 2]
@@ -937,6 +950,10 @@ def _end(data: bytes, pos: int, what: str) -> None:
 
 def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
     """Message 11 of any protocol headcast speaks (or only `expect`)."""
+    if NATIVE is not None and (expect is None or type(expect) is int and 3 <= expect <= 8):
+        got = NATIVE.decode_client_pose(data, expect or 0)
+        if got is not None:
+            return got
     size = len(data)
     # fast path: a well-formed envelope; anything else takes the checked one below, which
     # raises what it finds in the same order
@@ -982,6 +999,12 @@ def decode_room_pose(data: bytes, expect: int | None = None) -> RoomPose:
     _need(data, pos, 10, "broadcastTime and count")
     broadcast_time, count = _ROOM_TAIL.unpack_from(data, pos)
     pos += 10
+    if NATIVE is not None:  # every entry in C, or None: then the loop below decodes (and raises)
+        got = NATIVE.decode_room_entries(data, pos, count, family)
+        if got is not None:
+            entries, pos = got
+            _end(data, pos, f"{count} room entries")
+            return RoomPose(room_id, broadcast_time, entries, protocol)
     entries = []
     for _ in range(count):
         _need(data, pos, 10, "room entry header")
@@ -1010,3 +1033,35 @@ def decode_device_id_mapping(data: bytes) -> DeviceIdMapping:
         mappings.append(DeviceMapping(client_no, device_id, bool(stealth)))
     _end(data, pos, f"{count} mappings")
     return DeviceIdMapping((major, minor, patch), tuple(mappings))
+
+
+# ---------------------------------------------------------------- the C accelerator (optional)
+#
+# _nscodec.c does what the generated fast paths do, operation for operation, for the common case
+# (exact floats in tuples, fields in range, well-formed bodies) and returns None for anything
+# else, which then takes the paths above. Built by the build backend (setup.py) or in place by
+# netcode/netsync/build_native.py (scripts/setup.sh); without it, or with HEADCAST_PURE_PYTHON=1,
+# NATIVE is None and the pure-Python paths run: the same bytes and floats
+# (tests/netsync/test_codec_native.py).
+
+def _load_native():
+    if os.environ.get("HEADCAST_PURE_PYTHON", "") not in ("", "0"):
+        return None, "disabled by HEADCAST_PURE_PYTHON=1"
+    try:
+        from . import _nscodec
+    except ImportError as exc:
+        return None, f"not built ({exc}); the pure-Python codec runs (same bytes)"
+    # A build older than its source (a checkout after a pull) may not match the Python reference.
+    here = os.path.dirname(__file__)
+    source = os.path.join(here, "_nscodec.c")
+    try:
+        checkout = os.path.exists(os.path.join(here, os.pardir, os.pardir, "pyproject.toml"))
+        if checkout and os.stat(_nscodec.__file__).st_mtime < os.stat(source).st_mtime:
+            return None, "built from an older _nscodec.c; run netcode/netsync/build_native.py"
+    except OSError:
+        pass  # an installed package keeps no source: its extension was built with it
+    _nscodec.init(Transform, OriginDelta, PoseBody, ClientPose, RoomEntry, _DQ10, _DQ10_SQ, _RAD, _DEG)
+    return _nscodec, "in use"
+
+
+NATIVE, NATIVE_STATUS = _load_native()

@@ -1,0 +1,602 @@
+/* Optional C accelerator of the NetSync pose codec (netcode/netsync/codec.py).
+ *
+ * The same arithmetic as codec.py's generated fast paths, operation for operation, in IEEE
+ * double (compiled without contraction into FMA and without -ffast-math, so each + and * rounds
+ * as Python's does): the same bytes out of the encoder, the same floats out of the decoders.
+ * Only the common case is taken here: exact floats in exact tuples, fields in range, a
+ * well-formed body. For anything else each function returns None and codec.py's pure-Python
+ * path runs (it clamps, raises or decodes as it always did). tests/netsync/test_codec_native.py
+ * holds the two paths to each other and to the shipped serializers.
+ *
+ * Built by the build backend (setup.py) into the wheel, or in place by
+ * netcode/netsync/build_native.py (scripts/setup.sh); HEADCAST_PURE_PYTHON=1 leaves it unused.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define R_ 6755399441055744.0 /* 1.5 * 2**52: (v + R) - R rounds half to even */
+#define QM 0.70710677
+#define QR 1.41421354
+#define MAXV 50
+#define F_STEALTH 0x01
+#define F_PHYSICAL 0x02
+#define F_HEAD 0x04
+#define F_RIGHT 0x08
+#define F_LEFT 0x10
+#define F_VIRTUALS 0x20
+#define F_MOVING 0x40
+
+static PyTypeObject *T_Transform, *T_Delta, *T_Body, *T_Client, *T_Entry;
+static double DQ10[1024], DQ10_SQ[1024];
+static double RAD, DEG;
+static PyObject *S_flags, *S_head, *S_right, *S_left, *S_virtuals, *S_delta, *S_physical;
+
+/* ------------------------------------------------------------------ helpers */
+
+/* A NamedTuple instance (what tuple.__new__(cls, items) makes), items stolen. */
+static PyObject *nt(PyTypeObject *cls, Py_ssize_t n, PyObject **items) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL) {
+            for (Py_ssize_t j = 0; j < n; j++) Py_XDECREF(items[j]);
+            return NULL;
+        }
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 caches a tuple's hash in the object: let tuple.__new__ initialise it */
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL) { for (Py_ssize_t j = 0; j < n; j++) Py_DECREF(items[j]); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, items[i]);
+    if (cls == &PyTuple_Type) return t;
+    PyObject *args = PyTuple_Pack(1, t);
+    Py_DECREF(t);
+    if (args == NULL) return NULL;
+    PyObject *o = PyTuple_Type.tp_new(cls, args, NULL);
+    Py_DECREF(args);
+    return o;
+#else
+    PyObject *o = cls == &PyTuple_Type ? PyTuple_New(n) : cls->tp_alloc(cls, n);
+    if (o == NULL) { for (Py_ssize_t j = 0; j < n; j++) Py_DECREF(items[j]); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(o, i, items[i]);
+    return o;
+#endif
+}
+
+static PyObject *vec3(double x, double y, double z) {
+    PyObject *it[3] = {PyFloat_FromDouble(x), PyFloat_FromDouble(y), PyFloat_FromDouble(z)};
+    return nt(&PyTuple_Type, 3, it);
+}
+
+static PyObject *quat(double x, double y, double z, double w) {
+    PyObject *it[4] = {PyFloat_FromDouble(x), PyFloat_FromDouble(y), PyFloat_FromDouble(z), PyFloat_FromDouble(w)};
+    return nt(&PyTuple_Type, 4, it);
+}
+
+static PyObject *transform(double px, double py, double pz, double x, double y, double z, double w) {
+    PyObject *it[2] = {vec3(px, py, pz), quat(x, y, z, w)};
+    return nt(T_Transform, 2, it);
+}
+
+/* Python's float % (float_rem): the result takes the divisor's sign. */
+static double pymod(double vx, double wx) {
+    double mod = fmod(vx, wx);
+    if (mod) {
+        if ((wx < 0) != (mod < 0)) mod += wx;
+    } else {
+        mod = copysign(0.0, wx);
+    }
+    return mod;
+}
+
+static inline unsigned rd16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+static inline int rdi16(const unsigned char *p) { return (int16_t)(uint16_t)rd16(p); }
+static inline uint32_t rd32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline int rdi24(const unsigned char *p) {  /* low u16 + signed high byte */
+    return (int)((int8_t)p[2]) * 65536 + (int)rd16(p);
+}
+
+/* ------------------------------------------------------------------ decoder */
+
+/* decompress_quat / the generated decoder's inline form */
+static void decompress(uint32_t p, double *q) {
+    unsigned j = p >> 30, ia = (p >> 20) & 0x3FF, ib = (p >> 10) & 0x3FF, ic = p & 0x3FF;
+    double s = DQ10_SQ[ia] + DQ10_SQ[ib] + DQ10_SQ[ic];
+    double a = DQ10[ia], b = DQ10[ib], c = DQ10[ic];
+    double big = s <= 1.0 ? sqrt(1.0 - s) : 0.0;
+    if (j == 3) { q[0] = a; q[1] = b; q[2] = c; q[3] = big; }
+    else if (j == 0) { q[0] = big; q[1] = a; q[2] = b; q[3] = c; }
+    else if (j == 1) { q[0] = a; q[1] = big; q[2] = b; q[3] = c; }
+    else { q[0] = a; q[1] = b; q[2] = big; q[3] = c; }
+    if (!(s <= 1.0)) {  /* _wire_normalize */
+        double m = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+        if (!(1e-12 < m && m < HUGE_VAL)) { q[0] = 0.0; q[1] = 0.0; q[2] = 0.0; q[3] = 1.0; }
+        else {
+            double inv = 1.0 / sqrt(m);
+            q[0] = q[0] * inv; q[1] = q[1] * inv; q[2] = q[2] * inv; q[3] = q[3] * inv;
+        }
+    }
+}
+
+/* a hand/virtual at p: head-relative wire values -> absolute transform */
+static PyObject *part(const unsigned char *p, double hx, double hy, double hz, const double *q) {
+    double b[4];
+    decompress(rd32(p + 6), b);
+    double qx = q[0], qy = q[1], qz = q[2], qw = q[3], bx = b[0], by = b[1], bz = b[2], bw = b[3];
+    return transform(hx + rdi16(p) * 0.005, hy + rdi16(p + 2) * 0.005, hz + rdi16(p + 4) * 0.005,
+                     qw * bx + qx * bw + qy * bz - qz * by,
+                     qw * by - qx * bz + qy * bw + qz * bx,
+                     qw * bz + qx * by - qy * bx + qz * bw,
+                     qw * bw - qx * bx - qy * by - qz * bz);
+}
+
+static int flags_ok(int flags, int family) {
+    int known = family == 5 ? 0x7F : 0x3F;
+    if (flags & ~known) return 0;
+    if ((flags & F_STEALTH) && flags != F_STEALTH) return 0;
+    if (!(flags & F_HEAD) && (flags & (F_RIGHT | F_LEFT | F_VIRTUALS))) return 0;
+    return 1;
+}
+
+/* One body at d[off..size): the PoseBody, *end past it; NULL with no error set: not the common
+ * case (the Python path decides); NULL with an error set: out of memory. */
+static PyObject *body(const unsigned char *d, Py_ssize_t off, Py_ssize_t size, int family, Py_ssize_t *end) {
+    if (off + 4 > size) return NULL;
+    const unsigned char *p = d + off;
+    unsigned seq = rd16(p);
+    int flags = p[2], enc = p[3];
+    if (!flags_ok(flags, family)) return NULL;
+    int floor_local = (flags & F_PHYSICAL) && (flags & F_MOVING);
+    if ((flags & F_PHYSICAL) && !floor_local && !(enc & 0x10)) return NULL;
+    Py_ssize_t need = 4 + ((flags & F_PHYSICAL) ? (family == 3 ? 6 : 8) : 0);
+    if (flags & F_HEAD) need += 13 + ((flags & F_RIGHT) ? 10 : 0) + ((flags & F_LEFT) ? 10 : 0);
+    need += 1;
+    if (off + need > size) return NULL;
+    unsigned n = p[need - 1];
+    if (n && (!(flags & F_VIRTUALS) || n > MAXV || off + need + 10 * (Py_ssize_t)n > size)) return NULL;
+    p += 4;
+    double dx = 0.0, dy = 0.0, dz = 0.0, dyaw = 0.0;
+    PyObject *delta = NULL, *physical = NULL;
+    if (flags & F_PHYSICAL) {
+        if (family == 3) {
+            dx = rdi16(p) * 0.01; dz = rdi16(p + 2) * 0.01; dyaw = rdi16(p + 4) * 0.1; dy = 0.0;
+            p += 6;
+        } else {
+            double a = rdi16(p) * 0.01, b = rdi16(p + 2) * 0.01, c = rdi16(p + 4) * 0.01, y = rdi16(p + 6) * 0.1;
+            p += 8;
+            if (floor_local) {  /* floor_local_physical(x, y, z, yaw) */
+                double half = y * RAD * 0.5;
+                physical = transform(a, b, c, 0.0, sin(half), 0.0, cos(half));
+                if (physical == NULL) return NULL;
+            } else {
+                dx = a; dy = b; dz = c; dyaw = y;
+            }
+        }
+        if (!floor_local) {
+            PyObject *it[4] = {PyFloat_FromDouble(dx), PyFloat_FromDouble(dz), PyFloat_FromDouble(dyaw), PyFloat_FromDouble(dy)};
+            delta = nt(T_Delta, 4, it);
+            if (delta == NULL) return NULL;
+        }
+    }
+    PyObject *head = NULL, *right = NULL, *left = NULL, *virtuals = NULL;
+    if (flags & F_HEAD) {
+        double hx = rdi24(p) * 0.01, hy = rdi24(p + 3) * 0.01, hz = rdi24(p + 6) * 0.01, q[4];
+        decompress(rd32(p + 9), q);
+        p += 13;
+        head = transform(hx, hy, hz, q[0], q[1], q[2], q[3]);
+        if (head == NULL) goto fail;
+        if (flags & F_RIGHT) { right = part(p, hx, hy, hz, q); p += 10; if (right == NULL) goto fail; }
+        if (flags & F_LEFT) { left = part(p, hx, hy, hz, q); p += 10; if (left == NULL) goto fail; }
+        p += 1;  /* virtualCount */
+        virtuals = PyTuple_New(n);
+        if (virtuals == NULL) goto fail;
+        for (unsigned i = 0; i < n; i++, p += 10) {
+            PyObject *t = part(p, hx, hy, hz, q);
+            if (t == NULL) goto fail;
+            PyTuple_SET_ITEM(virtuals, i, t);
+        }
+        if (delta != NULL) {  /* origin.reconstruct_physical(head, delta), inlined as in codec.py */
+            double r = -dyaw * RAD;
+            double c = cos(r), s = sin(r);
+            double tx = hx - dx, tz = hz - dz;
+            double x = q[0], y = q[1], z = q[2], w = q[3];
+            double m = x * x + y * y + z * z + w * w;
+            if (m != 1.0) {
+                double inv = 1.0 / sqrt(m);
+                x = x * inv; y = y * inv; z = z * inv; w = w * inv;
+            }
+            double head_yaw = pymod(atan2(2.0 * (w * y + z * x), 1.0 - 2.0 * (y * y + z * z)) * DEG + 180.0, 360.0) - 180.0;
+            double half = (pymod(head_yaw - dyaw + 180.0, 360.0) - 180.0) * RAD * 0.5;
+            physical = transform(c * tx + s * tz, hy - dy, -s * tx + c * tz, 0.0, sin(half), 0.0, cos(half));
+            if (physical == NULL) goto fail;
+        }
+    } else {
+        p += 1;
+        virtuals = PyTuple_New(0);
+        if (virtuals == NULL) goto fail;
+    }
+    *end = p - d;
+    {
+        PyObject *none[4] = {head, right, left, physical};
+        for (int i = 0; i < 4; i++) if (none[i] == NULL) { none[i] = Py_None; Py_INCREF(Py_None); }
+        PyObject *dl = delta;
+        if (dl == NULL) { dl = Py_None; Py_INCREF(Py_None); }
+        PyObject *it[9] = {PyLong_FromLong(seq), PyLong_FromLong(flags), PyLong_FromLong(enc), dl,
+                           none[0], none[1], none[2], virtuals, none[3]};
+        return nt(T_Body, 9, it);
+    }
+fail:
+    Py_XDECREF(delta); Py_XDECREF(physical); Py_XDECREF(head); Py_XDECREF(right); Py_XDECREF(left);
+    Py_XDECREF(virtuals);
+    return NULL;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) { PyErr_Clear(); return 0; }
+    return 1;
+}
+
+/* decode_body(data, offset, family, size) -> (PoseBody, end) | None */
+static PyObject *py_decode_body(PyObject *self, PyObject *args) {
+    PyObject *data; Py_ssize_t off, size; int family;
+    if (!PyArg_ParseTuple(args, "Onin", &data, &off, &family, &size)) return NULL;
+    Py_buffer v;
+    if (!get_buffer(data, &v)) Py_RETURN_NONE;
+    PyObject *res = NULL;
+    Py_ssize_t end = 0;
+    if (off >= 0 && size <= v.len) {
+        PyObject *b = body(v.buf, off, size, family, &end);
+        if (b != NULL) res = Py_BuildValue("(Nn)", b, end);
+    }
+    PyBuffer_Release(&v);
+    if (res == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return res;
+}
+
+/* decode_room_entries(data, pos, count, family) -> (tuple of RoomEntry, end) | None */
+static PyObject *py_decode_room_entries(PyObject *self, PyObject *args) {
+    PyObject *data; Py_ssize_t pos, count; int family;
+    if (!PyArg_ParseTuple(args, "Onni", &data, &pos, &count, &family)) return NULL;
+    Py_buffer v;
+    if (!get_buffer(data, &v)) Py_RETURN_NONE;
+    const unsigned char *d = v.buf;
+    Py_ssize_t size = v.len;
+    PyObject *entries = count >= 0 ? PyTuple_New(count) : NULL, *res = NULL;
+    if (entries == NULL) goto out;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos < 0 || pos + 10 > size) goto out;
+        unsigned client_no = rd16(d + pos);
+        double pose_time;
+        memcpy(&pose_time, d + pos + 2, 8);  /* little-endian hosts only: checked at import */
+        Py_ssize_t end;
+        PyObject *b = body(d, pos + 10, size, family, &end);
+        if (b == NULL) goto out;
+        PyObject *it[3] = {PyLong_FromLong(client_no), PyFloat_FromDouble(pose_time), b};
+        PyObject *e = nt(T_Entry, 3, it);
+        if (e == NULL) goto out;
+        PyTuple_SET_ITEM(entries, i, e);
+        pos = end;
+    }
+    res = Py_BuildValue("(On)", entries, pos);
+out:
+    Py_XDECREF(entries);
+    PyBuffer_Release(&v);
+    if (res == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return res;
+}
+
+/* decode_client_pose(data, expect) -> ClientPose | None  (expect: a protocol, or 0 for any) */
+static PyObject *py_decode_client_pose(PyObject *self, PyObject *args) {
+    PyObject *data; int expect;
+    if (!PyArg_ParseTuple(args, "Oi", &data, &expect)) return NULL;
+    /* codec.py decodes the deviceId with .decode(): bytes and bytearray have it, a memoryview not */
+    if (!PyBytes_Check(data) && !PyByteArray_Check(data)) Py_RETURN_NONE;
+    Py_buffer v;
+    if (!get_buffer(data, &v)) Py_RETURN_NONE;
+    const unsigned char *d = v.buf;
+    Py_ssize_t size = v.len, start, end;
+    PyObject *res = NULL;
+    int protocol = size > 2 ? d[1] : 0;
+    if (size > 2 && d[0] == 11 && protocol >= 3 && protocol <= 8 && (expect == 0 || expect == protocol)) {
+        start = 3 + (Py_ssize_t)d[2];
+        if (start + 4 <= size) {
+            PyObject *dev = PyUnicode_DecodeUTF8((const char *)d + 3, start - 3, NULL);
+            if (dev == NULL) PyErr_Clear();
+            else {
+                PyObject *b = body(d, start, size, protocol == 3 ? 3 : protocol == 4 ? 4 : 5, &end);
+                if (b != NULL && end == size) {
+                    PyObject *it[4] = {dev, b, PyBytes_FromStringAndSize((const char *)d + start, size - start),
+                                       PyLong_FromLong(protocol)};
+                    res = nt(T_Client, 4, it);
+                } else {
+                    Py_DECREF(dev);
+                    Py_XDECREF(b);
+                }
+            }
+        }
+    }
+    PyBuffer_Release(&v);
+    if (res == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return res;
+}
+
+/* ------------------------------------------------------------------ encoder */
+
+/* floor(v + R - R) as an integer in [lo, hi]; 0 when out of range or not finite */
+static inline int rnd(double v, double lo, double hi, long *out) {
+    double r = floor(v + R_ - R_);
+    if (!(r >= lo && r <= hi)) return 0;
+    *out = (long)r;
+    return 1;
+}
+
+static int getf(PyObject *t, Py_ssize_t i, double *out) {
+    PyObject *o = PyTuple_GET_ITEM(t, i);
+    if (!PyFloat_CheckExact(o)) return 0;
+    *out = PyFloat_AS_DOUBLE(o);
+    return 1;
+}
+
+/* ((px, py, pz), (x, y, z, w)) of exact tuples (a Transform or a plain tuple) of exact floats */
+static int read_transform(PyObject *t, double *pos, double *q) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) return 0;
+    PyObject *a = PyTuple_GET_ITEM(t, 0), *b = PyTuple_GET_ITEM(t, 1);
+    if (!PyTuple_CheckExact(a) || PyTuple_GET_SIZE(a) != 3 || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(b) != 4)
+        return 0;
+    for (int i = 0; i < 3; i++) if (!getf(a, i, pos + i)) return 0;
+    for (int i = 0; i < 4; i++) if (!getf(b, i, q + i)) return 0;
+    return 1;
+}
+
+static void normalize_once(double *q) {  /* _src_normalize, once */
+    double m = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+    if (1e-12 < m && m <= 1.7976931348623157e308) {
+        if (m != 1.0) {
+            double inv = 1.0 / sqrt(m);
+            q[0] = q[0] * inv; q[1] = q[1] * inv; q[2] = q[2] * inv; q[3] = q[3] * inv;
+        }
+    } else {
+        q[0] = 0.0; q[1] = 0.0; q[2] = 0.0; q[3] = 1.0;
+    }
+}
+
+static void normalize_twice(double *q) {  /* _src_normalize(twice=True): the head */
+    double m = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+    if (1e-12 < m && m <= 1.7976931348623157e308) {
+        if (m != 1.0) {
+            double inv = 1.0 / sqrt(m);
+            q[0] = q[0] * inv; q[1] = q[1] * inv; q[2] = q[2] * inv; q[3] = q[3] * inv;
+            m = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+            if (m != 1.0) {
+                inv = 1.0 / sqrt(m);
+                q[0] = q[0] * inv; q[1] = q[1] * inv; q[2] = q[2] * inv; q[3] = q[3] * inv;
+            }
+        }
+    } else {
+        q[0] = 0.0; q[1] = 0.0; q[2] = 0.0; q[3] = 1.0;
+    }
+}
+
+static uint32_t pack(double x, double y, double z, double w) {  /* _src_pack */
+    double ax = x >= 0.0 ? x : -x, ay = y >= 0.0 ? y : -y, az = z >= 0.0 ? z : -z, aw = w >= 0.0 ? w : -w;
+    double i, big, a, b, c;
+    if (ax >= ay && ax >= az && ax >= aw) { i = 0.0; big = x; a = y; b = z; c = w; }
+    else if (ay >= az && ay >= aw) { i = 1073741824.0; big = y; a = x; b = z; c = w; }
+    else if (az >= aw) { i = 2147483648.0; big = z; a = x; b = y; c = w; }
+    else { i = 3221225472.0; big = w; a = x; b = y; c = z; }
+    if (big < 0.0) { a = -a; b = -b; c = -c; }
+    a = a < -QM ? -QM : a > QM ? QM : a;
+    b = b < -QM ? -QM : b > QM ? QM : b;
+    c = c < -QM ? -QM : c > QM ? QM : c;
+    double r = floor(i + ((a + QM) / QR * 1023.0 + R_ - R_) * 1048576.0
+                     + ((b + QM) / QR * 1023.0 + R_ - R_) * 1024.0
+                     + ((c + QM) / QR * 1023.0 + R_ - R_));
+    return (uint32_t)r;
+}
+
+static inline unsigned char *w16(unsigned char *o, long v) { o[0] = v & 0xFF; o[1] = (v >> 8) & 0xFF; return o + 2; }
+static inline unsigned char *w32(unsigned char *o, uint32_t v) {
+    o[0] = v & 0xFF; o[1] = (v >> 8) & 0xFF; o[2] = (v >> 16) & 0xFF; o[3] = v >> 24; return o + 4;
+}
+
+/* _src_relative: a hand/virtual relative to the head (h: position; c: conj(head)) */
+static unsigned char *relative(unsigned char *o, PyObject *t, const double *h, const double *cq, int *ok) {
+    double pos[3], b[4];
+    long x, y, z;
+    if (!read_transform(t, pos, b)
+        || !rnd((pos[0] - h[0]) / 0.005, -32768, 32767, &x) || !rnd((pos[1] - h[1]) / 0.005, -32768, 32767, &y)
+        || !rnd((pos[2] - h[2]) / 0.005, -32768, 32767, &z)) { *ok = 0; return o; }
+    normalize_once(b);
+    double cx = cq[0], cy = cq[1], cz = cq[2], qw = cq[3], bx = b[0], by = b[1], bz = b[2], bw = b[3];
+    double rx = qw * bx + cx * bw + cy * bz - cz * by;
+    double ry = qw * by - cx * bz + cy * bw + cz * bx;
+    double rz = qw * bz + cx * by - cy * bx + cz * bw;
+    double rw = qw * bw - cx * bx - cy * by - cz * bz;
+    double m = rx * rx + ry * ry + rz * rz + rw * rw;
+    if (m != 1.0) {
+        if (!(m > 0.0 && m < HUGE_VAL)) { *ok = 0; return o; }
+        double inv = 1.0 / sqrt(m);
+        rx = rx * inv; ry = ry * inv; rz = rz * inv; rw = rw * inv;
+    }
+    o = w16(o, x); o = w16(o, y); o = w16(o, z);
+    return w32(o, pack(rx, ry, rz, rw));
+}
+
+/* encode(prefix, frame, seq, protocol) -> prefix + body | None.  seq < 0: the tail (no poseSeq). */
+static PyObject *py_encode(PyObject *self, PyObject *args) {
+    PyObject *prefix, *frame;
+    long seq;
+    int protocol;
+    if (!PyArg_ParseTuple(args, "SOli", &prefix, &frame, &seq, &protocol)) return NULL;
+    if (protocol < 3 || protocol > 8 || seq > 0xFFFF) Py_RETURN_NONE;
+    int family = protocol == 3 ? 3 : protocol == 4 ? 4 : 5;
+    unsigned char buf[4 + 8 + 13 + 20 + 1 + 10 * MAXV], *o = buf;
+    PyObject *fo = PyObject_GetAttr(frame, S_flags);
+    if (fo == NULL) { PyErr_Clear(); Py_RETURN_NONE; }
+    long flags = PyLong_CheckExact(fo) ? PyLong_AsLong(fo) : -1;
+    Py_DECREF(fo);
+    if (flags == -1 && PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NONE; }
+    if (flags < 0 || flags > 255 || (flags & ~(family == 5 ? 0x7F : 0x3F))) Py_RETURN_NONE;
+    /* sanitize_flags */
+    int sf = (int)flags;
+    if (sf & F_STEALTH) sf = F_STEALTH;
+    else if (!(sf & F_HEAD)) sf &= ~(F_RIGHT | F_LEFT | F_VIRTUALS);
+    if (seq >= 0) o = w16(o, seq);
+    *o++ = (unsigned char)sf;
+    *o++ = (sf & F_MOVING) ? 0x0F : 0x1F;
+    PyObject *a = NULL;
+    int ok = 1;
+    if (sf & F_PHYSICAL) {
+        if (sf & F_MOVING) {  /* _physical_args: _q16 (round, clamp) and receiver_yaw */
+            double pos[3], q[4], yaw;
+            a = PyObject_GetAttr(frame, S_physical);
+            if (a == NULL || !read_transform(a, pos, q)) goto fallback;
+            Py_CLEAR(a);
+            double m = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+            if (!(1e-12 < m && m < HUGE_VAL)) yaw = 0.0;
+            else {
+                double inv = 1.0 / sqrt(m), x = q[0] * inv, y = q[1] * inv, z = q[2] * inv, w = q[3] * inv;
+                yaw = pymod(atan2(2.0 * (w * y + z * x), 1.0 - 2.0 * (y * y + z * z)) * DEG + 180.0, 360.0) - 180.0;
+            }
+            double v[4] = {pos[0] / 0.01, pos[1] / 0.01, pos[2] / 0.01, yaw / 0.1};
+            for (int i = 0; i < 4; i++) {
+                if (!isfinite(v[i])) goto fallback;
+                double r = nearbyint(v[i]);  /* round(): half to even */
+                o = w16(o, r < -32768 ? -32768 : r > 32767 ? 32767 : (long)r);
+            }
+        } else {
+            a = PyObject_GetAttr(frame, S_delta);
+            if (a == NULL || !PyTuple_Check(a) || PyTuple_GET_SIZE(a) != 4) goto fallback;
+            double dx, dz, dyaw, dy;
+            long d0, d1, d2, d3;
+            if (!getf(a, 0, &dx) || !getf(a, 1, &dz) || !getf(a, 2, &dyaw) || !getf(a, 3, &dy)) goto fallback;
+            Py_CLEAR(a);
+            if (!rnd(dx / 0.01, -32768, 32767, &d0) || !rnd(dz / 0.01, -32768, 32767, &d2)
+                || !rnd(dyaw / 0.1, -32768, 32767, &d3)) goto fallback;
+            o = w16(o, d0);
+            if (family != 3) {
+                if (!rnd(dy / 0.01, -32768, 32767, &d1)) goto fallback;
+                o = w16(o, d1);
+            }
+            o = w16(o, d2); o = w16(o, d3);
+        }
+    }
+    if (sf & F_HEAD) {
+        double h[3], q[4], c[4];
+        long x, y, z;
+        a = PyObject_GetAttr(frame, S_head);
+        if (a == NULL || !read_transform(a, h, q)) goto fallback;
+        Py_CLEAR(a);
+        if (!rnd(h[0] / 0.01, -8388608, 8388607, &x) || !rnd(h[1] / 0.01, -8388608, 8388607, &y)
+            || !rnd(h[2] / 0.01, -8388608, 8388607, &z)) goto fallback;
+        normalize_twice(q);
+        long xyz[3] = {x, y, z};
+        for (int i = 0; i < 3; i++) { o[0] = xyz[i] & 0xFF; o[1] = (xyz[i] >> 8) & 0xFF; o[2] = (xyz[i] >> 16) & 0xFF; o += 3; }
+        o = w32(o, pack(q[0], q[1], q[2], q[3]));
+        c[0] = -q[0]; c[1] = -q[1]; c[2] = -q[2]; c[3] = q[3];
+        if (sf & F_RIGHT) {
+            a = PyObject_GetAttr(frame, S_right);
+            if (a == NULL) goto fallback;
+            o = relative(o, a, h, c, &ok);
+            if (!ok) goto fallback;
+            Py_CLEAR(a);
+        }
+        if (sf & F_LEFT) {
+            a = PyObject_GetAttr(frame, S_left);
+            if (a == NULL) goto fallback;
+            o = relative(o, a, h, c, &ok);
+            if (!ok) goto fallback;
+            Py_CLEAR(a);
+        }
+        if (sf & F_VIRTUALS) {
+            a = PyObject_GetAttr(frame, S_virtuals);
+            if (a == NULL || !PyTuple_Check(a)) goto fallback;
+            Py_ssize_t n = PyTuple_GET_SIZE(a);
+            if (n > MAXV) n = MAXV;
+            *o++ = (unsigned char)n;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                o = relative(o, PyTuple_GET_ITEM(a, i), h, c, &ok);
+                if (!ok) goto fallback;
+            }
+            Py_CLEAR(a);
+        } else {
+            *o++ = 0;
+        }
+    } else {
+        *o++ = 0;
+    }
+    {
+        Py_ssize_t np = PyBytes_GET_SIZE(prefix), nb = o - buf;
+        PyObject *out = PyBytes_FromStringAndSize(NULL, np + nb);
+        if (out == NULL) return NULL;
+        memcpy(PyBytes_AS_STRING(out), PyBytes_AS_STRING(prefix), np);
+        memcpy(PyBytes_AS_STRING(out) + np, buf, nb);
+        return out;
+    }
+fallback:
+    Py_XDECREF(a);
+    PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static int table(PyObject *seq, double *out) {
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != 1024) {
+        PyErr_SetString(PyExc_ValueError, "a dequantisation table needs 1024 floats");
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < 1024; i++) {
+        out[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(seq, i));
+        if (out[i] == -1.0 && PyErr_Occurred()) return 0;
+    }
+    return 1;
+}
+
+/* init(Transform, OriginDelta, PoseBody, ClientPose, RoomEntry, DQ10, DQ10_SQ, RAD, DEG):
+ * what the extension shares with codec.py (so none of it is written twice) */
+static PyObject *py_init(PyObject *self, PyObject *args) {
+    PyObject *t[5], *dq, *dqsq;
+    double rad, deg;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOdd", &PyType_Type, &t[0], &PyType_Type, &t[1], &PyType_Type, &t[2],
+                          &PyType_Type, &t[3], &PyType_Type, &t[4], &dq, &dqsq, &rad, &deg))
+        return NULL;
+    for (int i = 0; i < 5; i++)
+        if (!PyType_IsSubtype((PyTypeObject *)t[i], &PyTuple_Type) || ((PyTypeObject *)t[i])->tp_dictoffset) {
+            PyErr_SetString(PyExc_TypeError, "init() takes NamedTuple classes (tuple subclasses without __dict__)");
+            return NULL;
+        }
+    if (!table(dq, DQ10) || !table(dqsq, DQ10_SQ)) return NULL;
+    PyTypeObject **slots[5] = {&T_Transform, &T_Delta, &T_Body, &T_Client, &T_Entry};
+    for (int i = 0; i < 5; i++) { Py_INCREF(t[i]); Py_XSETREF(*slots[i], (PyTypeObject *)t[i]); }
+    RAD = rad;
+    DEG = deg;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"init", py_init, METH_VARARGS, "init(Transform, OriginDelta, PoseBody, ClientPose, RoomEntry, DQ10, DQ10_SQ, RAD, DEG)"},
+    {"encode", py_encode, METH_VARARGS, "encode(prefix, frame, seq, protocol) -> prefix + body, or None (the Python path)"},
+    {"decode_body", py_decode_body, METH_VARARGS, "decode_body(data, offset, family, size) -> (PoseBody, end) or None"},
+    {"decode_room_entries", py_decode_room_entries, METH_VARARGS,
+     "decode_room_entries(data, pos, count, family) -> (entries, end) or None"},
+    {"decode_client_pose", py_decode_client_pose, METH_VARARGS, "decode_client_pose(data, expect or 0) -> ClientPose or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nscodec", "NetSync pose codec accelerator", -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__nscodec(void) {
+    const uint16_t one = 1;
+    if (*(const unsigned char *)&one != 1) {
+        PyErr_SetString(PyExc_ImportError, "_nscodec reads doubles as little-endian: not this host");
+        return NULL;
+    }
+    const char *names[7] = {"flags", "head", "right", "left", "virtuals", "delta", "physical"};
+    PyObject **slots[7] = {&S_flags, &S_head, &S_right, &S_left, &S_virtuals, &S_delta, &S_physical};
+    for (int i = 0; i < 7; i++)
+        if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    return PyModule_Create(&module);
+}
