@@ -119,3 +119,6 @@ fi
 if [ -f netcode/q3/build_native.py ]; then
   .venv/bin/python netcode/q3/build_native.py
 fi
+if [ -f netcode/netsync/build_native.py ]; then
+  .venv/bin/python netcode/netsync/build_native.py
+fi
