@@ -1,4 +1,4 @@
-"""Test-side models of Quake 3 rules, written from the protocol reference (docs/protocols/quake3.md), never from our code."""
+"""Test-side models of Quake 3 rules, written from docs/protocols/quake3.md, never from our code."""
 from __future__ import annotations
 
 
