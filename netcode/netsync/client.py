@@ -12,9 +12,13 @@ separate transform socket from 7 on), `control_messages` on the control lane.
   to the transform lane. The hello is repeated every second (the official client's stealth
   heartbeat period): it keeps a stealth client registered (stealth sends no poses from 7 on)
   and re-binds our control identity after a server restart, which answers it with a mapping.
-- `protocol=None` detects the server's protocol: every protocol's smallest join message (a
-  stealth pose for 3–6, a hello for 7–8, all under our deviceId, all on the control lane) goes
-  out once a second; a server accepts exactly its own and drops the rest. The protocol byte of
+- `protocol=None` detects the server's protocol: one protocol's smallest join message at a time
+  (a stealth pose for 3–6, a hello for 7–8, under our deviceId, on the control lane), the newest
+  protocol first (`DETECT_ORDER`), the next one only when `PROBE_STEP` s brought no answer, and
+  none once one is answered. A server accepts exactly its own protocol and logs a warning for
+  every other one it gets (styly-netsync-server: "Received invalid control-lane message type",
+  "Deserialization failed …"), so a current server (0.16+) sees no message it rejects, and an
+  older one only those of the protocols newer than its own, once per join. The protocol byte of
   the first room broadcast, or the server version in the first mapping, names the protocol
   (`ProtocolDetected`); until then no pose is sent.
 - With a protocol set and no mapping after `MISMATCH_PROBE_AFTER` seconds, the same probes go
@@ -60,7 +64,12 @@ _STEALTH_FRAME = PoseFrame(FLAG_STEALTH)
 _SEQ = Struct("<H")
 MAX_PENDING_EVENTS = 4096
 HELLO_PERIOD = 1.0  # protocol 7+: hello once a second (the official stealth heartbeat period)
-PROBE_PERIOD = 1.0  # detection / mismatch probes, while unanswered
+PROBE_PERIOD = 1.0  # detection / mismatch probes after a first round went unanswered
+# Detection asks one protocol at a time, newest first: a server logs every message of another
+# protocol as a warning, and operators read those logs. The first round waits PROBE_STEP s per
+# protocol (a LAN answers in milliseconds; a late answer still names the protocol, by the
+# server version in its mapping), later rounds PROBE_PERIOD s.
+PROBE_STEP = 0.25
 MISMATCH_PROBE_AFTER = 2.0  # seconds without a mapping before asking which protocol the server speaks
 PROBE_SUFFIX = "/headcast-probe"
 CONTROL_RETRY = 0.1  # a control message the socket refused (not connected yet) is retried this soon
@@ -71,6 +80,9 @@ def probe_messages(device_id: str, protocols=PROTOCOLS) -> list[bytes]:
     stealth pose (protocols 3–6; stealth is never broadcast) or a stealth hello (7–8)."""
     return [encode_client_hello(device_id, True, p) if p >= HELLO_PROTOCOL
             else encode_client_pose(device_id, 0, _STEALTH_FRAME, p) for p in protocols]
+
+
+DETECT_ORDER = tuple(sorted(PROTOCOLS, reverse=True))  # the current release's protocol first
 
 
 # Which styly-netsync-server releases speak each protocol (releases.py has the ranges).
@@ -207,6 +219,9 @@ class NetSyncClientCore:
         self._probing = protocol is None  # detection, or (later) a mismatch probe
         self._detected_by = ""  # how detection named the protocol ("room broadcast", "device-ID mapping")
         self._probe_id = device_id  # detection registers us under our own deviceId
+        self._probe_i = 0  # probes sent this diagnosis: DETECT_ORDER[i % len] goes next
+        self._next_hello = 0.0
+        self._last_batch = (False, False)  # (a probe, a hello) in the last control batch
         if protocol is not None:
             self._use(protocol)
 
@@ -263,25 +278,42 @@ class NetSyncClientCore:
                 and now - self._started >= MISMATCH_PROBE_AFTER):
             self._probing = True  # nothing maps us: ask which protocol the server speaks
             self._probe_id = self.device_id + PROBE_SUFFIX
+            self._probe_i = 0
             self._next_control = now
         if now < self._next_control:
             return []
         out = []
+        probed = hello = False
+        step = HELLO_PERIOD
         if self._probing:
-            out += probe_messages(self._probe_id)
-            self.counters.probes += len(out)
-        if self.protocol is not None and self.protocol >= HELLO_PROTOCOL:
+            out += probe_messages(self._probe_id, (DETECT_ORDER[self._probe_i % len(DETECT_ORDER)],))
+            self._probe_i += 1
+            self.counters.probes += 1
+            probed = True
+            step = PROBE_STEP if self._probe_i < len(DETECT_ORDER) else PROBE_PERIOD
+        if self.protocol is not None and self.protocol >= HELLO_PROTOCOL and now >= self._next_hello:
             out.append(encode_client_hello(self.device_id, self.stealth, self.protocol))
             self.counters.hellos += 1
-        self._next_control = now + (PROBE_PERIOD if self._probing else HELLO_PERIOD)
+            self._next_hello = now + HELLO_PERIOD
+            hello = True
+        self._next_control = now + step
         self._control_at = now
+        self._last_batch = (probed, hello)
         return out
 
     def control_send_failed(self) -> None:
         """The control socket refused a message (not connected yet): try again soon, not a
-        whole period later — but not at every poll while the server is away."""
+        whole period later — but not at every poll while the server is away. A probe that did
+        not go out is sent again before the next protocol's."""
         self.counters.drops["control send: no server connection or queue full"] += 1
         self._next_control = self._control_at + CONTROL_RETRY
+        probed, hello = self._last_batch
+        if probed and self._probe_i:
+            self._probe_i -= 1
+            self.counters.probes -= 1
+        if hello:
+            self._next_hello = self._control_at
+        self._last_batch = (False, False)
 
     def send_failed(self, reason: str) -> None:
         """The transport could not queue the last message (counted; its poseSeq stays used, so
@@ -320,7 +352,7 @@ class NetSyncClientCore:
                 was = self.protocol
                 self._use(named)
                 self._detected_by = "device-ID mapping"
-                self._next_control = 0.0  # hello (7+) at the next call
+                self._next_control = self._next_hello = 0.0  # hello (7+) at the next call
                 self._emit(ProtocolDetected(named, self.server_version,
                                             f"device-ID mapping, over a room broadcast in protocol {was}"))
         old = self.members
@@ -392,7 +424,7 @@ class NetSyncClientCore:
             self._probing = False
             self._use(protocol)
             self._detected_by = how
-            self._next_control = 0.0  # hello (7+) at the next call
+            self._next_control = self._next_hello = 0.0  # hello (7+) at the next call
             self._emit(ProtocolDetected(protocol, self.server_version, how))
             self._update_own_number()  # the probe may have registered us already
             return

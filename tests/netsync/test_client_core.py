@@ -142,8 +142,10 @@ def test_own_pose_follows_the_number_from_the_latest_mapping():
 # ------------------------------------------------------------ protocols 7–8, detection, mismatch
 
 from headcast.netcode.netsync.client import (  # noqa: E402
+    DETECT_ORDER,
     HELLO_PERIOD,
     MISMATCH_PROBE_AFTER,
+    PROBE_STEP,
     PROBE_SUFFIX,
     ProtocolDetected,
     ProtocolMismatch,
@@ -190,9 +192,8 @@ def test_a_refused_control_message_is_retried_soon_not_every_poll():
 def test_detection_by_the_room_broadcasts_protocol_byte(protocol):
     core = NetSyncClientCore("lobby", "me", protocol=None)
     assert core.pose_message(0.0, STILL) is None and core.counters.skipped["detecting"] == 1
-    probes = core.control_messages(0.0)
-    assert probes == probe_messages("me") and len(probes) == 6  # every protocol, our deviceId
-    assert core.control_messages(0.5) == [] and core.control_messages(1.0) == probes  # once a second
+    assert core.control_messages(0.0) == probe_messages("me", (8,))  # the newest protocol first, our deviceId
+    assert core.control_messages(0.1) == [] and core.control_messages(PROBE_STEP) == probe_messages("me", (7,))
     body = encode_body(1, PoseFrame.build(Transform((1.0, 1.6, 0.0))), protocol)
     core.receive_broadcast(1.1, [ROOM, encode_room_pose("lobby", 9.0, [(4, 8.5, body)], protocol)])
     det = [e for e in core.events() if isinstance(e, ProtocolDetected)]
@@ -200,6 +201,36 @@ def test_detection_by_the_room_broadcasts_protocol_byte(protocol):
     assert decode_client_pose(core.pose_message(1.2, STILL)).protocol == protocol
     core.receive_unicast(1.3, versioned_mapping((0, 17, 5), (4, "me")))
     assert any(isinstance(e, Joined) and e.client_no == 4 for e in core.events())
+
+
+def test_detection_asks_one_protocol_at_a_time_newest_first_and_stops_once_answered():
+    """A server logs every join message of another protocol as a warning (styly-netsync-server:
+    "Received invalid control-lane message type …"): detection sends one protocol's probe at a
+    time, newest first, the next only after PROBE_STEP s without an answer, none once answered;
+    a probe the socket refused goes again before the next protocol's."""
+    core = NetSyncClientCore("lobby", "me", protocol=None)
+    assert DETECT_ORDER == (8, 7, 6, 5, 4, 3)
+    sent = []
+    t = 0.0
+    for _ in DETECT_ORDER:
+        (msg,) = core.control_messages(t)
+        sent.append(msg)
+        assert core.control_messages(t + PROBE_STEP / 2) == []
+        t += PROBE_STEP
+    assert sent == probe_messages("me")[::-1] and core.counters.probes == 6
+    # after a whole round unanswered: the same order again, once a second
+    assert core.control_messages(t) == [] and core.control_messages(t - PROBE_STEP + 1.0) == probe_messages("me", (8,))
+    # a refused send is retried (same protocol) soon
+    again = NetSyncClientCore("lobby", "me", protocol=None)
+    assert again.control_messages(0.0) == probe_messages("me", (8,))
+    again.control_send_failed()
+    assert again.control_messages(0.1) == probe_messages("me", (8,)) and again.counters.probes == 1
+    # answered (a 0.15 server mapped the hello 7): protocol 7, no more probes, hellos once a second
+    assert again.control_messages(0.1 + PROBE_STEP) == probe_messages("me", (7,))
+    again.receive_unicast(0.4, versioned_mapping((0, 15, 0), (1, "me")))
+    assert again.protocol == 7
+    later = [m for t in (0.5, 1.0, 2.0, 3.0, 5.0) for m in again.control_messages(t)]
+    assert later and all(m[0] == 19 and m[1] == 7 for m in later) and again.counters.probes == 2
 
 
 def test_detection_by_the_mappings_server_version_and_a_probe_that_registered_us():
@@ -220,7 +251,7 @@ def test_unanswered_explicit_protocol_probes_under_a_probe_id_and_names_the_mism
     assert core.control_messages(0.0) == []  # protocol 3: nothing on the control lane
     assert core.control_messages(MISMATCH_PROBE_AFTER - 0.01) == []
     probes = core.control_messages(MISMATCH_PROBE_AFTER)
-    assert probes == probe_messages("me" + PROBE_SUFFIX)
+    assert probes == probe_messages("me" + PROBE_SUFFIX, (8,))  # one protocol at a time, newest first
     core.receive_unicast(2.5, versioned_mapping((0, 17, 5), (1, "me" + PROBE_SUFFIX)))
     m = [e for e in core.events() if isinstance(e, ProtocolMismatch)]
     assert len(m) == 1 and (m[0].ours, m[0].server_protocol) == (3, 8)
