@@ -23,6 +23,7 @@ run unchanged in greenlets.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from headcast.app.mock import find_motion, shipped_motions
-from headcast.app.swarm import report as swarm_report
+from headcast.app.swarm import locust_run, report as swarm_report
 from headcast.app.swarm.cli import DEFAULT_MOTION
 from headcast.app.swarm.locust_metrics import LocustMetrics
 from headcast.app.swarm.locust_stats import from_stats
@@ -53,6 +54,14 @@ if hasattr(signal, "SIGBREAK"):
         signal.signal(signal.SIGBREAK, signal.default_int_handler)
     except ValueError:
         pass  # not the main thread: Locust's own handling stands
+# Nothing left running when the process that started us ends (Linux; elsewhere locust_run's
+# process group is the bound): Locust started by `headcast swarm --locust` stops cleanly when
+# that headcast dies, and each worker Locust forks (--processes) when its master dies.
+if os.environ.get(locust_run.PARENT_ENV, "").isdigit():
+    locust_run.die_with_parent(signal.SIGTERM, int(os.environ[locust_run.PARENT_ENV]))
+if hasattr(os, "register_at_fork"):
+    _master_pid = os.getpid()
+    os.register_at_fork(after_in_child=lambda: locust_run.die_with_parent(signal.SIGTERM, _master_pid))
 IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
 SPOTS = 16          # places on the room's circle players are spread over
 STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
