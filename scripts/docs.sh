@@ -45,9 +45,14 @@ def anchors(page):
 
 cache = {}
 CITE = re.compile(r"(?<![\w/.-])(docs/[\w./-]+\.md)(?:#([\w-]+))?")
-OUTSIDE = re.compile(r"\.\./shared|\bDESIGN\.md|shared/reference"
+OUTSIDE = re.compile(r"\.\./shared|\bDESIGN\.md|shared/reference|(?:reference|seed) §"
                      r"|(?<!protocols/)\b(?:quake3|netsync|sauerbraten|openxr|goldsrc)\.md\b")
+PAGE_OUTSIDE = re.compile(r"\.\./shared|\bDESIGN\.md|shared/reference|§")
 for f in files:
+    if f.startswith("docs/") and f.endswith(".md"):
+        for n, line in enumerate(Path(f).read_text(encoding="utf-8").splitlines(), 1):
+            if PAGE_OUTSIDE.search(line):
+                problems.append(f"{f}:{n}: cites a document outside the repository: {line.strip()[:100]}")
     if f.startswith("docs/") or f == "scripts/docs.sh" or f.endswith((".bin", ".png", ".so", ".json", ".trace", ".pk3")):
         continue
     try:

@@ -278,7 +278,7 @@ def main() -> None:
               f"reduction {reduction * 100:.1f} % ({target}: {verdict}); room message "
               f"{f.room_msg} vs {base.room_msg} B ({(1 - f.room_msg / base.room_msg) * 100:.1f} % smaller)")
     print("(the B/s figures also reflect each server's broadcast rate; protocols 4–8 carry dy in the Δ block, "
-          "2 B more per body than 3; reference §10 for protocol 3: 5,548 vs 12,694 B/s, −56.3 %)")
+          "2 B more per body than 3; docs/protocols/netsync.md#bandwidth, protocol 3: 5,548 vs 12,694 B/s, −56.3 %)")
 
 
 if __name__ == "__main__":

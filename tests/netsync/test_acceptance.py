@@ -56,7 +56,7 @@ def test_acceptance_12_1_on_random_poses():
         for q in (b.head.rot, b.right.rot, b.left.rot, b.physical.rot, *(v.rot for v in b.virtuals)):
             assert all(math.isfinite(c) for c in q) and abs(sum(c * c for c in q) - 1.0) < 1e-9
 
-    print(f"\n§12.1 on {count} random poses, max errors reached:")
+    print(f"\nacceptance check 1 on {count} random poses, max errors reached:")
     for k, v in worst.items():
         print(f"  {k:>13}: {v:.6f}" + (" deg" if k in ("rot", "dyaw", "phys_yaw") else " m"))
     assert worst["head_pos"] <= 0.01  # spec: head ≤ 0.01 m
