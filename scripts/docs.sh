@@ -21,7 +21,7 @@ if ! "$PY" -c 'import mkdocs' 2>/dev/null; then
 fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-if ! "$PY" -m mkdocs build --strict --quiet --config-file mkdocs.yml --site-dir "$tmp/site" >"$tmp/build.log" 2>&1; then
+if ! "$PY" -m mkdocs build --strict --config-file mkdocs.yml --site-dir "$tmp/site" >"$tmp/build.log" 2>&1; then
   cat "$tmp/build.log" >&2
   echo "docs: mkdocs build --strict failed" >&2
   exit 1
@@ -31,8 +31,11 @@ import glob, os, re, subprocess, sys
 from pathlib import Path
 
 site = Path(sys.argv[1])
-files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                       capture_output=True, text=True, check=True).stdout.split()
+try:  # a checkout: its files; an unpacked sdist: every file under the top
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, text=True, check=True).stdout.split()
+except (OSError, subprocess.CalledProcessError):
+    files = [str(p) for p in Path(".").rglob("*") if not any(x in p.parts for x in (".venv", "build", ".git"))]
 files = [f for f in files if os.path.isfile(f)]
 problems = []
 
@@ -84,7 +87,8 @@ for n, line in enumerate(Path("README.md").read_text(encoding="utf-8").splitline
 ROOTS = ("app/", "xr/", "netcode/", "tests/", "scripts/", "assets/", ".ci/", ".github/")
 for page in sorted(glob.glob("docs/**/*.md", recursive=True)):
     for n, line in enumerate(Path(page).read_text(encoding="utf-8").splitlines(), 1):
-        for path in re.findall(r"`([^`\s]+)`", line):
+        bare = re.findall(r"(?<![\w/.-])((?:app|xr|netcode|tests|scripts)/[\w./-]+\.(?:py|c|sh|md|json|toml))", line)
+        for path in re.findall(r"`([^`\s]+)`", line) + bare:
             path = path.rstrip(".,:;)")
             if not path.startswith(ROOTS) or "<" in path:
                 continue
