@@ -90,7 +90,7 @@ for page in sorted(glob.glob("docs/**/*.md", recursive=True)):
         bare = re.findall(r"(?<![\w/.-])((?:app|xr|netcode|tests|scripts)/[\w./-]+\.(?:py|c|sh|md|json|toml))", line)
         for path in re.findall(r"`([^`\s]+)`", line) + bare:
             path = path.rstrip(".,:;)")
-            if not path.startswith(ROOTS) or "<" in path:
+            if not path.startswith(ROOTS) or "<" in path or not Path(path.split("/")[0]).is_dir():
                 continue
             if not (glob.glob(path) or Path(path).exists()):
                 problems.append(f"{page}:{n}: names {path}, which is not in the repository")
