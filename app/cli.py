@@ -64,7 +64,7 @@ Sauerbraten server another than 260).
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the README's promise kept: a bad flag is one line on stderr and exit 2
+    """argparse with docs/guide/config.md's promise kept: a bad flag is one line on stderr and exit 2
     (the usage block is --help's job)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]

@@ -126,7 +126,7 @@ def check_mock() -> list[Finding]:
 
 def check_native() -> list[Finding]:
     """The two C helpers: optional (the pure-Python paths give the same frames and bytes), but the
-    per-frame CPU figures in the README are measured with them."""
+    per-frame CPU figures in docs/performance.md#benchmarks are measured with them."""
     from headcast.netcode.q3.native import NATIVE, NATIVE_STATUS, PURE_ENV
     from headcast.xr import fastframe
     from headcast.xr.mockrt.build import rebuild_hint

@@ -10,7 +10,7 @@ from support import ARTIFACTS
 
 # A suite started under nohup, or in the background by a non-interactive shell (`cmd &` ignores
 # SIGINT there), passes the ignored signal on to every headcast it runs, which then keeps it
-# ignored by design (README: "under nohup, SIGHUP stays ignored"), and the tests of Ctrl-C and of a
+# ignored by design (docs/guide/run.md#run: "under nohup, SIGHUP stays ignored"), and the tests of Ctrl-C and of a
 # closed terminal would test that instead. The suite runs as from a terminal; the nohup behaviour
 # has its own test, which ignores SIGHUP itself.
 if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:

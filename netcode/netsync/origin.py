@@ -13,7 +13,7 @@ of every release from 0.9.0 to 0.17.5, and Unity's `BinarySerializer.cs`) take t
 That is Unity's `eulerAngles.y` only without pitch and roll (docs/protocols/netsync.md#physical-pose): at pitch 30°,
 roll 15° it is 9° off. What headcast reports as the far side is what those receivers compute,
 so `reconstruct_physical` uses their formula; `unity_yaw` is the true yaw, kept for measuring
-their error (README, "NetSync").
+their error (docs/protocols/netsync.md#physical-pose).
 """
 from __future__ import annotations
 

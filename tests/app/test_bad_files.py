@@ -1,5 +1,5 @@
 """A user's files that broke headcast before issue 27 (found by fuzzing each file reader): each is
-now one clean error line with README's exit status, no traceback."""
+now one clean error line with its exit status (docs/guide/config.md#exit-codes), no traceback."""
 from __future__ import annotations
 
 import json
