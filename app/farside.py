@@ -72,6 +72,34 @@ INTERMISSION = "intermission"
 _FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DEAD, PM_FREEZE, PM_(SP)INTERMISSION
 
 
+# Plain words first: each view's `why` and each error `basis` is said in words a user reads; the
+# precise term (the protocol's field, the decode's build) is its detail — the mirror's tooltip,
+# the demo's summary and --json put it after the plain words (`detail`, `why_with_detail`).
+DETAILS: dict[str, str] = {}
+
+
+def _plain(text: str, detail: str) -> str:
+    """`text`, with `detail` registered as its precise term."""
+    DETAILS[text] = detail
+    return text
+
+
+def detail(text: str) -> str:
+    """The precise term behind a plain `why` or `basis` ("" when it has none)."""
+    return DETAILS.get(text, "")
+
+
+def why_with_detail(text: str) -> str:
+    """The plain words, then the precise term in parentheses (the summary, --json)."""
+    d = DETAILS.get(text)
+    return f"{text} ({d})" if d else text
+
+
+# Plain names of the Q3 head decode's builds (vrhead.RECEIVER_NAMES are the precise ones)
+RECEIVER_PLAIN = {name: ("Trinity" if "Trinity" in text else "native build")
+                  for name, text in RECEIVER_NAMES.items()}
+
+
 class Source(Enum):
     RELAYED = "relayed"
     MODEL = "model"
@@ -331,8 +359,7 @@ class FarSideTracker:
                  "view angles and head roll: all of the head a vanilla server carries")
         self._add(now, FarSideView(
             "q3", "q3", title, source, why, sent_view, seen_view,
-            transient, on_wire, ErrorReadout("server's view vs the usercmd it ran: pitch, yaw (wire only)"
-                                             if link is not None else "local round trip",
+            transient, on_wire, ErrorReadout(BASIS_Q3_VIEW if link is not None else BASIS_LOCAL,
                                              view_err if link is None else self._q3.last_error, None)),
             view_err)
         self._add_q3_head(sink, now, link, transient, on_wire)
@@ -353,7 +380,7 @@ class FarSideTracker:
                 transient = TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
         else:
             seen, err = self._q3_head_model(sink)
-            basis = "head pitch and yaw offset (clamped ±80°) vs the 7-bit decode of our buttons"
+            basis = BASIS_Q3_HEAD_MODEL
         if head is None:
             transient = TRACKING_LOST
         self._add(now, FarSideView(
@@ -377,8 +404,7 @@ class FarSideTracker:
         """A VR server's decode of our head bits, as its game writes it into our playerState each
         frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
         docs/protocols/quake3.md#vr-head), with the view yaw and roll the server ran."""
-        basis = ("the server's decode in our playerState (stats 7/8) vs the head of the usercmd it ran "
-                 "(matched by commandTime; 7-bit steps)")
+        basis = BASIS_Q3_HEAD_RELAYED
         ps, va = link.ps, link.view_angles
         if ps is None or va is None or not link.eflags & EF_VR_PLAYER:
             return None, None, basis
@@ -411,7 +437,7 @@ class FarSideTracker:
             body = sink.seen
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
             transient = None
-            basis = "local round trip (rotation)"
+            basis = BASIS_LOCAL
             err_deg = sink.last_error if sent is not None else None
             if seen is not None and sent is not None:
                 err_m = math.dist(sent.pos, seen.pos)
@@ -420,7 +446,7 @@ class FarSideTracker:
             matched = sink.matched
             body = link.own_body
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
-            basis = "relayed vs sent under the same poseSeq (rotation, position)"
+            basis = BASIS_NETSYNC
             state = link.state
             transient = (DISCONNECTED if link.closed else JOINING if matched is None else
                          SERVER_SILENT if state == "server silent" else None)
@@ -468,7 +494,7 @@ class FarSideTracker:
         if sent is None and transient is None:
             transient = TRACKING_LOST
         self._add(now, FarSideView("sauer", "sauer", "player (N_POS record)", source, why, sent, seen, transient,
-                                   None, ErrorReadout("the record's decode vs the game pose sent", err_deg, None,
+                                   None, ErrorReadout(BASIS_SAUER, err_deg, None,
                                                       err_m)), err_deg, err_m)
 
     def _update_link(self, sink, now: float) -> None:
@@ -577,25 +603,58 @@ class FarSideTracker:
 
 # --- where each view's numbers come from (also the demo's summary) ---------------------------------
 
+BASIS_LOCAL = _plain("here, no server", "local round trip: encoded and decoded in this process")
+BASIS_Q3_VIEW = _plain("the aim the server ran vs the aim we sent (pitch, yaw)",
+                       "the server's view vs the usercmd it ran, matched by commandTime (wire only)")
+BASIS_Q3_HEAD_RELAYED = _plain("the server's own decode of your head vs the head we sent (7-bit steps)",
+                               "stats 7/8 in our playerState vs the head of the usercmd it ran, matched by "
+                               "commandTime")
+BASIS_Q3_HEAD_MODEL = _plain("head pitch and turn (up to ±80°) vs their 7-bit decode",
+                             "head pitch and yaw offset, clamped ±80°, vs the 7-bit decode of our buttons")
+BASIS_NETSYNC = _plain("your pose as the room sent it back vs the pose we sent (rotation, position)",
+                       "relayed vs sent under the same poseSeq")
+BASIS_SAUER = _plain("the game's decode of the record vs the pose we sent",
+                     "N_POS decode (whole degrees, 1/16 unit) vs the game pose sent")
+
+WHY_Q3_OFFLINE = _plain("no server: your aim encoded and decoded here",
+                        "the usercmd's angle shorts: ANGLE2SHORT, then SHORT2ANGLE")
+WHY_Q3_RELAYED = _plain("the aim the server ran, from its snapshot",
+                        "the view angles in our playerState, matched to our usercmd by commandTime")
+WHY_Q3_HEAD_RELAYED = _plain("the server's own decode of your head, sent back to us",
+                             "EF_VR_PLAYER and stats 7/8 in our playerState")
+WHY_NETSYNC_OFFLINE = _plain("no server: your pose encoded and decoded here", "the latest NetSync protocol")
+WHY_NETSYNC_RELAYED = _plain("your pose as the room sent it back",
+                             "our body in the room broadcast, matched to the frame sent under its poseSeq")
+WHY_SAUER_OFFLINE = _plain("no server: your position record decoded here",
+                           "N_POS: whole degrees, 1/16 unit")
+WHY_SAUER_RELAYED = _plain("your position as a second client received it",
+                           "our N_POS, relayed by the server to a watching client")
+WHY_SAUER_MODEL = _plain("your position through the game's decode (the server passes it to the others, "
+                         "not back to us)", "our N_POS through the game's decode")
+
+
 def q3_view_source(sink) -> tuple[Source, str]:
     if sink.link is None:
-        return Source.OFFLINE, "no server: our usercmd's angle shorts decoded here (ANGLE2SHORT, SHORT2ANGLE)"
-    return Source.RELAYED, "our playerState in the server's snapshot: the view angles it ran (matched by commandTime)"
+        return Source.OFFLINE, WHY_Q3_OFFLINE
+    return Source.RELAYED, WHY_Q3_RELAYED
 
 
 def q3_head_source(sink) -> tuple[Source, str]:
     link = sink.link
     receiver = RECEIVER_NAMES[sink.model_receiver]
+    plain = RECEIVER_PLAIN[sink.model_receiver]
     if link is None:
-        return Source.OFFLINE, f"no server: our buttons through {receiver}'s decode, here"
+        return Source.OFFLINE, _plain(f"no server: your head as {plain} would decode it, here",
+                                      f"our buttons' head bits through the {receiver} decode")
     if sink.head_bits_on_wire:
         if link.check.vr_flag_frames:
-            return Source.RELAYED, ("the server's decode of our head bits, echoed in our playerState "
-                                    "(EF_VR_PLAYER, stats 7/8)")
-        return Source.MODEL, (f"head bits sent; the server has not echoed a decode (no EF_VR_PLAYER in our "
-                              f"playerState yet): our usercmd through {receiver}'s decode, here")
-    return Source.MODEL, (f"NOT SENT: the server has no vr_support (16-bit buttons; it carries the roll only); "
-                          f"what a VR server's {receiver} decode would make of our head")
+            return Source.RELAYED, WHY_Q3_HEAD_RELAYED
+        return Source.MODEL, _plain(f"head sent; the server has not shown its decode yet: {plain}'s decode, here",
+                                    f"no EF_VR_PLAYER in our playerState yet; our usercmd through the {receiver} "
+                                    f"decode")
+    return Source.MODEL, _plain(f"NOT SENT: this server has no VR support (only the roll goes out); shown: "
+                                f"what a VR server ({plain}) would see",
+                                f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode")
 
 
 def netsync_source(sink) -> tuple[Source, str]:
@@ -603,20 +662,21 @@ def netsync_source(sink) -> tuple[Source, str]:
         return (Source.OFFLINE if sink.link is None else Source.RELAYED,
                 "stealth: no pose of ours in the room broadcast — the others see nothing of us")
     if sink.link is None:
-        return Source.OFFLINE, "no server: our body encoded and decoded here (the latest protocol)"
-    return Source.RELAYED, "our body in the room broadcast, matched to the frame sent under its poseSeq"
+        return Source.OFFLINE, WHY_NETSYNC_OFFLINE
+    return Source.RELAYED, WHY_NETSYNC_RELAYED
 
 
 def sauer_source(sink) -> tuple[Source, str]:
     if sink.link is None:
-        return Source.OFFLINE, "no server: our N_POS record decoded here (whole degrees, 1/16 unit)"
+        return Source.OFFLINE, WHY_SAUER_OFFLINE
     if sink.watcher is not None:
-        return Source.RELAYED, "our N_POS as a second client on the server received it"
-    return Source.MODEL, "our N_POS through the game's decode (the server relays it to others, not back to us)"
+        return Source.RELAYED, WHY_SAUER_RELAYED
+    return Source.MODEL, WHY_SAUER_MODEL
 
 
 def sources(sinks) -> list[tuple[str, Source, str]]:
-    """(view key, source, why) of every view the sinks give, in the tracker's order."""
+    """(view key, source, why) of every view the sinks give, in the tracker's order; `why` in plain
+    words, then its precise term in parentheses."""
     out = []
     for sink in sinks:
         if sink.name == "q3":
@@ -625,7 +685,7 @@ def sources(sinks) -> list[tuple[str, Source, str]]:
             out.append(("netsync", *netsync_source(sink)))
         elif sink.name == "sauer":
             out.append(("sauer", *sauer_source(sink)))
-    return out
+    return [(key, src, why_with_detail(why)) for key, src, why in out]
 
 
 def _inputs(sink) -> tuple | None:
@@ -660,12 +720,32 @@ def _round_trip(sink) -> tuple[float | None, str]:
     if link is None:
         return None, ""
     if sink.name == "q3":
-        return link.ping_ms, "the server's snapshot acknowledging our usercmd (commandTime)"
+        return link.ping_ms, RT_Q3
     if sink.name == "netsync":
-        return (sink.relay_ms if link.joined and not link.closed else None,
-                "our body back in the room broadcast (poseSeq)")
+        return (sink.relay_ms if link.joined and not link.closed else None, RT_NETSYNC)
     if sink.name == "sauer":
         if sink.watcher is not None:
-            return sink.relay_ms, "our N_POS through the server to a second client (the record matched)"
-        return link.ping_ms, "the game's N_PING/N_PONG (the server sends our N_POS to the others only)"
+            return sink.relay_ms, RT_SAUER_RELAY
+        return link.ping_ms, RT_SAUER_PING
     return None, ""
+
+
+# What each round trip is called — the same word in the window, the terminal and --json — and
+# what it measures.
+RT_Q3 = _plain("ping: the server's snapshot acknowledging what we sent",
+               "the snapshot acknowledging our usercmd (commandTime)")
+RT_NETSYNC = _plain("relay: your pose back in the room broadcast; includes waiting up to 100 ms for the "
+                    "server's next broadcast and any time our own loop was late to read it",
+                    "our body back in the room broadcast, matched by poseSeq")
+RT_SAUER_RELAY = _plain("relay: your position through the server to a second client",
+                        "our N_POS relayed to a watching client, the record matched")
+RT_SAUER_PING = _plain("ping: the game's ping (the server passes your position to the others only)",
+                       "N_PING/N_PONG")
+
+
+def round_trip_name(sink) -> str:
+    """What a sink's round trip is called: "relay" (our own pose back through the server) or
+    "ping" (the server's acknowledgement)."""
+    if sink.name == "netsync" or (sink.name == "sauer" and getattr(sink, "watcher", None) is not None):
+        return "relay"
+    return "ping"

@@ -228,6 +228,7 @@ class MirrorWindow:
         views = tracker.views()
         avatars = mv.avatars(loop, views, now)
         rooms = mv.rooms(loop)
+        sinks = mv.shown_sinks(loop)
 
         ui.new_frame(w, h, fw, fh, dt)
         if ui.space_pressed:
@@ -261,13 +262,13 @@ class MirrorWindow:
         key = (inner_w, lay["sinks"][3] - lay["sinks"][1], line_h)
         if now >= self._rows_due or key != self._rows_key or self.capture_next:
             # Text a person reads: 10 refreshes a second are plenty (wrapping it costs a millisecond).
-            statuses = {s.name: s.status(now) for s in loop.sinks}
-            links = {s.name: tracker.link(s.name) for s in loop.sinks}
-            self._rows = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w),
+            statuses = {s.name: s.status(now) for s in sinks}
+            links = {s.name: tracker.link(s.name) for s in sinks}
+            self._rows = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w, sinks),
                                      key[1] - 2 * pad.y, line_h)
             self._rows_due, self._rows_key = now + ROWS_PERIOD, key
         rows, hidden = self._rows
-        mp.draw_rows(t, rows, hidden, pad.x)
+        panel.tooltip = mp.draw_rows(t, rows, hidden, pad.x)
         panel.hidden_rows = hidden
         imgui.end()
 
@@ -282,9 +283,9 @@ class MirrorWindow:
         panel.hidden_labels = self._labels(t, labels, scene_rect)
         imgui.end()
 
-        self._plots(t, lay["plots"], avatars, [s.name for s in loop.sinks])
+        self._plots(t, lay["plots"], avatars, [s.name for s in sinks])
         if "rooms" in lay:
-            self._rooms(t, lay["rooms"], rooms)
+            self._rooms(t, lay["rooms"], rooms, {s.name: s for s in sinks})
         imgui.pop_font()
         imgui.render()  # the draw data stays valid until the next new_frame
         self.last_text = t.boxes
@@ -356,7 +357,7 @@ class MirrorWindow:
         for kind, base_key, peers in (("peer", "netsync", _netsync_peers), ("q3peer", "q3", _q3_peers),
                                       ("sauerpeer", "sauer", _sauer_peers)):
             s = sinks.get(base_key)
-            if s is None or base_key not in anchors:
+            if s is None or base_key not in anchors or not mv.shown(s):
                 continue
             for anchor, avatar, runs in peers(s, anchors[base_key]):
                 tris.append(scene.avatar_triangles(kind, avatar, anchor))
@@ -432,7 +433,7 @@ class MirrorWindow:
             imgui.end_tab_bar()
         imgui.end()
 
-    def _rooms(self, t, rect, rooms: dict) -> None:
+    def _rooms(self, t, rect, rooms: dict, sinks: dict) -> None:
         from imgui_bundle import imgui
         mp.begin_fixed("##rooms", rect)
         line_h = imgui.get_text_line_height()
@@ -445,7 +446,7 @@ class MirrorWindow:
         width = (rect[2] - rect[0]) / n
         for i, (name, members) in enumerate(rooms.items()):
             r = (rect[0] + i * width, top, rect[0] + (i + 1) * width, rect[3] - 2)
-            mp.draw_map(t, f"{mv.SINK_TITLES[name]} · {len(members)}", members, r,
+            mp.draw_map(t, mv.room_title(sinks[name], members), members, r,
                         mp.SINK_COLORS[name], q3_names=name == "q3")
         imgui.end()
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from headcast.app import farside as fs
 from headcast.app import mirror_view as mv
 from headcast.app.mirror_labels import Rect, Want, place, plain_name, q3_color_runs
 from headcast.app.mirror_ui import UiText, rgba, u32
+from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT
 from headcast.netcode.q3.vrhead import RECEIVER_NAMES
 
 WHITE = (0.93, 0.93, 0.93)
@@ -41,6 +43,7 @@ class Row:
     runs: list[Run]
     keep: int = 1
     indent: float = 0.0
+    tip: str = ""  # the precise terms behind the row's plain words: a tooltip on hover
 
 
 @dataclass
@@ -52,6 +55,7 @@ class PanelState:
     hidden_rows: int = 0
     hidden_labels: int = 0
     tab: str = ""  # the plots' tab shown in the last drawn frame (a view's key, or "latency")
+    tooltip: str = ""  # the tooltip shown in the last drawn frame ("" none)
 
 
 def font_size(w: int, h: int) -> float:
@@ -94,16 +98,16 @@ def wrap_words(s: str, width: float, first: float | None = None) -> list[str]:
     return lines
 
 
-def wrap_runs(runs: list[Run], width: float, keep: int, indent: float) -> list[Row]:
-    """Coloured runs laid into rows of `width` (continuation rows indented)."""
-    rows: list[Row] = [Row([], keep, 0.0)]
+def wrap_runs(runs: list[Run], width: float, keep: int, indent: float, tip: str = "") -> list[Row]:
+    """Coloured runs laid into rows of `width` (continuation rows indented); each row carries `tip`."""
+    rows: list[Row] = [Row([], keep, 0.0, tip)]
     used = 0.0
     for s, col in runs:
         room = width - used
         parts = wrap_words(s, width - indent, room)
         for i, part in enumerate(parts):
             if i > 0:
-                rows.append(Row([], keep, indent))
+                rows.append(Row([], keep, indent, tip))
                 used = indent
             if part:
                 rows[-1].runs.append((part, col))
@@ -122,20 +126,32 @@ def fit_rows(rows: list[Row], height: float, line_h: float) -> tuple[list[Row], 
     return [r for i, r in enumerate(rows) if i not in drop], len(drop)
 
 
-def draw_rows(t: UiText, rows: list[Row], hidden: int, x0: float) -> None:
+def draw_rows(t: UiText, rows: list[Row], hidden: int, x0: float) -> str:
+    """The rows as text items; returns the tooltip shown (the hovered row's `tip`, "" none)."""
+    tip = ""
     for r in rows:
         first = True
         for s, col in r.runs:
             if first:
                 imgui.set_cursor_pos_x(x0 + r.indent)
+                top = imgui.get_cursor_screen_pos().y
             else:
                 imgui.same_line(0.0, 0.0)
             t.text(s, col)
             first = False
         if first:
             imgui.dummy((1, imgui.get_text_line_height()))
+        elif r.tip and not tip:
+            # The panel takes no input (no_inputs): the mouse is tested against the row's band.
+            x_min = imgui.get_window_pos().x
+            if imgui.is_mouse_hovering_rect((x_min, top), (x_min + imgui.get_window_width(),
+                                                           top + imgui.get_text_line_height_with_spacing())):
+                tip = r.tip
     if hidden:
         t.text(f"… {hidden} more line{'s' if hidden != 1 else ''} (a larger window shows them)", DIM)
+    if tip:
+        imgui.set_tooltip(tip)
+    return tip
 
 
 def begin_fixed(name: str, rect: Rect, background: bool = True, inputs: bool = False) -> None:
@@ -201,59 +217,129 @@ def error_text(e) -> str:
     return text
 
 
-def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width: float) -> list[Row]:
+GREEN = (0.35, 0.92, 0.45)
+HEALTH_COLORS = {"green": GREEN, "amber": AMBER, "red": RED, "off": DIM}
+LIGHT = "●"  # U+25CF (DejaVu Sans Mono has it)
+# A sink's state → its light. Green: streaming to a server that has let us in. Red: lost or
+# refused — nothing goes through until the user acts or the server returns. Amber: on the way in
+# or degraded (connecting, loading, silent for a while, rate-limited, dead or spectating).
+# Off (grey): no server asked for (computed and shown only).
+GREEN_STATES = frozenset({"in game", "connected"})
+RED_STATES = frozenset({"disconnected", "refused", "pure check failed", "protocol mismatch", "stopped", "closed",
+                        "no answer", "failed", "error"})
+AMBER_STATES = frozenset({"idle", "connecting", "joining", "loading", "reconnecting", "server silent", "rate-limited",
+                          "dead", "spectator", "editing"})  # (and any state not named here)
+
+
+def health(stt) -> str:
+    """"green", "amber", "red" or "off" for a sink's status (telemetry.SinkStatus)."""
+    state = stt.state
+    if state == "offline":
+        return "off"
+    if state in RED_STATES:
+        return "red"
+    if state in GREEN_STATES and stt.live:
+        return "green"
+    return "amber"
+
+
+def _packed(name: str, stt) -> tuple[str, str]:
+    """What a sink puts on the wire, in words (and the raw packed values as the tip)."""
+    v = stt.values or {}
+    if name == "netsync" and "body_bytes" in v:
+        flags = v.get("flags", 0)
+        hands = flags & (FLAG_RIGHT | FLAG_LEFT)
+        parts = ["head"] if flags & FLAG_HEAD else []
+        if hands:
+            parts.append("both hands" if hands == FLAG_RIGHT | FLAG_LEFT else
+                         "right hand" if hands == FLAG_RIGHT else "left hand")
+        text = f"pose {v['body_bytes']} B: {', '.join(parts) or 'no head or hands'}"
+        if flags & FLAG_PHYSICAL and "dyaw" in v:
+            text += f"; play space turned {v['dyaw']:+.0f}°"
+        return text, f"{stt.packed} (the XROrigin Δ: dyaw)"
+    if name == "sauer" and "npos_bytes" in v:
+        return (f"position record {v['npos_bytes']} B: yaw {v['yaw']} pitch {v['pitch']} roll {v['roll_deg']} "
+                f"(whole degrees)", stt.packed)
+    if name == "q3" and "buttons" in v:
+        head = "head bits in the buttons" if v.get("head_bits") else "16-bit buttons, no head"
+        return f"sends: {head}; roll {v['roll_deg']:+.1f}°", f"usercmd: {stt.packed} (the roll as ANGLE2SHORT)"
+    return stt.packed, ""
+
+
+def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width: float,
+              sinks: list | None = None) -> list[Row]:
+    """Each sink's panel: a health light and its figures, each far side's source and why in plain
+    words (the precise terms in the tooltip), what it sends, the Q3 decode, the link's detail."""
     rows: list[Row] = []
     ind = text_w("  ")
-    for s in loop.sinks:
+    for s in (loop.sinks if sinks is None else sinks):
         stt = statuses[s.name]
         lk = links.get(s.name)
         col = SINK_COLORS.get(s.name, WHITE)
-        head = [f"{mv.SINK_TITLES.get(s.name, s.name)}", stt.state]
+        light = health(stt)
+        head: list[Run] = [(f"{LIGHT} {mv.SINK_TITLES.get(s.name, s.name)}", col), (stt.state, HEALTH_COLORS[light])]
         if stt.live or stt.send_hz:
-            head += [f"{stt.send_hz:.0f}/s", f"{stt.bytes_per_s / 1000:.2f} kB/s"]
+            head += [(f"{stt.send_hz:.0f}/s", WHITE), (f"{stt.bytes_per_s / 1000:.2f} kB/s", WHITE)]
+        rt_name, rt_tip = fs.round_trip_name(s), ""
         if lk is not None and lk.round_trip_ms is not None:
-            head.append(f"rtt {lk.round_trip_ms:.0f} ms")
+            head.append((f"{rt_name} {lk.round_trip_ms:.0f} ms", WHITE))
+            rt_tip = fs.why_with_detail(lk.round_trip_basis)
         elif stt.ping_ms is not None:
-            head.append(f"{stt.label} {stt.ping_ms:.0f} ms")
+            head.append((f"{rt_name} {stt.ping_ms:.0f} ms", WHITE))
         if lk is not None and lk.motion_to_wire_ms is not None:
-            head.append(f"to wire {lk.motion_to_wire_ms:.2f} ms")
-        for r in pack_parts([(h, col if i == 0 else WHITE) for i, h in enumerate(head)], width, "  "):
-            r.keep = 5
+            head.append((f"to wire {lk.motion_to_wire_ms:.2f} ms", WHITE))
+        tip = "; ".join(t for t in (f"state: {light}", rt_tip,
+                                    "to wire: from the pose read to its bytes handed to the socket") if t)
+        packed = pack_parts(head, width, "  ")
+        # the light in its colour, the name in the sink's
+        packed[0].runs[0:1] = [(LIGHT, HEALTH_COLORS[light]), (packed[0].runs[0][0][len(LIGHT):], col)]
+        for r in packed:
+            r.keep, r.tip = 5, tip
             rows.append(r)
+        not_sent = False
         for a in (a for a in avatars if a.view.sink == s.name):
             v = a.view
+            not_sent = not_sent or a.not_sent
             runs = [("  ", WHITE), (a.source, SOURCE_COLORS[a.source]), (f"  {a.title}: ", WHITE), (v.why, DIM)]
             if v.transient:
                 runs.append((f"  ({v.transient})", AMBER))
-            rows += wrap_runs(runs, width, 4, ind * 2)  # (its error readout: the view's plot tab)
-        if stt.packed:
-            rows += wrap_runs([("  " + stt.packed, WHITE)], width, 3, ind * 2)
+            rows += wrap_runs(runs, width, 4, ind * 2, fs.detail(v.why))  # (its error readout: the view's plot tab)
+        text, raw = _packed(s.name, stt)
+        if text:
+            rows += wrap_runs([("  " + text, WHITE)], width, 3, ind * 2, raw)
         if s.name == "q3":
-            for text, keep in q3_lines(s):
-                rows += wrap_runs([("  " + text, DIM)], width, keep, ind * 2)
+            for text, keep, tip in q3_lines(s):
+                rows += wrap_runs([("  " + text, DIM)], width, keep, ind * 2, tip)
         if stt.detail and getattr(s, "link", None) is not None:  # offline: the view's why says it
-            rows += wrap_runs([("  " + stt.detail, DIM)], width, 1, ind * 2)
+            detail = stt.detail
+            if not_sent:  # the VR head's line says it once: not again in the link's words
+                detail = "; ".join(d for d in detail.split("; ") if "vr_support" not in d)
+            if detail:
+                rows += wrap_runs([("  " + detail, DIM)], width, 1, ind * 2)
     return rows
 
 
-def q3_lines(q3) -> list[tuple[str, int]]:
-    """The Q3 far side in numbers (the model's decode of our last usercmd, the roll both ways) and
-    who else is on the server (RELAYED): (text, keep)."""
+def q3_lines(q3) -> list[tuple[str, int, str]]:
+    """The Q3 far side in numbers (what a VR server makes of our last usercmd, the roll both ways)
+    and who else is in view (RELAYED): (text, keep, tip)."""
     out = []
     far = q3.far_side
     if far is not None:
-        model = RECEIVER_NAMES[far.receiver]
+        precise = RECEIVER_NAMES[far.receiver]
+        who = fs.RECEIVER_PLAIN[far.receiver]
         seen = q3.receiver_seen
         if seen is not None:  # another VR player's relayed head told which build the server runs
-            model += f", seen on {plain_name(seen[1]) or 'another player'}"
-        head = ("no head bits" if far.pitch is None else
-                f"pitch {far.pitch:+.2f}° yaw offset {far.yaw_offset:+.2f}° (sent {far.sent_offset:+.2f}°)")
-        out.append((f"decode ({model}): {head}", 2))
-        out.append((f"roll: your playerState {far.roll_own:+.3f}°, others see {far.roll_others:+.0f}°", 2))
+            who += f", as seen on {plain_name(seen[1]) or 'another player'}"
+        head = ("no head" if far.pitch is None else
+                f"head pitch {far.pitch:+.2f}°, turn {far.yaw_offset:+.2f}° (sent {far.sent_offset:+.2f}°)")
+        out.append((f"a VR server ({who}) would see: {head}", 2,
+                    f"the {precise} decode of the head bits (buttons bits 12–25): pitch, yaw offset from the aim"))
+        out.append((f"roll: you {far.roll_own:+.3f}°, others see {far.roll_others:+.0f}° (the server rounds it)", 2,
+                    "your playerState's roll vs your entity's, which the server snaps to whole degrees (SnapVector)"))
     ents = q3.others
     if ents is not None and ents.players:
         names = ", ".join(plain_name(p.name) + (" (VR)" if p.head is not None else "") for p in ents.players)
-        out.append((f"players {len(ents.players)} (RELAYED): {names}", 1))
+        out.append((f"others in view: {names}", 1, "the players in the server's snapshot (RELAYED)"))
     return out
 
 

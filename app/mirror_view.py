@@ -65,9 +65,19 @@ def _sauer_pose(sauer) -> scene.AvatarPose:
     return scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn))
 
 
+def shown(sink) -> bool:
+    """Whether the mirror shows a sink: Sauerbraten only when a server was asked for (--sauer);
+    Quake 3 and NetSync always (offline they show what would be sent)."""
+    return sink.name != "sauer" or sink.link is not None or bool(sink.others)
+
+
+def shown_sinks(loop) -> list:
+    return [s for s in loop.sinks if shown(s)]
+
+
 def avatars(loop, views: list[fs.FarSideView], now: float) -> list[Avatar]:
-    """One avatar per far-side view, in the tracker's order."""
-    sinks = {s.name: s for s in loop.sinks}
+    """One avatar per far-side view of a shown sink, in the tracker's order."""
+    sinks = {s.name: s for s in loop.sinks if shown(s)}
     out = []
     for v in views:
         s = sinks.get(v.sink)
@@ -167,6 +177,20 @@ def sauer_members(sauer) -> list[Member]:
         note = "walking" if rec.move or rec.strafe else ""
         out.append(Member(p.name or f"client {p.cn}", (x - ex) * k, (y - ey) * k, rec.yaw + 90.0, note=note))
     return out
+
+
+def room_title(sink, members: list[Member]) -> str:
+    """A room map's title: the protocol and how many are in it. Quake 3 sends only the players in
+    our view (PVS): its title says how many of the server's players that is ("1 of 6 in view")."""
+    title = SINK_TITLES.get(sink.name, sink.name)
+    n = len(members)
+    if sink.name == "q3":
+        link = sink.link
+        total = None if link is None else link.client.core.player_count
+        if total is not None and total >= n:
+            return f"{title} · {n} of {total} in view"
+        return f"{title} · {n} in view"
+    return f"{title} · {n}"
 
 
 def rooms(loop) -> dict[str, list[Member]]:

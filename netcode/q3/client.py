@@ -41,7 +41,7 @@ from typing import Mapping, Sequence
 from ..drops import MAX_DROP_REASONS, DropCounter, detail as drop_detail  # noqa: F401 - re-exported
 from . import huffman, oob, pure, serverparse
 from .delta import PlayerState, player_field
-from .entities import SnapshotEntities, of_snapshot
+from .entities import CS_PLAYERS, MAX_CLIENTS, SnapshotEntities, of_snapshot
 from .events import (Connected, Disconnected, EnteredWorld, Event, FamilyChanged, GamestateReceived, HeadTracking,
                      RateLimited, Refused, ServerCommand, SnapshotReceived)
 from .netchan import FRAGMENT_BIT, Netchan, NetchanMode, netchan_checksum
@@ -1040,6 +1040,16 @@ class Q3ClientCore:
         self._counters["drops"] += 1
         self._last_drop = drop_detail(reason)
         self._drops[reason] += 1  # a DropCounter: numbers vary, the reason kinds are few (netcode/drops.py)
+
+    @property
+    def player_count(self) -> int | None:
+        """Clients on the server now, us and bots included — in view or not (a snapshot holds only
+        those in our PVS): the non-empty CS_PLAYERS configstrings of the gamestate and its updates
+        (the server empties a client's string when it leaves). None before a gamestate."""
+        if self._client_num < 0:
+            return None
+        cs = self._configstrings
+        return sum(1 for i in range(MAX_CLIENTS) if cs.get(CS_PLAYERS + i))
 
     @property
     def entities(self) -> SnapshotEntities | None:

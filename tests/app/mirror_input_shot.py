@@ -6,8 +6,9 @@ extension (libXtst, through ctypes: x11-utils, which scripts/setup.sh installs, 
 moves the pointer onto a tab, then presses and releases the button — or the space key — with
 nothing drawn in between (the press and the release reach the window in the same event poll,
 as an instant click or a touchpad tap does). Then the loop runs on and the script notes which
-tab the next frames show and whether the plots paused. Writes
-{"clicks": [{"tab", "want", "shown"}...], "space": {...}}.
+tab the next frames show and whether the plots paused; last it rests the pointer on a row of the
+sink panel and notes the tooltip shown. Writes {"clicks": [{"tab", "want", "shown"}...],
+"space": {...}, "tooltip": ...}.
 """
 from __future__ import annotations
 
@@ -118,7 +119,14 @@ def main(out: Path) -> None:
         x.tap_key(XK_SPACE)
         steps_until_drawn(loop, mirror, 2)
         result["space"] = {"before": paused, "after": mirror.tracker.paused}
+        # Hovering a row of the sink panel shows its precise terms (the row's words are plain).
+        result["tooltip_before"] = mirror.panel.tooltip
+        box = next(b.box for b in mirror.last_text if b.text.startswith("no server: your aim"))
+        x.move(wx + int(box[0]) + 20, wy + int((box[1] + box[3]) / 2))
+        steps_until_drawn(loop, mirror, 2)
+        result["tooltip"] = mirror.panel.tooltip
     finally:
+        x.move(4000, 4000)  # off the window: no later test's window starts under our pointer
         x.close()
         loop.close()
     out.write_text(json.dumps(result))

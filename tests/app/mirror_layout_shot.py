@@ -7,7 +7,8 @@ head (90 Hz) through the four states; at each state one frame is captured and sa
 
 The text is the stress case: a roll short of five digits (roll −15° → 62842), players named
 `vr\\1` (case and backslash as they are), `^1Vera` (a Q3 colour code) and a long name, a NetSync
-room named in Japanese, a 16-bit Q3 server (two Q3 avatars), all three sinks. The links are
+room named in Japanese, a 16-bit Q3 server (two Q3 avatars) with six players (three in our view),
+Sauerbraten offline (no --sauer: not shown). The links are
 stand-ins that only hold what a live link shows (state, detail, other players, our echoed body):
 this test is about drawing. tests/app/test_mirror_demo.py draws the real servers.
 """
@@ -87,8 +88,10 @@ class VanillaQ3Link:
                   player(3, (OWN_ORIGIN[0] + 900, OWN_ORIGIN[1] - 400, 24.0), (0.0, 45.0, 0.0), 70)]
         names = {1: "^1Vera", 2: "vr\\1", 3: LONG_NAME}
         players = tuple(player_entity(es, names[es.number]) for es in states)
+        # six on the server: us, the three in this snapshot and two out of our view
         self.client = SimpleNamespace(core=SimpleNamespace(
-            entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players), last_cmd_time=0))
+            entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players), last_cmd_time=0,
+            player_count=6))
         self.view_angles = None
         self.ps = None                 # a vanilla server's playerState carries no head decode
         self.eflags = 0

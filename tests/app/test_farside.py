@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headcast.app.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
-from headcast.app.farside import JOINING, SPAWN, FarSideTracker, Source
+from headcast.app.farside import JOINING, FarSideTracker, Source, detail
 from headcast.app.loop import FrameLoop
 from headcast.app.rig import Rig
 from headcast.app.sink_netsync import NetSyncSink
@@ -167,7 +167,8 @@ def test_vanilla_q3_relays_the_view_and_models_the_head_and_the_spawn_is_a_trans
         loop.close()
     view, head = tracker.view("q3"), tracker.view("q3.head")
     assert view.source is Source.RELAYED and view.head_bits_on_wire is False and view.transient is None
-    assert head.source is Source.MODEL and "NOT SENT" in head.why and "vr_support" in head.why
+    assert head.source is Source.MODEL and head.why.startswith("NOT SENT: this server has no VR support")
+    assert "vr_support" in detail(head.why)  # the precise term: the tooltip, the summary, --json
     s = tracker.series("q3")
     seen = ~np.isnan(s["seen_yaw"])
     first = int(np.argmax(seen))
@@ -239,7 +240,8 @@ def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_serv
     finally:
         loop.close()
     v = tracker.view("netsync")
-    assert v.source is Source.RELAYED and v.transient is None and "poseSeq" in v.why
+    assert v.source is Source.RELAYED and v.transient is None and v.why == "your pose as the room sent it back"
+    assert "poseSeq" in detail(v.why)
     assert any(x is not None and x.transient == JOINING for x in states)
     s = tracker.series("netsync")
     ok = (s["transient"] == 0) & ~np.isnan(s["seen_yaw"])
@@ -248,7 +250,8 @@ def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_serv
     assert (wrap(s["seen_yaw"][ok] - s["sent_yaw"][ok]) <= NS_ROT_TOL).all()
     assert v.error.angle_max_deg <= NS_ROT_TOL and v.error.pos_max_m <= NS_POS_TOL
     figures = tracker.link("netsync")
-    assert figures.round_trip_ms is not None and "poseSeq" in figures.round_trip_basis
+    assert figures.round_trip_ms is not None and figures.round_trip_basis.startswith("relay: ")
+    assert "poseSeq" in detail(figures.round_trip_basis)
 
 
 @pytest.mark.live
@@ -276,10 +279,10 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
     if watched:
         assert v.source is Source.RELAYED and "second client" in v.why
         assert v.seen is not None and v.transient is None
-        assert "second client" in figures.round_trip_basis
+        assert figures.round_trip_basis.startswith("relay: ") and "second client" in figures.round_trip_basis
     else:
         assert v.source is Source.MODEL and "not back to us" in v.why
-        assert "N_PING" in figures.round_trip_basis
+        assert figures.round_trip_basis.startswith("ping: ") and "N_PING" in detail(figures.round_trip_basis)
     assert v.error.angle_max_deg < 1.0
     # Anchored at the spawn heading (0°), the head 5° down: the Quake sense here, whole degrees there.
     assert abs(v.seen.yaw) < 1.0 and abs(v.seen.pitch - 5.0) < 1.0 and v.seen.pos is not None
@@ -357,3 +360,36 @@ def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
     assert v.seen is None and v.transient == "tracking lost" and v.source is Source.RELAYED
     s = tracker.series("q3.head")
     assert np.isnan(s["err_deg"][s["transient"] == 1]).all()
+
+
+# --- plain words -----------------------------------------------------------------------------------
+
+CODE_WORDS = ("q3lcc", "commandTime", "poseSeq", "ANGLE2SHORT", "SHORT2ANGLE", "lifesequence", "XROrigin",
+              "playerState", "N_POS", "EF_VR_PLAYER", "stats 7/8", "vr_support", "usercmd")
+
+
+def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_its_detail():
+    """What the mirror and the summary say first names no field of the code; the precise term is
+    kept as the detail (the mirror's tooltip; the summary and --json after the plain words)."""
+    from types import SimpleNamespace
+
+    from headcast.app import farside as fs
+    from headcast.netcode.q3.vrhead import Receiver
+    for receiver in Receiver:
+        for on_wire, echoed in ((False, 0), (True, 0), (True, 5)):
+            link = SimpleNamespace(check=SimpleNamespace(vr_flag_frames=echoed))
+            for lk in (None, link):
+                fs.q3_head_source(SimpleNamespace(link=lk, model_receiver=receiver, head_bits_on_wire=on_wire))
+    assert len(fs.DETAILS) >= 20
+    for plain, precise in fs.DETAILS.items():
+        assert not any(w.lower() in plain.lower() for w in CODE_WORDS), plain
+        assert precise and precise != plain
+        assert fs.why_with_detail(plain) == f"{plain} ({precise})"
+    # the round trips carry their one name first: the same word as the terminal's
+    for basis, name in ((fs.RT_Q3, "ping"), (fs.RT_NETSYNC, "relay"), (fs.RT_SAUER_RELAY, "relay"),
+                        (fs.RT_SAUER_PING, "ping")):
+        assert basis.startswith(name + ": ")
+    assert fs.round_trip_name(SimpleNamespace(name="netsync")) == "relay"
+    assert fs.round_trip_name(SimpleNamespace(name="q3")) == "ping"
+    assert fs.round_trip_name(SimpleNamespace(name="sauer", watcher=None)) == "ping"
+    assert fs.round_trip_name(SimpleNamespace(name="sauer", watcher=object())) == "relay"

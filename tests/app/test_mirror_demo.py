@@ -49,6 +49,11 @@ def _shot(state: str) -> tuple[np.ndarray, dict, list[str]]:
     return np.load(OUT / f"{state}.npy"), shot, [t["text"] for t in shot["text"]]
 
 
+def _within(clip, area) -> bool:
+    """A clip rect inside a layout area (a window's clip is its area less the 1 px border)."""
+    return all(abs(c - a) <= 1.0 for c, a in zip(clip, area))
+
+
 def test_every_state_is_captured(demo):
     assert set(demo["saved"]) == set(STATES), demo
     for state in STATES:
@@ -71,8 +76,41 @@ def test_each_far_side_names_its_source_truthfully(demo):
         i = labels.index(title)
         assert labels[i + 1].startswith(source), (title, labels)
     assert not any("OFFLINE" in t for t in texts)          # every server is up: nothing is local-only
-    joined = " ".join(texts)
-    assert "NOT SENT: the server has no vr_support" in joined
+    # One statement says the VR head is not sent (the avatar's tag aside), in plain words
+    panel = [t["text"] for t in shot["text"] if _within(t["clip"], shot["layout"]["sinks"])]
+    said = [t for t in panel if "NOT SENT" in t.upper()]
+    assert len(said) == 1 and said[0].startswith("NOT SENT: this server has no VR support"), said
+    assert not any("vr_support" in t for t in texts)
+
+
+CODE_WORDS = ("q3lcc", "commandTime", "poseSeq", "ANGLE2SHORT", "lifesequence", "XROrigin", "playerState",
+              "N_POS", "rtt ")
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_window_speaks_plain_words_and_the_panel_fits_at_1280x720(demo, state):
+    """The default window: nothing of the sink panel left out ("… N more lines"), no word of the
+    code's vocabulary on screen (the precise terms are the rows' tooltips), and NetSync's round
+    trip named "relay" as in the terminal."""
+    _, shot, texts = _shot(state)
+    assert shot["size"] == [1280, 720]
+    assert shot["hidden_rows"] == 0 and not any("more line" in t for t in texts), texts
+    used = [w for w in CODE_WORDS if any(w.lower() in t.lower() for t in texts)]
+    assert not used, used
+    assert any(t.startswith("relay ") and t.endswith(" ms") for t in texts), texts
+
+
+def test_each_panel_is_headed_by_a_green_light_while_streaming(demo):
+    img, shot, _ = _shot("mid-tour")
+    sinks = shot["layout"]["sinks"]
+    lights = [t for t in shot["text"] if t["text"] == "●" and _within(t["clip"], sinks)]
+    assert len(lights) == 3                                # Quake 3, NetSync, Sauerbraten
+    for t in lights:
+        assert t["color"] == pytest.approx([0.35, 0.92, 0.45])
+        x0, y0, x1, y1 = (int(round(v)) for v in t["box"])
+        patch = img[y0:y1, x0:x1].reshape(-1, 3).astype(int)
+        green = (patch[:, 1] > 180) & (patch[:, 0] < 140) & (patch[:, 2] < 160)
+        assert green.sum() >= 10, t                       # drawn green, not just recorded so
 
 
 def test_the_join_is_shown_as_a_transient(demo):

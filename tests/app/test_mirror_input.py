@@ -39,3 +39,9 @@ def test_a_click_within_one_frame_switches_the_tab(result):
 
 def test_a_tap_of_space_pauses_the_plots(result):
     assert result["space"] == {"before": False, "after": True}
+
+
+def test_a_panel_row_shows_its_precise_terms_on_hover(result):
+    """The panel's words are plain; the code's terms are the hovered row's tooltip."""
+    assert result["tooltip_before"] == ""
+    assert "ANGLE2SHORT" in result["tooltip"], result

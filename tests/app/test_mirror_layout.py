@@ -93,9 +93,21 @@ def test_the_stress_text_is_shown_as_it_is(shots):
     assert shot["missing_glyphs"] == "", shot["fonts"]   # ...and every character of it has a glyph
     assert "vr\\1" in text and "VR?1" not in text         # case and backslash kept
     assert "Vera" in text and "^1" not in text            # colour codes drawn, not printed
-    assert "roll 628" in text                              # the 5-digit roll short (−15°)
-    assert "RELAYED" in text and "MODEL" in text and "OFFLINE" in text
+    assert "roll -15.0°" in text                           # the roll (its 5-digit short: the tooltip)
+    assert "RELAYED" in text and "MODEL" in text
     assert LONG_NAME.replace("^7", "") in text             # the long name whole somewhere (panel or label)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_only_the_servers_asked_for_are_shown(shots, size):
+    """No --sauer: no Sauerbraten row, panel, avatar, tab or map; the Q3 map counts the server's
+    players, not only those in our view (3 of the 5 others are in this snapshot)."""
+    _, shot = _load(shots, size, "mid-tour")
+    texts = [t["text"] for t in shot["text"]]
+    assert not any("Sauer" in t for t in texts), [t for t in texts if "Sauer" in t]
+    joined = " ".join(texts)
+    assert "4 of 6 in view" in joined
+    assert "NetSync · 3" in joined
 
 
 @pytest.mark.parametrize("size", SIZES)

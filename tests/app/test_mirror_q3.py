@@ -82,11 +82,14 @@ def test_hud_names_the_model_and_shows_the_far_side():
     far = q3.far_side
     assert far.receiver is Receiver.QVM and (far.roll_own, far.roll_others) == roll_views(q3.intent.roll_short)
     assert q3.receiver_seen == (Receiver.QVM, "^1Vera")  # codes 84 and 63 decode differently in a native build
-    text = [t for t, _ in q3_lines(q3)]
-    assert any(f"decode (Trinity QVM (q3lcc), seen on Vera): pitch {far.pitch:+.2f}° yaw offset "
+    lines = q3_lines(q3)
+    text = [t for t, _, _ in lines]
+    assert any(f"a VR server (Trinity, as seen on Vera) would see: head pitch {far.pitch:+.2f}°, turn "
                f"{far.yaw_offset:+.2f}°" in t for t in text), text
+    # the precise build and field names are the line's tooltip, not its words
+    assert any("Trinity QVM (q3lcc)" in tip for _, _, tip in lines) and not any("q3lcc" in t for t in text)
     assert any("others see" in t for t in text)
-    assert any("players 2 (RELAYED): Vera (VR), bob" in t for t in text), text
+    assert any("others in view: Vera (VR), bob" in t for t in text), text
     labels = ["".join(s for s, _ in runs) for _, _, runs in _q3_peers(q3, (0.0, 1.6, 0.0))]
     assert labels == ["Vera VR", "bob"]
     runs = _q3_peers(q3, (0.0, 1.6, 0.0))[0][2]
@@ -94,8 +97,8 @@ def test_hud_names_the_model_and_shows_the_far_side():
     native = ServerQ3Sink(None)  # nobody seen: the configured build is modelled
     native.receiver = Receiver.NATIVE
     native.intent = q3.intent
-    assert native.far_side.receiver is Receiver.NATIVE and "decode (native game library):" in " ".join(
-        t for t, _ in q3_lines(native))
+    assert native.far_side.receiver is Receiver.NATIVE and "a VR server (native build) would see:" \
+        in " ".join(t for t, _, _ in q3_lines(native))
     assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
 
 
@@ -113,5 +116,57 @@ def test_the_model_follows_the_build_another_vr_player_betrays():
     assert loop.step()
     assert q3.receiver is Receiver.QVM and q3.receiver_seen == (Receiver.NATIVE, "^2Nat")
     assert q3.far_side.receiver is Receiver.NATIVE
-    text = " ".join(t for t, _ in q3_lines(q3))
-    assert "decode (native game library, seen on Nat)" in text, text
+    text = " ".join(t for t, _, _ in q3_lines(q3))
+    assert "(native build, as seen on Nat) would see" in text, text
+
+
+@pytest.mark.live
+def test_the_q3_map_counts_the_servers_players_not_only_those_in_view(q3_server):
+    """Five players in game on a real ioq3ded, then we join: the server's configstrings say six
+    are on it (us included) whether or not its snapshots show them (only those in our PVS), and
+    the room map's title says "N of 6 in view"."""
+    import time
+
+    from headcast.app import mirror_view as mv
+    from headcast.app.q3_link import Q3Link
+    from headcast.app.sink_q3 import Q3Sink
+    from headcast.netcode.q3.client import ClientConfig, State
+    from headcast.netcode.q3.transport import Q3Client
+
+    others = [Q3Client(q3_server.address, ClientConfig(name=f"p{i}")) for i in range(5)]
+    link = sink = loop = None
+    try:
+        now = time.monotonic()
+        for c in others:
+            c.start(now)
+        end = now + 20
+        while not all(c.state is State.ACTIVE for c in others):
+            assert time.monotonic() < end, [c.state for c in others]
+            for c in others:
+                c.poll(time.monotonic())
+            time.sleep(0.003)
+        link = Q3Link(*q3_server.address, clock=time.perf_counter)
+        sink = Q3Sink(link=link)
+        loop = FrameLoop(ConstantHead(10.0), Rig(), [sink])
+        end = time.monotonic() + 20
+        while not (link.entered and sink.others is not None and link.client.core.player_count == 6):
+            assert time.monotonic() < end, (link.state, link.client.core.player_count)
+            assert loop.step()
+            for c in others:
+                c.poll(time.monotonic())
+        members = mv.q3_members(sink)
+        assert 1 <= len(members) <= 6
+        assert mv.room_title(sink, members) == f"Quake 3 · {len(members)} of 6 in view"
+        # one leaves: the server empties its configstring, and the count follows
+        others.pop().close(time.monotonic())
+        end = time.monotonic() + 10
+        while link.client.core.player_count != 5:
+            assert time.monotonic() < end, link.client.core.player_count
+            assert loop.step()
+            for c in others:
+                c.poll(time.monotonic())
+    finally:
+        if loop is not None:
+            loop.close()
+        for c in others:
+            c.close(time.monotonic())
