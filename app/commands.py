@@ -266,8 +266,8 @@ class ReplaySource:
             raise SourceEnded(f"replay finished ({self.count} frames from {self.path}{self._drops()})") from None
         except self._ends_early as e:  # a recording cut short (killed, power loss, disk full): play what is there
             raise SourceEnded(f"replay finished: {e}; played the {e.frames} frames it holds{self._drops()}") from None
-        except self._error as e:
-            raise AppError(str(e)) from None
+        except self._error as e:  # a damaged line: a bad input file, as `swarm --trace` says (exit 2)
+            raise UsageError(str(e)) from None
         if self._t0 is None:
             self._t0, self._first_ns = self.clock(), frame.time_ns
         delay = self._t0 + (frame.time_ns - self._first_ns) / 1e9 - self.clock()
@@ -304,7 +304,8 @@ def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError
         d.update(sent=messages, sent_bytes=nbytes, outcome=outcome_text(o, now, outcomes))
         if o.linked:
             d.update(joined_at=None if o.joined_at is None else round(o.joined_at, 2),
-                     failure=None if o.failure is None else str(o.failure))
+                     failure=None if o.failure is None else str(o.failure),
+                     lost=[{"at": at, "until": None if back is None else round(back, 2)} for at, back in o.lost])
         sinks.append(d)
     return {"type": "summary", "stopped": reason, **loop.telemetry.summary(), "sinks": sinks,
             "exit_code": 0 if error is None else error.exit_code, "error": None if error is None else str(error)}
@@ -324,7 +325,9 @@ def outcome_text(o, now: float, outcomes: Outcomes) -> str:
     if o.joined_at is None:
         waited = 0.0 if outcomes.start is None else round(now - outcomes.start, 1)
         return f"never joined: {str(o.never_joined_error(waited)).removeprefix(own)}; {sent}"
-    return f"joined at {o.joined_at:.1f} s; {sent}; {o.sink.status(now).state}"
+    end = 0.0 if outcomes.start is None else now - outcomes.start
+    lost = o.lost_text(end)
+    return f"joined at {o.joined_at:.1f} s; {lost + '; ' if lost else ''}{sent}; {o.sink.status(now).state}"
 
 
 def print_summary(summary: dict, json_mode: bool, out=None) -> None:
@@ -442,7 +445,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"replay: {path} {'is not a file' if path.exists() else 'does not exist'}")
-    from headcast.xr.trace import cut_short
+    from headcast.xr.trace import TraceError, cut_short, read_meta
+    try:  # not a trace at all: said before anything opens, with what the file is (exit 2, as swarm --trace)
+        read_meta(path)
+    except TraceError as e:
+        raise UsageError(f"replay: {e}") from None
     if cut_short(path):  # said at once; where it ends, when the replay gets there
         say(f"{path} has no end record (the recording was cut short): playing the frames it holds", args.json)
     run_pipeline(cfg, lambda mirror: ReplaySource(path), args.json)

@@ -30,6 +30,7 @@ from headcast.app.outcome import Outcomes
 from headcast.app.telemetry import SinkStatus
 
 PLAIN_PERIOD = 5.0       # seconds between status lines when stdout is not a terminal
+LOST = "server lost"     # the state shown while a joined server says nothing (app/outcome.py)
 NAME_WIDTH, STATE_WIDTH = 9, 13
 
 
@@ -181,12 +182,14 @@ class Console:
         self._next_plain = 0.0
         self._frames = (0, 0.0)                          # (frames, at) of the last tick, for the frame rate
         self._notices: list[str] = []                    # run-time notices for above the block
+        self._now = 0.0                                  # the clock at the current tick
 
     def __call__(self, loop, now: float) -> None:
         if self.t0 is None:
             self.t0 = now
         elapsed = now - self.t0
         failed = self.outcomes.update(now)
+        self._now = now
         statuses = [self.shown(s.status(now)) for s in loop.sinks]
         tracking = "ok" if loop.frame is not None and loop.frame.head.valid else "lost"
         if self.mode == "json":
@@ -217,6 +220,12 @@ class Console:
             why = str(o.failure).removeprefix(f"{st.name}: ")
             return replace(st, state=o.failed_state, detail=why, send_hz=0.0, bytes_per_s=0.0, ping_ms=None,
                            live=False)
+        if o is not None and o.lost_now is not None and self.outcomes.start is not None:
+            # A joined server gone silent: no round trip to show (the last one is stale), and how long.
+            silent = self._now - self.outcomes.start - o.lost_now
+            return replace(st, state=LOST, ping_ms=None,
+                           detail=f"nothing from the server for {silent:.0f} s (since {o.lost_now:.1f} s); "
+                                  "still sending, so it gets us back if it returns")
         return st
 
     def _events(self, elapsed: float, statuses: Sequence[SinkStatus], failed: set[str]) -> list[str]:

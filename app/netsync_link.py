@@ -229,6 +229,11 @@ class NetSyncLink:
                                 "the server running and the address/port right?)")
 
     @property
+    def received(self) -> int:
+        """Bytes received from the server so far (app/outcome.py: a joined server gone silent is lost)."""
+        return self._counters.bytes_received
+
+    @property
     def answered(self) -> bool:
         """Anything came from the server (a mapping, a broadcast, even one we could not use)."""
         return self._counters.bytes_received > 0

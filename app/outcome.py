@@ -9,11 +9,14 @@ no sink can stream any more — every linked sink failed, or none had joined wit
 run.connect_timeout (up to JOIN_STRETCH times that for a server that answers but has not let us in
 yet) — or, with --require-all, as soon as one failed or had not joined by then.
 Whenever it ends, a run in which no sink ever joined (or, with --require-all, one did not) is a
-failure: a run shorter than the connect timeout is no longer a silent success.
+failure: a run shorter than the connect timeout is no longer a silent success. So is a run that
+ended while a server it had joined was lost (silent for LOST_AFTER s and more; exit 3, as for no
+answer): the status line says "server lost" and for how long, and the summary when it was lost
+and whether it came back.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from headcast.app.errors import AppError, UnreachableError
@@ -21,6 +24,10 @@ from headcast.app.errors import AppError, UnreachableError
 
 # How far past run.connect_timeout a first join goes on while its server still answers.
 JOIN_STRETCH = 3.0
+# A joined server silent this long is lost (the status line says so; the summary and exit status
+# carry it). Every linked server sends more often than this while we stream: Quake 3 snapshots
+# (20/s), NetSync room broadcasts (10/s, every 2 s in an idle room), Sauerbraten pongs (4/s).
+LOST_AFTER = 3.0
 
 
 @dataclass
@@ -33,6 +40,36 @@ class Outcome:
     joined_at: float | None = None     # seconds into the run
     failure: AppError | None = None    # stopped for good (and disconnected)
     failed_state: str = ""             # the link's state when it failed ("refused", "protocol mismatch" ...)
+    # Times the joined server went silent: [lost at, back at or None (still lost)], seconds into
+    # the run; `lost at` is when it was last heard from.
+    lost: list[list] = field(default_factory=list)
+    heard_at: float | None = None      # seconds into the run the link last received anything
+    _received: int = -1
+
+    @property
+    def lost_now(self) -> float | None:
+        """Seconds into the run its server was lost, while it still is (else None)."""
+        return self.lost[-1][0] if self.lost and self.lost[-1][1] is None else None
+
+    def lost_text(self, end: float) -> str:
+        """The summary's words for the server's silences ("" when none)."""
+        parts = []
+        for at, back in self.lost:
+            if back is None:
+                parts.append(f"lost the server at {at:.1f} s and it never came back "
+                             f"(nothing from it for the last {max(0.0, end - at):.1f} s)")
+            else:
+                parts.append(f"lost the server at {at:.1f} s for {back - at:.1f} s (back at {back:.1f} s)")
+        return "; ".join(parts)
+
+    def lost_error(self, end: float) -> AppError | None:
+        """A server still lost when the run ended: this sink's error (exit 3, no answer)."""
+        at = self.lost_now
+        if at is None:
+            return None
+        where = getattr(self.link, "address", "the server")
+        return UnreachableError(f"{self.name}: lost the server {where} at {at:.1f} s and it never came back "
+                                f"(nothing from it for the last {max(0.0, end - at):.1f} s of the run)")
 
     @property
     def linked(self) -> bool:
@@ -91,6 +128,7 @@ class Outcomes:
         for o in self.linked:
             link = o.link
             self._note_join(o, now)
+            self._note_silence(o, now)
             if o.failure is None:
                 fault = getattr(o.sink, "fault", None)  # its core raised: the loop closed it (app/loop.py)
                 if fault is not None:
@@ -108,6 +146,22 @@ class Outcomes:
         if o.joined_at is None and o.link.joined:
             at = getattr(o.link, "joined_at", None)
             o.joined_at = max(0.0, (now if at is None else at) - self.start)
+
+    def _note_silence(self, o: Outcome, now: float) -> None:
+        """Whether the joined server still sends: a link's `received` (anything counted in from
+        its server) that has not moved for LOST_AFTER s is a lost server; the next thing in
+        brings it back."""
+        received = getattr(o.link, "received", None)
+        if received is None or o.joined_at is None or o.failure is not None or getattr(o.link, "closed", False):
+            return
+        t = now - self.start
+        if received != o._received:
+            o._received = received
+            o.heard_at = t
+            if o.lost_now is not None:
+                o.lost[-1][1] = t
+        elif o.heard_at is not None and o.lost_now is None and t - o.heard_at >= LOST_AFTER:
+            o.lost.append([round(o.heard_at, 2), None])
 
     def check(self, now: float) -> AppError | None:
         """The error that ends the run now, or None: go on."""
@@ -158,6 +212,10 @@ class Outcomes:
             bad = [o for o in linked if o.joined_at is None or o.failure is not None]
             if bad:
                 return combine([o.never_joined_error(waited) for o in bad], "--require-all: ")
+        end = now - self.start
+        lost = [e for e in (o.lost_error(end) for o in linked) if e is not None]
+        if lost:
+            return combine(lost)
         return None
 
     def of(self, name: str) -> Outcome:

@@ -138,6 +138,11 @@ class Q3Link:
         return self.client.status.latency_ms
 
     @property
+    def received(self) -> int:
+        """Packets received from the server so far (app/outcome.py: a joined server gone silent is lost)."""
+        return self._counters["packets_in"]
+
+    @property
     def drops(self) -> dict[str, int]:
         """Server messages the client dropped undecoded, reason → count."""
         return dict(self.client.status.drops)

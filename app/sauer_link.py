@@ -81,6 +81,11 @@ class SauerLink:
         return None if self.closed or not self.core.in_game else self.core.ping_ms
 
     @property
+    def received(self) -> int:
+        """Packets received from the server so far (app/outcome.py: a joined server gone silent is lost)."""
+        return self.core.counters.packets_in
+
+    @property
     def drops(self) -> dict[str, int]:
         return dict(self.counters.drops)
 

@@ -32,6 +32,7 @@ import errno
 import json
 import math
 import os
+import re
 import tempfile
 import threading
 import time
@@ -472,12 +473,63 @@ def _json(path: Path, raw: bytes, lineno: int) -> Any:
         raise TraceError(f"{path}:{lineno}: not JSON ({exc})") from None
 
 
+WHAT_A_TRACE_IS = ("a trace is what `headcast run --record FILE` writes: JSON lines after a "
+                   f'{{"format": "{FORMAT}"}} header')
+
+
+def what_it_is(path: Path) -> str | None:
+    """What a file that is not a trace is, as the rest of a sentence "FILE is …" that says what to
+    do with it (None: nothing recognisable). A look at its first 64 KiB: a motion script, a swarm
+    report, other JSON, Markdown, binary data."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_MAX_LINE)
+    except OSError:
+        return None
+    if b"\0" in head[:4096]:
+        return f"binary data, not a headcast trace ({WHAT_A_TRACE_IS})"
+    text = head.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines()]
+    meaningful = [ln for ln in lines if ln and not ln.startswith("#")][:50]
+    motion = re.compile(r"^[-+0-9.]+\s+/user/|^(timebase|interpolate)\b")
+    if meaningful and sum(bool(motion.match(ln)) for ln in meaningful) * 2 >= len(meaningful):
+        return (f"a motion script, not a headcast trace: play it with `headcast run --mock {path}` "
+                f"(a swarm plays it with --motion {path})")
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            with open(path, "rb") as fh:
+                obj = json.loads(fh.read(16 * 1024 * 1024))
+        except (ValueError, RecursionError, OSError):
+            obj = None
+        if isinstance(obj, dict) and obj.get("kind") == "headcast swarm report":
+            return ("a swarm report, not a headcast trace (`headcast swarm --report DIR` writes it; swarm.html "
+                    "beside it is the readable form; a trace is what `headcast run --record FILE` writes)")
+        if obj is not None:
+            return f"JSON but not a headcast trace ({WHAT_A_TRACE_IS})"
+    first = next((ln for ln in lines if ln), "")
+    if path.suffix.lower() in (".md", ".markdown") or (
+            first.startswith("# ") and any(ln.startswith(("## ", "```")) for ln in lines[:400])):
+        return f"Markdown, not a headcast trace ({WHAT_A_TRACE_IS})"
+    return None
+
+
+def _not_a_trace(path: Path, fallback: str) -> TraceError:
+    kind = what_it_is(path)
+    return TraceError(f"{fallback}, not a headcast trace ({WHAT_A_TRACE_IS})" if kind is None else f"{path} is {kind}")
+
+
 def _header(path: Path, fh: BinaryIO) -> dict[str, Any]:
-    obj = _next_json(path, fh, 1)
+    try:
+        obj = _next_json(path, fh, 1)
+    except TraceError as e:
+        fh.seek(0)
+        if not re.match(rb'\{\s*"format"\s*:\s*"' + FORMAT.encode(), fh.read(64)):  # else a damaged header
+            raise _not_a_trace(path, str(e)) from None
+        raise
     if obj is _EOF:
-        raise TraceError(f"{path}: empty file, not a headcast trace")
+        raise TraceError(f"{path}: empty file, not a headcast trace ({WHAT_A_TRACE_IS})")
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise TraceError(f"{path}: not a headcast trace (no '{FORMAT}' header)")
+        raise _not_a_trace(path, f"{path}: no '{FORMAT}' header") from None
     if obj.get("version") != VERSION:
         raise TraceError(f"{path}: trace version {obj.get('version')!r} is not supported "
                          f"(this headcast reads version {VERSION})")

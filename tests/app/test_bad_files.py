@@ -78,4 +78,4 @@ def test_trace_with_a_401_digit_integer_is_a_trace_error(tmp_path):
         assert "out of range" in str(e)
     else:
         raise AssertionError("read_trace accepted 10**400")
-    assert_clean_error(headcast("replay", str(bad), "--no-mirror"), 1, str(bad), "out of range")
+    assert_clean_error(headcast("replay", str(bad), "--no-mirror"), 2, str(bad), "out of range")

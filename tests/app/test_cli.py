@@ -86,7 +86,7 @@ def test_bad_values_and_config_are_named():
 def test_garbage_input_and_unknown_hosts_are_one_line_errors(tmp_path):
     garbage = tmp_path / "garbage.trace"
     garbage.write_bytes(bytes(range(256)) * 4)
-    assert_clean_error(headcast("replay", str(garbage), "--no-mirror"), 1, str(garbage), "not JSON")
+    assert_clean_error(headcast("replay", str(garbage), "--no-mirror"), 2, str(garbage), "not a headcast trace")
     assert_clean_error(headcast("replay", str(tmp_path), "--no-mirror"), 2, "is not a file")
     bad = tmp_path / "bad.toml"
     bad.write_text("this is [not toml\n")
