@@ -292,7 +292,7 @@ class Q3Link:
         # (poll() reads the socket after the send); while joining the client reads first.
         linked = self._linked  # the state only moves in calls into the client, each followed by _update_due
         delta = self._delta_angles
-        events = client.send_due(now)
+        events = client.step(now)  # in game: the tick's datagram built and sent in C (the pump)
         if events:
             self._handle(events)  # sends nothing: bytes_out and sent_at stay this send's
         self._update_due()

@@ -64,18 +64,21 @@ class NetSyncSink:
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
-        # Per frame the loop calls only what has work: poll while linked, observe while offline.
+        # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
+        # to observe per frame: our body as a receiver decodes it is worked out when read (seen,
+        # body_size, last_error: the mirror, the status line), for the frame built last.
         self.poll = self._poll_linked if link is not None else None
-        self.observe = self._observe_offline if link is None else None
+        self.observe = None
         # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
         self._last_send: float | None = None
         self.meter = RateMeter()
         self.frame: PoseFrame | None = None
-        self.body_size = 0
-        self.seen: PoseBody | None = None     # our own body as the far side decodes it
+        self._body_size = 0
+        self._seen: PoseBody | None = None     # our own body as the far side decodes it
         self.check = NetSyncCheck()
-        self._last_error: float | None = None
+        self._last_err: float | None = None
+        self._offline_frame: PoseFrame | None = None  # the frame the offline round trip was for
         # poseSeq → (frame sent, the stage head pose it was built from, clock time it went out)
         self._sent: OrderedDict[int, tuple[PoseFrame, Pose, float]] = OrderedDict()
         self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
@@ -174,14 +177,46 @@ class NetSyncSink:
             sent_frames.popitem(last=False)
         return t_wire
 
-    def _observe_offline(self, now: float) -> None:
-        """After every sink has sent, offline: our body as a receiver would decode it. (Linked,
-        the server's broadcast shows it, read at poll: nothing to observe.)"""
-        body = encode_body(0, self.frame, LATEST_PROTOCOL)
-        self.body_size = len(body)
-        self.seen = decode_body(body, 0, LATEST_PROTOCOL)[0]
-        self._last_error = (rotation_error_deg(self.frame.head.rot, self.seen.head.rot)
-                            if self.seen.head is not None else None)
+    def _offline(self) -> None:
+        """Offline: our body as a receiver would decode it, for the frame built last, worked out
+        once when first read. (Linked, the server's broadcast shows it, read at poll.)"""
+        frame = self.frame
+        if self.link is not None or frame is None or frame is self._offline_frame:
+            return
+        self._offline_frame = frame
+        body = encode_body(0, frame, LATEST_PROTOCOL)
+        self._body_size = len(body)
+        seen = self._seen = decode_body(body, 0, LATEST_PROTOCOL)[0]
+        self._last_err = rotation_error_deg(frame.head.rot, seen.head.rot) if seen.head is not None else None
+
+    @property
+    def seen(self) -> PoseBody | None:
+        """Our own body as the far side decodes it (offline: as a receiver would decode it)."""
+        self._offline()
+        return self._seen
+
+    @seen.setter
+    def seen(self, body: PoseBody | None) -> None:
+        self._seen = body
+
+    @property
+    def body_size(self) -> int:
+        """Bytes of the last body sent (offline: of the last frame's, encoded in the latest protocol)."""
+        self._offline()
+        return self._body_size
+
+    @body_size.setter
+    def body_size(self, n: int) -> None:
+        self._body_size = n
+
+    @property
+    def _last_error(self) -> float | None:
+        self._offline()
+        return self._last_err
+
+    @_last_error.setter
+    def _last_error(self, err: float | None) -> None:
+        self._last_err = err
 
     @property
     def last_error(self) -> float | None:

@@ -49,6 +49,7 @@ MAX_READS_PER_POLL = 512    # a frame's worth of server traffic is a handful; th
 MAX_TIMER_STEPS = 8         # catch-up ticks per poll after a stall (the core re-grids after that)
 # Why Pump.run returned (the C's PUMP_* codes).
 RUN_UNTIL, RUN_READABLE, RUN_PYTHON, RUN_INTERRUPTED, RUN_LOG_FULL = range(5)
+_PUMP_PYTHON = RUN_PYTHON  # Pump.step: the tick (or the read after it) needs the core
 DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 snapshots at 20/s)
 # The pump sleeps on CLOCK_MONOTONIC: it can drive a client whose clock is that one.
 _MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
@@ -98,7 +99,9 @@ class Q3Client:
         # set_input(angles, forward, right, up, buttons, weapon, head): Q3ClientCore.set_input itself,
         # bound here so a frame pays one call for it, not two (run() rebinds it to feed its pump too).
         self.set_input = self.core.set_input
-        self._pump = None          # the native tick (run), made on first use
+        self._pump = None          # the native tick (run, step), made on first use
+        self._configured = False   # step(): the pump holds the core's current context
+        self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0      # usercmd ticks the pump ran (the rest ran in Python)
         self._stop = False         # interrupt(): run() returns
 
@@ -123,6 +126,7 @@ class Q3Client:
         self._flush(now)
 
     def send_command(self, text: str) -> None:
+        self._configured = False
         self.core.send_command(text)
         if self._pump is not None:
             self._pump.interrupt()  # a running run() hands the ticks back to the core, which sends it
@@ -144,6 +148,8 @@ class Q3Client:
         events: list[Event] = []
         core = self.core
         clock = self._clock
+        self._feed_held(clock())
+        self._configured = False  # run() configures the pump itself
         pump = self._pump
         if pump is None and NATIVE is not None and clock in _MONOTONIC_CLOCKS and self._sock.fileno() != -1:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
@@ -207,16 +213,80 @@ class Q3Client:
         return self._poll(now, read_after=False)
 
     def receive(self, now: float) -> list[Event]:
-        """Read the socket now (bounded), send any answer, return the events."""
+        """Read the socket now (bounded), send any answer, return the events. After `step`: the
+        datagrams its tick read first, as read now."""
         if self._sock.fileno() == -1:
             return []
-        self._receive(now)
+        if self._feed_held(now) + self._receive(now):
+            self._configured = False  # the core moved on: the pump takes its context again
         self._flush(now)
         return self.core.take_events()
+
+    def step(self, now: float) -> list[Event]:
+        """`send_due` for a frame loop, with an in-game tick in C when the extension is built and
+        the clock is the pump's: the pump, stepped on the caller's thread, builds the tick's datagram
+        (the same bytes as the core's) and sends it without the interpreter, then reads the socket
+        into a queue that `receive` hands to the core as read at its call (so snapshots are parsed
+        after the caller's latency-bound work, and the core sees what `send_due` then `receive`
+        would show it: the same bytes go out, tests/q3/test_pump.py). The core takes the tick's
+        state over at once (timer, counters, `sent_at`). Out of game, or when the tick is the
+        core's (the silence probe, the timeout, fragments, a queued command): `send_due`."""
+        pump = self._stepper()
+        if pump is None:
+            return self.send_due(now)
+        why = pump.step(now)
+        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, _ = pump.take()
+        core = self.core
+        if nows:
+            core._absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
+            self.native_ticks += len(nows)
+            self.sent_at = sent_at
+        if errors:
+            self.socket_errors += errors
+        if datagrams:
+            self._held += datagrams
+        if why == _PUMP_PYTHON:  # this tick (or the read after it) is the core's
+            return self.send_due(now)
+        return core.take_events()
+
+    def _stepper(self):
+        """The pump for `step`, configured with the core's context; None when the tick must run in
+        Python (no extension, another clock, out of game, commands waiting)."""
+        pump = self._pump
+        if self._configured:
+            return pump
+        if NATIVE is None or self._clock not in _MONOTONIC_CLOCKS or self._sock.fileno() == -1:
+            return None
+        core = self.core
+        context = core._pump_context()
+        if context is None:
+            return None
+        if pump is None:
+            pump = self._pump = NATIVE.Pump(self._sock.fileno())
+            self.set_input = self._set_input_pumped
+        pump.set_input(*core._wire_input())
+        pump.configure(context)
+        self._configured = True
+        return pump
+
+    def _feed_held(self, now: float) -> int:
+        """The datagrams `step` read go to the core, as read `now` (as `send_due` then `receive`
+        would have read them: the same timers and bytes); how many."""
+        held = self._held
+        if not held:
+            return 0
+        receive = self.core.receive_datagram
+        for data in held:
+            receive(data, now)
+        n = len(held)
+        held.clear()
+        return n
 
     def _poll(self, now: float, read_after: bool) -> list[Event]:
         if self._sock.fileno() == -1:
             return []  # closed
+        self._configured = False  # the core may tick or read: the pump's context would be stale
+        self._feed_held(now)
         core = self.core
         # The core's fields read directly (this is its own driver): two calls fewer per frame.
         if core._state in LINKED:
@@ -236,11 +306,13 @@ class Q3Client:
             self._send(out)
         return core.take_events()
 
-    def _receive(self, now: float) -> None:
+    def _receive(self, now: float) -> int:
+        """Drain the socket into the core (bounded); nonzero when anything was read."""
         core = self.core
         ready = self._ready.poll
         recv = self._sock.recv
-        for _ in range(MAX_READS_PER_POLL):
+        n = 0
+        for n in range(MAX_READS_PER_POLL):
             if not ready(0):
                 break
             try:
@@ -253,6 +325,7 @@ class Q3Client:
                     continue
                 raise
             core.receive_datagram(data, now)
+        return n
 
     def wait(self, now: float, until: float | None = None) -> None:
         """Sleep until `poll` has work: the core's timer is due or, before the link is up (or while
@@ -277,6 +350,8 @@ class Q3Client:
         """Send `disconnect`, close the socket; returns the final events."""
         if self._sock.fileno() == -1:
             return []
+        self._configured = False
+        self._feed_held(now)
         self.core.close(now)
         self._flush(now)
         self._sock.close()

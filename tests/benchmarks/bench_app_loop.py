@@ -78,7 +78,7 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
     loop.telemetry = Telemetry()
     q3, ns = loop.sinks[0].link.client, loop.sinks[1].link.client
     timed(session, "next_frame", "XR frame call")
-    for name in ("set_input", "send_due", "receive"):  # what Q3Link calls on the frame path
+    for name in ("set_input", "step", "receive"):  # what Q3Link calls on the frame path
         timed(q3, name, "Q3 client (netcode)")
     for name in ("poll", "send_pose"):
         timed(ns, name, "NetSync client (netcode)")

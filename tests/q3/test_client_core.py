@@ -189,6 +189,10 @@ class ScriptedQ3Client:
         self.now = self.sent_at = now
         return events(self.core)
 
+    def step(self, now: float) -> list:
+        """Q3Client.step: send_due with the in-game tick in C; here the core runs every tick."""
+        return self.send_due(now)
+
     def receive(self, now: float) -> list:
         return []
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from headcast.netcode.q3 import netchan as netchan_module
 from headcast.netcode.q3 import serverparse, transport
-from headcast.netcode.q3.client import MAX_RELIABLE_COMMANDS, ClientConfig, Q3ClientCore, State
+from headcast.netcode.q3.client import LINKED, MAX_RELIABLE_COMMANDS, ClientConfig, Q3ClientCore, State
 from headcast.netcode.q3.clientmsg import CLC_MOVE, CLC_MOVE_NO_DELTA, py_write_client_message, read_client_message
 from headcast.netcode.q3.delta import PlayerState, write_delta_playerstate
 from headcast.netcode.q3.msg import BitWriter
@@ -360,6 +360,8 @@ class Rig:
         self.untaken = 0   # datagrams the pump sent that the core has not absorbed yet
         self.ctx = None
         self.pump = None
+        self.stepped = ""      # poll(): app/q3_link.py's calls, by the send call's name
+        self.unread = False
         if pumped:
             self.pump = self.client._pump = NATIVE.Pump(self.client.fileno())
             self.pump.set_input(*self.core._wire_input())
@@ -389,7 +391,18 @@ class Rig:
             self.ctx = None
 
     def poll(self, now: float) -> None:
-        """One frame at `now`: Q3Client._poll (Python), or the pump's tick and reads."""
+        """One frame at `now`: Q3Client._poll (Python), or the pump's tick and reads; stepped: as
+        app/q3_link.py drives it (`stepped` names the send call: step, or send_due for the Python
+        reference): the socket read at the frame after a tick that sent, then the send call."""
+        if self.stepped:
+            client, core = self.client, self.core
+            if self.unread:
+                self.unread = False
+                client.receive(now)
+            before = core.counters["packets_out"]
+            getattr(client, self.stepped)(now)
+            self.unread = core.state in LINKED and core.counters["packets_out"] > before
+            return
         if self.pump is None:
             self.client._poll(now, read_after=True)
             return
@@ -510,6 +523,33 @@ def test_a_scripted_session_through_the_pump_equals_the_python_loop():
         carried = [m for m in (read_client_message(d[10:], FEED, b.server.commands, 32) for d in b.wire.log)
                    if m.commands]
         assert len(carried) > b.core.counters["usercmds"] - b.client.native_ticks
+    finally:
+        a.close()
+        b.close()
+
+
+@native
+def test_a_scripted_session_stepped_by_the_frame_loop_equals_the_python_loop():
+    """Q3Client.step (app/q3_link.py's path: the pump stepped on the frame's thread, what it read
+    handed to the core by receive) sends what the Python loop sends, byte for byte."""
+    frames, now, k = [], 0.004, 0
+    while now < 3.0:
+        frames.append(now)
+        k += 1
+        now += 0.002 + (k * 7919 % 13) * 0.001
+    a = Rig(pumped=False, vr=True, vr_support=True)
+    b = Rig(pumped=False, vr=True, vr_support=True)
+    a.stepped, b.stepped = "send_due", "step"
+    try:
+        with pure_python_send():
+            scenario(a, frames)
+            scenario(b, frames)
+        assert len(a.wire.log) == len(b.wire.log) > 150
+        for i, (x, y) in enumerate(zip(a.wire.log, b.wire.log)):
+            assert x == y, f"datagram {i} differs"
+        assert end_state(a) == end_state(b)
+        assert a.server.executed == b.server.executed == ["say hello 100. ."]
+        assert a.client.native_ticks == 0 and b.client.native_ticks > 120
     finally:
         a.close()
         b.close()
