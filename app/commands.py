@@ -293,7 +293,30 @@ def note(message: str) -> None:
     print(f"headcast: {message}", file=sys.stderr, flush=True)
 
 
-def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError | None = None) -> dict:
+def recording_of(recorder, frames_run: int) -> dict | None:
+    """What became of --record: the file, the frames it kept of the frames run, and why it ended
+    early (None: it did not; the writer keeps every whole frame it wrote, and the file reads as a
+    trace that ends early at that frame)."""
+    if recorder is None:
+        return None
+    failed = recorder.failed
+    return {"path": str(recorder.path), "frames_kept": recorder.count, "frames_run": frames_run,
+            "ended_early": None if failed is None else (failed.strerror or str(failed))}
+
+
+def recording_text(rec: dict) -> str:
+    if rec["ended_early"] is None:
+        return f"{rec['frames_kept']} frames recorded in {rec['path']}"
+    return (f"recording ended early: {rec['frames_kept']} of {rec['frames_run']} frames kept, {rec['ended_early']} "
+            f"({rec['path']} plays up to there: the trace ends early at frame {rec['frames_kept']})")
+
+
+class RecordingError(AppError):
+    """--record lost frames (a full disk, a size limit): the run went on, its recording did not (exit 1)."""
+
+
+def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError | None = None,
+               recording: dict | None = None) -> dict:
     """The run in numbers, and each sink's outcome: when it joined and what it sent, or why never."""
     now = loop.clock()
     sinks = []
@@ -307,8 +330,11 @@ def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError
                      failure=None if o.failure is None else str(o.failure),
                      lost=[{"at": at, "until": None if back is None else round(back, 2)} for at, back in o.lost])
         sinks.append(d)
-    return {"type": "summary", "stopped": reason, **loop.telemetry.summary(), "sinks": sinks,
-            "exit_code": 0 if error is None else error.exit_code, "error": None if error is None else str(error)}
+    out = {"type": "summary", "stopped": reason, **loop.telemetry.summary(), "sinks": sinks,
+           "exit_code": 0 if error is None else error.exit_code, "error": None if error is None else str(error)}
+    if recording is not None:
+        out["recording"] = recording
+    return out
 
 
 def outcome_text(o, now: float, outcomes: Outcomes) -> str:
@@ -341,6 +367,8 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
     print(f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
           f"frame cost median {ms(fc['median'])} p99 {ms(fc['p99'])}; "
           f"motion-to-wire median {ms(lat['median'])} p99 {ms(lat['p99'])}", file=out)
+    if summary.get("recording") is not None:
+        print(recording_text(summary["recording"]), file=out)
     for s in summary["sinks"]:
         last = f"; last {s['packed']}" if s["state"] == "offline" and s["packed"] else ""
         print(f"  {s['name']:8} {s['outcome']}{last}", file=out)
@@ -420,7 +448,10 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
         error = AppError(f"OpenXR: {loop.failure}")
     if error is None:
         error = outcomes.final(loop.clock())
-    summary = summary_of(loop, reason, outcomes, error)
+    recording = recording_of(recorder, loop.telemetry.frames)
+    if error is None and recording is not None and recording["ended_early"] is not None:
+        error = RecordingError(recording_text(recording))
+    summary = summary_of(loop, reason, outcomes, error, recording)
     print_summary(summary, json_mode)
     if error is not None:
         raise error
