@@ -603,7 +603,7 @@ class FarSideTracker:
 
 # --- where each view's numbers come from (also the demo's summary) ---------------------------------
 
-BASIS_LOCAL = _plain("here, no server", "local round trip: encoded and decoded in this process")
+BASIS_LOCAL = _plain("sent vs encoded and decoded here (no server)", "local round trip, in this process")
 BASIS_Q3_VIEW = _plain("the aim the server ran vs the aim we sent (pitch, yaw)",
                        "the server's view vs the usercmd it ran, matched by commandTime (wire only)")
 BASIS_Q3_HEAD_RELAYED = _plain("the server's own decode of your head vs the head we sent (7-bit steps)",

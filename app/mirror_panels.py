@@ -435,7 +435,7 @@ def plot_view(t: UiText, series: dict, view, color, t_end: float, seconds: float
 
 
 def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: float, width: float) -> None:
-    for line in wrap_words("in each sink's colour: round trip (thick), motion-to-wire (thin); kB/s", width):
+    for line in wrap_words("in each sink's colour: ping or relay (thick), motion-to-wire (thin); kB/s", width):
         t.text(line, DIM)
     if _begin_grid("##links", 2):
         if _begin_time_plot("latency##l", "ms", seconds):
