@@ -69,8 +69,8 @@ EXIT_STATUS = ("Exit status: 0 the run ended and every player got in (kicks, los
                "\"12 of 20 players never got in: Server is full.\"); 2 bad flags, a --report folder that "
                "cannot be written, a motion or trace that does not load; 3 nothing listens at a server's address "
                "(found at once) or no player of a protocol got in. With --locust, after the same checks: "
-               "Locust's exit status (1 when any kick, lost update or slipped tick; one from slipped ticks alone "
-               "is said to be the load generator running late).")
+               "Locust's exit status (1 when any kick, lost update or failed join; slipped ticks are the load "
+               "generator running late, not a failure), 3 when no player got in.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -106,8 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--locust", nargs="?", type=_small, const=0, default=None, metavar="PROCESSES",
                    help="run the players as Locust users instead (one protocol per run): Locust's runner, "
                         "stats and --csv; PROCESSES > 0 forks that many Locust workers on this machine. "
-                        "Exit status is Locust's (1 when any kick, lost update or slipped tick (> 5 ms late): "
-                        "a slipped tick is the load generator running late, not the server). For "
+                        "Exit status is Locust's (1 when any kick, lost update or failed join; a slipped tick "
+                        "(> 5 ms late) is the load generator running late, its own row, not a failure). For "
                         "several machines run the shipped locustfile with Locust's --master/--worker")
     p.add_argument("--csv", metavar="BASE", type=path, help="with --locust: Locust's CSV files BASE_stats.csv …")
 
@@ -338,7 +338,7 @@ def status_lines(swarm: Swarm, now: float) -> list[str]:
                      f"{ms(v['relay_p50_s'])}/{ms(v['relay_p99_s'])} ms p50/p99, loss {loss} | "
                      f"{v['broadcast_hz_per_player']:.1f} bc/s each | kicks {v['kicked']}, failed joins "
                      f"{v['join_failed']} | up {v['up_Bps'] / 1000:.1f} down {v['down_Bps'] / 1000:.1f} kB/s | "
-                     f"slipped ticks (> 5 ms late) {v['slipped']}")
+                     f"ours: slipped ticks (> 5 ms late) {v['slipped']}")
     return lines
 
 
@@ -347,23 +347,38 @@ def _n(v, unit: str = "") -> str:
 
 
 def summary_lines(report: dict) -> list[str]:
+    """The end of a run in the terminal: per protocol the server (what it is, then what it did, over
+    the seconds our own ticks ran on time), then the load generator's own health apart."""
     out = [f"swarm: {report['duration_s']:.1f} s, {report['run']['source']}"]
+    processes = int(report.get("processes") or 1)
     for proto, p in report["protocols"].items():
-        pl, rl, j, t = p["players"], p["relay_ms"], p["join_ms"], p["ticks"]
-        out.append(f"{_NAMES[proto]} ({report['run']['servers'][proto]}): {pl['joined']} joins, "
+        pl, j, t = p["players"], p["join_ms"], p["ticks"]
+        view = p.get("server_view") or {"relay_ms": p["relay_ms"], "relay": p["relay"]}
+        rl, relay = view["relay_ms"], view["relay"]
+        server = report_mod.server_text(proto, p, report["run"]["servers"].get(proto))
+        out.append(f"{_NAMES[proto]} ({server}): {pl['joined']} joins, "
                    f"peak {pl['peak_active']} in, {pl['left']} left, {pl['kicked']} kicked, "
                    f"{pl['join_failed']} failed joins")
         if pl["joined"]:
-            out.append(f"  join p50 {_n(j['p50'], ' ms')} p99 {_n(j['p99'], ' ms')}; relay p50 {_n(rl['p50'], ' ms')} "
-                       f"p99 {_n(rl['p99'], ' ms')} max {_n(rl['max'], ' ms')} ({p['relay']['delivered']} matched, "
-                       f"{p['relay']['lost']} lost)")
-            out.append(f"  broadcasts/s per player p50 {_n(p['broadcast_hz']['p50'])}; up "
-                       f"{p['up']['bytes_per_s'] / 1000:.1f} kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s; "
-                       f"ticks {t['count']}, slipped ticks (> {t['slip_after_ms']:g} ms late): {t['slipped']} "
-                       f"(p99 {_n(t['late_ms']['p99'], ' ms')})")
-        stall = report_mod.stall_text(t)
-        if stall:
-            out.append(f"  {stall}")
+            over = "" if view.get("seconds") is None or view["seconds"] == view.get("of_seconds") else \
+                f", over the {view['seconds']} of {view['of_seconds']} s our ticks ran on time"
+            loss = "" if relay.get("loss_pct") is None else f", {relay['loss_pct']:g} %"
+            out.append(f"  server: join p50 {_n(j['p50'], ' ms')} p99 {_n(j['p99'], ' ms')}; relay p50 "
+                       f"{_n(rl['p50'], ' ms')} p99 {_n(rl['p99'], ' ms')} max {_n(rl['max'], ' ms')} "
+                       f"({relay['delivered']} matched, {relay['lost']} lost{loss}){over}")
+            out.append(f"  server: broadcasts/s per player p50 {_n(p['broadcast_hz']['p50'])}; up "
+                       f"{p['up']['bytes_per_s'] / 1000:.1f} kB/s, down {p['down']['bytes_per_s'] / 1000:.1f} kB/s")
+            gen = p.get("generator") or {}
+            ours = (f"  ours (the load generator): {t['count']} ticks, {t['slipped']} slipped "
+                    f"(> {t['slip_after_ms']:g} ms late, p99 {_n(t['late_ms']['p99'], ' ms')})")
+            if t.get("seconds_with_slips"):
+                inside = (gen.get("relay_ms_in_those_seconds") or {}).get("p99")
+                ours += (f" in {t['seconds_with_slips']} s; relay in those seconds p99 {_n(inside, ' ms')}, "
+                         f"{t.get('lost_in_them', 0)} lost — ours, left out of the server's figures")
+            out.append(ours)
+        verdict = report_mod.generator_text(p, processes)
+        if verdict:
+            out.append(f"  {verdict}")
         never = never_line(pl)
         if never:
             out.append(f"  {never}")
@@ -394,9 +409,11 @@ def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
                                  processes=args.locust)
         print(f"headcast swarm: Locust: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
         ramp = args.players / args.spawn_rate
+        # --json: stdout carries JSON only; Locust's own tables go to stderr
+        to = {"stdout": sys.stderr} if args.json else {}
         with stop.running():
             rc = locust_run.run(cmd, timeout=args.duration + ramp + LOCUST_GRACE,
-                                should_stop=lambda: stop.state.signum is not None)
+                                should_stop=lambda: stop.state.signum is not None, **to)
         stop.stopping()
         json_path, html_path = Path(f"{base}.json"), Path(f"{base}.html")
         try:
@@ -408,22 +425,18 @@ def run_locust(args: argparse.Namespace, targets: dict[str, Any]) -> int:
             report.setdefault("run", {})["stopped"] = stop.reason(stop.state.signum)
             if args.report:
                 report_mod.write(report, json_path, html_path)
-    for line in summary_lines(report):
-        print(line, flush=True)
-    if args.report:
-        print(f"report: {json_path}, {html_path}")
-    if rc == 1 and _only_slipped(report):
-        slipped = sum(p["ticks"]["slipped"] for p in report["protocols"].values())
-        print(f"headcast: Locust's exit 1 comes from {slipped} slipped ticks (> 5 ms late) only: the load "
-              "generator ran late, not the server (fewer players per process: --locust PROCESSES)", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"type": "summary", "report": report, "locust_exit": rc}), flush=True)
+    else:
+        for line in summary_lines(report):
+            print(line, flush=True)
+        if args.report:
+            print(f"report: {json_path}, {html_path}")
+    never = [p for p, st in report.get("protocols", {}).items() if not st["players"]["joined"]]
+    if never and stop.state.signum is None:
+        raise UnreachableError(f"swarm: no player got in under Locust ({', '.join(_NAMES[p] for p in never)}; "
+                               f"Locust's exit {rc})")
     return rc
-
-
-def _only_slipped(report: dict) -> bool:
-    """No kick, loss or failed join, and some slipped ticks: Locust's failures are all ours."""
-    ps = report.get("protocols", {}).values()
-    return any(p["ticks"]["slipped"] for p in ps) and not any(
-        p["players"]["kicked"] or p["players"]["join_failed"] or p["relay"]["lost"] for p in ps)
 
 
 def cmd_swarm(args: argparse.Namespace) -> int:

@@ -11,9 +11,12 @@ What each Locust row (type = the protocol) means:
 | relay       | update an observer saw relayed | our send → observer's read  | 0      | a lost update           |
 | join        | player in the game / room      | connect → in                | 0      | a failed join (reason)  |
 | kick        | player kicked or dropped       | 0                           | 0      | always (the reason)     |
-| slipped tick| tick later than `slip_after`   | how late                    | 0      | always                  |
+| slipped tick (ours) | tick later than `slip_after` | how late             | 0      | – (ours, not the server's) |
 
 Locust's failure % of `relay` is the loss, its `broadcast` percentiles the gaps players see.
+Each row's req/s is its own rate (sends, receives, broadcasts per second); Locust's Aggregated
+row counts the sends only (locustfile.py: `total_counts_sends`), so the RPS in its header is
+the messages the players sent per second, not sends, receives and broadcasts added up.
 This module imports nothing from locust: it is handed the `request` event's `fire`, so it can be
 used (and tested) without gevent's monkey-patching.
 """
@@ -36,8 +39,7 @@ class JoinFailed(Exception):
     """A player did not get in; the message is why."""
 
 
-class SlippedTick(Exception):
-    """A player's tick ran later than the swarm's slip bound."""
+SLIPPED_TICK = "slipped tick (ours)"
 
 
 class LocustMetrics(SwarmMetrics):
@@ -79,7 +81,7 @@ class LocustMetrics(SwarmMetrics):
     def tick(self, proto, late, now=None):
         super().tick(proto, late, now)
         if late > self.slip_after:
-            self._event(proto, "slipped tick", late * 1000.0, 0, SlippedTick(f"later than {self.slip_after * 1000:g} ms"))
+            self._event(proto, SLIPPED_TICK, late * 1000.0)
 
     def joined(self, proto, player, seconds, now=None):
         super().joined(proto, player, seconds, now)

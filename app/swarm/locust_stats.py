@@ -16,7 +16,7 @@ def from_stats(stats) -> dict:
     failures = [{"method": err.method, "name": err.name, "error": str(err.error), "occurrences": err.occurrences}
                 for err in stats.errors.values()]
     return {"note": "Locust's stats of the same run (its master's aggregate of every worker).",
-            "rows": rows, "total": _row("", "Aggregated", stats.total), "failures": failures}
+            "rows": rows, "total": _row("", "Aggregated (messages sent)", stats.total), "failures": failures}
 
 
 def _row(method: str, name: str, e) -> dict:

@@ -142,16 +142,35 @@ def _prepare(o, proto: str, w: int, workers: int) -> Script:
     return script
 
 
+TOTAL_ROWS = ("send",)   # the rows Locust's Aggregated row (its header's RPS) adds up
+
+
+def total_counts_sends(stats) -> None:
+    """Locust's Aggregated row adds every row's requests, so its RPS would be sends, receives,
+    broadcasts, relays … added up, a figure of nothing. Here it counts the players' sends only
+    (the load on the server: messages sent per second); each row keeps its own rate, and every
+    failure (lost update, failed join, kick) still counts in the total's failures. Each process
+    counts its own total; the master adds its workers' totals."""
+    def log_request(method: str, name: str, response_time, content_length) -> None:
+        if name in TOTAL_ROWS:
+            stats.total.log(response_time, content_length)
+        stats.entries[(name, method)].log(response_time, content_length)
+    stats.log_request = log_request
+
+
 @events.init.add_listener
 def _init(environment, **_) -> None:
     runner = environment.runner
+    total_counts_sends(environment.stats)
     if not isinstance(runner, WorkerRunner):  # workers get the options from the master later
         o = environment.parsed_options
-        _server(o)
+        srv = _server(o)
         try:
             _script(o)
         except (MotionError, OSError) as e:
             raise SystemExit(f"headcast: {e}") from None
+        if not environment.host:   # Locust's Host field: the server under test
+            environment.host = f"{o.headcast_proto}://{srv.host}:{srv.port}"
     if isinstance(runner, MasterRunner):
         runner.register_message("headcast_final", _final_state)
     elif isinstance(runner, WorkerRunner):

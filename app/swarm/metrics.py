@@ -48,7 +48,8 @@ class LogHistogram:
         self.min = math.inf
         self.max = -math.inf
 
-    def add(self, v: float) -> None:
+    def add(self, v: float) -> int:
+        """Count `v`; returns its bin (for a per-second histogram of the same bins)."""
         self.n += 1
         self.total += v
         if v < self.min:
@@ -62,6 +63,21 @@ class LogHistogram:
         else:
             i = 1 + int(math.log(v * self._INV_LO) * self._K)
         self.counts[i] += 1
+        return i
+
+    @classmethod
+    def of_bins(cls, bins: Iterable[dict[int, int]], total: float, vmax: float) -> "LogHistogram":
+        """A histogram of several sparse bin counts (per-second parts of another with the same
+        bins); min is its lowest bin's middle (within the bins' 1 %), max and total are given."""
+        h = cls()
+        for b in bins:
+            for i, c in b.items():
+                h.counts[i] += c
+                h.n += c
+        if h.n:
+            h.total, h.max = total, vmax
+            h.min = min(h._middle(next(i for i, c in enumerate(h.counts) if c)), vmax)
+        return h
 
     def merge(self, other: "LogHistogram") -> None:
         self.counts = [a + b for a, b in zip(self.counts, other.counts)]
@@ -170,6 +186,7 @@ class ProtocolStats:
         self.slipped = 0
         self.rows: list[list[float]] = []
         self.row_hist: list[list[int] | None] = []
+        self.relay_bins: list[dict[int, int] | None] = []  # each second's relays in `relay`'s bins
         # Per player (index → value), grown on first sight of an index.
         self.p_up: list[int] = []
         self.p_down: list[int] = []
@@ -187,6 +204,7 @@ class ProtocolStats:
         while len(rows) <= s:
             rows.append([0] * COLUMNS)
             self.row_hist.append(None)
+            self.relay_bins.append(None)
         return s
 
     def row(self, now: float) -> list[float]:
@@ -205,6 +223,7 @@ class ProtocolStats:
                 "relay": self.relay.state(), "join": self.join.state(), "late": self.late.state(),
                 "rows": self.rows, "row_hist": [None if h is None else {str(i): c for i, c in enumerate(h) if c}
                                                 for h in self.row_hist],
+                "relay_bins": [None if b is None else {str(i): c for i, c in b.items()} for b in self.relay_bins],
                 "players": players}
 
     def merge_state(self, state: dict, shift: int) -> None:
@@ -221,9 +240,16 @@ class ProtocolStats:
         self.relay.merge(LogHistogram.from_state(state["relay"]))
         self.join.merge(LogHistogram.from_state(state["join"]))
         self.late.merge(LogHistogram.from_state(state["late"]))
-        for s, (row, hist) in enumerate(zip(state["rows"], state["row_hist"])):
+        relay_bins = state.get("relay_bins") or [None] * len(state["rows"])
+        for s, (row, hist, bins) in enumerate(zip(state["rows"], state["row_hist"], relay_bins)):
             t = max(0, s + shift)
             self.second(self.started + t)
+            if bins:
+                mine_bins = self.relay_bins[t]
+                if mine_bins is None:
+                    mine_bins = self.relay_bins[t] = {}
+                for i, c in bins.items():
+                    mine_bins[int(i)] = mine_bins.get(int(i), 0) + c
             mine = self.rows[t]
             for c in range(COLUMNS):
                 mine[c] = max(mine[c], row[c]) if c == RELAY_MAX else mine[c] + row[c]
@@ -275,6 +301,7 @@ class SwarmMetrics:
         self.started = started
         self.slip_after = slip_after
         self.stats = {p: ProtocolStats(started, slip_after) for p in self.protocols}
+        self.servers: dict[str, dict] = {}   # per protocol: what the server said of itself
         self._last_now = started  # the latest `now` seen: when events without a time happened
 
     # --- per message -------------------------------------------------------------------------
@@ -312,8 +339,12 @@ class SwarmMetrics:
 
     def relay(self, proto: str, seconds: float, now: float | None = None) -> None:
         st = self.stats[proto]
-        st.relay.add(seconds)
+        b = st.relay.add(seconds)
         s = st.second(self._last_now if now is None else now)
+        bins = st.relay_bins[s]
+        if bins is None:
+            bins = st.relay_bins[s] = {}
+        bins[b] = bins.get(b, 0) + 1
         row = st.rows[s]
         row[RELAYS] += 1
         row[RELAY_SUM] += seconds
@@ -339,6 +370,12 @@ class SwarmMetrics:
         if late > st.slip_after:
             st.slipped += 1
             row[SLIPPED] += 1
+
+    def server_seen(self, proto: str, info: dict) -> None:
+        """What a player learnt of its server on joining (version, protocol, name): the first one
+        of each protocol is kept."""
+        if proto not in self.servers and info:
+            self.servers[proto] = {k: v for k, v in info.items() if v not in (None, "")}
 
     # --- per player life ---------------------------------------------------------------------
 
@@ -394,7 +431,7 @@ class SwarmMetrics:
     def state(self, wall_started: float) -> dict:
         """Everything counted so far as plain numbers (JSON, msgpack); `wall_started` is the
         wall-clock time of `started`, which lines other processes' seconds up with ours."""
-        return {"wall_started": wall_started, "slip_after": self.slip_after,
+        return {"wall_started": wall_started, "slip_after": self.slip_after, "servers": dict(self.servers),
                 "protocols": {p: st.state() for p, st in self.stats.items()}}
 
     @classmethod
@@ -409,6 +446,8 @@ class SwarmMetrics:
             shift = int(round(s["wall_started"] - start))
             for proto, st in s["protocols"].items():
                 m.stats[proto].merge_state(st, shift)
+            for proto, info in (s.get("servers") or {}).items():
+                m.server_seen(proto, info)
         return m
 
     # --- reading -----------------------------------------------------------------------------
@@ -425,11 +464,16 @@ class SwarmMetrics:
             col = lambda c: sum(r[c] for r in rows)  # noqa: E731
             hist = [0] * SecondHistogram.BINS
             vmax = 0.0
+            # relay and loss of the seconds our own ticks ran on time (the server's figures)
+            relays = lost = 0
             for r, h in zip(rows, st.row_hist[first:last]):
+                if r[SLIPPED]:
+                    continue
+                relays += r[RELAYS]
+                lost += r[LOST]
                 if h is not None:
                     hist = [a + b for a, b in zip(hist, h)]
                     vmax = max(vmax, r[RELAY_MAX])
-            relays, lost = col(RELAYS), col(LOST)
             out[proto] = {
                 "active": st.active, "joined": st.joined, "join_failed": st.join_failed,
                 "kicked": st.kicked, "left": st.left,
@@ -439,6 +483,7 @@ class SwarmMetrics:
                 "relay_p99_s": SecondHistogram.percentile(hist, 99, vmax) if relays else None,
                 "loss_pct": 100.0 * lost / (relays + lost) if relays + lost else None,
                 "slipped": st.slipped,
+                "seconds_with_slips": sum(1 for r in rows if r[SLIPPED]),
             }
         return out
 
@@ -451,7 +496,9 @@ class SwarmMetrics:
             "source": "headcast",
             "started": self.started,
             "duration_s": round(duration, 3),
-            "protocols": {proto: protocol_report(st, duration) for proto, st in self.stats.items()},
+            "protocols": {proto: dict(protocol_report(st, duration), **({"server": self.servers[proto]}
+                                                                        if proto in self.servers else {}))
+                          for proto, st in self.stats.items()},
             "series": {proto: series(st) for proto, st in self.stats.items()},
             "histograms": {proto: {"relay_s": st.relay.state(), "join_s": st.join.state(),
                                    "tick_late_s": st.late.state()} for proto, st in self.stats.items()},
@@ -496,7 +543,47 @@ def protocol_report(st: ProtocolStats, duration: float) -> dict:
                  "per_player_bytes_per_s": _spread(down, 1), "broadcasts": broadcasts},
         "ticks": {"count": st.late.n, "slipped": st.slipped, "slip_after_ms": st.slip_after * 1000.0,
                   "late_ms": st.late.summary(1000.0, 3), **_suspect(st.rows)},
+        "server_view": server_view(st),
+        "generator": generator(st),
     }
+
+
+# The load generator is called the bottleneck when more of its ticks than this slipped.
+BOTTLENECK_SLIPPED = 0.01
+
+
+def server_view(st: ProtocolStats) -> dict:
+    """Relay latency and loss over the seconds in which none of our own ticks slipped: what the
+    server did, without the seconds where a late generator delayed its own sends and reads."""
+    clean = [s for s, r in enumerate(st.rows) if not r[SLIPPED]]
+    rows = st.rows
+    relays = sum(rows[s][RELAYS] for s in clean)
+    lost = sum(rows[s][LOST] for s in clean)
+    h = LogHistogram.of_bins((st.relay_bins[s] for s in clean if st.relay_bins[s]),
+                             sum(rows[s][RELAY_SUM] for s in clean),
+                             max((rows[s][RELAY_MAX] for s in clean if rows[s][RELAYS]), default=0.0))
+    return {"seconds": len(clean), "of_seconds": len(rows),
+            "relay_ms": h.summary(1000.0, 3),
+            "relay": {"delivered": int(relays), "lost": int(lost),
+                      "loss_pct": round(100.0 * lost / (relays + lost), 3) if relays + lost else None}}
+
+
+def generator(st: ProtocolStats) -> dict:
+    """The load generator's own health: how many of its ticks slipped, and whether that makes it
+    the bottleneck of the run (more than BOTTLENECK_SLIPPED of its ticks)."""
+    ticks = st.late.n
+    share = st.slipped / ticks if ticks else 0.0
+    late = [s for s, r in enumerate(st.rows) if r[SLIPPED]]
+    rows = st.rows
+    h = LogHistogram.of_bins((st.relay_bins[s] for s in late if st.relay_bins[s]),
+                             sum(rows[s][RELAY_SUM] for s in late),
+                             max((rows[s][RELAY_MAX] for s in late if rows[s][RELAYS]), default=0.0))
+    return {"ticks": ticks, "slipped": st.slipped, "slipped_pct": round(100.0 * share, 3),
+            "late_p99_ms": st.late.summary(1000.0, 3)["p99"],
+            "seconds_with_slips": len(late),
+            "relay_ms_in_those_seconds": h.summary(1000.0, 3),
+            "lost_in_those_seconds": int(sum(rows[s][LOST] for s in late)),
+            "bottleneck": share > BOTTLENECK_SLIPPED}
 
 
 def _suspect(rows: list[list[float]]) -> dict:

@@ -146,6 +146,11 @@ class Player:
     def filenos(self) -> list[int]:
         raise NotImplementedError
 
+    def server_info(self) -> dict:
+        """What the server said of itself in the handshake: its software and version, the
+        protocol, its name (the report names the server it measured)."""
+        return {}
+
     def fileno(self) -> int:
         return self.filenos()[0]
 
@@ -157,6 +162,9 @@ class Player:
         self.joined = self.got_in = True
         self.client_number = client_number
         self.metrics.joined(self.proto, self.index, now - self._attempt_at, now)
+        seen = getattr(self.metrics, "server_seen", None)
+        if seen is not None and self.proto not in self.metrics.servers:
+            seen(self.proto, self.server_info())
         board = self.var.board
         if board is not None and self.var.marked:
             self.marker = Marker() if self.proto != "netsync" else SeqLog()
@@ -203,6 +211,11 @@ class Q3Player(Player):
 
     def filenos(self) -> list[int]:
         return [self.sock.fileno()] if self.sock is not None else []
+
+    def server_info(self) -> dict:
+        info = self.core._serverinfo   # the gamestate's serverinfo configstring
+        return {"software": info.get("version"), "protocol": info.get("protocol"),
+                "name": info.get("sv_hostname"), "map": info.get("mapname")}
 
     def start(self, now: float) -> None:
         self.started_at = self._attempt_at = now
@@ -348,6 +361,11 @@ class NetSyncPlayer(Player):
     def filenos(self) -> list[int]:
         import zmq
         return [s.getsockopt(zmq.FD) for s in self._socks]
+
+    def server_info(self) -> dict:
+        v = self.core.server_version   # from the server's device-ID mapping
+        return {"software": None if v is None else "styly-netsync-server " + ".".join(map(str, v)),
+                "protocol": self.server.protocol, "room": self.server.room}
 
     def start(self, now: float) -> None:
         import zmq
@@ -511,6 +529,11 @@ class SauerPlayer(Player):
 
     def filenos(self) -> list[int]:
         return [self.host.socket.fileno()] if self.host is not None else []
+
+    def server_info(self) -> dict:
+        from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
+        return {"protocol": PROTOCOL_VERSION,   # the client stops on any other (N_SERVINFO)
+                "name": self.core.description}
 
     def start(self, now: float) -> None:
         import enet

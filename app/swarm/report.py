@@ -30,7 +30,8 @@ th{background:#f4f4f4;font-weight:600}td:first-child,th:first-child{text-align:l
 .card{border:1px solid #ddd;border-radius:6px;padding:5px 10px;min-width:80px}
 .card b{display:block;font-size:20px}.card span{color:#666;font-size:11px}
 .bad b{color:#D55E00}.plots{display:flex;flex-wrap:wrap;gap:8px}svg{background:#fff;border:1px solid #e4e4e4}
-.note{color:#666;font-size:12px}
+.note{color:#666;font-size:12px}.verdict{border:2px solid #ccc;border-radius:6px;padding:8px 12px}
+.verdict.bad{border-color:#D55E00;color:#D55E00}
 """
 
 
@@ -189,20 +190,39 @@ def _per_player(series: dict, key: str) -> list:
     return [None if not a else v / a for v, a in zip(series.get(key, []), series.get("active", []))]
 
 
-def protocol_section(proto: str, p: dict, s: dict | None) -> str:
+def protocol_section(proto: str, p: dict, s: dict | None, processes: int = 1, server: str = "") -> str:
     pl, relay, bc = p["players"], p["relay"], p["broadcast_hz"]
-    loss = relay.get("loss_pct")
-    out = [f"<h2>{escape(proto)}</h2>", '<div class="cards">',
-           _card(f"{pl['peak_active']}", "players at peak"),
-           _card(_fmt(p["relay_ms"]["p50"], 1, "ms"), "relay latency p50"),
-           _card(_fmt(p["relay_ms"]["p99"], 1, "ms"), "relay latency p99"),
-           _card("–" if loss is None else f"{loss:.2f} %", "relayed updates lost", bool(loss)),
-           _card(_fmt(bc.get("min"), 1, "Hz"), "broadcasts/s, worst player", False),
-           _card(f"{pl['kicked']}", "kicked", bool(pl["kicked"])),
-           _card(f"{pl['join_failed']}", "failed joins", bool(pl["join_failed"])),
-           _card(f"{p['ticks']['slipped']}", f"slipped ticks (> {p['ticks']['slip_after_ms']:g} ms late)",
-                 bool(p["ticks"]["slipped"])),
-           "</div>"]
+    view = p.get("server_view") or {"relay_ms": p["relay_ms"], "relay": relay, "seconds": None}
+    loss = view["relay"].get("loss_pct")
+    gen = p.get("generator") or {}
+    out = [f"<h2>{escape(proto)}</h2>"]
+    if server:
+        out.append(f'<p class="sub">Server: {escape(server)}</p>')
+    verdict = generator_text(p, processes)
+    if verdict:
+        out.append(f'<p class="verdict{" bad" if gen.get("bottleneck") else ""}"><b>{escape(verdict)}</b></p>')
+    out += ['<h3>The server</h3><div class="cards">',
+            _card(f"{pl['peak_active']}", "players at peak"),
+            _card(_fmt(view["relay_ms"]["p50"], 1, "ms"), "relay latency p50"),
+            _card(_fmt(view["relay_ms"]["p99"], 1, "ms"), "relay latency p99"),
+            _card("–" if loss is None else f"{loss:.2f} %", "relayed updates lost", bool(loss)),
+            _card(_fmt(bc.get("min"), 1, "Hz"), "broadcasts/s, worst player", False),
+            _card(f"{pl['kicked']}", "kicked", bool(pl["kicked"])),
+            _card(f"{pl['join_failed']}", "failed joins", bool(pl["join_failed"])),
+            "</div>"]
+    if view.get("seconds") is not None and view["seconds"] < view.get("of_seconds", 0):
+        out.append(f'<p class="note">Relay latency and loss over the {view["seconds"]} of {view["of_seconds"]} s '
+                   "in which none of our own ticks slipped; the other seconds are under “The load generator”.</p>")
+    out += ['<h3>The load generator (ours, not the server)</h3><div class="cards">',
+            _card(f"{p['ticks']['slipped']}", f"slipped ticks (> {p['ticks']['slip_after_ms']:g} ms late)",
+                  bool(p["ticks"]["slipped"])),
+            _card("–" if not gen else f"{gen['slipped_pct']:.2f} %", "of its ticks slipped",
+                  bool(gen.get("bottleneck"))),
+            _card(_fmt(p["ticks"]["late_ms"]["p99"], 1, "ms"), "tick lateness p99"),
+            _card(f"{p['ticks'].get('seconds_with_slips', 0)}", "seconds with slipped ticks"),
+            _card(_fmt(_suspect_p99(p), 1, "ms"), "relay p99 in those seconds (ours)"),
+            _card(f"{p['ticks'].get('lost_in_them', 0)}", "lost in those seconds (ours)"),
+            "</div>"]
     if s and s.get("t"):
         t = s["t"]
         out.append('<h3>Per second</h3><div class="plots">')
@@ -233,9 +253,6 @@ def protocol_section(proto: str, p: dict, s: dict | None) -> str:
         ["", "messages", "bytes", "bytes/s"],
         [["up (players → server)", p["up"]["messages"], p["up"]["bytes"], _fmt(p["up"]["bytes_per_s"], 0)],
          ["down (server → players)", p["down"]["messages"], p["down"]["bytes"], _fmt(p["down"]["bytes_per_s"], 0)]]))
-    stall = stall_text(p["ticks"])
-    if stall:
-        out.append(f'<p class="note">{escape(stall)}</p>')
     never = pl.get("never_in", 0)
     if never:
         out.append(f'<p class="note bad"><b>{escape(never_text(pl))}</b></p>')
@@ -264,6 +281,42 @@ def never_text(players: dict) -> str:
     why = why.removeprefix("server refused: ")  # the server's own words
     hint = HINTS.get(why.strip())
     return f"{never} of {players.get('started', '?')} players never got in: {why}" + (f" ({hint})" if hint else "")
+
+
+def _suspect_p99(p: dict) -> float | None:
+    """The relay p99 of the seconds in which our own ticks slipped (None: no relay in them)."""
+    return ((p.get("generator") or {}).get("relay_ms_in_those_seconds") or {}).get("p99")
+
+
+def server_text(proto: str, p: dict, address: str | None) -> str:
+    """"127.0.0.1:5555, styly-netsync-server 0.17.5, protocol 8" — the server a report measured."""
+    info = p.get("server") or {}
+    parts = [address] if address else []
+    if info.get("software"):
+        parts.append(str(info["software"]))
+    if info.get("protocol") not in (None, ""):
+        parts.append(f"protocol {info['protocol']}")
+    if info.get("name"):
+        parts.append(f"“{info['name']}”")
+    if not info:
+        parts.append("version not known (no player got in)")
+    return ", ".join(parts)
+
+
+def generator_text(p: dict, processes: int = 1) -> str:
+    """The load generator's verdict when it was the bottleneck (more than 1 % of its ticks
+    slipped), with what to do; "" otherwise."""
+    gen = p.get("generator") or {}
+    if not gen.get("bottleneck"):
+        return ""
+    players = p["players"].get("started") or p["players"]["peak_active"]
+    per = f"{players / processes:.0f} players per process" if processes > 1 else f"{players} players in one process"
+    more = f"--locust {processes * 2}" if processes > 1 else "--locust N (N worker processes)"
+    return (f"The load generator was the bottleneck, not the server: {gen['slipped']} of {gen['ticks']} of our ticks "
+            f"slipped ({gen['slipped_pct']:.1f} %, p99 {_fmt(gen.get('late_p99_ms'), 1, 'ms')} late) in "
+            f"{gen['seconds_with_slips']} s. Relay figures of those seconds are ours and left out of the server's. "
+            f"Run fewer players per process ({per} here): fewer players, or spread them with {more} "
+            "or Locust workers on more machines.")
 
 
 def stall_text(ticks: dict) -> str:
@@ -314,11 +367,13 @@ def render_html(report: dict) -> str:
             "within 1 % of the exact values (fixed log bins); per-second plot percentiles within 12 %.</p>"]
     if run.get("errors"):
         body.append("<h3>Players closed for an error</h3>" + _table(["", "error"], [[i + 1, e] for i, e in enumerate(run["errors"])]))
+    processes = int(report.get("processes") or 1)
     for proto, p in protos.items():
         title = NAMES.get(proto, proto) + (f" ({servers[proto]})" if proto in servers else "")
         rate = run.get("rates_hz", {}).get(proto)
         body.append(protocol_section(title + (f", players send at {rate:g} Hz" if rate else ""), p,
-                                     report.get("series", {}).get(proto)))
+                                     report.get("series", {}).get(proto), processes,
+                                     server_text(proto, p, servers.get(proto))))
     if report.get("locust"):
         body.append(locust_section(report["locust"]))
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'

@@ -2,7 +2,7 @@
 request events recorded as Locust's `events.request.fire` would get them."""
 from __future__ import annotations
 
-from headcast.app.swarm.locust_metrics import JoinFailed, Kicked, LocustMetrics, LostUpdate, SlippedTick
+from headcast.app.swarm.locust_metrics import JoinFailed, Kicked, LocustMetrics, LostUpdate
 
 
 def test_each_figure_is_one_request_event():
@@ -31,7 +31,7 @@ def test_each_figure_is_one_request_event():
         ("q3", "relay", 12.0, 0, None),
         ("q3", "relay", 0.0, 0, LostUpdate.__name__),
         ("q3", "relay", 0.0, 0, LostUpdate.__name__),
-        ("q3", "slipped tick", 20.0, 0, SlippedTick.__name__),
+        ("q3", "slipped tick (ours)", 20.0, 0, None),   # the generator's lateness: not a failure
         ("q3", "kick", 0.0, 0, Kicked.__name__),
     ]
     assert str(events[-1]["exception"]) == "Server command overflow"
