@@ -6,7 +6,9 @@ OpenXR, OpenGL or ZeroMQ.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 import os
 import sys
 from typing import Any, Callable, Sequence
@@ -23,6 +25,8 @@ examples:
   headcast probe q3 127.0.0.1         what a Quake 3 server says about itself (protocol, vr_support)
   headcast probe sauer 127.0.0.1      what a Sauerbraten server says (mode, map, players, password)
   headcast doctor                     check the OpenXR runtime, display, ports and servers
+
+each command's flags: headcast COMMAND --help (e.g. headcast run --help, headcast probe q3 --help).
 
 configuration: assets/config/default.toml < user file (--config, $HEADCAST_CONFIG,
 ~/.config/headcast/config.toml) < HEADCAST_<SECTION>_<KEY> variables < flags.
@@ -68,7 +72,38 @@ class _Parser(argparse.ArgumentParser):
     (the usage block is --help's job)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:  # a mistyped command or value: the closest one
+            options = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]
+            close = difflib.get_close_matches(choice[1], options, n=1)
+            if close:
+                message += f"; did you mean {close[0]}?"
         self.exit(2, f"{self.prog}: error: {one_line(message)} (`{self.prog} --help` lists the options)\n")
+
+
+def _unknown_flags_error(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> str:
+    """One line for flags the command does not take: the closest flag it has ("did you mean"),
+    or, for a command's flag given before the command, where it goes; and the command's own help."""
+    names = [args.command] + ([args.kind] if getattr(args, "kind", None) else [])
+    sub = parser
+    for name in names:  # the parser of the command given (probe q3 is a command of probe)
+        action = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
+        sub = action.choices[name]
+    command = sub.prog
+    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        flag = extra.split("=", 1)[0]
+        if not flag.startswith("-"):
+            continue
+        if flag in flags:  # given before the command: argparse left it to the top level
+            hints.append(f"{flag} is a flag of `{command}`: put it after the command ({command} … {flag})")
+            continue
+        close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"did you mean {close[0]}?")
+    text = f"unrecognized arguments: {' '.join(extras)}" + ("; " + "; ".join(hints) if hints else "")
+    return f"headcast: error: {one_line(text)} (`{command} --help` lists the options)"
 
 
 def positive(unit: str) -> Callable[[str], float]:
@@ -297,9 +332,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _lenient_stdout()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)  # one line and exit 2 on bad flags; --help, --version exit 0
+        # one line and exit 2 on bad flags; --help, --version exit 0
+        args, extras = parser.parse_known_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 2
+    if extras:
+        print(_unknown_flags_error(parser, args, extras), file=sys.stderr)
+        return 2
     from headcast.app.config import env_warnings
     for warning in env_warnings():
         print(f"headcast: warning: {one_line(warning)}", file=sys.stderr)

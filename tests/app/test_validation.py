@@ -156,7 +156,7 @@ def test_probe_timeout(kind, host, value):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (("run", "--bogus"), "headcast: error: unrecognized arguments: --bogus (`headcast --help` lists the options)"),
+    (("run", "--bogus"), "headcast: error: unrecognized arguments: --bogus (`headcast run --help` lists the options)"),
     (("run", "--turn", "spin"), "headcast run: error: argument --turn: invalid choice: 'spin'"),
     (("demo", "--duration", "soon"), "invalid float value: 'soon'"),
     (("probe",), "the following arguments are required: KIND"),
