@@ -23,8 +23,7 @@ import random
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
