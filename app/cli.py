@@ -197,7 +197,14 @@ def _netsync_current() -> str:
     return CURRENT
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: Sequence[str]) -> str:
+    """The command word of a command line ("" when there is none): its first non-option word."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line. `command`, the command about to run, leaves out what only another
+    command needs and costs imports (swarm's options: its module pulls in the swarm); None: all."""
     parser = _Parser(
         prog="headcast",
         description="Stream OpenXR head and controller tracking to Quake 3 (VR head bits), "
@@ -289,8 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Drive N players per protocol (each a full client: its own socket, handshake, "
                                    "client number) from a shipped motion or a trace on one event loop; report the "
                                    "server's relay latency and loss, broadcast rate, bytes, joins and kicks.")
-    from headcast.app.swarm.cli import add_arguments as _swarm_arguments
-    _swarm_arguments(p)
+    if command in (None, "swarm"):  # start-up: only `swarm` imports the swarm
+        from headcast.app.swarm.cli import add_arguments as _swarm_arguments
+        _swarm_arguments(p)
 
     p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
                        description="Check everything headcast needs and print each problem with its fix.")
@@ -330,7 +338,7 @@ def _lenient_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _lenient_stdout()
-    parser = build_parser()
+    parser = build_parser(_command_in(sys.argv[1:] if argv is None else argv))
     try:
         # one line and exit 2 on bad flags; --help, --version exit 0
         args, extras = parser.parse_known_args(argv)

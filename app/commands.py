@@ -169,9 +169,11 @@ def _mirror_setting(cfg: config_mod.Config) -> str:
 
 
 def want_mirror(cfg: config_mod.Config) -> bool:
-    from headcast.app.mirror import display_available
     v = _mirror_setting(cfg)
-    return display_available() if v == "auto" else v == "true"
+    if v != "auto":
+        return v == "true"  # start-up: --no-mirror never imports the mirror
+    from headcast.app.mirror import display_available
+    return display_available()
 
 
 def open_mirror(cfg: config_mod.Config):
