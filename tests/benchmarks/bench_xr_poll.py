@@ -13,9 +13,17 @@ focus, so every action is live. Measured three ways, pacing off (warm caches):
     success) — the baseline that justifies both.
 Then paced at 90 Hz (what the app does): the main thread's CPU per next_frame(), the pacer's
 sleep, spin and wake included — after that sleep every Python step runs cache-cold.
-Target: poll p99 under 0.5 ms (4.5 % of a 90 Hz frame) on the path in use.
 
-    .venv/bin/python tests/benchmarks/bench_xr_poll.py [frames] [paced_seconds]
+Cold, as the app calls it: each poll after an 11 ms sleep, the native helper's XRSession.poll()
+and pyopenxr's wrappers (the anchor) interleaved frame by frame; the ratio of their medians (issue
+26's goal: <= 0.05). Whose the cold cost is: the same fourteen runtime calls (sync, five locates,
+eight state reads) through ctypes after the sleep, beside fourteen ctypes calls of a C no-op
+(libc labs): the difference is the runtime's own cold cost (here the mock's, through the loader),
+which no client of it can avoid; the rest of the native poll is ours.
+Targets: poll p99 under 0.5 ms (4.5 % of a 90 Hz frame) on the path in use; cold poll <= 0.05x
+pyopenxr's.
+
+    .venv/bin/python tests/benchmarks/bench_xr_poll.py [frames] [paced_seconds] [cold_frames]
 """
 from __future__ import annotations
 
@@ -26,6 +34,8 @@ import time
 
 FRAME_90HZ_MS = 1000 / 90
 TARGET_P99_MS = 0.5
+TARGET_COLD_RATIO = 0.05
+COLD_SLEEP_S = 0.011
 
 
 def figures(name: str, samples_ns: list[int]) -> float:
@@ -111,9 +121,68 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
     return p99
 
 
+def cold(xr, ctl, frames: int) -> float:
+    """The poll after an 11 ms sleep (module doc): native helper vs pyopenxr, interleaved; then the
+    runtime's own share. Returns the ratio of the medians."""
+    import ctypes
+
+    from headcast.xr.pacing import Pacer
+    from headcast.xr.session import XRSession
+
+    clock = time.perf_counter_ns
+    ctl.set_throttle(False)
+    med = {}
+    for native in (True, False):
+        with XRSession("headless", native=native) as xs:
+            xs._pacer = Pacer(1e9)
+            ctl.focus()
+            frame = xs.next_frame()
+            while not xs.focused:
+                frame = xs.next_frame()
+            t = frame.time_ns
+            if native:
+                calls = {"XRSession.poll() (native helper)": lambda: xs.poll(t),
+                         "pyopenxr wrappers, same calls": lambda: naive_poll(xr, xs, t)}
+            else:
+                libc = ctypes.CDLL(None)
+                labs = libc.labs
+                session, sync, sync_p, locate = xs._session_h, xs._xrSyncActions, xs._sync_p, xs._xrLocateSpace
+                locs, reads = xs._locate_args, xs._state_reads
+
+                def runtime() -> None:
+                    sync(session, sync_p)
+                    for space, base, out in locs:
+                        locate(space, base, t, out)
+                    for get, info, out in reads:
+                        get(session, info, out)
+
+                def noops() -> None:
+                    for _ in range(1 + len(locs) + len(reads)):
+                        labs(0)
+                calls = {"14 runtime calls via ctypes": runtime, "14 ctypes no-op calls": noops}
+            spent: dict[str, list[int]] = {k: [] for k in calls}
+            for _ in range(frames):
+                for name, fn in calls.items():
+                    time.sleep(COLD_SLEEP_S)
+                    a = clock()
+                    fn()
+                    spent[name].append(clock() - a)
+            for name, v in spent.items():
+                med[name] = statistics.median(v) / 1000
+                figures(name, v)
+    ours, anchor = med["XRSession.poll() (native helper)"], med["pyopenxr wrappers, same calls"]
+    rt = med["14 runtime calls via ctypes"] - med["14 ctypes no-op calls"]
+    ratio = ours / anchor
+    print(f"  cold: native poll {ours:.1f} us vs pyopenxr {anchor:.1f} us: {ratio:.3f}x; the runtime's own cold cost "
+          f"~{rt:.1f} us (runtime calls minus no-op calls), so ours ~{max(0.0, ours - rt):.1f} us; "
+          f"at {TARGET_COLD_RATIO}x the whole poll may take {TARGET_COLD_RATIO * anchor:.1f} us")
+    return ratio
+
+
 def main() -> int:
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     paced_s = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+    cold_frames = int(sys.argv[3]) if len(sys.argv) > 3 else 300
     from headcast.xr.mockrt import MockControl, ensure_runtime, motion_path
 
     os.environ["XR_RUNTIME_JSON"] = str(ensure_runtime())
@@ -124,9 +193,14 @@ def main() -> int:
     print(f"load average {open('/proc/loadavg').read().split()[:3]}")
     p99 = measure(xr, ctl, True, frames, paced_s)
     measure(xr, ctl, False, frames, paced_s)
+    print(f"cold (after a {COLD_SLEEP_S * 1000:g} ms sleep, as the app calls it), {cold_frames} frames each, interleaved:")
+    ratio = cold(xr, ctl, cold_frames)
+    print(f"load average {open('/proc/loadavg').read().split()[:3]}")
     verdict = "meets" if p99 < TARGET_P99_MS else "MISSES"
     print(f"target: poll p99 < {TARGET_P99_MS} ms ({TARGET_P99_MS / FRAME_90HZ_MS:.1%} of a 90 Hz frame) "
           f"on the native path: {verdict} it ({p99 * 1000:.1f} us)")
+    print(f"target: cold poll <= {TARGET_COLD_RATIO}x pyopenxr's: {'meets' if ratio <= TARGET_COLD_RATIO else 'MISSES'} "
+          f"it ({ratio:.3f}x)")
     return 0
 
 
