@@ -9,15 +9,20 @@ us with the restarted server.
 """
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from dataclasses import dataclass
 
 import zmq
-from zmq.utils.monitor import parse_monitor_message
 
 from .client import Event, Joined, NetSyncClientCore, ProtocolMismatch
 from .model import PoseFrame
+
+# ZeroMQ's socket-monitor message: frame 1 = event id (u16) + value (u32), native byte order; frame
+# 2 = the endpoint. Read here rather than with zmq.utils.monitor, whose import pulls in asyncio
+# (start-up: a Q3-only `headcast run` must not pay for it, nor a run its first status line).
+_MONITOR_EVENT = struct.Struct("=HI")
 
 # Room poses are latest-wins; a few queued broadcasts are plenty at 10 Hz polled every frame.
 SUB_RCVHWM = 8
@@ -232,16 +237,18 @@ class NetSyncClient:
         connected, ever, retries, retry_ms = t.connected, t.ever_connected, t.retries, t.retry_ms
         for _ in range(MAX_MESSAGES_PER_POLL):
             try:
-                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
+                frames = self._monitor.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 break
-            kind = event["event"]
+            if len(frames) != 2 or len(frames[0]) != _MONITOR_EVENT.size:
+                continue  # not a monitor event (never seen): ignored
+            kind, value = _MONITOR_EVENT.unpack(frames[0])
             if kind == zmq.EVENT_CONNECTED:
                 connected, ever, retries, retry_ms = True, True, 0, None
             elif kind == zmq.EVENT_DISCONNECTED:
                 connected = False
             elif kind == zmq.EVENT_CONNECT_RETRIED:
-                connected, retries, retry_ms = False, retries + 1, int(event["value"])
+                connected, retries, retry_ms = False, retries + 1, value
         self._tcp = TcpState(connected, ever, retries, retry_ms)
         return self._tcp
 
