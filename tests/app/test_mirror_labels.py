@@ -71,7 +71,7 @@ def test_a_crowd_costs_a_bounded_number_of_tries():
     tries = 0
 
     class Counted:
-        """A Want whose wanted height is read once per spot tried."""
+        """A Want whose top (y) is read once per spot tried."""
 
         def __init__(self, x: float, y: float, w: float, h: float) -> None:
             self.x, self._y, self.w, self.h = x, y, w, h
