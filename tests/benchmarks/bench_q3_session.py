@@ -57,6 +57,7 @@ OTHER_SECONDS = 10.0   # the comparison variants b-d
 FLOOR_SECONDS = 5.0
 FRAME_HZ = 90.0
 TARGET_PERCENT = 1.0
+TARGET_VS_C_FLOOR = 1.5  # issue 26: the client thread at most 1.5× a C program doing the same socket work
 
 
 def frame_input(client, frame: int, p: float) -> None:
@@ -217,7 +218,8 @@ def c_socket_floor(seconds: float, hz: float) -> float | None:
 
 
 def live_session(config: ClientConfig) -> dict:
-    """Both live loops on one connection; returns the figures and every datagram received with its time."""
+    """Both live loops on one connection; returns the figures and every datagram received with its time.
+    During the target run (a.) the C socket floor runs beside it, in the same window ("c_floor_beside")."""
     received: list[tuple[float, bytes]] = []
     with LocalQ3Server(kind="openarena") as server:
         client = Q3Client(server.address, config, bind=("127.0.0.1", 0))
@@ -237,7 +239,13 @@ def live_session(config: ClientConfig) -> dict:
             client.poll(time.monotonic())
             client.wait(time.monotonic(), time.monotonic() + 0.05)
         base = dict(client.status.counters)
+        beside: dict = {}
+        floor = threading.Thread(target=lambda: beside.update(pct=c_socket_floor(SECONDS, config.cmd_rate)),
+                                 name="c-floor", daemon=True)
+        floor.start()
         out = {"threaded": threaded_run(client, SECONDS, batch=0.1)}
+        floor.join(SECONDS + 30)
+        out["c_floor_beside"] = beside.get("pct")
         st = client.status
         counts = {k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")}
         counts["drops"] = sum(st.drops.values())
@@ -366,7 +374,16 @@ def main() -> None:
     print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid ({floor_wakes / floor_el:.0f} wakes/s) "
           f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core")
     if c_floor is not None:
-        print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core")
+        print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core "
+              f"(measured before the session)")
+    beside = live["c_floor_beside"]
+    from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+    report("q3_session", "Q3 client thread CPU (a.)", "<", TARGET_PERCENT, round(percent, 3), " % of a core")
+    if beside is not None:
+        print(f"     the C socket floor run beside (a.), in the same {SECONDS:.0f} s window: {beside:.2f} % of one "
+              f"core; the client thread is {percent / beside:.2f}× it (goal ≤ {TARGET_VS_C_FLOOR}×)")
+        report("q3_session", "Q3 client thread CPU vs the C floor beside it", "<=", TARGET_VS_C_FLOOR,
+               round(percent / beside, 2), "×", note=f"client {percent:.3f} %, C floor {beside:.3f} %, same window")
     f_cpu, f_inside, f_el, frames = live["frame"]
     print(f"  d. inside a {FRAME_HZ:.0f} Hz frame loop ({frames / f_el:.0f} frames/s, {f_el:.1f} s): whole process "
           f"{100.0 * f_cpu / f_el:.2f} %, of which set_input + poll {100.0 * f_inside / f_el:.2f} % of one core; "

@@ -171,6 +171,8 @@ def main() -> int:
             if proto in TARGETS:
                 verdicts.append(f"{proto}: ≥ {TARGETS[proto]} players on one core — "
                                 + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})"))
+                from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+                report("swarm", f"{proto} players driven from one core", ">=", TARGETS[proto], best, " players")
         finally:
             stop()
     print("\n" + "\n".join(verdicts))
