@@ -32,6 +32,8 @@ POLL_PERIOD = 1 / 30
 # Before the first answer: how long a silent server is given before the status calls it "no
 # answer" (the first connect, probe and its answer take milliseconds on a LAN).
 NO_ANSWER_AFTER = 1.0
+# Refused TCP connects (ZeroMQ retries every 0.1-1 s) before "nothing listens there" is certain.
+UNREACHABLE_AFTER = 3
 
 # What each protocol number means to a user: the releases that speak it (styly-netsync-server).
 PROTOCOL_HELP = ("3 = styly-netsync-server 0.9-0.10, 4 = 0.11, 5 = 0.12-0.13, 6 = 0.14, 7 = 0.15, "
@@ -227,6 +229,15 @@ class NetSyncLink:
                                     f"({detail})")
         return UnreachableError(f"netsync: no answer from {self.address} within {t} ({self._why_silent()}; is "
                                 "the server running and the address/port right?)")
+
+    @property
+    def unreachable(self) -> bool:
+        """Nothing listens at the control port: ZeroMQ's connects were refused UNREACHABLE_AFTER
+        times and none ever succeeded (app/outcome.py ends the run on it at once)."""
+        if self.answered or self.closed:
+            return False
+        tcp = self.client.tcp_state
+        return not tcp.ever_connected and tcp.retries >= UNREACHABLE_AFTER
 
     @property
     def received(self) -> int:

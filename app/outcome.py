@@ -145,7 +145,8 @@ class Outcomes:
     def _note_join(self, o: Outcome, now: float) -> None:
         if o.joined_at is None and o.link.joined:
             at = getattr(o.link, "joined_at", None)
-            o.joined_at = max(0.0, (now if at is None else at) - self.start)
+            start = now if self.start is None else self.start  # (set: the run has started)
+            o.joined_at = max(0.0, (now if at is None else at) - start)
 
     def _note_silence(self, o: Outcome, now: float) -> None:
         """Whether the joined server still sends: a link's `received` (anything counted in from
@@ -154,7 +155,7 @@ class Outcomes:
         received = getattr(o.link, "received", None)
         if received is None or o.joined_at is None or o.failure is not None or getattr(o.link, "closed", False):
             return
-        t = now - self.start
+        t = now - (now if self.start is None else self.start)  # (set: the run has started)
         if received != o._received:
             o._received = received
             o.heard_at = t
@@ -168,12 +169,20 @@ class Outcomes:
         linked = self.linked
         if not linked or self.start is None:
             return None
-        failed = [o for o in linked if o.failure is not None]
+        failures = [o.failure for o in linked if o.failure is not None]
+        failed = len(failures)
         if failed and self.require_all:
-            return combine([o.failure for o in failed], "--require-all: " if len(failed) < len(linked) else "")
-        if len(failed) == len(linked):
-            return combine([o.failure for o in failed])
+            return combine(failures, "--require-all: " if failed < len(linked) else "")
+        if failed == len(linked):
+            return combine(failures)
         elapsed = now - self.start
+        # Nothing listens at a server's address (ICMP port unreachable, TCP connection refused,
+        # again and again): said now, not after run.connect_timeout, when no other sink can go on.
+        refused = [o for o in linked if o.joined_at is None and o.failure is None
+                   and getattr(o.link, "unreachable", False)]
+        if refused and (self.require_all or len(refused) + failed == len(linked)):
+            prefix = "--require-all: " if len(refused) + failed < len(linked) else ""
+            return combine([o.never_joined_error(round(elapsed, 1)) for o in refused] + failures, prefix)
         if elapsed <= self.connect_timeout:
             return None
         out = [o for o in linked if o.joined_at is None and not self._still_answering(o, now, elapsed)]

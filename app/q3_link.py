@@ -78,6 +78,10 @@ _ADVICE = {
 }
 
 
+# getchallenges answered by ICMP port unreachable before "nothing listens there" is certain.
+UNREACHABLE_AFTER = 2
+
+
 class Q3Link:
     def __init__(self, host: str, port: int, *, name: str = "headcast", vr: bool = True,
                  pk3: list[str] | tuple[str, ...] = (), protocol: Family | None = None, password: str = "",
@@ -136,6 +140,13 @@ class Q3Link:
         if self.closed or self.client.state is not State.ACTIVE:
             return None
         return self.client.status.latency_ms
+
+    @property
+    def unreachable(self) -> bool:
+        """Nothing listens at the address: ICMP port unreachable came back for UNREACHABLE_AFTER
+        requests and nothing else ever did (app/outcome.py ends the run on it at once)."""
+        return (not self.closed and not self._counters["packets_in"]
+                and self.client.socket_errors >= UNREACHABLE_AFTER)
 
     @property
     def received(self) -> int:

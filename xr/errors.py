@@ -15,7 +15,8 @@ except Exception:  # noqa: BLE001 - pyopenxr has no OpenXR loader for this syste
 
 NO_RUNTIME = (
     "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "
-    "(SteamVR, Monado, WMR)"
+    "(SteamVR, Monado, WMR); without a headset, `headcast run --mock look_around` plays a motion on "
+    "headcast's own mock runtime (`headcast demo`: the whole pipeline with local servers)"
 )
 
 

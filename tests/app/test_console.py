@@ -250,7 +250,11 @@ def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns()
     port nothing listens on, so both lines say why. Mid-run the screen holds the progress lines
     and exactly one status block (a header and three sink lines, none wider than the terminal);
     at the end the last block stays, once, and the summary and the error follow it."""
-    udp, tcp = free_port(socket.SOCK_DGRAM), free_port()
+    # A bound UDP socket that never answers: silent, not refused (a closed port's ICMP unreachable
+    # would end the run at once, tests/app/test_fail_fast.py), so the block has 3 s to show.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    udp, tcp = silent.getsockname()[1], free_port()
     argv = [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--duration", "3",
             "--q3", f"127.0.0.1:{udp}", "--netsync", f"127.0.0.1:{tcp}"]
     runs = [PtyRun(argv, c) for c in (80, 120, 160)]
@@ -259,7 +263,10 @@ def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns()
         text = run.screen.text
         return "headcast  " in text and "netsync  no answer" in text and "q3       no answer" in text
 
-    run_in_ptys(runs, env(), REPO, timeout=40, watch=full_block)
+    try:
+        run_in_ptys(runs, env(), REPO, timeout=40, watch=full_block)
+    finally:
+        silent.close()
     for run in runs:
         assert run.returncode == 3, run.screen.text
         assert run.seen, run.screen.text

@@ -105,9 +105,12 @@ def test_a_stale_display_is_one_line_and_the_run_goes_on_without_the_window():
 def test_a_run_nobody_joined_fails_even_when_shorter_than_the_connect_timeout():
     """A silent Quake 3 port and a NetSync port nothing listens on, 1.5 s against the default
     10 s connect timeout: not a success (it used to exit 0)."""
-    udp, tcp = free_port(socket.SOCK_DGRAM), free_port()
-    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5",
-                 "--q3", f"127.0.0.1:{udp}", "--netsync", f"127.0.0.1:{tcp}")
+    # bound and never answering: silent, not refused (a closed port ends the run at once: test_fail_fast.py)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        udp, tcp = silent.getsockname()[1], free_port()
+        r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5",
+                     "--q3", f"127.0.0.1:{udp}", "--netsync", f"127.0.0.1:{tcp}")
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     (err,) = r.stderr.splitlines()
     assert err.startswith(f"headcast: error: q3: no answer from 127.0.0.1:{udp} within 1.5 s")

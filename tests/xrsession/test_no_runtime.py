@@ -41,3 +41,14 @@ def test_missing_runtime_gives_the_clear_error(tmp_path, manifest):
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout.strip() == f"NoRuntimeError: {NO_RUNTIME}"
     assert "Traceback" not in proc.stderr
+
+
+def test_headcast_run_without_a_runtime_points_at_mock(tmp_path):
+    """Issue 25 item 9: the user without a headset is told about --mock (and the demo)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_", "XR_")) and k != "DISPLAY"}
+    env.update(XR_RUNTIME_JSON=str(tmp_path / "missing.json"), HOME=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--no-mirror", "--duration", "1"], env=env,
+                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("headcast: error: no OpenXR runtime found") and "`headcast run --mock look_around`" in line
