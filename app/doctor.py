@@ -13,10 +13,13 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Finding:
+    """One check's result. `note`: not ok, but nothing is broken either (no headset or runtime on
+    this machine: the mock, replay, probe and swarm work) — shown as [--], exit 0."""
     area: str
     ok: bool
     what: str
     fix: str = ""
+    note: bool = False
 
 
 # `doctor` runs this many frames of the session `run` would open; the runtime gets up to
@@ -47,10 +50,12 @@ def check_openxr(mode: str = "auto", rate_hz: float = 0.0) -> list[Finding]:
     os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")  # as the mirror selects it, for an OpenGL session
     try:
         xs = XRSession(mode, rate_hz=rate_hz)
-    except NoRuntimeError as e:
-        return out + [Finding("openxr", False, f"no usable OpenXR runtime ({e})", _RUNTIME_FIX)]
+    except NoRuntimeError:
+        return out + [Finding("openxr", False, "no OpenXR runtime found: no headset runtime is active here",
+                              _RUNTIME_FIX, note=True)]
     except NoHeadsetError as e:
-        return out + [Finding("openxr", False, str(e), "connect and power on the headset (and wake it), then retry")]
+        return out + [Finding("openxr", False, str(e), "connect and power on the headset (and wake it), then retry "
+                              "— or use the mock: `headcast run --mock look_around`", note=True)]
     except GraphicsError as e:
         return out + [Finding("openxr", False, f"`headcast run` cannot open a session: {e}",
                               "run on a desktop session or under xvfb-run -a, or use a runtime with XR_MND_headless")]
@@ -158,9 +163,15 @@ def check_display() -> list[Finding]:
         import glfw
     except Exception as e:
         return [Finding("display", False, f"glfw does not load: {e}", "pip install glfw (and apt-get install libx11-6)")]
+    said: list[str] = []
+    # glfw's errors as words of the finding, not as a raw `GLFWError` warning line on stderr
+    glfw.set_error_callback(lambda code, text: said.append(text.decode("utf-8", "replace")
+                                                           if isinstance(text, bytes) else str(text)))
     if not glfw.init():
-        return [Finding("display", False, f"glfw cannot open the display {os.environ.get('DISPLAY')}",
-                        "check that the X server is running and DISPLAY/XAUTHORITY are right")]
+        why = f" ({said[-1]})" if said else ""
+        return [Finding("display", False, f"cannot open the display {os.environ.get('DISPLAY')}{why}",
+                        "DISPLAY names no running X server: start it, fix DISPLAY/XAUTHORITY, or unset DISPLAY "
+                        "(headcast runs without the mirror window)")]
     try:
         glfw.window_hint(glfw.VISIBLE, glfw.FALSE)
         glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
@@ -257,13 +268,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             findings += check()
         except Exception as e:  # a check that breaks is itself a finding, not a traceback
             findings.append(Finding(area, False, f"check failed: {e}"))
-    problems = [f for f in findings if not f.ok]
+    problems = [f for f in findings if not f.ok and not f.note]
+    notes = [f for f in findings if f.note]
+    headset = not any(f.area == "openxr" for f in notes)
     if args.json:
-        print(json.dumps({"ok": not problems, "findings": [f.__dict__ for f in findings]}))
+        print(json.dumps({"ok": not problems, "headset": headset, "findings": [f.__dict__ for f in findings]}))
     else:
         for f in findings:
-            print(f"[{'ok' if f.ok else '!!'}] {f.area:8} {f.what}")
+            print(f"[{'ok' if f.ok else '--' if f.note else '!!'}] {f.area:8} {f.what}")
             if not f.ok and f.fix:
-                print(f"           fix: {f.fix}")
-        print(f"\n{len(problems)} problem(s)" if problems else "\nall good")
+                print(f"           {'instead' if f.note else 'fix'}: {f.fix}")
+        tail = "" if headset else (" (no headset here: a note, not a problem; `headcast run --mock look_around` "
+                                   "and `headcast demo` run without one)")
+        print(f"\n{len(problems)} problem(s){tail}" if problems else f"\nall good{tail}")
+    # 0: nothing is broken (a missing headset or runtime is a note); 1: something headcast needs is
     return 1 if problems else 0

@@ -64,4 +64,4 @@ def test_doctor_passes_exactly_where_run_works(request, mock_manifest, case):
         assert says.split(": ", 1)[1][:60] in error
     if case == "steamvr":
         assert {"area": "openxr", "ok": True, "what": "fallback: the OpenXR runtime offers no headless session "
-                "(XR_MND_headless): using an OpenGL session", "fix": ""} in findings
+                "(XR_MND_headless): using an OpenGL session", "fix": "", "note": False} in findings
