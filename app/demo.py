@@ -131,7 +131,8 @@ def start_netsync(json_mode: bool, version: str | None = None, started: list | N
 
 
 def start_q3(json_mode: bool, started: list | None = None):
-    from headcast.netcode.q3.localserver import IOQ3DED, OPENARENA_BASEPATH, LocalQ3Server, LocalServerError
+    from headcast.netcode.q3.localserver import IOQ3DED, OPENARENA_BASEPATH, LocalQ3Server
+    from headcast.netcode.serverprocess import LocalServerError
     if not (os.access(IOQ3DED, os.X_OK) and os.path.isdir(OPENARENA_BASEPATH)):
         _say("no Quake 3 server installed (apt install openarena-server): the Q3 sink runs offline", json_mode)
         return None, ""
@@ -146,7 +147,8 @@ def start_q3(json_mode: bool, started: list | None = None):
 def start_sauer(json_mode: bool, started: list | None = None):
     """A local Sauerbraten 2020 Edition server (Debian's cube2-server): ffa on "complex", the
     speed check on."""
-    from headcast.netcode.sauer.localserver import LocalSauerServer, LocalServerError, installed
+    from headcast.netcode.sauer.localserver import LocalSauerServer, installed
+    from headcast.netcode.serverprocess import LocalServerError
     if not installed():
         _say("no Sauerbraten server installed (apt install cube2-server): the Sauerbraten sink runs offline",
              json_mode)
@@ -156,7 +158,7 @@ def start_sauer(json_mode: bool, started: list | None = None):
                         "Sauerbraten", json_mode, started)
 
 
-def _start_owned(server, error: type, game: str, sink: str, json_mode: bool, started: list | None):
+def _start_owned(server, error: type[Exception], game: str, sink: str, json_mode: bool, started: list | None):
     """Start a UDP game server the demo owns (registered before it starts, so a signal during its
     start-up stops it too); (server, "HOST:PORT"), or (None, "") with the sink offline."""
     t = time.monotonic()

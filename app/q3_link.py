@@ -19,13 +19,21 @@ from headcast.app.q3map import Q3Intent
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3 import oob
 from headcast.netcode.q3.client import LINKED, ClientConfig, State
-from headcast.netcode.q3.events import (Disconnected, EnteredWorld, FamilyChanged, GamestateReceived, HeadTracking,
-                                        RateLimited, Refused, SnapshotReceived)
+from headcast.netcode.q3.events import (
+    Disconnected,
+    EnteredWorld,
+    FamilyChanged,
+    GamestateReceived,
+    HeadTracking,
+    RateLimited,
+    Refused,
+    SnapshotReceived,
+)
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.refusal import RefusalKind
 from headcast.netcode.q3.serverparse import SNAPFLAG_NOT_ACTIVE
 from headcast.netcode.q3.transport import Q3Client
-from headcast.netcode.q3.vrhead import EF_VR_PLAYER, yaw_offset
+from headcast.netcode.q3.vrhead import EF_VR_PLAYER, WireHead, yaw_offset
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
@@ -289,11 +297,12 @@ class Q3Link:
         self.due_at = timer if timer is not None and self._linked else -math.inf
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
-        head = intent.head
-        if head is not None:
+        tracked = intent.head  # (pitch, yaw, roll) as tracked; the usercmd's is (pitch, yaw offset)
+        head: WireHead | None = None
+        if tracked is not None:
             # AngleSubtract in float, as the C clients and the mirror's model (Q3Intent.buttons):
             # in double, head and weapon ~180° apart wrap the other way and pack to the other end.
-            head = (head[0], yaw_offset(head[1], intent.angles[1]))
+            head = (tracked[0], yaw_offset(tracked[1], intent.angles[1]))
         client = self.client
         client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
                          intent.user_buttons, 0, head)
@@ -316,7 +325,8 @@ class Q3Link:
         self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)
-        return sent, client.sent_at
+        sent_at = client.sent_at  # set by the send that just went out
+        return sent, now if sent_at is None else sent_at
 
     def _note_answer(self, now: float) -> None:
         answers = self._counters["packets_in"]

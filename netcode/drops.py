@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 MAX_DROP_REASONS = 32
 MAX_REASON_LEN = 64
@@ -31,13 +32,13 @@ def detail(text: str) -> str:
     return text if len(text) <= MAX_DETAIL_LEN else text[:MAX_DETAIL_LEN - 1] + "…"
 
 
-class DropCounter(Counter):
+class DropCounter(Counter[str]):
     """A Counter of drop reasons, bounded (module doc): `drops[reason] += 1` as with any Counter,
     and `dict(drops)` / `drops.items()` read the keys."""
 
     limit = MAX_DROP_REASONS
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._variants: dict[str, int] = {}   # kind -> reasons of that kind kept as written
         super().__init__(*args, **kwargs)
 

@@ -12,6 +12,8 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
+from typing import IO, Self
 
 
 class LocalServerError(RuntimeError):
@@ -19,7 +21,22 @@ class LocalServerError(RuntimeError):
 
 
 class ServerProcess:
-    server_name = "server"
+    @property
+    def server_name(self) -> str:
+        """For messages: "ioq3 server", "sauerbraten server"."""
+        return "server"
+
+    # Set by the subclass (see the module's docstring).
+    _proc: subprocess.Popen[bytes] | None
+    _log: IO[bytes] | None
+    _home: Path
+
+    @property
+    def log_path(self) -> Path:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        raise NotImplementedError
 
     def kill(self) -> None:
         """Hard-kill (SIGKILL) by PID — simulates a crash; the port and home stay for restart()."""
@@ -27,7 +44,7 @@ class ServerProcess:
             self._proc.send_signal(signal.SIGKILL)
             self._proc.wait(timeout=10)
 
-    def restart(self):
+    def restart(self) -> Self:
         self.kill()
         return self.start()
 
@@ -47,10 +64,10 @@ class ServerProcess:
         self.stop()
         shutil.rmtree(self._home, ignore_errors=True)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
     def log_offset(self) -> int:
@@ -60,7 +77,7 @@ class ServerProcess:
         except OSError:
             return 0
 
-    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match:
+    def wait_for_log(self, pattern: str, timeout: float, since: int = 0) -> re.Match[str]:
         """Poll the server's own log until a line matches `pattern` (a regex), bounded by `timeout`.
         Sends the server nothing, so it costs nothing against its per-address request limit."""
         rx = re.compile(pattern, re.MULTILINE)

@@ -31,6 +31,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import releases
 
@@ -46,7 +47,7 @@ class ServerStartError(RuntimeError):
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _bindable(port: int) -> bool:
@@ -87,12 +88,12 @@ def _accepts(port: int) -> bool:
 def _rest_ok(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://{HOST}:{port}/", timeout=0.5) as r:
-            return json.loads(r.read() or b"{}").get("status") == "ok"
+            return bool(json.loads(r.read() or b"{}").get("status") == "ok")
     except (OSError, ValueError, urllib.error.URLError):
         return False
 
 
-def _toml_value(v) -> str:
+def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -131,13 +132,13 @@ class LocalNetSyncServer:
         self,
         version: str | None = None,
         *,
-        python: str | os.PathLike | None = None,
+        python: str | os.PathLike[str] | None = None,
         dealer_port: int | None = None,
         transform_port: int | None = None,
         pub_port: int | None = None,
         rest_port: int | None = None,
         settings: dict[str, float | int | str | bool] | None = None,
-        log_dir: str | os.PathLike | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.python = str(python) if python is not None else sys.executable
         self.release_dir: Path | None = None
@@ -190,7 +191,7 @@ class LocalNetSyncServer:
             **(settings or {}),
         }
         self.config_path.write_text("".join(f"{k} = {_toml_value(val)}\n" for k, val in keys.items()))
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ, **extra)
@@ -198,7 +199,7 @@ class LocalNetSyncServer:
             env["PYTHONPATH"] = str(self.release_dir)  # before site-packages: this release wins
         return env
 
-    def _ask_version(self) -> subprocess.CompletedProcess:
+    def _ask_version(self) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [self.python, "-c", "import importlib.metadata as m; print(m.version('styly-netsync-server'))"],
             capture_output=True, text=True, timeout=30, env=self._env(),
@@ -225,7 +226,7 @@ class LocalNetSyncServer:
     def ports(self) -> list[int]:
         """The ZeroMQ ports the server listens on (control/dealer, transform when separate, PUB)."""
         a = self.address
-        return sorted({a.dealer_port, a.transform_port, a.pub_port})
+        return sorted({p for p in (a.dealer_port, a.transform_port, a.pub_port) if p is not None})
 
     def start(self, timeout: float = 30.0) -> LocalNetSyncServer:
         if self.proc is not None and self.proc.poll() is None:
@@ -252,7 +253,8 @@ class LocalNetSyncServer:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        for action in (lambda: proc.send_signal(signal.SIGINT), proc.terminate, proc.kill):
+        actions: tuple[Callable[[], None], ...] = (lambda: proc.send_signal(signal.SIGINT), proc.terminate, proc.kill)
+        for action in actions:
             action()
             try:
                 proc.wait(timeout=timeout / 2)
@@ -274,5 +276,5 @@ class LocalNetSyncServer:
     def __enter__(self) -> LocalNetSyncServer:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -13,9 +13,12 @@ It runs under the *server's* interpreter (any styly-netsync-server version, any 
 project venv with PYTHONPATH=build/netsync/<version>), so it imports nothing from headcast:
 `python loopback_launcher.py --config FILE --no-server-discovery`.
 """
+from __future__ import annotations
+
 import ipaddress
 import socket
 import sys
+from typing import Any
 
 LOOPBACK = "127.0.0.1"
 LOOPBACK6 = "::1"
@@ -23,7 +26,7 @@ _ANY_HOSTS = ("", "0.0.0.0", "*", "<any>")
 _ANY_HOSTS6 = ("", "::", "*")
 
 
-def _is_loopback(host) -> bool:
+def _is_loopback(host: object) -> bool:
     if host == "localhost":
         return True
     try:
@@ -37,7 +40,7 @@ def confine_to_loopback() -> None:
 
     zmq_bind = zmq.Socket.bind
 
-    def bind_loopback(self, addr):
+    def bind_loopback(self: zmq.Socket[bytes], addr: str) -> Any:
         for prefix in ("tcp://*:", "tcp://0.0.0.0:"):
             if addr.startswith(prefix):
                 addr = f"tcp://{LOOPBACK}:" + addr[len(prefix):]
@@ -45,7 +48,8 @@ def confine_to_loopback() -> None:
             addr = f"tcp://[{LOOPBACK6}]:" + addr[len("tcp://[::]:"):]
         return zmq_bind(self, addr)
 
-    zmq.Socket.bind = bind_loopback
+    # Patched on the classes (setattr: a type checker rightly refuses assigning to a method).
+    setattr(zmq.Socket, "bind", bind_loopback)
 
     inet = (socket.AF_INET, socket.AF_INET6)
     sock_bind = socket.socket.bind
@@ -53,7 +57,7 @@ def confine_to_loopback() -> None:
     sock_connect_ex = socket.socket.connect_ex
     sock_sendto = socket.socket.sendto
 
-    def sock_bind_loopback(self, address):
+    def sock_bind_loopback(self: socket.socket, address: Any) -> None:
         if isinstance(address, tuple):
             if self.family == socket.AF_INET and address[0] in _ANY_HOSTS:
                 address = (LOOPBACK,) + tuple(address[1:])
@@ -61,26 +65,26 @@ def confine_to_loopback() -> None:
                 address = (LOOPBACK6,) + tuple(address[1:])
         return sock_bind(self, address)
 
-    def refuse_beyond_loopback(self, address):
+    def refuse_beyond_loopback(self: socket.socket, address: Any) -> None:
         if self.family in inet and isinstance(address, tuple) and not _is_loopback(address[0]):
             raise PermissionError(f"loopback_launcher: {address[0]}:{address[1]} is beyond loopback")
 
-    def connect_loopback(self, address):
+    def connect_loopback(self: socket.socket, address: Any) -> None:
         refuse_beyond_loopback(self, address)
         return sock_connect(self, address)
 
-    def connect_ex_loopback(self, address):
+    def connect_ex_loopback(self: socket.socket, address: Any) -> int:
         refuse_beyond_loopback(self, address)
         return sock_connect_ex(self, address)
 
-    def sendto_loopback(self, data, *args):
+    def sendto_loopback(self: socket.socket, data: Any, *args: Any) -> int:
         refuse_beyond_loopback(self, args[-1])  # sendto(data, address) / sendto(data, flags, address)
         return sock_sendto(self, data, *args)
 
-    socket.socket.bind = sock_bind_loopback
-    socket.socket.connect = connect_loopback
-    socket.socket.connect_ex = connect_ex_loopback
-    socket.socket.sendto = sendto_loopback
+    setattr(socket.socket, "bind", sock_bind_loopback)
+    setattr(socket.socket, "connect", connect_loopback)
+    setattr(socket.socket, "connect_ex", connect_ex_loopback)
+    setattr(socket.socket, "sendto", sendto_loopback)
 
 
 def installed_version() -> str:

@@ -45,7 +45,7 @@ class SendPolicy:
         if last is not None and now - last < self._interval:
             self.last_skip = "rate"
             return None
-        if tail == self._last_tail and now - last < self.heartbeat:  # equal: sent before, so last is set
+        if last is not None and tail == self._last_tail and now - last < self.heartbeat:  # equal: sent before
             self.last_skip = "unchanged"
             return None
         self._last_send = now

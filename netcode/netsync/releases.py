@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Sequence
 
 DIST = "styly-netsync-server"
 
@@ -69,7 +70,7 @@ class ReleaseInstallError(RuntimeError):
     pass
 
 
-def parse_version(v: tuple | str) -> tuple[int, int, int] | None:
+def parse_version(v: Sequence[Any] | str) -> tuple[int, int, int] | None:
     """`"0.17.5"` / `(0, 17, 5)` / `"0.10.4.post1"` -> (major, minor, patch); None if unparsable."""
     if isinstance(v, str):
         m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", v)
@@ -82,10 +83,11 @@ def parse_version(v: tuple | str) -> tuple[int, int, int] | None:
         return None
     if not 2 <= len(parts) <= 3 or any(p < 0 for p in parts):
         return None
-    return (parts + (0,))[:3]
+    major, minor, *patch = parts
+    return major, minor, patch[0] if patch else 0
 
 
-def protocol_of_version(v: tuple | str) -> int | None:
+def protocol_of_version(v: Sequence[Any] | str) -> int | None:
     """The NetSync protocol a styly-netsync-server version speaks (e.g. a device-ID mapping's
     major/minor/patch): 0.9.0–0.10.x → 3, 0.11.x → 4, 0.12–0.13 → 5, 0.14 → 6, 0.15 → 7,
     0.16.0–0.17.x → 8. Older (protocol 2 and before), later than 0.17.x, or unparsable → None."""
@@ -99,7 +101,7 @@ def protocol_of_version(v: tuple | str) -> int | None:
     return protocol
 
 
-def has_split_sockets(v: tuple | str) -> bool:
+def has_split_sockets(v: Sequence[Any] | str) -> bool:
     """True from 0.15.0 on: a control ROUTER (`control_port`) and a transform ROUTER (`transform_port`)."""
     t = parse_version(v)
     return t is not None and t >= SPLIT_SOCKETS
@@ -114,7 +116,7 @@ def _default_root() -> Path:
     return Path(cache) / "headcast"
 
 
-def release_dir(version: str, repo_root: str | os.PathLike | None = None) -> Path:
+def release_dir(version: str, repo_root: str | os.PathLike[str] | None = None) -> Path:
     """build/netsync/<version> under the repository root (installed or not)."""
     root = Path(repo_root) if repo_root is not None else _default_root()
     return root / "build" / "netsync" / version
@@ -124,11 +126,11 @@ def _dist_info(folder: Path, version: str) -> Path:
     return folder / f"{DIST.replace('-', '_')}-{version}.dist-info"
 
 
-def is_installed(version: str, repo_root: str | os.PathLike | None = None) -> bool:
+def is_installed(version: str, repo_root: str | os.PathLike[str] | None = None) -> bool:
     return _dist_info(release_dir(version, repo_root), version).is_dir()
 
 
-def pip_command(version: str, target: str | os.PathLike, python: str | os.PathLike = sys.executable) -> list[str]:
+def pip_command(version: str, target: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable) -> list[str]:
     return [str(python), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--no-input",
             "--target", str(target), f"{DIST}=={version}"]
 
@@ -139,7 +141,7 @@ _PROBE = (
 )
 
 
-def probe(folder: str | os.PathLike, python: str | os.PathLike = sys.executable, timeout: float = 60.0) -> tuple[str, int, Path]:
+def probe(folder: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable, timeout: float = 60.0) -> tuple[str, int, Path]:
     """Run `python` with PYTHONPATH=folder: (installed version, PROTOCOL_VERSION, styly_netsync's file)."""
     import json
 
@@ -151,8 +153,8 @@ def probe(folder: str | os.PathLike, python: str | os.PathLike = sys.executable,
     return version, protocol, Path(init)
 
 
-def verify_release(version: str, folder: str | os.PathLike | None = None,
-                   python: str | os.PathLike = sys.executable) -> int:
+def verify_release(version: str, folder: str | os.PathLike[str] | None = None,
+                   python: str | os.PathLike[str] = sys.executable) -> int:
     """Check that `folder` (default: release_dir(version)) runs `version` itself; returns its protocol."""
     folder = Path(folder) if folder is not None else release_dir(version)
     got, protocol, init = probe(folder, python)
@@ -169,8 +171,8 @@ def verify_release(version: str, folder: str | os.PathLike | None = None,
     return protocol
 
 
-def ensure_release(version: str, repo_root: str | os.PathLike | None = None, *,
-                   python: str | os.PathLike = sys.executable, verify: bool = True) -> Path:
+def ensure_release(version: str, repo_root: str | os.PathLike[str] | None = None, *,
+                   python: str | os.PathLike[str] = sys.executable, verify: bool = True) -> Path:
     """release_dir(version), installing it first if its dist-info is missing.
 
     pip installs into a temporary folder next to it, which is checked (its version and protocol

@@ -13,10 +13,11 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 
 import zmq
 
-from .client import Event, Joined, NetSyncClientCore, ProtocolMismatch
+from .client import Counters, Event, Joined, NetSyncClientCore, ProtocolMismatch
 from .model import PoseFrame
 
 # ZeroMQ's socket-monitor message: frame 1 = event id (u16) + value (u32), native byte order; frame
@@ -88,8 +89,8 @@ class NetSyncClient:
         self._ctx = zmq.Context(io_threads=1)
         self._dealer = self._ctx.socket(zmq.DEALER)
         self._sub = self._ctx.socket(zmq.SUB)
-        self._transform = None
-        self._monitor = None
+        self._transform: zmq.Socket[bytes] | None = None
+        self._monitor: zmq.Socket[bytes] | None = None
         self._tcp = TcpState(False, False, 0, None)
         try:
             for s in (self._dealer, self._sub):
@@ -110,14 +111,14 @@ class NetSyncClient:
             raise
         self._room = self.core.room_topic
         self._poll_items = [(self._dealer, zmq.POLLIN), (self._sub, zmq.POLLIN)]
-        self._pose_socket = self._dealer
-        self._lanes_for = None  # the protocol the pose socket was chosen for
+        self._pose_socket: zmq.Socket[bytes] = self._dealer
+        self._lanes_for: int | None = None  # the protocol the pose socket was chosen for
         if self.core.protocol is not None:
             self._choose_lanes()
         self.closed = False
 
     @staticmethod
-    def _common_options(s) -> None:
+    def _common_options(s: zmq.Socket[bytes]) -> None:
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.RECONNECT_IVL, 100)
         s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
@@ -152,7 +153,7 @@ class NetSyncClient:
             return False
         return True
 
-    def _send(self, sock, msg: bytes) -> bool:
+    def _send(self, sock: zmq.Socket[bytes], msg: bytes) -> bool:
         # send_multipart's two parts, without its Python-level loop and checks. A multipart
         # message is queued whole or not at all: only the first part can meet a full queue or,
         # with IMMEDIATE, no connection.
@@ -173,11 +174,11 @@ class NetSyncClient:
         for _ in range(MAX_MESSAGES_PER_POLL):
             if not ready:
                 break
-            for sock, _ in ready:
+            for sock, _ in ready:  # _poll_items: the SUB and the control DEALER
                 if sock is self._sub:
-                    core.receive_broadcast(now, sock.recv_multipart(zmq.NOBLOCK))
+                    core.receive_broadcast(now, self._sub.recv_multipart(zmq.NOBLOCK))
                 else:
-                    core.receive_unicast(now, sock.recv_multipart(zmq.NOBLOCK))
+                    core.receive_unicast(now, self._dealer.recv_multipart(zmq.NOBLOCK))
             ready = zmq.zmq_poll(self._poll_items, 0)
         core.handle_timer(now)
         if self._lanes_for != core.protocol:
@@ -195,10 +196,11 @@ class NetSyncClient:
         return self.core.client_no
 
     @property
-    def counters(self):
+    def counters(self) -> Counters:
         return self.core.counters
 
-    def join(self, frame: PoseFrame, timeout: float = 5.0, clock=time.monotonic, step: float = 0.02) -> list[Event]:
+    def join(self, frame: PoseFrame, timeout: float = 5.0, clock: Callable[[], float] = time.monotonic,
+             step: float = 0.02) -> list[Event]:
         """Send `frame` under the send policy until the server names our clientNo.
 
         For start-up only (it sleeps between polls); returns the events seen meanwhile.
@@ -268,5 +270,5 @@ class NetSyncClient:
     def __enter__(self) -> NetSyncClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -36,19 +36,30 @@ from enum import StrEnum
 from math import isfinite
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..drops import MAX_DROP_REASONS, DropCounter, detail as drop_detail  # noqa: F401 - re-exported
 from . import huffman, oob, pure, serverparse
-from .delta import PlayerState, player_field
+from .delta import EntityState, PlayerState, player_field
 from .entities import CS_PLAYERS, MAX_CLIENTS, SnapshotEntities, of_snapshot
-from .events import (Connected, Disconnected, EnteredWorld, Event, FamilyChanged, GamestateReceived, HeadTracking,
-                     RateLimited, Refused, ServerCommand, SnapshotReceived)
+from .events import (
+    Connected,
+    Disconnected,
+    EnteredWorld,
+    Event,
+    FamilyChanged,
+    GamestateReceived,
+    HeadTracking,
+    RateLimited,
+    Refused,
+    ServerCommand,
+    SnapshotReceived,
+)
 from .netchan import FRAGMENT_BIT, Netchan, NetchanMode, netchan_checksum
 from .oob import Family
 from .refusal import Refusal, RefusalKind, classify
 from .usercmd import UserCmd
-from .vrhead import ROLL_CLAMP, USER_BUTTON_MASK, angle2short, pack_head
+from .vrhead import ROLL_CLAMP, USER_BUTTON_MASK, WireHead, angle2short, pack_head
 
 MAX_RELIABLE_COMMANDS = 64
 PACKET_BACKUP = 32
@@ -160,7 +171,17 @@ class Status:
     rate_limited: bool                 # the server is up but drops our getchallenge (this attempt)
 
 
+# set_input's values, validated: (pitch, yaw, roll, forward, right, up, buttons, weapon, head)
+_Input = tuple[float, float, float, int, int, int, int, int, WireHead | None]
+
+
 class Q3ClientCore:
+    # Set by _reset_connection (each attempt), read by methods written above it.
+    _resend: float
+    _nonce: str
+    _last_packet: float
+    _next_probe: float
+
     def __init__(self, config: ClientConfig | None = None) -> None:
         self.config = config or ClientConfig()
         self._state = State.IDLE
@@ -169,7 +190,7 @@ class Q3ClientCore:
         self._out: list[bytes] = []
         self._timer: float | None = None
         # set_input's values, validated: (pitch, yaw, roll, forward, right, up, buttons, weapon, head)
-        self._input: tuple = (0.0, 0.0, 0.0, 0, 0, 0, 0, 0, None)
+        self._input: _Input = (0.0, 0.0, 0.0, 0, 0, 0, 0, 0, None)
         self._counters: Counter[str] = Counter()
         self._counters_view = MappingProxyType(self._counters)
         self._drops: Counter[str] = DropCounter()
@@ -224,13 +245,16 @@ class Q3ClientCore:
 
     def set_input(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
                   up: int = 0, buttons: int = 0, weapon: int = 0,
-                  head: tuple[float, float] | None = None) -> None:
+                  head: WireHead | None = None) -> None:
         """What the next usercmds carry. `angles` is the absolute view (pitch, yaw, roll) wanted on
-        the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits)."""
+        the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits).
+        `head` is (head pitch, head yaw offset from the view yaw), vrhead.WireHead: a tracked
+        head's (pitch, yaw, roll) is refused (ValueError), not read as an offset."""
         p, y, r = angles
         p, y, r = float(p), float(y), float(r)
         if head is not None:
-            head = (float(head[0]), float(head[1]))
+            head_pitch, head_offset = head  # a 3-tuple (a tracked head) raises ValueError here
+            head = (float(head_pitch), float(head_offset))
         # Refused here, before the core holds it: a tick would raise on it (out of poll or run(),
         # and in run()'s thread while another thread calls this).
         if not (isfinite(p) and isfinite(y) and isfinite(r)) or (
@@ -261,8 +285,8 @@ class Q3ClientCore:
             return
         self._userinfo_vr = enabled
         if enabled:  # the roll already given is clamped as set_input now would
-            p, y, r, *rest = self._input
-            self._input = (p, y, max(-ROLL_CLAMP, min(ROLL_CLAMP, r)), *rest)
+            p, y, r, forward, right, up, buttons, weapon, head = self._input
+            self._input = (p, y, max(-ROLL_CLAMP, min(ROLL_CLAMP, r)), forward, right, up, buttons, weapon, head)
         if self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
             self._add_reliable(f'userinfo "{self._userinfo(None)}"')
             self._update_head_status()
@@ -347,8 +371,10 @@ class Q3ClientCore:
             if self._switch_at is not None and now >= self._switch_at:
                 # Accepted, then nothing in this netchan: connect in the other one (the server's
                 # reconnect limit has passed, and it reuses our slot: same address and qport).
-                self._switch_family(OTHER_71[self._family], now, f"no gamestate {HANDSHAKE_WAIT:g} s after "
-                                    f"connectResponse in {self._family.description}")
+                family = self._family
+                assert family is not None  # CONNECTED: the family the connect went out in
+                self._switch_family(OTHER_71[family], now, f"no gamestate {HANDSHAKE_WAIT:g} s after "
+                                    f"connectResponse in {family.description}")
                 return
             self._send_packet(now, with_cmds=False)
             self._timer = min(now + GAMESTATE_RESEND, deadline,
@@ -389,9 +415,8 @@ class Q3ClientCore:
         self._send_packet(now, with_cmds=True)
         # Advance on the grid so the command rate does not drift with late polls.
         period = 1.0 / self.config.cmd_rate
-        self._timer += period
-        if self._timer <= now:
-            self._timer = now + period
+        timer = (now if self._timer is None else self._timer) + period  # (the timer that ran this)
+        self._timer = timer if timer > now else now + period
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
@@ -456,7 +481,7 @@ class Q3ClientCore:
         self._checksum_feed = 0
         self._configstrings: dict[int, str] = {}
         self._serverinfo: dict[str, str] = {}
-        self._baselines: dict = {}
+        self._baselines: dict[int, EntityState] = {}
         self._sv_pure = False
         self._vr_support = False
         self._head_reason = "not connected"
@@ -703,12 +728,14 @@ class Q3ClientCore:
         if checksummed is (netchan.mode is NetchanMode.NEW71):
             return False  # in our own netchan
         msg = None
+        sequence = 0
         if shadow.mode is NetchanMode.LEGACY:
             # It fails our checksum: does it read as a legacy message? (Legacy servers answer the
             # packets they cannot read with a gamestate, and send snapshots meanwhile.)
             received = shadow.process(data, self._reliable)
             if received is None:
                 return True  # a fragment of one (or a drop the shadow counts)
+            sequence = received.sequence
             try:
                 msg = serverparse.parse_server_message(received.data, received.sequence, self._snapshot_at,
                                                        self._baselines)
@@ -724,7 +751,7 @@ class Q3ClientCore:
         if msg is None:
             return False  # the adopted (checksummed) netchan takes it from here
         self._last_packet = now
-        self._on_message(received.sequence, msg, now)
+        self._on_message(sequence, msg, now)
         return True
 
     def _on_netchan(self, data: bytes, now: float) -> None:
@@ -957,7 +984,7 @@ class Q3ClientCore:
             buttons = pack_head(buttons, head[0], head[1], 0.0)
         return s0, s1, s2, forward, right, up, buttons, weapon
 
-    def _pump_context(self) -> tuple | None:
+    def _pump_context(self) -> tuple[Any, ...] | None:
         """Everything of a tick's datagram that only a server message, a command or a setting
         changes, for transport's Pump.configure, in its order: legacy netchan, challenge, qport,
         server id, message ack, command ack, reliable commands in flight, checksum feed, the command
@@ -982,7 +1009,7 @@ class Q3ClientCore:
                 self.config.timeout, 1.0 / self.config.cmd_rate, self._timer, netchan.outgoing_sequence,
                 tuple(self._cmds), self._last_cmd_time, netchan.incoming_sequence)
 
-    def _absorb_ticks(self, nows: Sequence[float], times: Sequence[int], cmds: Sequence[tuple], sequence: int,
+    def _absorb_ticks(self, nows: Sequence[float], times: Sequence[int], cmds: Sequence[tuple[Any, ...]], sequence: int,
                       last_cmd_time: int, timer: float, nbytes: int) -> None:
         """The state the native ticks left (Pump.take), as this core's own ticks would have left it."""
         n = len(nows)

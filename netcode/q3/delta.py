@@ -42,13 +42,15 @@ _U32 = struct.Struct("<I")
 
 def _f32(x: float) -> float:
     """Round to the nearest float32 value (what the C struct can hold)."""
-    return _F32.unpack(_F32.pack(x))[0]
+    value: float = _F32.unpack(_F32.pack(x))[0]
+    return value
 
 
 def _pattern(value: Any, bits: int) -> int:
     """The 32-bit pattern ioq3 compares to decide whether a field changed."""
     if bits == 0:
-        return _U32.unpack(_F32.pack(value))[0]
+        pattern: int = _U32.unpack(_F32.pack(value))[0]
+        return pattern
     return int(value) & 0xFFFFFFFF
 
 
@@ -99,12 +101,13 @@ def player_field(name: str) -> Any:
     return ix
 
 
-def _get(values: tuple, getters: dict[str, Any], name: str) -> Any:
+def _get(values: tuple[Any, ...], getters: dict[str, Any], name: str) -> Any:
     ix = getters[name]
     return values[ix] if ix.__class__ is int else ix(values)
 
 
-def _apply(values: list, table: tuple[NetField, ...], names: dict, key: str, value: Any) -> None:
+def _apply(values: list[Any], table: tuple[NetField, ...], names: dict[str, int | tuple[int, ...]], key: str,
+           value: Any) -> None:
     ix = names[key]
     if isinstance(ix, int):
         values[ix] = _f32(value) if table[ix].bits == 0 else int(value)
@@ -120,7 +123,7 @@ class EntityState:
     """`entityState_t`: `number` plus the 51 transmitted fields in ENTITY_FIELDS order."""
 
     number: int
-    values: tuple = _ENTITY_ZERO_VALUES
+    values: tuple[Any, ...] = _ENTITY_ZERO_VALUES
 
     def __getitem__(self, name: str) -> Any:
         if name == "number":
@@ -150,7 +153,7 @@ class EntityState:
 class PlayerState:
     """`playerState_t`: the 48 transmitted fields in PLAYER_FIELDS order, then the four arrays."""
 
-    values: tuple = _PLAYER_ZERO_VALUES
+    values: tuple[Any, ...] = _PLAYER_ZERO_VALUES
     stats: tuple[int, ...] = (0,) * 16
     persistant: tuple[int, ...] = (0,) * 16
     ammo: tuple[int, ...] = (0,) * 16
@@ -207,7 +210,7 @@ def _write_float(w: BitWriter, value: float) -> None:
         w.write_bits(_U32.unpack(_F32.pack(value))[0], 32)
 
 
-def _last_change(table: tuple[NetField, ...], frm: tuple, to: tuple) -> int:
+def _last_change(table: tuple[NetField, ...], frm: tuple[Any, ...], to: tuple[Any, ...]) -> int:
     lc = 0
     for i, f in enumerate(table):
         if _pattern(frm[i], f.bits) != _pattern(to[i], f.bits):
@@ -215,7 +218,8 @@ def _last_change(table: tuple[NetField, ...], frm: tuple, to: tuple) -> int:
     return lc
 
 
-def _write_fields(w: BitWriter, table: tuple[NetField, ...], frm: tuple, to: tuple, lc: int, entity: bool) -> None:
+def _write_fields(w: BitWriter, table: tuple[NetField, ...], frm: tuple[Any, ...], to: tuple[Any, ...], lc: int,
+                  entity: bool) -> None:
     w.write_byte(lc)
     for i in range(lc):
         bits = table[i].bits

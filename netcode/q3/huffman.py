@@ -149,7 +149,7 @@ class AdaptiveTree:
             node = node.parent
         for node in reversed(pending):
             parent = node.parent
-            if node.prev is parent:
+            if parent is not None and node.prev is parent:  # (pending: nodes below the root)
                 _swaplist(node, parent)
                 if node.head[0] is node:
                     node.head[0] = parent
@@ -326,7 +326,8 @@ def decompress(packet: bytes, offset: int = CONNECT_RAW_PREFIX, max_size: int = 
         while node.symbol == _INTERNAL:
             if bit >= nbits:
                 raise MsgError("adaptive Huffman stream ends inside a code")
-            node = node.right if (body[bit >> 3] >> (bit & 7)) & 1 else node.left
+            # an internal node has both children
+            node = node.right if (body[bit >> 3] >> (bit & 7)) & 1 else node.left  # type: ignore[assignment]
             bit += 1
         ch = node.symbol
         if ch == NYT:

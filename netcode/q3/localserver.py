@@ -20,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from headcast.netcode.serverprocess import LocalServerError, ServerProcess
 
@@ -38,7 +39,7 @@ QUERY_RESEND = 1.0
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def pk3_files(basegame_dir: str | Path = Path(OPENARENA_BASEPATH) / "baseoa") -> list[Path]:
@@ -65,7 +66,7 @@ class LocalQ3Server(ServerProcess):
         if not self.port:
             self.port = free_udp_port()
         self._home = Path(tempfile.mkdtemp(prefix=f"headcast-{self.kind}-"))
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._log = None
         self.starts = 0
 
@@ -144,7 +145,7 @@ class LocalQ3Server(ServerProcess):
 
     # ------------------------------------------------------------------ OOB queries (blocking, bounded)
 
-    def _query(self, packet: bytes, timeout: float, want: type, collect: float = 0.0, resend: bool = False):
+    def _query(self, packet: bytes, timeout: float, want: type, collect: float = 0.0, resend: bool = False) -> Any:
         """Send one OOB request and return the first reply of type `want` (or all within `collect` s).
         `resend` (only for requests that may run twice): ask again every QUERY_RESEND s without an
         answer, as the server drops requests over its per-address limit."""
@@ -153,7 +154,7 @@ class LocalQ3Server(ServerProcess):
             s.sendto(packet, self.address)
             deadline = time.monotonic() + timeout
             again = time.monotonic() + QUERY_RESEND
-            got = []
+            got: list[object] = []
             while True:
                 now = time.monotonic()
                 if now >= deadline:
@@ -177,15 +178,17 @@ class LocalQ3Server(ServerProcess):
 
     def getinfo(self, timeout: float = 2.0) -> dict[str, str]:
         nonce = secrets.token_hex(4)
-        reply = self._query(oob.getinfo(nonce), timeout, oob.InfoResponse, resend=True)
+        reply: oob.InfoResponse = self._query(oob.getinfo(nonce), timeout, oob.InfoResponse, resend=True)
         if reply.info.get("challenge") != nonce:
             raise oob.OobError("infoResponse does not echo our nonce")
         return reply.info
 
     def getstatus(self, timeout: float = 2.0) -> oob.StatusResponse:
-        return self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse, resend=True)
+        reply: oob.StatusResponse = self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse,
+                                                resend=True)
+        return reply
 
     def rcon(self, command: str, timeout: float = 2.0) -> str:
         """Run a console command; returns the printed text (collected for 0.2 s after the first reply)."""
-        replies = self._query(oob.rcon(self.rcon_password, command), timeout, oob.Print, collect=0.2)
+        replies: list[oob.Print] = self._query(oob.rcon(self.rcon_password, command), timeout, oob.Print, collect=0.2)
         return "".join(r.text for r in replies)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import array
 import struct
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import MsgError
 from .huffman import DECODE_LENGTH, DECODE_SYMBOL, ENCODE_CODE, ENCODE_LEN, NYT
@@ -275,7 +275,7 @@ class PyBitReader:
             value -= 1 << 32
         return value
 
-    def read_netfields(self, widths: tuple[int, ...], base: tuple, zero_flags: bool) -> tuple:
+    def read_netfields(self, widths: tuple[int, ...], base: tuple[Any, ...], zero_flags: bool) -> tuple[Any, ...]:
         """The netField walk of `MSG_ReadDeltaEntity` / `MSG_ReadDeltaPlayerstate`.
 
         `widths[i]`: 0 = float, else the int width (negative = signed). Reads the changed-field
@@ -323,7 +323,7 @@ class PyBitReader:
         self._bit = bit
         return tuple(values)
 
-    def read_entity_delta(self, base: tuple) -> tuple | None:
+    def read_entity_delta(self, base: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """`MSG_ReadDeltaEntity` after the entity number: None if removed, `base` itself if
         unchanged, else ENTITY_FIELDS' values read over it (their errors say `entityState: `)."""
         if self.read_flag():
@@ -335,8 +335,8 @@ class PyBitReader:
         except MsgError as e:
             raise MsgError(f"entityState: {e}") from None
 
-    def read_playerstate_delta(self, base: tuple, stats: tuple, persistant: tuple, ammo: tuple,
-                               powerups: tuple) -> tuple:
+    def read_playerstate_delta(self, base: tuple[Any, ...], stats: tuple[int, ...], persistant: tuple[int, ...],
+                               ammo: tuple[int, ...], powerups: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
         """`MSG_ReadDeltaPlayerstate` over a base state's parts: `(values, stats, persistant, ammo,
         powerups)`, PLAYER_FIELDS' values first (their errors say `playerState: `), then the four
         arrays, each the base's own tuple where unchanged."""
@@ -395,4 +395,7 @@ class PyBitReader:
 
 # The C twins when built (native.py); the Python ones above stay the reference and the fallback.
 huffman_bits = NATIVE.huffman_bits if NATIVE is not None else py_huffman_bits
-BitReader = NATIVE.BitReader if NATIVE is not None else PyBitReader
+if TYPE_CHECKING:  # the C reader has PyBitReader's methods, values and errors
+    BitReader = PyBitReader
+else:
+    BitReader = NATIVE.BitReader if NATIVE is not None else PyBitReader

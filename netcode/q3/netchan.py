@@ -111,7 +111,8 @@ def _keystream(chars: bytes, parity: int, count: int) -> bytes:
     return bytes(out)
 
 
-def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple[bytes, int], bytes]) -> bytes:
+def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple[str | bytes, int], bytes]
+         ) -> bytes:
     """Roll `key` over `text` (`%` and > 127 read as `.`, wrapping at its end) and XOR from `start`.
 
     `start` is an index into the message body; the headers before it have even lengths, so the
@@ -155,7 +156,7 @@ class Netchan:
         self.drops: Counter[str] = Counter()
         self._frag_sequence = 0
         self._frag_buffer = bytearray()
-        self._keystreams: dict[tuple[bytes, int], bytes] = {}
+        self._keystreams: dict[tuple[str | bytes, int], bytes] = {}
 
     # --- sending ---
 
@@ -222,7 +223,8 @@ class Netchan:
         key = self.challenge ^ server_id ^ message_ack
         text = _ring_text(server_commands, reliable_ack)
         if NATIVE is not None:
-            return NATIVE.xor(message, _CL_ENCODE_START, key, text)
+            out: bytes = NATIVE.xor(message, _CL_ENCODE_START, key, text)
+            return out
         return _xor(bytes(message), _CL_ENCODE_START, key, text, self._keystreams)
 
     # --- receiving ---
@@ -290,7 +292,8 @@ class Netchan:
         # CL_Netchan_Decode); its code can reach into scrambled bytes, and the server encoded
         # with whatever it last executed, so reproduce the read exactly.
         if NATIVE is not None:
-            return NATIVE.legacy_unscramble(message, self.challenge ^ sequence, reliable_commands)
+            clear: bytes = NATIVE.legacy_unscramble(message, self.challenge ^ sequence, reliable_commands)
+            return clear
         (ack,) = _ioq3_read_longs(message, 0, 1)
         return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence,
                     _ring_text(reliable_commands, ack), self._keystreams)

@@ -14,6 +14,7 @@ import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
 _MASK = 0xFFFFFFFF
 
@@ -60,7 +61,7 @@ def md4(data: bytes) -> bytes:
 def block_checksum(data: bytes) -> int:
     """ioq3 `Com_BlockChecksum`: XOR of MD4's four LE words, as a signed int32."""
     w = struct.unpack("<4I", md4(data))
-    v = w[0] ^ w[1] ^ w[2] ^ w[3]
+    v: int = w[0] ^ w[1] ^ w[2] ^ w[3]
     return v - (1 << 32) if v & 0x80000000 else v
 
 
@@ -132,7 +133,7 @@ def pak_files(paths: list[str | Path] | tuple[str | Path, ...]) -> list[Path]:
     return files
 
 
-def search_order(paths: list[str | Path]) -> list[Pak]:
+def search_order(paths: Sequence[str | Path]) -> list[Pak]:
     """pk3s of one game directory in ioq3's search order: later names (sorted) are searched first."""
     paks = [load_pak(p) for p in paths]
     return sorted(paks, key=lambda p: p.path.name.lower(), reverse=True)

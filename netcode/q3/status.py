@@ -229,6 +229,7 @@ class ServerQuery:
 
     def receive_datagram(self, data: bytes, now: float) -> None:
         low = data[4:20].lower()
+        reply: InfoResponse | StatusResponse
         try:
             if low.startswith(b"inforesponse"):
                 kind, reply = "info", parse_info_response(data)

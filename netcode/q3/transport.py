@@ -37,12 +37,16 @@ import select
 import socket
 import sys
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..icmp import icmp_error
 from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
 from .events import Event
 from .native import NATIVE
+from .vrhead import WireHead
+
+if TYPE_CHECKING:
+    from ._q3native import Pump
 
 MAX_DATAGRAM = 65535
 MAX_READS_PER_POLL = 512    # a frame's worth of server traffic is a handful; this bounds a flood
@@ -65,21 +69,21 @@ class _SelectReady:
     def register(self, sock: socket.socket, events: int = 0) -> None:
         self._socks = [sock]
 
-    def poll(self, timeout_ms: float | None = None) -> list:
+    def poll(self, timeout_ms: float | None = None) -> list[socket.socket]:
         timeout = None if timeout_ms is None else max(0.0, timeout_ms / 1000.0)
         readable, _, failed = select.select(self._socks, [], self._socks, timeout)
         return readable or failed
 
 
-def _readiness(sock: socket.socket):
+def _readiness(sock: socket.socket) -> select.poll | _SelectReady:
     """select.poll where the system has it (cheaper per call), else _SelectReady."""
     if hasattr(select, "poll"):
         ready = select.poll()
         ready.register(sock, select.POLLIN)
         return ready
-    ready = _SelectReady()
-    ready.register(sock)
-    return ready
+    fallback = _SelectReady()
+    fallback.register(sock)
+    return fallback
 
 
 class Q3Client:
@@ -99,7 +103,7 @@ class Q3Client:
         # set_input(angles, forward, right, up, buttons, weapon, head): Q3ClientCore.set_input itself,
         # bound here so a frame pays one call for it, not two (run() rebinds it to feed its pump too).
         self.set_input = self.core.set_input
-        self._pump = None          # the native tick (run, step), made on first use
+        self._pump: Pump | None = None  # the native tick (run, step), made on first use
         self._configured = False   # step(): the pump holds the core's current context
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0      # usercmd ticks the pump ran (the rest ran in Python)
@@ -111,7 +115,8 @@ class Q3Client:
 
     @property
     def local_address(self) -> tuple[str, int]:
-        return self._sock.getsockname()
+        host, port = self._sock.getsockname()
+        return str(host), int(port)
 
     @property
     def status(self) -> Status:
@@ -160,7 +165,7 @@ class Q3Client:
             if now >= until:
                 break
             context = core._pump_context() if pump is not None else None
-            if context is None:  # not in game, or the next tick is the core's: the Python loop
+            if context is None or pump is None:  # not in game, or the next tick is the core's: Python
                 events += self._poll(now, read_after=True)
                 self.wait(clock(), until)
                 continue
@@ -176,7 +181,7 @@ class Q3Client:
         self._stop = False  # consumed here, not on entry: an interrupt() just before run() counts
         return events
 
-    def _pump_datagrams(self, taken: tuple) -> tuple | None:
+    def _pump_datagrams(self, taken: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The pump's hand-over (Pump.take): the core takes over the ticks' state and reads the
         server datagrams at their arrival times, answers go out, and the next context comes back
         (None: the next tick is the core's own)."""
@@ -196,12 +201,14 @@ class Q3Client:
                 self._send(core.datagrams_to_send(self._clock()))
         return core._pump_context()
 
-    def _set_input_pumped(self, angles=(0.0, 0.0, 0.0), forward: int = 0, right: int = 0, up: int = 0,
-                          buttons: int = 0, weapon: int = 0, head: tuple[float, float] | None = None) -> None:
+    def _set_input_pumped(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
+                          up: int = 0, buttons: int = 0, weapon: int = 0, head: WireHead | None = None) -> None:
         """set_input once run() made its pump: the core's input and the pump's (thread-safe)."""
         core = self.core
         core.set_input(angles, forward, right, up, buttons, weapon, head)  # refuses non-finite angles
-        self._pump.set_input(*core._wire_input())
+        pump = self._pump
+        assert pump is not None  # run() or step() made it before binding this
+        pump.set_input(*core._wire_input())
 
     def poll(self, now: float) -> list[Event]:
         """Send what is due, then (in game: at a tick only) read the socket; the events so far."""
@@ -249,7 +256,7 @@ class Q3Client:
             return self.send_due(now)
         return core.take_events()
 
-    def _stepper(self):
+    def _stepper(self) -> Pump | None:
         """The pump for `step`, configured with the core's context; None when the tick must run in
         Python (no extension, another clock, out of game, commands waiting)."""
         pump = self._pump
@@ -373,6 +380,6 @@ class Q3Client:
     def __enter__(self) -> "Q3Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._sock.fileno() != -1:
             self._sock.close()

@@ -67,7 +67,8 @@ QVM_STAT_FACTOR = struct.unpack("<f", struct.pack("<I", 0x3BB40120))[0]     # 0.
 
 def _f32(x: float) -> float:
     """Round to single precision, as a C `float` store does."""
-    return _funpack(_fpack(x))[0]
+    value: float = _funpack(_fpack(x))[0]
+    return value
 
 
 def _finite(x: float) -> float:
@@ -90,7 +91,7 @@ def yaw_offset(head_yaw: float, weapon_yaw: float) -> float:
     A float32 result in [−180, 180] comes back unchanged: `yaw_offset(yaw_offset(h, w), 0.0)`
     is `yaw_offset(h, w)`, so the core may pack an offset computed here as a head yaw."""
     a1, a2 = _finite(head_yaw), _finite(weapon_yaw)
-    a = _funpack(_fpack(_funpack(_fpack(a1))[0] - _funpack(_fpack(a2))[0]))[0]
+    a: float = _funpack(_fpack(_funpack(_fpack(a1))[0] - _funpack(_fpack(a2))[0]))[0]
     if a > 1080.0 or a < -1080.0:
         a = _f32(math.fmod(a, 360.0))  # the loops' result (each of their steps is exact below 2^27)
     while a > 180.0:
@@ -183,7 +184,13 @@ def pack_head(user_buttons: int, head_pitch: float, head_yaw: float, weapon_yaw:
     return (user_buttons & USER_BUTTON_MASK) | (pitch_p << PITCH_SHIFT) | (yaw_p << YAW_SHIFT)
 
 
-def unpack_head(buttons: int, receiver: Receiver = DEFAULT_RECEIVER) -> tuple[float, float] | None:
+# The head as a usercmd carries it: (head pitch, head yaw offset from the view yaw), degrees: what
+# pack_head packs (with a weapon yaw of 0) and unpack_head returns. Not the tracked head (pitch, yaw,
+# roll) an application holds: Q3Link turns that into this with yaw_offset.
+WireHead = tuple[float, float]
+
+
+def unpack_head(buttons: int, receiver: Receiver = DEFAULT_RECEIVER) -> WireHead | None:
     """(head pitch, head yaw offset) in degrees as the server's game decodes them (what other
     players get in the entity's angles2), or None when bits 12–25 are all clear (no VR data)."""
     if not buttons & VR_BUTTON_MASK:

@@ -22,12 +22,25 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any, Callable
 
 from ..drops import DropCounter
 from . import messages as m
 from .npos import PHYS_FLOOR, NPos, encode_npos, make_npos
-from .protocol import (CHAN_MSG, CHAN_POS, CS_ALIVE, CS_DEAD, CS_EDITING, CS_SPAWNING, CS_SPECTATOR, DISC_NONE,
-                       DISC_PASSWORD, PROTOCOL_VERSION, disconnect_text, mode_name)
+from .protocol import (
+    CHAN_MSG,
+    CHAN_POS,
+    CS_ALIVE,
+    CS_DEAD,
+    CS_EDITING,
+    CS_SPAWNING,
+    CS_SPECTATOR,
+    DISC_NONE,
+    DISC_PASSWORD,
+    PROTOCOL_VERSION,
+    disconnect_text,
+    mode_name,
+)
 from .tiger import hash_password
 from .wire import encode_cube
 
@@ -150,6 +163,11 @@ class PlayerLeft:
     name: str
 
 
+# What next_event() hands the application.
+Event = (Welcomed | Spawned | MapChanged | Killed | ServerText | ServerSilent | ServerBack | Disconnected
+         | PlayerJoined | PlayerLeft)
+
+
 # --- other players ----------------------------------------------------------------------------
 
 @dataclass
@@ -181,7 +199,7 @@ class Counters:
     connects: int = 0
     spawns: int = 0
     deaths: int = 0
-    drops: Counter = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
+    drops: Counter[str] = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
 
 
 class ProtocolError(ValueError):
@@ -217,7 +235,7 @@ class SauerClientCore:
         self.last_record: NPos | None = None
         self.last_disconnect: Disconnected | None = None
         self.stop_reason = ""
-        self._events: deque = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
+        self._events: deque[Event] = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
         self._out: list[Outgoing] = []
         self._connect_at: float | None = 0.0    # the first connect is due at once
         self._attempt = 0
@@ -324,7 +342,7 @@ class SauerClientCore:
             raise ProtocolError(f"not in game ({self.state.value}): the server would disconnect us for it")
         self._send(data, reliable)
 
-    def next_event(self):
+    def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
 
     def close(self, now: float) -> None:
@@ -377,7 +395,7 @@ class SauerClientCore:
             if p.state == CS_SPAWNING:
                 p.state = CS_ALIVE
 
-    def _message(self, msg, now: float) -> None:
+    def _message(self, msg: object, now: float) -> None:
         handler = _DISPATCH.get(type(msg))
         if handler is not None:
             handler(self, msg, now)
@@ -636,7 +654,8 @@ def _millis(now: float) -> int:
     return int(now * 1000.0) & 0x3FFFFFFF
 
 
-_DISPATCH = {
+# message type -> its handler (the message as its own type: each handler takes one)
+_DISPATCH: dict[type, Callable[[SauerClientCore, Any, float], None]] = {
     m.ServInfo: SauerClientCore._on_servinfo,
     m.Welcome: SauerClientCore._on_welcome,
     m.MapChange: SauerClientCore._on_mapchange,

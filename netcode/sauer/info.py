@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..drops import DropCounter, detail as drop_detail
 from .protocol import CLIENT_STATES, PRIVILEGES, mastermode_name, mode_name
@@ -57,7 +58,7 @@ class InfoReply:
     def password(self) -> bool:
         return self.mastermode == MM_PASSWORD
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {"players": self.players, "max_players": self.max_players, "protocol": self.protocol,
                 "mode": self.mode, "mode_name": mode_name(self.mode), "map": self.map,
                 "description": self.description, "seconds_left": self.seconds_left,
@@ -82,7 +83,7 @@ class PlayerInfo:
     privilege: int
     state: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {"cn": self.cn, "name": self.name, "team": self.team, "ping": self.ping, "frags": self.frags,
                 "deaths": self.deaths, "flags": self.flags, "teamkills": self.teamkills,
                 "accuracy": self.accuracy, "health": self.health, "armour": self.armour, "gun": self.gun,
@@ -167,7 +168,7 @@ class SauerQuery:
     ping_ms: float | None = None
     player_ids: list[int] | None = None
     players: dict[int, PlayerInfo] = field(default_factory=dict)
-    drops: Counter = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
+    drops: Counter[str] = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
     last_drop: str = ""
 
     def __post_init__(self) -> None:
@@ -214,11 +215,11 @@ class SauerQuery:
             self._drop("malformed", str(e))
             return
         if kind == "ids":
-            self.player_ids = value  # type: ignore[assignment]
-            if not value or all(cn in self.players for cn in value):  # type: ignore[union-attr]
+            ids = self.player_ids = cast("list[int]", value)  # parse_playerstats: ("ids", [cn...])
+            if not ids or all(cn in self.players for cn in ids):
                 self._requests["players"].next_send = None
         elif kind == "player":
-            p: PlayerInfo = value  # type: ignore[assignment]
+            p = cast(PlayerInfo, value)
             if p.cn not in self.players and len(self.players) >= MAX_PLAYERS:
                 self._drop("player: too many client numbers", f"client number {p.cn}")
                 return

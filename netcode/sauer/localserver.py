@@ -24,7 +24,7 @@ from pathlib import Path
 
 from headcast.netcode.serverprocess import LocalServerError, ServerProcess
 
-from .info import InfoReply, InfoError, info_request, parse_info_reply
+from .info import InfoError, InfoReply, info_request, parse_info_reply
 
 CUBE2_SERVER = "/usr/lib/cube2/cube2_server"
 PACKAGE = "cube2-server"
@@ -36,7 +36,7 @@ def free_port_pair() -> int:
     for _ in range(50):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as a:
             a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
+            port: int = a.getsockname()[1]
             if port >= 65535:
                 continue
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as b:
@@ -79,7 +79,7 @@ class LocalSauerServer(ServerProcess):
         if not self.port:
             self.port = free_port_pair()
         self._home = Path(tempfile.mkdtemp(prefix="headcast-sauer-"))
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._log = None
         self.starts = 0
 

@@ -215,7 +215,7 @@ class DemoPlayback:
 
 @dataclass
 class ParseResult:
-    messages: list = field(default_factory=list)
+    messages: list[object] = field(default_factory=list)
     stopped: str = ""      # why the rest of the packet was not read (as the game would not read it)
     skipped: int = 0       # messages read past (no dataclass: sounds, shots, items, edits, ...)
 
@@ -228,12 +228,16 @@ class _Ctx:
 
     def __init__(self, mode: int) -> None:
         self.mode = mode
-        self.out: list = []
+        self.out: list[object] = []
         self.skipped = 0
 
 
 class _Stop(Exception):
     """The game stops reading this (sub)buffer here."""
+
+
+# One message's reader: (reader, sender cn or -1, context, message number) -> its record or None.
+Handler = Callable[[Reader, int, _Ctx, int], object]
 
 
 def _ints(r: Reader, n: int, what: str) -> list[int]:
@@ -348,14 +352,14 @@ _FIXED: dict[int, tuple[bool, int]] = {
 }
 
 
-def _servinfo(r, sender, ctx, t):
+def _servinfo(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     cn, prot, sessionid, haspass = _ints(r, 4, "N_SERVINFO")
     desc = r.get_string("server description", MAXSTRLEN)
     auth = r.get_string("server auth", MAXSTRLEN)
     return ServInfo(cn, prot, sessionid, haspass > 0, desc, auth)
 
 
-def _mapchange(r, sender, ctx, t):
+def _mapchange(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     name = r.get_string("map name")
     mode = r.get_int("mode")
     items = r.get_int("items") != 0
@@ -363,33 +367,33 @@ def _mapchange(r, sender, ctx, t):
     return MapChange(name, mode, items)
 
 
-def _initclient(r, sender, ctx, t):
+def _initclient(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     cn = r.get_int("cn")
     name = r.get_string("name")
     team = r.get_string("team")
     return InitClient(cn, name, team, r.get_int("model"))
 
 
-def _spawn(r, sender, ctx, t):
+def _spawn(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     state = _state(r)
     return Spawned(sender, state) if sender >= 0 else None
 
 
-def _spawnstate(r, sender, ctx, t):
+def _spawnstate(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     cn = r.get_int("cn")
     return SpawnState(cn, _state(r))
 
 
-def _itemlist(r, sender, ctx, t):
+def _itemlist(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _skip_list(r, 1, "item list")
 
 
-def _teaminfo(r, sender, ctx, t):
+def _teaminfo(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     while r.get_string("team"):
         r.get_int("team frags")
 
 
-def _resume(r, sender, ctx, t):
+def _resume(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     entries = []
     while True:
         cn = r.get_int("resume cn")
@@ -400,17 +404,17 @@ def _resume(r, sender, ctx, t):
     return Resume(tuple(entries))
 
 
-def _clipboard(r, sender, ctx, t):
+def _clipboard(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _ints(r, 2, Msg(t).name)
     r.skip(max(r.get_int("packed length"), 0), Msg(t).name)
 
 
-def _edit(r, sender, ctx, t):
+def _edit(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _needs_sender(sender, t)
     _sel_edit(r, t)
 
 
-def _editvar(r, sender, ctx, t):
+def _editvar(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _needs_sender(sender, t)
     kind = r.get_int("variable type")
     r.get_string("variable name")
@@ -422,12 +426,12 @@ def _editvar(r, sender, ctx, t):
         r.get_string("string value")
 
 
-def _senddemolist(r, sender, ctx, t):
+def _senddemolist(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     for _ in range(max(r.get_int("demos"), 0)):
         r.get_string("demo")
 
 
-def _currentmaster(r, sender, ctx, t):
+def _currentmaster(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     mm = r.get_int("mastermode")
     masters = []
     while (cn := r.get_int("master cn")) >= 0:
@@ -435,7 +439,7 @@ def _currentmaster(r, sender, ctx, t):
     return CurrentMaster(mm, tuple(masters))
 
 
-def _bases(r, sender, ctx, t):
+def _bases(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     for _ in range(max(r.get_int("bases"), 0)):
         r.get_int("ammo type")
         r.get_string("owner")
@@ -443,20 +447,20 @@ def _bases(r, sender, ctx, t):
         _ints(r, 2, "base")
 
 
-def _baseinfo(r, sender, ctx, t):
+def _baseinfo(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     r.get_int("base")
     r.get_string("owner")
     r.get_string("enemy")
     _ints(r, 2, "base")
 
 
-def _basescore(r, sender, ctx, t):
+def _basescore(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     r.get_int("base")
     r.get_string("team")
     r.get_int("total")
 
 
-def _initflags(r, sender, ctx, t):
+def _initflags(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     # ctfclientmode::parseflags: m_hold adds each flag's holding team (and time)
     hold = (m := GAME_MODES.get(ctx.mode)) is not None and m.hold
     _ints(r, 2, "scores")
@@ -468,91 +472,91 @@ def _initflags(r, sender, ctx, t):
             r.get_int("hold time")
 
 
-def _inittokens(r, sender, ctx, t):
+def _inittokens(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _ints(r, 2, "scores")
     for _ in range(max(r.get_int("tokens"), 0)):
         _ints(r, 6, "token")
     _skip_list(r, 1, "token counts")
 
 
-def _expiretokens(r, sender, ctx, t):
+def _expiretokens(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     while r.get_int("token") >= 0:
         pass
 
 
-def _droptokens(r, sender, ctx, t):
+def _droptokens(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _ints(r, 4, "drop")
     _skip_list(r, 2, "dropped token")
 
 
-def _stealtokens(r, sender, ctx, t):
+def _stealtokens(r: Reader, sender: int, ctx: _Ctx, t: int) -> None:
     _ints(r, 8, "steal")
     _skip_list(r, 1, "stolen token")
 
 
-def _authchal(r, sender, ctx, t):
+def _authchal(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     desc = r.get_string("auth desc")
     ident = r.get_int("auth id") & 0xFFFFFFFF
     return AuthChallenge(desc, ident, r.get_string("challenge"))
 
 
-def _initai(r, sender, ctx, t):
+def _initai(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     bn, owner, aitype, skill, model = _ints(r, 5, "N_INITAI")
     name = r.get_string("bot name")
     return InitAI(bn, owner, aitype, min(max(skill, 1), 101), model, name, r.get_string("bot team"))
 
 
-def _text(r, sender, ctx, t):
+def _text(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     _needs_sender(sender, t)
     return Text(sender, r.get_string("text"))
 
 
-def _sayteam(r, sender, ctx, t):
+def _sayteam(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     cn = r.get_int("cn")
     return Text(cn, r.get_string("text"), team=True)
 
 
-def _clientping(r, sender, ctx, t):
+def _clientping(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     _needs_sender(sender, t)
     return ClientPing(sender, r.get_int("ping"))
 
 
-def _switchname(r, sender, ctx, t):
+def _switchname(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     name = r.get_string("name")
     return SwitchName(sender, name) if sender >= 0 else None
 
 
-def _switchmodel(r, sender, ctx, t):
+def _switchmodel(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     model = r.get_int("model")
     return SwitchModel(sender, model) if sender >= 0 else None
 
 
-def _editmode(r, sender, ctx, t):
+def _editmode(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
     on = r.get_int("edit mode") != 0
     return EditMode(sender, on) if sender >= 0 else None
 
 
-def _one(cls: type, what: str) -> Callable:
-    def handler(r, sender, ctx, t):
+def _one(cls: Callable[[int], object], what: str) -> Handler:
+    def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         return cls(r.get_int(what))
     return handler
 
 
-def _two(make: Callable[[int, int], object], what: str) -> Callable:
-    def handler(r, sender, ctx, t):
+def _two(make: Callable[[int, int], object], what: str) -> Handler:
+    def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         a, b = _ints(r, 2, what)
         return make(a, b)
     return handler
 
 
-def _string(make: Callable[[str], object] | None, what: str) -> Callable:
-    def handler(r, sender, ctx, t):
+def _string(make: Callable[[str], object] | None, what: str) -> Handler:
+    def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         s = r.get_string(what)
         return None if make is None else make(s)
     return handler
 
 
-_HANDLERS: dict[int, Callable] = {
+_HANDLERS: dict[int, Handler] = {
     Msg.N_SERVINFO: _servinfo,
     Msg.N_WELCOME: lambda r, sender, ctx, t: Welcome(),
     Msg.N_PAUSEGAME: _two(lambda v, cn: PauseGame(v > 0, cn), "N_PAUSEGAME"),
@@ -611,10 +615,10 @@ class JumpPadded:
     jumppad: int
 
 
-def parse_positions(data: bytes) -> tuple[list, str]:
+def parse_positions(data: bytes) -> tuple[list[object], str]:
     """parsepositions: N_POS records (NPos), N_TELEPORT / N_JUMPPAD; and why the rest was not
     read ("" when all was)."""
-    out: list = []
+    out: list[object] = []
     pos = 0
     try:
         while pos < len(data):

@@ -44,9 +44,10 @@ _F32 = struct.Struct("<f")
 
 def _f32(x: float) -> float:
     try:
-        return _F32.unpack(_F32.pack(x))[0]
+        value: float = _F32.unpack(_F32.pack(x))[0]
     except OverflowError:
         raise ValueError(f"{x!r} does not fit a float") from None
+    return value
 
 
 _RAD = _f32(_f32(3.1415927) / 180.0)  # tools.h: PI (3.1415927f), RAD (PI / 180.0f)
@@ -280,7 +281,8 @@ def make_npos(
     if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
         raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
     speed, veldir, _ = _speed_dir(vel, "vel")
-    fall, falldir, (fx, fy, fz) = _speed_dir(falling, "falling")
+    fall, fall_dir, (fx, fy, fz) = _speed_dir(falling, "falling")
+    falldir: int | None = fall_dir
     if fall == 0 or (fx == 0.0 and fy == 0.0 and fz <= 0.0):
         falldir = None  # no fall block, or straight down: the receiver assumes (0, 0, −1)
     return NPos(

@@ -14,7 +14,7 @@ from typing import Callable
 
 import enet
 
-from .client import Outgoing, SauerClientCore, State
+from .client import Event, Outgoing, SauerClientCore, State
 from .protocol import CHANNELS
 
 
@@ -39,7 +39,7 @@ class SauerClient:
         self._connected = False       # the peer's CONNECT event came
         self.sent_at = 0.0            # clock time of the last datagram handed to ENet
 
-    def poll(self, now: float | None = None, positions: bool = True) -> list:
+    def poll(self, now: float | None = None, positions: bool = True) -> list[Event]:
         """Service ENet once (never blocks) and run the core; returns the core's new events.
         `positions` False: a position tick that is due waits for send_due (see handle_timer)."""
         now = self.clock() if now is None else now
@@ -90,7 +90,7 @@ class SauerClient:
             self._drop()
 
     @staticmethod
-    def _send(peer, o: Outgoing) -> None:
+    def _send(peer: enet.Peer, o: Outgoing) -> None:
         flags = enet.PACKET_FLAG_RELIABLE if o.reliable else 0
         peer.send(o.channel, enet.Packet(o.data, flags))
 
@@ -102,7 +102,7 @@ class SauerClient:
             peer.disconnect_now(0)
             self._host.flush()
 
-    def close(self, now: float | None = None) -> list:
+    def close(self, now: float | None = None) -> list[Event]:
         """Leave the server (a disconnect it hears at once) and stop; returns the last events."""
         now = self.clock() if now is None else now
         self.core.close(now)

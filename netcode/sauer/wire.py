@@ -154,7 +154,8 @@ class Reader:
         return decode_cube(bytes(chars[:-1]))
 
     def get_float(self, what: str) -> float:
-        return _F32.unpack(bytes(self.byte(what) for _ in range(4)))[0]
+        value: float = _F32.unpack(bytes(self.byte(what) for _ in range(4)))[0]
+        return value
 
     def skip(self, n: int, what: str) -> bytes:
         """The next `n` bytes (the game's p.subbuf(n) clamps to what is left; so do we)."""

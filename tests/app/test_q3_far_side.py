@@ -12,12 +12,10 @@ from the roll short on the wire.
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import headcast.app.q3_link as q3_link
 from headcast.app.q3map import Q3Intent
@@ -25,6 +23,7 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3.delta import PlayerState
 from headcast.netcode.q3.vrhead import Receiver, pack_head, yaw_offset
+
 from q3.test_client_core import ScriptedQ3Client
 
 F = np.float32
@@ -124,6 +123,21 @@ def test_far_side_equals_the_servers_decode_near_the_wrap(rig, data, pitch, roll
 ])
 def test_far_side_at_the_edges(rig, head, weapon):
     check_far_side(rig, 12.5, head, weapon, 30.0)
+
+
+def test_the_core_gets_the_usercmds_head_not_the_tracked_one(rig):
+    """Q3Intent.head is the head as tracked (pitch, yaw, roll); Q3ClientCore.set_input takes the
+    usercmd's (pitch, yaw offset from the view yaw), vrhead.WireHead. Q3Link converts (100° of head
+    yaw over a 90° view is a 10° offset), and the core refuses a tracked head outright instead of
+    reading its absolute yaw as an offset (the two were one variable in Q3Link.send, typed as both)."""
+    link, _, clock = rig
+    core = link.client.core
+    with pytest.raises(ValueError):
+        core.set_input((-5.0, 90.0, 0.0), head=(5.0, 100.0, 0.0))
+    link.send(intent_of(5.0, 100.0, 90.0, 0.0), clock[0])
+    assert core._input[8] == (5.0, 10.0)
+    link.send(Q3Intent((-5.0, 90.0, 0.0), 0, 0, 0, 0, None, True), clock[0])  # tracking lost: no head
+    assert core._input[8] is None
 
 
 def c_client_yaw_codes(head_yaw: np.ndarray, weapon_yaw: np.ndarray) -> np.ndarray:
