@@ -60,9 +60,10 @@ Sinks fail alone: a server that does not answer is retried (with backoff) while 
 stream; the run fails when no server let us in (by run.connect_timeout, or by the end of a
 shorter run), or with --require-all when any did not.
 exit codes: 0 ok, 1 failure (a Quake 3 server refused us or is rate-limiting this address; a
-Sauerbraten server refused the password or never let us in; sinks failing for different
-reasons), 2 bad flag or configuration value, 3 a server did not answer at all (Quake 3,
-Sauerbraten) or did not let us in (NetSync), 4 a NetSync server speaks another protocol (or a
+Sauerbraten server refused the password or never let us in; --record ended early; sinks failing
+for different reasons), 2 bad flag, configuration value or input file, 3 a server did not answer
+at all (Quake 3, Sauerbraten; where nothing listens, at once) or did not let us in (NetSync), or
+was lost mid-run and not back at the end, 4 a NetSync server speaks another protocol (or a
 Sauerbraten server another than 260).
 """
 
@@ -169,7 +170,8 @@ def _add_sink_flags(p: argparse.ArgumentParser) -> None:
                    help="protocol 7+: the server's transform port, where poses go (default: control port + 2)")
     g.add_argument("--room", help="room id (default: default_room)")
     g.add_argument("--device-id", help="device id (default: stable per machine and user)")
-    g.add_argument("--send-rate", type=float, metavar="HZ", help="NetSync: most poses a second, sent while the pose changes (default 10, 0.5..60; a still pose goes once a second)")
+    g.add_argument("--send-rate", type=float, metavar="HZ", help="NetSync: most poses a second, sent while the pose changes "
+                        "(default 10, 0.5..60; a still pose goes once a second)")
     g.add_argument("--stealth", action="store_true", default=None, help="join without a visible avatar")
     g = p.add_argument_group("Sauerbraten sink")
     g.add_argument("--sauer", metavar="HOST[:PORT]", help="Sauerbraten server to join (default port 28785)")
