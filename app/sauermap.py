@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from headcast.app.rig import RigState
 from headcast.netcode.pose import quake_angles
-from headcast.netcode.sauer.client import Pose
-from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, PHYS_FLOOR
+from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, PHYS_FLOOR, Pose
 
 UNITS_PER_METRE = 8.0
 # A locomotion component within 67.5° of the head's forward (or left) axis sets move (or strafe):

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ..drops import DropCounter
 from . import messages as m
-from .npos import PHYS_FLOOR, NPos, encode_npos, make_npos
+from .npos import NPos, Pose, encode_npos, make_npos  # Pose: re-exported (its home is npos.py)
 from .protocol import (
     CHAN_MSG,
     CHAN_POS,
@@ -79,20 +79,6 @@ class Outgoing:
     channel: int
     data: bytes
     reliable: bool
-
-
-@dataclass(frozen=True)
-class Pose:
-    """What the player is doing, in the game's units: eye position (cube units), view angles
-    (degrees), velocity (units/s), move/strafe (−1, 0, 1), physstate."""
-    eye: tuple[float, float, float]
-    yaw: float
-    pitch: float
-    roll: float
-    vel: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    move: int = 0
-    strafe: int = 0
-    physstate: int = PHYS_FLOOR
 
 
 # --- events -----------------------------------------------------------------------------------

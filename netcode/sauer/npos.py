@@ -251,6 +251,22 @@ def _speed_dir(v: Vec3, what: str) -> tuple[int, int, tuple[float, float, float]
     return speed, pack_dir(*_yaw_pitch(x, y, z, mag)), (x, y, z)
 
 
+@dataclass(frozen=True)
+class Pose:
+    """What the player is doing, in the game's units: eye position (cube units), view angles
+    (degrees), velocity (units/s), move/strafe (−1, 0, 1), physstate: what a client makes its
+    N_POS records from (here rather than in client.py, so that the app's Sauerbraten mapping
+    needs no client: a run without --sauer does not import it)."""
+    eye: tuple[float, float, float]
+    yaw: float
+    pitch: float
+    roll: float
+    vel: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    move: int = 0
+    strafe: int = 0
+    physstate: int = PHYS_FLOOR
+
+
 def make_npos(
     cn: int,
     *,
