@@ -66,8 +66,13 @@ class Check:
 
     name: str
     ok: bool | None
-    text: str
+    text: str           # the precise statement, in the protocols' own terms (--json: "text")
     status: str = ""
+    plain: str = ""     # the same in plain words, for the terminal (--json: "plain"); "" = `text`
+
+    @property
+    def shown(self) -> str:
+        return self.plain or self.text
 
     @property
     def word(self) -> str:
@@ -200,7 +205,12 @@ def verify(loop, ns_server=None) -> list[Check]:
                             f"{c.matched} snapshots matched to the usercmd the server ran; playerState "
                             f"viewangles vs sent weapon angles: max error {c.view_err_max:.4f}° "
                             f"(allowed {Q3_VIEW_TOL:.4f}°, one ANGLE2SHORT step); {c.rebased} skipped across a "
-                            f"spawn/teleport" + (f", {c.frozen} while dead or in intermission" if c.frozen else "")))
+                            f"spawn/teleport" + (f", {c.frozen} while dead or in intermission" if c.frozen else ""),
+                            plain=f"the server turned our aim exactly as sent: {c.matched} of its snapshots checked "
+                                  f"against the moves we sent, max error {c.view_err_max:.4f}° (allowed "
+                                  f"{Q3_VIEW_TOL:.4f}°, the game's own angle step)"
+                                  + (f"; {c.rebased} skipped across a respawn" if c.rebased else "")
+                                  + (f", {c.frozen} while dead or between rounds" if c.frozen else "")))
         if q3.link.head_bits:
             checks.append(Check("q3 head bits", c.vr_flag_frames > 0,
                                 f"sent (32-bit buttons): {q3.link.head_reason}; the server set EF_VR_PLAYER "
@@ -214,7 +224,11 @@ def verify(loop, ns_server=None) -> list[Check]:
              "MODEL: the bits headcast would send, through Trinity's decode here — not sent to any server")
     checks.append(Check("q3 head quantisation", q3.head_quant_max <= Q3_HEAD_TOL,
                         f"7-bit pitch / yaw offset as a VR receiver decodes them ({where}): max error "
-                        f"{q3.head_quant_max:.3f}° (one step = {180 / 127:.3f}°)"))
+                        f"{q3.head_quant_max:.3f}° (one step = {180 / 127:.3f}°)",
+                        plain=("the head angles as a VR server reads them back"
+                               + ("" if on_wire else " (modelled here: not sent)")
+                               + f": max error {q3.head_quant_max:.3f}°, within one step of "
+                               f"{180 / 127:.3f}°")))
     if q3.lost_frames:
         checks.append(Check("q3 tracking loss", q3.lost_cleared == q3.lost_frames,
                             f"{q3.lost_frames} usercmds built without a head: head bits cleared in {q3.lost_cleared}"))
@@ -232,7 +246,9 @@ def verify(loop, ns_server=None) -> list[Check]:
         checks.append(Check("netsync relay", c.matched > 0 and c.mismatched == 0 and not drops,
                             f"{c.matched} of our bodies came back in the room broadcast and matched by poseSeq; "
                             f"{c.mismatched} differ from our bytes decoded in protocol {ns.protocol}"
-                            + (f"; {drops}" if drops else "; no room pose dropped")))
+                            + (f"; {drops}" if drops else "; no room pose dropped"),
+                            plain=f"the room sent {c.matched} of our poses back, each matched to the one we sent; "
+                                  f"{c.mismatched} differ" + (f"; {drops}" if drops else "; nothing dropped")))
         checks.append(Check("netsync head", c.head_rot_max <= NS_ROT_TOL and c.head_pos_max <= NS_POS_TOL,
                             f"relayed head vs sent: rotation max {c.head_rot_max:.3f}° (allowed {NS_ROT_TOL:.3f}°), "
                             f"position max {c.head_pos_max * 1000:.1f} mm (allowed {NS_POS_TOL * 1000:.1f} mm)"))
@@ -245,7 +261,11 @@ def verify(loop, ns_server=None) -> list[Check]:
                             f"yaw {c.physical_model_yaw_max:.1e}° (allowed {NS_MODEL_TOL:g} m / °: the same bytes "
                             f"decode identically); their yaw formula is "
                             f"{c.physical_true_yaw_max:.1f}° off the true stage yaw at most (head pitch/roll); "
-                            f"Δyaw values seen: {', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
+                            f"Δyaw values seen: {', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}",
+                            plain=f"where others see you standing (your play area's offset plus your head) vs where "
+                                  f"you are: max {c.physical_max * 1000:.1f} mm (allowed {NS_PHYS_TOL * 1000:.1f} mm); "
+                                  f"STYLY's own client rebuilds it from our bytes identically; turns seen: "
+                                  f"{', '.join(f'{d:g}°' for d in sorted(c.dyaws)) or 'none'}"))
         if c.lost_reported or c.lost_stale:
             checks.append(Check("netsync tracking loss", c.lost_stale == 0,
                                 f"{c.lost_reported} relayed bodies without a head while tracking was lost, "
@@ -266,7 +286,11 @@ def verify_sauer(sauer) -> list[Check]:
     out = [Check("sauer join", link.joined and c.records > 0,
                  f"spawned {c.spawns}× as client {cn} ({mode} on {mapname or 'no map'}); {c.records} "
                  f"N_POS records sent at 30 Hz with the lifesequence of each spawn; "
-                 + (f"{sum(drops.values())} server messages not understood" if drops else "every server message read"))]
+                 + (f"{sum(drops.values())} server messages not understood" if drops else "every server message read"),
+                 plain=f"spawned {c.spawns}× as player {cn} ({mode} on {mapname or 'no map'}); {c.records} positions "
+                       f"sent at 30 a second; "
+                       + (f"{sum(drops.values())} server messages not understood" if drops
+                          else "every server message read"))]
     last = core.last_disconnect
     out.append(Check("sauer speed", last is None,
                      f"fastest locomotion {c.speed_max:.0f} units/s ({c.capped} records capped to 179; the server "
@@ -278,7 +302,9 @@ def verify_sauer(sauer) -> list[Check]:
         out.append(Check("sauer relay", c.relayed > 0 and c.relayed_other == 0,
                          f"a second client on the server accepted {c.relayed} of our records (the game's rules: "
                          f"client number, lifesequence parity, alive), each one we sent, byte for byte; "
-                         f"{c.relayed_other} it saw that we did not send"))
+                         f"{c.relayed_other} it saw that we did not send",
+                         plain=f"a second player on the server received {c.relayed} of our positions, each exactly "
+                               f"as sent; {c.relayed_other} it saw that we did not send"))
     return out
 
 
@@ -318,12 +344,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     sources = [{"view": key, "source": src.value, "why": why} for key, src, why in farside.sources(loop.sinks)]
     if json_mode:
         print(json.dumps({"type": "verification", "ok": ok, "far_sides": sources,
-                          "checks": [{"name": c.name, "ok": c.ok, "status": c.word, "text": c.text}
-                                     for c in checks]}), flush=True)
+                          "checks": [{"name": c.name, "ok": c.ok, "status": c.word, "text": c.text,
+                                      "plain": c.shown} for c in checks]}), flush=True)
     else:
         print("\nverification (what the servers saw vs what was sent):")
         for c in checks:
-            print(f"  [{c.word}] {c.name}: {c.text}")
+            print(f"  [{c.word}] {c.name}: {c.shown}")
         print("where each far side's numbers came from:")
         for s in sources:
             print(f"  {s['view']:8} {s['source'].upper():8} {s['why']}")
