@@ -46,6 +46,7 @@ ROWS_PERIOD = 0.1     # s between rebuilds of the sink panel's text
 BACKGROUND = (0.08, 0.08, 0.1)
 LABEL_Y = 2.02        # m: where an avatar's label hangs (above the head)
 PEER_LABEL_UP = 0.32  # m above another member's head centre: clear of its box
+MAX_SCENE_PEERS = 16  # others drawn per protocol in the 3D view, nearest first (the room maps show all)
 
 
 class MirrorError(AppError):
@@ -99,6 +100,7 @@ class MirrorWindow:
         self.last_layout: dict = {}        # the areas of the last drawn frame (name → rect)
         self.drawn = 0                     # frames drawn (the others only pumped events)
         self.last_scene: tuple = ()        # (scene rect, anchors, view-projection) of the last drawn frame
+        self.scene_left = 0                # others not drawn in the last frame's 3D view (past MAX_SCENE_PEERS)
         self._next_draw = -math.inf
         self._last_draw: float | None = None
         self._unswapped = False            # a flushed frame waits for its swap (draw())
@@ -354,12 +356,21 @@ class MirrorWindow:
                 second.append((" · no head", mp.RED))
             labels.append((at, [[(a.title, scene.COLORS[a.slot][0])], second], 8))
         sinks = {s.name: s for s in loop.sinks}
+        self.scene_left = 0
         for kind, base_key, peers in (("peer", "netsync", _netsync_peers), ("q3peer", "q3", _q3_peers),
                                       ("sauerpeer", "sauer", _sauer_peers)):
             s = sinks.get(base_key)
             if s is None or base_key not in anchors or not mv.shown(s):
                 continue
-            for anchor, avatar, runs in peers(s, anchors[base_key]):
+            found = peers(s, anchors[base_key])
+            if len(found) > MAX_SCENE_PEERS:
+                # A crowd (a room of simulated clients): the nearest only — the squeeze towards the
+                # avatar keeps their order — so a frame's geometry and labels stay a few milliseconds.
+                bx, _, bz = anchors[base_key]
+                found.sort(key=lambda f: math.hypot(f[0][0] - bx, f[0][2] - bz))
+                self.scene_left += len(found) - MAX_SCENE_PEERS
+                found = found[:MAX_SCENE_PEERS]
+            for anchor, avatar, runs in found:
                 tris.append(scene.avatar_triangles(kind, avatar, anchor))
                 labels.append(((anchor[0], anchor[1] + PEER_LABEL_UP - (LABEL_Y - scene.HEAD_Y), anchor[2]),
                                [runs], 3))
@@ -389,8 +400,13 @@ class MirrorWindow:
             for i, line in enumerate(lines):
                 lw = sum(mp.text_w(s) for s, _ in line)
                 t.label(dl, box[0] + (width - lw) / 2, box[1] + i * line_h, line, rect, backdrop=True)
+        notes = []
         if hidden:
-            note = f"{hidden} label{'s' if hidden != 1 else ''} left out (no room): see the room maps"
+            notes.append(f"{hidden} label{'s' if hidden != 1 else ''} left out (no room)")
+        if self.scene_left:
+            notes.append(f"{self.scene_left} farther player{'s' if self.scene_left != 1 else ''} not drawn")
+        if notes:
+            note = ", ".join(notes) + ": see the room maps"
             t.label(dl, rect[0] + 4, rect[3] - line_h - 2, [(note, mp.DIM)], rect)
         return hidden
 

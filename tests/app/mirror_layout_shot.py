@@ -3,7 +3,8 @@ under Xvfb): start, mid-tour, tracking loss, snap turn.
 
 Usage: python mirror_layout_shot.py OUT_DIR [WxH ...]. Each size gets one window and a scripted
 head (90 Hz) through the four states; at each state one frame is captured and saved as
-<W>x<H>_<state>.png/.npy/.json (mirror_shot.save: every text box with the rect that clips it).
+<W>x<H>_<state>.png/.npy/.json (mirror_shot.save: every text box with the rect that clips it);
+the last state, "crowd", puts 50 others in the NetSync room.
 
 The text is the stress case: a roll short of five digits (roll −15° → 62842), players named
 `vr\\1` (case and backslash as they are), `^1Vera` (a Q3 colour code) and a long name, a NetSync
@@ -38,12 +39,14 @@ from mirror_shot import save
 
 ROOM = "ヘッドキャスト試験室"
 LONG_NAME = "vr\\1_TheQuickBrownFox^7JumpsOverTheLazyDog"
-STATES = ("start", "mid-tour", "tracking-loss", "snap-turn")
+STATES = ("start", "mid-tour", "tracking-loss", "snap-turn", "crowd")
+CROWD = 50  # others in the NetSync room in the "crowd" state (the NetSync simulator's default)
 
 
 class ScriptedHead:
     """A head moving through the states at 90 Hz: still, then looking around with a −15° roll,
-    then lost, then tracked again with the right stick flicked for a snap turn."""
+    then lost, then tracked again with the right stick flicked for a snap turn (and then still, in a
+crowd)."""
 
     def __init__(self) -> None:
         self.seq, self.t0 = 0, time.perf_counter()
@@ -155,7 +158,8 @@ def _frame(pos):
 
 def run(out: Path, w: int, h: int) -> None:
     src = ScriptedHead()
-    sinks = [Q3Sink(link=VanillaQ3Link()), NetSyncSink(link=RoomLink()), SauerSink()]
+    room = RoomLink()
+    sinks = [Q3Sink(link=VanillaQ3Link()), NetSyncSink(link=room), SauerSink()]
     mirror = MirrorWindow(w, h)
     loop = FrameLoop(src, Rig(), sinks, mirror=mirror)
 
@@ -184,6 +188,12 @@ def run(out: Path, w: int, h: int) -> None:
     for _ in range(5):
         assert loop.step()
     shot("snap-turn")
+    # A room of 50 (a load test's simulated clients around us, 2–12 m off)
+    room.others = {2 + i: decode_body(encode_body(1, _frame((
+        (2 + i % 10) * math.cos(i * 0.7), 1.6, (2 + i % 10) * math.sin(i * 0.7))), 8), 0, 8)[0] for i in range(CROWD)}
+    for _ in range(10):
+        assert loop.step()
+    shot("crowd")
     loop.close()
 
 

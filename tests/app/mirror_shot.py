@@ -57,6 +57,7 @@ def save(mirror: MirrorWindow, out: Path, name: str) -> None:
                  for b in mirror.last_text],
         "layout": {k: list(v) for k, v in mirror.last_layout.items()},
         "hidden_rows": mirror.panel.hidden_rows, "hidden_labels": mirror.panel.hidden_labels,
+        "scene_left": mirror.scene_left,
         "size": list(mirror.last_pixels.shape[:2][::-1]),
         "fonts": mirror.ui.fonts,
         "missing_glyphs": mirror.ui.missing_glyphs("".join(b.text for b in mirror.last_text)),

@@ -18,7 +18,7 @@ import pytest
 from support import REPO
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mirror_layout_shot import LONG_NAME, ROOM, STATES  # noqa: E402
+from mirror_layout_shot import CROWD, LONG_NAME, ROOM, STATES  # noqa: E402
 
 pytestmark = pytest.mark.display
 SIZES = ("800x600", "1280x720", "1920x1080")
@@ -117,3 +117,15 @@ def test_states_read_as_such(shots, size):
     assert any(t.startswith("snap turn ") for t in texts["snap-turn"])
     # the vanilla server: the 16-bit avatar is RELAYED, the VR head beside it a MODEL
     assert "Q3 16-bit" in texts["mid-tour"] and "Q3 VR head" in texts["mid-tour"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_crowd_is_drawn_nearest_first_and_counted(shots, size):
+    """50 others in the NetSync room: the 3D view draws the nearest 16 and says how many it left
+    to the room map (which has them all), so a mirror frame stays cheap for the pose loop."""
+    from headcast.app.mirror import MAX_SCENE_PEERS
+    _, shot = _load(shots, size, "crowd")
+    assert shot["scene_left"] == CROWD - MAX_SCENE_PEERS
+    texts = [t["text"] for t in shot["text"]]
+    assert any(t.endswith(f"{CROWD - MAX_SCENE_PEERS} farther players not drawn: see the room maps") for t in texts), texts
+    assert f"NetSync · {CROWD + 1}" in " ".join(texts)
