@@ -248,7 +248,8 @@ class NetSyncSink:
         drops = link.drops
         if drops:
             extra += "; " + link.drops_text()
-        relay = self.relay_ms if link.joined and not link.closed else None
+        # no round trip while the server is silent: the last one is stale (issue 25 item 4)
+        relay = self.relay_ms if link.joined and not link.closed and link.state != "server silent" else None
         return SinkStatus(self.name, link.state, hz, bps, packed, self._last_error,
                           detail + extra if detail else link.detail + extra, drops=drops,
                           ping_ms=relay, values=values, label="relay", live=link.joined and not link.closed)

@@ -121,3 +121,49 @@ def test_a_quake3_server_that_dies_mid_run_is_in_the_summary_and_the_exit_code()
     q3 = _sink(lines[-1], "q3")
     assert q3["lost"] and q3["lost"][0]["until"] is None, q3
     assert "lost the server at " in q3["outcome"], q3["outcome"]
+
+
+def test_a_sauerbraten_server_that_dies_mid_run_is_in_the_summary_and_the_exit_code():
+    from headcast.netcode.sauer.localserver import LocalSauerServer
+    with LocalSauerServer() as server:
+        host, port = server.address
+        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "10", "--json",
+                      "--sauer", f"{host}:{port}")
+        try:
+            killed_at, lines = _killed_mid_run(hc, "sauer", server.kill, 10)
+        finally:
+            if hc.proc.poll() is None:
+                hc.proc.kill()
+    assert hc.proc.returncode == 3, "".join(hc.err)[-2000:]
+    statuses = [m for m in lines if m["type"] == "status"]
+    late = [_sink(m, "sauer") for m in statuses if m["t"] > killed_at + 4.5]
+    assert late and all(st["ping_ms"] is None and st["state"] == "server lost" for st in late), late[-1:]
+    sauer = _sink(lines[-1], "sauer")
+    assert sauer["lost"] and sauer["lost"][0]["until"] is None, sauer
+    assert "lost the server at " in sauer["outcome"] and "never came back" in sauer["outcome"], sauer["outcome"]
+
+
+def test_a_quake3_server_that_comes_back_is_a_noted_outage_not_a_failure():
+    """Killed, then started again on the same port 5 s later: the summary says for how long it was
+    lost and when it came back; the run is not failed for it (exit 0)."""
+    from headcast.netcode.q3.localserver import LocalQ3Server
+    with LocalQ3Server(kind="ioq3", pure=False) as server:
+        host, port = server.address
+        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "16", "--json",
+                      "--q3", f"{host}:{port}")
+        try:
+            def back():
+                server.kill()
+                lost = wait_for(lambda: any(m.get("type") == "status" and _sink(m, "q3")["state"] == "server lost"
+                                            for m in _status_lines(hc)), 15, "the status to say server lost")
+                server.start()
+                return lost
+            killed_at, lines = _killed_mid_run(hc, "q3", back, 16)
+        finally:
+            if hc.proc.poll() is None:
+                hc.proc.kill()
+    assert hc.proc.returncode == 0, "".join(hc.err)[-2000:]
+    q3 = _sink(lines[-1], "q3")
+    assert len(q3["lost"]) == 1 and q3["lost"][0]["until"] is not None, q3
+    at, until = q3["lost"][0]["at"], q3["lost"][0]["until"]
+    assert f"lost the server at {at:.1f} s for {until - at:.1f} s (back at {until:.1f} s)" in q3["outcome"], q3
