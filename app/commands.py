@@ -366,9 +366,11 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
     print(f"stopped: {summary['stopped']}", file=out)
     fc, lat = summary["frame_cost_ms"], summary["latency_ms"]
     ms = lambda v: "-" if v is None else f"{v} ms"  # noqa: E731 - None: nothing went on a wire
+    # plain words first; the precise names (frame cost, motion-to-wire, p99) in brackets and --json
     print(f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
-          f"frame cost median {ms(fc['median'])} p99 {ms(fc['p99'])}; "
-          f"motion-to-wire median {ms(lat['median'])} p99 {ms(lat['p99'])}", file=out)
+          f"work per frame {ms(fc['median'])} typically, {ms(fc['p99'])} in the slowest 1 % (frame cost); "
+          f"tracked pose to network {ms(lat['median'])} typically, {ms(lat['p99'])} in the slowest 1 % "
+          f"(motion-to-wire median, p99)", file=out)
     if summary.get("recording") is not None:
         print(recording_text(summary["recording"]), file=out)
     for s in summary["sinks"]:
