@@ -24,7 +24,6 @@ from headcast.app.sauer_link import SauerLink
 from headcast.app.sauermap import UNITS_PER_METRE, SauerWorld
 from headcast.app.sink_sauer import SauerSink
 from headcast.app.synthetic import orientation
-from headcast.netcode.sauer import client as sc
 from headcast.netcode.sauer.client import State
 from headcast.netcode.sauer.localserver import LocalSauerServer
 from headcast.netcode.sauer.messages import build

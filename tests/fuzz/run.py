@@ -29,7 +29,6 @@ CHUNK = 250_000
 
 def _work(args) -> dict:
     name, n, seed = args
-    last = [time.monotonic()]
 
     def progress(rep) -> None:
         print(f"fuzz: {name} seed {seed}: {rep.inputs:,} inputs, {rep.rate:,.0f}/s, {len(rep.crashes)} crashes",

@@ -1,7 +1,6 @@
 """Actions through the mock: binding validation, the five profiles, fallback, states, haptics."""
 from __future__ import annotations
 
-import ctypes
 import math
 import random
 import struct
@@ -85,7 +84,7 @@ def rig(mock, session):
 
     made = None
     mock.set_clock(START)
-    with session(setup=setup, focus=True) as h:
+    with session(setup=setup, focus=True):
         made.sync()
         yield made
 
@@ -269,7 +268,7 @@ def test_no_suggested_profile_means_inactive_actions(mock, session):
         rig.attach()
 
     rig = None
-    with session(setup=setup, focus=True) as h:
+    with session(setup=setup, focus=True):
         rig.sync()
         assert rig.profile(R) == ""
         assert not rig.state("trigger", R).is_active

@@ -14,7 +14,6 @@ from netsync.oracle import PROTOCOLS, oracle, oracle_client, oracle_encode, rand
 from support import LONG
 
 from headcast.netcode.netsync.codec import (
-    ENCODING_FLAGS,
     ENCODING_FLAGS_MOVING_FLOOR,
     FlagsError,
     MissingDeltaEncodingError,

@@ -10,7 +10,6 @@ from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import PoseFrame, Transform
 from headcast.netcode.netsync.origin import (
     apply_delta,
-    receiver_yaw,
     delta_angle,
     origin_delta,
     reconstruct_physical,

@@ -20,11 +20,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 

@@ -23,7 +23,7 @@ from headcast.netcode.q3.delta import (
 from headcast.netcode.q3.msg import MAX_MSGLEN, BitReader, BitWriter, MsgError
 from headcast.netcode.q3.netchan import FRAGMENT_BIT, Netchan, NetchanMode
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
-from headcast.netcode.q3.usercmd import NULL_CMD, UserCmd, read_delta_usercmd_key, write_delta_usercmd_key
+from headcast.netcode.q3.usercmd import NULL_CMD, UserCmd, read_delta_usercmd_key
 
 FUZZ = settings(max_examples=2000 if LONG else 150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])

@@ -7,7 +7,7 @@ import pytest
 
 from headcast.xr import actions
 from headcast.xr.errors import NoHeadsetError, SessionEnded, XRError
-from headcast.xr.frame import IDENTITY, INVALID_POSE, ORIGIN, Controls
+from headcast.xr.frame import INVALID_POSE, ORIGIN, Controls
 from headcast.xr.mockrt import PROFILES
 from headcast.xr.session import XRSession
 
