@@ -346,7 +346,8 @@ def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
         tick((20.0, 75.0, 0.0), 40.0)  # head 35° left of the weapon, 20° down
     v = tracker.view("q3.head")
     assert link.head_bits and link.check.vr_flag_frames > 0
-    assert v.source is Source.RELAYED and "stats 7/8" in v.why and v.head_bits_on_wire is True
+    assert v.source is Source.RELAYED and v.why == "the server's own decode of your head, sent back to us"
+    assert "stats 7/8" in detail(v.why) and v.head_bits_on_wire is True
     # 20° → packed 77 → 19.1339° (QVM) → stat 3483; 35° → packed 88 → 34.7244° → stat 6321
     assert v.seen.pitch == pytest.approx(3483 * 0.0054933, abs=1e-4)
     from headcast.netcode.q3.vrhead import angle2short, view_angle
