@@ -1,13 +1,134 @@
 #!/usr/bin/env bash
-# The whole test suite against real local servers (bounded soak/fuzz runs; HEADCAST_LONG=1 for long ones).
+# The test suite against real local servers, in parallel where tests wait on real time. See --help.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+usage() {
+  cat <<'EOF'
+Usage: bash scripts/test.sh [--fast] [--serial] [-h|--help] [PYTEST ARGS...]
+
+Runs headcast's test suite (pytest) after scripts/setup.sh. Two tiers:
+
+  (default)  Everything: the live tests against real local servers (ioq3ded, OpenArena,
+             styly-netsync-server, cube2-server, Monado where present), the mock runtime,
+             hello_xr, the Xvfb tests, bounded soak and fuzz runs. Two phases:
+               1. every test not marked `serial`, spread over N pytest-xdist workers (most
+                  tests wait on servers and real time, so N exceeds the core count);
+               2. the `serial` tests (they measure rates, latencies and time bounds) one at a
+                  time, alone, so the load of phase 1 cannot decide them.
+             About 9 minutes on 2 cores (15-19 minutes one test at a time).
+  --fast     Only what needs no live server, no display, no real-time measurement and no
+             long run (markers live, slow, display, fuzz, monado, platform_sim, heavy,
+             serial left out), in parallel: about a minute, for everyday work.
+
+Options:
+  --serial   One process, every test in collection order (no xdist, no phases): as
+             `python -m pytest` runs it.
+  -h, --help This text.
+
+Under plain pytest the same selection is `--tier fast` and `--phase parallel|serial`
+(tests/conftest.py); `python -m pytest` alone runs everything in one process.
+
+PYTEST ARGS pass through to every phase: paths, -k EXPR, -m EXPR, -x, -q, --durations=N ...
+(a phase with nothing selected is not an error as long as some phase ran tests).
+`-n N` or `-p no:xdist` among them: test.sh passes pytest's own choice on, one run, no phases.
+
+Environment:
+  HEADCAST_TEST_WORKERS=N  workers for the parallel phase (default: 2 x cores, at least 4,
+                           at most 16; 0 or 1 = no xdist);
+  HEADCAST_LONG=1          the long soak/fuzz versions instead of the bounded ones;
+  PYTHONPYCACHEPREFIX      where bytecode is kept (default build/pycache; compiled once, not
+                           on every one of the hundreds of interpreters the suite starts;
+                           test.sh writes bytecode even under PYTHONDONTWRITEBYTECODE).
+
+Examples:
+  bash scripts/test.sh                       # everything (what CI runs)
+  bash scripts/test.sh --fast                # the fast tier
+  bash scripts/test.sh tests/q3 -k handshake # a part, both phases
+  HEADCAST_TEST_WORKERS=1 bash scripts/test.sh tests/netsync   # one at a time
+EOF
+}
+
+FAST=0 SERIAL=0 XDIST_OWN=0
+args=()
+prev=""
+for a in "$@"; do
+  case "$a" in
+    -h|--help) usage; exit 0 ;;
+    --fast) FAST=1 ;;
+    --serial) SERIAL=1 ;;
+    *)
+      args+=("$a")
+      case "$a" in
+        -n|-n[0-9]*|--numprocesses|--numprocesses=*|-pno:xdist) XDIST_OWN=1 ;;
+        no:xdist) [ "$prev" = "-p" ] && XDIST_OWN=1 ;;
+      esac ;;
+  esac
+  prev="$a"
+done
+
 bash "$HERE/scripts/setup.sh" || exit 1
 cd "$HERE"
-.venv/bin/python -m pytest "$@"
-rc=$?
-if [ $rc -eq 5 ]; then
+
+# Bytecode: compiled once into build/pycache, not by every interpreter (and pytest's assertion
+# rewrite of every test file in every worker) again.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$HERE/build/pycache}"
+
+cores="$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')"
+workers="${HEADCAST_TEST_WORKERS:-}"
+if [ -z "$workers" ]; then
+  workers=$(( cores * 2 )); [ "$workers" -lt 4 ] && workers=4; [ "$workers" -gt 16 ] && workers=16
+fi
+case "$workers" in ''|*[!0-9]*) echo "test.sh: HEADCAST_TEST_WORKERS=$workers is not a number" >&2; exit 2 ;; esac
+[ "$SERIAL" = 1 ] && workers=1
+unset HEADCAST_TEST_WORKERS  # test.sh's own: headcast would warn about an unknown HEADCAST_ variable
+xdist=()
+[ "$workers" -gt 1 ] && xdist=(-n "$workers" --dist loadscope)
+
+run() {  # run PHASE ARGS...: pytest's run of one phase (tests/conftest.py: --phase, --tier)
+  local phase="$1"; shift
+  .venv/bin/python -m pytest --phase "$phase" ${tier[@]+"${tier[@]}"} "$@"
+}
+
+t0=$(date +%s)
+tier=()
+[ "$FAST" = 1 ] && tier=(--tier fast)
+if [ "$XDIST_OWN" = 1 ] || [ "$SERIAL" = 1 ]; then
+  # pytest's own choice (-n / -p no:xdist), or --serial: one run, every selected test
+  .venv/bin/python -m pytest ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}
+  rc=$?
+  [ $rc -eq 5 ] && { echo "test.sh: no test ran" >&2; exit 1; }
+  exit $rc
+fi
+
+if [ "$FAST" = 1 ]; then
+  # the fast tier has no serial tests (it leaves them out): one parallel run
+  run parallel ${xdist[@]+"${xdist[@]}"} ${args[@]+"${args[@]}"}
+  rc=$?
+  dt=$(( $(date +%s) - t0 ))
+  echo "test.sh: fast tier: exit $rc after $((dt / 60)):$(printf %02d $((dt % 60)))" >&2
+  [ $rc -eq 5 ] && { echo "test.sh: no test ran" >&2; exit 1; }
+  exit $rc
+fi
+
+echo "test.sh: phase 1 of 2: the parallel tests on $workers worker(s) ($cores core(s))" >&2
+run parallel ${xdist[@]+"${xdist[@]}"} ${args[@]+"${args[@]}"}
+rc1=$?
+t1=$(date +%s)
+echo "test.sh: phase 2 of 2: the serial tests, one at a time" >&2
+run serial ${args[@]+"${args[@]}"}
+rc2=$?
+t2=$(date +%s)
+printf 'test.sh: parallel phase exit %d after %d:%02d, serial phase exit %d after %d:%02d, %d:%02d in all\n' \
+  $rc1 $(( (t1 - t0) / 60 )) $(( (t1 - t0) % 60 )) $rc2 $(( (t2 - t1) / 60 )) $(( (t2 - t1) % 60 )) \
+  $(( (t2 - t0) / 60 )) $(( (t2 - t0) % 60 )) >&2
+# 5 = nothing selected in that phase: fine if the other phase ran tests
+if [ $rc1 -eq 5 ] && [ $rc2 -eq 5 ]; then
   echo "test.sh: no test ran" >&2
   exit 1
 fi
-exit $rc
+[ $rc1 -eq 5 ] && rc1=0
+[ $rc2 -eq 5 ] && rc2=0
+[ $rc1 -ne 0 ] && exit $rc1
+exit $rc2

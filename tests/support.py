@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -36,11 +37,78 @@ if INSTALLED:
                            f"headcast from {', '.join(map(str, _where))}, not the installed package of that venv")
 
 
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    """A port on 127.0.0.1 that is free right now (TCP by default, socket.SOCK_DGRAM for UDP)."""
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The ports the suite chooses (its servers', and "a port where nothing listens"): below the
+# kernel's ephemeral range (ip_local_port_range, 32768-60999 by default), so no socket's automatic
+# port (a client's connect or bind to port 0, in this process or any other) can take one between
+# the choice and the server's bind; below 27900 too (Quake 3's 27960, Sauerbraten's LAN port
+# 28784). Under pytest-xdist each worker has a block of its own (PYTEST_XDIST_WORKER gwN of
+# PYTEST_XDIST_WORKER_COUNT), so two workers never choose the same port; within its block a
+# process walks the ports in a random order (two suites run at once rarely meet), hands each out
+# once per pass and probes it by binding it (TCP and UDP) first.
+PORT_LOW, PORT_HIGH = 10000, 27900
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _port_block() -> range:
+    high = min(PORT_HIGH, _ephemeral_low())
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 0:
+        size = (high - PORT_LOW) // int(count)
+        start = PORT_LOW + int(worker[2:]) % int(count) * size
+        return range(start, start + size)
+    return range(PORT_LOW, high)
+
+
+class _PortPicker:
+    def __init__(self) -> None:
+        self.block = _port_block()
+        self.order: list[int] = []
+        self.given: set[int] = set()
+
+    def _bindable(self, port: int) -> bool:
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, kind) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    return False
+        return True
+
+    def pick(self, span: int) -> int:
+        for _ in range(2):  # this pass's ports, then a fresh pass
+            while self.order:
+                port = self.order.pop()
+                ports = range(port, port + span)
+                if ports[-1] >= self.block.stop or self.given.intersection(ports):
+                    continue
+                if all(self._bindable(p) for p in ports):
+                    self.given.update(ports)
+                    return port
+            self.order = list(self.block)
+            random.shuffle(self.order)
+            self.given.clear()
+        raise RuntimeError(f"no {span} free consecutive port(s) in {self.block.start}..{self.block.stop - 1} "
+                           "on 127.0.0.1")
+
+
+_picker: _PortPicker | None = None
+
+
+def free_port(kind: int = socket.SOCK_STREAM, span: int = 1) -> int:
+    """A port P on 127.0.0.1 that is free right now, for TCP and UDP alike (`kind` is kept for the
+    callers that say which they mean), with P + 1 … P + span - 1 free too; never the same port
+    twice in a row of choices, never one another pytest-xdist worker may choose (see PORT_LOW)."""
+    global _picker
+    if _picker is None or _picker.block != _port_block():
+        _picker = _PortPicker()
+    return _picker.pick(span)
 
 
 def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.02) -> T:
