@@ -281,7 +281,12 @@ class Swarm:
                                 spot=places[rank % len(places)], source=source_address(i, server.host),
                                 observer=rank < observers, marked=observers <= rank < observers + marked,
                                 board=board)
-                starts.append((self.t0 + i / spawn_rate, Player(proto, i, server, script, self.metrics, var)))
+                # Rooms fill one after another (the ramp's slot: room by room, each in rank order):
+                # every join makes styly-netsync-server send the room's whole device-ID mapping to
+                # each member (at most twice a second per room), so joins spread over K rooms at
+                # once cost it K rooms' worth of mappings a second, one room at a time one.
+                slot = room * -(-n // k) + rank if k > 1 else i
+                starts.append((self.t0 + slot / spawn_rate, Player(proto, i, server, script, self.metrics, var)))
         # one ramp per protocol, in parallel: the loop takes them in start order
         for at, player in sorted(starts, key=lambda e: e[0]):
             self.loop.add(player, at)

@@ -7,7 +7,11 @@ socket, runs what is due, and asks the player again after every call. The heap h
 is skipped when it comes up (its `_scheduled` no longer matches), so no entry is ever searched
 for or removed.
 
-Players start over a ramp (`add(player, start_at)`), in order. `run` returns at `until`, or
+Players start over a ramp (`add(player, start_at)`), in order, and within a join window: a
+protocol whose players set `JOIN_WINDOW` (NetSync) starts its next player only while fewer than
+that many of its players started in the last `WINDOW_HOLD` s are still waiting to get in, so the
+ramp slows to the pace the server answers at (a player due meanwhile is held, in order, and
+started as soon as one gets in). `run` returns at `until`, or
 when `should_stop()` says so (a stop signal: app/stop.py sets it, the loop notices within one
 wake-up, at most `MAX_SLEEP`); `close_all` then leaves the server cleanly for every player.
 A player that raises is closed and counted (`errors`), never the end of the swarm.
@@ -26,6 +30,8 @@ from headcast.app.swarm.metrics import LogHistogram
 MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
 MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
 LEAVE_PAUSE = 0.1        # between two batches of leaving players (close_all)
+WINDOW_HOLD = 10.0       # s a player waiting to get in holds its place in the join window
+HELD_RECHECK = 0.02      # s between two looks at the join window while players are held
 
 
 class SwarmLoop:
@@ -35,6 +41,8 @@ class SwarmLoop:
         self._heap: list[tuple[float, int, object]] = []
         self._n = 0
         self._ramp: deque[tuple[float, object]] = deque()
+        self._held: dict[str, deque] = {}        # per protocol: due players waiting for the window
+        self._joining: dict[str, list] = {}      # per protocol: (started at, player) in the window
         self.players: list = []          # started, in start order
         self.errors: list[str] = []      # players closed for an exception: what it was
         self.wakeups = 0
@@ -51,7 +59,17 @@ class SwarmLoop:
     @property
     def waiting(self) -> int:
         """Players added and not started yet."""
-        return len(self._ramp)
+        return len(self._ramp) + sum(len(q) for q in self._held.values())
+
+    def _window_open(self, p, now: float) -> bool:
+        size = getattr(p, "JOIN_WINDOW", None)
+        if size is None:
+            return True
+        joining = self._joining.get(p.proto)
+        if joining is None:
+            return True
+        joining[:] = [(t, q) for t, q in joining if not (q.got_in or q.closed or now - t >= WINDOW_HOLD)]
+        return len(joining) < size
 
     def _schedule(self, p) -> None:
         d = p.next_deadline()
@@ -77,22 +95,34 @@ class SwarmLoop:
         p._fds = ()
 
     def _start_due(self, now: float) -> None:
+        for proto, held in self._held.items():  # the held first, in their order
+            while held and self._window_open(held[0], now):
+                self._start(held.popleft(), now)
         ramp = self._ramp
         while ramp and ramp[0][0] <= now:
             _, p = ramp.popleft()
-            p._scheduled = None
-            p._fds = ()
-            try:
-                p.start(now)
-                fds = tuple(p.filenos())
-                for fd in fds:
-                    self.selector.register(fd, selectors.EVENT_READ, p)
-                p._fds = fds
-            except Exception:  # noqa: BLE001
-                self._failed(p, now, "start")
+            held = self._held.get(p.proto)
+            if held or not self._window_open(p, now):
+                self._held.setdefault(p.proto, deque()).append(p)
                 continue
-            self.players.append(p)
-            self._schedule(p)
+            self._start(p, now)
+
+    def _start(self, p, now: float) -> None:
+        if getattr(p, "JOIN_WINDOW", None) is not None:
+            self._joining.setdefault(p.proto, []).append((now, p))
+        p._scheduled = None
+        p._fds = ()
+        try:
+            p.start(now)
+            fds = tuple(p.filenos())
+            for fd in fds:
+                self.selector.register(fd, selectors.EVENT_READ, p)
+            p._fds = fds
+        except Exception:  # noqa: BLE001
+            self._failed(p, now, "start")
+            return
+        self.players.append(p)
+        self._schedule(p)
 
     def run(self, until: float, should_stop: Callable[[], bool] = lambda: False,
             on_status: Callable[[float], None] | None = None, status_every: float = 0.5) -> None:
@@ -104,7 +134,8 @@ class SwarmLoop:
             now = clock()
             if now >= until or should_stop():
                 return
-            if self._ramp and self._ramp[0][0] <= now:
+            held = any(self._held.values())
+            if held or (self._ramp and self._ramp[0][0] <= now):
                 self._start_due(now)
             for _ in range(MAX_DUE_PER_WAKE):
                 if not heap or heap[0][0] > now:
@@ -127,6 +158,8 @@ class SwarmLoop:
                 wake = heap[0][0]
             if self._ramp and self._ramp[0][0] < wake:
                 wake = self._ramp[0][0]
+            if held and now + HELD_RECHECK < wake:
+                wake = now + HELD_RECHECK
             if next_status is not None and next_status < wake:
                 wake = next_status
             burst = cpu() - woke  # the last wake-up's reads, then this one's timers
@@ -153,6 +186,7 @@ class SwarmLoop:
         protocol whose players set `LEAVE_BATCH` leaves that many at a time, the loop serving the
         others for `pause` seconds in between (they go on acknowledging what the server sends)."""
         self._ramp.clear()
+        self._held.clear()
         batches: list[list] = []
         at_once = []
         for p in self.players:

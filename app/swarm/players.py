@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import random
 import socket
 import uuid
 from dataclasses import dataclass, replace
@@ -45,6 +46,14 @@ RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}   # the protocols' own send
 MAX_READS = 256          # datagrams / messages per socket per on_readable: a flood is bounded
 JOIN_TICK = 0.05         # service interval before a player is in (handshake resends, ENet)
 NETSYNC_JOIN_TIMEOUT = 10.0  # a NetSync player not mapped by then counts a failed join (once)
+# A NetSync player whose device-ID mapping has not come asks again (a new control connection:
+# the server sends a reconnecting client its mapping). The first ask waits RETRY_FACTOR × the p90
+# of this process's recent joins (the server's measured latency), within RETRY_FIRST; each later
+# one twice the last, at most RETRY_MAX, ±RETRY_JITTER so the asks of a wave spread out.
+RETRY_FACTOR = 4.0
+RETRY_FIRST = (1.5, 5.0)
+RETRY_MAX = 4.0
+RETRY_JITTER = 0.25
 HELLO_PERIOD = 1.0       # NetSync protocol 7+: hello once a second (the official heartbeat)
 ZMQ_MAX_SOCKETS = 3 * 5000 + 64  # three per NetSync player, for the CLI's most players
 
@@ -71,6 +80,32 @@ class Variation:
     observer: bool = False       # match what the server relays of the marked players
     marked: bool = False         # send updates the observers can match (observer.py)
     board: Board | None = None   # the protocol's board (observers and marked players)
+
+
+class JoinLatency:
+    """The server's join latency as this process measured it: the last `keep` joins of a
+    protocol (seconds from a player's start to its number). `p90()` is None before any join."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self.keep = keep
+        self.recent: list[float] = []
+
+    def add(self, seconds: float) -> None:
+        self.recent.append(seconds)
+        if len(self.recent) > self.keep:
+            del self.recent[0]
+
+    def p90(self) -> float | None:
+        if not self.recent:
+            return None
+        ordered = sorted(self.recent)
+        return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+    def first_retry(self) -> float:
+        """Seconds an unmapped player waits before it asks again for the first time."""
+        p90 = self.p90()
+        lo, hi = RETRY_FIRST
+        return lo if p90 is None else min(hi, max(lo, RETRY_FACTOR * p90))
 
 
 def _on_loopback(server_host: str) -> bool:
@@ -337,6 +372,12 @@ class NetSyncPlayer(Player):
 
     proto = "netsync"
     context = None  # the shared zmq.Context, made on first use
+    latency = JoinLatency()   # this process's recent joins: the retries' first wait
+    # The loop starts a new NetSync player only while fewer than this many are waiting for their
+    # number (loop.SwarmLoop: its join window): each join costs a loaded styly-netsync-server work
+    # for every member of the room (network-variable syncs through its 1,024-message control
+    # queue); joins faster than it answers overflow that queue and their mappings are dropped.
+    JOIN_WINDOW = 8
 
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
@@ -357,6 +398,10 @@ class NetSyncPlayer(Player):
             if server.protocol >= HELLO_PROTOCOL else b""
         self._hello_at = 0.0
         self._join_failed = False  # counted once per attempt
+        self._retry_at: float | None = None
+        self._retry_wait = 0.0
+        self.retries = 0
+        self._rng = random.Random(index)
 
     def filenos(self) -> list[int]:
         import zmq
@@ -391,7 +436,10 @@ class NetSyncPlayer(Player):
         self.dealer.setsockopt(zmq.SNDHWM, 10)
         self.dealer.setsockopt(zmq.RCVHWM, 10)
         self.dealer.setsockopt(zmq.IMMEDIATE, 1)
-        self.dealer.connect(f"tcp://{host}:{srv.port}")
+        self._control = f"tcp://{host}:{srv.port}"
+        self.dealer.connect(self._control)
+        self._retry_wait = self.latency.first_retry()
+        self._retry_at = now + self._retry_wait * (1.0 + self._rng.uniform(-RETRY_JITTER, RETRY_JITTER))
         self.sub = sock(zmq.SUB)
         self.sub.setsockopt(zmq.RCVHWM, 8)
         self.sub.setsockopt(zmq.SUBSCRIBE, room)
@@ -466,6 +514,8 @@ class NetSyncPlayer(Player):
             # when a loaded server is slow to map them.
             if self._send(self.dealer, self._hello, now):
                 self._hello_at = now + HELLO_PERIOD
+        if not self.joined and self._retry_at is not None and now >= self._retry_at:
+            self._ask_again(now)
         if not self.joined and not self._join_failed and now - self._attempt_at >= NETSYNC_JOIN_TIMEOUT:
             self._join_failed = True
             self.metrics.join_failed("netsync", self.index, f"no device-ID mapping within "
@@ -479,6 +529,22 @@ class NetSyncPlayer(Player):
         # Sending can consume the sockets' FD edges: read what came meanwhile now.
         self.on_readable(now)
 
+    def _ask_again(self, now: float) -> None:
+        """No device-ID mapping yet (a loaded server drops control messages when its queue is
+        full, and sends a client its mapping only when it registers): register again on a new
+        control connection (ZeroMQ gives it a new identity at the server's ROUTER, which the server
+        treats as a reconnect and answers with the mapping), hello at once; the next ask waits
+        twice as long."""
+        self.retries += 1
+        try:
+            self.dealer.disconnect(self._control)
+        except Exception:  # noqa: BLE001 - not connected yet: connecting again is what we want
+            pass
+        self.dealer.connect(self._control)
+        self._hello_at = now
+        self._retry_wait = min(RETRY_MAX, self._retry_wait * 2.0)
+        self._retry_at = now + self._retry_wait * (1.0 + self._rng.uniform(-RETRY_JITTER, RETRY_JITTER))
+
     def _events(self, now: float) -> None:
         from headcast.netcode.netsync.client import Joined, PeerPose, ProtocolMismatch
         events = self.core.events()
@@ -491,6 +557,9 @@ class NetSyncPlayer(Player):
                     board.saw_seq(self.index, ev.client_no, ev.body.pose_seq, now)
             elif isinstance(ev, Joined):
                 if not self.joined:
+                    if self._retry_at is not None:   # the first number of this start: a join's latency
+                        self.latency.add(now - self._attempt_at)
+                    self._retry_at = None
                     self._in(now, ev.client_no)
                     self._join_failed = False  # a later attempt (after a kick) counts its own
             elif isinstance(ev, ProtocolMismatch):

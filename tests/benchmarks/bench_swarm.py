@@ -21,7 +21,24 @@ device-ID mappings of late joiners are dropped from a few hundred players in one
 spends at most 15 MB/s on room broadcasts (message size × SUB connections), so a room's
 broadcast rate falls below its 10 Hz as N² grows (about 4/s at 256 players, 1/s at 500).
 
-Targets: ≥ 64 Q3 VR players and ≥ 500 NetSync players on one core with no slipped tick.
+Why 0 of 500 NetSync players once got in over 5 rooms on a loaded machine (load 1.3–3; all got in
+at load 1.06), measured at load 9–12 (figures in the commit that made this): every step
+ran on the same server right after the one before, so the 500-in-one-room step's stale clients
+(timed out 5 s after the swarm closed, each removal a new room-wide mapping) still held the
+server's control queue full (8,500 dropped messages before the 5-room step began); a join whose
+device-ID mapping was dropped was never answered again (the server sends a client its mapping
+when it registers, and our players registered once); and the ramp went on at 25 joins/s however
+slowly the server answered, joins spread over all five rooms at once (each dirty room gets its
+whole mapping sent to every member twice a second). Now: each NetSync step has a fresh server;
+the swarm's ramp keeps at most 8 NetSync joins waiting at a time (loop.py's join window), fills
+rooms one after another, and a player not answered asks again on a new control connection after
+4 × the p90 of the joins measured so far (1.5–5 s, then doubling to 4 s, jittered); a step's
+ramp runs until every player is in (bounded: RAMP_BOUND s beyond the nominal ramp).
+
+Targets (issue 26): ≥ 64 Q3 VR players and ≥ 500 NetSync players on one core, all in, with no
+slipped tick. Each goal is printed as a BENCH-RESULT line (tests/benchmarks/_report.py) with the
+load at the start and end of its step; slipped ticks on a loaded machine are the scheduler's
+(other work): the load says how far to trust that figure.
 
     .venv/bin/python tests/benchmarks/bench_swarm.py [--seconds 8] [--only q3|netsync|sauer]
 """
@@ -31,6 +48,8 @@ import argparse
 import os
 import sys
 import time
+
+from _report import load_now, report  # tests/benchmarks/ is sys.path[0] when run as a script
 
 from headcast.app.mock import find_motion
 from headcast.app.swarm.cli import Swarm
@@ -50,6 +69,7 @@ MARKED = {"q3": 63}  # a Q3 observer sees only the players in its PVS: mark them
 # clientNo. 25/s lets 500 in.
 SPAWN_RATE = {"q3": 50.0, "netsync": 25.0, "sauer": 50.0}
 SETTLE = 3.0
+RAMP_BOUND = 60.0   # s beyond the nominal ramp a step waits for its last players to get in
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -76,8 +96,15 @@ def measure(proto: str, n: int, rooms: int, server: Server, server_pid: int, sec
                   marked=MARKED.get(proto, 8), seed=n,
                   rooms=rooms)
     period = 1.0 / RATES[proto]
+    load0 = load_now()
     try:
         swarm.run(n / SPAWN_RATE[proto] + SETTLE)
+        # a loaded server answers joins later (the swarm paces its ramp to it): wait, bounded,
+        # until every player is in before the measured window
+        ramp_until = swarm.clock() + RAMP_BOUND
+        while swarm.clock() < ramp_until and sum(1 for p in swarm.loop.players if p.got_in) < n:
+            swarm.run(swarm.clock() - swarm.t0 + 0.5)
+        ramp_s = swarm.clock() - swarm.t0
         # the window: fresh figures, a tick slipped when it runs a whole period late
         start = swarm.clock()
         m = SwarmMetrics([proto], start, slip_after=period)
@@ -98,7 +125,9 @@ def measure(proto: str, n: int, rooms: int, server: Server, server_pid: int, sec
         joined = sum(1 for p in swarm.loop.players if p.joined)
     finally:
         swarm.stop()
-    return {"n": n, "joined": joined, "cpu": cpu, "server_cpu": scpu, "busy": busy,
+    return {"n": n, "joined": joined, "ramp_s": ramp_s, "load": (load0, load_now()),
+            "retries": sum(getattr(p, "retries", 0) for p in swarm.loop.players),
+            "cpu": cpu, "server_cpu": scpu, "busy": busy,
             "burst_p99": burst.percentiles((99,))[0] * 1e3, "burst_max": burst.max * 1e3, "ticks": r["ticks"]["count"],
             "slipped": r["ticks"]["slipped"], "late_p99": r["ticks"]["late_ms"]["p99"],
             "late_max": r["ticks"]["late_ms"]["max"], "bc": r["broadcast_hz"]["p50"],
@@ -108,6 +137,7 @@ def measure(proto: str, n: int, rooms: int, server: Server, server_pid: int, sec
 
 
 def servers(proto: str):
+    """(the server, its Server, its PID, its stop) for a protocol's steps."""
     if proto == "q3":
         from headcast.netcode.q3.localserver import LocalQ3Server
         srv = LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "64", "com_hunkmegs": "192"}).start()
@@ -143,19 +173,31 @@ def main() -> int:
         srv, server, pid, stop = servers(proto)
         try:
             pin(swarm_cpu, pid, server_cpu)
+            # the steps' results, for the goals: (players, rooms) → measure()
+            results: dict[tuple[int, int], dict] = {}
             print(f"\n{proto}: {RATES[proto]:g} Hz, slipped = a tick a whole period ({1000 / RATES[proto]:.1f} ms) late")
             print(f"{'players':>7} {'in':>4} {'CPU':>6} {'busy':>6} {'burst p99':>9} {'max':>6} {'late p99':>8} "
                   f"{'max':>6} {'slipped':>7} {'server':>7} {'bc/s':>5} {'relay p50':>9} {'p99':>5} {'matched':>7} "
                   f"{'lost':>4} {'up kB/s':>8} {'down kB/s':>9}")
             best = 0
             for n, rooms in STEPS[proto]:
-                r = measure(proto, n, rooms, server, pid, args.seconds, script)
+                if proto == "netsync" and results:
+                    # a fresh server per step: NetSync has no leave message, the last step's players
+                    # time out on the server 5 s later, each removal a room-wide mapping again
+                    srv.stop()
+                    srv.start()
+                    pid = srv.pid
+                    pin(swarm_cpu, pid, server_cpu)
+                r = results[(n, rooms)] = measure(proto, n, rooms, server, pid, args.seconds, script)
                 print(f"{n if rooms == 1 else f'{n}/{rooms}r':>7} {r['joined']:>4} {r['cpu'] * 100:>5.1f}% {r['busy'] * 100:>5.1f}% "
                       f"{r['burst_p99']:>9.2f} {r['burst_max']:>6.1f} {fmt(r['late_p99'], '.2f'):>8} "
                       f"{fmt(r['late_max'], '.1f'):>6} {r['slipped']:>7} {r['server_cpu'] * 100:>6.1f}% "
                       f"{fmt(r['bc'], '.1f'):>5} {fmt(r['relay_p50'], '.1f'):>9} {fmt(r['relay_p99'], '.0f'):>5} "
                       f"{r['matched']:>7} {r['lost']:>4} {r['up'] / 1000:>8.1f} {r['down'] / 1000:>9.1f}"
-                      + (f"  ({r['errors']} player errors)" if r["errors"] else ""), flush=True)
+                      + (f"  ({r['errors']} player errors)" if r["errors"] else "")
+                      + (f"  (in after {r['ramp_s']:.0f} s, {r['retries']} join retries)"
+                         if proto == "netsync" else ""),
+                      flush=True)
                 # Driven: every player in, within one core, and the loop's own wake-ups short
                 # enough (p99 under half a tick) that no tick waits a period behind the swarm's
                 # own work; slips beyond that are the machine's other load (the late columns).
@@ -171,7 +213,16 @@ def main() -> int:
             if proto in TARGETS:
                 verdicts.append(f"{proto}: ≥ {TARGETS[proto]} players on one core — "
                                 + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})"))
-                from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+                # the target step: the most players, spread over rooms where the server needs it
+                key = max(results, key=lambda k: (k[0], k[1]))
+                r = results[key]
+                where = f"{key[0]} players" + (f" over {key[1]} rooms" if key[1] > 1 else "")
+                report("swarm", f"{proto}: {where} in", ">=", TARGETS[proto], r["joined"], " players",
+                       load=r["load"], note=f"in after {r['ramp_s']:.0f} s" + (
+                           f", {r['retries']} join retries" if proto == "netsync" else ""))
+                report("swarm", f"{proto}: {where}, slipped ticks", "<=", 0, r["slipped"], "",
+                       load=r["load"], note=f"a tick a whole period ({1000 / RATES[proto]:.0f} ms) late; "
+                       f"late p99 {fmt(r['late_p99'], '.1f')} ms")
                 report("swarm", f"{proto} players driven from one core", ">=", TARGETS[proto], best, " players")
         finally:
             stop()

@@ -92,3 +92,47 @@ def test_should_stop_ends_the_run_within_a_wakeup():
     loop.run(t0 + 30.0, should_stop=lambda: time.monotonic() >= stop_at)
     assert time.monotonic() - stop_at < 0.5
     loop.close_all()
+
+
+class JoiningPlayer(FakePlayer):
+    """A player of a protocol with a join window (as NetSync's): in once `admit` says so."""
+
+    proto = "joining"
+    JOIN_WINDOW = 2
+
+    def __init__(self, index: int, log: list) -> None:
+        super().__init__(index, 0.05, log)
+        self.got_in = False
+        self.started_at = None
+
+    def start(self, now):
+        super().start(now)
+        self.started_at = now
+
+
+def test_join_window_holds_the_ramp_until_players_get_in():
+    """At most JOIN_WINDOW players wait to get in at once: the others, due meanwhile, are held in
+    their order and start as soon as one gets in; players of other protocols are not held."""
+    log: list = []
+    loop = SwarmLoop()
+    t0 = time.monotonic()
+    joining = [JoiningPlayer(i, log) for i in range(5)]
+    other = FakePlayer(9, 0.05, log)
+    for i, p in enumerate(joining):
+        loop.add(p, t0 + 0.01 * i)
+    loop.add(other, t0 + 0.05)
+    try:
+        loop.run(t0 + 0.2)
+        assert [p.started_at is not None for p in joining] == [True, True, False, False, False]
+        assert other.deadline is not None            # behind the held ones in the ramp, started anyway
+        assert loop.waiting == 3
+        joining[1].got_in = True                     # one gets in: the next in order starts
+        loop.run(time.monotonic() + 0.1)
+        assert [p.started_at is not None for p in joining] == [True, True, True, False, False]
+        joining[0].closed = True                     # one gives up (closed): its place frees too
+        joining[2].got_in = True
+        loop.run(time.monotonic() + 0.1)
+        assert all(p.started_at is not None for p in joining) and loop.waiting == 0
+        assert joining[3].started_at <= joining[4].started_at
+    finally:
+        loop.close_all(pause=0.0)
