@@ -28,9 +28,14 @@ def json_lines(stdout: str) -> list[dict]:
 
 
 def test_run_json_is_json_lines_with_numbers_as_numbers():
-    tcp = free_port()
-    r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "1.5",
-                 "--netsync", f"127.0.0.1:{tcp}", HEADCAST_RUN_CONNECT_TIMEOUT="5")
+    # a TCP port that accepts and never speaks: no answer for the whole run (a refused port would
+    # end it at once: test_fail_fast.py)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        tcp = silent.getsockname()[1]
+        r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "1.5",
+                     "--netsync", f"127.0.0.1:{tcp}", HEADCAST_RUN_CONNECT_TIMEOUT="5")
     lines = json_lines(r.stdout)
     assert r.returncode == 3, r.stderr      # nothing let us in, though the run was shorter than the timeout
     assert [ln["type"] for ln in lines][0] == "progress" and lines[-1]["type"] == "summary"

@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -58,10 +59,19 @@ def test_q3_streams_while_netsync_never_answers(q3_server):
 
 
 def test_require_all_ends_the_run_at_the_connect_timeout(q3_server):
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "headcast.app", *run_args(q3_server, "--duration", "20", "--require-all")],
-                       cwd=REPO, env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"), capture_output=True, text=True, timeout=60)
-    took = time.monotonic() - t0
+    # NetSync at a port that accepts and never speaks: silent, not refused (a refused port ends a
+    # --require-all run at once, tests/app/test_fail_fast.py)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        host, port = q3_server.address
+        args = ["run", "--mock", "look_around", "--no-mirror", "--q3", f"{host}:{port}",
+                "--netsync", f"127.0.0.1:{silent.getsockname()[1]}", "--duration", "20", "--require-all"]
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "headcast.app", *args],
+                           cwd=REPO, env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"), capture_output=True, text=True,
+                           timeout=60)
+        took = time.monotonic() - t0
     assert r.returncode == 3 and 2 < took < 10, (took, r.stderr)
     (err,) = r.stderr.splitlines()
     assert err.startswith("headcast: error: --require-all: netsync: no answer from 127.0.0.1:"), err

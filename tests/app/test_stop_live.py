@@ -293,8 +293,9 @@ def test_a_second_signal_during_the_demos_cleanup_exits_at_once_killing_its_serv
 
 @pytest.mark.live
 def test_a_full_disk_ends_the_recording_not_the_run(q3_server, tmp_path):
-    """--record onto a 64 kB tmpfs (about 180 frames): one line says so, the run goes on and ends
-    normally, the trace holds every whole frame written and is the only file."""
+    """--record onto a 64 kB tmpfs (about 180 frames): one line says so, the run goes on to its end,
+    the trace holds every whole frame written and is the only file; the summary says how many
+    frames it kept of how many and the run exits 1 (issue 25 item 5)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
@@ -310,14 +311,17 @@ def test_a_full_disk_ends_the_recording_not_the_run(q3_server, tmp_path):
         finally:
             run.kill()
         err = "".join(run.err)
-        assert run.proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+        assert run.proc.returncode == 1 and "Traceback" not in err, err[-3000:]
         m = re.fullmatch(rf"headcast: recording stopped at frame (\d+): No space left on device; {trace} keeps the "
                          rf"\1 frames written \(replay plays them: the trace ends early\); the run goes on without "
-                         rf"recording\n", err)
+                         rf"recording\nheadcast: error: recording ended early: \1 of \d+ frames kept, No space left "
+                         rf"on device \({trace} plays up to there: the trace ends early at frame \1\)\n", err)
         assert m, err
         n = int(m.group(1))
         summary = run.json_lines()[-1]
-        assert summary["type"] == "summary" and summary["frames"] > n > 100
+        assert summary["type"] == "summary" and summary["frames"] > n > 100 and summary["exit_code"] == 1
+        assert summary["recording"] == {"path": str(trace), "frames_kept": n, "frames_run": summary["frames"],
+                                        "ended_early": "No space left on device"}
         back = read_trace(trace, partial=True)
         assert len(back.frames) == n and back.ends_early.why.startswith("no end record")
         assert [p.name for p in mnt.iterdir()] == ["run.trace"]
