@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
-import re
 import os
+import re
 import sys
 from typing import Any, Callable, Sequence
 
@@ -387,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(e, "exit_code", 130)
     except BrokenPipeError:
         # Output piped into `head` and closed: not an error worth a traceback.
-        sys.stdout = None  # type: ignore[assignment]  # keep the interpreter's final flush quiet
+        sys.stdout = None  # keep the interpreter's final flush quiet
         return 0
     parser.error(f"unknown command {args.command!r}")
     return 2

@@ -445,7 +445,7 @@ def sauer_spawn(text: str) -> tuple[float, float, float]:
         raise ValueError('expected three numbers "X Y Z" in cube units')
     if not all(-(1 << 18) < v < 1 << 18 for v in xyz):  # the record's 24 bits hold ±2^19 units
         raise ValueError(f"must lie within ±{1 << 18} cube units (the N_POS record holds 24 bits of 1/16 unit)")
-    return xyz  # type: ignore[return-value]
+    return xyz
 
 
 def _check_sauer(cfg: Config) -> None:

@@ -58,7 +58,7 @@ def _escapes_work(out: Any) -> bool:
     except (ImportError, AttributeError, OSError):
         return True  # not Windows
     try:
-        handle = msvcrt.get_osfhandle(out.fileno())
+        handle = msvcrt.get_osfhandle(out.fileno())  # type: ignore[attr-defined]  # (the stub is Windows-only)
     except (OSError, ValueError, AttributeError):
         return False
     mode = ctypes.c_uint32()
@@ -118,8 +118,8 @@ def sink_line(st: SinkStatus, width: int) -> str:
     if st.drops:
         parts.append(f"drops {sum(st.drops.values())}")
     # offline the packed values are the news (the detail never changes); linked, the why is
-    tail = (st.packed, printable(st.detail)) if st.state == "offline" else (printable(st.detail), st.packed)
-    tail = " · ".join(t for t in tail if t)
+    pair = (st.packed, printable(st.detail)) if st.state == "offline" else (printable(st.detail), st.packed)
+    tail = " · ".join(t for t in pair if t)
     line = "  ".join(parts) + ("  " + tail if tail else "")
     return fit(line, width)
 
@@ -246,7 +246,9 @@ class Console:
         last_frames, last_at = self._frames
         fps = (frames - last_frames) / (now - last_at) if now > last_at and last_frames else None
         self._frames = (frames, now)
-        width = max(1, self.block.columns()) - 1
+        block = self.block
+        assert block is not None  # the block is drawn only where there is one
+        width = max(1, block.columns()) - 1
         of = f" of {self.duration:g} s" if self.duration else ""
         head = (f"headcast  {elapsed:6.1f} s{of}  tracking {tracking}"
                 + (f"  {fps:3.0f} fps" if fps is not None else "") + "  · Ctrl-C stops")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 # Every character str.splitlines() breaks at: a value quoted into a message (a path, a name)
 # must not split the message's one line.
-_LINE_BREAKS = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_LINE_BREAKS: dict[str, str | int | None] = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
 def one_line(text: object) -> str:

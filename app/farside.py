@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from enum import Enum
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import numpy as np
 
@@ -44,8 +44,20 @@ from headcast.app.sink_sauer import angle_error
 from headcast.app.telemetry import Ring
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.pose import quake_angles
-from headcast.netcode.q3.vrhead import (EF_VR_PLAYER, HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, RECEIVER_NAMES, angle2short,
-                                        deg_from_stat, view_angle, yaw_offset)
+from headcast.netcode.q3.vrhead import (
+    EF_VR_PLAYER,
+    HEAD_PITCH_CLAMP,
+    HEAD_YAW_CLAMP,
+    RECEIVER_NAMES,
+    angle2short,
+    deg_from_stat,
+    view_angle,
+    yaw_offset,
+)
+
+if TYPE_CHECKING:  # the contract the sinks and links fit (app/farside_contract.py)
+    from headcast.app.farside_contract import AnyFarSink, FarSink, NetSyncFarSink, Q3FarLink, Q3FarSink, SauerFarSink
+    from headcast.app.q3map import Q3Intent
 
 NAN = float("nan")
 MAX_RATE = 160.0        # frames per second the rings are sized for (90–144 Hz headsets)
@@ -191,14 +203,14 @@ class _Q3Snapshots:
 
     def __init__(self) -> None:
         self.snapshots = self.matched = self.rebased = 0
-        self.link = None
+        self.link: Q3FarLink | None = None
         self.transient: str | None = JOINING
         self.fresh_error: float | None = None   # the link's check of the snapshot matched this update
         self.last_error: float | None = None    # ... of the last matched one
         self.last_head_error: float | None = None  # a VR server's echo of our head vs the usercmd it ran
         self.cmds: OrderedDict[int, Any] = OrderedDict()  # usercmd serverTime → the intent it carried
 
-    def sent(self, link, intent) -> None:
+    def sent(self, link: Q3FarLink, intent: Q3Intent) -> None:
         """Note the intent of the usercmd the link last sent (keyed as the snapshots' commandTime)."""
         t = link.client.core.last_cmd_time
         cmds = self.cmds
@@ -207,9 +219,9 @@ class _Q3Snapshots:
             if len(cmds) > CMD_HISTORY:
                 cmds.popitem(last=False)
 
-    def update(self, link) -> None:
+    def update(self, link: Q3FarLink) -> None:
         if link is not self.link:
-            self.__init__()
+            _Q3Snapshots.__init__(self)
             self.link = link
         self.fresh_error = None
         n = link.snapshots
@@ -262,7 +274,7 @@ class _Series:
 
 
 class _Link:
-    def __init__(self, size: int, sink) -> None:
+    def __init__(self, size: int, sink: FarSink) -> None:
         self.ring = Ring(size, len(LINK_COLUMNS))
         self.sink = sink
         self.messages = 0
@@ -325,7 +337,7 @@ class FarSideTracker:
             self._by_sink.setdefault(v.sink, []).append(s)
         s.add(now, v, err_deg, err_m)
 
-    def _update_q3(self, sink, now: float) -> None:
+    def _update_q3(self, sink: Q3FarSink, now: float) -> None:
         intent = sink.intent
         if intent is None:
             return
@@ -334,6 +346,7 @@ class FarSideTracker:
         sent_view = HeadSample(a[0], wrap180(a[1]), a[2], None, Q3_FRAME)
         on_wire = sink.head_bits_on_wire
         view_err = None
+        seen_view: HeadSample | None
         if link is None:
             p, y, r = (view_angle(angle2short(x)) for x in a)
             seen_view = HeadSample(p, wrap180(y), r, None, Q3_FRAME)
@@ -364,8 +377,10 @@ class FarSideTracker:
             view_err)
         self._add_q3_head(sink, now, link, transient, on_wire)
 
-    def _add_q3_head(self, sink, now: float, link, transient: str | None, on_wire: bool) -> None:
+    def _add_q3_head(self, sink: Q3FarSink, now: float, link: Q3FarLink | None, transient: str | None,
+                     on_wire: bool) -> None:
         intent = sink.intent
+        assert intent is not None  # _update_q3 returns first without one
         head = intent.head
         sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
         # Its words change only with a snapshot (the build another VR player betrays, the echo)
@@ -388,23 +403,27 @@ class FarSideTracker:
             ErrorReadout(basis, err if source is not Source.RELAYED else self._q3.last_head_error, None)), err)
 
     @staticmethod
-    def _q3_head_model(sink) -> tuple[HeadSample | None, float | None]:
+    def _q3_head_model(sink: Q3FarSink) -> tuple[HeadSample | None, float | None]:
         far = sink.far_side
-        if far is None or far.pitch is None:
+        # (pitch, yaw_offset and sent_offset are None together: no head bits in the usercmd)
+        if far is None or far.pitch is None or far.yaw_offset is None or far.sent_offset is None:
             return None, None
         weapon_yaw = sink.others_view()[1]
         seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
-        head = sink.intent.head
+        intent = sink.intent
+        head = None if intent is None else intent.head
         if head is None:
             return seen, None
         pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
         return seen, max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
 
-    def _q3_head_relayed(self, sink, link) -> tuple[HeadSample | None, float | None, str]:
+    def _q3_head_relayed(self, sink: Q3FarSink, link: Q3FarLink | None) -> tuple[HeadSample | None, float | None, str]:
         """A VR server's decode of our head bits, as its game writes it into our playerState each
         frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
         docs/protocols/quake3.md#vr-head), with the view yaw and roll the server ran."""
         basis = BASIS_Q3_HEAD_RELAYED
+        if link is None:  # (RELAYED: there is a link)
+            return None, None, basis
         ps, va = link.ps, link.view_angles
         if ps is None or va is None or not link.eflags & EF_VR_PLAYER:
             return None, None, basis
@@ -424,7 +443,7 @@ class FarSideTracker:
         snaps.last_head_error = err
         return seen, err, basis
 
-    def _update_netsync(self, sink, now: float) -> None:
+    def _update_netsync(self, sink: NetSyncFarSink, now: float) -> None:
         frame = sink.frame
         if frame is None:
             return
@@ -439,8 +458,8 @@ class FarSideTracker:
             transient = None
             basis = BASIS_LOCAL
             err_deg = sink.last_error if sent is not None else None
-            if seen is not None and sent is not None:
-                err_m = math.dist(sent.pos, seen.pos)
+            if seen is not None and sent is not None and seen.pos is not None and sent.pos is not None:
+                err_m = math.dist(sent.pos, seen.pos)  # (unity_sample: always a position)
             fresh = (err_deg, err_m)
         else:
             matched = sink.matched
@@ -465,7 +484,7 @@ class FarSideTracker:
         self._add(now, FarSideView("netsync", "netsync", "head (pose body)", source, why, sent, seen,
                                    transient, None, ErrorReadout(basis, err_deg, None, err_m)), *fresh)
 
-    def _update_sauer(self, sink, now: float) -> None:
+    def _update_sauer(self, sink: SauerFarSink, now: float) -> None:
         rec = sink.record
         gp = sink.game
         link = sink.link
@@ -497,7 +516,7 @@ class FarSideTracker:
                                    None, ErrorReadout(BASIS_SAUER, err_deg, None,
                                                       err_m)), err_deg, err_m)
 
-    def _update_link(self, sink, now: float) -> None:
+    def _update_link(self, sink: AnyFarSink, now: float) -> None:
         name = sink.name
         lk = self._links.get(name)
         if lk is None or lk.sink is not sink:
@@ -505,7 +524,8 @@ class FarSideTracker:
         meter = sink.meter
         if meter.total_messages != lk.messages:
             lk.messages = meter.total_messages
-            lk.m2w_ms = (meter.last_time - now) * 1000.0
+            last = meter.last_time  # (set: a message went out)
+            lk.m2w_ms = None if last is None else (last - now) * 1000.0
         if now < lk.next_sample:
             return
         lk.next_sample = now + LINK_PERIOD
@@ -633,13 +653,13 @@ WHY_SAUER_MODEL = _plain("your position through the game's decode (the server pa
                          "not back to us)", "our N_POS through the game's decode")
 
 
-def q3_view_source(sink) -> tuple[Source, str]:
+def q3_view_source(sink: Q3FarSink) -> tuple[Source, str]:
     if sink.link is None:
         return Source.OFFLINE, WHY_Q3_OFFLINE
     return Source.RELAYED, WHY_Q3_RELAYED
 
 
-def q3_head_source(sink) -> tuple[Source, str]:
+def q3_head_source(sink: Q3FarSink) -> tuple[Source, str]:
     link = sink.link
     receiver = RECEIVER_NAMES[sink.model_receiver]
     plain = RECEIVER_PLAIN[sink.model_receiver]
@@ -657,7 +677,7 @@ def q3_head_source(sink) -> tuple[Source, str]:
                                 f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode")
 
 
-def netsync_source(sink) -> tuple[Source, str]:
+def netsync_source(sink: NetSyncFarSink) -> tuple[Source, str]:
     if sink.stealth:
         return (Source.OFFLINE if sink.link is None else Source.RELAYED,
                 "stealth: no pose of ours in the room broadcast — the others see nothing of us")
@@ -666,7 +686,7 @@ def netsync_source(sink) -> tuple[Source, str]:
     return Source.RELAYED, WHY_NETSYNC_RELAYED
 
 
-def sauer_source(sink) -> tuple[Source, str]:
+def sauer_source(sink: SauerFarSink) -> tuple[Source, str]:
     if sink.link is None:
         return Source.OFFLINE, WHY_SAUER_OFFLINE
     if sink.watcher is not None:

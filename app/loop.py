@@ -12,6 +12,7 @@ import gc
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from headcast.app import stop
@@ -51,6 +52,15 @@ class FrameSource(Protocol):
     def close(self) -> None: ...
 
 
+class Recorder(Protocol):
+    """Where the frames are recorded (headcast.xr.trace.TraceWriter)."""
+
+    path: Path
+    count: int                      # frames written
+    def write(self, frame: TrackingFrame) -> None: ...
+    def close(self) -> object: ...  # (TraceWriter returns its path)
+
+
 class Mirror(Protocol):
     def draw(self, loop: "FrameLoop", now: float) -> bool:
         """Draw one frame; False once the user closed the window."""
@@ -64,7 +74,7 @@ class FrameLoop:
     sinks: Sequence[Sink]
     telemetry: Telemetry = field(default_factory=Telemetry)
     mirror: Mirror | None = None
-    recorder: object | None = None          # headcast.xr.trace.TraceWriter
+    recorder: Recorder | None = None        # headcast.xr.trace.TraceWriter
     duration: float = 0.0                   # seconds; 0 = until stopped
     clock: Callable[[], float] = time.perf_counter
     on_status: Callable[["FrameLoop", float], None] | None = None
@@ -78,7 +88,7 @@ class FrameLoop:
     _prev_time_ns: int | None = None
     _next_status: float = 0.0
     _t0: float | None = None
-    _live: list | None = None               # the sinks still running (a failed one leaves: _sink_failed)
+    _live: list[Sink] | None = None         # the sinks still running (a failed one leaves: _sink_failed)
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -129,7 +139,7 @@ class FrameLoop:
         head = frame.head
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
-        for s in self._live:  # re-read: a sink that failed in poll is out
+        for s in self._live or ():  # re-read: a sink that failed in poll is out (set above)
             try:
                 t_wire = s.send(state, frame, located)
             except Exception as e:  # noqa: BLE001
@@ -142,7 +152,7 @@ class FrameLoop:
                 self.recorder.write(frame)
             except OSError as e:
                 self._recording_failed(e)
-        for s in self._live:
+        for s in self._live or ():
             observe = s.observe
             if observe is not None:
                 try:
@@ -184,7 +194,7 @@ class FrameLoop:
             return
         fault = SinkFailed(sink.name, phase, error)
         try:
-            sink.fault = fault
+            setattr(sink, "fault", fault)  # (not part of Sink: the summary reads it where it is)
         except AttributeError:  # a sink class with __slots__: the loop still drops it
             pass
         self.notice(str(fault) + ("; the other sinks go on" if self._live and phase != "close" else ""))
@@ -208,7 +218,7 @@ class FrameLoop:
                 fault = getattr(s, "fault", None) or SinkFailed(s.name, "status", e)
                 fixed = SinkStatus(s.name, "failed", detail=str(fault).removeprefix(f"{s.name}: "))
                 try:
-                    s.status = lambda now, fixed=fixed: fixed
+                    setattr(s, "status", lambda now, fixed=fixed: fixed)
                 except AttributeError:
                     pass
         return found
@@ -217,6 +227,8 @@ class FrameLoop:
         """A full disk (or a failing one) ends the recording, not the run; the writer has kept
         every whole frame, so the file reads as a trace that ends early."""
         rec, self.recorder = self.recorder, None
+        if rec is None:
+            return
         n = rec.count
         what = "the recording could not be finished" if at_close else f"recording stopped at frame {n}"
         self.recording_failure = (f"{what}: {e.strerror or e}; {rec.path} keeps the {n} frames written "

@@ -18,12 +18,11 @@ import struct
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from headcast.app import mirror_panels as mp
-from headcast.app import mirror_view as mv
-from headcast.app import scene
+from headcast.app import mirror_panels as mp, mirror_view as mv, scene
 from headcast.app.errors import AppError
 from headcast.app.farside import FarSideTracker
 from headcast.app.mirror_labels import Want, place, plain_name, q3_color_runs
@@ -106,7 +105,8 @@ class MirrorWindow:
         self._unswapped = False            # a flushed frame waits for its swap (draw())
         self._fence = None                 # signalled when the flushed frame is rasterised
         self._rows: tuple = ([], 0)
-        self._rows_due, self._rows_key = -math.inf, None
+        self._rows_due = -math.inf
+        self._rows_key: tuple[float, float, float] | None = None
         self._pending: tuple | None = None  # a built frame whose GL commands go out next loop frame
         if not display_available():
             raise MirrorError("no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run")
@@ -124,13 +124,14 @@ class MirrorWindow:
             glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
             glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
             glfw.window_hint(glfw.VISIBLE, visible)
-            self.window = glfw.create_window(width, height, title, None, None)
+            # Any: glfw's window pointer, None once closed (glfw's calls are annotated with the pointer)
+            self.window: Any = glfw.create_window(width, height, title, None, None)
             if not self.window:
                 glfw.terminate()
                 raise MirrorError("cannot create an OpenGL 3.3 window ("
                                   + ("; ".join(errors) or "driver too old?") + ")")
         finally:
-            glfw.set_error_callback(None)  # pyGLFW's default again
+            glfw.set_error_callback(None)  # type: ignore[arg-type]  # pyGLFW's default again (None: not annotated)
         glfw.make_context_current(self.window)
         glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
         self._init_gl()
@@ -224,9 +225,9 @@ class MirrorWindow:
             self.drawn += 1
         return True
 
-    def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> None:
+    def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> tuple[Any, ...]:
         from imgui_bundle import imgui
-        GL, ui, panel, tracker = self.gl, self.ui, self.panel, self.tracker
+        ui, panel, tracker = self.ui, self.panel, self.tracker
         views = tracker.views()
         avatars = mv.avatars(loop, views, now)
         rooms = mv.rooms(loop)
@@ -420,7 +421,8 @@ class MirrorWindow:
         if imgui.small_button(f"{label} (space)"):
             self.toggle_pause()
         t.record_item(f"{label} (space)")
-        legend = f"last {self.plot_seconds:g} s · white: sent · colour: seen (Quake degrees; what is compared: the line below)"
+        legend = (f"last {self.plot_seconds:g} s · white: sent · colour: seen "
+                  "(Quake degrees; what is compared: the line below)")
         room = rect[2] - imgui.get_item_rect_max().x - 2 * imgui.get_style().item_spacing.x - 6
         if mp.text_w(legend) <= room:
             imgui.same_line()

@@ -191,7 +191,7 @@ def q3_result(target: Q3Target, attempt: _Attempt, timeout: float) -> dict:
     ping = q.ping_ms if q.ping_ms is not None else q.info_rtt_ms
     out.update({
         "address": attempt.address,
-        "ping_ms": round(ping, 3),
+        "ping_ms": None if ping is None else round(ping, 3),
         "hostname": info.get("hostname", rules.get("sv_hostname", "")),
         "protocol": info.get("protocol", ""),
         "family": family,

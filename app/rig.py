@@ -88,6 +88,11 @@ class RigState:
 
     __slots__ = ("start", "origin", "snapped", "move_world", "frame", "_trig",
                  "_head", "_right_aim", "_left_grip", "_right_grip")
+    # the world poses, each built on first use this frame
+    _head: Pose | None
+    _right_aim: Pose | None
+    _left_grip: Pose | None
+    _right_grip: Pose | None
 
     def __init__(self, start: Origin, origin: Origin, frame: TrackingFrame, snapped: float,
                  move_world: tuple[float, float], trig: tuple[float, float, float, float, float, float]) -> None:

@@ -14,6 +14,7 @@ from typing import Callable
 from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError, UsageError
 from headcast.netcode.sauer import client as sc
 from headcast.netcode.sauer.client import Pose, SauerClientCore, State
+from headcast.netcode.sauer.npos import NPos
 from headcast.netcode.sauer.protocol import DEFAULT_PORT, DISC_PASSWORD
 from headcast.netcode.sauer.transport import SauerClient, SauerTransportError
 
@@ -225,12 +226,12 @@ class SauerWatcher:
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.core = SauerClientCore(name, password=password)
         self.client = SauerClient((host, port), self.core, clock=clock)
-        self._last = None
+        self._last: NPos | None = None
 
     def poll(self, now: float) -> None:
         self.client.poll(now)
 
-    def new_record_of(self, cn: int):
+    def new_record_of(self, cn: int) -> NPos | None:
         """The record of client `cn` received since the last call (None: none new)."""
         p = self.core.players.get(cn)
         rec = None if p is None else p.record

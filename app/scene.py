@@ -143,7 +143,7 @@ def head_triangles(center: Vec3, q: Quat, color: Vec3, nose: Vec3) -> np.ndarray
 
 
 def hand_triangles(center: Vec3, q: Quat, color: Vec3) -> np.ndarray:
-    color = tuple(color)
+    color = (color[0], color[1], color[2])  # a plain tuple (a caller may pass a list)
     return _posed((((0.06, 0.06, 0.1), color, (0.0, 0.0, 0.0)), ((0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))),
                   center, q)
 
@@ -186,7 +186,8 @@ def peer_anchor(base: Vec3, own_head_u: Vec3 | None, peer_head_u: Vec3) -> Vec3:
     it stands in the room from our own relayed head (world axes)."""
     if own_head_u is None:
         return base
-    return near(base, unity_position(tuple(p - o for p, o in zip(peer_head_u, own_head_u))))
+    (px, py, pz), (ox, oy, oz) = peer_head_u, own_head_u
+    return near(base, unity_position((px - ox, py - oy, pz - oz)))
 
 
 def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPose:

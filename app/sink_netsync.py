@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
 from headcast.app.rig import Origin, RigState
@@ -24,6 +25,9 @@ from headcast.netcode.netsync.origin import receiver_yaw, unity_yaw
 from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
 from headcast.netcode.pose import Vec3, unity_position, unity_quat
 from headcast.xr.frame import Pose, TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.netsync_link import NetSyncLink
 
 SENT_HISTORY = 256
 
@@ -61,7 +65,7 @@ class NetSyncSink:
     name = "netsync"
     unit = "poses"  # what the summary counts as sent
 
-    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
+    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link: NetSyncLink | None = None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
         # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
@@ -73,7 +77,8 @@ class NetSyncSink:
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
         self._last_send: float | None = None
         self.meter = RateMeter()
-        self.frame: PoseFrame | None = None
+        self._frame: PoseFrame | None = None
+        self._pending: tuple[RigState, TrackingFrame] | None = None  # offline: the last frame, built when read
         self._body_size = 0
         self._seen: PoseBody | None = None     # our own body as the far side decodes it
         self.check = NetSyncCheck()
@@ -96,8 +101,10 @@ class NetSyncSink:
         return LATEST_PROTOCOL if self.link is None else self.link.model_protocol
 
     def _poll_linked(self, now: float) -> None:
-        self.link.poll(now)
-        body = self.link.own_body
+        link = self.link
+        assert link is not None  # the poll of a linked sink
+        link.poll(now)
+        body = link.own_body
         if body is not None and body is not self.seen:
             self.seen = body
             self._verify(body, now)
@@ -142,10 +149,17 @@ class NetSyncSink:
             c.physical_true_yaw_max = max(c.physical_true_yaw_max, _yaw_diff(
                 receiver_yaw(body.physical.rot), unity_yaw(unity_quat(stage.orientation))))
 
-    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
-        last = self._last_send
-        if last is not None and now - last < self._interval:
-            return None  # the policy's own test, on the same `now`: it would refuse this frame
+    @property
+    def frame(self) -> PoseFrame | None:
+        """The last PoseFrame built; offline, built from the last frame when first read (the mirror,
+        the status line): an offline sink does no work per frame."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            self._build(*pending)
+        return self._frame
+
+    def _build(self, state: RigState, frame: TrackingFrame) -> PoseFrame:
         start, origin = state.start, state.origin
         if origin is not self._delta_origin or start is not self._delta_start:
             # The Δ changes only when the rig moves the origin (a snap, the stick): kept between.
@@ -153,17 +167,24 @@ class NetSyncSink:
             self._delta = xrorigin_delta(start, origin)
             self._built_from = None
         parts = (frame.head, frame.right_grip, frame.left_grip)
-        if parts == self._built_from:
-            # The same stage poses under the same origin: the same frame. A still headset gives this
-            # until the policy's 1 s heartbeat, each frame past the rate cap, as an unchanged body.
-            pf = self.frame
-        else:
-            pf = pose_frame(state, self.stealth, self._delta)
-            self.frame = pf
+        pf = self._frame
+        # The same stage poses under the same origin: the same frame (kept). A still headset gives this
+        # until the policy's 1 s heartbeat, each frame past the rate cap, as an unchanged body.
+        if pf is None or parts != self._built_from:
+            pf = self._frame = pose_frame(state, self.stealth, self._delta)
             self._built_from = parts
-        if self.link is None:
+        return pf
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        link = self.link
+        if link is None:  # offline nothing goes out: the PoseFrame is built when read (`frame`)
+            self._pending = (state, frame)
             return None
-        sent = self.link.send(pf, now)
+        last = self._last_send
+        if last is not None and now - last < self._interval:
+            return None  # the policy's own test, on the same `now`: it would refuse this frame
+        pf = self._build(state, frame)
+        sent = link.send(pf, now)
         if sent is None:
             return None
         self._last_send = now
@@ -232,8 +253,8 @@ class NetSyncSink:
         hz, bps = self.meter.rates(now)
         pf = self.frame
         packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
-        values = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
-        if pf is not None and pf.flags & 0x02 and not self.stealth:
+        values: dict[str, float] | None = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
+        if pf is not None and values is not None and pf.flags & 0x02 and not self.stealth:
             packed += f" dyaw {pf.delta.dyaw:.1f}"
             values["dyaw"] = round(pf.delta.dyaw, 3)
         detail = ""

@@ -12,15 +12,31 @@ sends: both come from vrhead's float AngleSubtract of the same angles.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from headcast.app.q3map import Q3Intent, RemoteHead, q3_intent
 from headcast.app.rig import RigState
 from headcast.app.telemetry import RateMeter, SinkStatus
 from headcast.netcode.q3.entities import SnapshotEntities
-from headcast.netcode.q3.vrhead import (DEFAULT_RECEIVER, HEAD_PITCH_CLAMP, HEAD_YAW_CLAMP, VR_BUTTON_MASK,
-                                        HeadSmoother, Receiver, angle2short, clamp_display, roll_views,
-                                        snap_angle, unpack_head, view_angle, yaw_offset)
+from headcast.netcode.q3.vrhead import (
+    DEFAULT_RECEIVER,
+    HEAD_PITCH_CLAMP,
+    HEAD_YAW_CLAMP,
+    VR_BUTTON_MASK,
+    HeadSmoother,
+    Receiver,
+    angle2short,
+    clamp_display,
+    roll_views,
+    snap_angle,
+    unpack_head,
+    view_angle,
+    yaw_offset,
+)
 from headcast.xr.frame import TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.q3_link import Q3Link
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +55,7 @@ class Q3Sink:
     name = "q3"
     unit = "packets"  # what the summary counts as sent (the handshake's, then one per command tick)
 
-    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link=None, verify: bool = False,
+    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link: Q3Link | None = None, verify: bool = False,
                  receiver: Receiver = DEFAULT_RECEIVER) -> None:
         self.vr = vr
         self.receiver = receiver               # the build assumed to decode the head bits, until one is seen
@@ -85,9 +101,9 @@ class Q3Sink:
         """After every sink has sent: count usercmds built without a head and whether they
         carried head bits. The far side's decode waits until something shows it (`far_head`),
         unless every usercmd is to be verified."""
-        if not self._fresh:
-            return
         intent = self.intent
+        if not self._fresh or intent is None:  # (send() built one when fresh)
+            return
         if intent.head is None:
             self.lost_frames += 1
             if not intent.buttons & VR_BUTTON_MASK:
@@ -120,17 +136,19 @@ class Q3Sink:
         if intent is None:
             return None, None
         receiver = self.model_receiver
-        if self._far[0] is not intent or self._far[1].receiver is not receiver:
+        known = self._far[1]
+        if self._far[0] is not intent or known is None or known.receiver is not receiver:
             buttons = intent.buttons
             own, others = roll_views(intent.roll_short)
             head = unpack_head(buttons, receiver)
-            if head is None:
+            tracked = intent.head  # (head bits only with a tracked head: Q3Intent.buttons)
+            if head is None or tracked is None:
                 far, seen = FarSide(receiver, None, None, None, own, others), None
             else:
-                sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(intent.head[1], intent.angles[1])))
+                sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(tracked[1], intent.angles[1])))
                 far = FarSide(receiver, head[0], head[1], sent, own, others)
                 seen = RemoteHead(*clamp_display(head[0], head[1], others))
-                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, intent.head[0]))
+                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, tracked[0]))
                 self._quant_max = max(self._quant_max, abs(pitch - head[0]), abs(sent - head[1]))
             self._far = (intent, far, seen)
         return self._far[1], self._far[2]
@@ -155,7 +173,12 @@ class Q3Sink:
         degrees of the server's view (offline: of the view the last usercmd asks for)."""
         view = self.server_view()
         if view is None:
-            view = tuple(view_angle(angle2short(a)) for a in self.intent.angles) if self.intent else (0.0, 0.0, 0.0)
+            intent = self.intent
+            if intent is None:
+                view = (0.0, 0.0, 0.0)
+            else:
+                p, y, r = intent.angles
+                view = (view_angle(angle2short(p)), view_angle(angle2short(y)), view_angle(angle2short(r)))
         return snap_angle(view[0]), snap_angle(view[1]), snap_angle(view[2])
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from headcast.app.rig import RigState
 from headcast.app.sauermap import Anchor, GamePose, SauerWorld, anchor_at, game_pose
@@ -18,6 +19,9 @@ from headcast.app.telemetry import RateMeter, SinkStatus
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.sauer.npos import NPos, encode_npos, make_npos
 from headcast.xr.frame import TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.sauer_link import SauerLink, SauerWatcher
 
 SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (docs/protocols/sauerbraten.md#connect)
 CAP_SHOWN_FOR = 1.0  # s the status keeps saying the speed cap bit
@@ -60,7 +64,8 @@ class SauerSink:
     name = "sauer"
     unit = "positions"  # what the summary counts as sent
 
-    def __init__(self, *, world: SauerWorld = SauerWorld(), link=None, watcher=None) -> None:
+    def __init__(self, *, world: SauerWorld = SauerWorld(), link: SauerLink | None = None,
+                 watcher: SauerWatcher | None = None) -> None:
         self.world = world
         self.link = link                 # a SauerLink, or None = offline
         self.watcher = watcher           # a SauerWatcher on the same server (the demo), or None
@@ -124,7 +129,8 @@ class SauerSink:
         self._tracked = head.position_valid and head.orientation_valid
         link = self.link
         if link is None:
-            return self._take_offline(state, frame, now)
+            self._take_offline(state, frame, now)
+            return None
         if link.spawns != self._spawns_anchored:
             anchor = anchor_at(state, self.world)
             if anchor is not None:  # lost tracking: anchored at the first tracked frame
@@ -164,10 +170,12 @@ class SauerSink:
         return None
 
     def _poll_watched(self, now: float) -> None:
-        self.link.poll(now)
-        self.watcher.poll(now)
-        if self.link.live:
-            rec = self.watcher.new_record_of(self.link.core.cn)
+        link, watcher = self.link, self.watcher
+        assert link is not None and watcher is not None  # the poll of a linked sink with a watcher
+        link.poll(now)
+        watcher.poll(now)
+        if link.live:
+            rec = watcher.new_record_of(link.core.cn)
             if rec is not None:
                 self.relayed(rec, now)
 
@@ -178,7 +186,7 @@ class SauerSink:
         t_sent = next((t for sent, t in reversed(self.sent) if sent == rec), None)
         ok = t_sent is not None
         self.last_relayed = rec
-        if ok:
+        if t_sent is not None:
             if now is not None:
                 self.relay_ms = (now - t_sent) * 1000.0
             self.check.relayed += 1

@@ -45,7 +45,7 @@ SIGHUP: int | None = getattr(signal, "SIGHUP", None)
 SIGBREAK: int | None = getattr(signal, "SIGBREAK", None)
 # What an exit at once kills with: os.kill(pid, SIGTERM) is TerminateProcess on Windows.
 KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-_WHY = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "stopped by SIGTERM"}
+_WHY: dict[int, str] = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "stopped by SIGTERM"}
 if SIGHUP is not None:
     _WHY[SIGHUP] = "stopped by SIGHUP (terminal closed)"
 if SIGBREAK is not None:
@@ -190,7 +190,7 @@ def on_console_event(event: int, hold: float = CONSOLE_CLOSE_HOLD) -> bool:
         return False
     if state.installed:
         import _thread
-        _thread.interrupt_main(SIGBREAK if SIGBREAK is not None else signal.SIGTERM)
+        _thread.interrupt_main(signal.Signals(SIGBREAK) if SIGBREAK is not None else signal.SIGTERM)
         _stopped.wait(hold)
     return True
 
@@ -241,7 +241,7 @@ def handled() -> Iterator[State]:
         # is no failure of a run that stopped cleanly (disconnects and the recording are done).
         if e.errno != errno.EIO or SIGHUP is None or state.signum != SIGHUP:
             raise
-        sys.stdout = None  # type: ignore[assignment]  # the interpreter's final flush would fail too
+        sys.stdout = None  # the interpreter's final flush would fail too
         raise SystemExit(0) from None
     finally:
         if remove_console_handler is not None:

@@ -19,8 +19,15 @@ import sysconfig
 from pathlib import Path
 from types import ModuleType
 
-from .mockrt.build import HERE as MOCKRT_DIR
-from .mockrt.build import RuntimeBuildError, compile_library, default_build_dir, in_checkout, install_hint, stale
+from .mockrt.build import (
+    HERE as MOCKRT_DIR,
+    RuntimeBuildError,
+    compile_library,
+    default_build_dir,
+    in_checkout,
+    install_hint,
+    stale,
+)
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_fastframe.c"
@@ -102,7 +109,10 @@ def load(build_dir: Path | None = None) -> ModuleType | None:
     if loaded is not None and loaded.__file__ == str(library):
         return loaded
     loader = importlib.machinery.ExtensionFileLoader(MODULE, str(library))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(MODULE, library, loader=loader))
+    spec = importlib.util.spec_from_file_location(MODULE, library, loader=loader)
+    if spec is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     sys.modules[MODULE] = module
     return module

@@ -100,7 +100,8 @@ class Pacer:
         if self._fresh >= _RESORT or len(late) < _RESORT:
             self._fresh = 0
             q = self.lateness_quantile()
-            self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
+            if q is not None:  # (it is: a lateness was just recorded)
+                self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
 
     def wait(self) -> int:
         """Block until this frame's deadline; returns the deadline (monotonic ns)."""

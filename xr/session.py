@@ -112,18 +112,22 @@ def _address(obj: Any) -> int:
     return ctypes.cast(obj, _P).value or 0
 
 
+_STATE_FIELDS: list[tuple[str, Any]] = [
+    ("trigger_left", xr.ActionStateFloat), ("trigger_right", xr.ActionStateFloat),
+    ("squeeze_left", xr.ActionStateFloat), ("squeeze_right", xr.ActionStateFloat),
+    ("move", xr.ActionStateVector2f), ("turn", xr.ActionStateVector2f),
+    ("jump", xr.ActionStateBoolean), ("menu", xr.ActionStateBoolean)]
+
+
 class _ActionStates(ctypes.Structure):
     """The eight action-state outputs side by side, unpacked in one struct call per frame."""
-    _fields_ = [("trigger_left", xr.ActionStateFloat), ("trigger_right", xr.ActionStateFloat),
-                ("squeeze_left", xr.ActionStateFloat), ("squeeze_right", xr.ActionStateFloat),
-                ("move", xr.ActionStateVector2f), ("turn", xr.ActionStateVector2f),
-                ("jump", xr.ActionStateBoolean), ("menu", xr.ActionStateBoolean)]
+    _fields_ = _STATE_FIELDS
 
 
 def _states_format() -> struct.Struct:
     # (current_state..., is_active) per state: float f, Vector2f ff, Bool32 I; padding skipped.
     picks = []
-    for name, kind in _ActionStates._fields_:
+    for name, kind in _STATE_FIELDS:
         base = getattr(_ActionStates, name).offset
         code = {xr.ActionStateFloat: "f", xr.ActionStateVector2f: "2f", xr.ActionStateBoolean: "I"}[kind]
         picks += [(base + kind.current_state.offset, code, kind.current_state.size),
@@ -336,7 +340,7 @@ class XRSession:
         self._profiles = ("", "")
         self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
         self._pacer: Pacer | None = None  # a headless session's clock
-        self._convert = None              # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
+        self._convert: Any = None         # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
         self._counter_hz = 0              # the win32 performance counter's frequency, when that converts
         self._rate_from_display = False   # a headless session paces at the display's rate (follows its changes)
         self._time_offset: int | None = None  # XrTime - CLOCK_MONOTONIC, learnt from state events
@@ -478,15 +482,17 @@ class XRSession:
     def _prepare_per_frame(self, blend_mode: xr.EnvironmentBlendMode, native: bool) -> None:
         """Every struct the frame loop passes to the runtime, built once."""
         inst = self._instance
-        acts = self._actions.actions
-        left, right = self._actions.hand_paths
+        actions = self._actions
+        assert actions is not None  # made with the session, before its frame structs
+        acts = actions.actions
+        left, right = actions.hand_paths
         entry = {name: _entry(inst, name) for name in _SIGNATURES}
         fn = {name: ctypes.CFUNCTYPE(ctypes.c_int, *_SIGNATURES[name])(entry[name]) for name in _SIGNATURES}
         self._xrPollEvent, self._xrWaitFrame = fn["xrPollEvent"], fn["xrWaitFrame"]
         self._xrBeginFrame, self._xrEndFrame = fn["xrBeginFrame"], fn["xrEndFrame"]
         self._xrSyncActions, self._xrLocateSpace = fn["xrSyncActions"], fn["xrLocateSpace"]
         self._instance_h, self._session_h = _address(inst), _address(self._session)
-        self._active_sets = (xr.ActiveActionSet * 1)(xr.ActiveActionSet(self._actions.handle, xr.NULL_PATH))
+        self._active_sets = (xr.ActiveActionSet * 1)(xr.ActiveActionSet(actions.handle, xr.NULL_PATH))
         self._sync_info = xr.ActionsSyncInfo(active_action_sets=self._active_sets)
         self._locations = (xr.SpaceLocation * 5)(*(xr.SpaceLocation() for _ in range(5)))
         base = _address(self._base)
@@ -608,7 +614,9 @@ class XRSession:
 
     def _headless_step(self) -> TrackingFrame:
         """A headless frame: our own pacing, the runtime's events, then sync and locate at its now."""
-        self._pacer.wait()
+        pacer = self._pacer
+        assert pacer is not None  # a headless session has one
+        pacer.wait()
         step = self._ff_step
         if step is None:
             now = self._now()  # first, as xrWaitFrame reads the clock before the frame's events
@@ -729,8 +737,9 @@ class XRSession:
         if states != self._last_states:  # controls mostly rest between frames: keep the object
             self._last_states = states
             self._controls = _controls(*states)
+        head, left_aim, left_grip, right_aim, right_grip = starmap(_pose, _LOCATION.iter_unpack(self._locations))
         frame = TrackingFrame(  # positional, in field order: keywords cost a third more
-            self._seq, time_ns, *starmap(_pose, _LOCATION.iter_unpack(self._locations)),  # head, l/r aim, grip
+            self._seq, time_ns, head, left_aim, left_grip, right_aim, right_grip,
             self._controls, self._profiles[0], self._profiles[1], self._focused,
         )
         self._seq += 1
@@ -857,7 +866,9 @@ class XRSession:
 
     def _read_profiles(self) -> None:
         names = []
-        for hand in self._actions.hand_paths:
+        actions = self._actions
+        assert actions is not None  # read while the session runs
+        for hand in actions.hand_paths:
             during = "reading the active controller profile"
             state = self._call(during, "xrGetCurrentInteractionProfile", xr.get_current_interaction_profile,
                                self._session, hand)

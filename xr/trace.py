@@ -167,7 +167,7 @@ class TraceWriter:
                 self._drain()
                 if stopping:
                     return
-                if time.monotonic() >= next_sync:
+                if time.monotonic() >= next_sync and self._fd is not None:
                     _datasync(self._fd)
                     next_sync = time.monotonic() + self._sync_interval
             except OSError as e:
@@ -185,20 +185,24 @@ class TraceWriter:
             self.count += 1
 
     def _append(self, data: bytes) -> None:
+        fd = self._fd
+        assert fd is not None  # the writer thread ends when the file is closed
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(fd, view):]
         self._size += len(data)
 
     def _fail(self, error: OSError) -> None:
         """Keep the whole lines written (cut the torn one: truncating needs no space) and stop."""
         self.failed = error
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
         try:
-            os.ftruncate(self._fd, self._size)
+            os.ftruncate(fd, self._size)
         except OSError:
             pass  # the reader stops at a torn last line anyway
-        os.close(self._fd)
-        self._fd = None
+        os.close(fd)
 
     def _stop_thread(self) -> None:
         self._stopping = True
@@ -361,8 +365,8 @@ def parse_frame(row: Any) -> TrackingFrame:
     if not isinstance(row[8], str) or not isinstance(row[9], str) or not isinstance(row[10], bool):
         raise ValueError("profiles must be strings and focused a boolean")
     names = ("head", "left_aim", "left_grip", "right_aim", "right_grip")
-    poses = [_pose(row[2 + i], n) for i, n in enumerate(names)]
-    return TrackingFrame(seq, t, *poses, controls=_controls(row[7]),
+    head, left_aim, left_grip, right_aim, right_grip = (_pose(row[2 + i], n) for i, n in enumerate(names))
+    return TrackingFrame(seq, t, head, left_aim, left_grip, right_aim, right_grip, controls=_controls(row[7]),
                          profile_left=row[8], profile_right=row[9], focused=row[10])
 
 
@@ -564,7 +568,7 @@ def _input_values(frame: TrackingFrame, profile: str) -> dict[str, str]:
     """Physical input path -> motion-file values reproducing the frame's action states."""
     c = frame.controls
     per_hand = {"trigger": (c.trigger_left, c.trigger_right), "squeeze": (c.squeeze_left, c.squeeze_right)}
-    shared = {"move": c.move, "turn": c.turn, "jump": c.jump, "menu": c.menu}
+    shared: dict[str, tuple[float, float] | bool] = {"move": c.move, "turn": c.turn, "jump": c.jump, "menu": c.menu}
     out: dict[str, str] = {}
     seen: set[str] = set()
     for action, path in BINDINGS[profile]:
@@ -580,7 +584,8 @@ def _input_values(frame: TrackingFrame, profile: str) -> dict[str, str]:
 
 
 def motion_text(frames: Sequence[TrackingFrame], profile: str) -> str:
-    """The mock runtime's motion file reproducing `frames` (frame i at motion frame i: replay runs it on the step clock)."""
+    """The mock runtime's motion file reproducing `frames` (frame i at motion frame i: replay runs it
+    on the step clock)."""
     if profile not in BINDINGS:
         raise ValueError(f"cannot replay profile {profile!r}: not one of {sorted(BINDINGS)}")
     lines = ["# replay of a headcast trace", "timebase frames", "interpolate off"]

@@ -27,8 +27,9 @@ class LogHistogram:
     as the bin's geometric middle, so the relative error is at most sqrt(GROWTH) - 1 (< 1 %).
     Below LO (zero, negative: a tick that ran early) the error is at most LO absolute; at or
     above HI the value is counted in a last bin reported as the exact max. Min, max, count and
-    sum are exact, and so are the percentiles that are the min or the max. Percentiles use numpy's "inverted_cdf" definition (the smallest value with at
-    least q % of the values at or below it), so they are values that occurred, never averages.
+    sum are exact, and so are the percentiles that are the min or the max. Percentiles use numpy's
+    "inverted_cdf" definition (the smallest value with at least q % of the values at or below it),
+    so they are values that occurred, never averages.
     """
 
     LO = 1e-6
@@ -117,7 +118,9 @@ class LogHistogram:
 
     def summary(self, scale: float = 1.0, digits: int = 6) -> dict:
         """count, mean, p50, p90, p99, max (values × scale, rounded), JSON-able."""
-        r = (lambda v: None if v is None else round(v * scale, digits))
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v * scale, digits)
+
         p50, p90, p99 = self.percentiles(PERCENTILES)
         return {"count": self.n, "mean": r(self.total / self.n) if self.n else None,
                 "p50": r(p50), "p90": r(p90), "p99": r(p99), "max": r(self.max) if self.n else None}
@@ -250,9 +253,9 @@ class ProtocolStats:
                     mine_bins = self.relay_bins[t] = {}
                 for i, c in bins.items():
                     mine_bins[int(i)] = mine_bins.get(int(i), 0) + c
-            mine = self.rows[t]
+            mine_row = self.rows[t]
             for c in range(COLUMNS):
-                mine[c] = max(mine[c], row[c]) if c == RELAY_MAX else mine[c] + row[c]
+                mine_row[c] = max(mine_row[c], row[c]) if c == RELAY_MAX else mine_row[c] + row[c]
             if hist:
                 h = self.row_hist[t]
                 if h is None:
@@ -268,11 +271,12 @@ class ProtocolStats:
                 self.p_bc_last[j] = max(last, self.p_bc_last[j])
                 self.p_bc[j] += bc
             self.p_in[j] = self.p_in[j] or inside
-        active = peak = 0
+        active: float = 0
+        peak: float = 0
         for row in self.rows:
             active += row[ACTIVE_DELTA]
             peak = max(peak, active)
-        self.peak_active = max(self.peak_active, peak)
+        self.peak_active = max(self.peak_active, int(peak))  # (whole players: ints in the rows)
 
     def grow(self, player: int) -> None:
         k = player + 1 - len(self.p_up)
@@ -465,7 +469,8 @@ class SwarmMetrics:
             hist = [0] * SecondHistogram.BINS
             vmax = 0.0
             # relay and loss of the seconds our own ticks ran on time (the server's figures)
-            relays = lost = 0
+            relays: float = 0
+            lost: float = 0
             for r, h in zip(rows, st.row_hist[first:last]):
                 if r[SLIPPED]:
                     continue
@@ -559,7 +564,7 @@ def server_view(st: ProtocolStats) -> dict:
     rows = st.rows
     relays = sum(rows[s][RELAYS] for s in clean)
     lost = sum(rows[s][LOST] for s in clean)
-    h = LogHistogram.of_bins((st.relay_bins[s] for s in clean if st.relay_bins[s]),
+    h = LogHistogram.of_bins((bins for s in clean if (bins := st.relay_bins[s])),
                              sum(rows[s][RELAY_SUM] for s in clean),
                              max((rows[s][RELAY_MAX] for s in clean if rows[s][RELAYS]), default=0.0))
     return {"seconds": len(clean), "of_seconds": len(rows),
@@ -575,7 +580,7 @@ def generator(st: ProtocolStats) -> dict:
     share = st.slipped / ticks if ticks else 0.0
     late = [s for s, r in enumerate(st.rows) if r[SLIPPED]]
     rows = st.rows
-    h = LogHistogram.of_bins((st.relay_bins[s] for s in late if st.relay_bins[s]),
+    h = LogHistogram.of_bins((bins for s in late if (bins := st.relay_bins[s])),
                              sum(rows[s][RELAY_SUM] for s in late),
                              max((rows[s][RELAY_MAX] for s in late if rows[s][RELAYS]), default=0.0))
     return {"ticks": ticks, "slipped": st.slipped, "slipped_pct": round(100.0 * share, 3),
@@ -599,15 +604,20 @@ def series(st: ProtocolStats) -> dict:
     """One value per whole second since the start, for plots (the last, partial second too)."""
     rows = st.rows
     col = lambda c: [r[c] for r in rows]  # noqa: E731
-    p50, p99, mean = [], [], []
+    p50: list[float | None] = []
+    p99: list[float | None] = []
+    mean: list[float | None] = []
     for r, h in zip(rows, st.row_hist):
         if h is None:
-            p50.append(None), p99.append(None), mean.append(None)
+            p50.append(None)
+            p99.append(None)
+            mean.append(None)
         else:
             p50.append(round(SecondHistogram.percentile(h, 50, r[RELAY_MAX]) * 1000.0, 3))
             p99.append(round(SecondHistogram.percentile(h, 99, r[RELAY_MAX]) * 1000.0, 3))
             mean.append(round(r[RELAY_SUM] / r[RELAYS] * 1000.0, 3))
-    active, n = [], 0
+    active: list[float] = []
+    n: float = 0
     for r in rows:
         n += r[ACTIVE_DELTA]
         active.append(n)

@@ -231,7 +231,7 @@ def motion_frames(path: str | Path) -> list[TrackingFrame]:
     out = []
     for i in range(n):
         t = i / RATE
-        poses = {}
+        poses: dict[str, Pose] = {}
         for name, pos in DEFAULT_POS.items():
             p = _sample(tracks.get((name, "pos")), t, pos)
             q = _sample(tracks.get((name, "ori")), t, (0.0, 0.0, 0.0, 1.0))
@@ -242,7 +242,8 @@ def motion_frames(path: str | Path) -> list[TrackingFrame]:
                      trigger_left=inp("trigger_left")[0], trigger_right=inp("trigger_right")[0],
                      squeeze_left=inp("squeeze_left")[0], squeeze_right=inp("squeeze_right")[0],
                      jump=inp("jump")[0] >= 0.5)
-        out.append(TrackingFrame(i, int(t * 1e9), controls=c, focused=True, **poses))
+        out.append(TrackingFrame(i, int(t * 1e9), poses["head"], poses["left_aim"], poses["left_grip"],
+                                 poses["right_aim"], poses["right_grip"], controls=c, focused=True))
     return out
 
 
@@ -307,6 +308,8 @@ class Script:
     def load(cls, motion: str | Path | None = None, trace: str | Path | None = None) -> "Script":
         if trace is not None:
             return cls(trace_frames(trace))
+        if motion is None:
+            raise ValueError("Script.load: a motion or a trace")
         return cls(motion_frames(motion))
 
     def __len__(self) -> int:

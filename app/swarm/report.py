@@ -139,13 +139,15 @@ def line_chart(title: str, t: list[float], lines: list[tuple[str, list, str]], u
     while lo + k * ystep <= hi + 1e-9 * ystep:  # y grid and labels
         v = lo + k * ystep
         svg.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e8e8e8"/>'
-                   f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">{_tick_label(v)}</text>')
+                   f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#555">'
+                   f'{_tick_label(v)}</text>')
         k += 1
     xstep = _nice_step(t1 - t0, 6)
     v = math.ceil(t0 / xstep) * xstep
     while v <= t1 + 1e-9:
         svg.append(f'<line x1="{x(v):.1f}" x2="{x(v):.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#555"/>'
-                   f'<text x="{x(v):.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle" fill="#555">{_tick_label(v)}</text>')
+                   f'<text x="{x(v):.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle" fill="#555">'
+                   f'{_tick_label(v)}</text>')
         v += xstep
     svg.append(f'<text x="{left + pw}" y="{height - 4}" font-size="11" text-anchor="end" fill="#555">s since start</text>')
     svg.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#bbb"/>')
@@ -277,7 +279,7 @@ def never_text(players: dict) -> str:
     if not never:
         return ""
     reasons = players.get("join_failed_reasons") or {}
-    why = max(reasons, key=reasons.get) if reasons else "no answer"
+    why = max(reasons, key=lambda r: reasons[r]) if reasons else "no answer"
     why = why.removeprefix("server refused: ")  # the server's own words
     hint = HINTS.get(why.strip())
     return f"{never} of {players.get('started', '?')} players never got in: {why}" + (f" ({hint})" if hint else "")
@@ -359,7 +361,8 @@ def render_html(report: dict) -> str:
     started = f"started {report['started_utc']}; " if report.get("started_utc") else ""
     seed = f"; seed {run['seed']} (--seed {run['seed']} repeats the variation)" if run.get("seed") is not None else ""
     body = [f"<h1>{escape(title)}</h1>",
-            f'<p class="sub">{escape(report.get("subtitle", ""))} {escape(started)}{_fmt(report.get("duration_s"), 1)} s run; '
+            f'<p class="sub">{escape(report.get("subtitle", ""))} {escape(started)}'
+            f'{_fmt(report.get("duration_s"), 1)} s run; '
             f'{escape(", ".join(what) or "no protocol")}; players run by {escape(generator)}'
             f'{escape(", " + str(run["source"])) if run.get("source") else ""}{escape(seed)}</p>',
             '<p class="note">Relay latency: a player\'s send until a sampled observer player receives it relayed '

@@ -36,8 +36,9 @@ separate transform socket from 7 on), `control_messages` on the control lane.
 from __future__ import annotations
 
 from collections import Counter
-from struct import Struct
 from dataclasses import dataclass, field
+from struct import Struct
+from typing import Sequence
 
 from ..drops import DropCounter, detail as drop_detail
 from .codec import (
@@ -46,14 +47,13 @@ from .codec import (
     MSG_ROOM_POSE,
     PROTOCOLS,
     NetSyncDecodeError,
-    UnsupportedProtocolError,
     check_protocol,
     client_pose_header,
-    encode_client_hello,
-    encode_client_pose,
     decode_device_id_mapping,
     decode_room_pose,
     encode_body_tail,
+    encode_client_hello,
+    encode_client_pose,
     room_id_bytes,
 )
 from .model import FLAG_STEALTH, DeviceMapping, PoseBody, PoseFrame
@@ -75,7 +75,7 @@ PROBE_SUFFIX = "/headcast-probe"
 CONTROL_RETRY = 0.1  # a control message the socket refused (not connected yet) is retried this soon
 
 
-def probe_messages(device_id: str, protocols=PROTOCOLS) -> list[bytes]:
+def probe_messages(device_id: str, protocols: Sequence[int] = PROTOCOLS) -> list[bytes]:
     """Every protocol's smallest join message under `device_id`, all for the control lane: a
     stealth pose (protocols 3–6; stealth is never broadcast) or a stealth hello (7–8)."""
     return [encode_client_hello(device_id, True, p) if p >= HELLO_PROTOCOL
@@ -179,8 +179,8 @@ class Counters:
     mappings: int = 0
     hellos: int = 0
     probes: int = 0
-    skipped: Counter = field(default_factory=Counter)  # send policy: "rate" / "unchanged"
-    drops: Counter = field(default_factory=DropCounter)  # reason → count (bad input, lost sends)
+    skipped: Counter[str] = field(default_factory=Counter)  # send policy: "rate" / "unchanged"
+    drops: DropCounter = field(default_factory=DropCounter)  # reason → count (bad input, lost sends)
 
 
 class NetSyncClientCore:
@@ -274,8 +274,9 @@ class NetSyncClientCore:
         detecting or diagnosing a mismatch, every protocol's probe (once a second)."""
         if self._last_rx is None:
             self._start(now)
+        started = now if self._started is None else self._started  # (set by _start)
         if (not self._probing and self.client_no is None and self.mismatch is None
-                and now - self._started >= MISMATCH_PROBE_AFTER):
+                and now - started >= MISMATCH_PROBE_AFTER):
             self._probing = True  # nothing maps us: ask which protocol the server speaks
             self._probe_id = self.device_id + PROBE_SUFFIX
             self._probe_i = 0
@@ -367,8 +368,9 @@ class NetSyncClientCore:
         if self.protocol is None:
             return  # registered by a detection probe: joined once we know the protocol
         mine = next((no for no, m in self.members.items() if m.device_id == self.device_id), None)
-        if mine is not None and mine != self.client_no:
-            self._emit(Joined(mine, self.server_version))
+        version = self.server_version  # (set: the members came in a mapping, which carries it)
+        if mine is not None and mine != self.client_no and version is not None:
+            self._emit(Joined(mine, version))
         self.client_no = mine
         if mine is not None and self._probing and self._probe_id != self.device_id:
             self._probing = False  # mapped after all (a slow server): nothing to diagnose
@@ -398,12 +400,12 @@ class NetSyncClientCore:
             # Without our number we cannot tell our own entry from a peer's.
             self.counters.drops["room pose: before mapping"] += 1
             return
-        for e in room.entries:
-            if e.client_no == self.client_no:
-                self._emit(OwnPose(e.body, e.pose_time, now))
+        for entry in room.entries:
+            if entry.client_no == self.client_no:
+                self._emit(OwnPose(entry.body, entry.pose_time, now))
             else:
-                m = self.members.get(e.client_no)
-                self._emit(PeerPose(e.client_no, m.device_id if m else None, e.body, e.pose_time, now))
+                m = self.members.get(entry.client_no)
+                self._emit(PeerPose(entry.client_no, m.device_id if m else None, entry.body, entry.pose_time, now))
 
     def _foreign_protocol(self, protocol: int) -> bool:
         """A room broadcast whose protocol byte is not ours. While detecting it names the server's
@@ -438,7 +440,7 @@ class NetSyncClientCore:
                 "but never registered our poses: check the ports (from protocol 7 on poses go to the transform "
                 "port, control + 2 by default)"))
 
-    def _mismatch(self, protocol: int | None, version, known: int | None = None) -> None:
+    def _mismatch(self, protocol: int | None, version: tuple[int, int, int] | None, known: int | None = None) -> None:
         if self.mismatch is not None:
             return
         theirs = f"NetSync protocol {protocol}" if protocol is not None else (
@@ -456,11 +458,13 @@ class NetSyncClientCore:
         self._emit(m)
 
     def handle_timer(self, now: float) -> None:
-        if self._last_rx is None:
+        last = self._last_rx
+        if last is None:
             self._start(now)
-        if not self._silent and now - self._last_rx > self.silence_timeout:
+            last = now
+        if not self._silent and now - last > self.silence_timeout:
             self._silent = True
-            self._emit(ServerSilent(now - self._last_rx))
+            self._emit(ServerSilent(now - last))
 
     def events(self) -> list[Event]:
         out, self._events = self._events, []
@@ -475,9 +479,10 @@ class NetSyncClientCore:
 
     def _alive(self, now: float) -> None:
         self._start(now)
-        if self._silent:
+        last = self._last_rx
+        if self._silent and last is not None:  # (silent: there was a last)
             self._silent = False
-            self._emit(ServerBack(now - self._last_rx))
+            self._emit(ServerBack(now - last))
         self._last_rx = now
 
     def _envelope(self, frames: list[bytes], what: str) -> bool:

@@ -34,8 +34,10 @@ import math
 import os
 import struct
 import sys
-from math import atan2, cos, floor, sin, sqrt
 from functools import lru_cache
+from math import atan2, cos, floor, sin, sqrt  # noqa: F401 - atan2, cos, floor, sin: the generated code's globals
+from types import ModuleType
+from typing import Any, Callable
 
 from headcast.netcode.pose import IDENTITY, Quat
 
@@ -285,7 +287,7 @@ def _body_struct(flags: int, n_virtuals: int, with_seq: bool, family: int) -> st
     return struct.Struct(fmt)
 
 
-def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
+def _rel(args: list[Any], part: Transform, hx: float, hy: float, hz: float,
          ax: float, ay: float, az: float, aw: float) -> None:
     """A hand/virtual relative to the head: world-axis offset, conj(head)·part; (ax…aw) = conj(head)."""
     (px, py, pz), (bx, by, bz, bw) = part
@@ -313,7 +315,7 @@ def _rel(args: list, part: Transform, hx: float, hy: float, hz: float,
         args += (x, y, z, _IDENTITY_PACKED)
 
 
-def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple:
+def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple[Any, ...]:
     """The physical block's integers: the XROrigin Δ, or the floor-local physical pose."""
     if flags & FLAG_MOVING_FLOOR:
         (px, py, pz), rot = frame.physical
@@ -328,7 +330,7 @@ def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple:
     return (x, _q16(dy, DELTA_POS_SCALE), z, yaw)
 
 
-def _body_args(frame: PoseFrame, args: list, protocol: int, family: int) -> tuple[int, int, list]:
+def _body_args(frame: PoseFrame, args: list[Any], protocol: int, family: int) -> tuple[int, int, list[Any]]:
     """Sanitised flags, virtual count and the struct arguments of a body, appended to `args`."""
     flags = sanitize_flags(frame.flags, protocol)
     n = min(len(frame.virtuals), MAX_VIRTUALS) if flags & FLAG_VIRTUALS else 0
@@ -408,7 +410,7 @@ def client_pose_header(device_id: str, protocol: int = LATEST_PROTOCOL) -> bytes
 def encode_client_pose(device_id: str, pose_seq: int, frame: PoseFrame, protocol: int = LATEST_PROTOCOL) -> bytes:
     header = client_pose_header(device_id, protocol)
     if NATIVE is not None:  # the C accelerator: the same bytes, or None for anything unusual
-        out = NATIVE.encode(header, frame, pose_seq & 0xFFFF, protocol)
+        out: bytes | None = NATIVE.encode(header, frame, pose_seq & 0xFFFF, protocol)
         if out is not None:
             return out
     try:  # _pack_body, inlined
@@ -524,7 +526,9 @@ def _decode_body_checked(data: bytes, offset: int, family: int, size: int) -> tu
     seq, flags, enc = _BODY_HEAD.unpack_from(data, offset)
     st = _LAYOUTS[family][flags]
     if st is None:
-        raise _flags_error(flags, offset + 2, family)
+        error = _flags_error(flags, offset + 2, family)
+        assert error is not None  # no layout: flags no conforming encoder writes
+        raise error
     if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA and not flags & FLAG_MOVING_FLOOR:
         raise MissingDeltaEncodingError(offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)")
     pos = offset + 4
@@ -762,6 +766,7 @@ def _src_part(names: tuple[str, str, str, str], out: str, pad: str) -> list[str]
 
 def _decoder_source(family: int, flags: int) -> str:
     st = _BODY_LAYOUTS[family][flags]
+    assert st is not None  # _make_decoder asks only for flags with a layout
     physical, head = flags & FLAG_PHYSICAL, flags & FLAG_HEAD
     floor_local = physical and flags & FLAG_MOVING_FLOOR
     names = ["seq", "_", "enc"]
@@ -774,7 +779,8 @@ def _decoder_source(family: int, flags: int) -> str:
         if flags & FLAG_LEFT:
             names += ["l0", "l1", "l2", "lp"]
     names.append("n")
-    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ, _new=_new, Transform=Transform,"
+    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ,"
+             " _new=_new, Transform=Transform,"
              " cos=cos, sin=sin, atan2=atan2, _RAD=_RAD, _DEG=_DEG):"
              f"  # family {family}, flags 0x{flags:02x}",
              f"    end = offset + {st.size}",
@@ -825,9 +831,11 @@ def _decoder_source(family: int, flags: int) -> str:
                 "    if m != 1.0:",
                 "        inv = 1.0 / sqrt(m)",
                 "        qx = qx * inv; qy = qy * inv; qz = qz * inv; qw = qw * inv",
-                "    head_yaw = ((atan2(2.0 * (qw * qy + qz * qx), 1.0 - 2.0 * (qy * qy + qz * qz)) * _DEG + 180.0) % 360.0) - 180.0",
+                "    head_yaw = ((atan2(2.0 * (qw * qy + qz * qx), 1.0 - 2.0 * (qy * qy + qz * qz)) * _DEG"
+                " + 180.0) % 360.0) - 180.0",
                 "    half = (((head_yaw - dyaw + 180.0) % 360.0) - 180.0) * _RAD * 0.5",
-                "    physical = _new(Transform, ((c * tx + s * tz, hy - dy, -s * tx + c * tz), (0.0, sin(half), 0.0, cos(half))))",
+                "    physical = _new(Transform, ((c * tx + s * tz, hy - dy, -s * tx + c * tz),"
+                " (0.0, sin(half), 0.0, cos(half))))",
             ]
             physical_value = "physical"
         head_value = "head"
@@ -838,28 +846,31 @@ def _decoder_source(family: int, flags: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _compile(source: str, name: str, st: struct.Struct):
+def _compile(source: str, name: str, st: struct.Struct) -> Callable[..., Any]:
     """The function `name` defined by `source`, its struct bound as `_st` (module globals)."""
     title = source.partition("#")[2].partition("\n")[0].strip()  # "protocol 8, flags 0x1e" in tracebacks
-    namespace = {"_st": st}
+    namespace: dict[str, Any] = {"_st": st}
     exec(compile(source, f"<netsync codec, generated: {title}>", "exec"), globals(), namespace)
-    return namespace[name]
+    fn: Callable[..., Any] = namespace[name]
+    return fn
 
 
 # protocol → flags → generated encoder (None: flags the protocol does not define → checked path)
-_ENCODERS: dict[int, dict] = {p: {} for p in PROTOCOLS}
-_TAIL_ENCODERS: dict[int, dict] = {p: {} for p in PROTOCOLS}
+_Encoder = Callable[[PoseFrame, "int | None"], bytes]
+_Decoder = Callable[[bytes, int, int], "tuple[PoseBody, int]"]
+_ENCODERS: dict[int, dict[int, _Encoder | None]] = {p: {} for p in PROTOCOLS}
+_TAIL_ENCODERS: dict[int, dict[int, _Encoder | None]] = {p: {} for p in PROTOCOLS}
 # family → flags byte → generated decoder (or the checked path, for flags no encoder writes)
-_DECODERS: dict[int, list] = {fam: [None] * 256 for fam in (3, 4, 5)}
+_DECODERS: dict[int, list[_Decoder | None]] = {fam: [None] * 256 for fam in (3, 4, 5)}
 
 
-def _make_encoder(protocol: int, flags, tail: bool):
+def _make_encoder(protocol: int, flags: object, tail: bool) -> _Encoder | None:
     if protocol not in PROTOCOLS or type(flags) is not int or not 0 <= flags < 256:
         return None  # not cached: the checked path deals with it (and raises)
     try:
         sf = sanitize_flags(flags, protocol)
     except PoseEncodeError:
-        fn = None
+        fn: _Encoder | None = None
     else:
         st = _body_struct(sf, 0, not tail, _family(protocol))
         fn = _compile(_encoder_source(protocol, sf, tail), "encode", st)
@@ -867,8 +878,9 @@ def _make_encoder(protocol: int, flags, tail: bool):
     return fn
 
 
-def _make_decoder(family: int, flags: int):
+def _make_decoder(family: int, flags: int) -> _Decoder:
     st = _BODY_LAYOUTS[family][flags]
+    fn: _Decoder
     if st is None:
         fn = lambda data, offset, size: _decode_body_checked(data, offset, family, size)  # noqa: E731
     else:
@@ -881,7 +893,7 @@ def _pack_body(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
     """encode_body (seq given) / encode_body_tail (seq None): the C accelerator's or the layout's
     generated encoder, or the checked path for anything they do not take."""
     if NATIVE is not None and type(protocol) is int and 3 <= protocol <= 8:
-        out = NATIVE.encode(b"", frame, -1 if seq is None else seq, protocol)
+        out: bytes | None = NATIVE.encode(b"", frame, -1 if seq is None else seq, protocol)
         if out is not None:
             return out
     try:
@@ -899,7 +911,7 @@ def _pack_body(frame: PoseFrame, protocol: int, seq: int | None) -> bytes:
 def _decode_body(data: bytes, offset: int, family: int, size: int) -> tuple[PoseBody, int]:
     """decode_body by family: the C accelerator, else the generated decoder of the body's flags byte."""
     if NATIVE is not None and 0 <= offset and size <= len(data):
-        got = NATIVE.decode_body(data, offset, family, size)
+        got: tuple[PoseBody, int] | None = NATIVE.decode_body(data, offset, family, size)
         if got is not None:
             return got
     if offset + 4 > size:
@@ -915,7 +927,7 @@ def decode_body(data: bytes, offset: int = 0, protocol: int = LATEST_PROTOCOL) -
     """One pose body of `protocol` starting at `offset`; returns it and the offset just past it."""
     family = _FAMILY_OF.get(protocol)
     if family is None:
-        check_protocol(protocol)  # the caller's mistake, not the network's: ValueError
+        family = _family(check_protocol(protocol))  # the caller's mistake, not the network's: ValueError
     return _decode_body(data, offset, family, len(data))
 
 
@@ -951,7 +963,7 @@ def _end(data: bytes, pos: int, what: str) -> None:
 def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
     """Message 11 of any protocol headcast speaks (or only `expect`)."""
     if NATIVE is not None and (expect is None or type(expect) is int and 3 <= expect <= 8):
-        got = NATIVE.decode_client_pose(data, expect or 0)
+        got: ClientPose | None = NATIVE.decode_client_pose(data, expect or 0)
         if got is not None:
             return got
     size = len(data)
@@ -1044,7 +1056,7 @@ def decode_device_id_mapping(data: bytes) -> DeviceIdMapping:
 # NATIVE is None and the pure-Python paths run: the same bytes and floats
 # (tests/netsync/test_codec_native.py).
 
-def _load_native():
+def _load_native() -> tuple[ModuleType | None, str]:
     if os.environ.get("HEADCAST_PURE_PYTHON", "") not in ("", "0"):
         return None, "disabled by HEADCAST_PURE_PYTHON=1"
     try:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ..drops import DropCounter
 from . import messages as m
-from .npos import NPos, Pose, encode_npos, make_npos  # Pose: re-exported (its home is npos.py)
+from .npos import NPos, Pose as Pose, encode_npos, make_npos  # Pose: re-exported (its home is npos.py)
 from .protocol import (
     CHAN_MSG,
     CHAN_POS,

@@ -45,7 +45,7 @@ RUNTIME_PROFILES = ("monado", "steamvr", "strict", "monado25", "steamvr-windows"
 FRAME_PERIOD_NS = 11_111_111  # the predicted display period at 90 Hz
 
 
-def slot_time(begin: int, k: int) -> int:
+def slot_time(begin: int, k: float) -> int:
     """XrTime of frame slot k of a session begun at `begin`: k periods of 1/90 s, whole ns, as
     the runtime computes it (a time within 1 ns of a motion frame's instant reads that frame)."""
     return begin + round(k * 1e9 / 90)

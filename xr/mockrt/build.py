@@ -107,7 +107,8 @@ def mock_unsupported() -> str | None:
 
 
 class RuntimeBuildError(RuntimeError):
-    """A native part (the mock runtime, the frame helper) could not be built (missing compiler/headers or a compile error)."""
+    """A native part (the mock runtime, the frame helper) could not be built (missing compiler/headers
+    or a compile error)."""
 
 
 def default_build_dir(name: str = "mockrt") -> Path:
