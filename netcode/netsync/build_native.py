@@ -19,6 +19,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_nscodec.c"
@@ -40,9 +41,11 @@ def in_checkout() -> bool:
 def install_hint(*needs: str) -> str:
     try:
         spec = importlib.util.spec_from_file_location("_headcast_build_hints", _HINTS)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {_HINTS}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module.install_hint(*needs)
+        return str(module.install_hint(*needs))
     except (OSError, ImportError, AttributeError):
         return "install a C compiler and your Python's development headers"
 
@@ -59,7 +62,7 @@ def stale(path: Path | None = None) -> bool:
     return any(src.stat().st_mtime > built for src in (SOURCE, Path(__file__).resolve()))
 
 
-def _compile(out: Path, say) -> None:
+def _compile(out: Path, say: Callable[[str], object]) -> None:
     cc = shlex.split(os.environ.get("CC", ""))
     gcc = shutil.which(cc[0]) if cc else (shutil.which("gcc") or shutil.which("cc"))
     if gcc is None:
@@ -81,7 +84,7 @@ def _compile(out: Path, say) -> None:
     os.replace(tmp, out)
 
 
-def build(*, force: bool = False, say=lambda msg: None) -> Path:
+def build(*, force: bool = False, say: Callable[[str], object] = lambda msg: None) -> Path:
     """Build when missing or stale; returns the extension's path."""
     out = target()
     if force or stale(out):
