@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
 from headcast.app.rig import Origin, RigState
@@ -24,6 +25,9 @@ from headcast.netcode.netsync.origin import receiver_yaw, unity_yaw
 from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
 from headcast.netcode.pose import Vec3, unity_position, unity_quat
 from headcast.xr.frame import Pose, TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.netsync_link import NetSyncLink
 
 SENT_HISTORY = 256
 
@@ -61,7 +65,7 @@ class NetSyncSink:
     name = "netsync"
     unit = "poses"  # what the summary counts as sent
 
-    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link=None) -> None:
+    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link: NetSyncLink | None = None) -> None:
         self.stealth = stealth
         self.link = link                 # a NetSyncLink, or None = offline
         # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
@@ -97,8 +101,10 @@ class NetSyncSink:
         return LATEST_PROTOCOL if self.link is None else self.link.model_protocol
 
     def _poll_linked(self, now: float) -> None:
-        self.link.poll(now)
-        body = self.link.own_body
+        link = self.link
+        assert link is not None  # the poll of a linked sink
+        link.poll(now)
+        body = link.own_body
         if body is not None and body is not self.seen:
             self.seen = body
             self._verify(body, now)
@@ -247,8 +253,8 @@ class NetSyncSink:
         hz, bps = self.meter.rates(now)
         pf = self.frame
         packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
-        values = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
-        if pf is not None and pf.flags & 0x02 and not self.stealth:
+        values: dict[str, float] | None = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
+        if pf is not None and values is not None and pf.flags & 0x02 and not self.stealth:
             packed += f" dyaw {pf.delta.dyaw:.1f}"
             values["dyaw"] = round(pf.delta.dyaw, 3)
         detail = ""
