@@ -409,6 +409,9 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
     mirror = open_mirror(cfg)
     source = sinks = None
     try:
+        # Start-up: the servers are contacted first (their handshakes are under way while the XR
+        # session opens, and pyopenxr's import is not in front of the first datagram).
+        sinks = make_sinks(cfg, clock, verify)
         source = source_factory(mirror)
         info = getattr(source, "info", None)
         if info is not None:
@@ -418,7 +421,6 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
             say(f"OpenXR: {info.runtime}, {info.system}, {kind}, "
                 f"{info.base_space} space, bindings for {len(info.profiles)} controller profiles",
                 json_mode)
-        sinks = make_sinks(cfg, clock, verify)
         recorder = None
         if cfg[("run", "record")]:
             from headcast.xr.trace import TraceWriter

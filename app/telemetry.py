@@ -6,8 +6,12 @@ without copying Python lists. Times are seconds on the loop's one clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np: Any = None  # numpy, imported by the first Ring: start-up does not wait for it (issue 26 item 6)
 
 
 class Ring:
@@ -22,6 +26,9 @@ class Ring:
     BATCH = 256
 
     def __init__(self, size: int, columns: int = 1) -> None:
+        global np
+        if np is None:
+            import numpy as np
         self.data = np.zeros((size, columns))
         self.size, self.columns, self.n, self.i = size, columns, 0, 0
         self._pending: list[float] = []

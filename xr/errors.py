@@ -5,13 +5,20 @@ Everything the session lets escape is an `XRError` whose text is meant to be sho
 """
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-try:
+if TYPE_CHECKING:
     import xr
-except Exception:  # noqa: BLE001 - pyopenxr has no OpenXR loader for this system (macOS: NotImplementedError)
-    xr = None  # nothing can raise its errors then; the typed errors stay importable
+
+
+def _pyopenxr() -> Any:
+    """pyopenxr once something has imported it (the session does), else None. Not imported here:
+    it is about a third of start-up, and a run's servers are contacted before the XR session
+    opens; an error of its own can only come from it once it is imported. (Where pyopenxr has no
+    OpenXR loader, macOS, its import fails in the session, which says so.)"""
+    return sys.modules.get("xr")
 
 NO_RUNTIME = (
     "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "
@@ -57,6 +64,7 @@ class SessionEnded(XRError):
 
 
 def _describe(exc: xr.XrException) -> tuple[type[XRError], str]:
+    xr = _pyopenxr()  # loaded: exc is one of its exceptions
     if isinstance(exc, xr.RuntimeUnavailableError):
         return NoRuntimeError, NO_RUNTIME
     if isinstance(exc, xr.FormFactorUnavailableError):
@@ -102,6 +110,7 @@ def xr_errors(during: str, call: str = "") -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        xr = _pyopenxr()
         if xr is None or not isinstance(exc, xr.XrException):
             raise
         raise translate(exc, during, call) from exc
