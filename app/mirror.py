@@ -69,8 +69,10 @@ def write_png(path: Path, rgb: np.ndarray) -> Path:
     """A plain RGB8 PNG (no extra dependency): rows top first."""
     h, w, _ = rgb.shape
     raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
-    chunk = lambda tag, data: (struct.pack(">I", len(data)) + tag + data  # noqa: E731
-                               + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
     png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
     path = Path(path)

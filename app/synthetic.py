@@ -63,8 +63,9 @@ def sample(script: tuple[Keyframe, ...], t: float) -> Keyframe:
     for a, b in zip(script, script[1:]):
         if a.t <= t < b.t:
             f = (t - a.t) / (b.t - a.t)
-            return Keyframe(t, _lerp(a.head, b.head, f), _lerp(a.aim, b.aim, f),  # type: ignore[arg-type]
-                            a.move, a.turn_x, a.trigger, a.tracked)
+            pitch, yaw, roll = _lerp(a.head, b.head, f)
+            aim_pitch, aim_yaw = _lerp(a.aim, b.aim, f)
+            return Keyframe(t, (pitch, yaw, roll), (aim_pitch, aim_yaw), a.move, a.turn_x, a.trigger, a.tracked)
     return script[-1]
 
 

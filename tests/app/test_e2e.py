@@ -67,7 +67,8 @@ F32_POSE_TOL = 1e-3  # degrees: the runtime's float32 quaternions (~1e-7 rad ≈
 # Right-stick flicks: right, right, left, left, then a long hold right (one snap only).
 FLICKS = motion("\n".join(
     f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
-    f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
+    f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n"
+    f"{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
     for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))),
     # Off the stage centre, so the Δ's rotation moves the reconstructed physical pose if it is wrong.
     head_pos="0.6 1.6 -0.4")

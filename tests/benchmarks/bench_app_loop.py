@@ -240,7 +240,8 @@ def main() -> int:
                     results[n].append(res)
                     print(f"  round {r + 1}, {n} server{'s' if n > 1 else ''} ({CONFIGS[n]}): {res['frames']} frames "
                           f"{res['hz']:.1f} Hz; frame p50 {res['cost50']:.3f} p99 {res['cost99']:.3f} ms; motion-to-wire "
-                          f"p50 {res['lat50']:.3f} p99 {res['lat99']:.3f} ms ({res['sends']} sends); CPU {res['cpu']:.2f} %; "
+                          f"p50 {res['lat50']:.3f} p99 {res['lat99']:.3f} ms ({res['sends']} sends); "
+                          f"CPU {res['cpu']:.2f} %; "
                           f"{res['states']}; load {res['load']}", flush=True)
                     if n == 2 and r == rounds - 1:
                         split, app, step_wall, step_cpu = cpu_split(loop, session, min(5.0, seconds))
@@ -271,7 +272,8 @@ def main() -> int:
                 line += (f"; motion-to-wire p99 {spread(l99)} ms [target < {TARGET_LATENCY_P99_MS} ms: {verdict(ok_l)}]"
                          f"; CPU {spread(cpu, '{:.2f}')} % [target < {TARGET_CPU_PCT} %: {verdict(ok_c)}]")
             else:
-                line += f"; motion-to-wire p99 {spread([x['lat99'] for x in rs])} ms; CPU {spread([x['cpu'] for x in rs], '{:.2f}')} %"
+                line += (f"; motion-to-wire p99 {spread([x['lat99'] for x in rs])} ms; "
+                         f"CPU {spread([x['cpu'] for x in rs], '{:.2f}')} %")
             print(line)
         if step_cpu is not None:
             print(f"  further phase with timers, 2 servers ({len(step_cpu)} frames): step thread CPU (XR call included) "

@@ -190,7 +190,10 @@ int main(int argc, char **argv) {
         poll(&p, 1, 0);
         send(sock, packet, sizeof packet, 0);
         double pause = t0 + wakes / hz - now;
-        if (pause > 0) { struct timespec s = {(time_t)pause, (long)((pause - (time_t)pause) * 1e9)}; nanosleep(&s, NULL); }
+        if (pause > 0) {
+            struct timespec s = {(time_t)pause, (long)((pause - (time_t)pause) * 1e9)};
+            nanosleep(&s, NULL);
+        }
     }
     struct timespec cpu; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
     printf("%f %f\n", cpu.tv_sec + cpu.tv_nsec * 1e-9, mono() - t0);
@@ -363,15 +366,18 @@ def main() -> None:
           f"= {percent:.2f} % of one core (target < {TARGET_PERCENT:.0f} %: "
           f"{'MEETS' if percent < TARGET_PERCENT else 'MISSES'})")
     print(f"     beside it: the application thread setting input {FRAME_HZ:.0f} times a second "
-          f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %")
+          f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, "
+          f"the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %")
     t0 = live["threaded0"]
     print(f"  b. the same with batch=0 (each server message to the core at the tick that read it): client thread "
           f"{100.0 * t0['client_cpu'] / t0['elapsed']:.2f} % ({t0['elapsed']:.1f} s)")
     cpu, elapsed, wakes = live["dedicated"]
     dedicated = 100.0 * cpu / elapsed
-    print(f"  c. the Python loop (poll + wait, {wakes / elapsed:.0f} wakes/s, {elapsed:.1f} s): whole process {dedicated:.2f} %")
+    print(f"  c. the Python loop (poll + wait, {wakes / elapsed:.0f} wakes/s, {elapsed:.1f} s): "
+          f"whole process {dedicated:.2f} %")
     floor, sock_floor = 100.0 * floor_cpu / floor_el, 100.0 * sock_cpu / sock_el
-    print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid ({floor_wakes / floor_el:.0f} wakes/s) "
+    print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid "
+          f"({floor_wakes / floor_el:.0f} wakes/s) "
           f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core")
     if c_floor is not None:
         print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core "

@@ -124,7 +124,8 @@ def _loop(ctl, mode: str, native: bool, seconds: float, former: bool, XRSession)
     kind = f"{'headless' if mode == 'headless' else 'OpenGL'}, {'native helper' if native else 'ctypes path'}"
     if mode == "headless":
         kind += ", former pacer" if former else ", pacer"
-    line = (f"  {kind:<28} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  interval jitter p50 {pct(jitter, .5) * 1000:6.0f} us "
+    line = (f"  {kind:<28} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
+            f"interval jitter p50 {pct(jitter, .5) * 1000:6.0f} us "
             f"p99 {pct(jitter, .99) * 1000:6.0f} us  CPU/frame median {pct(cpu, .5) / 1000:4.0f} us")
     if woke:  # the frame's runtime calls and its TrackingFrame, after the pacer woke us
         work = [(d - w) / 1000 for w, d in zip(woke, done)]
@@ -195,7 +196,8 @@ def main() -> int:
     jit = [round(j, 3) for _, j, _ in worst]
     report("xr_headless", "headless p99 interval jitter (pacer)", "<", TARGET_P99_JITTER_MS, max(jit), " ms", jit, loads,
            f"former pacer's (anchor, same window): {', '.join(f'{j:.3f}' for _, j, _ in runs[True])} ms; CPU per frame "
-           f"{', '.join(f'{c:.0f}' for _, _, c in runs[False])} us vs former {', '.join(f'{c:.0f}' for _, _, c in runs[True])} us")
+           f"{', '.join(f'{c:.0f}' for _, _, c in runs[False])} us "
+           f"vs former {', '.join(f'{c:.0f}' for _, _, c in runs[True])} us")
     rate_ok = all(abs(r / RATE - 1) <= TARGET_RATE_TOLERANCE for r, _, _ in worst)
     jitter_ok = all(j < TARGET_P99_JITTER_MS for _, j, _ in worst)
     print(f"target: headless {RATE:g} Hz ± {TARGET_RATE_TOLERANCE:.0%}: {'meets' if rate_ok else 'MISSES'} it; "

@@ -34,8 +34,11 @@ def drain(inst) -> list[str]:
 def actions(inst, session):
     hands = [xr.string_to_path(inst, L), xr.string_to_path(inst, R)]
     aset = xr.create_action_set(inst, xr.ActionSetCreateInfo("gameplay", "Gameplay", 0))
-    mk = lambda name, kind: xr.create_action(aset, xr.ActionCreateInfo(  # noqa: E731
-        action_type=kind, action_name=name, localized_action_name=name.title(), subaction_paths=hands))
+
+    def mk(name, kind):
+        return xr.create_action(aset, xr.ActionCreateInfo(
+            action_type=kind, action_name=name, localized_action_name=name.title(), subaction_paths=hands))
+
     aim, trig, move, jump, buzz = (mk("aim", xr.ActionType.POSE_INPUT), mk("trigger", xr.ActionType.FLOAT_INPUT),
                                    mk("move", xr.ActionType.VECTOR2F_INPUT), mk("jump", xr.ActionType.BOOLEAN_INPUT),
                                    mk("haptic", xr.ActionType.VIBRATION_OUTPUT))

@@ -178,7 +178,8 @@ def test_auto_detects_every_release_and_the_official_client_decodes_what_we_sent
         detected = s.of(ProtocolDetected)
         assert [d.protocol for d in detected] == [proto] and c.core.protocol == proto
         assert s.of(Joined)[0].server_version == tuple(int(x) for x in srv.address.version.split("."))
-        print(f"\n{srv.address.version}: protocol {proto} detected via {detected[0].how}, joined in {time.monotonic() - t0:.2f} s")
+        print(f"\n{srv.address.version}: protocol {proto} detected via {detected[0].how}, "
+              f"joined in {time.monotonic() - t0:.2f} s")
         s.until(lambda: len({e['pose_seq'] for _, e in obs.entries(c.client_no)}) >= 8, 15, "8 of our poses at the official client")
         if proto >= 5:
             mode["floor"] = True
@@ -225,7 +226,8 @@ def test_the_official_client_sees_our_send_policy(netsync_edge):
         s.run(4.0)
         still_entries = obs.entries(c.client_no, since=t_still)
         still_rate = _seq_rate(still_entries)
-        print(f"\n{srv.address.version}: poseSeq at the official client: {moving_rate:.2f}/s moving (cap 5), {still_rate:.2f}/s still")
+        print(f"\n{srv.address.version}: poseSeq at the official client: {moving_rate:.2f}/s moving (cap 5), "
+              f"{still_rate:.2f}/s still")
         assert 4.0 <= moving_rate <= 5.5
         assert 0.6 <= still_rate <= 1.3
         # still: every relayed body is the same pose, re-sent only by the heartbeat
