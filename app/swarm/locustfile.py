@@ -199,6 +199,7 @@ def _test_start(environment, **_) -> None:
 
 def _state() -> dict:
     m = _Process.metrics
+    assert m is not None  # made at the test's start
     state = m.state(_Process.wall_started)
     state["wall_now"] = time.time()
     return state
@@ -316,7 +317,7 @@ class SwarmPlayer(User):
     wait_time = constant(1)   # only between a failed start and the next try
 
     def on_start(self) -> None:
-        self.player = None
+        self.player: Player | None = None
 
     @task
     def play(self) -> None:
@@ -330,6 +331,7 @@ class SwarmPlayer(User):
         _Process.next_user += 1
         index = k * workers + w
         server, script = _Process.server, _Process.script
+        assert server is not None and script is not None  # made at the test's start
         var = Variation(offset=(index * 0.61803) % 1.0 * script.period, speed=0.9 + 0.2 * ((index * 0.7548) % 1.0),
                         spot=_Process.spots[index % SPOTS], source=source_address(index, server.host),
                         observer=k == 0, marked=1 <= k <= o.headcast_marked, board=_Process.boards[proto])
@@ -340,7 +342,8 @@ class SwarmPlayer(User):
             p.start(clock())
             # poll, not select: a few hundred players' sockets (ZeroMQ's among them) pass
             # select's FD_SETSIZE (1024) in one process.
-            poller, watched = gselect.poll(), ()
+            poller = gselect.poll()
+            watched: tuple[int, ...] = ()
             while not _Process.stopping:
                 fds = tuple(p.filenos())
                 if fds != watched:

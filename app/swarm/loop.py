@@ -23,9 +23,12 @@ import selectors
 import time
 import traceback
 from collections import deque
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from headcast.app.swarm.metrics import LogHistogram
+
+if TYPE_CHECKING:
+    from headcast.app.swarm.players import Player
 
 MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
 MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
@@ -38,10 +41,10 @@ class SwarmLoop:
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.selector = selectors.DefaultSelector()
-        self._heap: list[tuple[float, int, object]] = []
+        self._heap: list[tuple[float, int, Player]] = []
         self._n = 0
-        self._ramp: deque[tuple[float, object]] = deque()
-        self._held: dict[str, deque] = {}        # per protocol: due players waiting for the window
+        self._ramp: deque[tuple[float, Player]] = deque()
+        self._held: dict[str, deque[Player]] = {}  # per protocol: due players waiting for the window
         self._joining: dict[str, list] = {}      # per protocol: (started at, player) in the window
         self.players: list = []          # started, in start order
         self.errors: list[str] = []      # players closed for an exception: what it was
@@ -101,8 +104,8 @@ class SwarmLoop:
         ramp = self._ramp
         while ramp and ramp[0][0] <= now:
             _, p = ramp.popleft()
-            held = self._held.get(p.proto)
-            if held or not self._window_open(p, now):
+            waiting = self._held.get(p.proto)
+            if waiting or not self._window_open(p, now):
                 self._held.setdefault(p.proto, deque()).append(p)
                 continue
             self._start(p, now)
@@ -150,7 +153,7 @@ class SwarmLoop:
                     self._failed(p, now, "timer")
                     continue
                 self._schedule(p)
-            if next_status is not None and now >= next_status:
+            if on_status is not None and next_status is not None and now >= next_status:
                 on_status(now)
                 next_status = now + status_every
             wake = min(until, now + MAX_SLEEP)

@@ -31,14 +31,14 @@ import socket
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from headcast.app.swarm.motion import Script, Spot
 from headcast.app.swarm.observer import Board, Marker, SeqLog
 from headcast.netcode.icmp import icmp_error
 from headcast.netcode.q3.client import LINKED, ClientConfig, Q3ClientCore
 from headcast.netcode.q3.entities import player_entity
-from headcast.netcode.q3.events import Disconnected as Q3Disconnected
-from headcast.netcode.q3.events import EnteredWorld, SnapshotReceived
+from headcast.netcode.q3.events import Disconnected as Q3Disconnected, EnteredWorld, SnapshotReceived
 from headcast.netcode.q3.vrhead import yaw_offset
 
 PROTOCOLS = ("q3", "netsync", "sauer")
@@ -156,6 +156,10 @@ class Player:
     """The base of the three players; `Player(proto, …)` makes the protocol's own."""
 
     proto = ""
+    # The swarm loop's bookkeeping (app/swarm/loop.py): the deadline of this player's heap entry
+    # and the descriptors registered for it.
+    _scheduled: float | None = None
+    _fds: tuple[int, ...] = ()
 
     def __new__(cls, proto: str = "", *args, **kwargs):
         if cls is Player:
@@ -179,6 +183,22 @@ class Player:
         self.marker: Marker | SeqLog | None = None
 
     def filenos(self) -> list[int]:
+        raise NotImplementedError
+
+    # What each protocol's player does (the driver's calls: the swarm loop, the Locust user).
+    def start(self, now: float) -> None:
+        raise NotImplementedError
+
+    def on_readable(self, now: float) -> None:
+        raise NotImplementedError
+
+    def next_deadline(self) -> float | None:
+        raise NotImplementedError
+
+    def on_timer(self, now: float) -> None:
+        raise NotImplementedError
+
+    def close(self, now: float) -> None:
         raise NotImplementedError
 
     def server_info(self) -> dict:
@@ -240,6 +260,7 @@ class Q3Player(Player):
         self.core = Q3ClientCore(ClientConfig(name=f"hc{index}", vr=True, cmd_rate=RATES["q3"],
                                               pure_paks=server.pk3, connect_timeout=15.0))
         self.intents = script.q3(variation.spot)
+        self.marker: Marker | None = None  # (a Q3 player's board marker is a Marker)
         self.sock: socket.socket | None = None
         self._attempt_at = 0.0
         self.socket_errors = 0
@@ -268,6 +289,7 @@ class Q3Player(Player):
 
     def _send(self, dgrams: list[bytes], now: float) -> None:
         sock, metrics, i = self.sock, self.metrics, self.index
+        assert sock is not None  # sends only between start and close
         for d in dgrams:
             try:
                 sock.send(d)
@@ -389,7 +411,8 @@ class NetSyncPlayer(Player):
                                       send_rate=min(60.0, RATES["netsync"] * 1.1))
         self.frames = script.netsync(variation.spot)
         self.period = 1.0 / RATES["netsync"]
-        self._next = None
+        self.marker: SeqLog | None = None  # (a NetSync player's board marker is a SeqLog)
+        self._next: float | None = None
         self._attempt_at = 0.0
         self._socks: list = []
         self._last_rx: float | None = None
@@ -590,7 +613,8 @@ class SauerPlayer(Player):
         from headcast.netcode.sauer.client import SauerClientCore
         self.core = SauerClientCore(name=f"hc{index}"[:15])
         self.poses = script.sauer(variation.spot)
-        self.host = None
+        self.marker: Marker | None = None  # (a Sauerbraten player's board marker is a Marker)
+        self.host: Any = None  # an enet.Host (pyenet has no types)
         self.peer = None
         self._connected = False
         self._attempt_at = 0.0
@@ -614,6 +638,7 @@ class SauerPlayer(Player):
 
     def _service(self, now: float) -> None:
         import enet
+
         from headcast.netcode.sauer.protocol import CHAN_POS
         core, host, metrics, i = self.core, self.host, self.metrics, self.index
         observer = self.var.observer

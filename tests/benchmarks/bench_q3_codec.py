@@ -5,8 +5,8 @@ client message with 2 cmds, 32-bit buttons, its key, and the legacy netchan tran
 20 server messages (legacy netchan process with XOR, then a playerState
 delta and 16 entity deltas read). Also the single operations. Target: the codec share of a
 session under 0.5 % of one core (< 5 ms of CPU per second), half the session budget of 1 %.
-With the C extension built (netcode/q3/build_native.py) its hot paths run in C; `HEADCAST_PURE_PYTHON=1` measures the pure-Python reference. The line printed
-first says which.
+With the C extension built (netcode/q3/build_native.py) its hot paths run in C;
+`HEADCAST_PURE_PYTHON=1` measures the pure-Python reference. The line printed first says which.
 
     .venv/bin/python tests/benchmarks/bench_q3_codec.py
 """
