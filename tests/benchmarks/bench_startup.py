@@ -1,6 +1,6 @@
 """Start-up: process start → the first Quake 3 datagram on the wire, for `headcast run`.
 
-A real server (OpenArena's ioq3ded on 127.0.0.1, as the other benchmarks start it) and, in front
+A real server (ioq3ded from Debian's openarena-server on 127.0.0.1, not pure, as the tests' q3_server) and, in front
 of it, a UDP relay in this process that notes when the first datagram from headcast arrives (its
 getchallenge) and then passes everything both ways, so the join goes on as it would. Per run:
 `headcast run --mock look_around --q3 RELAY --no-mirror --duration 1` is started (the clock starts
@@ -104,7 +104,7 @@ def main() -> None:
     args = ap.parse_args()
     load0 = load_now()
     times, floors, cpus = [], [], []
-    with LocalQ3Server(kind="openarena") as server:
+    with LocalQ3Server(kind="ioq3", pure=False) as server:  # joinable without --pk3: the run goes on
         first_datagram(server.address, [])  # warm the page cache and __pycache__ first
         for i in range(args.runs):
             floors.append(bare_python())
