@@ -189,7 +189,8 @@ def main() -> int:
                     pid = srv.pid
                     pin(swarm_cpu, pid, server_cpu)
                 r = results[(n, rooms)] = measure(proto, n, rooms, server, pid, args.seconds, script)
-                print(f"{n if rooms == 1 else f'{n}/{rooms}r':>7} {r['joined']:>4} {r['cpu'] * 100:>5.1f}% {r['busy'] * 100:>5.1f}% "
+                print(f"{n if rooms == 1 else f'{n}/{rooms}r':>7} {r['joined']:>4} "
+                      f"{r['cpu'] * 100:>5.1f}% {r['busy'] * 100:>5.1f}% "
                       f"{r['burst_p99']:>9.2f} {r['burst_max']:>6.1f} {fmt(r['late_p99'], '.2f'):>8} "
                       f"{fmt(r['late_max'], '.1f'):>6} {r['slipped']:>7} {r['server_cpu'] * 100:>6.1f}% "
                       f"{fmt(r['bc'], '.1f'):>5} {fmt(r['relay_p50'], '.1f'):>9} {fmt(r['relay_p99'], '.0f'):>5} "
