@@ -286,9 +286,13 @@ class NetSyncLink:
                 self._state = "connected"
                 self._detail = f"client #{ev.client_no} in room {self.room!r}, {self._where()}"
             elif isinstance(ev, ServerSilent):
+                if self.mismatch is not None and self.client_no is None:
+                    continue  # the mismatch named is the news, not the silence after it
                 self._state = "server silent"
                 self._detail = f"nothing from {self.address} for {ev.silent_for:.1f} s (still sending)"
             elif isinstance(ev, ServerBack):
+                if self.mismatch is not None and self.client_no is None:
+                    continue  # answering at last does not undo the mismatch it named
                 self._state = "connected" if self.client_no is not None else "connecting"
                 if self.client_no is not None:
                     self._detail = f"client #{self.client_no} in room {self.room!r}, {self._where()}"
