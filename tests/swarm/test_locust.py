@@ -149,6 +149,10 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     # Locust's CSV is rewritten each second while it runs, not at the end: it may miss the last
     # second (the steady per-message rows by a second's share at most; the rare events, such as
     # slipped ticks when every player leaves at once, may all fall in it).
+    # Locust's Aggregated row (its header's RPS) counts the sends only, added up over the workers
+    with open(tmp_path / "locust_stats.csv", newline="") as f:
+        at_once = {(r["Type"], r["Name"]): int(r["Request Count"]) for r in csv.DictReader(f)}
+    assert at_once[("", "Aggregated")] == at_once[("netsync", "send")], at_once
     for r in from_csv(tmp_path / "locust")["rows"]:
         f = row(final, r["type"], r["name"])
         assert r["requests"] <= f["requests"], (r, f)
