@@ -145,9 +145,10 @@ class Q3Link:
     @property
     def ping_ms(self) -> float | None:
         """The client's ping in game (None before, or once closed)."""
-        if self.closed or self.client.state is not State.ACTIVE:
+        core = self.client.core
+        if self.closed or core.state is not State.ACTIVE:
             return None
-        return self.client.status.latency_ms
+        return core._latency_ms  # the field itself: `status` would copy the whole client state
 
     @property
     def unreachable(self) -> bool:
@@ -164,7 +165,7 @@ class Q3Link:
     @property
     def drops(self) -> dict[str, int]:
         """Server messages the client dropped undecoded, reason → count."""
-        return dict(self.client.status.drops)
+        return self.client.core._all_drops()  # a new dict; `status` would copy the whole client state
 
     def _silent(self) -> bool:
         """Nothing at all has come from the server yet and the first request was resent."""
