@@ -11,7 +11,7 @@ import math
 import os
 import re
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from headcast.app import stop  # standard library only: cheap
 from headcast.app.errors import AppError, one_line
@@ -72,7 +72,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with docs/guide/config.md's promise kept: a bad flag is one line on stderr and exit 2
     (the usage block is --help's job)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice:  # a mistyped command or value: the closest one
             options = re.findall(r"'([^']*)'", choice[2]) or [c.strip() for c in choice[2].split(",")]

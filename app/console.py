@@ -54,7 +54,7 @@ def _escapes_work(out: Any) -> bool:
     try:
         import ctypes
         import msvcrt
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # (Windows-only stub)
     except (ImportError, AttributeError, OSError):
         return True  # not Windows
     try:

@@ -398,7 +398,7 @@ def _display_problem() -> str | None:
         glfw.terminate()
         return None
     finally:
-        glfw.set_error_callback(None)  # type: ignore[arg-type]
+        glfw.set_error_callback(None)  # type: ignore[arg-type]  # None: pyGLFW's default (not annotated)
 
 
 def _forget(entry, started: list | None = None) -> None:

@@ -342,7 +342,8 @@ class Q3Link:
                 ps = ev.ps
                 self.ps = ps
                 self.snapshots += 1
-                self.view_angles = tuple(map(float, ps.viewangles))  # type: ignore[assignment]
+                pitch, yaw, roll = ps.viewangles
+                self.view_angles = (float(pitch), float(yaw), float(roll))
                 self.eflags = ps.eFlags
                 if not ev.snap_flags & SNAPFLAG_NOT_ACTIVE:
                     # Not active: the server has run none of our usercmds yet (a zeroed playerState,

@@ -200,8 +200,8 @@ def _console_handler() -> Callable[[], None] | None:
     the call fails); returns the function that removes it."""
     try:
         import ctypes
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
-        prototype = ctypes.WINFUNCTYPE(ctypes.c_int, ctypes.c_uint)  # type: ignore[attr-defined]
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # (Windows-only stub)
+        prototype = ctypes.WINFUNCTYPE(ctypes.c_int, ctypes.c_uint)  # type: ignore[attr-defined]  # (Windows-only)
     except (ImportError, AttributeError, OSError):
         return None  # not Windows
     callback = prototype(lambda event: 1 if on_console_event(event) else 0)

@@ -67,7 +67,8 @@ class Marker:
             self.value = v
             self._until = now + MARK_HOLD
             self.steps.append((self.k, now, v))
-        return self.value  # type: ignore[return-value]
+        value = self.value  # (set by the first call: _until starts at -inf)
+        return motion_yaw if value is None else value
 
 
 class SeqLog:

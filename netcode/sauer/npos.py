@@ -67,7 +67,7 @@ def _load_libm_float_trig() -> tuple[Callable[[float, float], float], Callable[[
     name = ctypes.util.find_library("m")
     try:
         libm = ctypes.CDLL(name) if name else None
-        atan2f, asinf = libm.atan2f, libm.asinf  # type: ignore[union-attr]
+        atan2f, asinf = libm.atan2f, libm.asinf  # type: ignore[union-attr]  # no libm: AttributeError, below
     except (OSError, AttributeError):
         return (lambda y, x: _f32(math.atan2(y, x))), (lambda v: _f32(math.asin(v)))
     atan2f.restype, atan2f.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
@@ -293,7 +293,8 @@ def make_npos(
         raise ValueError("make_npos: non-finite player state")
     ex, ey, ez = (_f32(c) for c in eye)
     feet = (ex, ey, _f32(ez - _f32(eyeheight)))
-    o = tuple(_trunc(c * DMF, "position") for c in feet)  # ·16 of a float is exact
+    o = (_trunc(feet[0] * DMF, "position"), _trunc(feet[1] * DMF, "position"),
+         _trunc(feet[2] * DMF, "position"))  # ·16 of a float is exact
     if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
         raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
     speed, veldir, _ = _speed_dir(vel, "vel")
@@ -307,7 +308,7 @@ def make_npos(
         lifebit=lifesequence & 1,
         move=_two_bit(move),
         strafe=_two_bit(strafe),
-        o=o,  # type: ignore[arg-type]
+        o=o,
         dir=pack_dir(normalize_yaw(yaw), pitch),
         roll=min(max(_trunc(_f32(_f32(roll) + 90.0), "roll"), 0), 180),
         vel=speed,
