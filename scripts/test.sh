@@ -14,9 +14,11 @@ Runs headcast's test suite (pytest) after scripts/setup.sh. Two tiers:
              hello_xr, the Xvfb tests, bounded soak and fuzz runs. Two phases:
                1. every test not marked `serial`, spread over N pytest-xdist workers (most
                   tests wait on servers and real time, so N exceeds the core count);
-               2. the `serial` tests (they measure rates, latencies and time bounds) one at a
-                  time, alone, so the load of phase 1 cannot decide them.
-             About 9 minutes on 2 cores (15-19 minutes one test at a time).
+               2. the `serial` tests (they measure rates, latencies and time bounds) after
+                  it, two at a time (they wait on real time, using little CPU), so the
+                  CPU-heavy tests of phase 1 cannot decide them;
+               3. the few tests that change a file others read (tests/tiers.py ALONE),
+                  one at a time.
   --fast     Only what needs no live server, no display, no real-time measurement and no
              long run (markers live, slow, display, fuzz, monado, platform_sim, heavy,
              serial left out), in parallel: about a minute, for everyday work.
@@ -26,7 +28,7 @@ Options:
              `python -m pytest` runs it.
   -h, --help This text.
 
-Under plain pytest the same selection is `--tier fast` and `--phase parallel|serial`
+Under plain pytest the same selection is `--tier fast` and `--phase parallel|serial|alone`
 (tests/conftest.py); `python -m pytest` alone runs everything in one process.
 
 PYTEST ARGS pass through to every phase: paths, -k EXPR, -m EXPR, -x, -q, --durations=N ...
@@ -112,23 +114,31 @@ if [ "$FAST" = 1 ]; then
   exit $rc
 fi
 
-echo "test.sh: phase 1 of 2: the parallel tests on $workers worker(s) ($cores core(s))" >&2
+echo "test.sh: phase 1 of 3: the parallel tests on $workers worker(s) ($cores core(s))" >&2
 run parallel ${xdist[@]+"${xdist[@]}"} ${args[@]+"${args[@]}"}
 rc1=$?
 t1=$(date +%s)
-echo "test.sh: phase 2 of 2: the serial tests, one at a time" >&2
-run serial ${args[@]+"${args[@]}"}
+# The serial tests wait on real time with little CPU (a 60 Hz stream, a server's 20 Hz): two at
+# a time keep each other's rates (measured: 27 % of 2 cores), the CPU-heavy tests of phase 1 would not.
+serial_xdist=()
+[ "$workers" -gt 1 ] && serial_xdist=(-n 2 --dist loadscope)
+echo "test.sh: phase 2 of 3: the serial tests, two at a time, none of phase 1 beside them" >&2
+run serial ${serial_xdist[@]+"${serial_xdist[@]}"} ${args[@]+"${args[@]}"}
 rc2=$?
 t2=$(date +%s)
-printf 'test.sh: parallel phase exit %d after %d:%02d, serial phase exit %d after %d:%02d, %d:%02d in all\n' \
-  $rc1 $(( (t1 - t0) / 60 )) $(( (t1 - t0) % 60 )) $rc2 $(( (t2 - t1) / 60 )) $(( (t2 - t1) % 60 )) \
-  $(( (t2 - t0) / 60 )) $(( (t2 - t0) % 60 )) >&2
-# 5 = nothing selected in that phase: fine if the other phase ran tests
-if [ $rc1 -eq 5 ] && [ $rc2 -eq 5 ]; then
+echo "test.sh: phase 3 of 3: the tests that change what others read, one at a time" >&2
+run alone ${args[@]+"${args[@]}"}
+rc3=$?
+t3=$(date +%s)
+mmss() { printf '%d:%02d' $(( $1 / 60 )) $(( $1 % 60 )); }
+echo "test.sh: parallel exit $rc1 after $(mmss $((t1 - t0))), serial exit $rc2 after $(mmss $((t2 - t1)))," \
+  "alone exit $rc3 after $(mmss $((t3 - t2))); $(mmss $((t3 - t0))) in all" >&2
+# 5 = nothing selected in that phase: fine if another phase ran tests
+if [ $rc1 -eq 5 ] && [ $rc2 -eq 5 ] && [ $rc3 -eq 5 ]; then
   echo "test.sh: no test ran" >&2
   exit 1
 fi
-[ $rc1 -eq 5 ] && rc1=0
-[ $rc2 -eq 5 ] && rc2=0
-[ $rc1 -ne 0 ] && exit $rc1
-exit $rc2
+for rc in $rc1 $rc2 $rc3; do
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && exit "$rc"
+done
+exit 0

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from tiers import HEAVY, LIVE, SERIAL
+from tiers import ALONE, HEAVY, LIVE, SERIAL
 
 import support
 from support import ARTIFACTS
@@ -58,17 +58,18 @@ def _fast_tier_guard() -> None:
 
 # --- selection: the tiers and phases of scripts/test.sh ---------------------------------------
 #
-# --phase parallel runs every test but the `serial` ones, --phase serial only those (test.sh runs
-# the first under pytest-xdist, the second alone after it). --tier fast runs only what needs no
-# live server, no display, no real-time measurement and no long run (the markers in
-# FAST_EXCLUDES). By default (plain pytest) everything runs, one test at a time.
+# --phase parallel runs every test but the `serial` ones, --phase serial those but the ALONE ones
+# of tests/tiers.py, --phase alone those (test.sh runs the three in turn). --tier fast runs only
+# what needs no live server, no display, no real-time measurement and no long run (the markers
+# in FAST_EXCLUDES). By default (plain pytest) everything runs, one test at a time.
 FAST_EXCLUDES = ("live", "slow", "display", "fuzz", "monado", "platform_sim", "heavy", "serial")
 
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("headcast", "headcast's tiers and phases (scripts/test.sh --help)")
-    group.addoption("--phase", choices=("all", "parallel", "serial"), default="all",
-                    help="parallel: all but the `serial` tests; serial: only those (default: all)")
+    group.addoption("--phase", choices=("all", "parallel", "serial", "alone"), default="all",
+                    help="parallel: all but the `serial` tests; serial: those but the `alone` ones; alone: "
+                         "those (tests/tiers.py; default: all)")
     group.addoption("--tier", choices=("all", "fast"), default="all",
                     help="fast: leave out the tests marked " + ", ".join(FAST_EXCLUDES) + " (default: all)")
 
@@ -96,7 +97,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.live)
         if names & DISPLAY_FIXTURES:
             item.add_marker(pytest.mark.display)
-        if _matches(item.nodeid, SERIAL):
+        if _matches(item.nodeid, SERIAL) or _matches(item.nodeid, ALONE):
             item.add_marker(pytest.mark.serial)
         if _matches(item.nodeid, HEAVY):
             item.add_marker(pytest.mark.heavy)
@@ -104,7 +105,8 @@ def pytest_collection_modifyitems(config, items):
 
     def keep(item) -> bool:
         serial = item.get_closest_marker("serial") is not None
-        if phase == "parallel" and serial or phase == "serial" and not serial:
+        alone = _matches(item.nodeid, ALONE)
+        if {"parallel": serial, "serial": not serial or alone, "alone": not alone}.get(phase, False):
             return False
         return not (tier == "fast" and any(item.get_closest_marker(m) for m in FAST_EXCLUDES))
 

@@ -3,9 +3,9 @@
 prefixes: a file, or file::test (every parametrisation of it)."""
 from __future__ import annotations
 
-# Tests that measure real time beside the clock of the machine (rates, latencies, time-outs
-# bounded from above, CPU): run in the serial phase, alone, so that other tests' load on a
-# 2-core machine does not decide them. A node id prefix (a file, or file::test without params).
+# Tests that measure real time (rates, latencies, time-outs bounded from above): scripts/test.sh
+# runs them after the parallel phase, two at a time (they wait, using little CPU), so that the
+# CPU-heavy tests of that phase do not decide them on a 2-core machine.
 SERIAL: tuple[str, ...] = (
     # usercmd and snapshot rates of a live Quake 3 session (60 Hz / 20 Hz within 10-20 %)
     "tests/q3/test_live_session.py::test_stream_60hz_usercmds_then_disconnect",
@@ -39,6 +39,14 @@ SERIAL: tuple[str, ...] = (
     "tests/xrsession/test_headless.py::test_headless_loop_paces_itself_and_poses_follow_the_clock",
     "tests/xrsession/test_headless.py::test_without_a_time_conversion_frames_are_located_by_the_event_clock",
     "tests/monado/test_monado25.py",
+)
+
+# Tests that change a file other tests read (serial as well, and run in a phase of their own,
+# one at a time, with nothing beside them).
+ALONE: tuple[str, ...] = (
+    # ages the built xr/_fastframe*.so for a moment: beside it, fastframe.build() rebuilds it and
+    # fastframe.load() refuses it (a test of the native path would run on ctypes)
+    "tests/app/test_cli.py::test_doctor_says_when_a_native_helper_is_switched_off_or_missing",
 )
 
 # Tests that start a live server, Xvfb or a runtime in their body (the fast tier's guard names
