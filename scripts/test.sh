@@ -11,7 +11,7 @@ Runs headcast's test suite (pytest) after scripts/setup.sh. Two tiers:
 
   (default)  Everything: the live tests against real local servers (ioq3ded, OpenArena,
              styly-netsync-server, cube2-server, Monado where present), the mock runtime,
-             hello_xr, the Xvfb tests, bounded soak and fuzz runs. Two phases:
+             hello_xr, the Xvfb tests, bounded soak and fuzz runs. Three phases:
                1. every test not marked `serial`, spread over N pytest-xdist workers (most
                   tests wait on servers and real time, so N exceeds the core count);
                2. the `serial` tests (they measure rates, latencies and time bounds) after
@@ -19,9 +19,10 @@ Runs headcast's test suite (pytest) after scripts/setup.sh. Two tiers:
                   CPU-heavy tests of phase 1 cannot decide them;
                3. the few tests that change a file others read (tests/tiers.py ALONE),
                   one at a time.
+             About 9 minutes on 2 cores (one test at a time: 15-19 minutes).
   --fast     Only what needs no live server, no display, no real-time measurement and no
              long run (markers live, slow, display, fuzz, monado, platform_sim, heavy,
-             serial left out), in parallel: about a minute, for everyday work.
+             serial left out), in parallel: about 35 s on 2 cores, for everyday work.
 
 Options:
   --serial   One process, every test in collection order (no xdist, no phases): as
@@ -46,7 +47,7 @@ Environment:
 Examples:
   bash scripts/test.sh                       # everything (what CI runs)
   bash scripts/test.sh --fast                # the fast tier
-  bash scripts/test.sh tests/q3 -k handshake # a part, both phases
+  bash scripts/test.sh tests/q3 -k handshake # a part, every phase
   HEADCAST_TEST_WORKERS=1 bash scripts/test.sh tests/netsync   # one at a time
 EOF
 }
