@@ -160,7 +160,9 @@ class Outcomes:
             o._received = received
             o.heard_at = t
             if o.lost_now is not None:
-                o.lost[-1][1] = t
+                # Kept to 10 ms, as the time it was lost is: the summary's words and --json's
+                # figures are then the same numbers.
+                o.lost[-1][1] = round(t, 2)
         elif o.heard_at is not None and o.lost_now is None and t - o.heard_at >= LOST_AFTER:
             o.lost.append([round(o.heard_at, 2), None])
 
