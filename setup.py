@@ -21,6 +21,7 @@ their modules (swapped in atomically), and the mock runtime into build/mockrt/ â
 scripts put them too. The OpenXR headers are looked for in $OPENXR_INCLUDE_DIR, /usr/include,
 /usr/local/include and /opt/homebrew/include.
 """
+
 from __future__ import annotations
 
 import ast

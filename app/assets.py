@@ -1,4 +1,5 @@
 """Locate shipped data files (assets/), in a source checkout, an editable install or a wheel."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,6 +3,7 @@
 Handlers are imported lazily so `--help` and bad-flag errors answer at once, without loading
 OpenXR, OpenGL or ZeroMQ.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -109,6 +110,7 @@ def _unknown_flags_error(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 def positive(unit: str) -> Callable[[str], float]:
     """An argparse type: a finite number of `unit` more than 0 (NaN and -1 would never or at once end)."""
+
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -117,6 +119,7 @@ def positive(unit: str) -> Callable[[str], float]:
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"{text}: must be a finite number of {unit} more than 0")
         return value
+
     return parse
 
 
@@ -126,6 +129,7 @@ seconds = positive("seconds")  # a --timeout
 def room_id(text: str) -> str:
     """A NetSync room id the room broadcast can carry (at most 255 bytes of UTF-8)."""
     from headcast.netcode.netsync.codec import PoseEncodeError, id_bytes
+
     try:
         id_bytes(text, "the NetSync room id")
     except PoseEncodeError as e:
@@ -136,6 +140,7 @@ def room_id(text: str) -> str:
 def path(text: str) -> str:
     """A file name the system can take (NAME_MAX, PATH_MAX, no NUL): checked before any stat."""
     from headcast.app.config import path_problem
+
     problem = path_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{text[:40]!r}{'…' if len(text) > 40 else ''} {problem}")
@@ -143,59 +148,96 @@ def path(text: str) -> str:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", type=path, help="user TOML file (default: $HEADCAST_CONFIG or "
-                   "~/.config/headcast/config.toml when it exists)")
-    p.add_argument("--json", action="store_true",
-                   help="machine-readable output: one JSON object per line (status, final summary)")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        type=path,
+        help="user TOML file (default: $HEADCAST_CONFIG or ~/.config/headcast/config.toml when it exists)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable output: one JSON object per line (status, final summary)"
+    )
 
 
 def _add_sink_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Quake 3 sink")
     g.add_argument("--q3", metavar="HOST[:PORT]", help="Quake 3 server to join")
-    g.add_argument("--vr", dest="vr", action="store_true", default=None,
-                   help="send head bits when the server supports VR (default)")
+    g.add_argument(
+        "--vr",
+        dest="vr",
+        action="store_true",
+        default=None,
+        help="send head bits when the server supports VR (default)",
+    )
     g.add_argument("--no-vr", dest="vr", action="store_false", help="play as a flat client: no head bits")
     g.add_argument("--name", help="player name (default: headcast)")
     g.add_argument("--pk3", nargs="+", metavar="PATH", help="pk3 files matching a pure server's (sv_pure 1)")
     g.add_argument("--password", help="the server's password (g_password), sent in the userinfo")
-    g.add_argument("--q3-protocol", choices=("auto", "68", "71", "71-legacy"),
-                   help="auto (default): taken from the server's answers; 68; 71 (checksummed netchan: ioq3, "
-                        "Quake3e); 71-legacy (stock OpenArena)")
+    g.add_argument(
+        "--q3-protocol",
+        choices=("auto", "68", "71", "71-legacy"),
+        help="auto (default): taken from the server's answers; 68; 71 (checksummed netchan: ioq3, "
+        "Quake3e); 71-legacy (stock OpenArena)",
+    )
     g = p.add_argument_group("NetSync sink")
     g.add_argument("--netsync", metavar="HOST[:CONTROL[:PUB[:TRANSFORM]]]", help="NetSync server to join")
-    g.add_argument("--netsync-protocol", metavar="auto|3..8",
-                   help="NetSync protocol to speak: auto (default) detects the server's; 3 = styly-netsync-server "
-                        "0.9-0.10, 8 = 0.16 and later (current); list below")
-    g.add_argument("--netsync-transform-port", type=int, metavar="PORT",
-                   help="protocol 7+: the server's transform port, where poses go (default: control port + 2)")
+    g.add_argument(
+        "--netsync-protocol",
+        metavar="auto|3..8",
+        help="NetSync protocol to speak: auto (default) detects the server's; 3 = styly-netsync-server "
+        "0.9-0.10, 8 = 0.16 and later (current); list below",
+    )
+    g.add_argument(
+        "--netsync-transform-port",
+        type=int,
+        metavar="PORT",
+        help="protocol 7+: the server's transform port, where poses go (default: control port + 2)",
+    )
     g.add_argument("--room", help="room id (default: default_room)")
     g.add_argument("--device-id", help="device id (default: stable per machine and user)")
-    g.add_argument("--send-rate", type=float, metavar="HZ", help="NetSync: most poses a second, sent while the pose changes "
-                        "(default 10, 0.5..60; a still pose goes once a second)")
+    g.add_argument(
+        "--send-rate",
+        type=float,
+        metavar="HZ",
+        help="NetSync: most poses a second, sent while the pose changes "
+        "(default 10, 0.5..60; a still pose goes once a second)",
+    )
     g.add_argument("--stealth", action="store_true", default=None, help="join without a visible avatar")
     g = p.add_argument_group("Sauerbraten sink")
     g.add_argument("--sauer", metavar="HOST[:PORT]", help="Sauerbraten server to join (default port 28785)")
-    g.add_argument("--sauer-password", metavar="PASSWORD",
-                   help="the server's password (serverpass), sent hashed as the game does")
+    g.add_argument(
+        "--sauer-password", metavar="PASSWORD", help="the server's password (serverpass), sent hashed as the game does"
+    )
     g = p.add_argument_group("rig and window")
     g.add_argument("--move-speed", type=float, metavar="M_PER_S", help="left-stick speed (default 2.0)")
     g.add_argument("--turn", choices=("snap", "smooth"), help="right-stick turning (default snap)")
     g.add_argument("--snap-angle", type=float, metavar="DEG", help="degrees per snap (default 45)")
-    g.add_argument("--mirror", dest="mirror", action="store_true", default=None,
-                   help="show the mirror window (default: when a display exists)")
+    g.add_argument(
+        "--mirror",
+        dest="mirror",
+        action="store_true",
+        default=None,
+        help="show the mirror window (default: when a display exists)",
+    )
     g.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
     g.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: run until Ctrl-C)")
-    g.add_argument("--require-all", action="store_true", default=None,
-                   help="fail unless every server lets us in (default: one is enough; the others keep retrying)")
+    g.add_argument(
+        "--require-all",
+        action="store_true",
+        default=None,
+        help="fail unless every server lets us in (default: one is enough; the others keep retrying)",
+    )
 
 
 def _netsync_releases() -> list[str]:
     from headcast.netcode.netsync.releases import RELEASES  # standard library only: cheap
+
     return list(RELEASES)
 
 
 def _netsync_current() -> str:
     from headcast.netcode.netsync.releases import CURRENT
+
     return CURRENT
 
 
@@ -210,100 +252,169 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="headcast",
         description="Stream OpenXR head and controller tracking to Quake 3 (VR head bits), "
-                    "STYLY NetSync and Sauerbraten, and show what the far side sees.",
-        epilog=EPILOG_MAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "STYLY NetSync and Sauerbraten, and show what the far side sees.",
+        epilog=EPILOG_MAIN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version="headcast 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("run", help="track the headset (or a mock motion) and stream to servers",
-                       description="Run the tracking loop: headset (or --mock MOTION) → rig → sinks → mirror.",
-                       epilog=EPILOG_RUN, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mock", metavar="MOTION",
-                   help="use the mock OpenXR runtime playing MOTION (a shipped motion name or a file) "
-                        "instead of a headset")
-    p.add_argument("--record", metavar="FILE", help="record the XR frames to a trace file (replay with `headcast replay`)")
-    p.add_argument("--headless-rate", type=float, metavar="HZ",
-                   help="frames per second of a headless XR session, which paces itself (default: the display's "
-                        "rate when the runtime says it, else 90)")
+    p = sub.add_parser(
+        "run",
+        help="track the headset (or a mock motion) and stream to servers",
+        description="Run the tracking loop: headset (or --mock MOTION) → rig → sinks → mirror.",
+        epilog=EPILOG_RUN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--mock",
+        metavar="MOTION",
+        help="use the mock OpenXR runtime playing MOTION (a shipped motion name or a file) instead of a headset",
+    )
+    p.add_argument(
+        "--record", metavar="FILE", help="record the XR frames to a trace file (replay with `headcast replay`)"
+    )
+    p.add_argument(
+        "--headless-rate",
+        type=float,
+        metavar="HZ",
+        help="frames per second of a headless XR session, which paces itself (default: the display's "
+        "rate when the runtime says it, else 90)",
+    )
     p.add_argument("--print-config", action="store_true", help="print the merged configuration and exit")
     _add_sink_flags(p)
     _add_common(p)
 
-    p = sub.add_parser("demo", help="the whole pipeline on this machine: mock headset + local servers",
-                       description="Start a local NetSync server (and local Quake 3 and Sauerbraten servers "
-                                   "when installed), drive them from the mock OpenXR runtime playing a shipped "
-                                   "motion, show the mirror window when a display exists, and end with a "
-                                   "verification summary of what each server saw versus what was sent.")
-    p.add_argument("--motion", type=path, default="tour", help="shipped motion or file to play (default tour: look around, "
-                   "aim, fire, walk, snap turns, a tracking loss)")
+    p = sub.add_parser(
+        "demo",
+        help="the whole pipeline on this machine: mock headset + local servers",
+        description="Start a local NetSync server (and local Quake 3 and Sauerbraten servers "
+        "when installed), drive them from the mock OpenXR runtime playing a shipped "
+        "motion, show the mirror window when a display exists, and end with a "
+        "verification summary of what each server saw versus what was sent.",
+    )
+    p.add_argument(
+        "--motion",
+        type=path,
+        default="tour",
+        help="shipped motion or file to play (default tour: look around, aim, fire, walk, snap turns, a tracking loss)",
+    )
     p.add_argument("--duration", type=float, default=20.0, metavar="SECONDS", help="how long to run (default 20)")
     p.add_argument("--mirror", dest="mirror", action="store_true", default=None, help="force the mirror window")
     p.add_argument("--no-mirror", dest="mirror", action="store_false", help="no window")
     p.add_argument("--no-q3", action="store_true", help="skip the local Quake 3 server")
     p.add_argument("--no-sauer", action="store_true", help="skip the local Sauerbraten server")
     p.add_argument("--no-netsync", action="store_true", help="skip the local NetSync server")
-    p.add_argument("--netsync-server", metavar="VERSION", choices=_netsync_releases(),
-                   help=f"the styly-netsync-server release to run (default: the current one, "
-                        f"{_netsync_current()}, protocol 8; one per protocol: {', '.join(_netsync_releases())}; "
-                        "an older one is installed into build/netsync/ on first use)")
-    p.add_argument("--synthetic", action="store_true",
-                   help="compute frames in Python instead of loading the mock OpenXR runtime")
+    p.add_argument(
+        "--netsync-server",
+        metavar="VERSION",
+        choices=_netsync_releases(),
+        help=f"the styly-netsync-server release to run (default: the current one, "
+        f"{_netsync_current()}, protocol 8; one per protocol: {', '.join(_netsync_releases())}; "
+        "an older one is installed into build/netsync/ on first use)",
+    )
+    p.add_argument(
+        "--synthetic", action="store_true", help="compute frames in Python instead of loading the mock OpenXR runtime"
+    )
     _add_common(p)
 
-    p = sub.add_parser("replay", help="play a recorded trace through the sinks",
-                       description="Feed a trace recorded with `headcast run --record FILE` through the "
-                                   "rig and sinks, at the recorded pace.")
-    p.add_argument("file", metavar="FILE", type=path, help="trace file (from `headcast run --record FILE`); sinks as for run")
+    p = sub.add_parser(
+        "replay",
+        help="play a recorded trace through the sinks",
+        description="Feed a trace recorded with `headcast run --record FILE` through the "
+        "rig and sinks, at the recorded pace.",
+    )
+    p.add_argument(
+        "file", metavar="FILE", type=path, help="trace file (from `headcast run --record FILE`); sinks as for run"
+    )
     _add_sink_flags(p)
     _add_common(p)
 
-    p = sub.add_parser("probe", help="ask a server what it is (no joining)",
-                       description="Query a server without joining it.")
+    p = sub.add_parser(
+        "probe", help="ask a server what it is (no joining)", description="Query a server without joining it."
+    )
     psub = p.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=_Parser)
-    q = psub.add_parser("q3", help="Quake 3: getinfo/getstatus, protocol family, vr_support",
-                        description="Send getinfo and getstatus to each server at once; report the measured "
-                                    "ping, protocol, map, g_needpass, vr_support, every rule and the players "
-                                    "(colour codes stripped; raw in --json).")
-    q.add_argument("host", metavar="HOST[:PORT]", nargs="+",
-                   help="one or more servers (default port 27960), e.g. 127.0.0.1:27960 [::1]:27961")
-    q.add_argument("--timeout", type=seconds, default=2.0, metavar="SECONDS",
-                   help="how long to wait for the answers (default 2); a server with no answer exits 3")
+    q = psub.add_parser(
+        "q3",
+        help="Quake 3: getinfo/getstatus, protocol family, vr_support",
+        description="Send getinfo and getstatus to each server at once; report the measured "
+        "ping, protocol, map, g_needpass, vr_support, every rule and the players "
+        "(colour codes stripped; raw in --json).",
+    )
+    q.add_argument(
+        "host",
+        metavar="HOST[:PORT]",
+        nargs="+",
+        help="one or more servers (default port 27960), e.g. 127.0.0.1:27960 [::1]:27961",
+    )
+    q.add_argument(
+        "--timeout",
+        type=seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long to wait for the answers (default 2); a server with no answer exits 3",
+    )
     _add_common(q)
-    q = psub.add_parser("netsync", help="NetSync: is the server there, which protocol and version, who is in the room",
-                        description="Join the room as a stealth client (never broadcast) that detects the "
-                                    "server's NetSync protocol (3 = styly-netsync-server 0.9-0.10 … 8 = 0.16 and "
-                                    "later), then report the protocol, the server version (from its device-id "
-                                    "mapping) and the room's members: clientNo, deviceId, stealth, and whether "
-                                    "the room broadcast carries a pose of theirs. No answer exits 3; a server "
-                                    "in a protocol headcast does not speak exits 4.")
-    q.add_argument("host", metavar="HOST[:CONTROL[:PUB]]",
-                   help="the server (default ports 5555/5556; PUB defaults to CONTROL + 1)")
+    q = psub.add_parser(
+        "netsync",
+        help="NetSync: is the server there, which protocol and version, who is in the room",
+        description="Join the room as a stealth client (never broadcast) that detects the "
+        "server's NetSync protocol (3 = styly-netsync-server 0.9-0.10 … 8 = 0.16 and "
+        "later), then report the protocol, the server version (from its device-id "
+        "mapping) and the room's members: clientNo, deviceId, stealth, and whether "
+        "the room broadcast carries a pose of theirs. No answer exits 3; a server "
+        "in a protocol headcast does not speak exits 4.",
+    )
+    q.add_argument(
+        "host", metavar="HOST[:CONTROL[:PUB]]", help="the server (default ports 5555/5556; PUB defaults to CONTROL + 1)"
+    )
     q.add_argument("--room", type=room_id, default="default_room", help="room to look into (default: default_room)")
-    q.add_argument("--timeout", type=seconds, default=3.0, metavar="SECONDS",
-                   help="how long to wait for an answer (default 3); no answer exits 3")
+    q.add_argument(
+        "--timeout",
+        type=seconds,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long to wait for an answer (default 3); no answer exits 3",
+    )
     _add_common(q)
-    q = psub.add_parser("sauer", help="Sauerbraten: protocol, mode, map, mastermode, password, players",
-                        description="Ask the server's info port (game port + 1) for its ping reply (players, "
-                                    "protocol, game mode, seconds left, map, description, mastermode — "
-                                    "\"password\" when one is needed) and its extinfo player stats (each "
-                                    "player's client number, name, team, frags, deaths, ping, state). No answer "
-                                    "exits 3.")
-    q.add_argument("host", metavar="HOST[:PORT]", help="the server's game port (default 28785); the query goes "
-                   "to PORT + 1")
-    q.add_argument("--timeout", type=seconds, default=2.0, metavar="SECONDS",
-                   help="how long to wait for the answers (default 2); no answer exits 3")
+    q = psub.add_parser(
+        "sauer",
+        help="Sauerbraten: protocol, mode, map, mastermode, password, players",
+        description="Ask the server's info port (game port + 1) for its ping reply (players, "
+        "protocol, game mode, seconds left, map, description, mastermode — "
+        '"password" when one is needed) and its extinfo player stats (each '
+        "player's client number, name, team, frags, deaths, ping, state). No answer "
+        "exits 3.",
+    )
+    q.add_argument(
+        "host", metavar="HOST[:PORT]", help="the server's game port (default 28785); the query goes to PORT + 1"
+    )
+    q.add_argument(
+        "--timeout",
+        type=seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long to wait for the answers (default 2); no answer exits 3",
+    )
     _add_common(q)
 
-    p = sub.add_parser("swarm", help="many simulated VR players against one server, with relay figures",
-                       description="Drive N players per protocol (each a full client: its own socket, handshake, "
-                                   "client number) from a shipped motion or a trace on one event loop; report the "
-                                   "server's relay latency and loss, broadcast rate, bytes, joins and kicks.")
+    p = sub.add_parser(
+        "swarm",
+        help="many simulated VR players against one server, with relay figures",
+        description="Drive N players per protocol (each a full client: its own socket, handshake, "
+        "client number) from a shipped motion or a trace on one event loop; report the "
+        "server's relay latency and loss, broadcast rate, bytes, joins and kicks.",
+    )
     if command in (None, "swarm"):  # start-up: only `swarm` imports the swarm
         from headcast.app.swarm.cli import add_arguments as _swarm_arguments
+
         _swarm_arguments(p)
 
-    p = sub.add_parser("doctor", help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
-                       description="Check everything headcast needs and print each problem with its fix.")
+    p = sub.add_parser(
+        "doctor",
+        help="check this machine: OpenXR runtime and loader, display/GL, ports, servers",
+        description="Check everything headcast needs and print each problem with its fix.",
+    )
     _add_common(p)
     return parser
 
@@ -312,17 +423,30 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
     """The config keys the flags of `run`/`replay` set (None = not given)."""
     g = lambda name: getattr(args, name, None)  # noqa: E731 - tiny accessor
     return {
-        ("xr", "mock"): g("mock"), ("xr", "headless_rate"): g("headless_rate"),
-        ("q3", "host"): g("q3"), ("q3", "vr"): g("vr"), ("q3", "name"): g("name"), ("q3", "pk3"): g("pk3"),
-        ("q3", "password"): g("password"), ("q3", "protocol"): g("q3_protocol"),
-        ("netsync", "host"): g("netsync"), ("netsync", "room"): g("room"),
-        ("netsync", "device_id"): g("device_id"), ("netsync", "send_rate"): g("send_rate"),
-        ("netsync", "stealth"): g("stealth"), ("netsync", "protocol"): g("netsync_protocol"),
+        ("xr", "mock"): g("mock"),
+        ("xr", "headless_rate"): g("headless_rate"),
+        ("q3", "host"): g("q3"),
+        ("q3", "vr"): g("vr"),
+        ("q3", "name"): g("name"),
+        ("q3", "pk3"): g("pk3"),
+        ("q3", "password"): g("password"),
+        ("q3", "protocol"): g("q3_protocol"),
+        ("netsync", "host"): g("netsync"),
+        ("netsync", "room"): g("room"),
+        ("netsync", "device_id"): g("device_id"),
+        ("netsync", "send_rate"): g("send_rate"),
+        ("netsync", "stealth"): g("stealth"),
+        ("netsync", "protocol"): g("netsync_protocol"),
         ("netsync", "transform_port"): g("netsync_transform_port"),
-        ("sauer", "host"): g("sauer"), ("sauer", "password"): g("sauer_password"),
-        ("rig", "move_speed"): g("move_speed"), ("rig", "turn"): g("turn"), ("rig", "snap_angle"): g("snap_angle"),
+        ("sauer", "host"): g("sauer"),
+        ("sauer", "password"): g("sauer_password"),
+        ("rig", "move_speed"): g("move_speed"),
+        ("rig", "turn"): g("turn"),
+        ("rig", "snap_angle"): g("snap_angle"),
         ("mirror", "enabled"): g("mirror"),
-        ("run", "duration"): g("duration"), ("run", "record"): g("record"), ("run", "require_all"): g("require_all"),
+        ("run", "duration"): g("duration"),
+        ("run", "record"): g("record"),
+        ("run", "require_all"): g("require_all"),
     }
 
 
@@ -350,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_unknown_flags_error(parser, args, extras), file=sys.stderr)
         return 2
     from headcast.app.config import env_warnings
+
     for warning in env_warnings():
         print(f"headcast: warning: {one_line(warning)}", file=sys.stderr)
     # The loader's own error lines repeat, less clearly, what our typed errors say; set
@@ -358,25 +483,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             from headcast.app.commands import cmd_run
+
             with stop.handled():  # SIGINT, SIGTERM, SIGHUP: a clean stop; a second one: at once
                 return cmd_run(args)
         if args.command == "demo":
             from headcast.app.demo import cmd_demo
+
             with stop.handled():
                 return cmd_demo(args)
         if args.command == "replay":
             from headcast.app.commands import cmd_replay
+
             with stop.handled():
                 return cmd_replay(args)
         if args.command == "swarm":
             from headcast.app.swarm.cli import cmd_swarm
+
             with stop.handled():
                 return cmd_swarm(args)
         if args.command == "probe":
             from headcast.app.probe import cmd_probe
+
             return cmd_probe(args)
         if args.command == "doctor":
             from headcast.app.doctor import cmd_doctor
+
             return cmd_doctor(args)
     except AppError as e:
         print(f"headcast: error: {one_line(e)}", file=sys.stderr)

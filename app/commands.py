@@ -1,4 +1,5 @@
 """`headcast run` and `headcast replay`: build the pipeline from the configuration and run it."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,12 @@ from headcast.xr.frame import TrackingFrame
 
 def load_config(args: argparse.Namespace, flags: dict | None = None) -> config_mod.Config:
     from headcast.app.cli import flag_overrides
+
     try:
-        return config_mod.load(Path(args.config) if getattr(args, "config", None) else None,
-                               flags=flags if flags is not None else flag_overrides(args))
+        return config_mod.load(
+            Path(args.config) if getattr(args, "config", None) else None,
+            flags=flags if flags is not None else flag_overrides(args),
+        )
     except config_mod.ConfigError as e:
         raise UsageError(str(e)) from None
 
@@ -34,8 +38,15 @@ def load_config(args: argparse.Namespace, flags: dict | None = None) -> config_m
 def rig_from(cfg: config_mod.Config) -> Rig:
     r = cfg.section("rig")
     try:
-        return Rig(RigSettings(move_speed=r["move_speed"], turn_mode=r["turn"], snap_angle=r["snap_angle"],
-                               smooth_speed=r["smooth_speed"], deadzone=r["deadzone"]))
+        return Rig(
+            RigSettings(
+                move_speed=r["move_speed"],
+                turn_mode=r["turn"],
+                snap_angle=r["snap_angle"],
+                smooth_speed=r["smooth_speed"],
+                deadzone=r["deadzone"],
+            )
+        )
     except ValueError as e:
         raise UsageError(f"rig.{e}") from None
 
@@ -44,6 +55,7 @@ def check_config(cfg: config_mod.Config) -> None:
     """Refuse unusable addresses and values before anything is opened (a typo fails at once,
     not after the headset session and the first server are up)."""
     from headcast.app import netsync_link, q3_link
+
     # Host names are resolved here too: ZeroMQ resolves in the background and retries forever,
     # so a typo would only show as "no answer" after the connect timeout.
     if cfg[("q3", "host")]:
@@ -54,6 +66,7 @@ def check_config(cfg: config_mod.Config) -> None:
         _resolve("--netsync", netsync_link.parse_address(cfg[("netsync", "host")])[0])
     if cfg[("sauer", "host")]:
         from headcast.app.sauer_link import parse_address as sauer_address
+
         _resolve("--sauer", sauer_address(cfg[("sauer", "host")])[0])
     rate = cfg[("netsync", "send_rate")]
     if not 0.5 <= rate <= 60:
@@ -63,6 +76,7 @@ def check_config(cfg: config_mod.Config) -> None:
     record = cfg[("run", "record")]
     if record:
         from headcast.xr.trace import unusable
+
         problem = unusable(record)
         if problem:
             raise UsageError(f"--record {record}: {problem}")
@@ -71,6 +85,7 @@ def check_config(cfg: config_mod.Config) -> None:
 def q3_settings(cfg: config_mod.Config) -> dict[str, Any]:
     """The Quake 3 link's protocol (a forced family, None = auto) and password, each checked."""
     from headcast.netcode.q3 import oob
+
     q = cfg.section("q3")
     try:
         protocol = oob.family_from_option(q["protocol"])
@@ -79,8 +94,10 @@ def q3_settings(cfg: config_mod.Config) -> dict[str, Any]:
     password = q["password"]
     if set(password) & set('\\";') or len(password) > 255:
         # The userinfo cannot carry them (the engine would split or mangle it).
-        raise UsageError(f"q3.password ({cfg.sources[('q3', 'password')]}): a Quake 3 password cannot "
-                         "hold \\, \" or ; (and is at most 255 characters)")
+        raise UsageError(
+            f"q3.password ({cfg.sources[('q3', 'password')]}): a Quake 3 password cannot "
+            'hold \\, " or ; (and is at most 255 characters)'
+        )
     return {"protocol": protocol, "password": password}
 
 
@@ -88,17 +105,21 @@ def netsync_settings(cfg: config_mod.Config) -> dict[str, Any]:
     """The NetSync link's arguments from the configuration (address, protocol, transform port),
     each checked: a bad value is a UsageError naming where it came from."""
     from headcast.app import netsync_link
+
     n = cfg.section("netsync")
     protocol = netsync_link.parse_protocol(n["protocol"], cfg.sources[("netsync", "protocol")])
     device_id = n["device_id"]
     if len(device_id.encode("utf-8")) > 255:
-        raise UsageError(f"netsync.device_id ({cfg.sources[('netsync', 'device_id')]}): "
-                         f"{len(device_id.encode('utf-8'))} bytes; the protocol allows 255")
+        raise UsageError(
+            f"netsync.device_id ({cfg.sources[('netsync', 'device_id')]}): "
+            f"{len(device_id.encode('utf-8'))} bytes; the protocol allows 255"
+        )
     out: dict[str, Any] = {"protocol": protocol}
     if n["host"]:
         host, control, pub, transform = netsync_link.parse_address(n["host"])
         transform = netsync_link.resolve_transform_port(
-            control, transform, n["transform_port"], cfg.sources[("netsync", "transform_port")])
+            control, transform, n["transform_port"], cfg.sources[("netsync", "transform_port")]
+        )
         out.update(host=host, dealer_port=control, pub_port=pub, transform_port=transform)
     elif not 0 <= n["transform_port"] < 65536:
         netsync_link.resolve_transform_port(0, None, n["transform_port"], cfg.sources[("netsync", "transform_port")])
@@ -121,6 +142,7 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
         q3_link = None
         if q["host"]:
             from headcast.app.q3_link import Q3Link, parse_address as q3_address
+
             host, port = q3_address(q["host"])
             q3_link = Q3Link(host, port, name=q["name"], vr=q["vr"], pk3=q["pk3"], clock=clock, **q3_settings(cfg))
         sinks.append(Q3Sink(vr=q["vr"], move_speed=cfg[("rig", "move_speed")], link=q3_link, verify=verify))
@@ -128,10 +150,20 @@ def make_sinks(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
         ns_link = None
         if n["host"]:
             from headcast.app.netsync_link import NetSyncLink, default_device_id
+
             ns = netsync_settings(cfg)
-            ns_link = NetSyncLink(ns["host"], ns["dealer_port"], ns["pub_port"], n["room"],
-                                  n["device_id"] or default_device_id(), n["send_rate"], n["stealth"], clock,
-                                  protocol=ns["protocol"], transform_port=ns["transform_port"])
+            ns_link = NetSyncLink(
+                ns["host"],
+                ns["dealer_port"],
+                ns["pub_port"],
+                n["room"],
+                n["device_id"] or default_device_id(),
+                n["send_rate"],
+                n["stealth"],
+                clock,
+                protocol=ns["protocol"],
+                transform_port=ns["transform_port"],
+            )
         sinks.append(NetSyncSink(stealth=n["stealth"], send_rate=n["send_rate"], link=ns_link))
         sinks.append(sauer_sink(cfg, clock, verify))
     except BaseException:
@@ -145,11 +177,13 @@ def sauer_sink(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
     """The Sauerbraten sink: its world (spawn point, heading, eye height) and, with a host, its link;
     `verify` (the demo): a second connection that watches what the server relays of us."""
     from headcast.app.sauermap import SauerWorld
+
     s = cfg.section("sauer")
     world = SauerWorld(config_mod.sauer_spawn(s["spawn"]), s["spawn_yaw"], s["eye_height"])
     link = watcher = None
     if s["host"]:
         from headcast.app.sauer_link import SauerLink, SauerWatcher, parse_address as sauer_address
+
         host, port = sauer_address(s["host"])
         link = SauerLink(host, port, name=s["name"], model=s["model"], password=s["password"], clock=clock)
         if verify:
@@ -173,6 +207,7 @@ def want_mirror(cfg: config_mod.Config) -> bool:
     if v != "auto":
         return v == "true"  # start-up: --no-mirror never imports the mirror
     from headcast.app.mirror import display_available
+
     return display_available()
 
 
@@ -183,6 +218,7 @@ def open_mirror(cfg: config_mod.Config):
     if not want_mirror(cfg):
         return None
     from headcast.app.mirror import MirrorError, MirrorWindow
+
     m = cfg.section("mirror")
     try:
         return MirrorWindow(m["width"], m["height"], m["plot_seconds"])
@@ -200,6 +236,7 @@ def open_xr(cfg: config_mod.Config, mirror) -> Any:
     motion = cfg[("xr", "mock")]
     if motion:
         from headcast.app.mock import activate_mock
+
         activate_mock(motion)
     return xr_session(mirror, cfg[("xr", "session")], cfg[("xr", "headless_rate")])
 
@@ -209,13 +246,17 @@ def xr_session(mirror, mode: str = "auto", rate_hz: float = 0.0) -> Any:
     mirror window's context (one GL context in the process); a headless one paces itself at
     `rate_hz` (0: the display's rate when the runtime says it, else 90 Hz)."""
     from headcast.xr.errors import XRError
+
     try:
         import xr  # noqa: F401  pyopenxr: its import finds the OpenXR loader for this system
     except Exception as e:  # noqa: BLE001 - macOS: NotImplementedError; a broken install: ImportError, OSError
-        raise AppError(f"OpenXR is not available here: pyopenxr does not load ({type(e).__name__}: {e}). "
-                       "pyopenxr ships the OpenXR loader for Windows and Linux only; on macOS headcast "
-                       "runs the network side: probe, replay, swarm") from None
+        raise AppError(
+            f"OpenXR is not available here: pyopenxr does not load ({type(e).__name__}: {e}). "
+            "pyopenxr ships the OpenXR loader for Windows and Linux only; on macOS headcast "
+            "runs the network side: probe, replay, swarm"
+        ) from None
     from headcast.xr.session import MODES, XRSession
+
     if mode not in MODES:
         raise UsageError(f"xr.session = {mode!r}: expected one of {', '.join(MODES)}")
     try:
@@ -229,6 +270,7 @@ class ReplaySource:
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter, sleep=time.sleep) -> None:
         from headcast.xr.trace import TraceEndsEarly, TraceError, iter_trace
+
         self.path = path
         self._frames = self._playable(iter_trace(path))
         self._error, self._ends_early = TraceError, TraceEndsEarly
@@ -236,13 +278,14 @@ class ReplaySource:
         self._t0: float | None = None
         self._first_ns = 0
         self.count = 0
-        self.dropped = 0          # frames holding numbers no tracking frame can (xr.frame.frame_problem)
+        self.dropped = 0  # frames holding numbers no tracking frame can (xr.frame.frame_problem)
         self.first_drop = ""
 
     def _playable(self, frames):
         """The trace's frames without those no runtime could have produced (a value of 1e300
         would crash a sink's encoder): each is dropped and counted, the first named at once."""
         from headcast.xr.frame import frame_problem
+
         try:
             for frame in frames:
                 problem = frame_problem(frame)
@@ -252,14 +295,21 @@ class ReplaySource:
                 self.dropped += 1
                 if not self.first_drop:
                     self.first_drop = f"frame {frame.seq}: {problem}"
-                    print(f"headcast: {self.path}: {self.first_drop} — frame dropped, no tracking frame "
-                          "holds that (later ones are counted)", file=sys.stderr, flush=True)
+                    print(
+                        f"headcast: {self.path}: {self.first_drop} — frame dropped, no tracking frame "
+                        "holds that (later ones are counted)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         finally:
             frames.close()
 
     def _drops(self) -> str:
-        return (f"; {self.dropped} frames dropped for values out of range, the first at {self.first_drop}"
-                if self.dropped else "")
+        return (
+            f"; {self.dropped} frames dropped for values out of range, the first at {self.first_drop}"
+            if self.dropped
+            else ""
+        )
 
     def next_frame(self) -> TrackingFrame:
         try:
@@ -302,23 +352,30 @@ def recording_of(recorder, frames_run: int) -> dict | None:
     if recorder is None:
         return None
     failed = recorder.failed
-    return {"path": str(recorder.path), "frames_kept": recorder.count, "frames_run": frames_run,
-            "ended_early": None if failed is None else (failed.strerror or str(failed))}
+    return {
+        "path": str(recorder.path),
+        "frames_kept": recorder.count,
+        "frames_run": frames_run,
+        "ended_early": None if failed is None else (failed.strerror or str(failed)),
+    }
 
 
 def recording_text(rec: dict) -> str:
     if rec["ended_early"] is None:
         return f"{rec['frames_kept']} frames recorded in {rec['path']}"
-    return (f"recording ended early: {rec['frames_kept']} of {rec['frames_run']} frames kept, {rec['ended_early']} "
-            f"({rec['path']} plays up to there: the trace ends early at frame {rec['frames_kept']})")
+    return (
+        f"recording ended early: {rec['frames_kept']} of {rec['frames_run']} frames kept, {rec['ended_early']} "
+        f"({rec['path']} plays up to there: the trace ends early at frame {rec['frames_kept']})"
+    )
 
 
 class RecordingError(AppError):
     """--record lost frames (a full disk, a size limit): the run went on, its recording did not (exit 1)."""
 
 
-def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError | None = None,
-               recording: dict | None = None) -> dict:
+def summary_of(
+    loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError | None = None, recording: dict | None = None
+) -> dict:
     """The run in numbers, and each sink's outcome: when it joined and what it sent, or why never."""
     now = loop.clock()
     sinks = []
@@ -328,12 +385,20 @@ def summary_of(loop: FrameLoop, reason: str, outcomes: Outcomes, error: AppError
         messages, nbytes = o.sent()
         d.update(sent=messages, sent_bytes=nbytes, outcome=outcome_text(o, now, outcomes))
         if o.linked:
-            d.update(joined_at=None if o.joined_at is None else round(o.joined_at, 2),
-                     failure=None if o.failure is None else str(o.failure),
-                     lost=[{"at": at, "until": None if back is None else round(back, 2)} for at, back in o.lost])
+            d.update(
+                joined_at=None if o.joined_at is None else round(o.joined_at, 2),
+                failure=None if o.failure is None else str(o.failure),
+                lost=[{"at": at, "until": None if back is None else round(back, 2)} for at, back in o.lost],
+            )
         sinks.append(d)
-    out = {"type": "summary", "stopped": reason, **loop.telemetry.summary(), "sinks": sinks,
-           "exit_code": 0 if error is None else error.exit_code, "error": None if error is None else str(error)}
+    out = {
+        "type": "summary",
+        "stopped": reason,
+        **loop.telemetry.summary(),
+        "sinks": sinks,
+        "exit_code": 0 if error is None else error.exit_code,
+        "error": None if error is None else str(error),
+    }
     if recording is not None:
         out["recording"] = recording
     return out
@@ -367,10 +432,13 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
     fc, lat = summary["frame_cost_ms"], summary["latency_ms"]
     ms = lambda v: "-" if v is None else f"{v} ms"  # noqa: E731 - None: nothing went on a wire
     # plain words first; the precise names (frame cost, motion-to-wire, p99) in brackets and --json
-    print(f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
-          f"work per frame {ms(fc['median'])} typically, {ms(fc['p99'])} in the slowest 1 % (frame cost); "
-          f"tracked pose to network {ms(lat['median'])} typically, {ms(lat['p99'])} in the slowest 1 % "
-          f"(motion-to-wire median, p99)", file=out)
+    print(
+        f"frames {summary['frames']} (tracking lost in {summary['tracking_lost_frames']}); "
+        f"work per frame {ms(fc['median'])} typically, {ms(fc['p99'])} in the slowest 1 % (frame cost); "
+        f"tracked pose to network {ms(lat['median'])} typically, {ms(lat['p99'])} in the slowest 1 % "
+        f"(motion-to-wire median, p99)",
+        file=out,
+    )
     if summary.get("recording") is not None:
         print(recording_text(summary["recording"]), file=out)
     for s in summary["sinks"]:
@@ -395,14 +463,22 @@ def unfocused_note(on_status, source, notice, after: float = UNFOCUSED_NOTE_AFTE
         elif start[0] >= 0 and now - start[0] >= after:
             start[0] = -1.0
             if not source.focused:
-                notice("the runtime keeps this headless session unfocused (READY): the head is tracked, "
-                       "the controllers give no input; for controller input use an OpenGL session "
-                       "(HEADCAST_XR_SESSION=gl or xr.session = \"gl\"; it needs a display)")
+                notice(
+                    "the runtime keeps this headless session unfocused (READY): the head is tracked, "
+                    "the controllers give no input; for controller input use an OpenGL session "
+                    '(HEADCAST_XR_SESSION=gl or xr.session = "gl"; it needs a display)'
+                )
+
     return status
 
 
-def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], json_mode: bool,
-                 clock: Callable[[], float] = time.perf_counter, verify: bool = False) -> tuple[FrameLoop, dict]:
+def run_pipeline(
+    cfg: config_mod.Config,
+    source_factory: Callable[[Any], Any],
+    json_mode: bool,
+    clock: Callable[[], float] = time.perf_counter,
+    verify: bool = False,
+) -> tuple[FrameLoop, dict]:
     """Open mirror → source → sinks (each closed again if a later one fails), run, summarise.
     The summary is printed however the run ended; then the run's error, if any, is raised."""
     check_config(cfg)
@@ -418,12 +494,15 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
             if info.fallback:
                 note(info.fallback)
             kind = f"headless session paced at {info.rate_hz:g} Hz" if info.headless else "OpenGL session"
-            say(f"OpenXR: {info.runtime}, {info.system}, {kind}, "
+            say(
+                f"OpenXR: {info.runtime}, {info.system}, {kind}, "
                 f"{info.base_space} space, bindings for {len(info.profiles)} controller profiles",
-                json_mode)
+                json_mode,
+            )
         recorder = None
         if cfg[("run", "record")]:
             from headcast.xr.trace import TraceWriter
+
             try:
                 recorder = TraceWriter(cfg[("run", "record")], {"tool": "headcast run"})
             except OSError as e:
@@ -433,8 +512,18 @@ def run_pipeline(cfg: config_mod.Config, source_factory: Callable[[Any], Any], j
         on_status = console
         if info is not None and info.headless:
             on_status = unfocused_note(console, source, console.notice)
-        loop = FrameLoop(source, rig_from(cfg), sinks, Telemetry(), mirror=mirror, recorder=recorder,
-                         duration=cfg[("run", "duration")], clock=clock, on_status=on_status, notice=console.notice)
+        loop = FrameLoop(
+            source,
+            rig_from(cfg),
+            sinks,
+            Telemetry(),
+            mirror=mirror,
+            recorder=recorder,
+            duration=cfg[("run", "duration")],
+            clock=clock,
+            on_status=on_status,
+            notice=console.notice,
+        )
     except BaseException:
         for s in sinks or []:
             s.close()
@@ -483,6 +572,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise UsageError(f"replay: {path} {'is not a file' if path.exists() else 'does not exist'}")
     from headcast.xr.trace import TraceError, cut_short, read_meta
+
     try:  # not a trace at all: said before anything opens, with what the file is (exit 2, as swarm --trace)
         read_meta(path)
     except TraceError as e:

@@ -6,6 +6,7 @@ is an error that names the key, the value, its source and the limit. A key or a 
 variable headcast does not know is a warning naming the closest known one: a typo is said, not
 silently ignored, and an older or newer config file still loads.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,20 +26,38 @@ ENV_PREFIX = "HEADCAST_"
 Key = tuple[str, str]
 # The flags whose name is not --<key> (the source named in --print-config and in errors).
 FLAG_NAMES: dict[Key, str] = {
-    ("xr", "mock"): "--mock", ("q3", "host"): "--q3", ("q3", "vr"): "--vr/--no-vr", ("q3", "protocol"): "--q3-protocol",
-    ("netsync", "host"): "--netsync", ("netsync", "protocol"): "--netsync-protocol",
-    ("netsync", "transform_port"): "--netsync-transform-port", ("mirror", "enabled"): "--mirror/--no-mirror",
-    ("sauer", "host"): "--sauer", ("sauer", "password"): "--sauer-password",
+    ("xr", "mock"): "--mock",
+    ("q3", "host"): "--q3",
+    ("q3", "vr"): "--vr/--no-vr",
+    ("q3", "protocol"): "--q3-protocol",
+    ("netsync", "host"): "--netsync",
+    ("netsync", "protocol"): "--netsync-protocol",
+    ("netsync", "transform_port"): "--netsync-transform-port",
+    ("mirror", "enabled"): "--mirror/--no-mirror",
+    ("sauer", "host"): "--sauer",
+    ("sauer", "password"): "--sauer-password",
 }
 
 
 # HEADCAST_* variables that are not settings (read by the mock runtime, the Q3 codec, the
 # scripts and the test suite): known, so never warned about.
-OTHER_ENV: frozenset[str] = frozenset({
-    "HEADCAST_CONFIG", "HEADCAST_PURE_PYTHON", "HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT",
-    "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_THROTTLE", "HEADCAST_MOCK_LOG", "HEADCAST_LONG", "HEADCAST_PYTHON",
-    "HEADCAST_MOCK_PROFILE_RUNTIME", "HEADCAST_MOCK_CLOCK", "HEADCAST_MOCK_FAIL", "HEADCAST_MOCK_HEADLESS_FOCUS",
-})
+OTHER_ENV: frozenset[str] = frozenset(
+    {
+        "HEADCAST_CONFIG",
+        "HEADCAST_PURE_PYTHON",
+        "HEADCAST_MOCK_MOTION",
+        "HEADCAST_MOCK_SCRIPT",
+        "HEADCAST_MOCK_PROFILE",
+        "HEADCAST_MOCK_THROTTLE",
+        "HEADCAST_MOCK_LOG",
+        "HEADCAST_LONG",
+        "HEADCAST_PYTHON",
+        "HEADCAST_MOCK_PROFILE_RUNTIME",
+        "HEADCAST_MOCK_CLOCK",
+        "HEADCAST_MOCK_FAIL",
+        "HEADCAST_MOCK_HEADLESS_FOCUS",
+    }
+)
 # A config file is a few hundred bytes; reading more than this is reading the wrong file.
 MAX_FILE_BYTES = 1 << 20
 
@@ -95,8 +114,9 @@ def _toml_value(v: Any) -> str:
     # A path from argv or the environment may hold bytes that are not UTF-8 (lone surrogates):
     # shown as U+FFFD, since TOML text cannot carry them.
     text = str(v).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return '"' + "".join(_TOML_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c)
-                         for c in text) + '"'
+    return (
+        '"' + "".join(_TOML_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c) for c in text) + '"'
+    )
 
 
 _TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -124,8 +144,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"config file {path} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
-                          f"{e.start}); TOML files are UTF-8") from None
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+            f"{e.start}); TOML files are UTF-8"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -133,8 +155,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ValueError as e:  # an integer over Python's 4,300-digit limit for int(str): tomllib's own ValueError
         raise ConfigError(f"config file {path} is not usable TOML: {e}") from None
     except RecursionError:
-        raise ConfigError(f"config file {path} nests arrays or tables too deeply to read "
-                          f"(headcast's settings are flat: [section] key = value)") from None
+        raise ConfigError(
+            f"config file {path} nests arrays or tables too deeply to read "
+            f"(headcast's settings are flat: [section] key = value)"
+        ) from None
 
 
 def _coerce(default: Any, value: Any, where: str) -> Any:
@@ -158,8 +182,10 @@ def _coerce(default: Any, value: Any, where: str) -> Any:
         except OverflowError:
             raise ConfigError(f"{where}: {shown(value)} is too large a number") from None
         except (TypeError, ValueError):
-            raise ConfigError(f"{where}: expected {'a number' if isinstance(default, float) else 'a whole number'}"
-                              f", got {shown(value)}") from None
+            raise ConfigError(
+                f"{where}: expected {'a number' if isinstance(default, float) else 'a whole number'}"
+                f", got {shown(value)}"
+            ) from None
         return num
     if isinstance(default, list):
         if isinstance(value, str):
@@ -225,21 +251,32 @@ def env_warnings(env: Mapping[str, str] | None = None) -> list[str]:
     for name in sorted(env):
         if name.startswith(ENV_PREFIX) and name not in known:
             # Compared without the common prefix, which would make any two names look alike.
-            near = _closest(name[len(ENV_PREFIX):], [k[len(ENV_PREFIX):] for k in known])
+            near = _closest(name[len(ENV_PREFIX) :], [k[len(ENV_PREFIX) :] for k in known])
             near = near and ENV_PREFIX + near
-            out.append(f"unknown variable {_bare(name)} ignored ("
-                       + (f"did you mean {near}?" if near else
-                          "settings are HEADCAST_<SECTION>_<KEY>; `headcast run --print-config` lists them") + ")")
+            out.append(
+                f"unknown variable {_bare(name)} ignored ("
+                + (
+                    f"did you mean {near}?"
+                    if near
+                    else "settings are HEADCAST_<SECTION>_<KEY>; `headcast run --print-config` lists them"
+                )
+                + ")"
+            )
     return out
 
 
 def _warn_stderr(message: str) -> None:
     from headcast.app.errors import one_line
+
     print(f"headcast: warning: {one_line(message)}", file=sys.stderr)
 
 
-def load(user_file: Path | None = None, env: Mapping[str, str] | None = None,
-         flags: Mapping[Key, Any] | None = None, warn: Callable[[str], None] | None = _warn_stderr) -> Config:
+def load(
+    user_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[Key, Any] | None = None,
+    warn: Callable[[str], None] | None = _warn_stderr,
+) -> Config:
     """Merge defaults ← user file ← environment ← flags, then `validate`. `user_file` None = the
     default location. Unknown keys in the file are warnings (cfg.warnings, each also passed to
     `warn`); unknown variables are `env_warnings`'."""
@@ -301,9 +338,11 @@ def _set(cfg: Config, key: Key, value: Any, source: str) -> None:
 
 # ---------------------------------------------------------------------------- limits
 
+
 # Numeric settings: (lowest, highest, unit, why). A NaN or an infinity is refused for every one.
 def _ranges() -> dict[Key, tuple[float, float, str, str]]:
     from headcast.app.rig import LIMITS as RIG
+
     out: dict[Key, tuple[float, float, str, str]] = {
         ("xr", "rate"): (1.0, 1000.0, " Hz", "frames per second of the Python motion"),
         ("xr", "headless_rate"): (0.0, 1000.0, " Hz", "0 = the display's rate, else 90"),
@@ -362,8 +401,9 @@ def validate(cfg: Config) -> None:
         texts = value if isinstance(value, list) else [value] if isinstance(value, str) else []
         for t in texts:
             if "\x00" in t:  # no C string, path or wire field can carry it
-                raise ConfigError(f"{_where(cfg, key)} {'(secret)' if key in SECRETS else shown(t)}: "
-                                  "holds a NUL character")
+                raise ConfigError(
+                    f"{_where(cfg, key)} {'(secret)' if key in SECRETS else shown(t)}: holds a NUL character"
+                )
     _check_paths(cfg)
     _check_q3(cfg)
     _check_netsync(cfg)
@@ -402,6 +442,7 @@ def _check_paths(cfg: Config) -> None:
 
 def _check_q3(cfg: Config) -> None:
     from headcast.netcode.q3 import oob, pure
+
     name = cfg.values[("q3", "name")]
     problem = oob.player_name_problem(name)
     if problem is not None:
@@ -421,12 +462,15 @@ def _check_q3(cfg: Config) -> None:
         try:
             pure.pak_files(paks)
         except pure.PureError as e:
-            raise ConfigError(f"{_where(cfg, ('q3', 'pk3'))} {e} (a pure server, sv_pure 1, checks the pk3 "
-                              "files given against its own)") from None
+            raise ConfigError(
+                f"{_where(cfg, ('q3', 'pk3'))} {e} (a pure server, sv_pure 1, checks the pk3 "
+                "files given against its own)"
+            ) from None
 
 
 def _check_netsync(cfg: Config) -> None:
     from headcast.netcode.netsync.codec import PoseEncodeError, id_bytes
+
     for key, what in ((("netsync", "room"), "the NetSync room id"), (("netsync", "device_id"), "the device id")):
         try:
             id_bytes(cfg.values[key], what)
@@ -451,6 +495,7 @@ def sauer_spawn(text: str) -> tuple[float, float, float]:
 def _check_sauer(cfg: Config) -> None:
     from headcast.netcode.sauer.client import MAXNAMELEN
     from headcast.netcode.sauer.wire import encode_cube
+
     name = cfg.values[("sauer", "name")]
     try:
         encode_cube(name)
@@ -466,7 +511,9 @@ def _check_sauer(cfg: Config) -> None:
     except ValueError:
         problem = "holds a character outside the game's character set"
     if problem is not None:  # the value is a secret: never shown
-        raise ConfigError(f"{_where(cfg, ('sauer', 'password')).removesuffix(' =')}: the Sauerbraten password {problem}")
+        raise ConfigError(
+            f"{_where(cfg, ('sauer', 'password')).removesuffix(' =')}: the Sauerbraten password {problem}"
+        )
     try:
         sauer_spawn(cfg.values[("sauer", "spawn")])
     except ValueError as e:

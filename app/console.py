@@ -15,6 +15,7 @@ with --json.
 Text from servers (refusals, names) is shown with control characters replaced: a server's words
 must not move our cursor or recolour the terminal.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,8 @@ from headcast.app import stop
 from headcast.app.outcome import Outcomes
 from headcast.app.telemetry import SinkStatus
 
-PLAIN_PERIOD = 5.0       # seconds between status lines when stdout is not a terminal
-LOST = "server lost"     # the state shown while a joined server says nothing (app/outcome.py)
+PLAIN_PERIOD = 5.0  # seconds between status lines when stdout is not a terminal
+LOST = "server lost"  # the state shown while a joined server says nothing (app/outcome.py)
 NAME_WIDTH, STATE_WIDTH = 9, 13
 
 
@@ -54,6 +55,7 @@ def _escapes_work(out: Any) -> bool:
     try:
         import ctypes
         import msvcrt
+
         kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # (Windows-only stub)
     except (ImportError, AttributeError, OSError):
         return True  # not Windows
@@ -145,7 +147,7 @@ class LiveBlock:
     def __init__(self, out: Any, columns: Callable[[], int] | None = None) -> None:
         self.out = out
         self.columns = columns or (lambda: shutil.get_terminal_size((80, 24)).columns)
-        self._drawn: list[int] = []   # display width of each line on screen now
+        self._drawn: list[int] = []  # display width of each line on screen now
 
     def _up(self, columns: int) -> str:
         """Back to the block's first row. A terminal that rewraps lines on a resize (tmux, VTE)
@@ -165,24 +167,29 @@ class LiveBlock:
         self._drawn = [display_width(fit(line, columns - 1)) for line in lines]
 
 
-
 class Console:
     """The loop's status callback (`FrameLoop.on_status`): shows the sinks and keeps the run's
     verdict (`outcomes`), raising the error that ends the run when one does."""
 
-    def __init__(self, mode: str, outcomes: Outcomes, out: Any = None, duration: float = 0.0,
-                 columns: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        mode: str,
+        outcomes: Outcomes,
+        out: Any = None,
+        duration: float = 0.0,
+        columns: Callable[[], int] | None = None,
+    ) -> None:
         self.mode = mode
         self.outcomes = outcomes
         self.out = out if out is not None else sys.stdout
         self.duration = duration
         self.block = LiveBlock(self.out, columns) if mode == "tty" else None
         self.t0: float | None = None
-        self._shown: dict[str, tuple[str, str]] = {}   # name → (state, detail) last printed as an event
+        self._shown: dict[str, tuple[str, str]] = {}  # name → (state, detail) last printed as an event
         self._next_plain = 0.0
-        self._frames = (0, 0.0)                          # (frames, at) of the last tick, for the frame rate
-        self._notices: list[str] = []                    # run-time notices for above the block
-        self._now = 0.0                                  # the clock at the current tick
+        self._frames = (0, 0.0)  # (frames, at) of the last tick, for the frame rate
+        self._notices: list[str] = []  # run-time notices for above the block
+        self._now = 0.0  # the clock at the current tick
 
     def __call__(self, loop, now: float) -> None:
         if self.t0 is None:
@@ -199,8 +206,7 @@ class Console:
             if self.block is not None:
                 if stop.state.signum is None:
                     above, self._notices = self._notices + events, []
-                    self.block.draw(self._block_lines(elapsed, tracking, statuses, loop.telemetry.frames, now),
-                                    above)
+                    self.block.draw(self._block_lines(elapsed, tracking, statuses, loop.telemetry.frames, now), above)
             else:
                 for e in events:
                     print(e, file=self.out)
@@ -218,14 +224,17 @@ class Console:
         o = next((o for o in self.outcomes.items if o.name == st.name), None)
         if o is not None and o.failure is not None:
             why = str(o.failure).removeprefix(f"{st.name}: ")
-            return replace(st, state=o.failed_state, detail=why, send_hz=0.0, bytes_per_s=0.0, ping_ms=None,
-                           live=False)
+            return replace(st, state=o.failed_state, detail=why, send_hz=0.0, bytes_per_s=0.0, ping_ms=None, live=False)
         if o is not None and o.lost_now is not None and self.outcomes.start is not None:
             # A joined server gone silent: no round trip to show (the last one is stale), and how long.
             silent = self._now - self.outcomes.start - o.lost_now
-            return replace(st, state=LOST, ping_ms=None,
-                           detail=f"nothing from the server for {silent:.0f} s (since {o.lost_now:.1f} s); "
-                                  "still sending, so it gets us back if it returns")
+            return replace(
+                st,
+                state=LOST,
+                ping_ms=None,
+                detail=f"nothing from the server for {silent:.0f} s (since {o.lost_now:.1f} s); "
+                "still sending, so it gets us back if it returns",
+            )
         return st
 
     def _events(self, elapsed: float, statuses: Sequence[SinkStatus], failed: set[str]) -> list[str]:
@@ -241,8 +250,9 @@ class Console:
             self._shown[st.name] = (st.state, st.detail)
         return out
 
-    def _block_lines(self, elapsed: float, tracking: str, statuses: Sequence[SinkStatus], frames: int,
-                     now: float) -> list[str]:
+    def _block_lines(
+        self, elapsed: float, tracking: str, statuses: Sequence[SinkStatus], frames: int, now: float
+    ) -> list[str]:
         last_frames, last_at = self._frames
         fps = (frames - last_frames) / (now - last_at) if now > last_at and last_frames else None
         self._frames = (frames, now)
@@ -250,8 +260,11 @@ class Console:
         assert block is not None  # the block is drawn only where there is one
         width = max(1, block.columns()) - 1
         of = f" of {self.duration:g} s" if self.duration else ""
-        head = (f"headcast  {elapsed:6.1f} s{of}  tracking {tracking}"
-                + (f"  {fps:3.0f} fps" if fps is not None else "") + "  · Ctrl-C stops")
+        head = (
+            f"headcast  {elapsed:6.1f} s{of}  tracking {tracking}"
+            + (f"  {fps:3.0f} fps" if fps is not None else "")
+            + "  · Ctrl-C stops"
+        )
         return [fit(head, width)] + [sink_line(st, width) for st in statuses]
 
     def _json(self, elapsed: float, tracking: str, statuses: Sequence[SinkStatus], frames: int) -> None:
@@ -262,8 +275,13 @@ class Console:
             if o is not None and o.linked:
                 d["joined_at"] = None if o.joined_at is None else round(o.joined_at, 2)
             sinks.append(d)
-        print(json.dumps({"type": "status", "t": round(elapsed, 2), "tracking": tracking, "frames": frames,
-                          "sinks": sinks}), file=self.out, flush=True)
+        print(
+            json.dumps(
+                {"type": "status", "t": round(elapsed, 2), "tracking": tracking, "frames": frames, "sinks": sinks}
+            ),
+            file=self.out,
+            flush=True,
+        )
 
     def notice(self, text: str) -> None:
         """A line the user should see while the run goes on (FrameLoop.notice): on a terminal it

@@ -1,4 +1,5 @@
 """Errors the CLI shows as one line (no traceback) with a non-zero exit code."""
+
 from __future__ import annotations
 
 # Every character str.splitlines() breaks at: a value quoted into a message (a path, a name)

@@ -31,6 +31,7 @@ roll + when the right side dips); positions are metres in the world named by the
 The tracker (`FarSideTracker`) keeps the last `plot_seconds` of every view and link figure in
 numpy rings; `pause()` freezes a copy for the reader while recording goes on.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,9 +61,9 @@ if TYPE_CHECKING:  # the contract the sinks and links fit (app/farside_contract.
     from headcast.app.q3map import Q3Intent
 
 NAN = float("nan")
-MAX_RATE = 160.0        # frames per second the rings are sized for (90–144 Hz headsets)
-LINK_PERIOD = 0.1       # seconds between samples of rates and round trips (a status figure)
-CMD_HISTORY = 256       # Q3 usercmds remembered for matching a snapshot's commandTime (4 s at 60/s)
+MAX_RATE = 160.0  # frames per second the rings are sized for (90–144 Hz headsets)
+LINK_PERIOD = 0.1  # seconds between samples of rates and round trips (a status figure)
+CMD_HISTORY = 256  # Q3 usercmds remembered for matching a snapshot's commandTime (4 s at 60/s)
 VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; docs/protocols/quake3.md#vr-head)
 
 # Names of the frames samples are in (positions; the angle sense is the same everywhere).
@@ -108,8 +109,7 @@ def why_with_detail(text: str) -> str:
 
 
 # Plain names of the Q3 head decode's builds (vrhead.RECEIVER_NAMES are the precise ones)
-RECEIVER_PLAIN = {name: ("Trinity" if "Trinity" in text else "native build")
-                  for name, text in RECEIVER_NAMES.items()}
+RECEIVER_PLAIN = {name: ("Trinity" if "Trinity" in text else "native build") for name, text in RECEIVER_NAMES.items()}
 
 
 class Source(Enum):
@@ -132,23 +132,23 @@ class HeadSample(NamedTuple):
 class ErrorReadout(NamedTuple):
     """Sent vs seen, on the pairs that belong together (`basis`), transients left out."""
 
-    basis: str                    # what is compared with what
-    angle_deg: float | None       # the latest pair's worst angle, degrees
-    angle_max_deg: float | None   # the worst over the plotted window
+    basis: str  # what is compared with what
+    angle_deg: float | None  # the latest pair's worst angle, degrees
+    angle_max_deg: float | None  # the worst over the plotted window
     pos_m: float | None = None
     pos_max_m: float | None = None
-    transient_samples: int = 0    # samples of the window left out as transient
+    transient_samples: int = 0  # samples of the window left out as transient
 
 
 class FarSideView(NamedTuple):
-    key: str                      # "q3", "q3.head", "netsync", "sauer"
-    sink: str                     # the sink's name
-    title: str                    # what the view shows, one short line
+    key: str  # "q3", "q3.head", "netsync", "sauer"
+    sink: str  # the sink's name
+    title: str  # what the view shows, one short line
     source: Source
-    why: str                      # one short line: where `seen` comes from
-    sent: HeadSample | None       # None: nothing sent this frame's way (tracking lost)
-    seen: HeadSample | None       # None: nothing seen yet
-    transient: str | None         # "joining", "spawn", "tracking lost", "disconnected" …
+    why: str  # one short line: where `seen` comes from
+    sent: HeadSample | None  # None: nothing sent this frame's way (tracking lost)
+    seen: HeadSample | None  # None: nothing seen yet
+    transient: str | None  # "joining", "spawn", "tracking lost", "disconnected" …
     head_bits_on_wire: bool | None  # Q3: whether the link carries the VR head bits; else None
     error: ErrorReadout
 
@@ -159,15 +159,31 @@ class LinkFigures(NamedTuple):
     sink: str
     send_hz: float
     bytes_per_s: float
-    motion_to_wire_ms: float | None   # pose located → bytes handed to the socket, last send
+    motion_to_wire_ms: float | None  # pose located → bytes handed to the socket, last send
     round_trip_ms: float | None
-    round_trip_basis: str             # what echoes us ("" when nothing does)
+    round_trip_basis: str  # what echoes us ("" when nothing does)
 
 
 # Columns of a view's series ring.
 T, SP, SY, SR, SX, SYP, SZ, VP, VY, VR, VX, VYP, VZ, ERR_DEG, ERR_M, TRANSIENT = range(16)
-COLUMNS = ("t", "sent_pitch", "sent_yaw", "sent_roll", "sent_x", "sent_y", "sent_z",
-           "seen_pitch", "seen_yaw", "seen_roll", "seen_x", "seen_y", "seen_z", "err_deg", "err_m", "transient")
+COLUMNS = (
+    "t",
+    "sent_pitch",
+    "sent_yaw",
+    "sent_roll",
+    "sent_x",
+    "sent_y",
+    "sent_z",
+    "seen_pitch",
+    "seen_yaw",
+    "seen_roll",
+    "seen_x",
+    "seen_y",
+    "seen_z",
+    "err_deg",
+    "err_m",
+    "transient",
+)
 # A link's series is sampled every LINK_PERIOD: rates over the last second, the last send's
 # motion-to-wire, the latest round trip (NaN: nothing measured yet, or nothing echoes us).
 LINK_COLUMNS = ("t", "send_hz", "bytes_per_s", "motion_to_wire_ms", "round_trip_ms")
@@ -205,8 +221,8 @@ class _Q3Snapshots:
         self.snapshots = self.matched = self.rebased = 0
         self.link: Q3FarLink | None = None
         self.transient: str | None = JOINING
-        self.fresh_error: float | None = None   # the link's check of the snapshot matched this update
-        self.last_error: float | None = None    # ... of the last matched one
+        self.fresh_error: float | None = None  # the link's check of the snapshot matched this update
+        self.last_error: float | None = None  # ... of the last matched one
         self.last_head_error: float | None = None  # a VR server's echo of our head vs the usercmd it ran
         self.cmds: OrderedDict[int, Any] = OrderedDict()  # usercmd serverTime → the intent it carried
 
@@ -253,7 +269,7 @@ class _Series:
     def __init__(self, size: int) -> None:
         self.ring = Ring(size, len(COLUMNS))
         self.last: FarSideView | None = None
-        self._row: tuple = ()      # the last row's sent/seen/transient values (repeated unchanged)
+        self._row: tuple = ()  # the last row's sent/seen/transient values (repeated unchanged)
 
     def add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None) -> None:
         s, o = v.sent, v.seen
@@ -264,8 +280,13 @@ class _Series:
         transient = v.transient is not None
         self._row = (*sp, *spos, *op, *opos)
         self._transient = 1.0 if transient else 0.0
-        self.ring.add(now, *self._row, NAN if err_deg is None or transient else err_deg,
-                      NAN if err_m is None or transient else err_m, self._transient)
+        self.ring.add(
+            now,
+            *self._row,
+            NAN if err_deg is None or transient else err_deg,
+            NAN if err_m is None or transient else err_m,
+            self._transient,
+        )
         self.last = v
 
     def repeat(self, now: float) -> None:
@@ -295,7 +316,7 @@ class FarSideTracker:
         self._size = int(math.ceil(plot_seconds * MAX_RATE)) + 16
         self._series: dict[str, _Series] = {}
         self._by_sink: dict[str, list[_Series]] = {}
-        self._changed: dict[str, tuple] = {}   # sink → the identities of what its views were built from
+        self._changed: dict[str, tuple] = {}  # sink → the identities of what its views were built from
         self._links: dict[str, _Link] = {}
         self._q3 = _Q3Snapshots()
         self._ns_matched: Any = None
@@ -368,17 +389,36 @@ class FarSideTracker:
                 transient = snaps.transient
             view_err = snaps.fresh_error
         source, why = q3_view_source(sink)
-        title = ("view angles and head roll (usercmd → playerState)" if on_wire or link is None else
-                 "view angles and head roll: all of the head a vanilla server carries")
-        self._add(now, FarSideView(
-            "q3", "q3", title, source, why, sent_view, seen_view,
-            transient, on_wire, ErrorReadout(BASIS_Q3_VIEW if link is not None else BASIS_LOCAL,
-                                             view_err if link is None else self._q3.last_error, None)),
-            view_err)
+        title = (
+            "view angles and head roll (usercmd → playerState)"
+            if on_wire or link is None
+            else "view angles and head roll: all of the head a vanilla server carries"
+        )
+        self._add(
+            now,
+            FarSideView(
+                "q3",
+                "q3",
+                title,
+                source,
+                why,
+                sent_view,
+                seen_view,
+                transient,
+                on_wire,
+                ErrorReadout(
+                    BASIS_Q3_VIEW if link is not None else BASIS_LOCAL,
+                    view_err if link is None else self._q3.last_error,
+                    None,
+                ),
+            ),
+            view_err,
+        )
         self._add_q3_head(sink, now, link, transient, on_wire)
 
-    def _add_q3_head(self, sink: Q3FarSink, now: float, link: Q3FarLink | None, transient: str | None,
-                     on_wire: bool) -> None:
+    def _add_q3_head(
+        self, sink: Q3FarSink, now: float, link: Q3FarLink | None, transient: str | None, on_wire: bool
+    ) -> None:
         intent = sink.intent
         assert intent is not None  # _update_q3 returns first without one
         head = intent.head
@@ -398,9 +438,22 @@ class FarSideTracker:
             basis = BASIS_Q3_HEAD_MODEL
         if head is None:
             transient = TRACKING_LOST
-        self._add(now, FarSideView(
-            "q3.head", "q3", "VR head (buttons bits 12–25, roll)", source, why, sent, seen, transient, on_wire,
-            ErrorReadout(basis, err if source is not Source.RELAYED else self._q3.last_head_error, None)), err)
+        self._add(
+            now,
+            FarSideView(
+                "q3.head",
+                "q3",
+                "VR head (buttons bits 12–25, roll)",
+                source,
+                why,
+                sent,
+                seen,
+                transient,
+                on_wire,
+                ErrorReadout(basis, err if source is not Source.RELAYED else self._q3.last_head_error, None),
+            ),
+            err,
+        )
 
     @staticmethod
     def _q3_head_model(sink: Q3FarSink) -> tuple[HeadSample | None, float | None]:
@@ -448,7 +501,7 @@ class FarSideTracker:
         if frame is None:
             return
         link = sink.link
-        fresh: tuple = (None, None)   # a pair compared this frame (linked: a new match)
+        fresh: tuple = (None, None)  # a pair compared this frame (linked: a new match)
         has_head = bool(frame.flags & FLAG_HEAD) and not sink.stealth
         sent = unity_sample(frame.head) if has_head else None
         err_deg = err_m = None
@@ -467,8 +520,15 @@ class FarSideTracker:
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
             basis = BASIS_NETSYNC
             state = link.state
-            transient = (DISCONNECTED if link.closed else JOINING if matched is None else
-                         SERVER_SILENT if state == "server silent" else None)
+            transient = (
+                DISCONNECTED
+                if link.closed
+                else JOINING
+                if matched is None
+                else SERVER_SILENT
+                if state == "server silent"
+                else None
+            )
             if matched is not None:
                 f, b, _ = matched
                 if f.flags & FLAG_HEAD and b.head is not None:
@@ -481,8 +541,22 @@ class FarSideTracker:
         elif sink.stealth and transient == JOINING:
             transient = None  # never matched: a stealth body is not broadcast
         source, why = netsync_source(sink)
-        self._add(now, FarSideView("netsync", "netsync", "head (pose body)", source, why, sent, seen,
-                                   transient, None, ErrorReadout(basis, err_deg, None, err_m)), *fresh)
+        self._add(
+            now,
+            FarSideView(
+                "netsync",
+                "netsync",
+                "head (pose body)",
+                source,
+                why,
+                sent,
+                seen,
+                transient,
+                None,
+                ErrorReadout(basis, err_deg, None, err_m),
+            ),
+            *fresh,
+        )
 
     def _update_sauer(self, sink: SauerFarSink, now: float) -> None:
         rec = sink.record
@@ -505,16 +579,31 @@ class FarSideTracker:
         else:
             seen_rec = rec
             transient = DISCONNECTED if link.closed else None if link.live else JOINING
-        seen = None if seen_rec is None else sauer_sample(seen_rec.yaw, seen_rec.pitch, seen_rec.roll_deg,
-                                                          seen_rec.eye())
+        seen = (
+            None if seen_rec is None else sauer_sample(seen_rec.yaw, seen_rec.pitch, seen_rec.roll_deg, seen_rec.eye())
+        )
         if gp is not None and rec is not None:
             err_deg = angle_error(gp, rec)
             err_m = math.dist(gp.pose.eye, rec.eye()) / SAUER_UNITS_PER_METRE
         if sent is None and transient is None:
             transient = TRACKING_LOST
-        self._add(now, FarSideView("sauer", "sauer", "player (N_POS record)", source, why, sent, seen, transient,
-                                   None, ErrorReadout(BASIS_SAUER, err_deg, None,
-                                                      err_m)), err_deg, err_m)
+        self._add(
+            now,
+            FarSideView(
+                "sauer",
+                "sauer",
+                "player (N_POS record)",
+                source,
+                why,
+                sent,
+                seen,
+                transient,
+                None,
+                ErrorReadout(BASIS_SAUER, err_deg, None, err_m),
+            ),
+            err_deg,
+            err_m,
+        )
 
     def _update_link(self, sink: AnyFarSink, now: float) -> None:
         name = sink.name
@@ -543,10 +632,13 @@ class FarSideTracker:
     def pause(self) -> None:
         """Freeze what readers see (recording goes on)."""
         if self._frozen is None:
-            self._frozen = {"now": self._now, "views": self._live_views(),
-                            "series": {k: self._window(s.ring, self._now) for k, s in self._series.items()},
-                            "links": {k: self._window(lk.ring, self._now) for k, lk in self._links.items()},
-                            "figures": {k: lk.figures for k, lk in self._links.items()}}
+            self._frozen = {
+                "now": self._now,
+                "views": self._live_views(),
+                "series": {k: self._window(s.ring, self._now) for k, s in self._series.items()},
+                "links": {k: self._window(lk.ring, self._now) for k, lk in self._links.items()},
+                "figures": {k: lk.figures for k, lk in self._links.items()},
+            }
 
     def resume(self) -> None:
         self._frozen = None
@@ -624,33 +716,49 @@ class FarSideTracker:
 # --- where each view's numbers come from (also the demo's summary) ---------------------------------
 
 BASIS_LOCAL = _plain("sent vs encoded and decoded here (no server)", "local round trip, in this process")
-BASIS_Q3_VIEW = _plain("the aim the server ran vs the aim we sent (pitch, yaw)",
-                       "the server's view vs the usercmd it ran, matched by commandTime (wire only)")
-BASIS_Q3_HEAD_RELAYED = _plain("the server's own decode of your head vs the head we sent (7-bit steps)",
-                               "stats 7/8 in our playerState vs the head of the usercmd it ran, matched by "
-                               "commandTime")
-BASIS_Q3_HEAD_MODEL = _plain("head pitch and turn (up to ±80°) vs their 7-bit decode",
-                             "head pitch and yaw offset, clamped ±80°, vs the 7-bit decode of our buttons")
-BASIS_NETSYNC = _plain("your pose as the room sent it back vs the pose we sent (rotation, position)",
-                       "relayed vs sent under the same poseSeq")
-BASIS_SAUER = _plain("the game's decode of the record vs the pose we sent",
-                     "N_POS decode (whole degrees, 1/16 unit) vs the game pose sent")
+BASIS_Q3_VIEW = _plain(
+    "the aim the server ran vs the aim we sent (pitch, yaw)",
+    "the server's view vs the usercmd it ran, matched by commandTime (wire only)",
+)
+BASIS_Q3_HEAD_RELAYED = _plain(
+    "the server's own decode of your head vs the head we sent (7-bit steps)",
+    "stats 7/8 in our playerState vs the head of the usercmd it ran, matched by commandTime",
+)
+BASIS_Q3_HEAD_MODEL = _plain(
+    "head pitch and turn (up to ±80°) vs their 7-bit decode",
+    "head pitch and yaw offset, clamped ±80°, vs the 7-bit decode of our buttons",
+)
+BASIS_NETSYNC = _plain(
+    "your pose as the room sent it back vs the pose we sent (rotation, position)",
+    "relayed vs sent under the same poseSeq",
+)
+BASIS_SAUER = _plain(
+    "the game's decode of the record vs the pose we sent",
+    "N_POS decode (whole degrees, 1/16 unit) vs the game pose sent",
+)
 
-WHY_Q3_OFFLINE = _plain("no server: your aim encoded and decoded here",
-                        "the usercmd's angle shorts: ANGLE2SHORT, then SHORT2ANGLE")
-WHY_Q3_RELAYED = _plain("the aim the server ran, from its snapshot",
-                        "the view angles in our playerState, matched to our usercmd by commandTime")
-WHY_Q3_HEAD_RELAYED = _plain("the server's own decode of your head, sent back to us",
-                             "EF_VR_PLAYER and stats 7/8 in our playerState")
+WHY_Q3_OFFLINE = _plain(
+    "no server: your aim encoded and decoded here", "the usercmd's angle shorts: ANGLE2SHORT, then SHORT2ANGLE"
+)
+WHY_Q3_RELAYED = _plain(
+    "the aim the server ran, from its snapshot",
+    "the view angles in our playerState, matched to our usercmd by commandTime",
+)
+WHY_Q3_HEAD_RELAYED = _plain(
+    "the server's own decode of your head, sent back to us", "EF_VR_PLAYER and stats 7/8 in our playerState"
+)
 WHY_NETSYNC_OFFLINE = _plain("no server: your pose encoded and decoded here", "the latest NetSync protocol")
-WHY_NETSYNC_RELAYED = _plain("your pose as the room sent it back",
-                             "our body in the room broadcast, matched to the frame sent under its poseSeq")
-WHY_SAUER_OFFLINE = _plain("no server: your position record decoded here",
-                           "N_POS: whole degrees, 1/16 unit")
-WHY_SAUER_RELAYED = _plain("your position as a second client received it",
-                           "our N_POS, relayed by the server to a watching client")
-WHY_SAUER_MODEL = _plain("your position through the game's decode (the server passes it to the others, "
-                         "not back to us)", "our N_POS through the game's decode")
+WHY_NETSYNC_RELAYED = _plain(
+    "your pose as the room sent it back", "our body in the room broadcast, matched to the frame sent under its poseSeq"
+)
+WHY_SAUER_OFFLINE = _plain("no server: your position record decoded here", "N_POS: whole degrees, 1/16 unit")
+WHY_SAUER_RELAYED = _plain(
+    "your position as a second client received it", "our N_POS, relayed by the server to a watching client"
+)
+WHY_SAUER_MODEL = _plain(
+    "your position through the game's decode (the server passes it to the others, not back to us)",
+    "our N_POS through the game's decode",
+)
 
 
 def q3_view_source(sink: Q3FarSink) -> tuple[Source, str]:
@@ -664,23 +772,30 @@ def q3_head_source(sink: Q3FarSink) -> tuple[Source, str]:
     receiver = RECEIVER_NAMES[sink.model_receiver]
     plain = RECEIVER_PLAIN[sink.model_receiver]
     if link is None:
-        return Source.OFFLINE, _plain(f"no server: your head as {plain} would decode it, here",
-                                      f"our buttons' head bits through the {receiver} decode")
+        return Source.OFFLINE, _plain(
+            f"no server: your head as {plain} would decode it, here",
+            f"our buttons' head bits through the {receiver} decode",
+        )
     if sink.head_bits_on_wire:
         if link.check.vr_flag_frames:
             return Source.RELAYED, WHY_Q3_HEAD_RELAYED
-        return Source.MODEL, _plain(f"head sent; the server has not shown its decode yet: {plain}'s decode, here",
-                                    f"no EF_VR_PLAYER in our playerState yet; our usercmd through the {receiver} "
-                                    f"decode")
-    return Source.MODEL, _plain(f"NOT SENT: this server has no VR support (only the roll goes out); shown: "
-                                f"what a VR server ({plain}) would see",
-                                f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode")
+        return Source.MODEL, _plain(
+            f"head sent; the server has not shown its decode yet: {plain}'s decode, here",
+            f"no EF_VR_PLAYER in our playerState yet; our usercmd through the {receiver} decode",
+        )
+    return Source.MODEL, _plain(
+        f"NOT SENT: this server has no VR support (only the roll goes out); shown: "
+        f"what a VR server ({plain}) would see",
+        f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode",
+    )
 
 
 def netsync_source(sink: NetSyncFarSink) -> tuple[Source, str]:
     if sink.stealth:
-        return (Source.OFFLINE if sink.link is None else Source.RELAYED,
-                "stealth: no pose of ours in the room broadcast — the others see nothing of us")
+        return (
+            Source.OFFLINE if sink.link is None else Source.RELAYED,
+            "stealth: no pose of ours in the room broadcast — the others see nothing of us",
+        )
     if sink.link is None:
         return Source.OFFLINE, WHY_NETSYNC_OFFLINE
     return Source.RELAYED, WHY_NETSYNC_RELAYED
@@ -752,15 +867,19 @@ def _round_trip(sink) -> tuple[float | None, str]:
 
 # What each round trip is called — the same word in the window, the terminal and --json — and
 # what it measures.
-RT_Q3 = _plain("ping: the server's snapshot acknowledging what we sent",
-               "the snapshot acknowledging our usercmd (commandTime)")
-RT_NETSYNC = _plain("relay: your pose back in the room broadcast; includes waiting up to 100 ms for the "
-                    "server's next broadcast and any time our own loop was late to read it",
-                    "our body back in the room broadcast, matched by poseSeq")
-RT_SAUER_RELAY = _plain("relay: your position through the server to a second client",
-                        "our N_POS relayed to a watching client, the record matched")
-RT_SAUER_PING = _plain("ping: the game's ping (the server passes your position to the others only)",
-                       "N_PING/N_PONG")
+RT_Q3 = _plain(
+    "ping: the server's snapshot acknowledging what we sent", "the snapshot acknowledging our usercmd (commandTime)"
+)
+RT_NETSYNC = _plain(
+    "relay: your pose back in the room broadcast; includes waiting up to 100 ms for the "
+    "server's next broadcast and any time our own loop was late to read it",
+    "our body back in the room broadcast, matched by poseSeq",
+)
+RT_SAUER_RELAY = _plain(
+    "relay: your position through the server to a second client",
+    "our N_POS relayed to a watching client, the record matched",
+)
+RT_SAUER_PING = _plain("ping: the game's ping (the server passes your position to the others only)", "N_PING/N_PONG")
 
 
 def round_trip_name(sink) -> str:

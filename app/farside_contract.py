@@ -6,6 +6,7 @@ satisfy these structurally: nothing subclasses them, and mypy checks the fit whe
 meets them. A member read-only here is a property (a plain attribute satisfies it too). A stand-in
 in a test needs only these members.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
@@ -41,6 +42,7 @@ class FarSink(Protocol):
 
 
 # --- Quake 3 ------------------------------------------------------------------------------------
+
 
 class Q3SnapshotCheck(Protocol):
     """The link's check of our playerState against the usercmds we sent (q3_link.Q3Check)."""
@@ -100,6 +102,7 @@ class Q3FarSink(FarSink, Protocol):
 
 # --- NetSync ------------------------------------------------------------------------------------
 
+
 class NetSyncFarLink(Protocol):
     """A NetSync link (netsync_link.NetSyncLink): our body as the room broadcast carries it."""
 
@@ -133,6 +136,7 @@ class NetSyncFarSink(FarSink, Protocol):
 
 
 # --- Sauerbraten --------------------------------------------------------------------------------
+
 
 class SauerFarLink(Protocol):
     """A Sauerbraten link (sauer_link.SauerLink)."""

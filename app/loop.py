@@ -6,6 +6,7 @@ here blocks except the XR frame wait; a sink that cannot send this frame says so
 on. A runtime failure or a lost session ends the run as a stop does (every sink closed, so every
 server sees us disconnect) and is kept in `failure` for the caller to report.
 """
+
 from __future__ import annotations
 
 import gc
@@ -56,7 +57,8 @@ class Recorder(Protocol):
     """Where the frames are recorded (headcast.xr.trace.TraceWriter)."""
 
     path: Path
-    count: int                      # frames written
+    count: int  # frames written
+
     def write(self, frame: TrackingFrame) -> None: ...
     def close(self) -> object: ...  # (TraceWriter returns its path)
 
@@ -64,6 +66,7 @@ class Recorder(Protocol):
 class Mirror(Protocol):
     def draw(self, loop: "FrameLoop", now: float) -> bool:
         """Draw one frame; False once the user closed the window."""
+
     def close(self) -> None: ...
 
 
@@ -74,21 +77,21 @@ class FrameLoop:
     sinks: Sequence[Sink]
     telemetry: Telemetry = field(default_factory=Telemetry)
     mirror: Mirror | None = None
-    recorder: Recorder | None = None        # headcast.xr.trace.TraceWriter
-    duration: float = 0.0                   # seconds; 0 = until stopped
+    recorder: Recorder | None = None  # headcast.xr.trace.TraceWriter
+    duration: float = 0.0  # seconds; 0 = until stopped
     clock: Callable[[], float] = time.perf_counter
     on_status: Callable[["FrameLoop", float], None] | None = None
     status_interval: float = 0.5
-    notice: Callable[[str], None] = _stderr_line   # one line the user should see (stderr)
-    recording_failure: str = ""             # what the notice said when the recording stopped early
+    notice: Callable[[str], None] = _stderr_line  # one line the user should see (stderr)
+    recording_failure: str = ""  # what the notice said when the recording stopped early
     frame: TrackingFrame | None = None
     state: RigState | None = None
     stop_reason: str = ""
-    failure: XRError | None = None          # the runtime failure (or session loss) that ended the run
+    failure: XRError | None = None  # the runtime failure (or session loss) that ended the run
     _prev_time_ns: int | None = None
     _next_status: float = 0.0
     _t0: float | None = None
-    _live: list[Sink] | None = None         # the sinks still running (a failed one leaves: _sink_failed)
+    _live: list[Sink] | None = None  # the sinks still running (a failed one leaves: _sink_failed)
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -208,6 +211,7 @@ class FrameLoop:
         left) fails as in any other phase, and from then on shows a fixed status naming its
         failure (the summary reads it too). True when such a sink was found."""
         from headcast.app.telemetry import SinkStatus
+
         found = False
         for s in self.sinks:
             try:
@@ -231,8 +235,10 @@ class FrameLoop:
             return
         n = rec.count
         what = "the recording could not be finished" if at_close else f"recording stopped at frame {n}"
-        self.recording_failure = (f"{what}: {e.strerror or e}; {rec.path} keeps the {n} frames written "
-                                  f"(replay plays them: the trace ends early)")
+        self.recording_failure = (
+            f"{what}: {e.strerror or e}; {rec.path} keeps the {n} frames written "
+            f"(replay plays them: the trace ends early)"
+        )
         self.notice(self.recording_failure + ("" if at_close else "; the run goes on without recording"))
 
     def run(self) -> str:

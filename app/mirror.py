@@ -9,6 +9,7 @@ this window's context (pass `window` to XRSession), so there is one GL context i
 ImGui's renderer saves and restores the GL state it touches. Minimised: nothing drawn, events
 still pumped. Closing the window ends the run. Space (or the Pause button) freezes the plots.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -40,10 +41,10 @@ out vec4 frag;
 void main() { frag = vec4(vcol, 1.0); }
 """
 
-MIRROR_HZ = 30.0      # mirror frames a second at most: at 90 Hz a mirror frame's work is spread over 3 loop frames
-ROWS_PERIOD = 0.1     # s between rebuilds of the sink panel's text
+MIRROR_HZ = 30.0  # mirror frames a second at most: at 90 Hz a mirror frame's work is spread over 3 loop frames
+ROWS_PERIOD = 0.1  # s between rebuilds of the sink panel's text
 BACKGROUND = (0.08, 0.08, 0.1)
-LABEL_Y = 2.02        # m: where an avatar's label hangs (above the head)
+LABEL_Y = 2.02  # m: where an avatar's label hangs (above the head)
 PEER_LABEL_UP = 0.32  # m above another member's head centre: clear of its box
 MAX_SCENE_PEERS = 16  # others drawn per protocol in the 3D view, nearest first (the room maps show all)
 
@@ -73,16 +74,27 @@ def write_png(path: Path, rgb: np.ndarray) -> Path:
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
     path = Path(path)
     path.write_bytes(png)
     return path
 
 
 class MirrorWindow:
-    def __init__(self, width: int = 1280, height: int = 720, plot_seconds: float = 5.0,
-                 title: str = "headcast mirror", visible: bool = True, max_hz: float = MIRROR_HZ) -> None:
+    def __init__(
+        self,
+        width: int = 1280,
+        height: int = 720,
+        plot_seconds: float = 5.0,
+        title: str = "headcast mirror",
+        visible: bool = True,
+        max_hz: float = MIRROR_HZ,
+    ) -> None:
         os.environ.setdefault("PYGLFW_LIBRARY_VARIANT", "x11")
         # Software GL (Mesa llvmpipe) rasterises with one thread per core by default: while it draws
         # the mirror it takes every core and preempts the pose loop (30 % of 90 Hz slots missed at
@@ -97,15 +109,15 @@ class MirrorWindow:
         self.interval = 1.0 / max_hz
         self.capture_next = False
         self.last_pixels: np.ndarray | None = None
-        self.last_text: list = []          # the text boxes of the last drawn frame (mirror_ui.TextBox)
-        self.last_layout: dict = {}        # the areas of the last drawn frame (name → rect)
-        self.drawn = 0                     # frames drawn (the others only pumped events)
-        self.last_scene: tuple = ()        # (scene rect, anchors, view-projection) of the last drawn frame
-        self.scene_left = 0                # others not drawn in the last frame's 3D view (past MAX_SCENE_PEERS)
+        self.last_text: list = []  # the text boxes of the last drawn frame (mirror_ui.TextBox)
+        self.last_layout: dict = {}  # the areas of the last drawn frame (name → rect)
+        self.drawn = 0  # frames drawn (the others only pumped events)
+        self.last_scene: tuple = ()  # (scene rect, anchors, view-projection) of the last drawn frame
+        self.scene_left = 0  # others not drawn in the last frame's 3D view (past MAX_SCENE_PEERS)
         self._next_draw = -math.inf
         self._last_draw: float | None = None
-        self._unswapped = False            # a flushed frame waits for its swap (draw())
-        self._fence = None                 # signalled when the flushed frame is rasterised
+        self._unswapped = False  # a flushed frame waits for its swap (draw())
+        self._fence = None  # signalled when the flushed frame is rasterised
         self._rows: tuple = ([], 0)
         self._rows_due = -math.inf
         self._rows_key: tuple[float, float, float] | None = None
@@ -115,8 +127,9 @@ class MirrorWindow:
         # GLFW's own error text says why (X11: Failed to open display :99); caught here instead of
         # the module's default warning, which would print a stack location beside our line.
         errors: list[str] = []
-        glfw.set_error_callback(lambda code, text: errors.append(text.decode("utf-8", "replace")
-                                                                   if isinstance(text, bytes) else str(text)))
+        glfw.set_error_callback(
+            lambda code, text: errors.append(text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text))
+        )
         try:
             if not glfw.init():
                 where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "of this desktop"
@@ -130,14 +143,16 @@ class MirrorWindow:
             self.window: Any = glfw.create_window(width, height, title, None, None)
             if not self.window:
                 glfw.terminate()
-                raise MirrorError("cannot create an OpenGL 3.3 window ("
-                                  + ("; ".join(errors) or "driver too old?") + ")")
+                raise MirrorError(
+                    "cannot create an OpenGL 3.3 window (" + ("; ".join(errors) or "driver too old?") + ")"
+                )
         finally:
             glfw.set_error_callback(None)  # type: ignore[arg-type]  # pyGLFW's default again (None: not annotated)
         glfw.make_context_current(self.window)
         glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
         self._init_gl()
         from headcast.app.mirror_ui import Ui
+
         self.ui = Ui(self.window, glfw)
         self.tracker = FarSideTracker(plot_seconds)
         self.panel = mp.PanelState()
@@ -148,8 +163,11 @@ class MirrorWindow:
     def _init_gl(self) -> None:
         GL = self.gl
         from OpenGL.GL import shaders
-        self.color_prog = shaders.compileProgram(shaders.compileShader(_COLOR_VS, GL.GL_VERTEX_SHADER),
-                                                 shaders.compileShader(_COLOR_FS, GL.GL_FRAGMENT_SHADER))
+
+        self.color_prog = shaders.compileProgram(
+            shaders.compileShader(_COLOR_VS, GL.GL_VERTEX_SHADER),
+            shaders.compileShader(_COLOR_FS, GL.GL_FRAGMENT_SHADER),
+        )
         self.color_mvp = GL.glGetUniformLocation(self.color_prog, "mvp")
         self.color_vao, self.color_vbo = GL.glGenVertexArrays(1), GL.glGenBuffers(1)
         GL.glBindVertexArray(self.color_vao)
@@ -229,6 +247,7 @@ class MirrorWindow:
 
     def _frame(self, loop, now: float, w: int, h: int, fw: int, fh: int, dt: float) -> tuple[Any, ...]:
         from imgui_bundle import imgui
+
         ui, panel, tracker = self.ui, self.panel, self.tracker
         views = tracker.views()
         avatars = mv.avatars(loop, views, now)
@@ -244,8 +263,7 @@ class MirrorWindow:
         pad = imgui.get_style().window_padding
         lay: dict[str, tuple[float, float, float, float]] = {}
 
-        header = mp.pack_parts(mp.header_parts(loop, now, panel, 1.0 / self.interval, tracker.paused),
-                               w - 2 * pad.x)
+        header = mp.pack_parts(mp.header_parts(loop, now, panel, 1.0 / self.interval, tracker.paused), w - 2 * pad.x)
         bar_h = math.ceil(len(header) * line_h + 2 * pad.y)
         strip_h = max(170.0, round(h * 0.36))
         left_w = round(w * (0.56 if w < 1100 else 0.5))
@@ -269,8 +287,9 @@ class MirrorWindow:
             # Text a person reads: 10 refreshes a second are plenty (wrapping it costs a millisecond).
             statuses = {s.name: s.status(now) for s in sinks}
             links = {s.name: tracker.link(s.name) for s in sinks}
-            self._rows = mp.fit_rows(mp.sink_rows(loop, avatars, statuses, links, inner_w, sinks),
-                                     key[1] - 2 * pad.y, line_h)
+            self._rows = mp.fit_rows(
+                mp.sink_rows(loop, avatars, statuses, links, inner_w, sinks), key[1] - 2 * pad.y, line_h
+            )
             self._rows_due, self._rows_key = now + ROWS_PERIOD, key
         rows, hidden = self._rows
         panel.tooltip = mp.draw_rows(t, rows, hidden, pad.x)
@@ -345,8 +364,13 @@ class MirrorWindow:
         tracked = mv.tracked(loop)
         tris = [scene.avatar_triangles("tracked", tracked, anchors["tracked"])]
         labels = []
-        labels.append((anchors["tracked"], [[("you (tracked)", mp.WHITE)]]
-                       + ([[("TRACKING LOST", mp.RED)]] if tracked.head is None else []), 9))
+        labels.append(
+            (
+                anchors["tracked"],
+                [[("you (tracked)", mp.WHITE)]] + ([[("TRACKING LOST", mp.RED)]] if tracked.head is None else []),
+                9,
+            )
+        )
         for a in avatars:
             at = anchors[a.slot]
             tris.append(scene.avatar_triangles(a.slot, a.pose, at))
@@ -360,8 +384,11 @@ class MirrorWindow:
             labels.append((at, [[(a.title, scene.COLORS[a.slot][0])], second], 8))
         sinks = {s.name: s for s in loop.sinks}
         self.scene_left = 0
-        for kind, base_key, peers in (("peer", "netsync", _netsync_peers), ("q3peer", "q3", _q3_peers),
-                                      ("sauerpeer", "sauer", _sauer_peers)):
+        for kind, base_key, peers in (
+            ("peer", "netsync", _netsync_peers),
+            ("q3peer", "q3", _q3_peers),
+            ("sauerpeer", "sauer", _sauer_peers),
+        ):
             s = sinks.get(base_key)
             if s is None or base_key not in anchors or not mv.shown(s):
                 continue
@@ -375,18 +402,19 @@ class MirrorWindow:
                 found = found[:MAX_SCENE_PEERS]
             for anchor, avatar, runs in found:
                 tris.append(scene.avatar_triangles(kind, avatar, anchor))
-                labels.append(((anchor[0], anchor[1] + PEER_LABEL_UP - (LABEL_Y - scene.HEAD_Y), anchor[2]),
-                               [runs], 3))
+                labels.append(((anchor[0], anchor[1] + PEER_LABEL_UP - (LABEL_Y - scene.HEAD_Y), anchor[2]), [runs], 3))
         return np.vstack(tris), [(p, lines, keep, vp, sw, sh) for p, lines, keep in labels]
 
     def _labels(self, t, labels, rect) -> int:
         from imgui_bundle import imgui
+
         dl = imgui.get_window_draw_list()
         line_h = imgui.get_text_line_height()
         wants, blocks = [], []
         for p, lines, keep, vp, sw, sh in sorted(labels, key=lambda x: -x[2]):
-            at = scene.project(vp, (p[0], LABEL_Y, p[2]) if keep >= 8 else (p[0], p[1] + (LABEL_Y - scene.HEAD_Y), p[2]),
-                               sw, sh)
+            at = scene.project(
+                vp, (p[0], LABEL_Y, p[2]) if keep >= 8 else (p[0], p[1] + (LABEL_Y - scene.HEAD_Y), p[2]), sw, sh
+            )
             if at is None:
                 continue
             width = max(sum(mp.text_w(s) for s, _ in line) for line in lines)
@@ -417,14 +445,17 @@ class MirrorWindow:
 
     def _plots(self, t, rect, avatars, sinks: list[str]) -> None:
         from imgui_bundle import imgui
+
         tracker = self.tracker
         mp.begin_fixed("##plots", rect, inputs=True)
         label = "Resume" if tracker.paused else "Pause"
         if imgui.small_button(f"{label} (space)"):
             self.toggle_pause()
         t.record_item(f"{label} (space)")
-        legend = (f"last {self.plot_seconds:g} s · white: sent · colour: seen "
-                  "(Quake degrees; what is compared: the line below)")
+        legend = (
+            f"last {self.plot_seconds:g} s · white: sent · colour: seen "
+            "(Quake degrees; what is compared: the line below)"
+        )
         room = rect[2] - imgui.get_item_rect_max().x - 2 * imgui.get_style().item_spacing.x - 6
         if mp.text_w(legend) <= room:
             imgui.same_line()
@@ -441,8 +472,9 @@ class MirrorWindow:
                 t.record_item(title)
                 if shown:
                     self.panel.tab = a.view.key
-                    mp.plot_view(t, tracker.series(a.view.key), a.view, scene.COLORS[a.slot][0], t_end,
-                                 self.plot_seconds, width)
+                    mp.plot_view(
+                        t, tracker.series(a.view.key), a.view, scene.COLORS[a.slot][0], t_end, self.plot_seconds, width
+                    )
                     imgui.end_tab_item()
             shown = imgui.begin_tab_item_simple("Latency")
             t.record_item("Latency")
@@ -455,6 +487,7 @@ class MirrorWindow:
 
     def _rooms(self, t, rect, rooms: dict, sinks: dict) -> None:
         from imgui_bundle import imgui
+
         mp.begin_fixed("##rooms", rect)
         line_h = imgui.get_text_line_height()
         top = rect[1] + 4
@@ -466,8 +499,7 @@ class MirrorWindow:
         width = (rect[2] - rect[0]) / n
         for i, (name, members) in enumerate(rooms.items()):
             r = (rect[0] + i * width, top, rect[0] + (i + 1) * width, rect[3] - 2)
-            mp.draw_map(t, mv.room_title(sinks[name], members), members, r,
-                        mp.SINK_COLORS[name], q3_names=name == "q3")
+            mp.draw_map(t, mv.room_title(sinks[name], members), members, r, mp.SINK_COLORS[name], q3_names=name == "q3")
         imgui.end()
 
     def screenshot(self, path: Path) -> Path:
@@ -494,9 +526,13 @@ def _netsync_peers(ns, base):
     for cn, body in sorted(ns.others.items()):
         if body.head is None:
             continue
-        out.append((scene.peer_anchor(base, own, body.head.pos),
-                    scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left),
-                    [(f"client #{cn}", scene.PEER_COLORS[0])]))
+        out.append(
+            (
+                scene.peer_anchor(base, own, body.head.pos),
+                scene.netsync_avatar(body.head.pos, body.head.rot, body.right, body.left),
+                [(f"client #{cn}", scene.PEER_COLORS[0])],
+            )
+        )
     return out
 
 
@@ -508,8 +544,7 @@ def _q3_peers(q3, base):
     out = []
     for p in ents.players:
         head = None if p.head is None else (p.head.pitch, p.head.yaw, p.head.roll)
-        runs = (q3_color_runs(p.name, mp.WHITE) if plain_name(p.name).strip()
-                else [(f"client {p.client_num}", mp.WHITE)])
+        runs = q3_color_runs(p.name, mp.WHITE) if plain_name(p.name).strip() else [(f"client {p.client_num}", mp.WHITE)]
         note = " ".join(n for n in ("VR" if head is not None else "", "(dead)" if p.dead else "") if n)
         if note:
             runs = runs + [(" " + note, scene.Q3_PEER_COLORS[1])]
@@ -531,6 +566,11 @@ def _sauer_peers(sauer, base):
         runs = [(p.name or f"client {p.cn}", scene.SAUER_PEER_COLORS[1])]
         if rec.move or rec.strafe:
             runs.append((" walking", mp.DIM))
-        out.append((scene.sauer_peer_anchor(base, own.eye(), rec.eye(), turn),
-                    scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn)), runs))
+        out.append(
+            (
+                scene.sauer_peer_anchor(base, own.eye(), rec.eye(), turn),
+                scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn)),
+                runs,
+            )
+        )
     return out

@@ -4,6 +4,7 @@ A label wants to sit centred above what it names; when that spot is taken (anoth
 panel) it moves up or down a line at a time, and stays inside its area; one that finds no free
 spot is left out and counted, never drawn over another.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,16 @@ Rect = tuple[float, float, float, float]  # x0, y0, x1, y1
 
 # Quake 3's colour table (q_shared.c g_color_table), indexed by (character - '0') & 7. Black is drawn
 # dark grey: the mirror's background is near black.
-Q3_COLORS = ((0.45, 0.45, 0.45), (1.0, 0.25, 0.25), (0.25, 1.0, 0.25), (1.0, 1.0, 0.25),
-             (0.35, 0.45, 1.0), (0.25, 1.0, 1.0), (1.0, 0.35, 1.0), (1.0, 1.0, 1.0))
+Q3_COLORS = (
+    (0.45, 0.45, 0.45),
+    (1.0, 0.25, 0.25),
+    (0.25, 1.0, 0.25),
+    (1.0, 1.0, 0.25),
+    (0.35, 0.45, 1.0),
+    (0.25, 1.0, 1.0),
+    (1.0, 0.35, 1.0),
+    (1.0, 1.0, 1.0),
+)
 _COLOR_CODE = re.compile(r"\^[^^]")
 
 
@@ -30,7 +39,7 @@ def q3_color_runs(name: str, default: tuple[float, float, float]) -> list[tuple[
     color, at = default, 0
     for m in _COLOR_CODE.finditer(name):
         if m.start() > at:
-            runs.append((name[at:m.start()], color))
+            runs.append((name[at : m.start()], color))
         color, at = Q3_COLORS[(ord(m.group()[1]) - ord("0")) & 7], m.end()
     if at < len(name):
         runs.append((name[at:], color))
@@ -62,15 +71,21 @@ def _offsets(n: int, step: float) -> list[float]:
     downs = [k * step for k in range(1, n + 1)]
     out = [0.0] + ups[:3]
     for i in range(n):
-        out += downs[i:i + 1] + ups[i + 3:i + 4]
+        out += downs[i : i + 1] + ups[i + 3 : i + 4]
     return out
 
 
 MAX_MISSES = 12  # labels left out before place() stops trying the rest
 
 
-def place(wants: list[Want], area: Rect, taken: list[Rect] | None = None, gap: float = 2.0,
-          max_steps: int = 12, max_misses: int | None = MAX_MISSES) -> list[Rect | None]:
+def place(
+    wants: list[Want],
+    area: Rect,
+    taken: list[Rect] | None = None,
+    gap: float = 2.0,
+    max_steps: int = 12,
+    max_misses: int | None = MAX_MISSES,
+) -> list[Rect | None]:
     """A box per label (None: no free spot), in order: earlier labels get the better spots. Once
     `max_misses` labels have found no spot the area is crowded: the rest are left out untried (a
     crowd of 200 would otherwise cost tens of milliseconds of the pose loop's time). A label's

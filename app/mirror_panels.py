@@ -6,6 +6,7 @@ Text never overflows its area: panel rows are wrapped to the panel's width and, 
 more than fit, the least important go first with a line saying so; floating labels take a free
 spot or are left out (app/mirror_labels.py). Fonts scale with the window (13–18 px).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from headcast.app import farside as fs
-from headcast.app import mirror_view as mv
+from headcast.app import farside as fs, mirror_view as mv
 from headcast.app.mirror_labels import Rect, Want, place, plain_name, q3_color_runs
 from headcast.app.mirror_ui import UiText, rgba, u32
 from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT
@@ -28,9 +28,15 @@ SOURCE_COLORS = {"RELAYED": (0.35, 0.92, 0.45), "MODEL": (1.0, 0.75, 0.2), "OFFL
 SINK_COLORS = {"q3": (0.95, 0.6, 0.2), "netsync": (0.35, 0.75, 0.98), "sauer": (0.72, 0.55, 0.98)}
 SENT_COLOR = (0.95, 0.95, 0.95)
 AMBER = (1.0, 0.85, 0.3)
-FIXED = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
-         | imgui.WindowFlags_.no_bring_to_front_on_focus | imgui.WindowFlags_.no_scrollbar
-         | imgui.WindowFlags_.no_scroll_with_mouse | imgui.WindowFlags_.no_focus_on_appearing)
+FIXED = (
+    imgui.WindowFlags_.no_decoration
+    | imgui.WindowFlags_.no_move
+    | imgui.WindowFlags_.no_saved_settings
+    | imgui.WindowFlags_.no_bring_to_front_on_focus
+    | imgui.WindowFlags_.no_scrollbar
+    | imgui.WindowFlags_.no_scroll_with_mouse
+    | imgui.WindowFlags_.no_focus_on_appearing
+)
 SNAP_SHOWN = 0.8  # s the header keeps saying a snap turn happened
 
 Run = tuple[str, tuple]
@@ -122,7 +128,7 @@ def fit_rows(rows: list[Row], height: float, line_h: float) -> tuple[list[Row], 
         return rows, 0
     cap -= 1  # a row says how many were left out
     order = sorted(range(len(rows)), key=lambda i: (rows[i].keep, -i))
-    drop = set(order[:len(rows) - cap])
+    drop = set(order[: len(rows) - cap])
     return [r for i, r in enumerate(rows) if i not in drop], len(drop)
 
 
@@ -144,8 +150,9 @@ def draw_rows(t: UiText, rows: list[Row], hidden: int, x0: float) -> str:
         elif r.tip and not tip:
             # The panel takes no input (no_inputs): the mouse is tested against the row's band.
             x_min = imgui.get_window_pos().x
-            if imgui.is_mouse_hovering_rect((x_min, top), (x_min + imgui.get_window_width(),
-                                                           top + imgui.get_text_line_height_with_spacing())):
+            if imgui.is_mouse_hovering_rect(
+                (x_min, top), (x_min + imgui.get_window_width(), top + imgui.get_text_line_height_with_spacing())
+            ):
                 tip = r.tip
     if hidden:
         t.text(f"… {hidden} more line{'s' if hidden != 1 else ''} (a larger window shows them)", DIM)
@@ -165,15 +172,19 @@ def begin_fixed(name: str, rect: Rect, background: bool = True, inputs: bool = F
 
 # --- the header ------------------------------------------------------------------------------
 
+
 def header_parts(loop, now: float, st: PanelState, mirror_hz: float, paused: bool) -> list[Run]:
     tel = loop.telemetry
     cost, wire = tel.frame_cost.percentile(50), tel.latency.percentile(50)
     tracking = loop.frame is not None and loop.frame.head.valid
-    parts: list[Run] = [("headcast", WHITE), (f"frame {tel.frames}", WHITE),
-                        (f"loop cost {0 if cost is None else cost * 1000:.2f} ms", WHITE),
-                        (f"motion-to-wire {'–' if wire is None else f'{wire * 1000:.2f} ms'}", WHITE),
-                        (f"mirror {mirror_hz:.0f} Hz", DIM),
-                        ("tracking OK", (0.35, 0.92, 0.45)) if tracking else ("TRACKING LOST", RED)]
+    parts: list[Run] = [
+        ("headcast", WHITE),
+        (f"frame {tel.frames}", WHITE),
+        (f"loop cost {0 if cost is None else cost * 1000:.2f} ms", WHITE),
+        (f"motion-to-wire {'–' if wire is None else f'{wire * 1000:.2f} ms'}", WHITE),
+        (f"mirror {mirror_hz:.0f} Hz", DIM),
+        ("tracking OK", (0.35, 0.92, 0.45)) if tracking else ("TRACKING LOST", RED),
+    ]
     if now - st.snap_at < SNAP_SHOWN:
         parts.append((f"snap turn {st.snap_deg:+.0f}°", (1.0, 0.85, 0.3)))
     if paused:
@@ -197,6 +208,7 @@ def pack_parts(parts: list[Run], width: float, sep: str = "   ") -> list[Row]:
 
 
 # --- the sink panel --------------------------------------------------------------------------
+
 
 def error_text(e) -> str:
     """A view's error readout in one line (farside.ErrorReadout)."""
@@ -225,14 +237,37 @@ LIGHT = "●"  # U+25CF (DejaVu Sans Mono has it)
 # or degraded (connecting, loading, silent for a while, rate-limited, dead or spectating).
 # Off (grey): no server asked for (computed and shown only).
 GREEN_STATES = frozenset({"in game", "connected"})
-RED_STATES = frozenset({"disconnected", "refused", "pure check failed", "protocol mismatch", "stopped", "closed",
-                        "no answer", "failed", "error"})
-AMBER_STATES = frozenset({"idle", "connecting", "joining", "loading", "reconnecting", "server silent", "rate-limited",
-                          "dead", "spectator", "editing"})  # (and any state not named here)
+RED_STATES = frozenset(
+    {
+        "disconnected",
+        "refused",
+        "pure check failed",
+        "protocol mismatch",
+        "stopped",
+        "closed",
+        "no answer",
+        "failed",
+        "error",
+    }
+)
+AMBER_STATES = frozenset(
+    {
+        "idle",
+        "connecting",
+        "joining",
+        "loading",
+        "reconnecting",
+        "server silent",
+        "rate-limited",
+        "dead",
+        "spectator",
+        "editing",
+    }
+)  # (and any state not named here)
 
 
 def health(stt) -> str:
-    """"green", "amber", "red" or "off" for a sink's status (telemetry.SinkStatus)."""
+    """ "green", "amber", "red" or "off" for a sink's status (telemetry.SinkStatus)."""
     state = stt.state
     if state == "offline":
         return "off"
@@ -251,28 +286,37 @@ def _packed(name: str, stt) -> tuple[str, str]:
         hands = flags & (FLAG_RIGHT | FLAG_LEFT)
         parts = ["head"] if flags & FLAG_HEAD else []
         if hands:
-            parts.append("both hands" if hands == FLAG_RIGHT | FLAG_LEFT else
-                         "right hand" if hands == FLAG_RIGHT else "left hand")
+            parts.append(
+                "both hands"
+                if hands == FLAG_RIGHT | FLAG_LEFT
+                else "right hand"
+                if hands == FLAG_RIGHT
+                else "left hand"
+            )
         text = f"pose {v['body_bytes']} B: {', '.join(parts) or 'no head or hands'}"
         if flags & FLAG_PHYSICAL and "dyaw" in v:
             text += f"; play space turned {v['dyaw']:+.0f}°"
         return text, f"{stt.packed} (the XROrigin Δ: dyaw)"
     if name == "sauer" and "npos_bytes" in v:
-        return (f"position record {v['npos_bytes']} B: yaw {v['yaw']} pitch {v['pitch']} roll {v['roll_deg']} "
-                f"(whole degrees)", stt.packed)
+        return (
+            f"position record {v['npos_bytes']} B: yaw {v['yaw']} pitch {v['pitch']} roll {v['roll_deg']} "
+            f"(whole degrees)",
+            stt.packed,
+        )
     if name == "q3" and "buttons" in v:
         head = "head bits in the buttons" if v.get("head_bits") else "16-bit buttons, no head"
         return f"sends: {head}; roll {v['roll_deg']:+.1f}°", f"usercmd: {stt.packed} (the roll as ANGLE2SHORT)"
     return stt.packed, ""
 
 
-def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width: float,
-              sinks: list | None = None) -> list[Row]:
+def sink_rows(
+    loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width: float, sinks: list | None = None
+) -> list[Row]:
     """Each sink's panel: a health light and its figures, each far side's source and why in plain
     words (the precise terms in the tooltip), what it sends, the Q3 decode, the link's detail."""
     rows: list[Row] = []
     ind = text_w("  ")
-    for s in (loop.sinks if sinks is None else sinks):
+    for s in loop.sinks if sinks is None else sinks:
         stt = statuses[s.name]
         lk = links.get(s.name)
         col = SINK_COLORS.get(s.name, WHITE)
@@ -288,11 +332,12 @@ def sink_rows(loop, avatars: list[mv.Avatar], statuses: dict, links: dict, width
             head.append((f"{rt_name} {stt.ping_ms:.0f} ms", WHITE))
         if lk is not None and lk.motion_to_wire_ms is not None:
             head.append((f"to wire {lk.motion_to_wire_ms:.2f} ms", WHITE))
-        tip = "; ".join(t for t in (f"state: {light}", rt_tip,
-                                    "to wire: from the pose read to its bytes handed to the socket") if t)
+        tip = "; ".join(
+            t for t in (f"state: {light}", rt_tip, "to wire: from the pose read to its bytes handed to the socket") if t
+        )
         packed = pack_parts(head, width, "  ")
         # the light in its colour, the name in the sink's
-        packed[0].runs[0:1] = [(LIGHT, HEALTH_COLORS[light]), (packed[0].runs[0][0][len(LIGHT):], col)]
+        packed[0].runs[0:1] = [(LIGHT, HEALTH_COLORS[light]), (packed[0].runs[0][0][len(LIGHT) :], col)]
         for r in packed:
             r.keep, r.tip = 5, tip
             rows.append(r)
@@ -330,12 +375,25 @@ def q3_lines(q3) -> list[tuple[str, int, str]]:
         seen = q3.receiver_seen
         if seen is not None:  # another VR player's relayed head told which build the server runs
             who += f", as seen on {plain_name(seen[1]) or 'another player'}"
-        head = ("no head" if far.pitch is None else
-                f"head pitch {far.pitch:+.2f}°, turn {far.yaw_offset:+.2f}° (sent {far.sent_offset:+.2f}°)")
-        out.append((f"a VR server ({who}) would see: {head}", 2,
-                    f"the {precise} decode of the head bits (buttons bits 12–25): pitch, yaw offset from the aim"))
-        out.append((f"roll: you {far.roll_own:+.3f}°, others see {far.roll_others:+.0f}° (the server rounds it)", 2,
-                    "your playerState's roll vs your entity's, which the server snaps to whole degrees (SnapVector)"))
+        head = (
+            "no head"
+            if far.pitch is None
+            else f"head pitch {far.pitch:+.2f}°, turn {far.yaw_offset:+.2f}° (sent {far.sent_offset:+.2f}°)"
+        )
+        out.append(
+            (
+                f"a VR server ({who}) would see: {head}",
+                2,
+                f"the {precise} decode of the head bits (buttons bits 12–25): pitch, yaw offset from the aim",
+            )
+        )
+        out.append(
+            (
+                f"roll: you {far.roll_own:+.3f}°, others see {far.roll_others:+.0f}° (the server rounds it)",
+                2,
+                "your playerState's roll vs your entity's, which the server snaps to whole degrees (SnapVector)",
+            )
+        )
     ents = q3.others
     if ents is not None and ents.players:
         names = ", ".join(plain_name(p.name) + (" (VR)" if p.head is not None else "") for p in ents.players)
@@ -355,7 +413,9 @@ def _line(label: str, xs: np.ndarray, ys: np.ndarray, color, weight: float = 1.5
     spec = implot.Spec()
     spec.line_color = rgba(color)
     spec.line_weight = weight
-    implot.plot_line(label, np.ascontiguousarray(xs, dtype=np.float64), np.ascontiguousarray(ys, dtype=np.float64), spec)
+    implot.plot_line(
+        label, np.ascontiguousarray(xs, dtype=np.float64), np.ascontiguousarray(ys, dtype=np.float64), spec
+    )
 
 
 def transient_spans(t: np.ndarray, flag: np.ndarray) -> list[tuple[float, float]]:
@@ -455,6 +515,7 @@ def plot_links(t: UiText, tracker, sinks: list[str], t_end: float, seconds: floa
 
 
 # --- room maps -------------------------------------------------------------------------------
+
 
 def draw_map(t: UiText, title: str, members: list[mv.Member], rect: Rect, color, q3_names: bool = False) -> int:
     """One protocol's room top-down in `rect`: every member as a dot with a heading tick, named;

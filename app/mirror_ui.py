@@ -19,6 +19,7 @@ Every text the mirror draws goes through `UiText.text`/`label`, which records it
 pixels) with the window that clips it: the layout tests read these boxes and check them against
 the pixels.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,8 @@ from pathlib import Path
 from imgui_bundle import imgui, implot
 
 FONT_DIRS = (Path("/usr/share/fonts/truetype"), Path("/usr/share/fonts/opentype"), Path("/usr/share/fonts"))
-MOUSE_BUTTONS = 5    # ImGuiMouseButton_COUNT
-MAX_EVENTS = 1024    # input events kept between two drawn frames
+MOUSE_BUTTONS = 5  # ImGuiMouseButton_COUNT
+MAX_EVENTS = 1024  # input events kept between two drawn frames
 MAIN_FONTS = ("dejavu/DejaVuSansMono.ttf", "DejaVuSansMono.ttf")
 FALLBACK_FONTS = ("droid/DroidSansFallbackFull.ttf", "DroidSansFallbackFull.ttf")
 
@@ -90,8 +91,9 @@ class UiText:
         c0, c1 = dl.get_clip_rect_min(), dl.get_clip_rect_max()
         self.boxes.append(TextBox(s, box, (c0.x, c0.y, c1.x, c1.y), tuple(color)))
 
-    def label(self, dl, x: float, y: float, runs: list[tuple[str, tuple]], clip,
-              backdrop: bool = False) -> tuple[float, float, float, float]:
+    def label(
+        self, dl, x: float, y: float, runs: list[tuple[str, tuple]], clip, backdrop: bool = False
+    ) -> tuple[float, float, float, float]:
         """Coloured runs of text on a draw list at (x, y) (top-left); recorded with `clip`. A
         backdrop (the window's dark, translucent) keeps a label legible over the 3D scene."""
         x0 = x
@@ -145,12 +147,20 @@ class Ui:
         # pyGLFW keeps a reference to each callback for as long as it is set.
         glfw.set_cursor_pos_callback(win, lambda _w, x, y: put(("pos", float(x), float(y))))
         glfw.set_cursor_enter_callback(win, lambda _w, entered: None if entered else put(("leave",)))
-        glfw.set_mouse_button_callback(win, lambda _w, b, action, _m: put(("button", b, action == glfw.PRESS))
-                                       if 0 <= b < MOUSE_BUTTONS and action != glfw.REPEAT else None)
+        glfw.set_mouse_button_callback(
+            win,
+            lambda _w, b, action, _m: (
+                put(("button", b, action == glfw.PRESS)) if 0 <= b < MOUSE_BUTTONS and action != glfw.REPEAT else None
+            ),
+        )
         glfw.set_scroll_callback(win, lambda _w, dx, dy: put(("wheel", float(dx), float(dy))))
         glfw.set_window_focus_callback(win, lambda _w, focused: put(("focus", bool(focused))))
-        glfw.set_key_callback(win, lambda _w, key, _sc, action, _m: put(("space",))
-                              if key == glfw.KEY_SPACE and action == glfw.PRESS else None)
+        glfw.set_key_callback(
+            win,
+            lambda _w, key, _sc, action, _m: (
+                put(("space",)) if key == glfw.KEY_SPACE and action == glfw.PRESS else None
+            ),
+        )
 
     def _put(self, ev: tuple) -> None:
         q = self.events

@@ -2,12 +2,12 @@
 source — RELAYED / MODEL / OFFLINE — and why, the transients and the series are app/farside.py's),
 and everyone in each protocol's room, top-down (no GL, no ImGui: testable as data).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from headcast.app import farside as fs
-from headcast.app import scene
+from headcast.app import farside as fs, scene
 from headcast.app.mirror_labels import plain_name
 from headcast.netcode.pose import quake_angles, unity_position, unity_quat
 
@@ -41,7 +41,7 @@ def _q3_pose(q3, key: str, now: float) -> scene.AvatarPose:
     if q3.intent is None:
         return scene.AvatarPose(None)
     view = q3.others_view()  # whole degrees, as SnapVector leaves them on our entity
-    if key == "q3":          # what every server carries: the view (aim) angles and the roll
+    if key == "q3":  # what every server carries: the view (aim) angles and the roll
         return scene.AvatarPose(scene.q3_head_quat(view[0], 0.0, view[2], view[1]), aim=view[:2])
     smoothed = q3.smooth(now)  # the VR head as a receiver draws it (EMA, display limits)
     if smoothed is None:
@@ -85,8 +85,11 @@ def avatars(loop, views: list[fs.FarSideView], now: float) -> list[Avatar]:
             continue
         if v.sink == "q3":
             pose = _q3_pose(s, v.key, now)
-            title = "Q3 VR head" if v.key == "q3.head" else ("Q3 16-bit" if v.head_bits_on_wire is False
-                                                             and s.link is not None else "Q3 view")
+            title = (
+                "Q3 VR head"
+                if v.key == "q3.head"
+                else ("Q3 16-bit" if v.head_bits_on_wire is False and s.link is not None else "Q3 view")
+            )
         elif v.sink == "netsync":
             pose, title = _netsync_pose(s), "NetSync"
         else:
@@ -108,6 +111,7 @@ def tracked(loop) -> scene.AvatarPose:
             return None
         p = pose.position
         return (p[0] - hp[0], p[1] - hp[1], p[2] - hp[2]), pose.orientation
+
     return scene.AvatarPose(head.orientation if head.orientation_valid else None, rel(st.right_grip), rel(st.left_grip))
 
 
@@ -115,15 +119,16 @@ def tracked(loop) -> scene.AvatarPose:
 class Member:
     """Someone in a protocol's room/map, top-down: east/north metres from us, heading CCW from east."""
 
-    label: str                   # name as it is (Q3 colour codes kept: the label draws them)
+    label: str  # name as it is (Q3 colour codes kept: the label draws them)
     east: float
     north: float
     heading: float | None
     us: bool = False
-    note: str = ""               # "VR", "walking", "dead"
+    note: str = ""  # "VR", "walking", "dead"
 
 
 # --- the room: members top-down, per protocol -------------------------------------------------
+
 
 def _heading_xr(q) -> float:
     """Heading CCW from east of an OpenXR orientation, on a map with north = −Z (forward)."""

@@ -1,4 +1,5 @@
 """Mock-runtime mode: point the OpenXR loader at our mocked runtime, playing a motion file."""
+
 from __future__ import annotations
 
 import os
@@ -6,7 +7,6 @@ from pathlib import Path
 
 from headcast.app.assets import asset_path
 from headcast.app.errors import AppError, UsageError
-
 
 MOTION_FOLDERS = ("motions", "demo")  # the mock runtime's motions, then the demo's tour
 
@@ -36,10 +36,13 @@ def activate_mock(name: str) -> Path:
     file), for this process; returns the manifest. Must run before the OpenXR instance exists
     (the loader reads the variables then)."""
     from headcast.xr import mockrt
+
     profile = os.environ.get("HEADCAST_MOCK_PROFILE_RUNTIME")
     if profile is not None and profile not in mockrt.RUNTIME_PROFILES:
-        raise UsageError(f"HEADCAST_MOCK_PROFILE_RUNTIME={profile!r}: the mock runtime imitates "
-                         f"{', '.join(mockrt.RUNTIME_PROFILES)} (default monado)")
+        raise UsageError(
+            f"HEADCAST_MOCK_PROFILE_RUNTIME={profile!r}: the mock runtime imitates "
+            f"{', '.join(mockrt.RUNTIME_PROFILES)} (default monado)"
+        )
     # Resolved here, not by mockrt.motion_path: its importlib.resources fallback cannot read the
     # assets namespace package of an editable install.
     motion = Path(name) if Path(name).is_file() else find_motion(name)
@@ -58,8 +61,9 @@ def activate_mock(name: str) -> Path:
         mockrt.check_motion(motion.resolve(), Path(env["XR_RUNTIME_JSON"]))
     except mockrt.RuntimeBuildError as e:
         # What to install on this platform, or that the runtime is Linux-only (mockrt.build says which).
-        raise AppError(f"--mock needs headcast's mock OpenXR runtime, which this install lacks and cannot "
-                       f"build: {e}") from None
+        raise AppError(
+            f"--mock needs headcast's mock OpenXR runtime, which this install lacks and cannot build: {e}"
+        ) from None
     except mockrt.MockControlError as e:
         raise UsageError(f"--mock {name}: {e}") from None
     os.environ.update(env)

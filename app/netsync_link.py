@@ -5,6 +5,7 @@ our body exactly as the server relayed it to everybody, so the sink can show wha
 side really receives without a second participant. (A stealth client is never broadcast,
 so in stealth mode there is no own body to show.)
 """
+
 from __future__ import annotations
 
 import getpass
@@ -14,8 +15,16 @@ import uuid
 from typing import Callable
 
 from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError
-from headcast.netcode.netsync.client import (Dropped, Joined, OwnPose, PeerPose, ProtocolDetected, ProtocolMismatch,
-                                             ServerBack, ServerSilent)
+from headcast.netcode.netsync.client import (
+    Dropped,
+    Joined,
+    OwnPose,
+    PeerPose,
+    ProtocolDetected,
+    ProtocolMismatch,
+    ServerBack,
+    ServerSilent,
+)
 from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
 from headcast.netcode.netsync.model import PoseBody, PoseFrame
 from headcast.netcode.netsync.transport import NetSyncClient
@@ -24,7 +33,7 @@ DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
 TRANSFORM_PORT_OFFSET = 2  # protocol 7+: the official client's transform port is control + 2
 PEER_STALE_S = 3.0  # a peer silent this long is dropped from the picture
-MAX_PEERS = 1024    # other players kept at once (client numbers are the server's: a bound, not trust)
+MAX_PEERS = 1024  # other players kept at once (client numbers are the server's: a bound, not trust)
 # The server broadcasts the room at ≤ 10 Hz and maps devices at ≤ 2 Hz: draining the client's
 # sockets 30 times a second sees everything within 33 ms and costs a third of every frame.
 # (Sending is not tied to this: send() runs every frame under the send policy.)
@@ -36,8 +45,9 @@ NO_ANSWER_AFTER = 1.0
 UNREACHABLE_AFTER = 3
 
 # What each protocol number means to a user: the releases that speak it (styly-netsync-server).
-PROTOCOL_HELP = ("3 = styly-netsync-server 0.9-0.10, 4 = 0.11, 5 = 0.12-0.13, 6 = 0.14, 7 = 0.15, "
-                 "8 = 0.16 and later (current)")
+PROTOCOL_HELP = (
+    "3 = styly-netsync-server 0.9-0.10, 4 = 0.11, 5 = 0.12-0.13, 6 = 0.14, 7 = 0.15, 8 = 0.16 and later (current)"
+)
 
 
 def parse_address(text: str) -> tuple[str, int, int, int | None]:
@@ -46,8 +56,10 @@ def parse_address(text: str) -> tuple[str, int, int, int | None]:
     PUB defaults to CONTROL + 1; TRANSFORM (used from protocol 7 on) None = not given here."""
     parts = text.split(":")
     if not parts[0] or len(parts) > 4:
-        raise UsageError(f"--netsync {text!r}: expected HOST, HOST:CONTROL_PORT, HOST:CONTROL_PORT:PUB_PORT "
-                         "or HOST:CONTROL_PORT:PUB_PORT:TRANSFORM_PORT")
+        raise UsageError(
+            f"--netsync {text!r}: expected HOST, HOST:CONTROL_PORT, HOST:CONTROL_PORT:PUB_PORT "
+            "or HOST:CONTROL_PORT:PUB_PORT:TRANSFORM_PORT"
+        )
     try:
         ports = [int(p) for p in parts[1:]]
     except ValueError:
@@ -64,11 +76,12 @@ def resolve_transform_port(control: int, in_address: int | None, configured: int
     """The transform port from the address's fourth part or netsync.transform_port (0 = control + 2).
     Both given and different: refused, naming both."""
     if not 0 <= configured < 65536:
-        raise UsageError(f"{source}: netsync.transform_port = {configured}: expected 1..65535, or 0 for "
-                         f"the control port + {TRANSFORM_PORT_OFFSET}")
+        raise UsageError(
+            f"{source}: netsync.transform_port = {configured}: expected 1..65535, or 0 for "
+            f"the control port + {TRANSFORM_PORT_OFFSET}"
+        )
     if in_address is not None and configured and configured != in_address:
-        raise UsageError(f"the transform port is given twice: {in_address} in --netsync and {configured} "
-                         f"from {source}")
+        raise UsageError(f"the transform port is given twice: {in_address} in --netsync and {configured} from {source}")
     return in_address or configured or control + TRANSFORM_PORT_OFFSET
 
 
@@ -83,8 +96,9 @@ def parse_protocol(value: object, source: str = "--netsync-protocol") -> int | N
         protocol = None
     if protocol not in PROTOCOLS:
         where = source if source.startswith("--") else f"{source}: netsync.protocol ="
-        raise UsageError(f"{where} {value!r}: expected auto or a NetSync protocol "
-                         f"{PROTOCOLS[0]}..{PROTOCOLS[-1]} ({PROTOCOL_HELP})")
+        raise UsageError(
+            f"{where} {value!r}: expected auto or a NetSync protocol {PROTOCOLS[0]}..{PROTOCOLS[-1]} ({PROTOCOL_HELP})"
+        )
     return protocol
 
 
@@ -119,28 +133,50 @@ class NetSyncLink:
     """`protocol` None = detect the server's (the default, "auto"); an int speaks that one and a
     server speaking another is reported as a mismatch (`mismatch`, state "protocol mismatch")."""
 
-    def __init__(self, host: str, dealer_port: int, pub_port: int, room: str, device_id: str,
-                 send_rate: float, stealth: bool, clock: Callable[[], float] = time.perf_counter, *,
-                 protocol: int | None = None, transform_port: int | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        dealer_port: int,
+        pub_port: int,
+        room: str,
+        device_id: str,
+        send_rate: float,
+        stealth: bool,
+        clock: Callable[[], float] = time.perf_counter,
+        *,
+        protocol: int | None = None,
+        transform_port: int | None = None,
+    ) -> None:
         self.clock = clock
         self.transform_port = dealer_port + TRANSFORM_PORT_OFFSET if transform_port is None else transform_port
         self.address = f"{host}:{dealer_port}/{pub_port}"
         self.room = room
         self.device_id = device_id
         self.host, self.dealer_port, self.pub_port = host, dealer_port, pub_port
-        self.client = NetSyncClient(host, dealer_port, pub_port, room, device_id, transform_port=self.transform_port,
-                                    protocol=protocol, send_rate=send_rate, stealth=stealth, watch_tcp=True)
+        self.client = NetSyncClient(
+            host,
+            dealer_port,
+            pub_port,
+            room,
+            device_id,
+            transform_port=self.transform_port,
+            protocol=protocol,
+            send_rate=send_rate,
+            stealth=stealth,
+            watch_tcp=True,
+        )
         self._core = self.client.core
         self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
         self._counters = self._core.counters
         self._policy = self._core.policy
         self._state = "connecting"
-        self._detail = (f"waiting for {self.address} room {room!r}, "
-                        + ("detecting the NetSync protocol" if protocol is None else f"NetSync protocol {protocol}"))
+        self._detail = f"waiting for {self.address} room {room!r}, " + (
+            "detecting the NetSync protocol" if protocol is None else f"NetSync protocol {protocol}"
+        )
         self._started = clock()
         self.closed = False
         self._why_at_close = ""
-        self.joined_at: float | None = None   # clock time the server first mapped us
+        self.joined_at: float | None = None  # clock time the server first mapped us
         self.client_no: int | None = None
         self.mismatch: ProtocolMismatch | None = None
         self.own_body: PoseBody | None = None
@@ -207,10 +243,14 @@ class NetSyncLink:
         tcp = self.client.tcp_state
         if not tcp.ever_connected:
             retry = "" if tcp.retry_ms is None else f", every {tcp.retry_ms / 1000:g} s"
-            return (f"cannot connect to TCP {self.host}:{self.dealer_port}{how_long} ({tcp.retries} tries{retry}): "
-                    "nothing listens there, or a firewall drops it")
-        return (f"TCP {self.host}:{self.dealer_port} is connected but nothing came back{how_long}: is it a "
-                f"NetSync server, and is its PUB port {self.pub_port}?")
+            return (
+                f"cannot connect to TCP {self.host}:{self.dealer_port}{how_long} ({tcp.retries} tries{retry}): "
+                "nothing listens there, or a firewall drops it"
+            )
+        return (
+            f"TCP {self.host}:{self.dealer_port} is connected but nothing came back{how_long}: is it a "
+            f"NetSync server, and is its PUB port {self.pub_port}?"
+        )
 
     @property
     def failure(self) -> AppError | None:
@@ -225,10 +265,11 @@ class NetSyncLink:
         t = f"{timeout:g} s"
         if self.answered:
             detail = self._why_at_close if self.closed else self.detail
-            return UnreachableError(f"netsync: {self.address} answered but did not let us in within {t} "
-                                    f"({detail})")
-        return UnreachableError(f"netsync: no answer from {self.address} within {t} ({self._why_silent()}; is "
-                                "the server running and the address/port right?)")
+            return UnreachableError(f"netsync: {self.address} answered but did not let us in within {t} ({detail})")
+        return UnreachableError(
+            f"netsync: no answer from {self.address} within {t} ({self._why_silent()}; is "
+            "the server running and the address/port right?)"
+        )
 
     @property
     def unreachable(self) -> bool:

@@ -4,6 +4,7 @@ Head absolute (world), hands from the grip poses, the XROrigin Δ from the rig's
 current origins. Tracking lost → no head block (HeadValid clear): the receiver keeps no
 stale head, and hands go with it (the protocol only carries hands relative to a head).
 """
+
 from __future__ import annotations
 
 import math

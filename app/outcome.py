@@ -14,13 +14,13 @@ ended while a server it had joined was lost (silent for LOST_AFTER s and more; e
 answer): the status line says "server lost" and for how long, and the summary when it was lost
 and whether it came back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from headcast.app.errors import AppError, UnreachableError
-
 
 # How far past run.connect_timeout a first join goes on while its server still answers.
 JOIN_STRETCH = 3.0
@@ -36,14 +36,14 @@ class Outcome:
 
     name: str
     sink: Any
-    link: Any                          # the sink's server link, None = offline (computes and shows only)
-    joined_at: float | None = None     # seconds into the run
-    failure: AppError | None = None    # stopped for good (and disconnected)
-    failed_state: str = ""             # the link's state when it failed ("refused", "protocol mismatch" ...)
+    link: Any  # the sink's server link, None = offline (computes and shows only)
+    joined_at: float | None = None  # seconds into the run
+    failure: AppError | None = None  # stopped for good (and disconnected)
+    failed_state: str = ""  # the link's state when it failed ("refused", "protocol mismatch" ...)
     # Times the joined server went silent: [lost at, back at or None (still lost)], seconds into
     # the run; `lost at` is when it was last heard from.
     lost: list[list] = field(default_factory=list)
-    heard_at: float | None = None      # seconds into the run the link last received anything
+    heard_at: float | None = None  # seconds into the run the link last received anything
     _received: int = -1
 
     @property
@@ -56,8 +56,10 @@ class Outcome:
         parts = []
         for at, back in self.lost:
             if back is None:
-                parts.append(f"lost the server at {at:.1f} s and it never came back "
-                             f"(nothing from it for the last {max(0.0, end - at):.1f} s)")
+                parts.append(
+                    f"lost the server at {at:.1f} s and it never came back "
+                    f"(nothing from it for the last {max(0.0, end - at):.1f} s)"
+                )
             else:
                 parts.append(f"lost the server at {at:.1f} s for {back - at:.1f} s (back at {back:.1f} s)")
         return "; ".join(parts)
@@ -68,8 +70,10 @@ class Outcome:
         if at is None:
             return None
         where = getattr(self.link, "address", "the server")
-        return UnreachableError(f"{self.name}: lost the server {where} at {at:.1f} s and it never came back "
-                                f"(nothing from it for the last {max(0.0, end - at):.1f} s of the run)")
+        return UnreachableError(
+            f"{self.name}: lost the server {where} at {at:.1f} s and it never came back "
+            f"(nothing from it for the last {max(0.0, end - at):.1f} s of the run)"
+        )
 
     @property
     def linked(self) -> bool:
@@ -82,8 +86,9 @@ class Outcome:
         own = getattr(self.link, "join_timeout_error", None)
         if own is not None:
             return own(waited)
-        return UnreachableError(f"{self.name}: not let in by {getattr(self.link, 'address', 'the server')} "
-                                f"within {waited:g} s")
+        return UnreachableError(
+            f"{self.name}: not let in by {getattr(self.link, 'address', 'the server')} within {waited:g} s"
+        )
 
     def sent(self) -> tuple[int, int]:
         """(messages, bytes) this sink put on the wire."""
@@ -180,8 +185,9 @@ class Outcomes:
         elapsed = now - self.start
         # Nothing listens at a server's address (ICMP port unreachable, TCP connection refused,
         # again and again): said now, not after run.connect_timeout, when no other sink can go on.
-        refused = [o for o in linked if o.joined_at is None and o.failure is None
-                   and getattr(o.link, "unreachable", False)]
+        refused = [
+            o for o in linked if o.joined_at is None and o.failure is None and getattr(o.link, "unreachable", False)
+        ]
         if refused and (self.require_all or len(refused) + failed == len(linked)):
             prefix = "--require-all: " if len(refused) + failed < len(linked) else ""
             return combine([o.never_joined_error(round(elapsed, 1)) for o in refused] + failures, prefix)
@@ -199,8 +205,12 @@ class Outcomes:
         when its server has answered anything but a refusal (a handshake slowed by loss, a rate
         limit that lifts): under 20 % loss a Quake 3 join's resends can take longer than 10 s.
         A server that refuses us, or never answered, gets run.connect_timeout as before."""
-        return (getattr(o.link, "answered_at", None) is not None and o.failure is None
-                and getattr(o.link, "refused", None) is None and elapsed <= JOIN_STRETCH * self.connect_timeout)
+        return (
+            getattr(o.link, "answered_at", None) is not None
+            and o.failure is None
+            and getattr(o.link, "refused", None) is None
+            and elapsed <= JOIN_STRETCH * self.connect_timeout
+        )
 
     def final(self, now: float) -> AppError | None:
         """After the run (links closed): a failure when no sink ever joined — however short the

@@ -1,4 +1,5 @@
 """`headcast probe q3|netsync HOST`: what a server says about itself, without joining."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,7 @@ from headcast.netcode.icmp import PORT_UNREACHABLE
 @dataclass(frozen=True)
 class Q3Target:
     """One server named on the command line and its addresses (the first of each family)."""
+
     host: str
     port: int
     addresses: tuple[tuple[int, tuple], ...]  # (family, sockaddr) in getaddrinfo's order
@@ -28,6 +30,7 @@ class Q3Target:
 def parse_q3_target(text: str) -> tuple[str, int]:
     """HOST, HOST:PORT, [IPV6], [IPV6]:PORT, or a bare IPv6 address (default port 27960)."""
     from headcast.netcode.q3.status import PORT_SERVER
+
     port_text = ""
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
@@ -78,6 +81,7 @@ class _Attempt:
 
     def __init__(self, target_index: int, family: int, sockaddr: tuple) -> None:
         from headcast.netcode.q3.status import ServerQuery
+
         self.target_index = target_index
         self.address = _sockaddr_text(family, sockaddr)
         self.query = ServerQuery()
@@ -120,8 +124,9 @@ class _Attempt:
         return (self.query.info is not None) + (self.query.status is not None)
 
 
-def query_q3_servers(targets: list[Q3Target], timeout: float,
-                     clock: Callable[[], float] = time.perf_counter) -> list[_Attempt]:
+def query_q3_servers(
+    targets: list[Q3Target], timeout: float, clock: Callable[[], float] = time.perf_counter
+) -> list[_Attempt]:
     """Ask every address of every target at once, in one non-blocking loop, until each target has
     both answers from one of its addresses, every address of it failed, or `timeout` passed.
     Returns per target its best attempt: both answers, else the most answers, else one still
@@ -165,19 +170,24 @@ def query_q3_servers(targets: list[Q3Target], timeout: float,
 def q3_result(target: Q3Target, attempt: _Attempt, timeout: float) -> dict:
     """The JSON object for one target: what it said, or `error` (and `exit_code`) when nothing usable."""
     from headcast.netcode.q3 import oob
+
     out: dict = {"server": target.name}
     q = attempt.query
     if attempt.progress() == 0:
         if q.drops["malformed"]:
-            out["error"] = (f"the Quake 3 server {target.name} answered, but not with a getinfo/getstatus reply "
-                            f"we can read ({q.drops['malformed']} dropped; last: {q.last_drop})")
+            out["error"] = (
+                f"the Quake 3 server {target.name} answered, but not with a getinfo/getstatus reply "
+                f"we can read ({q.drops['malformed']} dropped; last: {q.last_drop})"
+            )
             out["exit_code"] = 1
         elif attempt.error:
             out["error"] = f"no answer from the Quake 3 server {target.name}: {attempt.error}"
             out["exit_code"] = 3
         else:
-            out["error"] = (f"no answer from the Quake 3 server {target.name} within {timeout:g} s (not running, "
-                            "wrong port, a firewall, or it is rate-limiting this address; the default port is 27960)")
+            out["error"] = (
+                f"no answer from the Quake 3 server {target.name} within {timeout:g} s (not running, "
+                "wrong port, a firewall, or it is rate-limiting this address; the default port is 27960)"
+            )
             out["exit_code"] = 3
         return out
     info = dict(q.info.info) if q.info is not None else {}
@@ -189,23 +199,27 @@ def q3_result(target: Q3Target, attempt: _Attempt, timeout: float) -> dict:
         family = f"unknown (protocol {info.get('protocol')!r})"
     needpass = info.get("g_needpass", rules.get("g_needpass"))
     ping = q.ping_ms if q.ping_ms is not None else q.info_rtt_ms
-    out.update({
-        "address": attempt.address,
-        "ping_ms": None if ping is None else round(ping, 3),
-        "hostname": info.get("hostname", rules.get("sv_hostname", "")),
-        "protocol": info.get("protocol", ""),
-        "family": family,
-        "game": info.get("gamename", info.get("game", "")),
-        "map": info.get("mapname", rules.get("mapname", "")),
-        "max_clients": info.get("sv_maxclients", rules.get("sv_maxclients", "")),
-        "pure": info.get("pure", rules.get("sv_pure", "")),
-        "g_needpass": None if needpass is None else needpass not in ("", "0"),
-        "vr_support": rules.get("vr_support", "0") == "1",
-        "players": [{"name": p.name, "score": p.score, "ping": p.ping, **({"extra": list(p.extra)} if p.extra else {})}
-                    for p in players],
-        "rules": rules,
-        "info": info,
-    })
+    out.update(
+        {
+            "address": attempt.address,
+            "ping_ms": None if ping is None else round(ping, 3),
+            "hostname": info.get("hostname", rules.get("sv_hostname", "")),
+            "protocol": info.get("protocol", ""),
+            "family": family,
+            "game": info.get("gamename", info.get("game", "")),
+            "map": info.get("mapname", rules.get("mapname", "")),
+            "max_clients": info.get("sv_maxclients", rules.get("sv_maxclients", "")),
+            "pure": info.get("pure", rules.get("sv_pure", "")),
+            "g_needpass": None if needpass is None else needpass not in ("", "0"),
+            "vr_support": rules.get("vr_support", "0") == "1",
+            "players": [
+                {"name": p.name, "score": p.score, "ping": p.ping, **({"extra": list(p.extra)} if p.extra else {})}
+                for p in players
+            ],
+            "rules": rules,
+            "info": info,
+        }
+    )
     missing = [name for name, got in (("infoResponse", q.info), ("statusResponse", q.status)) if got is None]
     if missing:
         out["missing"] = missing
@@ -231,6 +245,7 @@ def _shown(text: str) -> str:
 def format_q3_text(result: dict) -> list[str]:
     """Text lines for one result: colour codes stripped from names, rules raw (escaped)."""
     from headcast.netcode.q3.status import clean
+
     if "error" in result:
         return [result["error"]]
     where = result["server"] if result["address"] == result["server"] else f"{result['server']} ({result['address']})"
@@ -264,8 +279,14 @@ def cmd_probe_q3(args: argparse.Namespace) -> int:
     failed = [r for r in results if "error" in r]
     if not failed:
         return 0
-    message = failed[0]["error"] if len(failed) == 1 else (
-        f"{len(failed)} of {len(results)} Quake 3 servers gave no usable answer: " + "; ".join(r["error"] for r in failed))
+    message = (
+        failed[0]["error"]
+        if len(failed) == 1
+        else (
+            f"{len(failed)} of {len(results)} Quake 3 servers gave no usable answer: "
+            + "; ".join(r["error"] for r in failed)
+        )
+    )
     no_answer = any(r["exit_code"] == UnreachableError.exit_code for r in failed)
     raise (UnreachableError if no_answer else AppError)(message)
 
@@ -280,6 +301,7 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
     from headcast.netcode.netsync.client import PROBE_SUFFIX, Joined, PeerPose, ProtocolDetected, ProtocolMismatch
     from headcast.netcode.netsync.model import FLAG_STEALTH, PoseFrame
     from headcast.netcode.netsync.transport import NetSyncClient
+
     host, dealer, pub, transform = parse_address(address)
     device = default_device_id() + "-probe"
     client = NetSyncClient(host, dealer, pub, room, device, transform_port=transform, protocol=None, stealth=True)
@@ -307,8 +329,9 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
                     mismatch = ev
             if mismatch is not None:
                 break
-            if broadcast_until is not None and (now >= broadcast_until
-                                                or client.counters.room_poses > broadcasts_before):
+            if broadcast_until is not None and (
+                now >= broadcast_until or client.counters.room_poses > broadcasts_before
+            ):
                 break
             time.sleep(0.02)
     finally:
@@ -320,18 +343,23 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
         if core.protocol is not None:
             raise UnreachableError(
                 f"the NetSync server {host} (control {dealer}, pub {pub}) answered in protocol {core.protocol} "
-                f"({version_str(core.server_version)}) but did not register us within {timeout:g} s")
+                f"({version_str(core.server_version)}) but did not register us within {timeout:g} s"
+            )
         raise UnreachableError(
             f"no answer from the NetSync server {host} (control {dealer}, pub {pub}) within {timeout:g} s "
-            "(not running, wrong ports — default 5555/5556 — or a firewall)")
+            "(not running, wrong ports — default 5555/5556 — or a firewall)"
+        )
     ours = {device, device + PROBE_SUFFIX}
-    members = [{"client_no": m.client_no, "device_id": m.device_id, "stealth": m.stealth,
-                "pose": m.client_no in posing}
-               for m in sorted(core.members.values(), key=lambda m: m.client_no) if m.device_id not in ours]
+    members = [
+        {"client_no": m.client_no, "device_id": m.device_id, "stealth": m.stealth, "pose": m.client_no in posing}
+        for m in sorted(core.members.values(), key=lambda m: m.client_no)
+        if m.device_id not in ours
+    ]
     named = {m["client_no"] for m in members}
     # A broadcast entry whose clientNo no mapping named yet: a member all the same.
-    members += [{"client_no": no, "device_id": None, "stealth": False, "pose": True}
-                for no in sorted(posing) if no not in named]
+    members += [
+        {"client_no": no, "device_id": None, "stealth": False, "pose": True} for no in sorted(posing) if no not in named
+    ]
     return {
         "server": f"{host}:{dealer}:{pub}",
         "protocol": core.protocol,
@@ -350,6 +378,7 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
     from headcast.netcode.sauer.info import SauerQuery
     from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
     from headcast.netcode.sauer.wire import plain_text
+
     if not timeout > 0:
         raise UsageError(f"probe sauer --timeout {timeout:g}: must be more than 0 s")
     host, port = parse_address(address)
@@ -374,8 +403,11 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
                     for datagram in query.datagrams_to_send(now):
                         sock.send(datagram)
                 except OSError as e:
-                    error = "nothing listens there (ICMP port unreachable)" if isinstance(e, PORT_UNREACHABLE) \
+                    error = (
+                        "nothing listens there (ICMP port unreachable)"
+                        if isinstance(e, PORT_UNREACHABLE)
                         else e.strerror or str(e)
+                    )
                     break
                 timer = query.get_timer()
                 sel.select(max(0.0, min(deadline if timer is None else timer, deadline) - clock()))
@@ -396,9 +428,15 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
         why = error or f"within {timeout:g} s (not running, wrong port — the default is 28785 — or a firewall)"
         raise UnreachableError(f"no answer from the Sauerbraten server {where} (info port {port + 1}): {why}")
     players = [query.players[cn].as_dict() for cn in query.player_ids or () if cn in query.players]
-    out = {"server": where, "info_port": port + 1, "ping_ms": None if query.ping_ms is None else round(query.ping_ms, 3),
-           **info.as_dict(), "description_plain": plain_text(info.description),
-           "compatible": info.protocol == PROTOCOL_VERSION, "players_listed": players}
+    out = {
+        "server": where,
+        "info_port": port + 1,
+        "ping_ms": None if query.ping_ms is None else round(query.ping_ms, 3),
+        **info.as_dict(),
+        "description_plain": plain_text(info.description),
+        "compatible": info.protocol == PROTOCOL_VERSION,
+        "players_listed": players,
+    }
     if query.player_ids is None or len(players) < len(query.player_ids):
         out["missing"] = "extinfo player stats" if query.player_ids is None else "some players' stats"
     if query.drops:
@@ -409,19 +447,25 @@ def probe_sauer(address: str, timeout: float, clock: Callable[[], float] = time.
 def format_sauer_text(r: dict) -> list[str]:
     from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
     from headcast.netcode.sauer.wire import plain_text
+
     prot = f"protocol {r['protocol']}" + ("" if r["compatible"] else f" (headcast speaks {PROTOCOL_VERSION})")
-    lines = [f"{r['server']}: {_shown(r['description_plain'])!r} {r['mode_name']} on {_shown(r['map']) or '(no map)'}, "
-             f"{r['players']}/{r['max_players']} players, ping {r['ping_ms']:.1f} ms",
-             f"  {prot}, mastermode {r['mastermode_name']} ({r['mastermode']}), password "
-             f"{'yes' if r['password'] else 'no'}, {r['seconds_left']} s left"
-             + (", paused" if r["paused"] else "") + (f", speed {r['gamespeed']}%" if r["gamespeed"] != 100 else "")]
+    lines = [
+        f"{r['server']}: {_shown(r['description_plain'])!r} {r['mode_name']} on {_shown(r['map']) or '(no map)'}, "
+        f"{r['players']}/{r['max_players']} players, ping {r['ping_ms']:.1f} ms",
+        f"  {prot}, mastermode {r['mastermode_name']} ({r['mastermode']}), password "
+        f"{'yes' if r['password'] else 'no'}, {r['seconds_left']} s left"
+        + (", paused" if r["paused"] else "")
+        + (f", speed {r['gamespeed']}%" if r["gamespeed"] != 100 else ""),
+    ]
     if r.get("missing"):
         lines.append(f"  (no {r['missing']} before the timeout)")
     if r["players_listed"]:
         lines.append("  players:  cn  frags deaths ping  state      name (team)")
-        lines += [f"           {p['cn']:>3} {p['frags']:>6} {p['deaths']:>6} {p['ping']:>4}  {p['state']:<10} "
-                  f"{_shown(plain_text(p['name']))}" + (f" ({_shown(plain_text(p['team']))})" if p["team"] else "")
-                  for p in r["players_listed"]]
+        lines += [
+            f"           {p['cn']:>3} {p['frags']:>6} {p['deaths']:>6} {p['ping']:>4}  {p['state']:<10} "
+            f"{_shown(plain_text(p['name']))}" + (f" ({_shown(plain_text(p['team']))})" if p["team"] else "")
+            for p in r["players_listed"]
+        ]
     return lines
 
 
@@ -436,10 +480,14 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{result['server']}: NetSync protocol {result['protocol']} (from the {result['protocol_from']}), "
-              f"styly-netsync-server {result['server_version']}; room {result['room']!r}: "
-              f"{len(result['members'])} other member(s), {len(result['broadcasting'])} broadcasting a pose")
+        print(
+            f"{result['server']}: NetSync protocol {result['protocol']} (from the {result['protocol_from']}), "
+            f"styly-netsync-server {result['server_version']}; room {result['room']!r}: "
+            f"{len(result['members'])} other member(s), {len(result['broadcasting'])} broadcasting a pose"
+        )
         for m in result["members"]:
-            print(f"  #{m['client_no']} {m['device_id'] or '(no device-ID mapping yet)'}"
-                  f"{' stealth' if m['stealth'] else ''}{' — pose broadcast' if m['pose'] else ' — no pose'}")
+            print(
+                f"  #{m['client_no']} {m['device_id'] or '(no device-ID mapping yet)'}"
+                f"{' stealth' if m['stealth'] else ''}{' — pose broadcast' if m['pose'] else ' — no pose'}"
+            )
     return 0

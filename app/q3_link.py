@@ -5,6 +5,7 @@ the input and then polls the client in the same frame, so a tick that falls due 
 pose located this frame (motion-to-wire latency under a millisecond instead of a frame). In game
 the tick's snapshots are read at the next frame's poll, so reading them delays no sink's send.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,9 +44,14 @@ NO_ANSWER = "no answer"
 DISCONNECTED = "disconnected"
 
 STATE_TEXT = {
-    State.IDLE: "idle", State.CHALLENGING: "connecting",
-    State.CONNECTING: "connecting", State.CONNECTED: "loading", State.PRIMED: "loading",
-    State.ACTIVE: "in game", State.WAITING: "reconnecting", State.CLOSED: "closed",
+    State.IDLE: "idle",
+    State.CHALLENGING: "connecting",
+    State.CONNECTING: "connecting",
+    State.CONNECTED: "loading",
+    State.PRIMED: "loading",
+    State.ACTIVE: "in game",
+    State.WAITING: "reconnecting",
+    State.CLOSED: "closed",
 }
 
 
@@ -58,10 +64,10 @@ class Q3Check:
     """The server's own view (playerState.viewangles) vs the angles of the usercmd it last ran."""
 
     matched: int = 0
-    view_err_max: float = 0.0        # degrees, worst axis
-    vr_flag_frames: int = 0          # snapshots with EF_VR_PLAYER set in our playerState
-    rebased: int = 0                 # skipped: delta_angles changed under the cmd (spawn, teleport)
-    frozen: int = 0                  # skipped: the view does not follow cmds (pm_type dead, freeze, intermission)
+    view_err_max: float = 0.0  # degrees, worst axis
+    vr_flag_frames: int = 0  # snapshots with EF_VR_PLAYER set in our playerState
+    rebased: int = 0  # skipped: delta_angles changed under the cmd (spawn, teleport)
+    frozen: int = 0  # skipped: the view does not follow cmds (pm_type dead, freeze, intermission)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -91,16 +97,30 @@ UNREACHABLE_AFTER = 2
 
 
 class Q3Link:
-    def __init__(self, host: str, port: int, *, name: str = "headcast", vr: bool = True,
-                 pk3: list[str] | tuple[str, ...] = (), protocol: Family | None = None, password: str = "",
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        name: str = "headcast",
+        vr: bool = True,
+        pk3: list[str] | tuple[str, ...] = (),
+        protocol: Family | None = None,
+        password: str = "",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.clock = clock
         self.address = f"{host}:{port}"
-        self.protocol = protocol    # forced (--q3-protocol), None = auto
+        self.protocol = protocol  # forced (--q3-protocol), None = auto
         self.password = bool(password)
         try:
-            self.client = Q3Client((host, port), ClientConfig(name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3),
-                                                              family=protocol, password=password), clock=clock)
+            self.client = Q3Client(
+                (host, port),
+                ClientConfig(
+                    name=name, vr=vr, pure_paks=tuple(Path(p) for p in pk3), family=protocol, password=password
+                ),
+                clock=clock,
+            )
         except OSError as e:
             raise UsageError(f"--q3 {host}:{port}: {e.strerror or e}") from None
         except oob.OobError as e:  # a name or model the engine would mangle (the password is checked before)
@@ -113,18 +133,18 @@ class Q3Link:
         self.head_reason = "no gamestate yet"
         self._detail = f"joining {self.address}"
         self.entered = False
-        self.joined_at: float | None = None   # clock time of the first entry into the world
+        self.joined_at: float | None = None  # clock time of the first entry into the world
         # Clock time the server last answered anything but a refusal (a first join slowed by
         # loss keeps going while it does: outcome.Outcomes); packets_in counted when it did.
         self.answered_at: float | None = None
         self._answers = 0
-        self.closed = False                    # close() ran: we left the server
+        self.closed = False  # close() ran: we left the server
         self._why_at_close = ""
         self._state_at_close = State.IDLE
         self._started = clock()
         self.pure_error = ""
-        self.refused: Refused | None = None    # the server's last refusal, until we are let in
-        self._retry_at: float | None = None      # when the client tries again after it
+        self.refused: Refused | None = None  # the server's last refusal, until we are let in
+        self._retry_at: float | None = None  # when the client tries again after it
         self.snapshots = 0
         self.check = Q3Check()
         self.last_error: float | None = None
@@ -154,8 +174,7 @@ class Q3Link:
     def unreachable(self) -> bool:
         """Nothing listens at the address: ICMP port unreachable came back for UNREACHABLE_AFTER
         requests and nothing else ever did (app/outcome.py ends the run on it at once)."""
-        return (not self.closed and not self._counters["packets_in"]
-                and self.client.socket_errors >= UNREACHABLE_AFTER)
+        return not self.closed and not self._counters["packets_in"] and self.client.socket_errors >= UNREACHABLE_AFTER
 
     @property
     def received(self) -> int:
@@ -169,8 +188,11 @@ class Q3Link:
 
     def _silent(self) -> bool:
         """Nothing at all has come from the server yet and the first request was resent."""
-        return (not self._counters["packets_in"] and self.client.state in (State.CHALLENGING, State.WAITING)
-                and self.clock() - self._started >= 1.0)
+        return (
+            not self._counters["packets_in"]
+            and self.client.state in (State.CHALLENGING, State.WAITING)
+            and self.clock() - self._started >= 1.0
+        )
 
     def _no_answer_text(self) -> str:
         """Why we are not in, while the server has never answered: how long, what we know, what next."""
@@ -191,13 +213,17 @@ class Q3Link:
         if refused is not None:
             return f"server refused: {refused.text}" + self._refusal_tail(refused)
         if self.client.core.rate_limited:
-            return ("the server is rate-limiting this address: it is up but drops our getchallenge "
-                    "(ioq3 answers 10 requests per address, then one a second); retrying")
+            return (
+                "the server is rate-limiting this address: it is up but drops our getchallenge "
+                "(ioq3 answers 10 requests per address, then one a second); retrying"
+            )
         if self._silent():
             return self._no_answer_text()
         if self.pure_error and self.client.state is State.PRIMED:
-            return (f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
-                    f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)")
+            return (
+                f"pure server (sv_pure 1): {self.pure_error} — pass the server's pk3 files with --pk3 "
+                f"(OpenArena: /usr/share/games/openarena/baseoa/*.pk3)"
+            )
         if self.client.state is State.WAITING:
             timer = self.client.core.get_timer()
             if timer is not None:
@@ -230,12 +256,16 @@ class Q3Link:
     def _advice(self, refused: Refused) -> str:
         kind = refused.kind
         if kind == RefusalKind.PASSWORD:
-            return ("the password given (--password) is not the server's" if self.password
-                    else "give the server's password with --password")
+            return (
+                "the password given (--password) is not the server's"
+                if self.password
+                else "give the server's password with --password"
+            )
         if kind == RefusalKind.PROTOCOL:
             if self.protocol is not None:
-                return (f"--q3-protocol {oob.family_option(self.protocol)} is not what the server speaks: "
-                        "leave it at auto")
+                return (
+                    f"--q3-protocol {oob.family_option(self.protocol)} is not what the server speaks: leave it at auto"
+                )
             return "headcast speaks protocols 68 and 71"
         return _ADVICE.get(RefusalKind(kind), "retrying cannot change that")
 
@@ -245,8 +275,10 @@ class Q3Link:
         server without our pk3 files ignores every move): this sink's error."""
         refused = self.refused
         if refused is not None and self.client.state is State.CLOSED:
-            return RefusedError(f"q3: {self.address} refused the connection: {refused.text} — "
-                                f"{self._advice(refused) if refused.fatal else 'and reconnecting is off'}")
+            return RefusedError(
+                f"q3: {self.address} refused the connection: {refused.text} — "
+                f"{self._advice(refused) if refused.fatal else 'and reconnecting is off'}"
+            )
         if self.pure_error and self.client.state is State.PRIMED:
             return AppError(f"q3: {self.detail}")
         return None
@@ -256,13 +288,15 @@ class Q3Link:
         when the server never answered at all)."""
         t = f"{timeout:g} s"
         if self.refused is not None:
-            return RefusedError(f"q3: {self.address} refused the connection: {self.refused.text} "
-                                f"(still refused after {t})")
+            return RefusedError(
+                f"q3: {self.address} refused the connection: {self.refused.text} (still refused after {t})"
+            )
         if self.client.core.rate_limited:
             return RefusedError(
                 f"q3: the server at {self.address} is rate-limiting this address: it is up but answered none of "
                 f"our getchallenge requests within {t} (ioq3 answers 10 requests per address, then one a "
-                "second; other clients or probes from this machine use them up — wait a few seconds)")
+                "second; other clients or probes from this machine use them up — wait a few seconds)"
+            )
         if self._counters["packets_in"]:
             state = self._state_at_close if self.closed else self.client.state
             if state is State.PRIMED:
@@ -273,10 +307,14 @@ class Q3Link:
                 detail = self._why_at_close if self.closed else self.detail
             return RefusedError(f"q3: {self.address} answered but did not let us in within {t} ({detail})")
         if self.client.socket_errors:
-            return UnreachableError(f"q3: no answer from {self.address} within {t} (ICMP port unreachable: nothing "
-                                    "listens on that UDP port; is the server running and the port right?)")
-        return UnreachableError(f"q3: no answer from {self.address} within {t} "
-                                "(is the server running and the address/port right? firewall?)")
+            return UnreachableError(
+                f"q3: no answer from {self.address} within {t} (ICMP port unreachable: nothing "
+                "listens on that UDP port; is the server running and the port right?)"
+            )
+        return UnreachableError(
+            f"q3: no answer from {self.address} within {t} "
+            "(is the server running and the address/port right? firewall?)"
+        )
 
     def poll(self, now: float) -> None:
         """Read the snapshots of the last tick: send() leaves them in the socket, so reading them
@@ -305,8 +343,9 @@ class Q3Link:
             # in double, head and weapon ~180° apart wrap the other way and pack to the other end.
             head = (tracked[0], yaw_offset(tracked[1], intent.angles[1]))
         client = self.client
-        client.set_input(intent.angles, intent.forwardmove, intent.rightmove, intent.upmove,
-                         intent.user_buttons, 0, head)
+        client.set_input(
+            intent.angles, intent.forwardmove, intent.rightmove, intent.upmove, intent.user_buttons, 0, head
+        )
         counters = self._counters
         before = counters["bytes_out"]
         # In game the tick's usercmd is built against the delta_angles read up to the last tick

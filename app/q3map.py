@@ -3,6 +3,7 @@
 Pure functions: degrees in, plain numbers out. The Q3 client turns `Q3Intent` into a usercmd
 (angle shorts compensated by the server's delta_angles, the buttons width the link allows).
 """
+
 from __future__ import annotations
 
 import math
@@ -10,9 +11,9 @@ from dataclasses import dataclass
 from math import atan2, hypot, isfinite, sqrt
 from typing import NamedTuple
 
+from headcast.app.rig import RigState
 from headcast.netcode.pose import IDENTITY, Quat
 from headcast.netcode.q3 import vrhead
-from headcast.app.rig import RigState
 from headcast.xr.frame import Controls
 
 BUTTON_ATTACK = 1
@@ -27,13 +28,13 @@ class Q3Intent(NamedTuple):
     built at every command tick, on a frame whose every object costs several microseconds.
     """
 
-    angles: tuple[float, float, float]   # weapon pitch, weapon yaw, head roll (clamped ±60)
-    user_buttons: int                     # bits 0–11 (attack)
+    angles: tuple[float, float, float]  # weapon pitch, weapon yaw, head roll (clamped ±60)
+    user_buttons: int  # bits 0–11 (attack)
     forwardmove: int
     rightmove: int
     upmove: int
     head: tuple[float, float, float] | None  # head pitch, yaw, roll as tracked (None = lost)
-    vr: bool                              # head bits wanted (the link may still be 16-bit)
+    vr: bool  # head bits wanted (the link may still be 16-bit)
 
     @property
     def buttons(self) -> int:
@@ -54,7 +55,7 @@ class Q3Intent(NamedTuple):
 _new = tuple.__new__
 _ROLL_CLAMP = vrhead.ROLL_CLAMP
 _DEG = 180.0 / math.pi  # math.degrees' own factor: x * _DEG is bit-identical to math.degrees(x)
-_GIMBAL_EPS = 1e-9      # pose.quake_angles' own
+_GIMBAL_EPS = 1e-9  # pose.quake_angles' own
 
 
 def quake_angles(q: Quat) -> tuple[float, float, float]:

@@ -6,6 +6,7 @@ about +Y (positive = turn left, as `yaw_quat`). A stage-space pose p, q maps to 
 turns it *about the head*, so the head's world position does not jump when the view turns and
 the physical (stage) pose — what the NetSync receiver reconstructs — never changes.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,7 @@ class Origin:
         turned = Origin(0.0, 0.0, self.yaw + degrees)
         before, after = self.to_world(pivot), turned.to_world(pivot)
         # Plain wrap into [-180, 180]: q_math's AngleNormalize180 would quantise the yaw.
-        return Origin(before[0] - after[0], before[2] - after[2],
-                      math.remainder(self.yaw + degrees, 360.0))
+        return Origin(before[0] - after[0], before[2] - after[2], math.remainder(self.yaw + degrees, 360.0))
 
 
 def pose_to_world(pose: Pose, trig: tuple[float, float, float, float, float, float]) -> Pose:
@@ -57,25 +57,34 @@ def pose_to_world(pose: Pose, trig: tuple[float, float, float, float, float, flo
     qx, qy, qz, qw = pose.orientation
     if pose.orientation_valid:  # q_mul(yaw_quat(yaw), q) with the zero terms left out
         qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
-    return Pose((px, py, pz), (qx, qy, qz, qw), pose.position_valid, pose.orientation_valid,
-                pose.position_tracked, pose.orientation_tracked)
+    return Pose(
+        (px, py, pz),
+        (qx, qy, qz, qw),
+        pose.position_valid,
+        pose.orientation_valid,
+        pose.position_tracked,
+        pose.orientation_tracked,
+    )
 
 
 # The range of each numeric setting (the config's [rig] keys), checked by Rig and by the config.
 LIMITS: dict[str, tuple[float, float]] = {
-    "move_speed": (0.0, 100.0), "snap_angle": (1.0, 180.0), "smooth_speed": (0.0, 3600.0), "deadzone": (0.0, 0.95),
+    "move_speed": (0.0, 100.0),
+    "snap_angle": (1.0, 180.0),
+    "smooth_speed": (0.0, 3600.0),
+    "deadzone": (0.0, 0.95),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class RigSettings:
-    move_speed: float = 2.0          # m/s at full left-stick deflection
-    turn_mode: str = "snap"          # "snap" or "smooth"
-    snap_angle: float = 45.0         # degrees per snap
-    smooth_speed: float = 90.0       # degrees/s at full right-stick deflection
-    deadzone: float = 0.15           # stick magnitude ignored (drift)
-    snap_press: float = 0.7          # stick x past this fires one snap...
-    snap_release: float = 0.3        # ...and must come back inside this before the next
+    move_speed: float = 2.0  # m/s at full left-stick deflection
+    turn_mode: str = "snap"  # "snap" or "smooth"
+    snap_angle: float = 45.0  # degrees per snap
+    smooth_speed: float = 90.0  # degrees/s at full right-stick deflection
+    deadzone: float = 0.15  # stick magnitude ignored (drift)
+    snap_press: float = 0.7  # stick x past this fires one snap...
+    snap_release: float = 0.3  # ...and must come back inside this before the next
 
 
 class RigState:
@@ -86,22 +95,39 @@ class RigState:
     10 Hz), and on a cache-cold frame every Pose built costs several microseconds.
     """
 
-    __slots__ = ("start", "origin", "snapped", "move_world", "frame", "_trig",
-                 "_head", "_right_aim", "_left_grip", "_right_grip")
+    __slots__ = (
+        "start",
+        "origin",
+        "snapped",
+        "move_world",
+        "frame",
+        "_trig",
+        "_head",
+        "_right_aim",
+        "_left_grip",
+        "_right_grip",
+    )
     # the world poses, each built on first use this frame
     _head: Pose | None
     _right_aim: Pose | None
     _left_grip: Pose | None
     _right_grip: Pose | None
 
-    def __init__(self, start: Origin, origin: Origin, frame: TrackingFrame, snapped: float,
-                 move_world: tuple[float, float], trig: tuple[float, float, float, float, float, float]) -> None:
+    def __init__(
+        self,
+        start: Origin,
+        origin: Origin,
+        frame: TrackingFrame,
+        snapped: float,
+        move_world: tuple[float, float],
+        trig: tuple[float, float, float, float, float, float],
+    ) -> None:
         self.start = start
         self.origin = origin
-        self.snapped = snapped              # degrees turned by a snap this frame (0 if none)
-        self.move_world = move_world        # left-stick velocity in world x, z (m/s), for the sinks
-        self.frame = frame                  # the stage poses
-        self._trig = trig                   # origin.trig()
+        self.snapped = snapped  # degrees turned by a snap this frame (0 if none)
+        self.move_world = move_world  # left-stick velocity in world x, z (m/s), for the sinks
+        self.frame = frame  # the stage poses
+        self._trig = trig  # origin.trig()
         self._head = self._right_aim = self._left_grip = self._right_grip = None
 
     def world_orientation(self, stage: Pose) -> Quat | None:
@@ -161,7 +187,7 @@ class Rig:
         self.origin = start
         self._snap_armed = True
         self._last_head: Vec3 = (0.0, 1.6, 0.0)
-        self._trig_of: Origin | None = None   # the origin self._trig was evaluated for
+        self._trig_of: Origin | None = None  # the origin self._trig was evaluated for
         self._trig = start.trig()
 
     def update(self, frame: TrackingFrame, dt: float) -> RigState:

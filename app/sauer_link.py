@@ -6,6 +6,7 @@ client that stops servicing it after ~5 s) and reads what the server sent. The l
 by itself after a server restart, a kick or silence, with the reason shown; a wrong password
 or another protocol stops it for good (`failure`).
 """
+
 from __future__ import annotations
 
 import time
@@ -21,9 +22,17 @@ from headcast.netcode.sauer.transport import SauerClient, SauerTransportError
 NO_ANSWER_AFTER = 1.0  # s without any packet before the status says "no answer"
 
 STATE_TEXT = {
-    State.IDLE: "connecting", State.CONNECTING: "connecting", State.HANDSHAKE: "connecting",
-    State.JOINING: "joining", State.LOADING: "loading", State.ALIVE: "in game", State.DEAD: "dead",
-    State.SPECTATOR: "spectator", State.EDITING: "editing", State.WAITING: "reconnecting", State.CLOSED: "stopped",
+    State.IDLE: "connecting",
+    State.CONNECTING: "connecting",
+    State.HANDSHAKE: "connecting",
+    State.JOINING: "joining",
+    State.LOADING: "loading",
+    State.ALIVE: "in game",
+    State.DEAD: "dead",
+    State.SPECTATOR: "spectator",
+    State.EDITING: "editing",
+    State.WAITING: "reconnecting",
+    State.CLOSED: "stopped",
 }
 
 
@@ -43,8 +52,16 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 class SauerLink:
-    def __init__(self, host: str, port: int, *, name: str = "headcast", model: int = 0, password: str = "",
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        name: str = "headcast",
+        model: int = 0,
+        password: str = "",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.clock = clock
         self.address = f"{host}:{port}"
         self.password = bool(password)
@@ -56,14 +73,14 @@ class SauerLink:
         except SauerTransportError as e:
             raise UsageError(f"--sauer {host}:{port}: {e}") from None
         self.counters = self.core.counters
-        self.joined_at: float | None = None     # clock time of the first spawn
+        self.joined_at: float | None = None  # clock time of the first spawn
         self.closed = False
         self._started = clock()
         self._answered = False
         self._detail = f"joining {self.address}"
         self._why_at_close = ""
-        self.texts: list[str] = []              # the server's messages (N_SERVMSG), latest last
-        self.spawns = 0                         # spawns seen (the sink re-anchors the world at each)
+        self.texts: list[str] = []  # the server's messages (N_SERVMSG), latest last
+        self.spawns = 0  # spawns seen (the sink re-anchors the world at each)
         self.last_spawn: tuple[int, str, str] | None = None  # (client number, mode, map) of the latest
 
     # --- what the sink and the outcome ask ---------------------------------------------------
@@ -100,7 +117,7 @@ class SauerLink:
         return self.core.position_due_at
 
     def _unanswered(self) -> bool:
-        return (not self._answered and not self.closed and self.clock() - self._started >= NO_ANSWER_AFTER)
+        return not self._answered and not self.closed and self.clock() - self._started >= NO_ANSWER_AFTER
 
     @property
     def state(self) -> str:
@@ -108,8 +125,11 @@ class SauerLink:
             return "disconnected"
         core = self.core
         if core.state is State.CLOSED:
-            return "refused" if core.last_disconnect is not None and core.last_disconnect.reason == DISC_PASSWORD \
+            return (
+                "refused"
+                if core.last_disconnect is not None and core.last_disconnect.reason == DISC_PASSWORD
                 else "stopped"
+            )
         if self._unanswered():
             return "no answer"
         return STATE_TEXT[core.state]
@@ -125,18 +145,25 @@ class SauerLink:
             return core.stop_reason + self._advice()
         if st in (State.WAITING, State.CONNECTING, State.HANDSHAKE, State.IDLE) and last is not None:
             timer = core.get_timer() if st is State.WAITING else None
-            when = f" — reconnecting in {max(0.0, timer - self.clock()):.0f} s" if timer is not None else " — reconnecting"
+            when = (
+                f" — reconnecting in {max(0.0, timer - self.clock()):.0f} s" if timer is not None else " — reconnecting"
+            )
             return f"{last.text}{when} (attempt {core.counters.connects})"
         if self._unanswered():
-            return (f"{self.address} silent for {self.clock() - self._started:.0f} s (ENet connect, attempt "
-                    f"{core.counters.connects}); is a Sauerbraten server running there?")
+            return (
+                f"{self.address} silent for {self.clock() - self._started:.0f} s (ENet connect, attempt "
+                f"{core.counters.connects}); is a Sauerbraten server running there?"
+            )
         return self._detail
 
     def _advice(self) -> str:
         last = self.core.last_disconnect
         if last is not None and last.reason == DISC_PASSWORD:
-            return (" — the password given (--sauer-password) is not the server's" if self.password
-                    else " — give the server's password with --sauer-password")
+            return (
+                " — the password given (--sauer-password) is not the server's"
+                if self.password
+                else " — give the server's password with --sauer-password"
+            )
         return ""
 
     @property
@@ -158,8 +185,10 @@ class SauerLink:
             if last is not None and last.reason is not None:
                 return RefusedError(f"sauer: {self.address} did not let us in within {t}: {last.text}")
             return RefusedError(f"sauer: {self.address} answered but did not let us in within {t} ({detail})")
-        return UnreachableError(f"sauer: no answer from {self.address} within {t} (is a Sauerbraten server "
-                                f"running there, UDP port {self.address.rpartition(':')[2]}?)")
+        return UnreachableError(
+            f"sauer: no answer from {self.address} within {t} (is a Sauerbraten server "
+            f"running there, UDP port {self.address.rpartition(':')[2]}?)"
+        )
 
     # --- per frame ---------------------------------------------------------------------------
 
@@ -222,8 +251,14 @@ class SauerWatcher:
     does (the game's acceptance rules: known client, lifesequence parity, not dead). The server
     never sends a client its own record back, so this is how the demo sees what it relayed."""
 
-    def __init__(self, host: str, port: int, name: str = "headcast-watch", password: str = "",
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        name: str = "headcast-watch",
+        password: str = "",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.core = SauerClientCore(name, password=password)
         self.client = SauerClient((host, port), self.core, clock=clock)
         self._last: NPos | None = None

@@ -19,6 +19,7 @@ speed rebuilt from the record stays ≥ 180 horizontally or vertically for 3 s. 
 turns and re-localisation jumps move the position only: the server accepts any jump. move/strafe
 (the walking animation others see) come from the locomotion's direction relative to the head.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,14 +39,15 @@ DEFAULT_SPAWN = (512.0, 512.0, 512.0)
 @dataclass(frozen=True, slots=True)
 class SauerWorld:
     spawn: tuple[float, float, float] = DEFAULT_SPAWN  # feet, cube units
-    spawn_yaw: float = 0.0                             # degrees, the game's yaw
-    eye_height: float = 0.0                            # metres; 0 = the head's height at each spawn
+    spawn_yaw: float = 0.0  # degrees, the game's yaw
+    eye_height: float = 0.0  # metres; 0 = the head's height at each spawn
 
 
 @dataclass(frozen=True, slots=True)
 class Anchor:
     """Where the spawn point was put in the rig's world: the head's floor point (OpenXR world
     metres), the turn from the rig's yaw to the game's (degrees) and the standing head height."""
+
     x: float
     z: float
     turn: float
@@ -55,7 +57,7 @@ class Anchor:
 @dataclass(frozen=True, slots=True)
 class GamePose:
     pose: Pose
-    speed: float          # the locomotion's speed before the cap, units/s
+    speed: float  # the locomotion's speed before the cap, units/s
     capped: bool
 
 
@@ -94,10 +96,18 @@ def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | 
     move = strafe = 0
     if speed > 0.0:
         yr = math.radians(game_yaw)
-        fwd = (-vx * math.sin(yr) + vy * math.cos(yr)) / math.hypot(vx, vy)   # · (−sin, cos)
+        fwd = (-vx * math.sin(yr) + vy * math.cos(yr)) / math.hypot(vx, vy)  # · (−sin, cos)
         left = (-vx * math.cos(yr) - vy * math.sin(yr)) / math.hypot(vx, vy)  # · (−cos, −sin)
         move = 1 if fwd > MOVE_SHARE else -1 if fwd < -MOVE_SHARE else 0
         strafe = 1 if left > MOVE_SHARE else -1 if left < -MOVE_SHARE else 0
-    pose = Pose(eye=eye, yaw=game_yaw, pitch=-pitch, roll=roll, vel=(vx, vy, 0.0), move=move, strafe=strafe,
-                physstate=PHYS_FLOOR)
+    pose = Pose(
+        eye=eye,
+        yaw=game_yaw,
+        pitch=-pitch,
+        roll=roll,
+        vel=(vx, vy, 0.0),
+        move=move,
+        strafe=strafe,
+        physstate=PHYS_FLOOR,
+    )
     return GamePose(pose, speed, capped)

@@ -9,6 +9,7 @@ Other NetSync members, Quake 3 players and Sauerbraten players stand around thei
 avatar in the direction they are in the room / on the map, squeezed to within PEER_RADIUS (the
 minimap shows true distances). Vertex rows are (x, y, z, r, g, b) float32.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,9 @@ from headcast.netcode.pose import Quat, Vec3, unity_position, unity_quat
 SPACING = 1.1
 HEAD_Y = 1.6
 COLORS = {
-    "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),   # head, nose/aim
+    "tracked": ((0.85, 0.85, 0.85), (0.2, 0.9, 0.3)),  # head, nose/aim
     "q3": ((0.95, 0.55, 0.1), (1.0, 0.9, 0.1)),
-    "q3vr": ((0.6, 0.36, 0.1), (1.0, 1.0, 0.6)),        # the VR head (a model): darker, a pale nose
+    "q3vr": ((0.6, 0.36, 0.1), (1.0, 1.0, 0.6)),  # the VR head (a model): darker, a pale nose
     "netsync": ((0.2, 0.7, 0.95), (0.9, 0.2, 0.9)),
     "sauer": ((0.65, 0.45, 0.95), (0.3, 0.95, 0.8)),
 }
@@ -88,16 +89,24 @@ def project(mvp: np.ndarray, p: Vec3, width: int, height: int) -> tuple[float, f
 
 def quat_matrix(q: Quat) -> np.ndarray:
     x, y, z, w = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 # A unit cube as 12 triangles, with a fixed shade per face so solid boxes read as 3D.
 _FACES = [  # (normal axis, sign, shade)
-    (0, 1, 0.75), (0, -1, 0.6), (1, 1, 1.0), (1, -1, 0.45), (2, 1, 0.55), (2, -1, 0.9)]
+    (0, 1, 0.75),
+    (0, -1, 0.6),
+    (1, 1, 1.0),
+    (1, -1, 0.45),
+    (2, 1, 0.55),
+    (2, -1, 0.9),
+]
 
 
 def _cube() -> tuple[np.ndarray, np.ndarray]:
@@ -136,16 +145,22 @@ def _posed(parts: tuple, center: Vec3, q: Quat) -> np.ndarray:
 
 
 def head_triangles(center: Vec3, q: Quat, color: Vec3, nose: Vec3) -> np.ndarray:
-    return _posed((((0.18, 0.22, 0.20), tuple(color), (0.0, 0.0, 0.0)),
-                   ((0.16, 0.05, 0.02), (0.1, 0.1, 0.12), (0.0, 0.03, -0.105)),   # visor
-                   ((0.045, 0.045, 0.22), tuple(nose), (0.0, -0.02, -0.2))),      # nose: forward
-                  center, q)
+    return _posed(
+        (
+            ((0.18, 0.22, 0.20), tuple(color), (0.0, 0.0, 0.0)),
+            ((0.16, 0.05, 0.02), (0.1, 0.1, 0.12), (0.0, 0.03, -0.105)),  # visor
+            ((0.045, 0.045, 0.22), tuple(nose), (0.0, -0.02, -0.2)),
+        ),  # nose: forward
+        center,
+        q,
+    )
 
 
 def hand_triangles(center: Vec3, q: Quat, color: Vec3) -> np.ndarray:
     color = (color[0], color[1], color[2])  # a plain tuple (a caller may pass a list)
-    return _posed((((0.06, 0.06, 0.1), color, (0.0, 0.0, 0.0)), ((0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))),
-                  center, q)
+    return _posed(
+        (((0.06, 0.06, 0.1), color, (0.0, 0.0, 0.0)), ((0.015, 0.015, 0.25), color, (0.0, 0.0, -0.17))), center, q
+    )
 
 
 def grid_lines(extent: float = 4.0, step: float = 0.5) -> np.ndarray:
@@ -165,7 +180,7 @@ class AvatarPose:
     head: Quat | None
     right: tuple[Vec3, Quat] | None = None
     left: tuple[Vec3, Quat] | None = None
-    aim: tuple[float, float] | None = None   # weapon pitch, yaw (Quake) for the Q3 avatar
+    aim: tuple[float, float] | None = None  # weapon pitch, yaw (Quake) for the Q3 avatar
 
 
 def q3_head_quat(pitch: float, yaw_offset: float, roll: float, weapon_yaw: float) -> Quat:
@@ -199,6 +214,7 @@ def netsync_avatar(head_pos_u: Vec3, head_rot_u: Quat, right, left) -> AvatarPos
             return None
         p = unity_position(t.pos)
         return (p[0] - hp[0], p[1] - hp[1], p[2] - hp[2]), unity_quat(t.rot)
+
     return AvatarPose(unity_quat(head_rot_u), part(right), part(left))
 
 
@@ -244,8 +260,15 @@ def sauer_peer_anchor(base: Vec3, own_eye: Vec3, peer_eye: Vec3, turn: float) ->
 
 
 def avatar_triangles(kind: str, a: AvatarPose, anchor: Vec3) -> np.ndarray:
-    head_c, nose_c = (PEER_COLORS if kind == "peer" else Q3_PEER_COLORS if kind == "q3peer"
-                      else SAUER_PEER_COLORS if kind == "sauerpeer" else COLORS[kind])
+    head_c, nose_c = (
+        PEER_COLORS
+        if kind == "peer"
+        else Q3_PEER_COLORS
+        if kind == "q3peer"
+        else SAUER_PEER_COLORS
+        if kind == "sauerpeer"
+        else COLORS[kind]
+    )
     parts = []
     if a.head is not None:
         parts.append(head_triangles(anchor, a.head, head_c, nose_c))

@@ -1,4 +1,5 @@
 """What the loop asks of every sink (Quake 3, NetSync, Sauerbraten)."""
+
 from __future__ import annotations
 
 from typing import Callable, Protocol
@@ -25,8 +26,7 @@ class Sink(Protocol):
     # state (kept out of send() so no sink's bookkeeping delays another sink's bytes).
     observe: Callable[[float], None] | None
 
-    def status(self, now: float) -> SinkStatus:
-        ...
+    def status(self, now: float) -> SinkStatus: ...
 
     def close(self) -> None:
         """Disconnect cleanly (bounded: never waits long for a peer)."""

@@ -9,6 +9,7 @@ headcast.netcode.netsync.origin), so it is checked against that reconstruction o
 sent, in the protocol the link speaks; its yaw's distance from the true (stage) yaw is measured
 and reported, not hidden.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,10 +37,10 @@ SENT_HISTORY = 256
 class NetSyncCheck:
     """Sent vs relayed, accumulated over the run (for the demo's verification summary)."""
 
-    matched: int = 0                 # relayed bodies matched to the frame sent with that poseSeq
-    head_rot_max: float = 0.0        # degrees
-    head_pos_max: float = 0.0        # metres
-    physical_max: float = 0.0        # metres: reconstructed physical pose vs the stage head
+    matched: int = 0  # relayed bodies matched to the frame sent with that poseSeq
+    head_rot_max: float = 0.0  # degrees
+    head_pos_max: float = 0.0  # metres
+    physical_max: float = 0.0  # metres: reconstructed physical pose vs the stage head
     # The relayed physical pose vs the official receivers' reconstruction from the bytes we sent
     # (position in metres, yaw in degrees): the same bytes decode the same, so any error is a fault.
     physical_model_pos_max: float = 0.0
@@ -47,9 +48,9 @@ class NetSyncCheck:
     # The receivers' physical yaw vs the true yaw of the stage head (degrees): their formula
     # ignores the head's pitch and roll, so this grows with them. Measured, not a fault of ours.
     physical_true_yaw_max: float = 0.0
-    mismatched: int = 0              # relayed bodies that differ from our bytes decoded in our protocol
-    lost_reported: int = 0           # bodies relayed without a head while tracking was lost
-    lost_stale: int = 0              # bodies relayed WITH a head for a frame sent without one
+    mismatched: int = 0  # relayed bodies that differ from our bytes decoded in our protocol
+    lost_reported: int = 0  # bodies relayed without a head while tracking was lost
+    lost_stale: int = 0  # bodies relayed WITH a head for a frame sent without one
     dyaws: set = field(default_factory=set)  # distinct XROrigin yaw deltas seen (0.1° steps)
 
 
@@ -67,7 +68,7 @@ class NetSyncSink:
 
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link: NetSyncLink | None = None) -> None:
         self.stealth = stealth
-        self.link = link                 # a NetSyncLink, or None = offline
+        self.link = link  # a NetSyncLink, or None = offline
         # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
         # to observe per frame: our body as a receiver decodes it is worked out when read (seen,
         # body_size, last_error: the mirror, the status line), for the frame built last.
@@ -80,7 +81,7 @@ class NetSyncSink:
         self._frame: PoseFrame | None = None
         self._pending: tuple[RigState, TrackingFrame] | None = None  # offline: the last frame, built when read
         self._body_size = 0
-        self._seen: PoseBody | None = None     # our own body as the far side decodes it
+        self._seen: PoseBody | None = None  # our own body as the far side decodes it
         self.check = NetSyncCheck()
         self._last_err: float | None = None
         self._offline_frame: PoseFrame | None = None  # the frame the offline round trip was for
@@ -89,7 +90,7 @@ class NetSyncSink:
         self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
         # The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)
         self.matched: tuple[PoseFrame, PoseBody, float] | None = None
-        self._delta_start: Origin | None = None   # the rig origins self._delta was computed for
+        self._delta_start: Origin | None = None  # the rig origins self._delta was computed for
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
         self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
@@ -142,12 +143,15 @@ class NetSyncSink:
         c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
         if body.physical is not None and model.physical is not None:
             c.physical_model_pos_max = max(c.physical_model_pos_max, _dist(body.physical.pos, model.physical.pos))
-            c.physical_model_yaw_max = max(c.physical_model_yaw_max, _yaw_diff(
-                receiver_yaw(body.physical.rot), receiver_yaw(model.physical.rot)))
+            c.physical_model_yaw_max = max(
+                c.physical_model_yaw_max, _yaw_diff(receiver_yaw(body.physical.rot), receiver_yaw(model.physical.rot))
+            )
         if body.physical is not None and stage.valid:
             c.physical_max = max(c.physical_max, _dist(body.physical.pos, unity_position(stage.position)))
-            c.physical_true_yaw_max = max(c.physical_true_yaw_max, _yaw_diff(
-                receiver_yaw(body.physical.rot), unity_yaw(unity_quat(stage.orientation))))
+            c.physical_true_yaw_max = max(
+                c.physical_true_yaw_max,
+                _yaw_diff(receiver_yaw(body.physical.rot), unity_yaw(unity_quat(stage.orientation))),
+            )
 
     @property
     def frame(self) -> PoseFrame | None:
@@ -261,8 +265,14 @@ class NetSyncSink:
         if pf is not None and not self.stealth and not pf.flags & FLAG_HEAD:
             detail = "tracking lost: head not valid"
         if self.link is None:
-            return SinkStatus(self.name, "offline", packed=packed, error_deg=self._last_error,
-                              detail=detail or "no server (--netsync HOST)", values=values)
+            return SinkStatus(
+                self.name,
+                "offline",
+                packed=packed,
+                error_deg=self._last_error,
+                detail=detail or "no server (--netsync HOST)",
+                values=values,
+            )
         link = self.link
         others = len(link.others)
         extra = f"; {others} other{'s' if others != 1 else ''} in the room" if others else ""
@@ -271,9 +281,20 @@ class NetSyncSink:
             extra += "; " + link.drops_text()
         # no round trip while the server is silent: the last one is stale (issue 25 item 4)
         relay = self.relay_ms if link.joined and not link.closed and link.state != "server silent" else None
-        return SinkStatus(self.name, link.state, hz, bps, packed, self._last_error,
-                          detail + extra if detail else link.detail + extra, drops=drops,
-                          ping_ms=relay, values=values, label="relay", live=link.joined and not link.closed)
+        return SinkStatus(
+            self.name,
+            link.state,
+            hz,
+            bps,
+            packed,
+            self._last_error,
+            detail + extra if detail else link.detail + extra,
+            drops=drops,
+            ping_ms=relay,
+            values=values,
+            label="relay",
+            live=link.joined and not link.closed,
+        )
 
     def close(self) -> None:
         if self.link is not None:

@@ -9,6 +9,7 @@ unless told otherwise — and the view angles and roll as SnapVector leaves them
 (whole degrees), beside the roll our own playerState carries. The yaw offset is the one the link
 sends: both come from vrhead's float AngleSubtract of the same angles.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,32 +45,39 @@ class FarSide:
     """The last usercmd as the server computes it, in degrees (not display-limited)."""
 
     receiver: Receiver
-    pitch: float | None        # our entity's angles2[PITCH] (None: no head bits in this usercmd)
-    yaw_offset: float | None   # our entity's angles2[ROLL]: head yaw minus weapon yaw
+    pitch: float | None  # our entity's angles2[PITCH] (None: no head bits in this usercmd)
+    yaw_offset: float | None  # our entity's angles2[ROLL]: head yaw minus weapon yaw
     sent_offset: float | None  # the yaw offset packed (float AngleSubtract, clamped ±80)
-    roll_own: float            # our playerState's view roll: SHORT2ANGLE of the roll short
-    roll_others: float         # the roll on our entity, as other players draw it (SnapVector)
+    roll_own: float  # our playerState's view roll: SHORT2ANGLE of the roll short
+    roll_others: float  # the roll on our entity, as other players draw it (SnapVector)
 
 
 class Q3Sink:
     name = "q3"
     unit = "packets"  # what the summary counts as sent (the handshake's, then one per command tick)
 
-    def __init__(self, *, vr: bool = True, move_speed: float = 2.0, link: Q3Link | None = None, verify: bool = False,
-                 receiver: Receiver = DEFAULT_RECEIVER) -> None:
+    def __init__(
+        self,
+        *,
+        vr: bool = True,
+        move_speed: float = 2.0,
+        link: Q3Link | None = None,
+        verify: bool = False,
+        receiver: Receiver = DEFAULT_RECEIVER,
+    ) -> None:
         self.vr = vr
-        self.receiver = receiver               # the build assumed to decode the head bits, until one is seen
-        self.verify = verify                   # decode every usercmd's head bits (else: when shown)
+        self.receiver = receiver  # the build assumed to decode the head bits, until one is seen
+        self.verify = verify  # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
-        self.link = link                       # a connected Q3Link, or None = offline
+        self.link = link  # a connected Q3Link, or None = offline
         self.poll = None if link is None else link.poll  # the link's own: no call in between
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
         self.intent: Q3Intent | None = None
         self.far_head_smoothed: tuple[float, float, float] | None = None
-        self.lost_frames = 0             # usercmds built while the head was not tracked
-        self.lost_cleared = 0            # ...of which carried no head bits
-        self._fresh = False              # whether send() built an intent this frame
+        self.lost_frames = 0  # usercmds built while the head was not tracked
+        self.lost_cleared = 0  # ...of which carried no head bits
+        self._fresh = False  # whether send() built an intent this frame
         self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
         self._quant_max = 0.0
 
@@ -214,19 +222,31 @@ class Q3Sink:
             roll = f"roll {i.roll_short} ({roll_deg:+.1f}°)"
             wide = self.head_bits_on_wire
             buttons = i.buttons if wide else i.buttons & 0xFFF
-            packed = (f"buttons {buttons:#010x} {roll}" if wide
-                      else f"buttons {buttons:#06x} (16-bit, no head bits) {roll}")
+            packed = (
+                f"buttons {buttons:#010x} {roll}" if wide else f"buttons {buttons:#06x} (16-bit, no head bits) {roll}"
+            )
             values = {"buttons": buttons, "head_bits": wide, "roll_short": i.roll_short, "roll_deg": round(roll_deg, 3)}
         error = None if self.link is None else self.link.last_error
         detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
         if self.link is None:
-            return SinkStatus(self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)",
-                              values=values)
+            return SinkStatus(
+                self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)", values=values
+            )
         # the link's own words (a refusal, a retry) come first; tracking loss is added, not swapped in
         detail = "; ".join(d for d in (self.link.detail, detail) if d)
-        return SinkStatus(self.name, self.link.state, hz, bps, packed, error, detail,
-                          drops=self.link.drops or None, ping_ms=self.link.ping_ms, values=values,
-                          live=self.link.state == "in game")
+        return SinkStatus(
+            self.name,
+            self.link.state,
+            hz,
+            bps,
+            packed,
+            error,
+            detail,
+            drops=self.link.drops or None,
+            ping_ms=self.link.ping_ms,
+            values=values,
+            live=self.link.state == "in game",
+        )
 
     def close(self) -> None:
         if self.link is not None:

@@ -7,6 +7,7 @@ far side: our record as a receiving game decodes it (the server relays it byte f
 other players as the server relayed them (`others`). Without a server the record is built the same
 way (cn 0, first life) only when something shows it (status, demo, mirror).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -35,8 +36,18 @@ def npos_for(gp: GamePose | None, cn: int = 0, lifesequence: int = 0) -> NPos | 
         return None
     p = gp.pose
     try:
-        return make_npos(cn, eye=p.eye, yaw=p.yaw, pitch=p.pitch, roll=p.roll, vel=p.vel, physstate=p.physstate,
-                         lifesequence=lifesequence, move=p.move, strafe=p.strafe)
+        return make_npos(
+            cn,
+            eye=p.eye,
+            yaw=p.yaw,
+            pitch=p.pitch,
+            roll=p.roll,
+            vel=p.vel,
+            physstate=p.physstate,
+            lifesequence=lifesequence,
+            move=p.move,
+            strafe=p.strafe,
+        )
     except ValueError:
         return None
 
@@ -46,12 +57,12 @@ class SauerCheck:
     """For the demo's verification: what went out, and what a receiver makes of it."""
 
     records: int = 0
-    angle_err_max: float = 0.0      # degrees: the record's whole degrees vs the angles sent
-    capped: int = 0                 # records whose speed the cap lowered
-    speed_max: float = 0.0          # units/s asked by the locomotion, before the cap
+    angle_err_max: float = 0.0  # degrees: the record's whole degrees vs the angles sent
+    capped: int = 0  # records whose speed the cap lowered
+    speed_max: float = 0.0  # units/s asked by the locomotion, before the cap
     spawns: int = 0
-    relayed: int = 0                # records a second client saw that match one we sent (demo, tests)
-    relayed_other: int = 0          # records of ours a second client saw that we did not send
+    relayed: int = 0  # records a second client saw that match one we sent (demo, tests)
+    relayed_other: int = 0  # records of ours a second client saw that we did not send
 
 
 def angle_error(gp: GamePose, rec: NPos) -> float:
@@ -64,25 +75,26 @@ class SauerSink:
     name = "sauer"
     unit = "positions"  # what the summary counts as sent
 
-    def __init__(self, *, world: SauerWorld = SauerWorld(), link: SauerLink | None = None,
-                 watcher: SauerWatcher | None = None) -> None:
+    def __init__(
+        self, *, world: SauerWorld = SauerWorld(), link: SauerLink | None = None, watcher: SauerWatcher | None = None
+    ) -> None:
         self.world = world
-        self.link = link                 # a SauerLink, or None = offline
-        self.watcher = watcher           # a SauerWatcher on the same server (the demo), or None
+        self.link = link  # a SauerLink, or None = offline
+        self.watcher = watcher  # a SauerWatcher on the same server (the demo), or None
         self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
         self.observe = None
         self.meter = RateMeter()
         self.check = SauerCheck()
         self.anchor: Anchor | None = None
-        self.game: GamePose | None = None   # the last game pose handed to the link (or taken offline)
+        self.game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
         self.sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
-        self.relay_ms: float | None = None    # our last record's way to the watcher, through the server
+        self.relay_ms: float | None = None  # our last record's way to the watcher, through the server
         self._spawns_anchored = 0
         self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
         self._capped_speed = 0.0
-        self._tracked = True                  # the head was tracked at the last send()
-        self._next = 0.0                      # offline: when the next state is taken
-        self._state: RigState | None = None   # offline: the state taken
+        self._tracked = True  # the head was tracked at the last send()
+        self._next = 0.0  # offline: when the next state is taken
+        self._state: RigState | None = None  # offline: the state taken
         self._built: tuple[RigState | None, NPos | None] = (None, None)
         self.last_relayed: NPos | None = None  # our last record as the watcher received it
 
@@ -202,9 +214,16 @@ class SauerSink:
         packed, values, err = "", None, None
         if rec is not None:
             packed = f"N_POS {len(encode_npos(rec))} B yaw {rec.yaw} pitch {rec.pitch} roll {rec.roll_deg}"
-            values = {"npos_bytes": len(encode_npos(rec)), "yaw": rec.yaw, "pitch": rec.pitch,
-                      "roll_deg": rec.roll_deg, "vel": rec.vel, "move": rec.move, "strafe": rec.strafe,
-                      "lifebit": rec.lifebit}
+            values = {
+                "npos_bytes": len(encode_npos(rec)),
+                "yaw": rec.yaw,
+                "pitch": rec.pitch,
+                "roll_deg": rec.roll_deg,
+                "vel": rec.vel,
+                "move": rec.move,
+                "strafe": rec.strafe,
+                "lifebit": rec.lifebit,
+            }
             if gp is not None:
                 err = angle_error(gp, rec)
         notes = []
@@ -221,8 +240,19 @@ class SauerSink:
         tail = f"; {others} other player{'s' if others != 1 else ''} seen" if others else ""
         drops = link.drops
         detail = "; ".join(notes + [link.detail]) + tail
-        return SinkStatus(self.name, link.state, hz, bps, packed, err, detail, drops=drops or None,
-                          ping_ms=link.ping_ms, values=values, live=link.live)
+        return SinkStatus(
+            self.name,
+            link.state,
+            hz,
+            bps,
+            packed,
+            err,
+            detail,
+            drops=drops or None,
+            ping_ms=link.ping_ms,
+            values=values,
+            live=link.live,
+        )
 
     def close(self) -> None:
         if self.link is not None:

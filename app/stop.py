@@ -27,6 +27,7 @@ the process, bounded, until the command has stopped. The wakeup descriptor is on
 `socket.socketpair()` (Windows' `signal.set_wakeup_fd` takes only a socket); an exit at once kills
 the registered processes with SIGKILL where there is one, else SIGTERM (TerminateProcess there).
 """
+
 from __future__ import annotations
 
 import errno
@@ -51,8 +52,8 @@ if SIGHUP is not None:
 if SIGBREAK is not None:
     _WHY[SIGBREAK] = "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
 # Windows' console control events that end the process once the handler returns (wincon.h).
-CONSOLE_CLOSE_EVENTS = (2, 5, 6)   # CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT
-CONSOLE_CLOSE_HOLD = 4.5           # s the close handler waits for the clean stop (Windows allows ~5)
+CONSOLE_CLOSE_EVENTS = (2, 5, 6)  # CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT
+CONSOLE_CLOSE_HOLD = 4.5  # s the close handler waits for the clean stop (Windows allows ~5)
 
 
 def name(signum: int) -> str:
@@ -84,8 +85,8 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass
 class State:
-    signum: int | None = None        # the first stop signal; None until one comes
-    phase: str = "starting"          # starting | running | stopping
+    signum: int | None = None  # the first stop signal; None until one comes
+    phase: str = "starting"  # starting | running | stopping
     installed: bool = False
     own: list[Callable[[], int | None]] = field(default_factory=list)
 
@@ -122,9 +123,11 @@ def _exit_now(signum: int) -> None:
                 killed.append(str(pid))
         except Exception:  # noqa: BLE001 - a process already gone; keep going, we are leaving
             pass
-    _say(f"{name(signum)} again: exiting at once without cleanup — servers were not told we left, "
-         "a recording reads as cut short"
-         + (f"; killed the local servers headcast started (pid {', '.join(killed)})" if killed else ""))
+    _say(
+        f"{name(signum)} again: exiting at once without cleanup — servers were not told we left, "
+        "a recording reads as cut short"
+        + (f"; killed the local servers headcast started (pid {', '.join(killed)})" if killed else "")
+    )
     os._exit(128 + signum)
 
 
@@ -176,8 +179,8 @@ def stopping() -> None:
     state.phase = "stopping"
 
 
-_stopped = threading.Event()   # set when handled() has ended (the console close handler waits for it)
-_callbacks: list = []          # the console handlers made (ctypes callbacks must outlive every call)
+_stopped = threading.Event()  # set when handled() has ended (the console close handler waits for it)
+_callbacks: list = []  # the console handlers made (ctypes callbacks must outlive every call)
 
 
 def on_console_event(event: int, hold: float = CONSOLE_CLOSE_HOLD) -> bool:
@@ -190,6 +193,7 @@ def on_console_event(event: int, hold: float = CONSOLE_CLOSE_HOLD) -> bool:
         return False
     if state.installed:
         import _thread
+
         _thread.interrupt_main(signal.Signals(SIGBREAK) if SIGBREAK is not None else signal.SIGTERM)
         _stopped.wait(hold)
     return True
@@ -200,6 +204,7 @@ def _console_handler() -> Callable[[], None] | None:
     the call fails); returns the function that removes it."""
     try:
         import ctypes
+
         kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]  # (Windows-only stub)
         prototype = ctypes.WINFUNCTYPE(ctypes.c_int, ctypes.c_uint)  # type: ignore[attr-defined]  # (Windows-only)
     except (ImportError, AttributeError, OSError):

@@ -4,6 +4,7 @@ Used when no runtime is wanted (`headcast demo --synthetic`, the loop benchmark,
 tests). The script is a list of keyframes in Quake-style degrees (pitch + = down, yaw + = left,
 roll + = right side dips), linearly interpolated and turned into OpenXR STAGE poses.
 """
+
 from __future__ import annotations
 
 import time
@@ -16,9 +17,9 @@ from headcast.xr.frame import Controls, Pose, TrackingFrame
 
 @dataclass(frozen=True, slots=True)
 class Keyframe:
-    t: float                  # seconds from the start
-    head: tuple[float, float, float]     # pitch, yaw, roll (degrees, Quake sense)
-    aim: tuple[float, float]             # right-hand aim pitch, yaw
+    t: float  # seconds from the start
+    head: tuple[float, float, float]  # pitch, yaw, roll (degrees, Quake sense)
+    aim: tuple[float, float]  # right-hand aim pitch, yaw
     move: tuple[float, float] = (0.0, 0.0)
     turn_x: float = 0.0
     trigger: float = 0.0
@@ -28,10 +29,10 @@ class Keyframe:
 # Look around, aim off to the side, walk a little, snap-turn right then left, lose tracking.
 LOOK_AROUND: tuple[Keyframe, ...] = (
     Keyframe(0.0, (0, 0, 0), (0, 0)),
-    Keyframe(1.0, (-30, 0, 0), (-10, 0)),          # look up
-    Keyframe(2.0, (30, 0, 0), (10, 0)),            # look down
-    Keyframe(3.0, (0, 45, 0), (0, 20)),            # turn left, weapon lags
-    Keyframe(4.0, (0, -45, 20), (0, -30)),         # turn right, tilt the head right
+    Keyframe(1.0, (-30, 0, 0), (-10, 0)),  # look up
+    Keyframe(2.0, (30, 0, 0), (10, 0)),  # look down
+    Keyframe(3.0, (0, 45, 0), (0, 20)),  # turn left, weapon lags
+    Keyframe(4.0, (0, -45, 20), (0, -30)),  # turn right, tilt the head right
     Keyframe(5.0, (10, 0, -20), (0, 0), move=(0.0, 1.0), trigger=1.0),
     Keyframe(5.5, (0, 0, 0), (0, 0), turn_x=1.0),  # snap right
     Keyframe(6.0, (0, 0, 0), (0, 0)),
@@ -76,17 +77,32 @@ def frame_at(script: tuple[Keyframe, ...], seq: int, t: float, time_ns: int) -> 
     right = Pose((0.2, HEAD_HEIGHT - 0.4, -0.3), aim_q, True, True, True, True)
     left = Pose((-0.2, HEAD_HEIGHT - 0.4, -0.3), orientation(0, 0, 0), True, True, True, True)
     controls = Controls(move=k.move, turn=(k.turn_x, 0.0), trigger_right=k.trigger)
-    return TrackingFrame(seq, time_ns, head, left, left, right, right, controls,
-                         "/interaction_profiles/oculus/touch_controller",
-                         "/interaction_profiles/oculus/touch_controller", True)
+    return TrackingFrame(
+        seq,
+        time_ns,
+        head,
+        left,
+        left,
+        right,
+        right,
+        controls,
+        "/interaction_profiles/oculus/touch_controller",
+        "/interaction_profiles/oculus/touch_controller",
+        True,
+    )
 
 
 class SyntheticSource:
     """Frames of a script paced at `rate` Hz on the monotonic clock (the mock runtime's role)."""
 
-    def __init__(self, script: tuple[Keyframe, ...] = LOOK_AROUND, rate: float = 90.0,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep, paced: bool = True) -> None:
+    def __init__(
+        self,
+        script: tuple[Keyframe, ...] = LOOK_AROUND,
+        rate: float = 90.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        paced: bool = True,
+    ) -> None:
         self.script, self.period, self.clock, self.sleep, self.paced = script, 1.0 / rate, clock, sleep, paced
         self.seq = 0
         self.t0 = clock()

@@ -3,6 +3,7 @@
 Fixed-size numpy rings, so a long run keeps constant memory and the HUD/plots read slices
 without copying Python lists. Times are seconds on the loop's one clock.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,11 +49,11 @@ class Ring:
             return
         self._pending = []
         rows = np.array(flat, dtype=np.float64).reshape(-1, self.columns)
-        block = rows[-self.size:]
+        block = rows[-self.size :]
         k = len(block)
         first = min(k, self.size - self.i)
-        self.data[self.i:self.i + first] = block[:first]
-        self.data[:k - first] = block[first:]
+        self.data[self.i : self.i + first] = block[:first]
+        self.data[: k - first] = block[first:]
         self.i = (self.i + k) % self.size
         self.n = min(self.n + len(rows), self.size)
         self._flushed += len(rows)
@@ -76,12 +77,12 @@ class Ring:
         data, i = self.data, self.i
         if self.n < self.size:
             newer = data[: self.n]
-            return newer[int(np.searchsorted(newer[:, column], t0, side="left")):].copy()
-        older, newer = data[i:], data[:i]   # full: the oldest row is at i
+            return newer[int(np.searchsorted(newer[:, column], t0, side="left")) :].copy()
+        older, newer = data[i:], data[:i]  # full: the oldest row is at i
         if len(older) and older[-1, column] >= t0:
             start = int(np.searchsorted(older[:, column], t0, side="left"))
             return np.concatenate((older[start:], newer))
-        return newer[int(np.searchsorted(newer[:, column], t0, side="left")):].copy()
+        return newer[int(np.searchsorted(newer[:, column], t0, side="left")) :].copy()
 
     def percentile(self, q: float, column: int = 0) -> float | None:
         self.flush()
@@ -101,7 +102,7 @@ class RateMeter:
         self.size = size
         self._times = [0.0] * size
         self._bytes = [0] * size
-        self._i = 0                  # where the next send goes
+        self._i = 0  # where the next send goes
         self.total_messages = 0
         self.total_bytes = 0
 
@@ -140,25 +141,31 @@ class SinkStatus:
     """What the HUD, the console status line and --json show for one sink."""
 
     name: str
-    state: str                  # "offline", "connecting", "connected", "in game", "error", ...
+    state: str  # "offline", "connecting", "connected", "in game", "error", ...
     send_hz: float = 0.0
     bytes_per_s: float = 0.0
-    packed: str = ""            # latest packed values (buttons hex, body size, record bytes)
+    packed: str = ""  # latest packed values (buttons hex, body size, record bytes)
     error_deg: float | None = None  # angle error sent vs seen (far side's view), degrees
-    detail: str = ""            # one line of extra state (tracking lost, server name, ...)
-    drops: dict | None = None   # messages from the server dropped undecoded, reason → count
+    detail: str = ""  # one line of extra state (tracking lost, server name, ...)
+    drops: dict | None = None  # messages from the server dropped undecoded, reason → count
     ping_ms: float | None = None  # Q3: the client's ping; NetSync: our pose's round trip through the room broadcast
     values: dict | None = None  # `packed` as numbers (--json): buttons, roll_short, body_bytes, flags ...
-    label: str = "ping"         # what ping_ms is called on the status line
-    live: bool = False          # streaming to a server that has let us in (the line shows rates first)
+    label: str = "ping"  # what ping_ms is called on the status line
+    live: bool = False  # streaming to a server that has let us in (the line shows rates first)
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "state": self.state, "send_hz": round(self.send_hz, 2),
-                "bytes_per_s": round(self.bytes_per_s, 1), "packed": self.packed,
-                "error_deg": None if self.error_deg is None else round(self.error_deg, 3),
-                "detail": self.detail, "drops": dict(self.drops or {}),
-                "ping_ms": None if self.ping_ms is None else round(self.ping_ms, 1),
-                "values": dict(self.values or {})}
+        return {
+            "name": self.name,
+            "state": self.state,
+            "send_hz": round(self.send_hz, 2),
+            "bytes_per_s": round(self.bytes_per_s, 1),
+            "packed": self.packed,
+            "error_deg": None if self.error_deg is None else round(self.error_deg, 3),
+            "detail": self.detail,
+            "drops": dict(self.drops or {}),
+            "ping_ms": None if self.ping_ms is None else round(self.ping_ms, 1),
+            "values": dict(self.values or {}),
+        }
 
 
 class Telemetry:
@@ -166,8 +173,8 @@ class Telemetry:
     app/farside.py's)."""
 
     def __init__(self, history: int = 4096) -> None:
-        self.frame_cost = Ring(history)    # seconds of work per frame (excluding the XR wait)
-        self.latency = Ring(history)       # pose located → bytes handed to a socket, seconds
+        self.frame_cost = Ring(history)  # seconds of work per frame (excluding the XR wait)
+        self.latency = Ring(history)  # pose located → bytes handed to a socket, seconds
         self.tracking_lost_frames = 0
         # frame(cost) and wire(latency), once per frame: the rings' own add, one call each
         self.frame = self.frame_cost.add

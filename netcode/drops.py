@@ -8,6 +8,7 @@ variants a kind is counted under its normalised text, and once MAX_DROP_REASONS 
 one is counted as "other". A counter thus holds at most MAX_DROP_REASONS keys of at most
 MAX_REASON_LEN characters.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ from typing import Any
 
 MAX_DROP_REASONS = 32
 MAX_REASON_LEN = 64
-MAX_DETAIL_LEN = 200   # a last-drop text kept for display (it may quote the peer's bytes)
+MAX_DETAIL_LEN = 200  # a last-drop text kept for display (it may quote the peer's bytes)
 OTHER = "other"
 VERBATIM_PER_KIND = 4  # reasons of one kind kept as written (e.g. the protocols a broadcast named)
 _NUMBER = re.compile(r"-?\d+")
@@ -29,7 +30,7 @@ def drop_key(reason: str) -> str:
 
 def detail(text: str) -> str:
     """A drop's detail text, bounded for keeping (the last one a status line shows)."""
-    return text if len(text) <= MAX_DETAIL_LEN else text[:MAX_DETAIL_LEN - 1] + "…"
+    return text if len(text) <= MAX_DETAIL_LEN else text[: MAX_DETAIL_LEN - 1] + "…"
 
 
 class DropCounter(Counter[str]):
@@ -39,7 +40,7 @@ class DropCounter(Counter[str]):
     limit = MAX_DROP_REASONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._variants: dict[str, int] = {}   # kind -> reasons of that kind kept as written
+        self._variants: dict[str, int] = {}  # kind -> reasons of that kind kept as written
         super().__init__(*args, **kwargs)
 
     def _key(self, reason: str, register: bool = True) -> str:

@@ -7,6 +7,7 @@ next recv, and its own WSAEHOSTUNREACH / WSAENETUNREACH / WSAENETRESET (TTL expi
 socket has no connection to reset, so ConnectionResetError on one means port unreachable.
 For UDP sockets only: on TCP a reset is a reset.
 """
+
 from __future__ import annotations
 
 import errno
@@ -26,5 +27,7 @@ def icmp_error(exc: BaseException) -> bool:
     """Any ICMP error a connected UDP socket reports (port, host or network unreachable): a
     count for a client that keeps going, not a crash."""
     return isinstance(exc, OSError) and (
-        isinstance(exc, PORT_UNREACHABLE) or exc.errno in _UNREACHABLE_ERRNOS
-        or getattr(exc, "winerror", None) in _UNREACHABLE_WINERRORS)
+        isinstance(exc, PORT_UNREACHABLE)
+        or exc.errno in _UNREACHABLE_ERRNOS
+        or getattr(exc, "winerror", None) in _UNREACHABLE_WINERRORS
+    )

@@ -10,6 +10,7 @@ Plain floats on purpose: one pose per frame, where tuple arithmetic beats numpy'
 The angle wrap helpers follow ioq3's q_math.c, including AngleNormalize360's quantisation to
 1/65536 of a turn, so a sink and a Quake server agree on what a wrapped angle is.
 """
+
 from __future__ import annotations
 
 import math

@@ -5,6 +5,7 @@ its own log read without sending it anything (no cost against a per-address requ
 A subclass sets `_proc` (the Popen or None), `_log` (the open log file or None), `_home` (its
 private folder), `log_path`, `server_name` (for messages) and defines `start()`.
 """
+
 from __future__ import annotations
 
 import re
@@ -94,8 +95,9 @@ class ServerProcess:
             if self._proc is None or self._proc.poll() is not None:
                 raise LocalServerError(f"{self.server_name} exited before its log said {pattern!r}")
             if time.monotonic() >= deadline:
-                raise LocalServerError(f"{self.server_name} log did not say {pattern!r} within {timeout:g} s; "
-                                       f"log tail:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"{self.server_name} log did not say {pattern!r} within {timeout:g} s; log tail:\n{self.log_tail()}"
+                )
             time.sleep(0.02)
 
     def log_tail(self, n: int = 30) -> str:

@@ -1,4 +1,5 @@
 """Suite-wide fixtures; plain helpers live in tests/support.py."""
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,11 @@ def _fast_tier_guard() -> None:
     from headcast.netcode.sauer import localserver as sauer_ls
 
     def refuse(self, *args, **kwargs):
-        pytest.fail(f"{type(self).__name__}.start() in the fast tier (--tier fast): this test "
-                    "starts a live server; mark it live (or list it in LIVE in tests/conftest.py)", pytrace=False)
+        pytest.fail(
+            f"{type(self).__name__}.start() in the fast tier (--tier fast): this test "
+            "starts a live server; mark it live (or list it in LIVE in tests/conftest.py)",
+            pytrace=False,
+        )
 
     for cls in (netsync_ls.LocalNetSyncServer, q3_ls.LocalQ3Server, sauer_ls.LocalSauerServer):
         cls.start = refuse
@@ -67,11 +71,19 @@ FAST_EXCLUDES = ("live", "slow", "display", "fuzz", "monado", "platform_sim", "h
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("headcast", "headcast's tiers and phases (scripts/test.sh --help)")
-    group.addoption("--phase", choices=("all", "parallel", "serial", "alone"), default="all",
-                    help="parallel: all but the `serial` tests; serial: those but the `alone` ones; alone: "
-                         "those (tests/tiers.py; default: all)")
-    group.addoption("--tier", choices=("all", "fast"), default="all",
-                    help="fast: leave out the tests marked " + ", ".join(FAST_EXCLUDES) + " (default: all)")
+    group.addoption(
+        "--phase",
+        choices=("all", "parallel", "serial", "alone"),
+        default="all",
+        help="parallel: all but the `serial` tests; serial: those but the `alone` ones; alone: "
+        "those (tests/tiers.py; default: all)",
+    )
+    group.addoption(
+        "--tier",
+        choices=("all", "fast"),
+        default="all",
+        help="fast: leave out the tests marked " + ", ".join(FAST_EXCLUDES) + " (default: all)",
+    )
 
 
 def pytest_configure(config) -> None:
@@ -80,8 +92,17 @@ def pytest_configure(config) -> None:
 
 
 # Fixtures that start a real server, a runtime or a display: a test using one is `live`/`display`.
-LIVE_FIXTURES = {"q3_server", "oa_server", "ioq3_server", "netsync_server", "netsync_release", "netsync_edge",
-                 "sauer_server", "monado", "monado_main"}
+LIVE_FIXTURES = {
+    "q3_server",
+    "oa_server",
+    "ioq3_server",
+    "netsync_server",
+    "netsync_release",
+    "netsync_edge",
+    "sauer_server",
+    "monado",
+    "monado_main",
+}
 DISPLAY_FIXTURES = {"xvfb_display"}
 
 
@@ -130,11 +151,11 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
-
 @pytest.fixture(scope="module")
 def q3_server():
     """A real ioquake3 dedicated server (Debian's openarena-server) on 127.0.0.1, not pure."""
     from headcast.netcode.q3.localserver import LocalQ3Server
+
     with LocalQ3Server(kind="ioq3", pure=False) as server:
         yield server
 
@@ -154,7 +175,8 @@ def xvfb_display():
         pytest.fail("Xvfb is not installed: run scripts/setup.sh (apt package xvfb)")
     proc = subprocess.Popen(
         ["Xvfb", "-displayfd", "1", "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-noreset"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         line = proc.stdout.readline().decode().strip()  # Xvfb writes the display number when ready

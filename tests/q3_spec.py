@@ -1,4 +1,5 @@
 """Test-side models of Quake 3 rules, written from docs/protocols/quake3.md, never from our code."""
+
 from __future__ import annotations
 
 

@@ -1,6 +1,7 @@
 """Helpers for live Sauerbraten tests (tests/sauer, tests/app): a driver for clients
 (SauerClientCore over ENet) polled every few milliseconds, and the admin moves a test makes with
 the game's own messages (claim admin, force a map, a rifle hit)."""
+
 from __future__ import annotations
 
 import time
@@ -42,8 +43,14 @@ class Clients:
         while time.monotonic() < end:
             self._step(each)
 
-    def until(self, pred: Callable[[], bool], timeout: float, what: str,
-              each: Callable[[float], None] | None = None, server=None) -> None:
+    def until(
+        self,
+        pred: Callable[[], bool],
+        timeout: float,
+        what: str,
+        each: Callable[[float], None] | None = None,
+        server=None,
+    ) -> None:
         end = time.monotonic() + timeout
         while not pred():
             if time.monotonic() >= end:
@@ -72,8 +79,9 @@ def claim_admin(c: SauerClient, server) -> None:
     """N_SETMASTER with the admin password hashed as the game does, then mastermode veto (an
     admin's map vote is forced from veto on)."""
     core = c.core
-    core.send_message(build(Msg.N_SETMASTER, core.cn, 1,
-                            hash_password(core.cn, core.sessionid, server.admin_password.encode())))
+    core.send_message(
+        build(Msg.N_SETMASTER, core.cn, 1, hash_password(core.cn, core.sessionid, server.admin_password.encode()))
+    )
     core.send_message(build(Msg.N_MASTERMODE, 1))
 
 
@@ -84,5 +92,24 @@ def force_map(c: SauerClient, name: str, mode: int) -> None:
 def shoot(c: SauerClient, target_cn: int, target_lifesequence: int, shot_id: int = 1) -> None:
     """A rifle shot (GUN_RIFLE 4) from a point 2 units away that hits `target` once (N_SHOOT as the
     game sends it): in instagib (health 1) it kills."""
-    c.core.send_message(build(Msg.N_SHOOT, shot_id, 4, 512 * 16, 480 * 16, 526 * 16, 512 * 16, 512 * 16, 526 * 16,
-                              1, target_cn, target_lifesequence, 32 * 16, 1, 0, 100, 0))
+    c.core.send_message(
+        build(
+            Msg.N_SHOOT,
+            shot_id,
+            4,
+            512 * 16,
+            480 * 16,
+            526 * 16,
+            512 * 16,
+            512 * 16,
+            526 * 16,
+            1,
+            target_cn,
+            target_lifesequence,
+            32 * 16,
+            1,
+            0,
+            100,
+            0,
+        )
+    )

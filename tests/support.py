@@ -1,4 +1,5 @@
 """Helpers any test may import (`from support import free_port, wait_for`)."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,10 @@ if INSTALLED:
     _venv = Path(INSTALLED).resolve()
     _where = [Path(p).resolve() for p in (*headcast.__path__, headcast.app.__file__)]
     if Path(sys.prefix).resolve() != _venv or not all(_venv in p.parents for p in _where):
-        raise RuntimeError(f"HEADCAST_TEST_INSTALLED={INSTALLED}: these tests run {sys.executable} and import "
-                           f"headcast from {', '.join(map(str, _where))}, not the installed package of that venv")
+        raise RuntimeError(
+            f"HEADCAST_TEST_INSTALLED={INSTALLED}: these tests run {sys.executable} and import "
+            f"headcast from {', '.join(map(str, _where))}, not the installed package of that venv"
+        )
 
 
 # The ports the suite chooses (its servers', and "a port where nothing listens"): below the
@@ -94,8 +97,9 @@ class _PortPicker:
             self.order = list(self.block)
             random.shuffle(self.order)
             self.given.clear()
-        raise RuntimeError(f"no {span} free consecutive port(s) in {self.block.start}..{self.block.stop - 1} "
-                           "on 127.0.0.1")
+        raise RuntimeError(
+            f"no {span} free consecutive port(s) in {self.block.start}..{self.block.stop - 1} on 127.0.0.1"
+        )
 
 
 _picker: _PortPicker | None = None
@@ -126,8 +130,11 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: fl
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment a `headcast` subprocess gets: no HEADCAST_/XR_ variables, no display, no
     user config file; then `extra`."""
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY")
+    }
     e["HOME"] = str(REPO / "build" / "no-home")
     e.update(extra)
     return e
@@ -135,14 +142,29 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def headcast(*args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess:
     """`headcast ARGS` as a user runs it, in cli_env(**extra); output captured as text."""
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=cli_env(**extra),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "headcast.app", *args],
+        cwd=REPO,
+        env=cli_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # Every variable the mock runtime (or the loader's layer list) reads: tests start from none of them.
-MOCK_ENV_VARS = ("HEADCAST_MOCK_MOTION", "HEADCAST_MOCK_SCRIPT", "HEADCAST_MOCK_PROFILE", "HEADCAST_MOCK_LOG",
-                 "HEADCAST_MOCK_THROTTLE", "HEADCAST_MOCK_PROFILE_RUNTIME", "HEADCAST_MOCK_CLOCK",
-                 "HEADCAST_MOCK_HEADLESS_FOCUS", "HEADCAST_MOCK_FAIL", "XR_ENABLE_API_LAYERS")
+MOCK_ENV_VARS = (
+    "HEADCAST_MOCK_MOTION",
+    "HEADCAST_MOCK_SCRIPT",
+    "HEADCAST_MOCK_PROFILE",
+    "HEADCAST_MOCK_LOG",
+    "HEADCAST_MOCK_THROTTLE",
+    "HEADCAST_MOCK_PROFILE_RUNTIME",
+    "HEADCAST_MOCK_CLOCK",
+    "HEADCAST_MOCK_HEADLESS_FOCUS",
+    "HEADCAST_MOCK_FAIL",
+    "XR_ENABLE_API_LAYERS",
+)
 
 
 def mock_control(manifest, monkeypatch, *, paced: bool):

@@ -1,5 +1,6 @@
 """Just enough of a VT100 to read what `headcast run` leaves on a terminal, and a pseudo-terminal
 of a chosen size to run it in (the python pty module: no terminal program needed)."""
+
 from __future__ import annotations
 
 import codecs
@@ -34,14 +35,14 @@ class Screen:
             c = text[i]
             if c == "\x1b":
                 m = _CSI.match(text, i)
-                assert m is not None, f"unexpected escape {text[i:i + 12]!r}"
+                assert m is not None, f"unexpected escape {text[i : i + 12]!r}"
                 n, cmd = m.group(1), m.group(2)
                 if cmd == "A":
                     self.row = max(0, self.row - int(n or 1))
                 elif cmd == "J" and n in ("", "0"):
                     self._line()
-                    self.rows[self.row] = self.rows[self.row][:self.col]
-                    del self.rows[self.row + 1:]
+                    self.rows[self.row] = self.rows[self.row][: self.col]
+                    del self.rows[self.row + 1 :]
                 elif cmd == "K" and n == "2":
                     self._line()
                     self.rows[self.row] = ""
@@ -58,7 +59,7 @@ class Screen:
                     self.row, self.col = self.row + 1, 0
                 self._line()
                 line = self.rows[self.row].ljust(self.col)
-                self.rows[self.row] = line[:self.col] + c + line[self.col + 1:]
+                self.rows[self.row] = line[: self.col] + c + line[self.col + 1 :]
                 self.col += 1
             else:
                 raise AssertionError(f"unexpected control character {c!r}")
@@ -80,14 +81,20 @@ class PtyRun:
     screen: Screen = field(init=False)
     raw: str = ""
     returncode: int | None = None
-    seen: list[str] = field(default_factory=list)   # screen texts that `watch` kept
+    seen: list[str] = field(default_factory=list)  # screen texts that `watch` kept
 
     def __post_init__(self) -> None:
         self.screen = Screen(self.columns)
 
 
-def run_in_ptys(runs: Sequence[PtyRun], env: dict[str, str], cwd, timeout: float,
-                watch: Callable[[PtyRun], bool] | None = None, rows: int = 50) -> None:
+def run_in_ptys(
+    runs: Sequence[PtyRun],
+    env: dict[str, str],
+    cwd,
+    timeout: float,
+    watch: Callable[[PtyRun], bool] | None = None,
+    rows: int = 50,
+) -> None:
     """Run each command on its own pseudo-terminal of `run.columns` × `rows`, side by side, until
     all have exited (bounded by `timeout`); `watch(run)` is asked after each chunk of output and
     the screen is kept in `run.seen` when it says so."""
@@ -95,8 +102,16 @@ def run_in_ptys(runs: Sequence[PtyRun], env: dict[str, str], cwd, timeout: float
     for run in runs:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, run.columns, 0, 0))
-        proc = subprocess.Popen(list(run.argv), stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                                close_fds=True, start_new_session=True)
+        proc = subprocess.Popen(
+            list(run.argv),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
         os.close(slave)
         live[master] = (run, proc, codecs.getincrementaldecoder("utf-8")())
     deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
 """Which tests scripts/test.sh runs alone (`serial`) or leaves out of its fast tier (`live`,
 `heavy`) where no fixture says so; tests/conftest.py marks them at collection. Entries are node id
 prefixes: a file, or file::test (every parametrisation of it)."""
+
 from __future__ import annotations
 
 # Tests that measure real time (rates, latencies, time-outs bounded from above): scripts/test.sh
@@ -9,8 +10,8 @@ from __future__ import annotations
 SERIAL: tuple[str, ...] = (
     # usercmd and snapshot rates of a live Quake 3 session (60 Hz / 20 Hz within 10-20 %)
     "tests/q3/test_live_session.py::test_stream_60hz_usercmds_then_disconnect",
-    "tests/q3/test_pump_live.py",           # assert_streams: the same rates after restarts, map changes
-    "tests/q3/test_transport_wait.py",      # wakes per tick, 60 Hz kept
+    "tests/q3/test_pump_live.py",  # assert_streams: the same rates after restarts, map changes
+    "tests/q3/test_transport_wait.py",  # wakes per tick, 60 Hz kept
     "tests/q3/test_pump.py::test_an_interrupt_just_before_run_stops_it_and_is_consumed",  # within 1 s
     "tests/q3/test_pump.py::test_interrupt_from_another_thread_stops_run_at_its_next_wake",
     # joins bounded at 1-6 s, a reconnect window of 1.5 s
@@ -51,9 +52,7 @@ ALONE: tuple[str, ...] = (
 
 # Tests that start a live server, Xvfb or a runtime in their body (the fast tier's guard names
 # those that start a server; see tests/conftest.py).
-LIVE: tuple[str, ...] = (
-    "tests/swarm/test_refusals.py::test_a_full_server_counts_the_players_that_never_got_in",
-)
+LIVE: tuple[str, ...] = ("tests/swarm/test_refusals.py::test_a_full_server_counts_the_players_that_never_got_in",)
 
 # Tests of more than about a second (hypothesis runs of hundreds of examples, fuzz loops, builds)
 # or that start `headcast`, pytest or another interpreter: out of the fast tier, in the full run.

@@ -4,6 +4,7 @@ The binding table is data (see docs/protocols/openxr.md#bindings). Each profile 
 its own call: a runtime that rejects one path (`XR_ERROR_PATH_UNSUPPORTED`) rejects the whole
 call, and one unknown profile must not cost the others.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,15 +28,19 @@ class ActionSpec:
     per_hand: bool  # declared with both hands as subaction paths (read per hand)
 
 
-ACTIONS: tuple[ActionSpec, ...] = () if xr is None else (
-    ActionSpec("aim_pose", "Aim pose", xr.ActionType.POSE_INPUT, True),
-    ActionSpec("grip_pose", "Grip pose", xr.ActionType.POSE_INPUT, True),
-    ActionSpec("trigger", "Trigger / fire", xr.ActionType.FLOAT_INPUT, True),
-    ActionSpec("squeeze", "Squeeze", xr.ActionType.FLOAT_INPUT, True),
-    ActionSpec("move", "Move stick", xr.ActionType.VECTOR2F_INPUT, False),
-    ActionSpec("turn", "Turn stick", xr.ActionType.VECTOR2F_INPUT, False),
-    ActionSpec("jump", "Jump", xr.ActionType.BOOLEAN_INPUT, False),
-    ActionSpec("menu", "Menu", xr.ActionType.BOOLEAN_INPUT, False),
+ACTIONS: tuple[ActionSpec, ...] = (
+    ()
+    if xr is None
+    else (
+        ActionSpec("aim_pose", "Aim pose", xr.ActionType.POSE_INPUT, True),
+        ActionSpec("grip_pose", "Grip pose", xr.ActionType.POSE_INPUT, True),
+        ActionSpec("trigger", "Trigger / fire", xr.ActionType.FLOAT_INPUT, True),
+        ActionSpec("squeeze", "Squeeze", xr.ActionType.FLOAT_INPUT, True),
+        ActionSpec("move", "Move stick", xr.ActionType.VECTOR2F_INPUT, False),
+        ActionSpec("turn", "Turn stick", xr.ActionType.VECTOR2F_INPUT, False),
+        ActionSpec("jump", "Jump", xr.ActionType.BOOLEAN_INPUT, False),
+        ActionSpec("menu", "Menu", xr.ActionType.BOOLEAN_INPUT, False),
+    )
 )
 
 _POSES = (("aim_pose", "input/aim/pose"), ("grip_pose", "input/grip/pose"))
@@ -61,28 +66,42 @@ BINDINGS: dict[str, tuple[tuple[str, str], ...]] = {
     "/interaction_profiles/oculus/touch_controller": _profile(
         _both("trigger", "input/trigger/value"),
         _both("squeeze", "input/squeeze/value"),
-        (("move", f"{LEFT}/input/thumbstick"), ("turn", f"{RIGHT}/input/thumbstick"),
-         ("jump", f"{RIGHT}/input/a/click"), ("menu", f"{LEFT}/input/menu/click")),
+        (
+            ("move", f"{LEFT}/input/thumbstick"),
+            ("turn", f"{RIGHT}/input/thumbstick"),
+            ("jump", f"{RIGHT}/input/a/click"),
+            ("menu", f"{LEFT}/input/menu/click"),
+        ),
     ),
     "/interaction_profiles/valve/index_controller": _profile(
         _both("trigger", "input/trigger/value"),
         _both("squeeze", "input/squeeze/value"),
         # Index has no menu button: the left B is the customary stand-in.
-        (("move", f"{LEFT}/input/thumbstick"), ("turn", f"{RIGHT}/input/thumbstick"),
-         ("jump", f"{RIGHT}/input/a/click"), ("menu", f"{LEFT}/input/b/click")),
+        (
+            ("move", f"{LEFT}/input/thumbstick"),
+            ("turn", f"{RIGHT}/input/thumbstick"),
+            ("jump", f"{RIGHT}/input/a/click"),
+            ("menu", f"{LEFT}/input/b/click"),
+        ),
     ),
     "/interaction_profiles/htc/vive_controller": _profile(
         _both("trigger", "input/trigger/value"),
         _both("squeeze", "input/squeeze/click"),
-        (("move", f"{LEFT}/input/trackpad"), ("turn", f"{RIGHT}/input/trackpad"),
-         ("jump", f"{RIGHT}/input/trackpad/click")),
+        (
+            ("move", f"{LEFT}/input/trackpad"),
+            ("turn", f"{RIGHT}/input/trackpad"),
+            ("jump", f"{RIGHT}/input/trackpad/click"),
+        ),
         _both("menu", "input/menu/click"),
     ),
     "/interaction_profiles/microsoft/motion_controller": _profile(
         _both("trigger", "input/trigger/value"),
         _both("squeeze", "input/squeeze/click"),
-        (("move", f"{LEFT}/input/thumbstick"), ("turn", f"{RIGHT}/input/thumbstick"),
-         ("jump", f"{RIGHT}/input/thumbstick/click")),
+        (
+            ("move", f"{LEFT}/input/thumbstick"),
+            ("turn", f"{RIGHT}/input/thumbstick"),
+            ("jump", f"{RIGHT}/input/thumbstick/click"),
+        ),
         _both("menu", "input/menu/click"),
     ),
 }
@@ -97,12 +116,15 @@ class ActionSet:
         self.handle = xr.create_action_set(instance, xr.ActionSetCreateInfo("headcast", "headcast controls", 0))
         self.actions: dict[str, xr.Action] = {}
         for spec in ACTIONS:
-            self.actions[spec.name] = xr.create_action(self.handle, xr.ActionCreateInfo(
-                action_name=spec.name,
-                localized_action_name=spec.localized,
-                action_type=spec.type,
-                subaction_paths=list(self.hand_paths) if spec.per_hand else None,
-            ))
+            self.actions[spec.name] = xr.create_action(
+                self.handle,
+                xr.ActionCreateInfo(
+                    action_name=spec.name,
+                    localized_action_name=spec.localized,
+                    action_type=spec.type,
+                    subaction_paths=list(self.hand_paths) if spec.per_hand else None,
+                ),
+            )
         self.accepted: list[str] = []
         self.rejected: dict[str, str] = {}
         for profile, rows in BINDINGS.items():
@@ -110,12 +132,14 @@ class ActionSet:
 
     def _suggest(self, instance: xr.Instance, profile: str, rows: tuple[tuple[str, str], ...]) -> None:
         try:
-            bindings = [xr.ActionSuggestedBinding(self.actions[a], xr.string_to_path(instance, p))
-                        for a, p in rows]
-            xr.suggest_interaction_profile_bindings(instance, xr.InteractionProfileSuggestedBinding(
-                interaction_profile=xr.string_to_path(instance, profile),
-                suggested_bindings=bindings,
-            ))
+            bindings = [xr.ActionSuggestedBinding(self.actions[a], xr.string_to_path(instance, p)) for a, p in rows]
+            xr.suggest_interaction_profile_bindings(
+                instance,
+                xr.InteractionProfileSuggestedBinding(
+                    interaction_profile=xr.string_to_path(instance, profile),
+                    suggested_bindings=bindings,
+                ),
+            )
         except (xr.PathUnsupportedError, xr.PathInvalidError) as exc:
             # A runtime without this profile (or with an older table) refuses it; the other
             # profiles still work, so record and go on.

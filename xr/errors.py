@@ -3,6 +3,7 @@
 pyopenxr raises one exception class per XrResult; the app should not have to know them.
 Everything the session lets escape is an `XRError` whose text is meant to be shown as is.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,6 +20,7 @@ def _pyopenxr() -> Any:
     opens; an error of its own can only come from it once it is imported. (Where pyopenxr has no
     OpenXR loader, macOS, its import fails in the session, which says so.)"""
     return sys.modules.get("xr")
+
 
 NO_RUNTIME = (
     "no OpenXR runtime found: set XR_RUNTIME_JSON or install/start your headset's runtime "

@@ -9,6 +9,7 @@ same place of a repository checkout, into the user cache directory when installe
 interpreter: its extension suffix). The session never compiles: `load()` gives the module only when
 it is built from the current source (a wheel's own build is taken as it is: it was built with it).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -49,13 +50,26 @@ class FrameContext(ctypes.Structure):
     """_fastframe.c's Calls: the runtime's entry points, handles and the session's struct addresses."""
 
     _fields_ = [
-        ("poll_event", _P), ("wait_frame", _P), ("begin_frame", _P), ("end_frame", _P),
-        ("sync_actions", _P), ("locate_space", _P), ("get_state", _P * NSTATE),
-        ("instance", _P), ("session", _P),
-        ("wait_info", _P), ("frame_state", _P), ("begin_info", _P), ("end_info", _P),
-        ("sync_info", _P), ("event", _P),
-        ("space", _P * NLOCATE), ("base", _P), ("location", _P * NLOCATE),
-        ("state_info", _P * NSTATE), ("state", _P * NSTATE),
+        ("poll_event", _P),
+        ("wait_frame", _P),
+        ("begin_frame", _P),
+        ("end_frame", _P),
+        ("sync_actions", _P),
+        ("locate_space", _P),
+        ("get_state", _P * NSTATE),
+        ("instance", _P),
+        ("session", _P),
+        ("wait_info", _P),
+        ("frame_state", _P),
+        ("begin_info", _P),
+        ("end_info", _P),
+        ("sync_info", _P),
+        ("event", _P),
+        ("space", _P * NLOCATE),
+        ("base", _P),
+        ("location", _P * NLOCATE),
+        ("state_info", _P * NSTATE),
+        ("state", _P * NSTATE),
         ("convert_time", _P),
         ("result", ctypes.c_int32),
     ]

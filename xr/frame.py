@@ -3,6 +3,7 @@
 All poses are in OpenXR STAGE space (or LOCAL when STAGE is unsupported): right-handed,
 +Y up, -Z forward, metres; quaternions are (x, y, z, w).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,26 +50,26 @@ class Controls:
 
 @dataclass(frozen=True, slots=True)
 class TrackingFrame:
-    seq: int                      # frame counter of this session, from 0
-    time_ns: int                  # XrTime the poses were located at (predicted display time)
+    seq: int  # frame counter of this session, from 0
+    time_ns: int  # XrTime the poses were located at (predicted display time)
     head: Pose = INVALID_POSE
     left_aim: Pose = INVALID_POSE
     left_grip: Pose = INVALID_POSE
     right_aim: Pose = INVALID_POSE
     right_grip: Pose = INVALID_POSE
     controls: Controls = field(default_factory=Controls)
-    profile_left: str = ""       # active interaction profile path, "" when none
+    profile_left: str = ""  # active interaction profile path, "" when none
     profile_right: str = ""
-    focused: bool = False         # session FOCUSED (actions are only live when focused)
+    focused: bool = False  # session FOCUSED (actions are only live when focused)
 
 
 # What a tracking frame can hold, for frames that come from a file (trace replay) rather than
 # from a runtime: a stage pose is metres from the stage origin, a rotation a unit quaternion,
 # a controller value -1..1 (OpenXR's range for sticks; triggers are 0..1), XrTime an int64.
 MAX_STAGE_METRES = 10_000.0
-UNIT_TOLERANCE = 1e-3        # |q|² - 1 of a valid orientation (the session's own tolerance)
+UNIT_TOLERANCE = 1e-3  # |q|² - 1 of a valid orientation (the session's own tolerance)
 MAX_CONTROL = 1.0 + 1e-6
-MAX_XR_TIME = 2 ** 63 - 1
+MAX_XR_TIME = 2**63 - 1
 
 _POSES = ("head", "left_aim", "left_grip", "right_aim", "right_grip")
 
@@ -90,9 +91,16 @@ def frame_problem(frame: TrackingFrame) -> str | None:
         if pose.orientation_valid and not abs(math.fsum(c * c for c in q) - 1.0) <= UNIT_TOLERANCE:
             return f"{name} orientation {shown} is flagged valid but is not a unit quaternion"
     c = frame.controls
-    for what, v in (("move x", c.move[0]), ("move y", c.move[1]), ("turn x", c.turn[0]), ("turn y", c.turn[1]),
-                    ("trigger_left", c.trigger_left), ("trigger_right", c.trigger_right),
-                    ("squeeze_left", c.squeeze_left), ("squeeze_right", c.squeeze_right)):
+    for what, v in (
+        ("move x", c.move[0]),
+        ("move y", c.move[1]),
+        ("turn x", c.turn[0]),
+        ("turn y", c.turn[1]),
+        ("trigger_left", c.trigger_left),
+        ("trigger_right", c.trigger_right),
+        ("squeeze_left", c.squeeze_left),
+        ("squeeze_right", c.squeeze_right),
+    ):
         if not abs(v) <= MAX_CONTROL:
             return f"controls {what} = {v:g} is outside -1..1"
     return None

@@ -16,6 +16,7 @@ VM halves the median oversleep. A frame that came late runs at once and the next
 with the grid (the rate holds); a loop more than MAX_LAG periods behind (a real stall) starts
 again from now rather than bursting through the frames it missed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,14 +27,14 @@ DEFAULT_RATE_HZ = 90.0
 # CLOCK_MONOTONIC on Linux; on Windows time.monotonic_ns ticks every 15.6 ms before Python 3.13, the
 # performance counter (QueryPerformanceCounter) does not.
 CLOCK_NS = time.perf_counter_ns if sys.platform == "win32" else time.monotonic_ns
-MIN_MARGIN_NS = 10_000      # the spin starts at least this before the deadline (a clock read or two)
-SPIN_SHARE = 0.01           # nor earlier than this share of the period (111 us at 90 Hz)
-LATE_QUANTILE = 0.75        # the oversleep the margin covers: 3 frames in 4 wake before their deadline
-LATE_WINDOW = 128           # oversleeps tracked (about 1.4 s at 90 Hz)
-_RESORT = 16                # the quantile is recomputed every this many samples
-_SLACK_NS = 10_000          # margin over the quantile
-MAX_LAG = 3                 # periods behind the grid that are caught up; more: start again from now
-PR_SET_TIMERSLACK = 29      # linux/prctl.h
+MIN_MARGIN_NS = 10_000  # the spin starts at least this before the deadline (a clock read or two)
+SPIN_SHARE = 0.01  # nor earlier than this share of the period (111 us at 90 Hz)
+LATE_QUANTILE = 0.75  # the oversleep the margin covers: 3 frames in 4 wake before their deadline
+LATE_WINDOW = 128  # oversleeps tracked (about 1.4 s at 90 Hz)
+_RESORT = 16  # the quantile is recomputed every this many samples
+_SLACK_NS = 10_000  # margin over the quantile
+MAX_LAG = 3  # periods behind the grid that are caught up; more: start again from now
+PR_SET_TIMERSLACK = 29  # linux/prctl.h
 TIMER_SLACK_NS = 1
 
 
@@ -44,9 +45,12 @@ def set_timer_slack(ns: int = TIMER_SLACK_NS) -> bool:
         return False
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(ns), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                          ctypes.c_ulong(0)) == 0
+        return (
+            libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(ns), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+            == 0
+        )
     except (OSError, AttributeError):
         return False
 
@@ -54,19 +58,20 @@ def set_timer_slack(ns: int = TIMER_SLACK_NS) -> bool:
 class Pacer:
     """wait() returns at each frame's deadline; the first call returns at once."""
 
-    def __init__(self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep,
-                 timer_slack: bool = True) -> None:
+    def __init__(
+        self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep, timer_slack: bool = True
+    ) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate must be positive, not {rate_hz!r}")
         self.rate_hz = rate_hz
         self.period_ns = round(1e9 / rate_hz)
         self._clock, self._sleep = clock or CLOCK_NS, sleep
         self._next: int | None = None
-        self._late: list[int] = []      # the last LATE_WINDOW oversleeps (ns), a ring
-        self._at = 0                    # the ring's next slot
-        self._fresh = 0                 # samples since the quantile was last computed
+        self._late: list[int] = []  # the last LATE_WINDOW oversleeps (ns), a ring
+        self._at = 0  # the ring's next slot
+        self._fresh = 0  # samples since the quantile was last computed
         self.margin_ns = MIN_MARGIN_NS
-        self._slack = timer_slack       # set the waiting thread's timer slack (once per thread)
+        self._slack = timer_slack  # set the waiting thread's timer slack (once per thread)
         self._slack_thread: int | None = None
         self.timer_slack_set = False
 

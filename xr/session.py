@@ -28,6 +28,7 @@ the whole sequence of ~18 runtime calls and the TrackingFrame's construction are
 it; otherwise the same calls are made one by one through ctypes and the frame is built here,
 with equal frames and the same errors.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -65,9 +66,14 @@ _EVENT_BUFFER_TYPE = int(xr.StructureType.EVENT_DATA_BUFFER)
 _P = ctypes.c_void_p
 # Per-frame entry points: handles and struct pointers as plain ints, an int result.
 _SIGNATURES = {
-    "xrPollEvent": (_P, _P), "xrWaitFrame": (_P, _P, _P), "xrBeginFrame": (_P, _P),
-    "xrEndFrame": (_P, _P), "xrSyncActions": (_P, _P), "xrLocateSpace": (_P, _P, ctypes.c_int64, _P),
-    "xrGetActionStateFloat": (_P, _P, _P), "xrGetActionStateVector2f": (_P, _P, _P),
+    "xrPollEvent": (_P, _P),
+    "xrWaitFrame": (_P, _P, _P),
+    "xrBeginFrame": (_P, _P),
+    "xrEndFrame": (_P, _P),
+    "xrSyncActions": (_P, _P),
+    "xrLocateSpace": (_P, _P, ctypes.c_int64, _P),
+    "xrGetActionStateFloat": (_P, _P, _P),
+    "xrGetActionStateVector2f": (_P, _P, _P),
     "xrGetActionStateBoolean": (_P, _P, _P),
 }
 
@@ -91,18 +97,28 @@ _EVENTS = ("reading runtime events", "xrPollEvent")
 _TIME = ("reading the runtime's clock", "xrConvertTimespecTimeToTimeKHR")
 _TIME_WIN32 = ("reading the runtime's clock", "xrConvertWin32PerformanceCounterToTimeKHR")
 # What a failing step of the native helper was doing: the ctypes path's words for the same call.
-_DURING = {fastframe.FF_WAIT: _WAIT, fastframe.FF_BEGIN: _BEGIN, fastframe.FF_SYNC: _SYNC,
-           fastframe.FF_LOCATE: _LOCATE, fastframe.FF_STATES: _STATE, fastframe.FF_END: _END,
-           fastframe.FF_EVENT: _EVENTS, fastframe.FF_TIME: _TIME}
+_DURING = {
+    fastframe.FF_WAIT: _WAIT,
+    fastframe.FF_BEGIN: _BEGIN,
+    fastframe.FF_SYNC: _SYNC,
+    fastframe.FF_LOCATE: _LOCATE,
+    fastframe.FF_STATES: _STATE,
+    fastframe.FF_END: _END,
+    fastframe.FF_EVENT: _EVENTS,
+    fastframe.FF_TIME: _TIME,
+}
 
 
 def _frame_calls(helper: Any, context: fastframe.FrameContext) -> Any:
     """The native helper's FrameCalls on `context` (copied), building this module's frame types."""
     types = (Pose, Controls, TrackingFrame)
     return helper.FrameCalls(
-        ctypes.addressof(context), ctypes.sizeof(context), types,
+        ctypes.addressof(context),
+        ctypes.sizeof(context),
+        types,
         tuple(tuple(t.__dict__[f.name] for f in dataclasses.fields(t)) for t in types),  # slot descriptors
-        (INVALID_POSE, IDENTITY, ORIGIN))
+        (INVALID_POSE, IDENTITY, ORIGIN),
+    )
 
 
 def _address(obj: Any) -> int:
@@ -113,14 +129,20 @@ def _address(obj: Any) -> int:
 
 
 _STATE_FIELDS: list[tuple[str, Any]] = [
-    ("trigger_left", xr.ActionStateFloat), ("trigger_right", xr.ActionStateFloat),
-    ("squeeze_left", xr.ActionStateFloat), ("squeeze_right", xr.ActionStateFloat),
-    ("move", xr.ActionStateVector2f), ("turn", xr.ActionStateVector2f),
-    ("jump", xr.ActionStateBoolean), ("menu", xr.ActionStateBoolean)]
+    ("trigger_left", xr.ActionStateFloat),
+    ("trigger_right", xr.ActionStateFloat),
+    ("squeeze_left", xr.ActionStateFloat),
+    ("squeeze_right", xr.ActionStateFloat),
+    ("move", xr.ActionStateVector2f),
+    ("turn", xr.ActionStateVector2f),
+    ("jump", xr.ActionStateBoolean),
+    ("menu", xr.ActionStateBoolean),
+]
 
 
 class _ActionStates(ctypes.Structure):
     """The eight action-state outputs side by side, unpacked in one struct call per frame."""
+
     _fields_ = _STATE_FIELDS
 
 
@@ -130,8 +152,10 @@ def _states_format() -> struct.Struct:
     for name, kind in _STATE_FIELDS:
         base = getattr(_ActionStates, name).offset
         code = {xr.ActionStateFloat: "f", xr.ActionStateVector2f: "2f", xr.ActionStateBoolean: "I"}[kind]
-        picks += [(base + kind.current_state.offset, code, kind.current_state.size),
-                  (base + kind.is_active.offset, "I", 4)]
+        picks += [
+            (base + kind.current_state.offset, code, kind.current_state.size),
+            (base + kind.is_active.offset, "I", 4),
+        ]
     fmt, at = "<", 0
     for offset, code, size in picks:
         fmt += f"{offset - at}x{code}"
@@ -142,9 +166,11 @@ def _states_format() -> struct.Struct:
 _STATES = _states_format()
 
 # One XrSpaceLocation as (flags, qx, qy, qz, qw, px, py, pz): XrPosef is orientation, then position.
-_LOC_FMT = (f"{xr.SpaceLocation._location_flags.offset}xQ"
-            f"{xr.SpaceLocation.pose.offset - xr.SpaceLocation._location_flags.offset - 8}x7f"
-            f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x")
+_LOC_FMT = (
+    f"{xr.SpaceLocation._location_flags.offset}xQ"
+    f"{xr.SpaceLocation.pose.offset - xr.SpaceLocation._location_flags.offset - 8}x7f"
+    f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x"
+)
 _LOCATION = struct.Struct("<" + _LOC_FMT)  # iter_unpack over the five: one tuple per space
 
 # A unit quaternion off by more than this is not a rotation the runtime meant.
@@ -165,15 +191,20 @@ _REFRESH_EXT = xr.FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME
 _WIN32_TIME_EXT = "XR_KHR_win32_convert_performance_counter_time"
 # Every runtime extension headcast enables or checks (tests/xrsession/test_runtime_extensions.py
 # fails when one is not offered by any of the mock runtime's profiles).
-RUNTIME_EXTENSIONS = (xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_OPENGL_ENABLE_EXTENSION_NAME, _TIMESPEC_EXT,
-                      _WIN32_TIME_EXT, _REFRESH_EXT)
+RUNTIME_EXTENSIONS = (
+    xr.MND_HEADLESS_EXTENSION_NAME,
+    xr.KHR_OPENGL_ENABLE_EXTENSION_NAME,
+    _TIMESPEC_EXT,
+    _WIN32_TIME_EXT,
+    _REFRESH_EXT,
+)
 TIME_SOURCES = {
     "frame": "xrWaitFrame's predicted display time",
     "timespec": "the runtime's now: XR_KHR_convert_timespec_time on CLOCK_MONOTONIC",
     "win32": "the runtime's now: XR_KHR_win32_convert_performance_counter_time on the performance counter "
-             "(QueryPerformanceCounter, time.perf_counter_ns)",
+    "(QueryPerformanceCounter, time.perf_counter_ns)",
     "events": "the runtime's now, estimated: its session events' XrTime plus the monotonic clock since "
-              "(the runtime offers no XR_KHR_convert_timespec_time)",
+    "(the runtime offers no XR_KHR_convert_timespec_time)",
 }
 
 
@@ -208,17 +239,17 @@ MODES = ("auto", "headless", "gl")
 class SessionInfo:
     """What the runtime gave us, for the app's status line and `headcast doctor`."""
 
-    runtime: str                     # runtime name and version
-    system: str                      # the HMD system's name
-    headless: bool                   # XR_MND_headless session (no graphics binding, no frame calls)
-    base_space: str                  # "STAGE", or "LOCAL" when the runtime has no STAGE
-    extensions: tuple[str, ...]      # extensions enabled on the instance
-    profiles: tuple[str, ...]        # interaction profiles whose bindings the runtime took
+    runtime: str  # runtime name and version
+    system: str  # the HMD system's name
+    headless: bool  # XR_MND_headless session (no graphics binding, no frame calls)
+    base_space: str  # "STAGE", or "LOCAL" when the runtime has no STAGE
+    extensions: tuple[str, ...]  # extensions enabled on the instance
+    profiles: tuple[str, ...]  # interaction profiles whose bindings the runtime took
     rejected_profiles: tuple[str, ...]
     reference_spaces: tuple[str, ...] = ()  # the reference space types the runtime offers
-    time_source: str = "frame"       # a TIME_SOURCES key: the XrTime frames are located at
-    rate_hz: float = 0.0             # a headless session's own pacing; 0: the runtime's xrWaitFrame paces
-    fallback: str = ""               # why an "auto" session is not headless (one line), "" when it is
+    time_source: str = "frame"  # a TIME_SOURCES key: the XrTime frames are located at
+    rate_hz: float = 0.0  # a headless session's own pacing; 0: the runtime's xrWaitFrame paces
+    fallback: str = ""  # why an "auto" session is not headless (one line), "" when it is
 
     @property
     def time_text(self) -> str:
@@ -233,8 +264,10 @@ class _GLContext:
 
         self._glfw = glfw
         self.own_window = None
-        no_display = ("the OpenXR runtime needs an OpenGL session and no display is available "
-                      "for a GL context (set DISPLAY, or use a runtime with XR_MND_headless)")
+        no_display = (
+            "the OpenXR runtime needs an OpenGL session and no display is available "
+            "for a GL context (set DISPLAY, or use a runtime with XR_MND_headless)"
+        )
         try:  # glfw reports failures by return value or by GLFWError, per glfw.ERROR_REPORTING
             with warnings.catch_warnings():  # "warn" mode: its warning would be a second, rawer line of ours
                 warnings.simplefilter("ignore", glfw.GLFWError)
@@ -249,17 +282,20 @@ class _GLContext:
                 self.window = window
                 glfw.make_context_current(window)
         except glfw.GLFWError as exc:
-            raise GraphicsError(f"could not create an OpenGL context for the XR session ({exc}); "
-                                "check DISPLAY and the GL driver, or use a runtime with XR_MND_headless") from None
+            raise GraphicsError(
+                f"could not create an OpenGL context for the XR session ({exc}); "
+                "check DISPLAY and the GL driver, or use a runtime with XR_MND_headless"
+            ) from None
         self.binding = self._binding()
 
     @staticmethod
     def _binding() -> ctypes.Structure:
         if sys.platform == "win32":
             from OpenGL import WGL
-            return xr.GraphicsBindingOpenGLWin32KHR(
-                h_dc=WGL.wglGetCurrentDC(), h_glrc=WGL.wglGetCurrentContext())
+
+            return xr.GraphicsBindingOpenGLWin32KHR(h_dc=WGL.wglGetCurrentDC(), h_glrc=WGL.wglGetCurrentContext())
         from OpenGL import GLX
+
         return xr.GraphicsBindingOpenGLXlibKHR(
             x_display=GLX.glXGetCurrentDisplay(),
             glx_drawable=GLX.glXGetCurrentDrawable(),
@@ -286,8 +322,15 @@ class XRSession:
     text is meant for the user.
     """
 
-    def __init__(self, mode: str = "auto", *, window: Any | None = None,
-                 app_name: str = "headcast", native: bool = True, rate_hz: float = 0.0) -> None:
+    def __init__(
+        self,
+        mode: str = "auto",
+        *,
+        window: Any | None = None,
+        app_name: str = "headcast",
+        native: bool = True,
+        rate_hz: float = 0.0,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if not (rate_hz == 0 or 0 < rate_hz <= 1000):
@@ -311,8 +354,9 @@ class XRSession:
                 except (NoRuntimeError, NoHeadsetError):
                     raise  # an OpenGL session would fail the same way
                 except XRError as refused:
-                    if mode == "headless" or (refused.call == "xrCreateInstance"
-                                              and refused.result != "XR_ERROR_EXTENSION_NOT_PRESENT"):
+                    if mode == "headless" or (
+                        refused.call == "xrCreateInstance" and refused.result != "XR_ERROR_EXTENSION_NOT_PRESENT"
+                    ):
                         raise  # no instance at all (Monado without its service): an OpenGL one fails alike
                     self.close()
                     self._reset()
@@ -340,20 +384,30 @@ class XRSession:
         self._profiles = ("", "")
         self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
         self._pacer: Pacer | None = None  # a headless session's clock
-        self._convert: Any = None         # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
-        self._counter_hz = 0              # the win32 performance counter's frequency, when that converts
-        self._rate_from_display = False   # a headless session paces at the display's rate (follows its changes)
+        self._convert: Any = None  # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
+        self._counter_hz = 0  # the win32 performance counter's frequency, when that converts
+        self._rate_from_display = False  # a headless session paces at the display's rate (follows its changes)
         self._time_offset: int | None = None  # XrTime - CLOCK_MONOTONIC, learnt from state events
         self.state = xr.SessionState.UNKNOWN
 
     # -- setup ---------------------------------------------------------------------------
 
-    def _open(self, headless: bool, offered: set[str], window: Any | None, app_name: str, native: bool,
-              rate_hz: float, fallback: str) -> None:
+    def _open(
+        self,
+        headless: bool,
+        offered: set[str],
+        window: Any | None,
+        app_name: str,
+        native: bool,
+        rate_hz: float,
+        fallback: str,
+    ) -> None:
         gl_ext = xr.KHR_OPENGL_ENABLE_EXTENSION_NAME
         if not headless and gl_ext not in offered:
-            raise GraphicsError("the OpenXR runtime offers neither XR_MND_headless nor "
-                                "XR_KHR_opengl_enable: headcast cannot open a session on it")
+            raise GraphicsError(
+                "the OpenXR runtime offers neither XR_MND_headless nor "
+                "XR_KHR_opengl_enable: headcast cannot open a session on it"
+            )
         extensions = [xr.MND_HEADLESS_EXTENSION_NAME if headless else gl_ext]
         if headless:  # the clock a headless session locates at, and the display's rate to pace at
             clocks = (_WIN32_TIME_EXT, _TIMESPEC_EXT) if sys.platform == "win32" else (_TIMESPEC_EXT, _WIN32_TIME_EXT)
@@ -361,16 +415,17 @@ class XRSession:
             extensions += [ext for ext in (_REFRESH_EXT,) if ext in offered]
 
         with xr_errors("starting OpenXR", "xrCreateInstance"):
-            self._instance = xr.create_instance(xr.InstanceCreateInfo(
-                application_info=xr.ApplicationInfo(application_name=app_name, engine_name="headcast"),
-                enabled_extension_names=extensions,
-            ))
+            self._instance = xr.create_instance(
+                xr.InstanceCreateInfo(
+                    application_info=xr.ApplicationInfo(application_name=app_name, engine_name="headcast"),
+                    enabled_extension_names=extensions,
+                )
+            )
         inst = self._instance
         with xr_errors("starting OpenXR", "xrGetInstanceProperties"):
             props = xr.get_instance_properties(inst)
         with xr_errors("finding the headset", "xrGetSystem"):
-            self._system = xr.get_system(
-                inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+            self._system = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
         with xr_errors("finding the headset", "xrGetSystemProperties"):
             sysprops = xr.get_system_properties(inst, self._system)
         stereo = xr.ViewConfigurationType.PRIMARY_STEREO
@@ -400,7 +455,8 @@ class XRSession:
             self._actions = ActionSet(inst)
         with xr_errors("setting up the controllers", "xrAttachSessionActionSets"):
             xr.attach_session_action_sets(
-                self._session, xr.SessionActionSetsAttachInfo(action_sets=[self._actions.handle]))
+                self._session, xr.SessionActionSetsAttachInfo(action_sets=[self._actions.handle])
+            )
         with xr_errors("creating the tracking spaces", "xrEnumerateReferenceSpaces"):
             offered_spaces = list(xr.enumerate_reference_spaces(self._session))
         with xr_errors("creating the tracking spaces", "xrCreateReferenceSpace"):
@@ -418,8 +474,9 @@ class XRSession:
 
         time_source, rate = "frame", 0.0
         if headless:
-            time_source = ("timespec" if _TIMESPEC_EXT in extensions else
-                           "win32" if _WIN32_TIME_EXT in extensions else "events")
+            time_source = (
+                "timespec" if _TIMESPEC_EXT in extensions else "win32" if _WIN32_TIME_EXT in extensions else "events"
+            )
             self._rate_from_display = not rate_hz
             rate = rate_hz or self._display_rate(extensions) or DEFAULT_RATE_HZ
             self._pacer = Pacer(rate)
@@ -464,18 +521,22 @@ class XRSession:
         if self._ended is not None:
             raise self._ended
         if self._running and self._convert is None and self._time_offset is None:
-            raise XRError("the OpenXR runtime offers no clock for a headless session (no "
-                          "XR_KHR_convert_timespec_time, and its session events carry no time)")
+            raise XRError(
+                "the OpenXR runtime offers no clock for a headless session (no "
+                "XR_KHR_convert_timespec_time, and its session events carry no time)"
+            )
 
     def _reference_space(self, kind: xr.ReferenceSpaceType) -> xr.Space:
-        space = xr.create_reference_space(self._session, xr.ReferenceSpaceCreateInfo(
-            reference_space_type=kind, pose_in_reference_space=xr.Posef()))
+        space = xr.create_reference_space(
+            self._session, xr.ReferenceSpaceCreateInfo(reference_space_type=kind, pose_in_reference_space=xr.Posef())
+        )
         self._spaces.append(space)
         return space
 
     def _action_space(self, action: xr.Action, hand: int) -> xr.Space:
-        space = xr.create_action_space(self._session, xr.ActionSpaceCreateInfo(
-            action=action, subaction_path=hand, pose_in_action_space=xr.Posef()))
+        space = xr.create_action_space(
+            self._session, xr.ActionSpaceCreateInfo(action=action, subaction_path=hand, pose_in_action_space=xr.Posef())
+        )
         self._spaces.append(space)
         return space
 
@@ -501,10 +562,16 @@ class XRSession:
             for space, loc in zip([self._view, *self._hand_spaces], self._locations)
         ]
         states = self._states = _ActionStates()
-        reads = (("trigger", left, "trigger_left", "Float"), ("trigger", right, "trigger_right", "Float"),
-                 ("squeeze", left, "squeeze_left", "Float"), ("squeeze", right, "squeeze_right", "Float"),
-                 ("move", xr.NULL_PATH, "move", "Vector2f"), ("turn", xr.NULL_PATH, "turn", "Vector2f"),
-                 ("jump", xr.NULL_PATH, "jump", "Boolean"), ("menu", xr.NULL_PATH, "menu", "Boolean"))
+        reads = (
+            ("trigger", left, "trigger_left", "Float"),
+            ("trigger", right, "trigger_right", "Float"),
+            ("squeeze", left, "squeeze_left", "Float"),
+            ("squeeze", right, "squeeze_right", "Float"),
+            ("move", xr.NULL_PATH, "move", "Vector2f"),
+            ("turn", xr.NULL_PATH, "turn", "Vector2f"),
+            ("jump", xr.NULL_PATH, "jump", "Boolean"),
+            ("menu", xr.NULL_PATH, "menu", "Boolean"),
+        )
         self._get_infos = [xr.ActionStateGetInfo(acts[action], sub) for action, sub, _, _ in reads]
         self._state_reads = []  # (entry point, info address, output address) of each state read
         state_entries = []
@@ -521,24 +588,45 @@ class XRSession:
         self._end_info = xr.FrameEndInfo(display_time=0, environment_blend_mode=blend_mode, layers=[])
         self._event = xr.EventDataBuffer()
         self._wait_p, self._frame_state_p, self._begin_p, self._end_p, self._sync_p, self._event_p = (
-            ctypes.addressof(x) for x in (self._wait_info, self._frame_state, self._begin_info,
-                                          self._end_info, self._sync_info, self._event))
+            ctypes.addressof(x)
+            for x in (
+                self._wait_info,
+                self._frame_state,
+                self._begin_info,
+                self._end_info,
+                self._sync_info,
+                self._event,
+            )
+        )
         self._timespec, self._xrtime = _ConvertTimespec(), ctypes.c_int64()
         if _TIMESPEC_EXT in self.info.extensions:
             self._convert = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(_entry(inst, "xrConvertTimespecTimeToTimeKHR"))
         elif _WIN32_TIME_EXT in self.info.extensions:
             # (XrInstance, const LARGE_INTEGER*, XrTime*): LARGE_INTEGER is an int64
             self._convert = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(
-                _entry(inst, "xrConvertWin32PerformanceCounterToTimeKHR"))
+                _entry(inst, "xrConvertWin32PerformanceCounterToTimeKHR")
+            )
             self._counter_hz = _counter_frequency()
             self._counter = ctypes.c_int64()
         helper = fastframe.load() if native else None
         if helper is not None:
             ctx = fastframe.FrameContext(
-                entry["xrPollEvent"], entry["xrWaitFrame"], entry["xrBeginFrame"], entry["xrEndFrame"],
-                entry["xrSyncActions"], entry["xrLocateSpace"], (_P * fastframe.NSTATE)(*state_entries),
-                self._instance_h, self._session_h, self._wait_p, self._frame_state_p, self._begin_p,
-                self._end_p, self._sync_p, self._event_p)
+                entry["xrPollEvent"],
+                entry["xrWaitFrame"],
+                entry["xrBeginFrame"],
+                entry["xrEndFrame"],
+                entry["xrSyncActions"],
+                entry["xrLocateSpace"],
+                (_P * fastframe.NSTATE)(*state_entries),
+                self._instance_h,
+                self._session_h,
+                self._wait_p,
+                self._frame_state_p,
+                self._begin_p,
+                self._end_p,
+                self._sync_p,
+                self._event_p,
+            )
             for i, (space, base, out) in enumerate(self._locate_args):
                 ctx.space[i], ctx.location[i] = space, out
             ctx.base = base
@@ -739,8 +827,17 @@ class XRSession:
             self._controls = _controls(*states)
         head, left_aim, left_grip, right_aim, right_grip = starmap(_pose, _LOCATION.iter_unpack(self._locations))
         frame = TrackingFrame(  # positional, in field order: keywords cost a third more
-            self._seq, time_ns, head, left_aim, left_grip, right_aim, right_grip,
-            self._controls, self._profiles[0], self._profiles[1], self._focused,
+            self._seq,
+            time_ns,
+            head,
+            left_aim,
+            left_grip,
+            right_aim,
+            right_grip,
+            self._controls,
+            self._profiles[0],
+            self._profiles[1],
+            self._focused,
         )
         self._seq += 1
         self._last_time = time_ns
@@ -749,8 +846,9 @@ class XRSession:
     def request_exit(self) -> None:
         """Ask the runtime to end the session; next_frame() raises SessionEnded when it has."""
         if self._running:
-            self._call("asking the runtime to end the session", "xrRequestExitSession",
-                       xr.request_exit_session, self._session)
+            self._call(
+                "asking the runtime to end the session", "xrRequestExitSession", xr.request_exit_session, self._session
+            )
 
     def close(self) -> None:
         """End the session politely when it runs, then destroy every handle. Idempotent."""
@@ -793,8 +891,11 @@ class XRSession:
         try:
             code = xr.Result(result)
         except ValueError:  # a result code this pyopenxr does not know
-            return XRError(f"{during}: {call} returned {result}, an XrResult this OpenXR binding does not know",
-                           call=call, result=str(result))
+            return XRError(
+                f"{during}: {call} returned {result}, an XrResult this OpenXR binding does not know",
+                call=call,
+                result=str(result),
+            )
         err = translate(xr.check_result(code), during, call)
         if isinstance(err, SessionEnded):
             self._end(err)
@@ -834,9 +935,15 @@ class XRSession:
             changed = ctypes.cast(ctypes.byref(ev), ctypes.POINTER(xr.EventDataDisplayRefreshRateChangedFB)).contents
             self._on_refresh_rate(float(changed.to_display_refresh_rate))  # a struct's float field: a Python float
         elif kind == _EV_INSTANCE_LOSS:
-            self._end(SessionEnded("the OpenXR runtime is shutting down: xrPollEvent reported "
-                                   "XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING; restart the runtime, then headcast",
-                                   lost=True, call="xrPollEvent", result="XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING"))
+            self._end(
+                SessionEnded(
+                    "the OpenXR runtime is shutting down: xrPollEvent reported "
+                    "XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING; restart the runtime, then headcast",
+                    lost=True,
+                    call="xrPollEvent",
+                    result="XR_TYPE_EVENT_DATA_INSTANCE_LOSS_PENDING",
+                )
+            )
 
     def _on_refresh_rate(self, rate: float) -> None:
         """The display changed its refresh rate: a headless session paced at the display's rate follows."""
@@ -851,8 +958,13 @@ class XRSession:
         self._focused = state == xr.SessionState.FOCUSED
         S = xr.SessionState
         if state == S.READY and not self._running:
-            self._call("starting the XR session", "xrBeginSession", xr.begin_session, self._session,
-                       xr.SessionBeginInfo(self._view_config))
+            self._call(
+                "starting the XR session",
+                "xrBeginSession",
+                xr.begin_session,
+                self._session,
+                xr.SessionBeginInfo(self._view_config),
+            )
             self._running = True
         elif state == S.STOPPING:
             self._running = False
@@ -860,9 +972,15 @@ class XRSession:
         elif state == S.EXITING:
             self._end(SessionEnded("the OpenXR runtime ended the session", lost=False))
         elif state == S.LOSS_PENDING:
-            self._end(SessionEnded("the XR session was lost: xrPollEvent reported XR_SESSION_STATE_LOSS_PENDING "
-                                   "(headset disconnected or runtime reset)", lost=True, call="xrPollEvent",
-                                   result="XR_SESSION_STATE_LOSS_PENDING"))
+            self._end(
+                SessionEnded(
+                    "the XR session was lost: xrPollEvent reported XR_SESSION_STATE_LOSS_PENDING "
+                    "(headset disconnected or runtime reset)",
+                    lost=True,
+                    call="xrPollEvent",
+                    result="XR_SESSION_STATE_LOSS_PENDING",
+                )
+            )
 
     def _read_profiles(self) -> None:
         names = []
@@ -870,8 +988,9 @@ class XRSession:
         assert actions is not None  # read while the session runs
         for hand in actions.hand_paths:
             during = "reading the active controller profile"
-            state = self._call(during, "xrGetCurrentInteractionProfile", xr.get_current_interaction_profile,
-                               self._session, hand)
+            state = self._call(
+                during, "xrGetCurrentInteractionProfile", xr.get_current_interaction_profile, self._session, hand
+            )
             path = state.interaction_profile if state is not None else 0
             name = self._call(during, "xrPathToString", xr.path_to_string, self._instance, path) if path else ""
             names.append(name or "")
@@ -890,16 +1009,20 @@ class XRSession:
             raise err from exc
 
     def _idle_frame(self) -> TrackingFrame:
-        frame = TrackingFrame(seq=self._seq, time_ns=self._last_time,
-                              profile_left=self._profiles[0], profile_right=self._profiles[1])
+        frame = TrackingFrame(
+            seq=self._seq, time_ns=self._last_time, profile_left=self._profiles[0], profile_right=self._profiles[1]
+        )
         self._seq += 1
         return frame
 
 
 def _pose(flags: int, qx: float, qy: float, qz: float, qw: float, px: float, py: float, pz: float) -> Pose:
     """A located pose with its flags; invalid parts are zeroed, garbage is never valid."""
-    if (flags & _ALL_BITS == _ALL_BITS and abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= _NORM_TOLERANCE
-            and abs(px + py + pz) < _INF):  # the usual case first: tracked, sane
+    if (
+        flags & _ALL_BITS == _ALL_BITS
+        and abs(qx * qx + qy * qy + qz * qz + qw * qw - 1.0) <= _NORM_TOLERANCE
+        and abs(px + py + pz) < _INF
+    ):  # the usual case first: tracked, sane
         return Pose((px, py, pz), (qx, qy, qz, qw), True, True, True, True)
     if not flags & (_ORI_VALID | _POS_VALID):
         return INVALID_POSE
@@ -917,20 +1040,47 @@ def _pose(flags: int, qx: float, qy: float, qz: float, qw: float, px: float, py:
             position = (px, py, pz)
         else:
             pos_valid = False
-    return Pose(position, orientation, pos_valid, ori_valid,
-                pos_valid and bool(flags & _POS_TRACKED), ori_valid and bool(flags & _ORI_TRACKED))
+    return Pose(
+        position,
+        orientation,
+        pos_valid,
+        ori_valid,
+        pos_valid and bool(flags & _POS_TRACKED),
+        ori_valid and bool(flags & _ORI_TRACKED),
+    )
 
 
-def _controls(tl: float, tl_on: int, tr: float, tr_on: int, sl: float, sl_on: int, sr: float, sr_on: int,
-              mx: float, my: float, move_on: int, tx: float, ty: float, turn_on: int,
-              jump: int, jump_on: int, menu: int, menu_on: int) -> Controls:
+def _controls(
+    tl: float,
+    tl_on: int,
+    tr: float,
+    tr_on: int,
+    sl: float,
+    sl_on: int,
+    sr: float,
+    sr_on: int,
+    mx: float,
+    my: float,
+    move_on: int,
+    tx: float,
+    ty: float,
+    turn_on: int,
+    jump: int,
+    jump_on: int,
+    menu: int,
+    menu_on: int,
+) -> Controls:
     """Controls from the unpacked states (current_state..., is_active); inactive reads as rest."""
     return Controls(
         move=(_value(mx), _value(my)) if move_on else (0.0, 0.0),
         turn=(_value(tx), _value(ty)) if turn_on else (0.0, 0.0),
-        trigger_left=_value(tl) if tl_on else 0.0, trigger_right=_value(tr) if tr_on else 0.0,
-        squeeze_left=_value(sl) if sl_on else 0.0, squeeze_right=_value(sr) if sr_on else 0.0,
-        jump=bool(jump) and bool(jump_on), menu=bool(menu) and bool(menu_on))
+        trigger_left=_value(tl) if tl_on else 0.0,
+        trigger_right=_value(tr) if tr_on else 0.0,
+        squeeze_left=_value(sl) if sl_on else 0.0,
+        squeeze_right=_value(sr) if sr_on else 0.0,
+        jump=bool(jump) and bool(jump_on),
+        menu=bool(menu) and bool(menu_on),
+    )
 
 
 def _value(x: float) -> float:

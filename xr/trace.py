@@ -26,6 +26,7 @@ timebase, no interpolation, hex floats) and a session on the mock gives them bac
 for bit. The runtime emulates one controller, so a trace replays with the profile it was
 recorded with (its first non-empty one); each hand's tracking flags come from its aim pose.
 """
+
 from __future__ import annotations
 
 import errno
@@ -53,6 +54,8 @@ _ORI_VALID, _POS_VALID, _ORI_TRACKED, _POS_TRACKED = 1, 2, 4, 8
 # fdatasync calls (what a power loss can cost at most).
 FLUSH_INTERVAL = 0.05
 SYNC_INTERVAL = 1.0
+
+
 # The writer's portable forms: fdatasync where the system has it (Linux), else fsync (macOS,
 # Windows); O_BINARY so Windows writes the lines' "\n" as is; a folder is synced where it can be
 # opened as one (O_DIRECTORY: POSIX; Windows has no folder sync, NTFS journals the name).
@@ -81,22 +84,34 @@ class TraceEndsEarly(TraceError):
 class Trace:
     meta: dict[str, Any]
     frames: tuple[TrackingFrame, ...]
-    ends_early: TraceEndsEarly | None = None   # read_trace(partial=True) of a trace cut short
+    ends_early: TraceEndsEarly | None = None  # read_trace(partial=True) of a trace cut short
 
 
 def _pose_row(p: Pose) -> list:
-    flags = ((_ORI_VALID if p.orientation_valid else 0) | (_POS_VALID if p.position_valid else 0)
-             | (_ORI_TRACKED if p.orientation_tracked else 0) | (_POS_TRACKED if p.position_tracked else 0))
+    flags = (
+        (_ORI_VALID if p.orientation_valid else 0)
+        | (_POS_VALID if p.position_valid else 0)
+        | (_ORI_TRACKED if p.orientation_tracked else 0)
+        | (_POS_TRACKED if p.position_tracked else 0)
+    )
     return [*p.position, *p.orientation, flags]
 
 
 def frame_row(f: TrackingFrame) -> list:
     c = f.controls
-    return [f.seq, f.time_ns, _pose_row(f.head), _pose_row(f.left_aim), _pose_row(f.left_grip),
-            _pose_row(f.right_aim), _pose_row(f.right_grip),
-            [*c.move, *c.turn, c.trigger_left, c.trigger_right, c.squeeze_left, c.squeeze_right,
-             c.jump, c.menu],
-            f.profile_left, f.profile_right, f.focused]
+    return [
+        f.seq,
+        f.time_ns,
+        _pose_row(f.head),
+        _pose_row(f.left_aim),
+        _pose_row(f.left_grip),
+        _pose_row(f.right_aim),
+        _pose_row(f.right_grip),
+        [*c.move, *c.turn, c.trigger_left, c.trigger_right, c.squeeze_left, c.squeeze_right, c.jump, c.menu],
+        f.profile_left,
+        f.profile_right,
+        f.focused,
+    ]
 
 
 class TraceWriter:
@@ -117,12 +132,18 @@ class TraceWriter:
     trace that ends early.
     """
 
-    def __init__(self, path: str | os.PathLike, meta: dict[str, Any] | None = None, *,
-                 flush_interval: float = FLUSH_INTERVAL, sync_interval: float = SYNC_INTERVAL) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        meta: dict[str, Any] | None = None,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
+        sync_interval: float = SYNC_INTERVAL,
+    ) -> None:
         self.path = Path(path)
-        self.count = 0                       # frames in the file (whole lines)
-        self.failed: OSError | None = None   # the error that stopped the recording, if one did
-        self._size = 0                       # bytes of whole lines in the file
+        self.count = 0  # frames in the file (whole lines)
+        self.failed: OSError | None = None  # the error that stopped the recording, if one did
+        self._size = 0  # bytes of whole lines in the file
         self._queue: deque[TrackingFrame] = deque()
         self._queued = 0
         if self.path.is_dir():
@@ -138,7 +159,7 @@ class TraceWriter:
         except BaseException:
             os.close(self._fd)
             self._fd = None
-            self.path.unlink(missing_ok=True)   # not even a header: nothing worth keeping
+            self.path.unlink(missing_ok=True)  # not even a header: nothing worth keeping
             raise
         self._flush_interval, self._sync_interval = flush_interval, sync_interval
         self._wake = threading.Event()
@@ -189,7 +210,7 @@ class TraceWriter:
         assert fd is not None  # the writer thread ends when the file is closed
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         self._size += len(data)
 
     def _fail(self, error: OSError) -> None:
@@ -222,8 +243,9 @@ class TraceWriter:
         if self.failed is None and self._thread.is_alive():
             self._wake.set()
             with self._progress:
-                self._progress.wait_for(lambda: self.failed is not None or self.count >= target
-                                        or not self._thread.is_alive(), timeout)
+                self._progress.wait_for(
+                    lambda: self.failed is not None or self.count >= target or not self._thread.is_alive(), timeout
+                )
         if self.failed is not None:
             raise self.failed
 
@@ -314,8 +336,7 @@ def _sync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_trace(path: str | os.PathLike, frames: Iterable[TrackingFrame],
-                meta: dict[str, Any] | None = None) -> Path:
+def write_trace(path: str | os.PathLike, frames: Iterable[TrackingFrame], meta: dict[str, Any] | None = None) -> Path:
     with TraceWriter(path, meta) as w:
         for f in frames:
             w.write(f)
@@ -341,9 +362,14 @@ def _pose(row: Any, what: str) -> Pose:
         raise ValueError(f"{what} has bad flags {flags!r}")
     if not all(math.isfinite(v) for v in vals):
         raise ValueError(f"{what} has a non-finite value")
-    return Pose((vals[0], vals[1], vals[2]), (vals[3], vals[4], vals[5], vals[6]),
-                bool(flags & _POS_VALID), bool(flags & _ORI_VALID),
-                bool(flags & _POS_TRACKED), bool(flags & _ORI_TRACKED))
+    return Pose(
+        (vals[0], vals[1], vals[2]),
+        (vals[3], vals[4], vals[5], vals[6]),
+        bool(flags & _POS_VALID),
+        bool(flags & _ORI_VALID),
+        bool(flags & _POS_TRACKED),
+        bool(flags & _ORI_TRACKED),
+    )
 
 
 def _controls(row: Any) -> Controls:
@@ -366,8 +392,19 @@ def parse_frame(row: Any) -> TrackingFrame:
         raise ValueError("profiles must be strings and focused a boolean")
     names = ("head", "left_aim", "left_grip", "right_aim", "right_grip")
     head, left_aim, left_grip, right_aim, right_grip = (_pose(row[2 + i], n) for i, n in enumerate(names))
-    return TrackingFrame(seq, t, head, left_aim, left_grip, right_aim, right_grip, controls=_controls(row[7]),
-                         profile_left=row[8], profile_right=row[9], focused=row[10])
+    return TrackingFrame(
+        seq,
+        t,
+        head,
+        left_aim,
+        left_grip,
+        right_aim,
+        right_grip,
+        controls=_controls(row[7]),
+        profile_left=row[8],
+        profile_right=row[9],
+        focused=row[10],
+    )
 
 
 def iter_trace(path: str | os.PathLike) -> Iterator[TrackingFrame]:
@@ -388,8 +425,11 @@ def iter_trace(path: str | os.PathLike) -> Iterator[TrackingFrame]:
                 raise TraceEndsEarly(path, count, "no end record: the recording was cut short")
             if b"\0" in raw:
                 # A power loss before the data reached the disk leaves the file's tail zeroed.
-                raise TraceEndsEarly(path, count, f"line {lineno} holds zero bytes: the recording was cut "
-                                                  "short before the disk caught up")
+                raise TraceEndsEarly(
+                    path,
+                    count,
+                    f"line {lineno} holds zero bytes: the recording was cut short before the disk caught up",
+                )
             if not raw.endswith(b"\n"):
                 if len(raw) > _MAX_LINE:
                     raise TraceError(f"{path}:{lineno}: line too long")
@@ -477,8 +517,9 @@ def _json(path: Path, raw: bytes, lineno: int) -> Any:
         raise TraceError(f"{path}:{lineno}: not JSON ({exc})") from None
 
 
-WHAT_A_TRACE_IS = ("a trace is what `headcast run --record FILE` writes: JSON lines after a "
-                   f'{{"format": "{FORMAT}"}} header')
+WHAT_A_TRACE_IS = (
+    f'a trace is what `headcast run --record FILE` writes: JSON lines after a {{"format": "{FORMAT}"}} header'
+)
 
 
 def what_it_is(path: Path) -> str | None:
@@ -497,8 +538,10 @@ def what_it_is(path: Path) -> str | None:
     meaningful = [ln for ln in lines if ln and not ln.startswith("#")][:50]
     motion = re.compile(r"^[-+0-9.]+\s+/user/|^(timebase|interpolate)\b")
     if meaningful and sum(bool(motion.match(ln)) for ln in meaningful) * 2 >= len(meaningful):
-        return (f"a motion script, not a headcast trace: play it with `headcast run --mock {path}` "
-                f"(a swarm plays it with --motion {path})")
+        return (
+            f"a motion script, not a headcast trace: play it with `headcast run --mock {path}` "
+            f"(a swarm plays it with --motion {path})"
+        )
     if text.lstrip().startswith(("{", "[")):
         try:
             with open(path, "rb") as fh:
@@ -506,13 +549,16 @@ def what_it_is(path: Path) -> str | None:
         except (ValueError, RecursionError, OSError):
             obj = None
         if isinstance(obj, dict) and obj.get("kind") == "headcast swarm report":
-            return ("a swarm report, not a headcast trace (`headcast swarm --report DIR` writes it; swarm.html "
-                    "beside it is the readable form; a trace is what `headcast run --record FILE` writes)")
+            return (
+                "a swarm report, not a headcast trace (`headcast swarm --report DIR` writes it; swarm.html "
+                "beside it is the readable form; a trace is what `headcast run --record FILE` writes)"
+            )
         if obj is not None:
             return f"JSON but not a headcast trace ({WHAT_A_TRACE_IS})"
     first = next((ln for ln in lines if ln), "")
     if path.suffix.lower() in (".md", ".markdown") or (
-            first.startswith("# ") and any(ln.startswith(("## ", "```")) for ln in lines[:400])):
+        first.startswith("# ") and any(ln.startswith(("## ", "```")) for ln in lines[:400])
+    ):
         return f"Markdown, not a headcast trace ({WHAT_A_TRACE_IS})"
     return None
 
@@ -535,8 +581,9 @@ def _header(path: Path, fh: BinaryIO) -> dict[str, Any]:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise _not_a_trace(path, f"{path}: no '{FORMAT}' header") from None
     if obj.get("version") != VERSION:
-        raise TraceError(f"{path}: trace version {obj.get('version')!r} is not supported "
-                         f"(this headcast reads version {VERSION})")
+        raise TraceError(
+            f"{path}: trace version {obj.get('version')!r} is not supported (this headcast reads version {VERSION})"
+        )
     meta = obj.get("meta")
     if not isinstance(meta, dict):
         raise TraceError(f"{path}: header meta is not an object")
@@ -547,9 +594,13 @@ def _header(path: Path, fh: BinaryIO) -> dict[str, Any]:
 
 DEFAULT_PROFILE = "/interaction_profiles/oculus/touch_controller"
 
-_POSE_PATHS = (("/user/head", "head"), (f"{LEFT}/input/aim/pose", "left_aim"),
-               (f"{LEFT}/input/grip/pose", "left_grip"), ("/user/hand/right/input/aim/pose", "right_aim"),
-               ("/user/hand/right/input/grip/pose", "right_grip"))
+_POSE_PATHS = (
+    ("/user/head", "head"),
+    (f"{LEFT}/input/aim/pose", "left_aim"),
+    (f"{LEFT}/input/grip/pose", "left_grip"),
+    ("/user/hand/right/input/aim/pose", "right_aim"),
+    ("/user/hand/right/input/grip/pose", "right_grip"),
+)
 
 
 def replay_profile(frames: Iterable[TrackingFrame]) -> str:
@@ -618,8 +669,13 @@ def _flags(p: Pose) -> int:
     return _pose_row(p)[7]
 
 
-def replay(source: str | os.PathLike | Sequence[TrackingFrame], *, throttle: bool = False,
-           mode: str = "headless", window: Any | None = None) -> Iterator[TrackingFrame]:
+def replay(
+    source: str | os.PathLike | Sequence[TrackingFrame],
+    *,
+    throttle: bool = False,
+    mode: str = "headless",
+    window: Any | None = None,
+) -> Iterator[TrackingFrame]:
     """Play a trace (file or frames) through the mock runtime; yields the session's frames.
 
     Builds the mock if needed and points this process's loader at it for the session's
@@ -642,6 +698,7 @@ def replay(source: str | os.PathLike | Sequence[TrackingFrame], *, throttle: boo
         os.environ["XR_RUNTIME_JSON"] = str(manifest)
         try:
             from .session import XRSession  # here: reading and replaying a trace need no pyopenxr (macOS)
+
             session = XRSession(mode, window=window)
         finally:
             if saved is None:

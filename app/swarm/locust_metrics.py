@@ -20,6 +20,7 @@ the messages the players sent per second, not sends, receives and broadcasts add
 This module imports nothing from locust: it is handed the `request` event's `fire`, so it can be
 used (and tested) without gevent's monkey-patching.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -43,15 +44,15 @@ SLIPPED_TICK = "slipped tick (ours)"
 
 
 class LocustMetrics(SwarmMetrics):
-    def __init__(self, protocols: list[str], started: float, fire: Callable[..., None],
-                 slip_after: float = 0.005) -> None:
+    def __init__(
+        self, protocols: list[str], started: float, fire: Callable[..., None], slip_after: float = 0.005
+    ) -> None:
         super().__init__(protocols, started, slip_after)
         self._fire = fire
         self._last_bc: dict[tuple[str, int], float] = {}
 
     def _event(self, proto: str, name: str, ms: float = 0.0, length: int = 0, exc: Exception | None = None) -> None:
-        self._fire(request_type=proto, name=name, response_time=ms, response_length=length,
-                   exception=exc, context={})
+        self._fire(request_type=proto, name=name, response_time=ms, response_length=length, exception=exc, context={})
 
     def sent(self, proto, player, nbytes, now):
         super().sent(proto, player, nbytes, now)
@@ -66,7 +67,7 @@ class LocustMetrics(SwarmMetrics):
         key = (proto, player)
         prev = self._last_bc.get(key)
         self._last_bc[key] = now
-        if prev is not None:   # a player's first broadcast has no gap before it
+        if prev is not None:  # a player's first broadcast has no gap before it
             self._event(proto, "broadcast", (now - prev) * 1000.0)
 
     def relay(self, proto, seconds, now=None):

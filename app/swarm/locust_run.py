@@ -17,6 +17,7 @@ returns. On Linux each process also dies with its parent (PR_SET_PDEATHSIG, set 
 locustfile: the master with headcast, each forked worker with the master), for the case where
 headcast itself is killed.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,6 +59,7 @@ def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> boo
         return False
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
             return False
@@ -90,12 +92,29 @@ def locustfile() -> Path:
     return Path(__file__).with_name("locustfile.py")
 
 
-def command(proto: str, server: Server, users: int, spawn_rate: float, duration: float, *,
-            report: str | Path | None = None, csv: str | Path | None = None, json_file: str | Path | None = None,
-            motion: str | Path | None = None, trace: str | Path | None = None, marked: int = 4,
-            slip_ms: float = 5.0, processes: int = 0, role: str = "local", master_host: str = "127.0.0.1",
-            master_port: int | None = None, web_port: int | None = None, expect_workers: int = 0,
-            headless: bool = True, extra: tuple[str, ...] = ()) -> list[str]:
+def command(
+    proto: str,
+    server: Server,
+    users: int,
+    spawn_rate: float,
+    duration: float,
+    *,
+    report: str | Path | None = None,
+    csv: str | Path | None = None,
+    json_file: str | Path | None = None,
+    motion: str | Path | None = None,
+    trace: str | Path | None = None,
+    marked: int = 4,
+    slip_ms: float = 5.0,
+    processes: int = 0,
+    role: str = "local",
+    master_host: str = "127.0.0.1",
+    master_port: int | None = None,
+    web_port: int | None = None,
+    expect_workers: int = 0,
+    headless: bool = True,
+    extra: tuple[str, ...] = (),
+) -> list[str]:
     """The locust command line. `role`: "local" (one process, or `processes` forked workers),
     "master" (waits for `expect_workers`), "worker" (takes everything else from the master).
 
@@ -111,20 +130,47 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
             raise ValueError("a worker needs the master's port")
         return cmd + ["--worker", "--master-host", master_host, "--master-port", str(master_port), *extra]
     if role == "master":
-        cmd += ["--master", "--master-bind-host", master_host, "--master-bind-port", str(master_port),
-                "--expect-workers", str(max(1, expect_workers))]
+        cmd += [
+            "--master",
+            "--master-bind-host",
+            master_host,
+            "--master-bind-port",
+            str(master_port),
+            "--expect-workers",
+            str(max(1, expect_workers)),
+        ]
     elif processes:
         # the forked workers connect to --master-host/--master-port, the master binds the others
-        cmd += ["--processes", str(processes), "--master-bind-host", master_host, "--master-bind-port",
-                str(master_port), "--master-host", master_host, "--master-port", str(master_port)]
+        cmd += [
+            "--processes",
+            str(processes),
+            "--master-bind-host",
+            master_host,
+            "--master-bind-port",
+            str(master_port),
+            "--master-host",
+            master_host,
+            "--master-port",
+            str(master_port),
+        ]
     if headless:
         cmd += ["--headless", "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(duration))}s"]
     else:
         if web_port is None:
             web_port = free_port(server_ports(server) | ({master_port} if master_port else set()), master_host)
         cmd += ["--web-host", master_host, "--web-port", str(web_port)]
-    cmd += ["--headcast-proto", proto, "--headcast-server", server.host, "--headcast-port", str(server.port),
-            "--headcast-marked", str(marked), "--headcast-slip-ms", f"{slip_ms:g}"]
+    cmd += [
+        "--headcast-proto",
+        proto,
+        "--headcast-server",
+        server.host,
+        "--headcast-port",
+        str(server.port),
+        "--headcast-marked",
+        str(marked),
+        "--headcast-slip-ms",
+        f"{slip_ms:g}",
+    ]
     if proto == "q3" and server.pk3:
         cmd += ["--headcast-pk3", ",".join(str(p) for p in server.pk3)]
     if proto == "netsync":
@@ -146,8 +192,8 @@ def command(proto: str, server: Server, users: int, spawn_rate: float, duration:
     return cmd + list(extra)
 
 
-STOP_GRACE = 15.0   # s from the SIGTERM (Locust's clean stop) to a SIGKILL
-GROUP_GRACE = 3.0   # s from the SIGTERM to what is left of Locust's group to its SIGKILL
+STOP_GRACE = 15.0  # s from the SIGTERM (Locust's clean stop) to a SIGKILL
+GROUP_GRACE = 3.0  # s from the SIGTERM to what is left of Locust's group to its SIGKILL
 
 
 def group_alive(pgid: int) -> list[int]:
@@ -164,7 +210,7 @@ def group_alive(pgid: int) -> list[int]:
             except OSError:
                 continue  # gone meanwhile
             # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
                 pids.append(int(d.name))
         return pids
@@ -207,6 +253,7 @@ def run(cmd: list[str], timeout: float, should_stop: Callable[[], bool] = lambda
     workers it forked that are still there are ended with it (`end_group`). Returns its exit code
     (Locust: 1 when any request failed — a kick, a lost update, a failed join)."""
     from headcast.app import stop
+
     group, clean_stop = _own_group()
     env = dict(popen.pop("env", None) or os.environ, **{PARENT_ENV: str(os.getpid())})
     proc = subprocess.Popen(cmd, **group, env=env, **popen)

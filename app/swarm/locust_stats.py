@@ -5,6 +5,7 @@ and checks they agree). The HTML report shows the section as Locust's own table.
 
 Imports nothing from locust (the stats object is read by its attributes).
 """
+
 from __future__ import annotations
 
 
@@ -13,20 +14,34 @@ def from_stats(stats) -> dict:
     rows = []
     for (name, method), e in sorted(stats.entries.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         rows.append(_row(method, name, e))
-    failures = [{"method": err.method, "name": err.name, "error": str(err.error), "occurrences": err.occurrences}
-                for err in stats.errors.values()]
-    return {"note": "Locust's stats of the same run (its master's aggregate of every worker).",
-            "rows": rows, "total": _row("", "Aggregated (messages sent)", stats.total), "failures": failures}
+    failures = [
+        {"method": err.method, "name": err.name, "error": str(err.error), "occurrences": err.occurrences}
+        for err in stats.errors.values()
+    ]
+    return {
+        "note": "Locust's stats of the same run (its master's aggregate of every worker).",
+        "rows": rows,
+        "total": _row("", "Aggregated (messages sent)", stats.total),
+        "failures": failures,
+    }
 
 
 def _row(method: str, name: str, e) -> dict:
     n = e.num_requests
-    pct = (lambda p: float(e.get_response_time_percentile(p)) if n else None)  # noqa: E731
-    return {"type": method, "name": name, "requests": n, "failures": e.num_failures,
-            "median_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-            "max_ms": float(e.max_response_time) if n else None,
-            "avg_bytes": float(e.avg_content_length) if n else None,
-            "total_bytes": int(e.total_content_length), "rps": float(e.total_rps)}
+    pct = lambda p: float(e.get_response_time_percentile(p)) if n else None  # noqa: E731
+    return {
+        "type": method,
+        "name": name,
+        "requests": n,
+        "failures": e.num_failures,
+        "median_ms": pct(0.5),
+        "p95_ms": pct(0.95),
+        "p99_ms": pct(0.99),
+        "max_ms": float(e.max_response_time) if n else None,
+        "avg_bytes": float(e.avg_content_length) if n else None,
+        "total_bytes": int(e.total_content_length),
+        "rps": float(e.total_rps),
+    }
 
 
 def row(section: dict, proto: str, name: str) -> dict | None:

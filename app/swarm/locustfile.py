@@ -20,6 +20,7 @@ Importing locust monkey-patches the standard library for gevent; headcast's sock
 non-blocking (UDP, ZeroMQ with NOBLOCK, ENet serviced with timeout 0), so the sans-IO cores
 run unchanged in greenlets.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,9 +63,9 @@ if os.environ.get(locust_run.PARENT_ENV, "").isdigit():
 if hasattr(os, "register_at_fork"):
     _master_pid = os.getpid()
     os.register_at_fork(after_in_child=lambda: locust_run.die_with_parent(signal.SIGTERM, _master_pid))
-IDLE_WAIT = 0.1     # the longest wait when a player has no deadline (a stop is seen by then anyway)
-SPOTS = 16          # places on the room's circle players are spread over
-STOP_WAIT = 10.0    # the master's bound on its workers' final states; a worker's on its players' leave
+IDLE_WAIT = 0.1  # the longest wait when a player has no deadline (a stop is seen by then anyway)
+SPOTS = 16  # places on the room's circle players are spread over
+STOP_WAIT = 10.0  # the master's bound on its workers' final states; a worker's on its players' leave
 
 
 @events.init_command_line_parser.add_listener
@@ -72,18 +73,29 @@ def _options(parser) -> None:
     g = parser.add_argument_group("headcast swarm")
     g.add_argument("--headcast-proto", choices=PROTOCOLS, default="netsync", help="protocol every user speaks")
     g.add_argument("--headcast-server", default="127.0.0.1", help="the server's host")
-    g.add_argument("--headcast-port", type=int, default=0,
-                   help="Q3/Sauerbraten: the server's port; NetSync: its control (dealer) port")
+    g.add_argument(
+        "--headcast-port",
+        type=int,
+        default=0,
+        help="Q3/Sauerbraten: the server's port; NetSync: its control (dealer) port",
+    )
     g.add_argument("--headcast-pub-port", type=int, default=0, help="NetSync: the PUB port (default control+1)")
-    g.add_argument("--headcast-transform-port", type=int, default=0,
-                   help="NetSync: the transform port (default control+2)")
+    g.add_argument(
+        "--headcast-transform-port", type=int, default=0, help="NetSync: the transform port (default control+2)"
+    )
     g.add_argument("--headcast-room", default="default_room", help="NetSync room")
     g.add_argument("--headcast-netsync-protocol", type=int, default=8, help="NetSync protocol (3-8)")
     g.add_argument("--headcast-pk3", default="", help="Q3: pk3 files for a pure server, comma-separated")
-    g.add_argument("--headcast-motion", default="", help=f"a shipped motion or a motion file (default {DEFAULT_MOTION})")
+    g.add_argument(
+        "--headcast-motion", default="", help=f"a shipped motion or a motion file (default {DEFAULT_MOTION})"
+    )
     g.add_argument("--headcast-trace", default="", help="a recorded trace instead of a motion")
-    g.add_argument("--headcast-marked", type=int, default=4,
-                   help="players per process whose updates the observer matches (relay latency, loss)")
+    g.add_argument(
+        "--headcast-marked",
+        type=int,
+        default=4,
+        help="players per process whose updates the observer matches (relay latency, loss)",
+    )
     g.add_argument("--headcast-slip-ms", type=float, default=5.0, help="a tick this late counts as slipped")
     g.add_argument("--headcast-report", default="", help="the master writes headcast's report to BASE.json/.html")
 
@@ -98,20 +110,26 @@ class _Process:
     server: Server | None = None
     spots = spots(SPOTS)
     next_user = 0
-    reports = 0                        # Locust worker reports so far
-    live: set = set()                  # players started and not yet closed
-    stopping = False                   # the master asked for the final state: no new player
-    states: dict[str, dict] = {}       # master: each worker's latest headcast state
-    final: set[str] = set()            # master: workers whose final state came
-    seen: set[str] = set()             # master: workers that reported at all
+    reports = 0  # Locust worker reports so far
+    live: set = set()  # players started and not yet closed
+    stopping = False  # the master asked for the final state: no new player
+    states: dict[str, dict] = {}  # master: each worker's latest headcast state
+    final: set[str] = set()  # master: workers whose final state came
+    seen: set[str] = set()  # master: workers that reported at all
 
 
 def _server(o) -> Server:
     if not o.headcast_port:
         raise SystemExit("headcast: --headcast-port is required")
-    return Server(o.headcast_server, o.headcast_port, o.headcast_pub_port or None,
-                  o.headcast_transform_port or None, o.headcast_room, o.headcast_netsync_protocol,
-                  tuple(Path(p) for p in o.headcast_pk3.split(",") if p))
+    return Server(
+        o.headcast_server,
+        o.headcast_port,
+        o.headcast_pub_port or None,
+        o.headcast_transform_port or None,
+        o.headcast_room,
+        o.headcast_netsync_protocol,
+        tuple(Path(p) for p in o.headcast_pk3.split(",") if p),
+    )
 
 
 def _script(o) -> Script:
@@ -120,8 +138,10 @@ def _script(o) -> Script:
     name = o.headcast_motion or DEFAULT_MOTION
     motion = Path(name) if Path(name).is_file() else find_motion(name)
     if motion is None:
-        raise SystemExit(f"headcast: --headcast-motion {name}: no such motion file or shipped motion "
-                         f"(shipped: {', '.join(shipped_motions())})")
+        raise SystemExit(
+            f"headcast: --headcast-motion {name}: no such motion file or shipped motion "
+            f"(shipped: {', '.join(shipped_motions())})"
+        )
     return Script.load(motion=motion)
 
 
@@ -142,7 +162,7 @@ def _prepare(o, proto: str, w: int, workers: int) -> Script:
     return script
 
 
-TOTAL_ROWS = ("send",)   # the rows Locust's Aggregated row (its header's RPS) adds up
+TOTAL_ROWS = ("send",)  # the rows Locust's Aggregated row (its header's RPS) adds up
 
 
 def total_counts_sends(stats) -> None:
@@ -151,10 +171,12 @@ def total_counts_sends(stats) -> None:
     (the load on the server: messages sent per second); each row keeps its own rate, and every
     failure (lost update, failed join, kick) still counts in the total's failures. Each process
     counts its own total; the master adds its workers' totals."""
+
     def log_request(method: str, name: str, response_time, content_length) -> None:
         if name in TOTAL_ROWS:
             stats.total.log(response_time, content_length)
         stats.entries[(name, method)].log(response_time, content_length)
+
     stats.log_request = log_request
 
 
@@ -169,7 +191,7 @@ def _init(environment, **_) -> None:
             _script(o)
         except (MotionError, OSError) as e:
             raise SystemExit(f"headcast: {e}") from None
-        if not environment.host:   # Locust's Host field: the server under test
+        if not environment.host:  # Locust's Host field: the server under test
             environment.host = f"{o.headcast_proto}://{srv.host}:{srv.port}"
     if isinstance(runner, MasterRunner):
         runner.register_message("headcast_final", _final_state)
@@ -218,7 +240,7 @@ def _report_to_master(client_id, data, **_) -> None:
 def _worker_report(client_id, data, **_) -> None:
     _Process.seen.add(client_id)
     if "headcast" in data:
-        _Process.states[client_id] = data["headcast"]   # cumulative: the latest replaces the last
+        _Process.states[client_id] = data["headcast"]  # cumulative: the latest replaces the last
 
 
 # The end of a run, in order. Locust's master, when the run time is up, sends its workers "quit"
@@ -227,6 +249,7 @@ def _worker_report(client_id, data, **_) -> None:
 # the test stops, the master first asks each worker for its final state ("headcast_stop"): the
 # worker's players leave, it answers with its state ("headcast_final"), and the master waits for
 # every answer (bounded) before Locust goes on to quit.
+
 
 def _stop_players(environment, msg, **_) -> None:
     """Worker: every player leaves (each user's loop sees `stopping` within IDLE_WAIT), then the
@@ -261,8 +284,11 @@ def _test_stop(environment, **_) -> None:
         gevent.sleep(0.05)
     missing = workers - _Process.final
     if missing:
-        log.warning("headcast: no final state from %d worker(s) within %g s: their figures end at their "
-                    "last report", len(missing), STOP_WAIT)
+        log.warning(
+            "headcast: no final state from %d worker(s) within %g s: their figures end at their last report",
+            len(missing),
+            STOP_WAIT,
+        )
 
 
 def _players_leave(environment) -> None:
@@ -287,8 +313,11 @@ def _quitting(environment, **_) -> None:
     if isinstance(runner, WorkerRunner) or not getattr(o, "headcast_report", ""):
         return
     _players_leave(environment)
-    states = list(_Process.states.values()) if isinstance(runner, MasterRunner) else \
-        ([_state()] if _Process.metrics is not None else [])
+    states = (
+        list(_Process.states.values())
+        if isinstance(runner, MasterRunner)
+        else ([_state()] if _Process.metrics is not None else [])
+    )
     if not states:
         log.warning("headcast: no player reported; no report written")
         return
@@ -300,11 +329,15 @@ def _quitting(environment, **_) -> None:
     if isinstance(runner, MasterRunner):
         rep["incomplete_processes"] = len((_Process.seen | set(_Process.states)) - _Process.final)
         if rep["incomplete_processes"]:
-            rep["subtitle"] = (f"{rep['incomplete_processes']} worker(s) sent no final state: "
-                               "their figures end at their last report.")
+            rep["subtitle"] = (
+                f"{rep['incomplete_processes']} worker(s) sent no final state: their figures end at their last report."
+            )
     proto, srv = o.headcast_proto, _server(o)
-    rep["run"] = {"source": f"trace {o.headcast_trace}" if o.headcast_trace else f"motion {o.headcast_motion or DEFAULT_MOTION}",
-                  "servers": {proto: f"{srv.host}:{srv.port}"}, "rates_hz": {proto: RATES[proto]}}
+    rep["run"] = {
+        "source": f"trace {o.headcast_trace}" if o.headcast_trace else f"motion {o.headcast_motion or DEFAULT_MOTION}",
+        "servers": {proto: f"{srv.host}:{srv.port}"},
+        "rates_hz": {proto: RATES[proto]},
+    }
     rep["locust"] = from_stats(runner.stats)
     base = o.headcast_report
     paths = swarm_report.write(rep, base + ".json", base + ".html")
@@ -314,7 +347,7 @@ def _quitting(environment, **_) -> None:
 class SwarmPlayer(User):
     """One headcast swarm player for the whole life of the Locust user."""
 
-    wait_time = constant(1)   # only between a failed start and the next try
+    wait_time = constant(1)  # only between a failed start and the next try
 
     def on_start(self) -> None:
         self.player: Player | None = None
@@ -332,9 +365,15 @@ class SwarmPlayer(User):
         index = k * workers + w
         server, script = _Process.server, _Process.script
         assert server is not None and script is not None  # made at the test's start
-        var = Variation(offset=(index * 0.61803) % 1.0 * script.period, speed=0.9 + 0.2 * ((index * 0.7548) % 1.0),
-                        spot=_Process.spots[index % SPOTS], source=source_address(index, server.host),
-                        observer=k == 0, marked=1 <= k <= o.headcast_marked, board=_Process.boards[proto])
+        var = Variation(
+            offset=(index * 0.61803) % 1.0 * script.period,
+            speed=0.9 + 0.2 * ((index * 0.7548) % 1.0),
+            spot=_Process.spots[index % SPOTS],
+            source=source_address(index, server.host),
+            observer=k == 0,
+            marked=1 <= k <= o.headcast_marked,
+            board=_Process.boards[proto],
+        )
         p = self.player = Player(proto, index, server, script, _Process.metrics, var)
         clock = time.perf_counter  # the metrics' clock (fine-grained on Windows, unlike monotonic before 3.13)
         _Process.live.add(p)

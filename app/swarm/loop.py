@@ -16,6 +16,7 @@ when `should_stop()` says so (a stop signal: app/stop.py sets it, the loop notic
 wake-up, at most `MAX_SLEEP`); `close_all` then leaves the server cleanly for every player.
 A player that raises is closed and counted (`errors`), never the end of the swarm.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -30,11 +31,11 @@ from headcast.app.swarm.metrics import LogHistogram
 if TYPE_CHECKING:
     from headcast.app.swarm.players import Player
 
-MAX_SLEEP = 0.1          # the longest select: a stop request is seen within this
+MAX_SLEEP = 0.1  # the longest select: a stop request is seen within this
 MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is looked at again
-LEAVE_PAUSE = 0.1        # between two batches of leaving players (close_all)
-WINDOW_HOLD = 10.0       # s a player waiting to get in holds its place in the join window
-HELD_RECHECK = 0.02      # s between two looks at the join window while players are held
+LEAVE_PAUSE = 0.1  # between two batches of leaving players (close_all)
+WINDOW_HOLD = 10.0  # s a player waiting to get in holds its place in the join window
+HELD_RECHECK = 0.02  # s between two looks at the join window while players are held
 
 
 class SwarmLoop:
@@ -45,9 +46,9 @@ class SwarmLoop:
         self._n = 0
         self._ramp: deque[tuple[float, Player]] = deque()
         self._held: dict[str, deque[Player]] = {}  # per protocol: due players waiting for the window
-        self._joining: dict[str, list] = {}      # per protocol: (started at, player) in the window
-        self.players: list = []          # started, in start order
-        self.errors: list[str] = []      # players closed for an exception: what it was
+        self._joining: dict[str, list] = {}  # per protocol: (started at, player) in the window
+        self.players: list = []  # started, in start order
+        self.errors: list[str] = []  # players closed for an exception: what it was
         self.wakeups = 0
         # The loop's own work, in its thread's CPU time (preemption by other processes left
         # out): seconds in all, and per wake-up (a burst longer than a protocol's tick period
@@ -127,8 +128,13 @@ class SwarmLoop:
         self.players.append(p)
         self._schedule(p)
 
-    def run(self, until: float, should_stop: Callable[[], bool] = lambda: False,
-            on_status: Callable[[float], None] | None = None, status_every: float = 0.5) -> None:
+    def run(
+        self,
+        until: float,
+        should_stop: Callable[[], bool] = lambda: False,
+        on_status: Callable[[float], None] | None = None,
+        status_every: float = 0.5,
+    ) -> None:
         clock, heap, select = self.clock, self._heap, self.selector.select
         next_status = clock() + status_every if on_status is not None else None
         cpu = time.thread_time

@@ -10,6 +10,7 @@ kept per player and turned into distributions over players at report time with n
 
 Times are seconds on the swarm's one clock (`now`, the same clock `started` was read from).
 """
+
 from __future__ import annotations
 
 import math
@@ -104,7 +105,7 @@ class LogHistogram:
         out: list[float | None] = [None] * len(qs)
         seen, i, counts = 0, 0, self.counts
         for j in order:
-            if ranks[j] >= self.n:          # the largest value and the smallest are known exactly
+            if ranks[j] >= self.n:  # the largest value and the smallest are known exactly
                 out[j] = self.max
                 continue
             if ranks[j] == 1:
@@ -118,17 +119,29 @@ class LogHistogram:
 
     def summary(self, scale: float = 1.0, digits: int = 6) -> dict:
         """count, mean, p50, p90, p99, max (values × scale, rounded), JSON-able."""
+
         def r(v: float | None) -> float | None:
             return None if v is None else round(v * scale, digits)
 
         p50, p90, p99 = self.percentiles(PERCENTILES)
-        return {"count": self.n, "mean": r(self.total / self.n) if self.n else None,
-                "p50": r(p50), "p90": r(p90), "p99": r(p99), "max": r(self.max) if self.n else None}
+        return {
+            "count": self.n,
+            "mean": r(self.total / self.n) if self.n else None,
+            "p50": r(p50),
+            "p90": r(p90),
+            "p99": r(p99),
+            "max": r(self.max) if self.n else None,
+        }
 
     def state(self) -> dict:
         """The histogram as JSON-able numbers (sparse bins), for `from_state` elsewhere."""
-        return {"bins": {str(i): c for i, c in enumerate(self.counts) if c}, "n": self.n,
-                "total": self.total, "min": self.min if self.n else None, "max": self.max if self.n else None}
+        return {
+            "bins": {str(i): c for i, c in enumerate(self.counts) if c},
+            "n": self.n,
+            "total": self.total,
+            "min": self.min if self.n else None,
+            "max": self.max if self.n else None,
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> "LogHistogram":
@@ -167,8 +180,24 @@ class SecondHistogram:
 
 
 # Columns of a per-second row (one list of numbers per second per protocol).
-UP_BYTES, DOWN_BYTES, UP_MSGS, DOWN_MSGS, BROADCASTS, RELAYS, RELAY_SUM, RELAY_MAX, LOST, \
-    TICKS, SLIPPED, JOINS, LEFT, KICKS, JOIN_FAILED, ACTIVE_DELTA = range(16)
+(
+    UP_BYTES,
+    DOWN_BYTES,
+    UP_MSGS,
+    DOWN_MSGS,
+    BROADCASTS,
+    RELAYS,
+    RELAY_SUM,
+    RELAY_MAX,
+    LOST,
+    TICKS,
+    SLIPPED,
+    JOINS,
+    LEFT,
+    KICKS,
+    JOIN_FAILED,
+    ACTIVE_DELTA,
+) = range(16)
 COLUMNS = 16
 
 
@@ -196,7 +225,7 @@ class ProtocolStats:
         self.p_bc: list[int] = []
         self.p_bc_first: list[float] = []
         self.p_bc_last: list[float] = []
-        self.p_in: list[bool] = []      # joined and not yet gone
+        self.p_in: list[bool] = []  # joined and not yet gone
 
     def second(self, now: float) -> int:
         """The index of `now`'s row (rows up to it exist after this call)."""
@@ -218,16 +247,23 @@ class ProtocolStats:
     _COUNTERS = ("lost", "joined", "left", "kicked", "join_failed", "active", "peak_active", "slipped")
 
     def state(self) -> dict:
-        players = [[i, self.p_up[i], self.p_down[i], self.p_bc[i], self.p_bc_first[i], self.p_bc_last[i],
-                    self.p_in[i]] for i in range(len(self.p_up))
-                   if self.p_up[i] or self.p_down[i] or self.p_bc[i] or self.p_in[i]]
-        return {"counters": {k: getattr(self, k) for k in self._COUNTERS},
-                "kick_reasons": dict(self.kick_reasons), "join_failed_reasons": dict(self.join_failed_reasons),
-                "relay": self.relay.state(), "join": self.join.state(), "late": self.late.state(),
-                "rows": self.rows, "row_hist": [None if h is None else {str(i): c for i, c in enumerate(h) if c}
-                                                for h in self.row_hist],
-                "relay_bins": [None if b is None else {str(i): c for i, c in b.items()} for b in self.relay_bins],
-                "players": players}
+        players = [
+            [i, self.p_up[i], self.p_down[i], self.p_bc[i], self.p_bc_first[i], self.p_bc_last[i], self.p_in[i]]
+            for i in range(len(self.p_up))
+            if self.p_up[i] or self.p_down[i] or self.p_bc[i] or self.p_in[i]
+        ]
+        return {
+            "counters": {k: getattr(self, k) for k in self._COUNTERS},
+            "kick_reasons": dict(self.kick_reasons),
+            "join_failed_reasons": dict(self.join_failed_reasons),
+            "relay": self.relay.state(),
+            "join": self.join.state(),
+            "late": self.late.state(),
+            "rows": self.rows,
+            "row_hist": [None if h is None else {str(i): c for i, c in enumerate(h) if c} for h in self.row_hist],
+            "relay_bins": [None if b is None else {str(i): c for i, c in b.items()} for b in self.relay_bins],
+            "players": players,
+        }
 
     def merge_state(self, state: dict, shift: int) -> None:
         """Add another process's counters, its rows `shift` seconds later than ours. Player
@@ -236,8 +272,10 @@ class ProtocolStats:
             if k == "peak_active":
                 continue  # peaks of different processes need not coincide: recomputed from the rows
             setattr(self, k, getattr(self, k) + v)
-        for mine, theirs in ((self.kick_reasons, state["kick_reasons"]),
-                             (self.join_failed_reasons, state["join_failed_reasons"])):
+        for mine, theirs in (
+            (self.kick_reasons, state["kick_reasons"]),
+            (self.join_failed_reasons, state["join_failed_reasons"]),
+        ):
             for r, n in theirs.items():
                 mine[r] = mine.get(r, 0) + n
         self.relay.merge(LogHistogram.from_state(state["relay"]))
@@ -305,7 +343,7 @@ class SwarmMetrics:
         self.started = started
         self.slip_after = slip_after
         self.stats = {p: ProtocolStats(started, slip_after) for p in self.protocols}
-        self.servers: dict[str, dict] = {}   # per protocol: what the server said of itself
+        self.servers: dict[str, dict] = {}  # per protocol: what the server said of itself
         self._last_now = started  # the latest `now` seen: when events without a time happened
 
     # --- per message -------------------------------------------------------------------------
@@ -435,8 +473,12 @@ class SwarmMetrics:
     def state(self, wall_started: float) -> dict:
         """Everything counted so far as plain numbers (JSON, msgpack); `wall_started` is the
         wall-clock time of `started`, which lines other processes' seconds up with ours."""
-        return {"wall_started": wall_started, "slip_after": self.slip_after, "servers": dict(self.servers),
-                "protocols": {p: st.state() for p, st in self.stats.items()}}
+        return {
+            "wall_started": wall_started,
+            "slip_after": self.slip_after,
+            "servers": dict(self.servers),
+            "protocols": {p: st.state() for p, st in self.stats.items()},
+        }
 
     @classmethod
     def merged(cls, states: list[dict]) -> "SwarmMetrics":
@@ -460,7 +502,7 @@ class SwarmMetrics:
         """Per protocol, the last `window` whole seconds: players in, rates, relay p50/p99,
         loss, slipped ticks; plus totals of kicks and failed joins. For the status line."""
         out = {}
-        last = int(now - self.started)          # the second under way is not whole yet
+        last = int(now - self.started)  # the second under way is not whole yet
         first = max(0, last - max(1, int(window)))
         for proto, st in self.stats.items():
             rows = st.rows[first:last]
@@ -480,9 +522,13 @@ class SwarmMetrics:
                     hist = [a + b for a, b in zip(hist, h)]
                     vmax = max(vmax, r[RELAY_MAX])
             out[proto] = {
-                "active": st.active, "joined": st.joined, "join_failed": st.join_failed,
-                "kicked": st.kicked, "left": st.left,
-                "up_Bps": col(UP_BYTES) / span, "down_Bps": col(DOWN_BYTES) / span,
+                "active": st.active,
+                "joined": st.joined,
+                "join_failed": st.join_failed,
+                "kicked": st.kicked,
+                "left": st.left,
+                "up_Bps": col(UP_BYTES) / span,
+                "down_Bps": col(DOWN_BYTES) / span,
                 "broadcast_hz_per_player": col(BROADCASTS) / span / st.active if st.active else 0.0,
                 "relay_p50_s": SecondHistogram.percentile(hist, 50, vmax) if relays else None,
                 "relay_p99_s": SecondHistogram.percentile(hist, 99, vmax) if relays else None,
@@ -501,12 +547,17 @@ class SwarmMetrics:
             "source": "headcast",
             "started": self.started,
             "duration_s": round(duration, 3),
-            "protocols": {proto: dict(protocol_report(st, duration), **({"server": self.servers[proto]}
-                                                                        if proto in self.servers else {}))
-                          for proto, st in self.stats.items()},
+            "protocols": {
+                proto: dict(
+                    protocol_report(st, duration), **({"server": self.servers[proto]} if proto in self.servers else {})
+                )
+                for proto, st in self.stats.items()
+            },
             "series": {proto: series(st) for proto, st in self.stats.items()},
-            "histograms": {proto: {"relay_s": st.relay.state(), "join_s": st.join.state(),
-                                   "tick_late_s": st.late.state()} for proto, st in self.stats.items()},
+            "histograms": {
+                proto: {"relay_s": st.relay.state(), "join_s": st.join.state(), "tick_late_s": st.late.state()}
+                for proto, st in self.stats.items()
+            },
         }
 
 
@@ -516,38 +567,70 @@ def _spread(values: np.ndarray, digits: int = 3) -> dict:
         return {"players": 0, "min": None, "p10": None, "p50": None, "p90": None, "max": None, "mean": None}
     p10, p50, p90 = np.percentile(values, (10, 50, 90), method="inverted_cdf")
     r = lambda v: round(float(v), digits)  # noqa: E731
-    return {"players": int(len(values)), "min": r(values.min()), "p10": r(p10), "p50": r(p50),
-            "p90": r(p90), "max": r(values.max()), "mean": r(values.mean())}
+    return {
+        "players": int(len(values)),
+        "min": r(values.min()),
+        "p10": r(p10),
+        "p50": r(p50),
+        "p90": r(p90),
+        "max": r(values.max()),
+        "mean": r(values.mean()),
+    }
 
 
 def protocol_report(st: ProtocolStats, duration: float) -> dict:
     counts = np.asarray(st.p_bc, dtype=np.float64)
     span = np.asarray(st.p_bc_last) - np.asarray(st.p_bc_first)
     got = (counts >= 2) & (span > 0)
-    rates = (counts[got] - 1) / span[got]     # broadcasts a player got per second, first to last
-    seen = np.asarray(st.p_up, dtype=np.int64) > 0   # players that sent anything
+    rates = (counts[got] - 1) / span[got]  # broadcasts a player got per second, first to last
+    seen = np.asarray(st.p_up, dtype=np.int64) > 0  # players that sent anything
     n_players = len(st.p_up)
     up = np.asarray(st.p_up, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
     down = np.asarray(st.p_down, dtype=np.float64)[seen] / duration if n_players else np.zeros(0)
     delivered = st.relay.n
     up_bytes, down_bytes, up_msgs, down_msgs, broadcasts = (
-        sum(r[c] for r in st.rows) for c in (UP_BYTES, DOWN_BYTES, UP_MSGS, DOWN_MSGS, BROADCASTS))
+        sum(r[c] for r in st.rows) for c in (UP_BYTES, DOWN_BYTES, UP_MSGS, DOWN_MSGS, BROADCASTS)
+    )
     return {
-        "players": {"joined": st.joined, "active": st.active, "peak_active": st.peak_active,
-                    "left": st.left, "kicked": st.kicked, "kick_reasons": dict(st.kick_reasons),
-                    "join_failed": st.join_failed, "join_failed_reasons": dict(st.join_failed_reasons),
-                    "silent": int(np.count_nonzero(counts[seen] == 0)) if n_players else 0},
+        "players": {
+            "joined": st.joined,
+            "active": st.active,
+            "peak_active": st.peak_active,
+            "left": st.left,
+            "kicked": st.kicked,
+            "kick_reasons": dict(st.kick_reasons),
+            "join_failed": st.join_failed,
+            "join_failed_reasons": dict(st.join_failed_reasons),
+            "silent": int(np.count_nonzero(counts[seen] == 0)) if n_players else 0,
+        },
         "join_ms": st.join.summary(1000.0, 3),
         "relay_ms": st.relay.summary(1000.0, 3),
-        "relay": {"delivered": delivered, "lost": st.lost,
-                  "loss_pct": round(100.0 * st.lost / (delivered + st.lost), 3) if delivered + st.lost else None},
+        "relay": {
+            "delivered": delivered,
+            "lost": st.lost,
+            "loss_pct": round(100.0 * st.lost / (delivered + st.lost), 3) if delivered + st.lost else None,
+        },
         "broadcast_hz": _spread(rates),
-        "up": {"bytes": up_bytes, "messages": up_msgs, "bytes_per_s": round(up_bytes / duration, 1),
-               "per_player_bytes_per_s": _spread(up, 1)},
-        "down": {"bytes": down_bytes, "messages": down_msgs, "bytes_per_s": round(down_bytes / duration, 1),
-                 "per_player_bytes_per_s": _spread(down, 1), "broadcasts": broadcasts},
-        "ticks": {"count": st.late.n, "slipped": st.slipped, "slip_after_ms": st.slip_after * 1000.0,
-                  "late_ms": st.late.summary(1000.0, 3), **_suspect(st.rows)},
+        "up": {
+            "bytes": up_bytes,
+            "messages": up_msgs,
+            "bytes_per_s": round(up_bytes / duration, 1),
+            "per_player_bytes_per_s": _spread(up, 1),
+        },
+        "down": {
+            "bytes": down_bytes,
+            "messages": down_msgs,
+            "bytes_per_s": round(down_bytes / duration, 1),
+            "per_player_bytes_per_s": _spread(down, 1),
+            "broadcasts": broadcasts,
+        },
+        "ticks": {
+            "count": st.late.n,
+            "slipped": st.slipped,
+            "slip_after_ms": st.slip_after * 1000.0,
+            "late_ms": st.late.summary(1000.0, 3),
+            **_suspect(st.rows),
+        },
         "server_view": server_view(st),
         "generator": generator(st),
     }
@@ -564,13 +647,21 @@ def server_view(st: ProtocolStats) -> dict:
     rows = st.rows
     relays = sum(rows[s][RELAYS] for s in clean)
     lost = sum(rows[s][LOST] for s in clean)
-    h = LogHistogram.of_bins((bins for s in clean if (bins := st.relay_bins[s])),
-                             sum(rows[s][RELAY_SUM] for s in clean),
-                             max((rows[s][RELAY_MAX] for s in clean if rows[s][RELAYS]), default=0.0))
-    return {"seconds": len(clean), "of_seconds": len(rows),
-            "relay_ms": h.summary(1000.0, 3),
-            "relay": {"delivered": int(relays), "lost": int(lost),
-                      "loss_pct": round(100.0 * lost / (relays + lost), 3) if relays + lost else None}}
+    h = LogHistogram.of_bins(
+        (bins for s in clean if (bins := st.relay_bins[s])),
+        sum(rows[s][RELAY_SUM] for s in clean),
+        max((rows[s][RELAY_MAX] for s in clean if rows[s][RELAYS]), default=0.0),
+    )
+    return {
+        "seconds": len(clean),
+        "of_seconds": len(rows),
+        "relay_ms": h.summary(1000.0, 3),
+        "relay": {
+            "delivered": int(relays),
+            "lost": int(lost),
+            "loss_pct": round(100.0 * lost / (relays + lost), 3) if relays + lost else None,
+        },
+    }
 
 
 def generator(st: ProtocolStats) -> dict:
@@ -580,15 +671,21 @@ def generator(st: ProtocolStats) -> dict:
     share = st.slipped / ticks if ticks else 0.0
     late = [s for s, r in enumerate(st.rows) if r[SLIPPED]]
     rows = st.rows
-    h = LogHistogram.of_bins((bins for s in late if (bins := st.relay_bins[s])),
-                             sum(rows[s][RELAY_SUM] for s in late),
-                             max((rows[s][RELAY_MAX] for s in late if rows[s][RELAYS]), default=0.0))
-    return {"ticks": ticks, "slipped": st.slipped, "slipped_pct": round(100.0 * share, 3),
-            "late_p99_ms": st.late.summary(1000.0, 3)["p99"],
-            "seconds_with_slips": len(late),
-            "relay_ms_in_those_seconds": h.summary(1000.0, 3),
-            "lost_in_those_seconds": int(sum(rows[s][LOST] for s in late)),
-            "bottleneck": share > BOTTLENECK_SLIPPED}
+    h = LogHistogram.of_bins(
+        (bins for s in late if (bins := st.relay_bins[s])),
+        sum(rows[s][RELAY_SUM] for s in late),
+        max((rows[s][RELAY_MAX] for s in late if rows[s][RELAYS]), default=0.0),
+    )
+    return {
+        "ticks": ticks,
+        "slipped": st.slipped,
+        "slipped_pct": round(100.0 * share, 3),
+        "late_p99_ms": st.late.summary(1000.0, 3)["p99"],
+        "seconds_with_slips": len(late),
+        "relay_ms_in_those_seconds": h.summary(1000.0, 3),
+        "lost_in_those_seconds": int(sum(rows[s][LOST] for s in late)),
+        "bottleneck": share > BOTTLENECK_SLIPPED,
+    }
 
 
 def _suspect(rows: list[list[float]]) -> dict:
@@ -596,8 +693,11 @@ def _suspect(rows: list[list[float]]) -> dict:
     measured in them: a late generator delays its own sends and reads, so a relay spike or a
     loss in such a second may be ours, not the server's."""
     late = [r for r in rows if r[SLIPPED]]
-    return {"seconds_with_slips": len(late), "relayed_in_them": int(sum(r[RELAYS] for r in late)),
-            "lost_in_them": int(sum(r[LOST] for r in late))}
+    return {
+        "seconds_with_slips": len(late),
+        "relayed_in_them": int(sum(r[RELAYS] for r in late)),
+        "lost_in_them": int(sum(r[LOST] for r in late)),
+    }
 
 
 def series(st: ProtocolStats) -> dict:
@@ -624,12 +724,21 @@ def series(st: ProtocolStats) -> dict:
     return {
         "t": list(range(len(rows))),
         "active": active,
-        "up_Bps": col(UP_BYTES), "down_Bps": col(DOWN_BYTES),
-        "up_msgs": col(UP_MSGS), "down_msgs": col(DOWN_MSGS),
+        "up_Bps": col(UP_BYTES),
+        "down_Bps": col(DOWN_BYTES),
+        "up_msgs": col(UP_MSGS),
+        "down_msgs": col(DOWN_MSGS),
         "broadcasts": col(BROADCASTS),
-        "relays": col(RELAYS), "lost": col(LOST),
-        "relay_p50_ms": p50, "relay_p99_ms": p99, "relay_mean_ms": mean,
+        "relays": col(RELAYS),
+        "lost": col(LOST),
+        "relay_p50_ms": p50,
+        "relay_p99_ms": p99,
+        "relay_mean_ms": mean,
         "relay_max_ms": [round(r[RELAY_MAX] * 1000.0, 3) if r[RELAYS] else None for r in rows],
-        "ticks": col(TICKS), "slipped": col(SLIPPED),
-        "joins": col(JOINS), "left": col(LEFT), "kicks": col(KICKS), "join_failed": col(JOIN_FAILED),
+        "ticks": col(TICKS),
+        "slipped": col(SLIPPED),
+        "joins": col(JOINS),
+        "left": col(LEFT),
+        "kicks": col(KICKS),
+        "join_failed": col(JOIN_FAILED),
     }

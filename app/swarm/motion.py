@@ -13,6 +13,7 @@ through `q3_intent`, `pose_frame` and `game_pose`: a swarm sends exactly what `h
 would send for that motion. Each player reads the tables at its own time offset and speed, so the
 per-frame work of a player is an index, not a pose computation.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,28 +30,51 @@ from headcast.netcode.pose import q_mul
 from headcast.netcode.sauer.client import Pose as SauerPose
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
-RATE = 90.0              # frames per second of the sampled tables (the mock runtime's frame rate)
-MIN_PERIOD = 1.0         # a motion shorter than this (or a still one) is held for a second
-MAX_FRAMES = 90 * 600    # ten minutes of frames: a longer motion or trace is cut (memory)
-POSES = {"/user/head": "head", "/user/hand/left/input/aim/pose": "left_aim",
-         "/user/hand/left/input/grip/pose": "left_grip", "/user/hand/right/input/aim/pose": "right_aim",
-         "/user/hand/right/input/grip/pose": "right_grip"}
+RATE = 90.0  # frames per second of the sampled tables (the mock runtime's frame rate)
+MIN_PERIOD = 1.0  # a motion shorter than this (or a still one) is held for a second
+MAX_FRAMES = 90 * 600  # ten minutes of frames: a longer motion or trace is cut (memory)
+POSES = {
+    "/user/head": "head",
+    "/user/hand/left/input/aim/pose": "left_aim",
+    "/user/hand/left/input/grip/pose": "left_grip",
+    "/user/hand/right/input/aim/pose": "right_aim",
+    "/user/hand/right/input/grip/pose": "right_grip",
+}
 # The mock runtime's resting devices (mockxr.c devices_default): head at 1.6 m, hands in front.
-DEFAULT_POS = {"head": (0.0, 1.6, 0.0), "left_aim": (-0.2, 1.3, -0.3), "left_grip": (-0.2, 1.3, -0.25),
-               "right_aim": (0.2, 1.3, -0.3), "right_grip": (0.2, 1.3, -0.25)}
-FLAG_PATHS = {"/user/head": ("head",), "/user/hand/left": ("left_aim", "left_grip"),
-              "/user/hand/right": ("right_aim", "right_grip")}
+DEFAULT_POS = {
+    "head": (0.0, 1.6, 0.0),
+    "left_aim": (-0.2, 1.3, -0.3),
+    "left_grip": (-0.2, 1.3, -0.25),
+    "right_aim": (0.2, 1.3, -0.3),
+    "right_grip": (0.2, 1.3, -0.25),
+}
+FLAG_PATHS = {
+    "/user/head": ("head",),
+    "/user/hand/left": ("left_aim", "left_grip"),
+    "/user/hand/right": ("right_aim", "right_grip"),
+}
 # input path → (Controls field, dimensions, interpolated)
-INPUTS = {"/user/hand/left/input/thumbstick": ("move", 2, True),
-          "/user/hand/right/input/thumbstick": ("turn", 2, True),
-          "/user/hand/left/input/trigger/value": ("trigger_left", 1, True),
-          "/user/hand/right/input/trigger/value": ("trigger_right", 1, True),
-          "/user/hand/left/input/squeeze/value": ("squeeze_left", 1, True),
-          "/user/hand/right/input/squeeze/value": ("squeeze_right", 1, True),
-          "/user/hand/right/input/a/click": ("jump", 1, False)}
-IGNORED_INPUTS = ("/input/b/click", "/input/x/click", "/input/y/click", "/input/menu/click", "/input/system/click",
-                  "/input/thumbstick/click", "/input/trackpad", "/input/select/click", "/input/trigger/click",
-                  "/input/a/click")
+INPUTS = {
+    "/user/hand/left/input/thumbstick": ("move", 2, True),
+    "/user/hand/right/input/thumbstick": ("turn", 2, True),
+    "/user/hand/left/input/trigger/value": ("trigger_left", 1, True),
+    "/user/hand/right/input/trigger/value": ("trigger_right", 1, True),
+    "/user/hand/left/input/squeeze/value": ("squeeze_left", 1, True),
+    "/user/hand/right/input/squeeze/value": ("squeeze_right", 1, True),
+    "/user/hand/right/input/a/click": ("jump", 1, False),
+}
+IGNORED_INPUTS = (
+    "/input/b/click",
+    "/input/x/click",
+    "/input/y/click",
+    "/input/menu/click",
+    "/input/system/click",
+    "/input/thumbstick/click",
+    "/input/trackpad",
+    "/input/select/click",
+    "/input/trigger/click",
+    "/input/a/click",
+)
 ALL_FLAGS = 0xF
 
 
@@ -62,7 +86,7 @@ class MotionError(ValueError):
 class _Track:
     times: list[float]
     values: list[tuple[float, ...]]
-    lerp: bool          # interpolate (else step)
+    lerp: bool  # interpolate (else step)
     slerp: bool = False
 
 
@@ -238,18 +262,35 @@ def motion_frames(path: str | Path) -> list[TrackingFrame]:
             fl = int(_sample(tracks.get((name, "flags")), t, (ALL_FLAGS,))[0])
             poses[name] = Pose(tuple(p), tuple(q), bool(fl & 2), bool(fl & 1), bool(fl & 8), bool(fl & 4))
         inp = lambda name, rest=(0.0,): _sample(tracks.get((name, "input")), t, rest)  # noqa: E731
-        c = Controls(move=tuple(inp("move", (0.0, 0.0))), turn=tuple(inp("turn", (0.0, 0.0))),
-                     trigger_left=inp("trigger_left")[0], trigger_right=inp("trigger_right")[0],
-                     squeeze_left=inp("squeeze_left")[0], squeeze_right=inp("squeeze_right")[0],
-                     jump=inp("jump")[0] >= 0.5)
-        out.append(TrackingFrame(i, int(t * 1e9), poses["head"], poses["left_aim"], poses["left_grip"],
-                                 poses["right_aim"], poses["right_grip"], controls=c, focused=True))
+        c = Controls(
+            move=tuple(inp("move", (0.0, 0.0))),
+            turn=tuple(inp("turn", (0.0, 0.0))),
+            trigger_left=inp("trigger_left")[0],
+            trigger_right=inp("trigger_right")[0],
+            squeeze_left=inp("squeeze_left")[0],
+            squeeze_right=inp("squeeze_right")[0],
+            jump=inp("jump")[0] >= 0.5,
+        )
+        out.append(
+            TrackingFrame(
+                i,
+                int(t * 1e9),
+                poses["head"],
+                poses["left_aim"],
+                poses["left_grip"],
+                poses["right_aim"],
+                poses["right_grip"],
+                controls=c,
+                focused=True,
+            )
+        )
     return out
 
 
 def trace_frames(path: str | Path) -> list[TrackingFrame]:
     """A recorded trace's frames (a trace cut short plays up to its last whole frame)."""
     from headcast.xr.trace import TraceEndsEarly, TraceError, iter_trace
+
     frames: list[TrackingFrame] = []
     try:
         for f in iter_trace(path):
@@ -269,6 +310,7 @@ def trace_frames(path: str | Path) -> list[TrackingFrame]:
 @dataclass(frozen=True)
 class Spot:
     """A player's place in the room: its rig's start (metres, degrees)."""
+
     x: float
     z: float
     yaw: float
@@ -341,8 +383,9 @@ class Script:
     def netsync(self, spot: Spot) -> list[PoseFrame]:
         out = self._netsync.get(spot)
         if out is None:
-            out = self._netsync[spot] = [pose_frame(s, delta=xrorigin_delta(s.start, s.origin))
-                                         for s in self._rig_states(spot)]
+            out = self._netsync[spot] = [
+                pose_frame(s, delta=xrorigin_delta(s.start, s.origin)) for s in self._rig_states(spot)
+            ]
         return out
 
     def sauer(self, spot: Spot) -> list[SauerPose | None]:
@@ -350,8 +393,9 @@ class Script:
         (the game's server takes the client's word for where it is)."""
         out = self._sauer.get(spot)
         if out is None:
-            world = SauerWorld(spawn=(DEFAULT_SPAWN[0] + spot.x * 8.0, DEFAULT_SPAWN[1] - spot.z * 8.0,
-                                      DEFAULT_SPAWN[2]))
+            world = SauerWorld(
+                spawn=(DEFAULT_SPAWN[0] + spot.x * 8.0, DEFAULT_SPAWN[1] - spot.z * 8.0, DEFAULT_SPAWN[2])
+            )
             anchor, out = None, []
             for s in self._rig_states(spot):
                 if anchor is None:

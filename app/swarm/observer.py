@@ -25,19 +25,20 @@ Each protocol relays something that names one update of one player:
 Latency is our send (the first datagram carrying the update) → the observer's read of the
 datagram relaying it, both on the swarm's one clock.
 """
+
 from __future__ import annotations
 
 import math
 from collections import deque
 from typing import Callable
 
-MARK_STEP = 360.0 / 64     # 5.625°: 1024 Q3 angle units, so the server's view is exactly the step
-MARK_HOLD = 0.2            # seconds each marked yaw is held
-MARK_TOL = 1.01            # the engines truncate to whole degrees
-MARK_KEEP = 64             # steps remembered per sender (12.8 s at MARK_HOLD)
-NETSYNC_KEEP = 256         # poseSeqs remembered per sender (25 s at 10 Hz)
-NETSYNC_STOOD = 0.15       # a pose that was the latest this long must show in a 10 Hz broadcast …
-NETSYNC_JITTER = 0.02      # … when it also stood longer than the broadcast gap around it, plus this
+MARK_STEP = 360.0 / 64  # 5.625°: 1024 Q3 angle units, so the server's view is exactly the step
+MARK_HOLD = 0.2  # seconds each marked yaw is held
+MARK_TOL = 1.01  # the engines truncate to whole degrees
+MARK_KEEP = 64  # steps remembered per sender (12.8 s at MARK_HOLD)
+NETSYNC_KEEP = 256  # poseSeqs remembered per sender (25 s at 10 Hz)
+NETSYNC_STOOD = 0.15  # a pose that was the latest this long must show in a 10 Hz broadcast …
+NETSYNC_JITTER = 0.02  # … when it also stood longer than the broadcast gap around it, plus this
 
 
 def _diff(a: float, b: float) -> float:
@@ -89,8 +90,9 @@ class Board:
     """One protocol's marked senders by the client number the server gave them, and the
     observers' progress through each (what they matched last)."""
 
-    def __init__(self, proto: str, relay: Callable[[str, float, float], None],
-                 lost: Callable[[str, int, float], None]) -> None:
+    def __init__(
+        self, proto: str, relay: Callable[[str, float, float], None], lost: Callable[[str, int, float], None]
+    ) -> None:
         self.proto = proto
         self._relay, self._lost = relay, lost
         self.senders: dict[int, Marker | SeqLog] = {}
@@ -128,7 +130,7 @@ class Board:
         # In sight since the last match: the first step after it with this yaw. Back in sight
         # (or first seen): the newest step with it — an older one with the same yaw is not
         # what the server shows now.
-        for k, at, v in (reversed(marker.steps) if gap else marker.steps):
+        for k, at, v in reversed(marker.steps) if gap else marker.steps:
             if k > last and at <= now and _diff(yaw, v) <= MARK_TOL:
                 match = (k, at)
                 break

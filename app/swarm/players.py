@@ -22,6 +22,7 @@ faster), a spot (its rig starts there: position and facing in the room) and, for
 loopback, its own source address 127.0.x.y (ioq3 answers 10 getchallenges per address and then
 one a second, and lets sv_clientsPerIp clients in from one address).
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,9 +43,9 @@ from headcast.netcode.q3.events import Disconnected as Q3Disconnected, EnteredWo
 from headcast.netcode.q3.vrhead import yaw_offset
 
 PROTOCOLS = ("q3", "netsync", "sauer")
-RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}   # the protocols' own send rates
-MAX_READS = 256          # datagrams / messages per socket per on_readable: a flood is bounded
-JOIN_TICK = 0.05         # service interval before a player is in (handshake resends, ENet)
+RATES = {"q3": 60.0, "netsync": 10.0, "sauer": 30.0}  # the protocols' own send rates
+MAX_READS = 256  # datagrams / messages per socket per on_readable: a flood is bounded
+JOIN_TICK = 0.05  # service interval before a player is in (handshake resends, ENet)
 NETSYNC_JOIN_TIMEOUT = 10.0  # a NetSync player not mapped by then counts a failed join (once)
 # A NetSync player whose device-ID mapping has not come asks again (a new control connection:
 # the server sends a reconnecting client its mapping). The first ask waits RETRY_FACTOR × the p90
@@ -54,7 +55,7 @@ RETRY_FACTOR = 4.0
 RETRY_FIRST = (1.5, 5.0)
 RETRY_MAX = 4.0
 RETRY_JITTER = 0.25
-HELLO_PERIOD = 1.0       # NetSync protocol 7+: hello once a second (the official heartbeat)
+HELLO_PERIOD = 1.0  # NetSync protocol 7+: hello once a second (the official heartbeat)
 ZMQ_MAX_SOCKETS = 3 * 5000 + 64  # three per NetSync player, for the CLI's most players
 
 
@@ -62,6 +63,7 @@ ZMQ_MAX_SOCKETS = 3 * 5000 + 64  # three per NetSync player, for the CLI's most 
 class Server:
     """Where a protocol's server is: Q3 and Sauerbraten host and port; NetSync the control
     (dealer) port, the PUB port and the transform port, the room, the protocol."""
+
     host: str
     port: int
     pub_port: int | None = None
@@ -73,13 +75,13 @@ class Server:
 
 @dataclass(frozen=True)
 class Variation:
-    offset: float = 0.0          # seconds into the motion at start
-    speed: float = 1.0           # the motion's clock rate for this player
+    offset: float = 0.0  # seconds into the motion at start
+    speed: float = 1.0  # the motion's clock rate for this player
     spot: Spot = Spot(0.0, 0.0, 0.0)
-    source: str | None = None    # local address to send from (None: the kernel's choice)
-    observer: bool = False       # match what the server relays of the marked players
-    marked: bool = False         # send updates the observers can match (observer.py)
-    board: Board | None = None   # the protocol's board (observers and marked players)
+    source: str | None = None  # local address to send from (None: the kernel's choice)
+    observer: bool = False  # match what the server relays of the marked players
+    marked: bool = False  # send updates the observers can match (observer.py)
+    board: Board | None = None  # the protocol's board (observers and marked players)
 
 
 class JoinLatency:
@@ -146,10 +148,12 @@ def loopback_note(server_host: str, players: int) -> str | None:
     shared = sum(1 for i in range(players) if source_address(i, server_host) is None)
     if not shared:
         return None
-    return (f"{shared} of {players} players send from 127.0.0.1 (each on its own port): 127.0.0.2 and up cannot "
-            "be bound here (macOS: lo0 has only 127.0.0.1; add aliases with `sudo ifconfig lo0 alias 127.0.0.2 "
-            "up` and so on). A Quake 3 server lets sv_clientsPerIp of them in and, after 10, answers one "
-            "getchallenge a second from one address")
+    return (
+        f"{shared} of {players} players send from 127.0.0.1 (each on its own port): 127.0.0.2 and up cannot "
+        "be bound here (macOS: lo0 has only 127.0.0.1; add aliases with `sudo ifconfig lo0 alias 127.0.0.2 "
+        "up` and so on). A Quake 3 server lets sv_clientsPerIp of them in and, after 10, answers one "
+        "getchallenge a second from one address"
+    )
 
 
 class Player:
@@ -176,7 +180,7 @@ class Player:
         self.metrics = metrics
         self.var = variation
         self.joined = False
-        self.got_in = False              # joined at some time in the run (a full server: never)
+        self.got_in = False  # joined at some time in the run (a full server: never)
         self.client_number: int | None = None
         self.started_at: float | None = None
         self.closed = False
@@ -257,8 +261,9 @@ class Q3Player(Player):
 
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
-        self.core = Q3ClientCore(ClientConfig(name=f"hc{index}", vr=True, cmd_rate=RATES["q3"],
-                                              pure_paks=server.pk3, connect_timeout=15.0))
+        self.core = Q3ClientCore(
+            ClientConfig(name=f"hc{index}", vr=True, cmd_rate=RATES["q3"], pure_paks=server.pk3, connect_timeout=15.0)
+        )
         self.intents = script.q3(variation.spot)
         self.marker: Marker | None = None  # (a Q3 player's board marker is a Marker)
         self.sock: socket.socket | None = None
@@ -269,9 +274,13 @@ class Q3Player(Player):
         return [self.sock.fileno()] if self.sock is not None else []
 
     def server_info(self) -> dict:
-        info = self.core._serverinfo   # the gamestate's serverinfo configstring
-        return {"software": info.get("version"), "protocol": info.get("protocol"),
-                "name": info.get("sv_hostname"), "map": info.get("mapname")}
+        info = self.core._serverinfo  # the gamestate's serverinfo configstring
+        return {
+            "software": info.get("version"),
+            "protocol": info.get("protocol"),
+            "name": info.get("sv_hostname"),
+            "map": info.get("mapname"),
+        }
 
     def start(self, now: float) -> None:
         self.started_at = self._attempt_at = now
@@ -394,7 +403,7 @@ class NetSyncPlayer(Player):
 
     proto = "netsync"
     context = None  # the shared zmq.Context, made on first use
-    latency = JoinLatency()   # this process's recent joins: the retries' first wait
+    latency = JoinLatency()  # this process's recent joins: the retries' first wait
     # The loop starts a new NetSync player only while fewer than this many are waiting for their
     # number (loop.SwarmLoop: its join window): each join costs a loaded styly-netsync-server work
     # for every member of the room (network-variable syncs through its 1,024-message control
@@ -405,10 +414,14 @@ class NetSyncPlayer(Player):
         super().__init__(proto, index, server, script, metrics, variation)
         from headcast.netcode.netsync.client import NetSyncClientCore
         from headcast.netcode.netsync.codec import HELLO_PROTOCOL, encode_client_hello
+
         # Random first: the server logs the first 8 characters of a deviceId.
-        self.core = NetSyncClientCore(server.room, f"{uuid.uuid4().hex[:8]}-headcast-swarm-{index}",
-                                      protocol=server.protocol,
-                                      send_rate=min(60.0, RATES["netsync"] * 1.1))
+        self.core = NetSyncClientCore(
+            server.room,
+            f"{uuid.uuid4().hex[:8]}-headcast-swarm-{index}",
+            protocol=server.protocol,
+            send_rate=min(60.0, RATES["netsync"] * 1.1),
+        )
         self.frames = script.netsync(variation.spot)
         self.period = 1.0 / RATES["netsync"]
         self.marker: SeqLog | None = None  # (a NetSync player's board marker is a SeqLog)
@@ -417,8 +430,11 @@ class NetSyncPlayer(Player):
         self._socks: list = []
         self._last_rx: float | None = None
         self.silent = False
-        self._hello = encode_client_hello(self.core.device_id, False, server.protocol) \
-            if server.protocol >= HELLO_PROTOCOL else b""
+        self._hello = (
+            encode_client_hello(self.core.device_id, False, server.protocol)
+            if server.protocol >= HELLO_PROTOCOL
+            else b""
+        )
         self._hello_at = 0.0
         self._join_failed = False  # counted once per attempt
         self._retry_at: float | None = None
@@ -428,15 +444,20 @@ class NetSyncPlayer(Player):
 
     def filenos(self) -> list[int]:
         import zmq
+
         return [s.getsockopt(zmq.FD) for s in self._socks]
 
     def server_info(self) -> dict:
-        v = self.core.server_version   # from the server's device-ID mapping
-        return {"software": None if v is None else "styly-netsync-server " + ".".join(map(str, v)),
-                "protocol": self.server.protocol, "room": self.server.room}
+        v = self.core.server_version  # from the server's device-ID mapping
+        return {
+            "software": None if v is None else "styly-netsync-server " + ".".join(map(str, v)),
+            "protocol": self.server.protocol,
+            "room": self.server.room,
+        }
 
     def start(self, now: float) -> None:
         import zmq
+
         if NetSyncPlayer.context is None:
             NetSyncPlayer.context = zmq.Context(io_threads=1)
             # ZeroMQ's default is 1023 sockets per context: 341 players of three sockets each.
@@ -478,6 +499,7 @@ class NetSyncPlayer(Player):
 
     def _send(self, sock, msg: bytes, now: float) -> bool:
         import zmq
+
         try:
             sock.send(self._room, zmq.SNDMORE | zmq.NOBLOCK)
         except zmq.Again:
@@ -488,6 +510,7 @@ class NetSyncPlayer(Player):
 
     def on_readable(self, now: float) -> None:
         import zmq
+
         if self.closed:
             return
         core, metrics, i = self.core, self.metrics, self.index
@@ -541,8 +564,12 @@ class NetSyncPlayer(Player):
             self._ask_again(now)
         if not self.joined and not self._join_failed and now - self._attempt_at >= NETSYNC_JOIN_TIMEOUT:
             self._join_failed = True
-            self.metrics.join_failed("netsync", self.index, f"no device-ID mapping within "
-                                     f"{NETSYNC_JOIN_TIMEOUT:g} s (registered, never told its clientNo)", now)
+            self.metrics.join_failed(
+                "netsync",
+                self.index,
+                f"no device-ID mapping within {NETSYNC_JOIN_TIMEOUT:g} s (registered, never told its clientNo)",
+                now,
+            )
         core.handle_timer(now)
         if self._last_rx is not None:
             silent = now - self._last_rx > core.silence_timeout
@@ -570,6 +597,7 @@ class NetSyncPlayer(Player):
 
     def _events(self, now: float) -> None:
         from headcast.netcode.netsync.client import Joined, PeerPose, ProtocolMismatch
+
         events = self.core.events()
         if not events:
             return
@@ -580,7 +608,7 @@ class NetSyncPlayer(Player):
                     board.saw_seq(self.index, ev.client_no, ev.body.pose_seq, now)
             elif isinstance(ev, Joined):
                 if not self.joined:
-                    if self._retry_at is not None:   # the first number of this start: a join's latency
+                    if self._retry_at is not None:  # the first number of this start: a join's latency
                         self.latency.add(now - self._attempt_at)
                     self._retry_at = None
                     self._in(now, ev.client_no)
@@ -611,6 +639,7 @@ class SauerPlayer(Player):
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
         from headcast.netcode.sauer.client import SauerClientCore
+
         self.core = SauerClientCore(name=f"hc{index}"[:15])
         self.poses = script.sauer(variation.spot)
         self.marker: Marker | None = None  # (a Sauerbraten player's board marker is a Marker)
@@ -625,11 +654,15 @@ class SauerPlayer(Player):
 
     def server_info(self) -> dict:
         from headcast.netcode.sauer.protocol import PROTOCOL_VERSION
-        return {"protocol": PROTOCOL_VERSION,   # the client stops on any other (N_SERVINFO)
-                "name": self.core.description}
+
+        return {
+            "protocol": PROTOCOL_VERSION,  # the client stops on any other (N_SERVINFO)
+            "name": self.core.description,
+        }
 
     def start(self, now: float) -> None:
         import enet
+
         self.started_at = self._attempt_at = now
         bind = enet.Address(self.var.source.encode(), 0) if self.var.source else None
         self.host = enet.Host(bind, 1, 3, 0, 0)
@@ -640,6 +673,7 @@ class SauerPlayer(Player):
         import enet
 
         from headcast.netcode.sauer.protocol import CHAN_POS
+
         core, host, metrics, i = self.core, self.host, self.metrics, self.index
         observer = self.var.observer
         for _ in range(MAX_READS):
@@ -665,6 +699,7 @@ class SauerPlayer(Player):
 
     def _flush(self, now: float) -> None:
         import enet
+
         core = self.core
         if self.peer is None and core.connect_due(now):
             self.peer = self.host.connect(self._address, 3, 0)
@@ -716,6 +751,7 @@ class SauerPlayer(Player):
 
     def _events(self, now: float) -> None:
         from headcast.netcode.sauer.client import Disconnected, Spawned
+
         core = self.core
         board = self.var.board if self.var.observer else None
         while (ev := core.next_event()) is not None:

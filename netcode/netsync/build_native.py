@@ -8,6 +8,7 @@ same floats: tests/netsync/test_codec_native.py). `HEADCAST_PURE_PYTHON=1` leave
 
     python netcode/netsync/build_native.py [--force]
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,19 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_nscodec.c"
 _HINTS = HERE.parent.parent / "xr" / "mockrt" / "build.py"
 # -ffp-contract=off: no fused multiply-add, every + and * rounds as Python's (the same floats)
-CFLAGS = ["-shared", "-fPIC", "-O2", "-std=c99", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Wextra",
-          "-Wno-unused-parameter", "-fvisibility=hidden", "-fno-strict-aliasing"]
+CFLAGS = [
+    "-shared",
+    "-fPIC",
+    "-O2",
+    "-std=c99",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-Wall",
+    "-Wextra",
+    "-Wno-unused-parameter",
+    "-fvisibility=hidden",
+    "-fno-strict-aliasing",
+]
 
 
 class NativeBuildError(RuntimeError):

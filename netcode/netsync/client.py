@@ -33,6 +33,7 @@ separate transform socket from 7 on), `control_messages` on the control lane.
 - No valid message for `silence_timeout` seconds → `ServerSilent`; the next one → `ServerBack`.
   Sending never stops meanwhile, so a restarted server registers us again.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -78,8 +79,12 @@ CONTROL_RETRY = 0.1  # a control message the socket refused (not connected yet) 
 def probe_messages(device_id: str, protocols: Sequence[int] = PROTOCOLS) -> list[bytes]:
     """Every protocol's smallest join message under `device_id`, all for the control lane: a
     stealth pose (protocols 3–6; stealth is never broadcast) or a stealth hello (7–8)."""
-    return [encode_client_hello(device_id, True, p) if p >= HELLO_PROTOCOL
-            else encode_client_pose(device_id, 0, _STEALTH_FRAME, p) for p in protocols]
+    return [
+        encode_client_hello(device_id, True, p)
+        if p >= HELLO_PROTOCOL
+        else encode_client_pose(device_id, 0, _STEALTH_FRAME, p)
+        for p in protocols
+    ]
 
 
 DETECT_ORDER = tuple(sorted(PROTOCOLS, reverse=True))  # the current release's protocol first
@@ -166,8 +171,17 @@ class Dropped:
     detail: str
 
 
-Event = (Joined | MembersChanged | PeerPose | OwnPose | ServerSilent | ServerBack | Dropped
-         | ProtocolDetected | ProtocolMismatch)
+Event = (
+    Joined
+    | MembersChanged
+    | PeerPose
+    | OwnPose
+    | ServerSilent
+    | ServerBack
+    | Dropped
+    | ProtocolDetected
+    | ProtocolMismatch
+)
 
 
 @dataclass
@@ -275,8 +289,12 @@ class NetSyncClientCore:
         if self._last_rx is None:
             self._start(now)
         started = now if self._started is None else self._started  # (set by _start)
-        if (not self._probing and self.client_no is None and self.mismatch is None
-                and now - started >= MISMATCH_PROBE_AFTER):
+        if (
+            not self._probing
+            and self.client_no is None
+            and self.mismatch is None
+            and now - started >= MISMATCH_PROBE_AFTER
+        ):
             self._probing = True  # nothing maps us: ask which protocol the server speaks
             self._probe_id = self.device_id + PROBE_SUFFIX
             self._probe_i = 0
@@ -354,8 +372,11 @@ class NetSyncClientCore:
                 self._use(named)
                 self._detected_by = "device-ID mapping"
                 self._next_control = self._next_hello = 0.0  # hello (7+) at the next call
-                self._emit(ProtocolDetected(named, self.server_version,
-                                            f"device-ID mapping, over a room broadcast in protocol {was}"))
+                self._emit(
+                    ProtocolDetected(
+                        named, self.server_version, f"device-ID mapping, over a room broadcast in protocol {was}"
+                    )
+                )
         old = self.members
         self.members = {m.client_no: m for m in mapping.mappings}
         joined = tuple(sorted(self.members.keys() - old.keys()))
@@ -413,8 +434,10 @@ class NetSyncClientCore:
         if self.protocol is None and protocol in PROTOCOLS:
             self._probe_answered(protocol, "room broadcast")
             return True
-        self._drop(f"room pose: protocol {protocol}",
-                   f"a room broadcast in NetSync protocol {protocol}; we speak {self.protocol}")
+        self._drop(
+            f"room pose: protocol {protocol}",
+            f"a room broadcast in NetSync protocol {protocol}; we speak {self.protocol}",
+        )
         if self.client_no is None:
             self._mismatch(protocol if protocol in PROTOCOLS else None, None, known=protocol)
         return False
@@ -434,24 +457,47 @@ class NetSyncClientCore:
         if protocol != self.protocol:
             self._mismatch(protocol, self.server_version)
         elif self.mismatch is None:
-            self._emit_mismatch(ProtocolMismatch(
-                self.protocol, protocol, self.server_version,
-                f"the server ({version_text(self.server_version)}) speaks NetSync protocol {protocol} as we do, "
-                "but never registered our poses: check the ports (from protocol 7 on poses go to the transform "
-                "port, control + 2 by default)"))
+            self._emit_mismatch(
+                ProtocolMismatch(
+                    self.protocol,
+                    protocol,
+                    self.server_version,
+                    f"the server ({version_text(self.server_version)}) speaks NetSync protocol {protocol} as we do, "
+                    "but never registered our poses: check the ports (from protocol 7 on poses go to the transform "
+                    "port, control + 2 by default)",
+                )
+            )
 
     def _mismatch(self, protocol: int | None, version: tuple[int, int, int] | None, known: int | None = None) -> None:
         if self.mismatch is not None:
             return
-        theirs = f"NetSync protocol {protocol}" if protocol is not None else (
-            f"NetSync protocol {known}, which headcast does not speak" if known is not None
-            else "a NetSync protocol headcast does not speak")
-        fix = (f"use --netsync-protocol auto (or {protocol})" if protocol is not None
-               else f"headcast speaks protocols {PROTOCOLS[0]}–{PROTOCOLS[-1]}")
-        ours = (f"headcast spoke {self.protocol}" if self.protocol is not None
-                else f"headcast speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}")
-        self._emit_mismatch(ProtocolMismatch(
-            self.protocol, protocol, version, f"server ({version_text(version, protocol)}) speaks {theirs}; {ours}: {fix}"))
+        theirs = (
+            f"NetSync protocol {protocol}"
+            if protocol is not None
+            else (
+                f"NetSync protocol {known}, which headcast does not speak"
+                if known is not None
+                else "a NetSync protocol headcast does not speak"
+            )
+        )
+        fix = (
+            f"use --netsync-protocol auto (or {protocol})"
+            if protocol is not None
+            else f"headcast speaks protocols {PROTOCOLS[0]}–{PROTOCOLS[-1]}"
+        )
+        ours = (
+            f"headcast spoke {self.protocol}"
+            if self.protocol is not None
+            else f"headcast speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}"
+        )
+        self._emit_mismatch(
+            ProtocolMismatch(
+                self.protocol,
+                protocol,
+                version,
+                f"server ({version_text(version, protocol)}) speaks {theirs}; {ours}: {fix}",
+            )
+        )
 
     def _emit_mismatch(self, m: ProtocolMismatch) -> None:
         self.mismatch = m

@@ -28,6 +28,7 @@ paths"), which hands anything unusual back to the checked one. tests/netsync/tes
 holds them to each other; tests/benchmarks/bench_netsync_codec.py times them against the
 shipped serializers.
 """
+
 from __future__ import annotations
 
 import math
@@ -155,6 +156,7 @@ class PoseEncodeError(ValueError):
 
 # ---------------------------------------------------------------- protocols
 
+
 def check_protocol(protocol: int) -> int:
     if protocol not in PROTOCOLS:
         raise ValueError(f"NetSync protocol {protocol!r} is not one headcast speaks ({PROTOCOLS[0]}–{PROTOCOLS[-1]})")
@@ -171,6 +173,7 @@ def _family(protocol: int) -> int:
 
 
 # ---------------------------------------------------------------- quantisers (shipped semantics)
+
 
 def _q16(v: float, scale: float) -> int:
     q = round(v / scale)  # float64, round-half-to-even, like the shipped int(round(v / scale))
@@ -257,6 +260,7 @@ def compress_quat(q: Quat) -> int:
 
 # ---------------------------------------------------------------- encoder
 
+
 def sanitize_flags(flags: int, protocol: int = LATEST_PROTOCOL) -> int:
     """The shipped encoder's flag rules: stealth is 0x01 alone; no head, no hands/virtuals."""
     if flags & ~known_flags(protocol):
@@ -287,8 +291,9 @@ def _body_struct(flags: int, n_virtuals: int, with_seq: bool, family: int) -> st
     return struct.Struct(fmt)
 
 
-def _rel(args: list[Any], part: Transform, hx: float, hy: float, hz: float,
-         ax: float, ay: float, az: float, aw: float) -> None:
+def _rel(
+    args: list[Any], part: Transform, hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: float
+) -> None:
     """A hand/virtual relative to the head: world-axis offset, conj(head)·part; (ax…aw) = conj(head)."""
     (px, py, pz), (bx, by, bz, bw) = part
     x = round((px - hx) / REL_POS_SCALE)
@@ -319,8 +324,12 @@ def _physical_args(frame: PoseFrame, flags: int, family: int) -> tuple[Any, ...]
     """The physical block's integers: the XROrigin Δ, or the floor-local physical pose."""
     if flags & FLAG_MOVING_FLOOR:
         (px, py, pz), rot = frame.physical
-        return (_q16(px, DELTA_POS_SCALE), _q16(py, DELTA_POS_SCALE), _q16(pz, DELTA_POS_SCALE),
-                _q16(receiver_yaw(rot), DELTA_YAW_SCALE))
+        return (
+            _q16(px, DELTA_POS_SCALE),
+            _q16(py, DELTA_POS_SCALE),
+            _q16(pz, DELTA_POS_SCALE),
+            _q16(receiver_yaw(rot), DELTA_YAW_SCALE),
+        )
     dx, dz, dyaw, dy = frame.delta
     x, z, yaw = round(dx / DELTA_POS_SCALE), round(dz / DELTA_POS_SCALE), round(dyaw / DELTA_YAW_SCALE)
     if not (_I16_MIN <= x <= _I16_MAX and _I16_MIN <= z <= _I16_MAX and _I16_MIN <= yaw <= _I16_MAX):
@@ -433,11 +442,16 @@ def encode_client_hello(device_id: str, stealth: bool = False, protocol: int = L
     return bytes((MSG_CLIENT_HELLO, protocol, HELLO_FLAG_STEALTH if stealth else 0, len(raw))) + raw
 
 
-def encode_room_pose(room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]],
-                     protocol: int = LATEST_PROTOCOL) -> bytes:
+def encode_room_pose(
+    room_id: str, broadcast_time: float, entries: list[tuple[int, float, bytes]], protocol: int = LATEST_PROTOCOL
+) -> bytes:
     """Message 12 from raw bodies, as the server relays them: (clientNo, poseTime, body)."""
     rid = room_id_bytes(room_id)
-    parts = [bytes((MSG_ROOM_POSE, check_protocol(protocol), len(rid))), rid, _ROOM_TAIL.pack(broadcast_time, len(entries))]
+    parts = [
+        bytes((MSG_ROOM_POSE, check_protocol(protocol), len(rid))),
+        rid,
+        _ROOM_TAIL.pack(broadcast_time, len(entries)),
+    ]
     for client_no, pose_time, body in entries:
         parts += (_ENTRY_HEAD.pack(client_no, pose_time), body)
     return b"".join(parts)
@@ -452,6 +466,7 @@ def encode_device_id_mapping(version: tuple[int, int, int], mappings: list[Devic
 
 
 # ---------------------------------------------------------------- decoders
+
 
 def _need(data: bytes, offset: int, size: int, what: str) -> None:  # for the envelopes
     if offset + size > len(data):
@@ -471,7 +486,9 @@ def _fixed_struct(flags: int, family: int) -> struct.Struct:
 def _flags_error(flags: int, offset: int, family: int) -> FlagsError | None:
     """Why no conforming encoder writes these flags, or None when they are fine."""
     if flags & ~known_flags(family):
-        return FlagsError(offset, f"flags 0x{flags:02x} has bits protocol {family}{'+' if family == 5 else ''} does not define")
+        return FlagsError(
+            offset, f"flags 0x{flags:02x} has bits protocol {family}{'+' if family == 5 else ''} does not define"
+        )
     if flags & FLAG_STEALTH and flags != FLAG_STEALTH:
         return FlagsError(offset, f"stealth flags 0x{flags:02x} carry transform bits")
     if not flags & FLAG_HEAD and flags & (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS):
@@ -480,15 +497,21 @@ def _flags_error(flags: int, offset: int, family: int) -> FlagsError | None:
 
 
 # The fixed part's layout per family and flags byte; None for flags a conforming encoder never writes.
-_LAYOUTS = {fam: tuple(None if _flags_error(f, 0, fam) else _fixed_struct(f, fam) for f in range(256))
-            for fam in (3, 4, 5)}
+_LAYOUTS = {
+    fam: tuple(None if _flags_error(f, 0, fam) else _fixed_struct(f, fam) for f in range(256)) for fam in (3, 4, 5)
+}
 
 
 def _truncated(data: bytes, offset: int, flags: int, family: int) -> TruncatedError:
     """Slow path: name the first block that runs past the end."""
     pos = offset + 4
-    blocks = [("physical block", 6 if family == 3 else 8, FLAG_PHYSICAL), ("head", 13, FLAG_HEAD),
-              ("right hand", 10, FLAG_RIGHT), ("left hand", 10, FLAG_LEFT), ("virtualCount", 1, 0)]
+    blocks = [
+        ("physical block", 6 if family == 3 else 8, FLAG_PHYSICAL),
+        ("head", 13, FLAG_HEAD),
+        ("right hand", 10, FLAG_RIGHT),
+        ("left hand", 10, FLAG_LEFT),
+        ("virtualCount", 1, 0),
+    ]
     for what, size, bit in blocks:
         if bit and not flags & bit:
             continue
@@ -501,21 +524,25 @@ def _truncated(data: bytes, offset: int, flags: int, family: int) -> TruncatedEr
 _new = tuple.__new__  # NamedTuple(...) without its Python-level __new__: a dozen per peer per broadcast
 
 
-def _part(hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: float,
-          qx: int, qy: int, qz: int, packed: int) -> Transform:
+def _part(
+    hx: float, hy: float, hz: float, ax: float, ay: float, az: float, aw: float, qx: int, qy: int, qz: int, packed: int
+) -> Transform:
     """A hand/virtual: head-relative wire values → absolute transform (shipped receiver math)."""
     bx, by, bz, bw = decompress_quat(packed)
     # q_mul inlined: this runs for every hand of every peer of every broadcast. Both factors
     # are unit, so the product is unit to rounding: no renormalisation needed.
-    return _new(Transform, (
-        (hx + qx * REL_POS_SCALE, hy + qy * REL_POS_SCALE, hz + qz * REL_POS_SCALE),
+    return _new(
+        Transform,
         (
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
+            (hx + qx * REL_POS_SCALE, hy + qy * REL_POS_SCALE, hz + qz * REL_POS_SCALE),
+            (
+                aw * bx + ax * bw + ay * bz - az * by,
+                aw * by - ax * bz + ay * bw + az * bx,
+                aw * bz + ax * by - ay * bx + az * bw,
+                aw * bw - ax * bx - ay * by - az * bz,
+            ),
         ),
-    ))
+    )
 
 
 def _decode_body_checked(data: bytes, offset: int, family: int, size: int) -> tuple[PoseBody, int]:
@@ -530,7 +557,9 @@ def _decode_body_checked(data: bytes, offset: int, family: int, size: int) -> tu
         assert error is not None  # no layout: flags no conforming encoder writes
         raise error
     if flags & FLAG_PHYSICAL and not enc & ENC_XRORIGIN_DELTA and not flags & FLAG_MOVING_FLOOR:
-        raise MissingDeltaEncodingError(offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)")
+        raise MissingDeltaEncodingError(
+            offset + 3, f"PhysicalValid with encodingFlags 0x{enc:02x} (no XROrigin-Δ bit 4)"
+        )
     pos = offset + 4
     if pos + st.size > size:
         raise _truncated(data, offset, flags, family)
@@ -551,12 +580,15 @@ def _decode_body_checked(data: bytes, offset: int, family: int, size: int) -> tu
             delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_YAW_SCALE, 0.0))
             k = 3
         elif flags & FLAG_MOVING_FLOOR:
-            physical = floor_local_physical(v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE,
-                                            v[3] * DELTA_YAW_SCALE)
+            physical = floor_local_physical(
+                v[0] * DELTA_POS_SCALE, v[1] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE, v[3] * DELTA_YAW_SCALE
+            )
             k = 4
         else:  # dx, dy, dz, dyaw on the wire
-            delta = _new(OriginDelta, (v[0] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE, v[3] * DELTA_YAW_SCALE,
-                                       v[1] * DELTA_POS_SCALE))
+            delta = _new(
+                OriginDelta,
+                (v[0] * DELTA_POS_SCALE, v[2] * DELTA_POS_SCALE, v[3] * DELTA_YAW_SCALE, v[1] * DELTA_POS_SCALE),
+            )
             k = 4
     if not flags & FLAG_HEAD:
         return _new(PoseBody, (seq, flags, enc, delta, None, None, None, (), physical)), pos
@@ -603,10 +635,18 @@ _R = "6755399441055744.0"  # 1.5·2**52 (_ROUND)
 # the generated code spells the module's scales and limits as literals
 assert (ABS_POS_SCALE, DELTA_POS_SCALE, DELTA_YAW_SCALE, REL_POS_SCALE, MAX_VIRTUALS) == (0.01, 0.01, 0.1, 0.005, 50)
 assert (_QMIN, _QMAX, _QRANGE, _QEPS, _ROUND, sys.float_info.max) == (
-    -0.70710677, 0.70710677, 1.41421354, 1e-12, float(_R), 1.7976931348623157e308)
+    -0.70710677,
+    0.70710677,
+    1.41421354,
+    1e-12,
+    float(_R),
+    1.7976931348623157e308,
+)
 _DQ10_SQ = tuple(v * v for v in _DQ10)
-_BODY_LAYOUTS = {fam: tuple(None if st is None else struct.Struct("<HBB" + st.format[1:]) for st in _LAYOUTS[fam])
-                 for fam in (3, 4, 5)}
+_BODY_LAYOUTS = {
+    fam: tuple(None if st is None else struct.Struct("<HBB" + st.format[1:]) for st in _LAYOUTS[fam])
+    for fam in (3, 4, 5)
+}
 _FAMILY_OF = {p: _family(p) for p in PROTOCOLS}
 
 
@@ -620,7 +660,12 @@ def _src_normalize(q: tuple[str, str, str, str], pad: str, twice: bool = False) 
     sq = f"{x} * {x} + {y} * {y} + {z} * {z} + {w} * {w}"
     # one statement per component: a tuple assignment of four costs a tuple
     scale = ["inv = 1.0 / sqrt(m)", f"{x} = {x} * inv; {y} = {y} * inv; {z} = {z} * inv; {w} = {w} * inv"]
-    lines = [f"m = {sq}", "if 1e-12 < m <= 1.7976931348623157e308:", "    if m != 1.0:", *["        " + s for s in scale]]
+    lines = [
+        f"m = {sq}",
+        "if 1e-12 < m <= 1.7976931348623157e308:",
+        "    if m != 1.0:",
+        *["        " + s for s in scale],
+    ]
     if twice:  # a second pass only after a first that changed q
         lines += [f"        m = {sq}", "        if m != 1.0:", *["            " + s for s in scale]]
     lines += ["else:", f"    {x} = 0.0; {y} = 0.0; {z} = 0.0; {w} = 1.0"]
@@ -684,8 +729,10 @@ def _encoder_source(protocol: int, sf: int, tail: bool) -> str:
     family = _family(protocol)
     enc = ENCODING_FLAGS_MOVING_FLOOR if sf & FLAG_MOVING_FLOOR else ENCODING_FLAGS
     # module names bound as defaults: locals are the cheapest loads
-    lines = [f"def encode(frame, seq, _st=_st, floor=floor, sqrt=sqrt):  # protocol {protocol}, flags 0x{sf:02x}"
-             + (", tail" if tail else "")]
+    lines = [
+        f"def encode(frame, seq, _st=_st, floor=floor, sqrt=sqrt):  # protocol {protocol}, flags 0x{sf:02x}"
+        + (", tail" if tail else "")
+    ]
     fields = [] if tail else ["seq"]
     fields += [str(sf), str(enc)]
     if sf & FLAG_PHYSICAL:
@@ -694,16 +741,23 @@ def _encoder_source(protocol: int, sf: int, tail: bool) -> str:
             fields += ["d0", "d1", "d2", "d3"]
         else:
             lines.append("    dx, dz, dyaw, dy = frame.delta")
-            lines += [f"    d0 = {_src_round('dx / 0.01')}", f"    d2 = {_src_round('dz / 0.01')}",
-                      f"    d3 = {_src_round('dyaw / 0.1')}"]
+            lines += [
+                f"    d0 = {_src_round('dx / 0.01')}",
+                f"    d2 = {_src_round('dz / 0.01')}",
+                f"    d3 = {_src_round('dyaw / 0.1')}",
+            ]
             if family == 3:
                 fields += ["d0", "d2", "d3"]
             else:
                 lines.append(f"    d1 = {_src_round('dy / 0.01')}")
                 fields += ["d0", "d1", "d2", "d3"]
     if sf & FLAG_HEAD:
-        lines += ["    (hx, hy, hz), (qx, qy, qz, qw) = frame.head",
-                  f"    x = {_src_round('hx / 0.01')}", f"    y = {_src_round('hy / 0.01')}", f"    z = {_src_round('hz / 0.01')}"]
+        lines += [
+            "    (hx, hy, hz), (qx, qy, qz, qw) = frame.head",
+            f"    x = {_src_round('hx / 0.01')}",
+            f"    y = {_src_round('hy / 0.01')}",
+            f"    z = {_src_round('hz / 0.01')}",
+        ]
         lines += _src_normalize(("qx", "qy", "qz", "qw"), "    ", twice=True)
         lines += _src_pack(("qx", "qy", "qz", "qw"), "hp", "    ")
         fields += ["x & 0xFFFF", "x >> 16", "y & 0xFFFF", "y >> 16", "z & 0xFFFF", "z >> 16", "hp"]
@@ -716,13 +770,20 @@ def _encoder_source(protocol: int, sf: int, tail: bool) -> str:
             lines += _src_relative("frame.left", ("l0", "l1", "l2", "lp"), "    ")
             fields += ["l0", "l1", "l2", "lp"]
     if sf & FLAG_VIRTUALS:
-        lines += ["    vs = frame.virtuals", "    n = len(vs)", "    if n:",
-                  f"        if n > {MAX_VIRTUALS}:", f"            n = {MAX_VIRTUALS}",
-                  f"        args = [{', '.join(fields)}, n]",
-                  "        for v in vs[:n]:"]
+        lines += [
+            "    vs = frame.virtuals",
+            "    n = len(vs)",
+            "    if n:",
+            f"        if n > {MAX_VIRTUALS}:",
+            f"            n = {MAX_VIRTUALS}",
+            f"        args = [{', '.join(fields)}, n]",
+            "        for v in vs[:n]:",
+        ]
         lines += _src_relative("v", ("v0", "v1", "v2", "vp"), "            ")
-        lines += ["            args += (v0, v1, v2, vp)",
-                  f"        return _body_struct({sf}, n, {not tail}, {family}).pack(*args)"]
+        lines += [
+            "            args += (v0, v1, v2, vp)",
+            f"        return _body_struct({sf}, n, {not tail}, {family}).pack(*args)",
+        ]
     lines.append(f"    return _st.pack({', '.join(fields)}, 0)")
     return "\n".join(lines) + "\n"
 
@@ -779,14 +840,16 @@ def _decoder_source(family: int, flags: int) -> str:
         if flags & FLAG_LEFT:
             names += ["l0", "l1", "l2", "lp"]
     names.append("n")
-    lines = ["def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ,"
-             " _new=_new, Transform=Transform,"
-             " cos=cos, sin=sin, atan2=atan2, _RAD=_RAD, _DEG=_DEG):"
-             f"  # family {family}, flags 0x{flags:02x}",
-             f"    end = offset + {st.size}",
-             "    if end > size:",
-             f"        return _decode_body_checked(data, offset, {family}, size)",
-             f"    {', '.join(names)} = _st.unpack_from(data, offset)"]
+    lines = [
+        "def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ,"
+        " _new=_new, Transform=Transform,"
+        " cos=cos, sin=sin, atan2=atan2, _RAD=_RAD, _DEG=_DEG):"
+        f"  # family {family}, flags 0x{flags:02x}",
+        f"    end = offset + {st.size}",
+        "    if end > size:",
+        f"        return _decode_body_checked(data, offset, {family}, size)",
+        f"    {', '.join(names)} = _st.unpack_from(data, offset)",
+    ]
     checks = []
     if physical and not floor_local:
         checks.append(f"not enc & {ENC_XRORIGIN_DELTA}")
@@ -807,7 +870,11 @@ def _decoder_source(family: int, flags: int) -> str:
     right = left = "None"
     virtuals = "()"
     if head:
-        lines += ["    hx = (x1 << 16 | x0) * 0.01", "    hy = (y1 << 16 | y0) * 0.01", "    hz = (z1 << 16 | z0) * 0.01"]
+        lines += [
+            "    hx = (x1 << 16 | x0) * 0.01",
+            "    hy = (y1 << 16 | y0) * 0.01",
+            "    hz = (z1 << 16 | z0) * 0.01",
+        ]
         lines += _src_decompress("hp", ("qx", "qy", "qz", "qw"), "    ")
         lines.append("    head = _new(Transform, ((hx, hy, hz), (qx, qy, qz, qw)))")
         if flags & FLAG_RIGHT:
@@ -817,8 +884,13 @@ def _decoder_source(family: int, flags: int) -> str:
             lines += _src_part(("l0", "l1", "l2", "lp"), "left", "    ")
             left = "left"
         if flags & FLAG_VIRTUALS:
-            lines += ["    virtuals = ()", "    if n:", "        out = []", "        append = out.append",
-                      "        for v0, v1, v2, vp in _REL_ITER(data[end:end + 10 * n]):"]
+            lines += [
+                "    virtuals = ()",
+                "    if n:",
+                "        out = []",
+                "        append = out.append",
+                "        for v0, v1, v2, vp in _REL_ITER(data[end:end + 10 * n]):",
+            ]
             lines += _src_part(("v0", "v1", "v2", "vp"), "t", "            ")
             lines += ["            append(t)", "        virtuals = tuple(out)", "        end += 10 * n"]
             virtuals = "virtuals"
@@ -841,8 +913,10 @@ def _decoder_source(family: int, flags: int) -> str:
         head_value = "head"
     else:
         head_value = "None"
-    lines.append(f"    return _new(PoseBody, (seq, {flags}, enc, {delta}, {head_value}, {right}, {left}, {virtuals}, "
-                 f"{physical_value})), end")
+    lines.append(
+        f"    return _new(PoseBody, (seq, {flags}, enc, {delta}, {head_value}, {right}, {left}, {virtuals}, "
+        f"{physical_value})), end"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -951,7 +1025,8 @@ def _versioned(data: bytes, msg_type: int, expect: int | None) -> int:
         raise UnsupportedProtocolError(1, f"protocol version {protocol}, expected {expect}", protocol)
     if protocol not in PROTOCOLS:
         raise UnsupportedProtocolError(
-            1, f"protocol version {protocol}, this codec speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}", protocol)
+            1, f"protocol version {protocol}, this codec speaks {PROTOCOLS[0]}–{PROTOCOLS[-1]}", protocol
+        )
     return protocol
 
 
@@ -969,7 +1044,12 @@ def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
     size = len(data)
     # fast path: a well-formed envelope; anything else takes the checked one below, which
     # raises what it finds in the same order
-    if size > 2 and data[0] == 11 and (family := _FAMILY_OF.get(protocol := data[1])) and (expect is None or expect == protocol):
+    if (
+        size > 2
+        and data[0] == 11
+        and (family := _FAMILY_OF.get(protocol := data[1]))
+        and (expect is None or expect == protocol)
+    ):
         start = 3 + data[2]
         if start + 4 <= size:
             try:
@@ -993,7 +1073,9 @@ def decode_client_pose(data: bytes, expect: int | None = None) -> ClientPose:
 def decode_client_hello(data: bytes) -> ClientHello:
     protocol = _versioned(data, MSG_CLIENT_HELLO, None)
     if protocol < HELLO_PROTOCOL:
-        raise UnsupportedProtocolError(1, f"client hello with protocol {protocol} (hello exists from {HELLO_PROTOCOL})", protocol)
+        raise UnsupportedProtocolError(
+            1, f"client hello with protocol {protocol} (hello exists from {HELLO_PROTOCOL})", protocol
+        )
     _need(data, 2, 1, "hello flags")
     flags = data[2]
     if flags & ~HELLO_FLAG_STEALTH:
@@ -1055,6 +1137,7 @@ def decode_device_id_mapping(data: bytes) -> DeviceIdMapping:
 # netcode/netsync/build_native.py (scripts/setup.sh); without it, or with HEADCAST_PURE_PYTHON=1,
 # NATIVE is None and the pure-Python paths run: the same bytes and floats
 # (tests/netsync/test_codec_native.py).
+
 
 def _load_native() -> tuple[ModuleType | None, str]:
     if os.environ.get("HEADCAST_PURE_PYTHON", "") not in ("", "0"):

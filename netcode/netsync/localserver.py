@@ -17,6 +17,7 @@ the keys that release knows (every release only warns about unknown keys, but ea
 set), the REST port also to NETSYNC_REST_PORT (0.8.0 has no key for it). Readiness is polled
 with a bound: every ZeroMQ port accepts connections and the REST bridge answers `GET /`.
 """
+
 from __future__ import annotations
 
 import json
@@ -114,7 +115,7 @@ class ServerAddress:
     rest_port: int
     transform_port: int | None = None
     protocol: int | None = None  # binary_serializer.PROTOCOL_VERSION of the release; None if unknown
-    version: str | None = None   # the styly-netsync-server release, e.g. "0.17.5"
+    version: str | None = None  # the styly-netsync-server release, e.g. "0.17.5"
 
     def __post_init__(self) -> None:
         if self.transform_port is None:
@@ -178,7 +179,7 @@ class LocalNetSyncServer:
         self.config_path = Path(self._tmp.name) / "server.toml"
         if split:  # 0.15.0+: control_port, its alias dealer_port (must be equal), transform_port
             ports = {"control_port": control, "dealer_port": control, "transform_port": transform}
-        else:      # before 0.15.0: one ROUTER
+        else:  # before 0.15.0: one ROUTER
             ports = {"dealer_port": control}
         ports["pub_port"] = pub
         parsed = releases.parse_version(v) if v is not None else None
@@ -202,7 +203,10 @@ class LocalNetSyncServer:
     def _ask_version(self) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [self.python, "-c", "import importlib.metadata as m; print(m.version('styly-netsync-server'))"],
-            capture_output=True, text=True, timeout=30, env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=self._env(),
         )
 
     def _installed_version(self) -> str | None:
@@ -234,7 +238,9 @@ class LocalNetSyncServer:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.python, str(LAUNCHER), "--config", str(self.config_path), "--no-server-discovery"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 env=self._env(NETSYNC_REST_PORT=str(self.address.rest_port), PYTHONUNBUFFERED="1"),
             )
         zmq_ports = self.ports()

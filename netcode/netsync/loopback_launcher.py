@@ -13,6 +13,7 @@ It runs under the *server's* interpreter (any styly-netsync-server version, any 
 project venv with PYTHONPATH=build/netsync/<version>), so it imports nothing from headcast:
 `python loopback_launcher.py --config FILE --no-server-discovery`.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -43,9 +44,9 @@ def confine_to_loopback() -> None:
     def bind_loopback(self: zmq.Socket[bytes], addr: str) -> Any:
         for prefix in ("tcp://*:", "tcp://0.0.0.0:"):
             if addr.startswith(prefix):
-                addr = f"tcp://{LOOPBACK}:" + addr[len(prefix):]
+                addr = f"tcp://{LOOPBACK}:" + addr[len(prefix) :]
         if addr.startswith("tcp://[::]:"):
-            addr = f"tcp://[{LOOPBACK6}]:" + addr[len("tcp://[::]:"):]
+            addr = f"tcp://[{LOOPBACK6}]:" + addr[len("tcp://[::]:") :]
         return zmq_bind(self, addr)
 
     # Patched on the classes (setattr: a type checker rightly refuses assigning to a method).

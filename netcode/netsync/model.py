@@ -7,6 +7,7 @@ The values a decoder makes per body (Transform, OriginDelta, PoseBody, RoomEntry
 NamedTuples rather than frozen dataclasses: equally immutable, but built 3–4× faster, and a
 room broadcast makes a dozen of them per peer ten times a second.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -15,6 +15,7 @@ roll 15° it is 9° off. What headcast reports as the far side is what those rec
 so `reconstruct_physical` uses their formula; `unity_yaw` is the true yaw, kept for measuring
 their error (docs/protocols/netsync.md#physical-pose).
 """
+
 from __future__ import annotations
 
 import math

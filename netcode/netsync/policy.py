@@ -14,6 +14,7 @@ Python client; Unity repeats it at SendRate) — enough to stay registered.
 
 Pure logic: the caller passes `now` (seconds, any monotonic clock).
 """
+
 from __future__ import annotations
 
 SEND_RATE_MIN = 0.5

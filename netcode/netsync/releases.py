@@ -17,6 +17,7 @@ process as byte-exact oracles.
 
 Standard library only; imports nothing from headcast.app or headcast.xr.
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,12 +51,12 @@ CURRENT = "0.17.5"
 # Every PyPI release's protocol, by range (checked against the upstream tags v0.8.0–v0.16.3 and
 # the installed 0.17.5): (first version, protocol), ascending; a range ends where the next begins.
 _RANGES: tuple[tuple[tuple[int, int, int], int | None], ...] = (
-    ((0, 9, 0), 3),    # 0.9.0 – 0.10.x
-    ((0, 11, 0), 4),   # 0.11.x
-    ((0, 12, 0), 5),   # 0.12.x – 0.13.x
-    ((0, 14, 0), 6),   # 0.14.x
-    ((0, 15, 0), 7),   # 0.15.x (control/transform split)
-    ((0, 16, 0), 8),   # 0.16.x – 0.17.x (control messages carry the deviceId)
+    ((0, 9, 0), 3),  # 0.9.0 – 0.10.x
+    ((0, 11, 0), 4),  # 0.11.x
+    ((0, 12, 0), 5),  # 0.12.x – 0.13.x
+    ((0, 14, 0), 6),  # 0.14.x
+    ((0, 15, 0), 7),  # 0.15.x (control/transform split)
+    ((0, 16, 0), 8),  # 0.16.x – 0.17.x (control messages carry the deviceId)
     ((0, 18, 0), None),  # not released when this table was written: unknown
 )
 
@@ -130,9 +131,21 @@ def is_installed(version: str, repo_root: str | os.PathLike[str] | None = None) 
     return _dist_info(release_dir(version, repo_root), version).is_dir()
 
 
-def pip_command(version: str, target: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable) -> list[str]:
-    return [str(python), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--no-input",
-            "--target", str(target), f"{DIST}=={version}"]
+def pip_command(
+    version: str, target: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable
+) -> list[str]:
+    return [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--target",
+        str(target),
+        f"{DIST}=={version}",
+    ]
 
 
 _PROBE = (
@@ -141,7 +154,9 @@ _PROBE = (
 )
 
 
-def probe(folder: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable, timeout: float = 60.0) -> tuple[str, int, Path]:
+def probe(
+    folder: str | os.PathLike[str], python: str | os.PathLike[str] = sys.executable, timeout: float = 60.0
+) -> tuple[str, int, Path]:
     """Run `python` with PYTHONPATH=folder: (installed version, PROTOCOL_VERSION, styly_netsync's file)."""
     import json
 
@@ -153,8 +168,9 @@ def probe(folder: str | os.PathLike[str], python: str | os.PathLike[str] = sys.e
     return version, protocol, Path(init)
 
 
-def verify_release(version: str, folder: str | os.PathLike[str] | None = None,
-                   python: str | os.PathLike[str] = sys.executable) -> int:
+def verify_release(
+    version: str, folder: str | os.PathLike[str] | None = None, python: str | os.PathLike[str] = sys.executable
+) -> int:
     """Check that `folder` (default: release_dir(version)) runs `version` itself; returns its protocol."""
     folder = Path(folder) if folder is not None else release_dir(version)
     got, protocol, init = probe(folder, python)
@@ -171,8 +187,13 @@ def verify_release(version: str, folder: str | os.PathLike[str] | None = None,
     return protocol
 
 
-def ensure_release(version: str, repo_root: str | os.PathLike[str] | None = None, *,
-                   python: str | os.PathLike[str] = sys.executable, verify: bool = True) -> Path:
+def ensure_release(
+    version: str,
+    repo_root: str | os.PathLike[str] | None = None,
+    *,
+    python: str | os.PathLike[str] = sys.executable,
+    verify: bool = True,
+) -> Path:
     """release_dir(version), installing it first if its dist-info is missing.
 
     pip installs into a temporary folder next to it, which is checked (its version and protocol
@@ -193,8 +214,10 @@ def ensure_release(version: str, repo_root: str | os.PathLike[str] | None = None
     try:
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the release from other users
         cmd = pip_command(version, tmp, python)
-        what = (f"installing {DIST} {version} failed; command: {shlex.join(pip_command(version, dest, python))} "
-                f"(run into the temporary folder {tmp.name}, renamed when complete)")
+        what = (
+            f"installing {DIST} {version} failed; command: {shlex.join(pip_command(version, dest, python))} "
+            f"(run into the temporary folder {tmp.name}, renamed when complete)"
+        )
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as e:

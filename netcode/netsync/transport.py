@@ -7,6 +7,7 @@ the server is away a pose is dropped at once (counted) instead of piling up for 
 may never come back; ZeroMQ reconnects both sockets by itself, and the next pose registers
 us with the restarted server.
 """
+
 from __future__ import annotations
 
 import struct
@@ -36,10 +37,10 @@ _SEND_MORE = zmq.SNDMORE | zmq.NOBLOCK
 class TcpState:
     """The control socket's TCP connection as ZeroMQ reports it (`NetSyncClient.tcp_state`)."""
 
-    connected: bool          # a TCP connection to the control port is up now
-    ever_connected: bool     # ... was up at some point
-    retries: int             # failed connects since the last success (or the start)
-    retry_ms: int | None     # ZeroMQ's wait before its next connect attempt, as last announced
+    connected: bool  # a TCP connection to the control port is up now
+    ever_connected: bool  # ... was up at some point
+    retries: int  # failed connects since the last success (or the start)
+    retry_ms: int | None  # ZeroMQ's wait before its next connect attempt, as last announced
 
 
 class NoAnswerError(TimeoutError):
@@ -102,7 +103,8 @@ class NetSyncClient:
             self._sub.setsockopt(zmq.SUBSCRIBE, self.core.room_topic)
             if watch_tcp:  # before connect(): a connection made at once is seen too
                 self._monitor = self._dealer.get_monitor_socket(
-                    zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED)
+                    zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+                )
                 self._monitor.setsockopt(zmq.LINGER, 0)
             self._dealer.connect(f"tcp://{host}:{dealer_port}")
             self._sub.connect(f"tcp://{host}:{pub_port}")
@@ -199,8 +201,9 @@ class NetSyncClient:
     def counters(self) -> Counters:
         return self.core.counters
 
-    def join(self, frame: PoseFrame, timeout: float = 5.0, clock: Callable[[], float] = time.monotonic,
-             step: float = 0.02) -> list[Event]:
+    def join(
+        self, frame: PoseFrame, timeout: float = 5.0, clock: Callable[[], float] = time.monotonic, step: float = 0.02
+    ) -> list[Event]:
         """Send `frame` under the send policy until the server names our clientNo.
 
         For start-up only (it sleeps between polls); returns the events seen meanwhile.

@@ -8,6 +8,7 @@ _q3native.c (or this file), and swaps the new file in atomically so a running pr
 mapping. The extension lands next to the package's modules (`from . import _q3native` finds it);
 without it the package runs its pure-Python codecs, which stay the reference (see native.py).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,18 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_q3native.c"
 # xr/mockrt/build.py, standard library only too: its install_hint says what to install where.
 _HINTS = HERE.parent.parent / "xr" / "mockrt" / "build.py"
-CFLAGS = ["-shared", "-fPIC", "-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Wno-unused-parameter",
-          "-fvisibility=hidden", "-fno-strict-aliasing"]
+CFLAGS = [
+    "-shared",
+    "-fPIC",
+    "-O2",
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Wno-missing-field-initializers",
+    "-Wno-unused-parameter",
+    "-fvisibility=hidden",
+    "-fno-strict-aliasing",
+]
 
 
 class NativeBuildError(RuntimeError):

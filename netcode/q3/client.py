@@ -26,6 +26,7 @@ Unanswered `getchallenge`s are resent with a growing, jittered interval; after t
 without a challenge (which ioq3 answers without counting it against the limit) tells a server
 that is up but rate-limiting this address from one that is not there.
 """
+
 from __future__ import annotations
 
 import random
@@ -69,17 +70,17 @@ CS_SERVERINFO, CS_SYSTEMINFO = 0, 1
 # each jittered: clients started together spread out instead of asking in step.
 RESEND_FIRST, RESEND_GROWTH, RESEND_MAX = 1.0, 1.5, 3.0
 JITTER = (0.75, 1.25)
-LIVENESS_AFTER = 2          # unanswered getchallenges before the challenge-less connect
-GAMESTATE_RESEND = 1.0     # CA_CONNECTED: one packet per second until the gamestate arrives
+LIVENESS_AFTER = 2  # unanswered getchallenges before the challenge-less connect
+GAMESTATE_RESEND = 1.0  # CA_CONNECTED: one packet per second until the gamestate arrives
 # A server silent after connectResponse gets the other family's connect once this has passed:
 # ioq3 and Quake3e ignore a reconnect from the same address within sv_reconnectlimit (3 s).
 HANDSHAKE_WAIT = 3.3
-WAIT_MARGIN = 0.2           # past a "please wait N seconds"
+WAIT_MARGIN = 0.2  # past a "please wait N seconds"
 OTHER_71 = {Family.NEW71: Family.LEGACY71, Family.LEGACY71: Family.NEW71}
-DISCONNECT_PACKETS = 3     # ioq3 CL_Disconnect sends the `disconnect` command three times
-SILENCE_PROBE = 1.5         # snapshots come at 20 Hz: this much silence from a live link is suspicious
+DISCONNECT_PACKETS = 3  # ioq3 CL_Disconnect sends the `disconnect` command three times
+SILENCE_PROBE = 1.5  # snapshots come at 20 Hz: this much silence from a live link is suspicious
 OOB_DISCONNECT_GRACE = 3.0  # ioq3 ignores an OOB disconnect within 3 s of a real packet
-FLOOD_INTERVAL = 1.2       # ioq3 runs one game command per second per client (margin for jitter)
+FLOOD_INTERVAL = 1.2  # ioq3 runs one game command per second per client (margin for jitter)
 URGENT_COMMANDS = ("cp", "userinfo", "disconnect")  # engine commands: bypass the flood pacing
 MAX_PENDING_COMMANDS = 32
 MAX_EVENTS = 1024
@@ -102,12 +103,12 @@ def _view_shorts(p: float, y: float, r: float) -> tuple[int, int, int]:
 
 class State(StrEnum):
     IDLE = "idle"
-    CHALLENGING = "challenging"    # getchallenge
-    CONNECTING = "connecting"      # connect
-    CONNECTED = "connected"        # netchan up, waiting for the gamestate
-    PRIMED = "primed"              # gamestate parsed, sending usercmds
-    ACTIVE = "active"              # the server runs our usercmds
-    WAITING = "waiting"            # reconnect backoff (after a timeout, a drop or a refusal worth retrying)
+    CHALLENGING = "challenging"  # getchallenge
+    CONNECTING = "connecting"  # connect
+    CONNECTED = "connected"  # netchan up, waiting for the gamestate
+    PRIMED = "primed"  # gamestate parsed, sending usercmds
+    ACTIVE = "active"  # the server runs our usercmds
+    WAITING = "waiting"  # reconnect backoff (after a timeout, a drop or a refusal worth retrying)
     CLOSED = "closed"
 
 
@@ -130,19 +131,19 @@ class ServerMisbehaved(ClientError):
 @dataclass(frozen=True)
 class ClientConfig:
     name: str = "headcast"
-    family: Family | None = None       # forced; None: detected from the server's answers (module doc)
+    family: Family | None = None  # forced; None: detected from the server's answers (module doc)
     family_guess: Family | None = None  # detection's first try (None: from the challengeResponse)
-    password: str = ""                 # userinfo `password` (g_password, sv_privatePassword)
-    vr: bool = False                   # send `vr\1` and head bits where the server supports them
-    cmd_rate: float = 60.0             # usercmds (and packets) per second
+    password: str = ""  # userinfo `password` (g_password, sv_privatePassword)
+    vr: bool = False  # send `vr\1` and head bits where the server supports them
+    cmd_rate: float = 60.0  # usercmds (and packets) per second
     rate: int = 25000
     snaps: int = 20
     model: str = "sarge"
     cl_guid: str = field(default_factory=oob.new_guid)
     qport: int = field(default_factory=lambda: random.randrange(1, 0x10000))
-    pure_paks: tuple[Path, ...] = ()   # pk3 files (or folders of them) for `cp` on sv_pure servers
-    connect_timeout: float = 10.0      # one attempt (getchallenge → gamestate) may take this long
-    timeout: float = 10.0              # silence from a connected server before giving up on it
+    pure_paks: tuple[Path, ...] = ()  # pk3 files (or folders of them) for `cp` on sv_pure servers
+    connect_timeout: float = 10.0  # one attempt (getchallenge → gamestate) may take this long
+    timeout: float = 10.0  # silence from a connected server before giving up on it
     reconnect: bool = True
     backoff: tuple[float, float] = (0.5, 8.0)  # first and largest reconnect delay
 
@@ -156,19 +157,19 @@ class Status:
     mapname: str
     sv_pure: bool
     vr_support: bool
-    vr_active: bool                    # 32-bit buttons with head bits on this link
+    vr_active: bool  # 32-bit buttons with head bits on this link
     head_reason: str
-    ps: PlayerState | None             # our playerState from the latest valid snapshot
+    ps: PlayerState | None  # our playerState from the latest valid snapshot
     server_time: int
     latency_ms: float | None
     counters: dict[str, int]
     drops: dict[str, int]
     last_drop: str
     last_disconnect: str
-    pure_error: str                    # why no `cp` could be sent to a pure server ("" if fine)
-    refusal: str                       # the server's last refusal since we were last in ("" if none)
-    refusal_fatal: bool                # ... and retrying cannot help: the client has stopped
-    rate_limited: bool                 # the server is up but drops our getchallenge (this attempt)
+    pure_error: str  # why no `cp` could be sent to a pure server ("" if fine)
+    refusal: str  # the server's last refusal since we were last in ("" if none)
+    refusal_fatal: bool  # ... and retrying cannot help: the client has stopped
+    rate_limited: bool  # the server is up but drops our getchallenge (this attempt)
 
 
 # set_input's values, validated: (pitch, yaw, roll, forward, right, up, buttons, weapon, head)
@@ -200,11 +201,11 @@ class Q3ClientCore:
         self._pending: deque[str] = deque()
         self._netchan: Netchan | None = None
         self._userinfo_vr = self.config.vr  # what our userinfo says; set_vr changes it for good
-        self._rng = random.Random()          # resend and backoff jitter
+        self._rng = random.Random()  # resend and backoff jitter
         self._known_family: Family | None = None  # the family a gamestate last came in
-        self._refusal: Refusal | None = None      # the last refusal since a gamestate
+        self._refusal: Refusal | None = None  # the last refusal since a gamestate
         self._refusal_fatal = False
-        self._rate_limited = False                # proven, until a getchallenge is answered
+        self._rate_limited = False  # proven, until a getchallenge is answered
         self._reset_connection()
         self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
@@ -243,9 +244,16 @@ class Q3ClientCore:
         self._start_attempt(now)
         self.handle_timer(now)
 
-    def set_input(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
-                  up: int = 0, buttons: int = 0, weapon: int = 0,
-                  head: WireHead | None = None) -> None:
+    def set_input(
+        self,
+        angles: Sequence[float] = (0.0, 0.0, 0.0),
+        forward: int = 0,
+        right: int = 0,
+        up: int = 0,
+        buttons: int = 0,
+        weapon: int = 0,
+        head: WireHead | None = None,
+    ) -> None:
         """What the next usercmds carry. `angles` is the absolute view (pitch, yaw, roll) wanted on
         the server; moves are clamped to ±127; user buttons must stay below bit 12 (head bits).
         `head` is (head pitch, head yaw offset from the view yaw), vrhead.WireHead: a tracked
@@ -258,16 +266,24 @@ class Q3ClientCore:
         # Refused here, before the core holds it: a tick would raise on it (out of poll or run(),
         # and in run()'s thread while another thread calls this).
         if not (isfinite(p) and isfinite(y) and isfinite(r)) or (
-                head is not None and not (isfinite(head[0]) and isfinite(head[1]))):
+            head is not None and not (isfinite(head[0]) and isfinite(head[1]))
+        ):
             raise ValueError(f"non-finite angle in {(p, y, r)!r} (head {head!r})")
         if self._userinfo_vr:  # a VR client's roll is its head's, within what VR receivers take
             r = max(-ROLL_CLAMP, min(ROLL_CLAMP, r))
         # A plain tuple: this runs every frame, and a frozen dataclass costs several times more.
         # Clamped inline: a function call per move costs more than min/max, cache-cold, every frame.
-        self._input = (p, y, r, max(-127, min(127, int(forward))),
-                       max(-127, min(127, int(right))), max(-127, min(127, int(up))),
-                       int(buttons) & USER_BUTTON_MASK, int(weapon) & 0xFF,
-                       head)
+        self._input = (
+            p,
+            y,
+            r,
+            max(-127, min(127, int(forward))),
+            max(-127, min(127, int(right))),
+            max(-127, min(127, int(up))),
+            int(buttons) & USER_BUTTON_MASK,
+            int(weapon) & 0xFF,
+            head,
+        )
 
     def send_command(self, text: str) -> None:
         """Queue a reliable client command (e.g. `say hi`, `team s`). Game commands are paced one per
@@ -373,12 +389,16 @@ class Q3ClientCore:
                 # reconnect limit has passed, and it reuses our slot: same address and qport).
                 family = self._family
                 assert family is not None  # CONNECTED: the family the connect went out in
-                self._switch_family(OTHER_71[family], now, f"no gamestate {HANDSHAKE_WAIT:g} s after "
-                                    f"connectResponse in {family.description}")
+                self._switch_family(
+                    OTHER_71[family],
+                    now,
+                    f"no gamestate {HANDSHAKE_WAIT:g} s after connectResponse in {family.description}",
+                )
                 return
             self._send_packet(now, with_cmds=False)
-            self._timer = min(now + GAMESTATE_RESEND, deadline,
-                              self._switch_at if self._switch_at is not None else deadline)
+            self._timer = min(
+                now + GAMESTATE_RESEND, deadline, self._switch_at if self._switch_at is not None else deadline
+            )
 
     def _next_resend(self) -> float:
         """The wait before the next getchallenge / connect: growing, jittered (module doc)."""
@@ -390,8 +410,10 @@ class Q3ClientCore:
         t = f"{self.config.connect_timeout:g} s"
         if st is State.CHALLENGING:
             if self._rate_limited:
-                return (f"the server is rate-limiting this address: it is up but answered none of "
-                        f"{self._requests} getchallenge requests in {t}")
+                return (
+                    f"the server is rate-limiting this address: it is up but answered none of "
+                    f"{self._requests} getchallenge requests in {t}"
+                )
             return f"no answer to getchallenge ({self._requests} sent) in {t}"
         if st is State.CONNECTING:
             return f"the server answered getchallenge but not connect in {t}"
@@ -433,15 +455,27 @@ class Q3ClientCore:
     @property
     def status(self) -> Status:
         return Status(
-            state=self._state, family=self._family, server_id=self._server_id,
-            client_num=self._client_num, mapname=self._serverinfo.get("mapname", ""),
-            sv_pure=self._sv_pure, vr_support=self._vr_support, vr_active=self._vr_active(),
-            head_reason=self._head_reason, ps=self._last_snap.ps if self._last_snap else None,
-            server_time=self._last_cmd_time, latency_ms=self._latency_ms,
-            counters=dict(self._counters), drops=self._all_drops(), last_drop=self._last_drop,
-            last_disconnect=self._last_disconnect, pure_error=self._pure_error,
-            refusal=self._refusal.text if self._refusal else "", refusal_fatal=self._refusal_fatal,
-            rate_limited=self._rate_limited)
+            state=self._state,
+            family=self._family,
+            server_id=self._server_id,
+            client_num=self._client_num,
+            mapname=self._serverinfo.get("mapname", ""),
+            sv_pure=self._sv_pure,
+            vr_support=self._vr_support,
+            vr_active=self._vr_active(),
+            head_reason=self._head_reason,
+            ps=self._last_snap.ps if self._last_snap else None,
+            server_time=self._last_cmd_time,
+            latency_ms=self._latency_ms,
+            counters=dict(self._counters),
+            drops=self._all_drops(),
+            last_drop=self._last_drop,
+            last_disconnect=self._last_disconnect,
+            pure_error=self._pure_error,
+            refusal=self._refusal.text if self._refusal else "",
+            refusal_fatal=self._refusal_fatal,
+            rate_limited=self._rate_limited,
+        )
 
     # ------------------------------------------------------------------ connection lifecycle
 
@@ -454,11 +488,11 @@ class Q3ClientCore:
     def _reset_connection(self) -> None:
         self._retire_netchan()
         # The handshake of one attempt (module doc).
-        self._requests = 0                  # getchallenges sent
-        self._resend = RESEND_FIRST         # the next resend's wait (before jitter)
-        self._liveness_pending = 0          # challenge-less connects not yet answered
+        self._requests = 0  # getchallenges sent
+        self._resend = RESEND_FIRST  # the next resend's wait (before jitter)
+        self._liveness_pending = 0  # challenge-less connects not yet answered
         self._protocol_hint: int | None = None  # a protocol the server named refusing one of them
-        self._tried: list[Family] = []      # families a connect went out in, in order
+        self._tried: list[Family] = []  # families a connect went out in, in order
         self._shadow: Netchan | None = None  # CONNECTED: the other netchan of protocol 71
         self._switch_at: float | None = None  # CONNECTED, auto: connect in the other family then
         self._challenge = 0
@@ -640,10 +674,18 @@ class Q3ClientCore:
     def _userinfo(self, challenge: int | None) -> str:
         cfg = self.config
         fam = self._family or cfg.family_guess or self._known_family or Family.NEW71
-        info = oob.build_userinfo(name=cfg.name, challenge=challenge or 0, qport=cfg.qport,
-                                  protocol=fam.protocol, cl_guid=cfg.cl_guid, rate=cfg.rate,
-                                  snaps=cfg.snaps, model=cfg.model, vr=self._userinfo_vr,
-                                  extra={"password": cfg.password} if cfg.password else None)
+        info = oob.build_userinfo(
+            name=cfg.name,
+            challenge=challenge or 0,
+            qport=cfg.qport,
+            protocol=fam.protocol,
+            cl_guid=cfg.cl_guid,
+            rate=cfg.rate,
+            snaps=cfg.snaps,
+            model=cfg.model,
+            vr=self._userinfo_vr,
+            extra={"password": cfg.password} if cfg.password else None,
+        )
         if challenge is None:  # a `userinfo` command: the engine adds (and strips) these itself
             pairs = oob.info_parse(info)
             for k in ("protocol", "qport", "challenge"):
@@ -677,8 +719,9 @@ class Q3ClientCore:
             self._rate_limited = False
             family = self._first_family(msg.protocol)
             if family is None:
-                return self._refuse(now, Refusal(f"the server speaks protocol {msg.protocol}", RefusalKind.PROTOCOL,
-                                                 msg.protocol))
+                return self._refuse(
+                    now, Refusal(f"the server speaks protocol {msg.protocol}", RefusalKind.PROTOCOL, msg.protocol)
+                )
             self._connect_as(family, now)
         elif isinstance(msg, oob.ConnectResponse):
             if st is not State.CONNECTING:
@@ -691,8 +734,11 @@ class Q3ClientCore:
             other = OTHER_71.get(family)
             # Protocol 71 in either netchan: the server's first packets tell which it speaks.
             self._shadow = self._new_netchan(other) if other is not None else None
-            self._switch_at = (now + HANDSHAKE_WAIT if other is not None and other not in self._tried
-                               and self.config.family is None else None)
+            self._switch_at = (
+                now + HANDSHAKE_WAIT
+                if other is not None and other not in self._tried and self.config.family is None
+                else None
+            )
             self._state = State.CONNECTED
             self._last_packet = now
             self._emit(Connected(family, self._challenge))
@@ -724,7 +770,8 @@ class Q3ClientCore:
         assert netchan is not None and shadow is not None
         # A checksummed header is 32 bits no legacy packet carries by chance.
         checksummed = len(data) >= 8 and struct.unpack_from("<i", data, 4)[0] == netchan_checksum(
-            netchan.challenge, struct.unpack_from("<I", data)[0] & ~FRAGMENT_BIT)
+            netchan.challenge, struct.unpack_from("<I", data)[0] & ~FRAGMENT_BIT
+        )
         if checksummed is (netchan.mode is NetchanMode.NEW71):
             return False  # in our own netchan
         msg = None
@@ -737,15 +784,23 @@ class Q3ClientCore:
                 return True  # a fragment of one (or a drop the shadow counts)
             sequence = received.sequence
             try:
-                msg = serverparse.parse_server_message(received.data, received.sequence, self._snapshot_at,
-                                                       self._baselines)
+                msg = serverparse.parse_server_message(
+                    received.data, received.sequence, self._snapshot_at, self._baselines
+                )
             except serverparse.ServerParseError as exc:
                 self._drop(f"parse: {exc}")
                 return True
         forced = self.config.family
         if forced is not None:
-            self._refuse(now, Refusal(f"the server speaks {OTHER_71[forced].description}, not "
-                                      f"{forced.description}", RefusalKind.PROTOCOL, 71), fatal=True)
+            self._refuse(
+                now,
+                Refusal(
+                    f"the server speaks {OTHER_71[forced].description}, not {forced.description}",
+                    RefusalKind.PROTOCOL,
+                    71,
+                ),
+                fatal=True,
+            )
             return True
         self._adopt_shadow(now, "the server's packets are in that netchan")
         if msg is None:
@@ -860,17 +915,29 @@ class Q3ClientCore:
         self._known_family = self._family
         self._shadow = self._switch_at = None
         self._refusal, self._refusal_fatal = None, False
-        self._emit(GamestateReceived(self._server_id, gs.client_num, gs.checksum_feed,
-                                     self._serverinfo.get("mapname", ""), self._sv_pure, self._vr_support,
-                                     dict(self._serverinfo), sysinfo))
+        self._emit(
+            GamestateReceived(
+                self._server_id,
+                gs.client_num,
+                gs.checksum_feed,
+                self._serverinfo.get("mapname", ""),
+                self._sv_pure,
+                self._vr_support,
+                dict(self._serverinfo),
+                sysinfo,
+            )
+        )
         self._update_head_status()
         if self._sv_pure:
             try:
                 cp = self._cp_command()
                 if self._reliable_seq - self._reliable_ack >= MAX_RELIABLE_COMMANDS:
-                    self._server_misbehaved(now, f"the server acknowledged none of our last {MAX_RELIABLE_COMMANDS} "
-                                                 "reliable commands (it keeps sending its gamestate and ignores our "
-                                                 "`cp`): ioq3 would drop us")
+                    self._server_misbehaved(
+                        now,
+                        f"the server acknowledged none of our last {MAX_RELIABLE_COMMANDS} "
+                        "reliable commands (it keeps sending its gamestate and ignores our "
+                        "`cp`): ioq3 would drop us",
+                    )
                 self._add_reliable(cp)
             except pure.PureError as exc:
                 # Without a valid cp a pure ioq3 server ignores our moves: we stay PRIMED and say why.
@@ -924,8 +991,11 @@ class Q3ClientCore:
             self._state = State.ACTIVE
             self._backoff = self.config.backoff[0]
             self._emit(EnteredWorld(snap.server_time, self._client_num))
-        self._emit(SnapshotReceived(snap.message_num, snap.server_time, snap.snap_flags, ps,
-                                    len(snap.entities), snap.delta_num >= 0))
+        self._emit(
+            SnapshotReceived(
+                snap.message_num, snap.server_time, snap.snap_flags, ps, len(snap.entities), snap.delta_num >= 0
+            )
+        )
 
     # ------------------------------------------------------------------ netchan out
 
@@ -970,7 +1040,10 @@ class Q3ClientCore:
         """Our reliable commands the server has not acknowledged, (sequence, text): every packet carries them."""
         if self._reliable_seq == self._reliable_ack:
             return ()
-        return [(i, self._reliable[i % MAX_RELIABLE_COMMANDS]) for i in range(self._reliable_ack + 1, self._reliable_seq + 1)]
+        return [
+            (i, self._reliable[i % MAX_RELIABLE_COMMANDS])
+            for i in range(self._reliable_ack + 1, self._reliable_seq + 1)
+        ]
 
     # ------------------------------------------------------------------ the transport's native tick
 
@@ -1000,17 +1073,46 @@ class Q3ClientCore:
         msg_seq = self._server_msg_seq
         vr = self._vr_support and self._userinfo_vr
         cmd_seq = self._server_cmd_seq
-        return (netchan.mode is NetchanMode.LEGACY, netchan.challenge, netchan.qport, self._server_id, msg_seq,
-                cmd_seq, self._reliable_in_flight(), self._checksum_feed,
-                self._server_commands[cmd_seq & (MAX_RELIABLE_COMMANDS - 1)], 32 if vr else 16,
-                not (last_snap is not None and msg_seq == last_snap.message_num), vr, self._delta_angles,
-                last_snap is not None, last_snap.server_time if last_snap is not None else 0, self._last_snap_time,
-                int(1000 / self.config.cmd_rate), self._last_packet, self._next_probe, SILENCE_PROBE,
-                self.config.timeout, 1.0 / self.config.cmd_rate, self._timer, netchan.outgoing_sequence,
-                tuple(self._cmds), self._last_cmd_time, netchan.incoming_sequence)
+        return (
+            netchan.mode is NetchanMode.LEGACY,
+            netchan.challenge,
+            netchan.qport,
+            self._server_id,
+            msg_seq,
+            cmd_seq,
+            self._reliable_in_flight(),
+            self._checksum_feed,
+            self._server_commands[cmd_seq & (MAX_RELIABLE_COMMANDS - 1)],
+            32 if vr else 16,
+            not (last_snap is not None and msg_seq == last_snap.message_num),
+            vr,
+            self._delta_angles,
+            last_snap is not None,
+            last_snap.server_time if last_snap is not None else 0,
+            self._last_snap_time,
+            int(1000 / self.config.cmd_rate),
+            self._last_packet,
+            self._next_probe,
+            SILENCE_PROBE,
+            self.config.timeout,
+            1.0 / self.config.cmd_rate,
+            self._timer,
+            netchan.outgoing_sequence,
+            tuple(self._cmds),
+            self._last_cmd_time,
+            netchan.incoming_sequence,
+        )
 
-    def _absorb_ticks(self, nows: Sequence[float], times: Sequence[int], cmds: Sequence[tuple[Any, ...]], sequence: int,
-                      last_cmd_time: int, timer: float, nbytes: int) -> None:
+    def _absorb_ticks(
+        self,
+        nows: Sequence[float],
+        times: Sequence[int],
+        cmds: Sequence[tuple[Any, ...]],
+        sequence: int,
+        last_cmd_time: int,
+        timer: float,
+        nbytes: int,
+    ) -> None:
         """The state the native ticks left (Pump.take), as this core's own ticks would have left it."""
         n = len(nows)
         if not n:
@@ -1025,7 +1127,9 @@ class Q3ClientCore:
         last_snap = self._last_snap
         counters = self._counters
         counters["usercmds"] += n
-        counters["move" if last_snap is not None and self._server_msg_seq == last_snap.message_num else "move_nodelta"] += n
+        counters[
+            "move" if last_snap is not None and self._server_msg_seq == last_snap.message_num else "move_nodelta"
+        ] += n
         counters["packets_out"] += n
         counters["bytes_out"] += nbytes
 
@@ -1041,8 +1145,16 @@ class Q3ClientCore:
         reliable = self._reliable_in_flight()
         # One call from here to the datagram (native.py): message, usercmd key, netchan header, XOR.
         dgrams = netchan.transmit_client_message(
-            self._server_id, msg_seq, self._server_cmd_seq, reliable, cmds, self._checksum_feed,
-            self._server_commands, 32 if self._vr_support and self._userinfo_vr else 16, not delta_ok)
+            self._server_id,
+            msg_seq,
+            self._server_cmd_seq,
+            reliable,
+            cmds,
+            self._checksum_feed,
+            self._server_commands,
+            32 if self._vr_support and self._userinfo_vr else 16,
+            not delta_ok,
+        )
         self._queue(dgrams)
         if cmds:
             self._out_packets.append((now, cmds[-1].server_time))

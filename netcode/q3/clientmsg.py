@@ -3,6 +3,7 @@
 The reader is the server's view (sv_client.c `SV_ExecuteClientMessage` / `SV_UserMove`); it lets
 tests check what a server decodes from our bytes, and fuzz that path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,9 +15,19 @@ from .native import NATIVE
 from .usercmd import NULL_CMD, UserCmd, delta_usercmd_fields, hash_key, read_delta_usercmd_key
 
 __all__ = [
-    "CLC_BAD", "CLC_NOP", "CLC_MOVE", "CLC_MOVE_NO_DELTA", "CLC_CLIENT_COMMAND", "CLC_EOF",
-    "MAX_PACKET_USERCMDS", "MAX_RELIABLE_COMMANDS",
-    "usercmd_key", "write_client_message", "py_write_client_message", "ClientMessage", "read_client_message",
+    "CLC_BAD",
+    "CLC_NOP",
+    "CLC_MOVE",
+    "CLC_MOVE_NO_DELTA",
+    "CLC_CLIENT_COMMAND",
+    "CLC_EOF",
+    "MAX_PACKET_USERCMDS",
+    "MAX_RELIABLE_COMMANDS",
+    "usercmd_key",
+    "write_client_message",
+    "py_write_client_message",
+    "ClientMessage",
+    "read_client_message",
 ]
 
 CLC_BAD = 0

@@ -9,6 +9,7 @@ Fields are read by table name: `ps["viewangles[1]"]`, `ps["viewangles"]` (a tupl
 `es.e_flags`). `delta_angles` arrive as 0..65535 (ioq3 keeps the
 unsigned 16-bit value; interpret as int16).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,15 @@ from .netfields import (
 )
 
 __all__ = [
-    "EntityState", "PlayerState", "NULL_ENTITY", "NULL_PLAYER",
-    "read_delta_entity", "write_delta_entity", "read_delta_playerstate", "write_delta_playerstate", "player_field",
+    "EntityState",
+    "PlayerState",
+    "NULL_ENTITY",
+    "NULL_PLAYER",
+    "read_delta_entity",
+    "write_delta_entity",
+    "read_delta_playerstate",
+    "write_delta_playerstate",
+    "player_field",
 ]
 
 _F32 = struct.Struct("<f")
@@ -106,8 +114,9 @@ def _get(values: tuple[Any, ...], getters: dict[str, Any], name: str) -> Any:
     return values[ix] if ix.__class__ is int else ix(values)
 
 
-def _apply(values: list[Any], table: tuple[NetField, ...], names: dict[str, int | tuple[int, ...]], key: str,
-           value: Any) -> None:
+def _apply(
+    values: list[Any], table: tuple[NetField, ...], names: dict[str, int | tuple[int, ...]], key: str, value: Any
+) -> None:
     ix = names[key]
     if isinstance(ix, int):
         values[ix] = _f32(value) if table[ix].bits == 0 else int(value)
@@ -200,6 +209,7 @@ NULL_PLAYER = PlayerState()
 
 # --- the generic field walk ---
 
+
 def _write_float(w: BitWriter, value: float) -> None:
     trunc = int(value) if math.isfinite(value) else None
     if trunc is not None and trunc == value and -FLOAT_INT_BIAS <= trunc < FLOAT_INT_BIAS:
@@ -218,8 +228,9 @@ def _last_change(table: tuple[NetField, ...], frm: tuple[Any, ...], to: tuple[An
     return lc
 
 
-def _write_fields(w: BitWriter, table: tuple[NetField, ...], frm: tuple[Any, ...], to: tuple[Any, ...], lc: int,
-                  entity: bool) -> None:
+def _write_fields(
+    w: BitWriter, table: tuple[NetField, ...], frm: tuple[Any, ...], to: tuple[Any, ...], lc: int, entity: bool
+) -> None:
     w.write_byte(lc)
     for i in range(lc):
         bits = table[i].bits
@@ -244,6 +255,7 @@ def _write_fields(w: BitWriter, table: tuple[NetField, ...], frm: tuple[Any, ...
 
 
 # --- entities ---
+
 
 def read_delta_entity(r: BitReader, base: EntityState, number: int) -> EntityState | None:
     """`MSG_ReadDeltaEntity` after the entity number: None if removed, else the new state."""
@@ -278,6 +290,7 @@ def write_delta_entity(w: BitWriter, frm: EntityState | None, to: EntityState | 
 
 # --- playerState ---
 
+
 def read_delta_playerstate(r: BitReader, base: PlayerState | None) -> PlayerState:
     """`MSG_ReadDeltaPlayerstate` against `base` (None = all zero)."""
     base = base if base is not None else NULL_PLAYER
@@ -290,8 +303,7 @@ def write_delta_playerstate(w: BitWriter, frm: PlayerState | None, to: PlayerSta
     frm = frm if frm is not None else NULL_PLAYER
     lc = _last_change(PLAYER_FIELDS, frm.values, to.values)
     _write_fields(w, PLAYER_FIELDS, frm.values, to.values, lc, entity=False)
-    pairs = ((frm.stats, to.stats), (frm.persistant, to.persistant), (frm.ammo, to.ammo),
-             (frm.powerups, to.powerups))
+    pairs = ((frm.stats, to.stats), (frm.persistant, to.persistant), (frm.ammo, to.ammo), (frm.powerups, to.powerups))
     masks = [sum(1 << i for i, (a, b) in enumerate(zip(old, new)) if a != b) for old, new in pairs]
     if not any(masks):
         w.write_bits(0, 1)

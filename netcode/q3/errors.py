@@ -1,4 +1,5 @@
 """Typed errors of the Quake 3 codecs: what was wrong with the peer's bytes."""
+
 from __future__ import annotations
 
 

@@ -10,6 +10,7 @@ Each server gets its own free UDP port, blank master servers, a private ``fs_hom
 temporary directory and an rcon password. Readiness is a `getinfo` answer, polled with a bound.
 Processes are stopped by PID only.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,6 @@ KINDS = ("openarena", "ioq3")
 QUERY_RESEND = 1.0
 
 
-
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -53,9 +53,9 @@ class LocalQ3Server(ServerProcess):
 
     kind: str = "openarena"
     map_name: str = "oa_dm1"
-    devmap: bool = False            # `devmap` enables cheats (setviewpos for teleport tests)
-    pure: bool | None = None        # None: the kind's default (openarena 1, ioq3 0)
-    port: int = 0                   # 0: pick a free one
+    devmap: bool = False  # `devmap` enables cheats (setviewpos for teleport tests)
+    pure: bool | None = None  # None: the kind's default (openarena 1, ioq3 0)
+    port: int = 0  # 0: pick a free one
     extra_cvars: dict[str, str] = field(default_factory=dict)
     rcon_password: str = field(default_factory=lambda: secrets.token_hex(8))
     ready_timeout: float = 20.0
@@ -91,10 +91,20 @@ class LocalQ3Server(ServerProcess):
     def command(self) -> list[str]:
         pure = self.pure if self.pure is not None else self.kind == "openarena"
         common = {
-            "dedicated": "1", "net_enabled": "1", "net_ip": "127.0.0.1", "net_port": str(self.port),
-            "sv_master1": "", "sv_master2": "", "sv_master3": "", "sv_master4": "", "sv_master5": "",
-            "fs_homepath": str(self._home), "sv_pure": "1" if pure else "0",
-            "rconpassword": self.rcon_password, "sv_allowDownload": "0", "ttycon": "0",
+            "dedicated": "1",
+            "net_enabled": "1",
+            "net_ip": "127.0.0.1",
+            "net_port": str(self.port),
+            "sv_master1": "",
+            "sv_master2": "",
+            "sv_master3": "",
+            "sv_master4": "",
+            "sv_master5": "",
+            "fs_homepath": str(self._home),
+            "sv_pure": "1" if pure else "0",
+            "rconpassword": self.rcon_password,
+            "sv_allowDownload": "0",
+            "ttycon": "0",
             "com_hunkmegs": "64",
         }
         if self.kind == "openarena":
@@ -115,8 +125,9 @@ class LocalQ3Server(ServerProcess):
         if self._proc and self._proc.poll() is None:
             raise LocalServerError("server already running")
         self._log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
-                                      stderr=subprocess.STDOUT, cwd=self._home)
+        self._proc = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._home
+        )
         self.starts += 1
         try:
             self.wait_ready(self.ready_timeout)
@@ -129,15 +140,18 @@ class LocalQ3Server(ServerProcess):
         deadline = time.monotonic() + timeout
         while True:
             if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(f"{self.kind} server exited (rc {self._proc and self._proc.returncode}); "
-                                       f"log tail:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"{self.kind} server exited (rc {self._proc and self._proc.returncode}); "
+                    f"log tail:\n{self.log_tail()}"
+                )
             try:
                 return self.getinfo(timeout=0.25)
             except (TimeoutError, oob.OobError):
                 pass
             if time.monotonic() >= deadline:
-                raise LocalServerError(f"{self.kind} server did not answer getinfo within {timeout:.0f} s; "
-                                       f"log tail:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"{self.kind} server did not answer getinfo within {timeout:.0f} s; log tail:\n{self.log_tail()}"
+                )
 
     @property
     def server_name(self) -> str:
@@ -184,8 +198,9 @@ class LocalQ3Server(ServerProcess):
         return reply.info
 
     def getstatus(self, timeout: float = 2.0) -> oob.StatusResponse:
-        reply: oob.StatusResponse = self._query(oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse,
-                                                resend=True)
+        reply: oob.StatusResponse = self._query(
+            oob.getstatus(secrets.token_hex(4)), timeout, oob.StatusResponse, resend=True
+        )
         return reply
 
     def rcon(self, command: str, timeout: float = 2.0) -> str:

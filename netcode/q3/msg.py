@@ -7,6 +7,7 @@ Negative n means a signed field; the wire form is the same.
 Readers are strict where ioq3 is lenient: an overread or the NYT code raises MsgError instead of
 returning 0 / -1, so a bad packet becomes a counted drop, never a half-parsed state.
 """
+
 from __future__ import annotations
 
 import array
@@ -19,8 +20,18 @@ from .native import NATIVE
 from .netfields import ENTITY_WIDTHS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_ARRAYS, PLAYER_WIDTHS
 
 __all__ = [
-    "MsgError", "BitWriter", "BitReader", "PyBitReader", "sanitize", "huffman_bits", "py_huffman_bits",
-    "MAX_MSGLEN", "MAX_STRING_CHARS", "BIG_INFO_STRING", "OOB_MARKER", "is_oob",
+    "MsgError",
+    "BitWriter",
+    "BitReader",
+    "PyBitReader",
+    "sanitize",
+    "huffman_bits",
+    "py_huffman_bits",
+    "MAX_MSGLEN",
+    "MAX_STRING_CHARS",
+    "BIG_INFO_STRING",
+    "OOB_MARKER",
+    "is_oob",
 ]
 
 MAX_MSGLEN = 16384
@@ -62,8 +73,14 @@ def _check_width(nbits: int) -> int:
 # Huffman code and length of every byte value, and of every 16-bit value (low byte first), packed
 # as `code << 5 | length`: a short takes one lookup, a long two (a 256 kB table, built once).
 _CODE8 = tuple((c << 5) | n for c, n in zip(ENCODE_CODE, ENCODE_LEN))
-_CODE16 = array.array("I", [((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << ENCODE_LEN[v & 0xFF])) << 5)
-                            | (ENCODE_LEN[v & 0xFF] + ENCODE_LEN[v >> 8]) for v in range(0x10000)])
+_CODE16 = array.array(
+    "I",
+    [
+        ((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << ENCODE_LEN[v & 0xFF])) << 5)
+        | (ENCODE_LEN[v & 0xFF] + ENCODE_LEN[v >> 8])
+        for v in range(0x10000)
+    ],
+)
 
 
 def py_huffman_bits(fields: Sequence[int]) -> bytes:
@@ -335,8 +352,14 @@ class PyBitReader:
         except MsgError as e:
             raise MsgError(f"entityState: {e}") from None
 
-    def read_playerstate_delta(self, base: tuple[Any, ...], stats: tuple[int, ...], persistant: tuple[int, ...],
-                               ammo: tuple[int, ...], powerups: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
+    def read_playerstate_delta(
+        self,
+        base: tuple[Any, ...],
+        stats: tuple[int, ...],
+        persistant: tuple[int, ...],
+        ammo: tuple[int, ...],
+        powerups: tuple[int, ...],
+    ) -> tuple[tuple[Any, ...], ...]:
         """`MSG_ReadDeltaPlayerstate` over a base state's parts: `(values, stats, persistant, ammo,
         powerups)`, PLAYER_FIELDS' values first (their errors say `playerState: `), then the four
         arrays, each the base's own tuple where unchanged."""

@@ -7,6 +7,7 @@ call when the extension is built; the pure-Python implementations beside them (`
 extension is missing or `HEADCAST_PURE_PYTHON=1` is set (read once, at import). The build backend
 builds it (setup.py: an optional extension, in the wheel or in place for an editable install).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,6 +27,7 @@ def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None, f"disabled by {PURE_ENV}=1"
     from . import build_native
+
     # A build from an older source may not match the Python reference any more. Only a checkout
     # can tell: an installed package's extension was built with it, and the install does not keep
     # the file times.
@@ -35,10 +37,13 @@ def _load() -> tuple[ModuleType | None, str]:
     try:
         from . import _q3native
     except ImportError as exc:
-        fix = ("run netcode/q3/build_native.py (scripts/setup.sh does)" if checkout else
-               f"this install has none (the pure-Python codecs run, with the same bytes); to build it, "
-               f"{build_native.install_hint('compiler', 'python')}"
-               + (", then reinstall headcast from its sdist" if sys.platform.startswith("linux") else ""))
+        fix = (
+            "run netcode/q3/build_native.py (scripts/setup.sh does)"
+            if checkout
+            else f"this install has none (the pure-Python codecs run, with the same bytes); to build it, "
+            f"{build_native.install_hint('compiler', 'python')}"
+            + (", then reinstall headcast from its sdist" if sys.platform.startswith("linux") else "")
+        )
         return None, f"not built ({exc}); {fix}"
     init(_q3native)
     return _q3native, "in use"

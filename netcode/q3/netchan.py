@@ -11,6 +11,7 @@ Messages of 1300 bytes or more travel as 1300-byte fragments sharing one sequenc
 reassembly is in order only and bounded by MAX_MSGLEN. A packet that cannot be used is dropped
 and counted in `drops` under a reason; `process` never raises on peer bytes.
 """
+
 from __future__ import annotations
 
 import enum
@@ -25,8 +26,7 @@ from .msg import MAX_MSGLEN, sanitize
 from .native import NATIVE
 from .usercmd import UserCmd
 
-__all__ = ["NetchanMode", "Netchan", "Received", "FRAGMENT_SIZE", "FRAGMENT_BIT", "MAX_PACKETLEN",
-           "netchan_checksum"]
+__all__ = ["NetchanMode", "Netchan", "Received", "FRAGMENT_SIZE", "FRAGMENT_BIT", "MAX_PACKETLEN", "netchan_checksum"]
 
 MAX_PACKETLEN = 1400
 FRAGMENT_SIZE = MAX_PACKETLEN - 100
@@ -40,7 +40,7 @@ _KEYSTREAM_CACHE = 8  # (text, parity) streams kept per netchan: the key texts c
 
 
 class NetchanMode(enum.Enum):
-    NEW71 = "new71"    # checksummed header, no scrambling
+    NEW71 = "new71"  # checksummed header, no scrambling
     LEGACY = "legacy"  # no checksum, XOR scrambling both ways
 
 
@@ -111,8 +111,7 @@ def _keystream(chars: bytes, parity: int, count: int) -> bytes:
     return bytes(out)
 
 
-def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple[str | bytes, int], bytes]
-         ) -> bytes:
+def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple[str | bytes, int], bytes]) -> bytes:
     """Roll `key` over `text` (`%` and > 127 read as `.`, wrapping at its end) and XOR from `start`.
 
     `start` is an index into the message body; the headers before it have even lengths, so the
@@ -128,10 +127,14 @@ def _xor(data: bytes, start: int, key: int, text: str | bytes, cache: dict[tuple
         if len(cache) >= _KEYSTREAM_CACHE:
             cache.clear()
         # Round up so a message a few bytes longer than the last does not recompute the stream.
-        stream = cache[slot] = _keystream(sanitize(text) or b"\0", start & 1,
-                                          max(count, min(2 * len(stream or b""), MAX_MSGLEN), 64))
-    body = (int.from_bytes(data[start:], "little") ^ int.from_bytes(stream[:count], "little")
-            ^ int.from_bytes(bytes((key & 0xFF,)) * count, "little"))
+        stream = cache[slot] = _keystream(
+            sanitize(text) or b"\0", start & 1, max(count, min(2 * len(stream or b""), MAX_MSGLEN), 64)
+        )
+    body = (
+        int.from_bytes(data[start:], "little")
+        ^ int.from_bytes(stream[:count], "little")
+        ^ int.from_bytes(bytes((key & 0xFF,)) * count, "little")
+    )
     return data[:start] + body.to_bytes(count, "little")
 
 
@@ -160,8 +163,9 @@ class Netchan:
 
     # --- sending ---
 
-    def transmit(self, message: bytes, server_commands: Sequence[str | bytes] = (),
-                 longs: tuple[int, int, int] | None = None) -> list[bytes]:
+    def transmit(
+        self, message: bytes, server_commands: Sequence[str | bytes] = (), longs: tuple[int, int, int] | None = None
+    ) -> list[bytes]:
         """Datagrams carrying `message` (a `write_client_message` body), one or more fragments.
 
         LEGACY mode scrambles the body first; `server_commands` is the 64-slot ring of server
@@ -185,7 +189,7 @@ class Netchan:
         start = 0
         while True:
             length = min(FRAGMENT_SIZE, len(message) - start)
-            packets.append(frag_header + struct.pack("<hh", start, length) + message[start:start + length])
+            packets.append(frag_header + struct.pack("<hh", start, length) + message[start : start + length])
             start += length
             # A message that is an exact multiple of FRAGMENT_SIZE ends with an empty fragment.
             if start == len(message) and length != FRAGMENT_SIZE:
@@ -193,10 +197,18 @@ class Netchan:
         self.outgoing_sequence += 1
         return packets
 
-    def transmit_client_message(self, server_id: int, message_seq: int, command_seq: int,
-                                reliable_commands: Sequence[tuple[int, str | bytes]], cmds: Sequence[UserCmd],
-                                checksum_feed: int, server_commands: Sequence[str | bytes],
-                                button_bits: int = 16, move_no_delta: bool = False) -> list[bytes]:
+    def transmit_client_message(
+        self,
+        server_id: int,
+        message_seq: int,
+        command_seq: int,
+        reliable_commands: Sequence[tuple[int, str | bytes]],
+        cmds: Sequence[UserCmd],
+        checksum_feed: int,
+        server_commands: Sequence[str | bytes],
+        button_bits: int = 16,
+        move_no_delta: bool = False,
+    ) -> list[bytes]:
         """`write_client_message` (keyed with `usercmd_key(checksum_feed, message_seq, text)`, text =
         `server_commands[command_seq & 63]`) then `transmit`, the client's per-tick path: one C call
         when the extension is built and the message fits one datagram, the same bytes either way."""
@@ -204,18 +216,39 @@ class Netchan:
             _ring_text(server_commands, 0)  # raises its ValueError
         text = server_commands[command_seq & (_RING - 1)]
         if NATIVE is not None:
-            dgram = NATIVE.client_datagram(self.mode is NetchanMode.LEGACY, self.challenge, self.outgoing_sequence,
-                                           self.qport, server_id, message_seq, command_seq, reliable_commands, cmds,
-                                           checksum_feed, text, button_bits, move_no_delta)
+            dgram = NATIVE.client_datagram(
+                self.mode is NetchanMode.LEGACY,
+                self.challenge,
+                self.outgoing_sequence,
+                self.qport,
+                server_id,
+                message_seq,
+                command_seq,
+                reliable_commands,
+                cmds,
+                checksum_feed,
+                text,
+                button_bits,
+                move_no_delta,
+            )
             if dgram is not None:
                 self.outgoing_sequence += 1
                 return [dgram]
-        message = write_client_message(server_id, message_seq, command_seq, reliable_commands, cmds,
-                                       usercmd_key(checksum_feed, message_seq, text), button_bits, move_no_delta)
+        message = write_client_message(
+            server_id,
+            message_seq,
+            command_seq,
+            reliable_commands,
+            cmds,
+            usercmd_key(checksum_feed, message_seq, text),
+            button_bits,
+            move_no_delta,
+        )
         return self.transmit(message, server_commands, (_s32(server_id), _s32(message_seq), _s32(command_seq)))
 
-    def _scramble(self, message: bytes, server_commands: Sequence[str | bytes],
-                  longs: tuple[int, int, int] | None) -> bytes:
+    def _scramble(
+        self, message: bytes, server_commands: Sequence[str | bytes], longs: tuple[int, int, int] | None
+    ) -> bytes:
         if len(message) <= _CL_ENCODE_START:
             return message
         # ioq3 reads the longs back from its own clean buffer: the values it wrote.
@@ -265,11 +298,14 @@ class Netchan:
                 # Keep what we have: the missing piece may still arrive (ioq3 does the same).
                 self.drops["fragment out of order"] += 1
                 return None
-            if (frag_length < 0 or body_at + frag_length > len(packet)
-                    or len(self._frag_buffer) + frag_length > MAX_MSGLEN):
+            if (
+                frag_length < 0
+                or body_at + frag_length > len(packet)
+                or len(self._frag_buffer) + frag_length > MAX_MSGLEN
+            ):
                 self.drops["illegal fragment length"] += 1
                 return None
-            self._frag_buffer += packet[body_at:body_at + frag_length]
+            self._frag_buffer += packet[body_at : body_at + frag_length]
             if frag_length == FRAGMENT_SIZE:
                 return None
             message = bytes(self._frag_buffer)
@@ -295,8 +331,13 @@ class Netchan:
             clear: bytes = NATIVE.legacy_unscramble(message, self.challenge ^ sequence, reliable_commands)
             return clear
         (ack,) = _ioq3_read_longs(message, 0, 1)
-        return _xor(bytes(message), _SV_ENCODE_START, self.challenge ^ sequence,
-                    _ring_text(reliable_commands, ack), self._keystreams)
+        return _xor(
+            bytes(message),
+            _SV_ENCODE_START,
+            self.challenge ^ sequence,
+            _ring_text(reliable_commands, ack),
+            self._keystreams,
+        )
 
 
 # The C twin when built (native.py); _ioq3_read_longs stays the reference.

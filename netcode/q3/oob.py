@@ -5,6 +5,7 @@ replies are parsed into small frozen dataclasses. The ``connect`` packet's paylo
 adaptive-Huffman compressed by ``huffman.compress_connect`` (C1's codec), so this module
 only builds its plain text.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -35,6 +36,7 @@ class OobError(ValueError):
 
 
 # ---------------------------------------------------------------------------- info strings
+
 
 def info_parse(text: str) -> dict[str, str]:
     """``\\k1\\v1\\k2\\v2`` → dict (ioq3 Info_ValueForKey semantics: first key wins)."""
@@ -74,8 +76,10 @@ def player_name_problem(name: str) -> str | None:
     if problem is not None:
         return problem
     if len(name) > MAX_NAME_CHARS:
-        return (f"is {len(name)} characters; the game keeps {MAX_NAME_CHARS} "
-                f"(MAX_NETNAME {MAX_NETNAME}, colour codes included)")
+        return (
+            f"is {len(name)} characters; the game keeps {MAX_NAME_CHARS} "
+            f"(MAX_NETNAME {MAX_NETNAME}, colour codes included)"
+        )
     return None
 
 
@@ -87,8 +91,7 @@ def info_build(pairs: dict[str, str] | list[tuple[str, str]]) -> str:
         k, v = str(k), str(v)
         problem = "has an empty key" if not k else info_text_problem(k) or info_text_problem(v)
         if problem is not None:
-            raise OobError(f"info key/value {k[:40]!r}={v[:40]!r}{'…' if len(k) > 40 or len(v) > 40 else ''} "
-                           f"{problem}")
+            raise OobError(f"info key/value {k[:40]!r}={v[:40]!r}{'…' if len(k) > 40 or len(v) > 40 else ''} {problem}")
         out.append(f"\\{k}\\{v}")
     text = "".join(out)
     if len(text) >= MAX_INFO_STRING:
@@ -101,18 +104,32 @@ def new_guid() -> str:
     return secrets.token_hex(16).upper()
 
 
-def build_userinfo(*, name: str, challenge: int, qport: int, protocol: int = 71,
-                   cl_guid: str, rate: int = 25000, snaps: int = 20, model: str = "sarge",
-                   handicap: int = 100, vr: bool = False,
-                   extra: dict[str, str] | None = None) -> str:
+def build_userinfo(
+    *,
+    name: str,
+    challenge: int,
+    qport: int,
+    protocol: int = 71,
+    cl_guid: str,
+    rate: int = 25000,
+    snaps: int = 20,
+    model: str = "sarge",
+    handicap: int = 100,
+    vr: bool = False,
+    extra: dict[str, str] | None = None,
+) -> str:
     """The userinfo sent in `connect` (and, minus challenge/qport/protocol, in `userinfo`).
 
     `vr\\1` is present only for a VR client: a flatscreen client omits the key entirely
     (Trinity shows any non-empty `vr` as VR on the scoreboard).
     """
     pairs: list[tuple[str, str]] = [
-        ("name", name), ("rate", str(rate)), ("snaps", str(snaps)), ("model", model),
-        ("handicap", str(handicap)), ("cl_guid", cl_guid),
+        ("name", name),
+        ("rate", str(rate)),
+        ("snaps", str(snaps)),
+        ("model", model),
+        ("handicap", str(handicap)),
+        ("cl_guid", cl_guid),
     ]
     if vr:
         pairs.append(("vr", "1"))
@@ -121,12 +138,15 @@ def build_userinfo(*, name: str, challenge: int, qport: int, protocol: int = 71,
     pairs += [("protocol", str(protocol)), ("qport", str(qport & 0xFFFF)), ("challenge", str(challenge))]
     text = info_build(pairs)
     if len(text) > MAX_USERINFO:
-        raise OobError(f"the userinfo is {len(text)} characters; a server takes at most {MAX_USERINFO} "
-                       f"(MAX_INFO_STRING {MAX_INFO_STRING} less the \\ip\\ADDRESS it adds)")
+        raise OobError(
+            f"the userinfo is {len(text)} characters; a server takes at most {MAX_USERINFO} "
+            f"(MAX_INFO_STRING {MAX_INFO_STRING} less the \\ip\\ADDRESS it adds)"
+        )
     return text
 
 
 # ---------------------------------------------------------------------------- requests
+
 
 def oob(text: str) -> bytes:
     return OOB_PREFIX + text.encode("latin-1")
@@ -156,6 +176,7 @@ def connect_text(userinfo: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------- replies
+
 
 @dataclass(frozen=True)
 class InfoResponse:
@@ -221,9 +242,8 @@ def _status_player(line: str) -> StatusPlayer:
     nums = head.split()
     name, _, tail = rest.partition('"')
     if len(nums) < 2 or not sep:
-        raise OobError(f"statusResponse player line {line!r} is not `score ping \"name\"`")
-    return StatusPlayer(_int32(nums[0], "score"), _int32(nums[1], "ping"), name,
-                        tuple(nums[2:]) + tuple(tail.split()))
+        raise OobError(f'statusResponse player line {line!r} is not `score ping "name"`')
+    return StatusPlayer(_int32(nums[0], "score"), _int32(nums[1], "ping"), name, tuple(nums[2:]) + tuple(tail.split()))
 
 
 def parse_oob(data: bytes) -> OobReply:
@@ -267,8 +287,9 @@ def parse_oob(data: bytes) -> OobReply:
 
 class Family(StrEnum):
     """Protocol number + netchan wire format. The same "71" means two formats (docs/protocols/quake3.md#netchan)."""
+
     LEGACY71 = "legacy71"  # stock OpenArena: protocol 71 on the legacy (XOR, no checksum) netchan
-    NEW71 = "new71"        # ioq3 / Quake3e protocol 71: checksummed netchan header
+    NEW71 = "new71"  # ioq3 / Quake3e protocol 71: checksummed netchan header
     LEGACY68 = "legacy68"  # Quake III 1.32 protocol 68: legacy netchan
 
     @property

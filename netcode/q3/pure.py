@@ -6,6 +6,7 @@ directory order), folded to one int32 by XOR of the digest's four LE words (ioq3
 `checksumFeed` to those CRCs. MD4 is implemented here (hashlib's MD4 depends on OpenSSL's legacy
 provider, which Debian 12 does not load).
 """
+
 from __future__ import annotations
 
 import stat
@@ -68,9 +69,10 @@ def block_checksum(data: bytes) -> int:
 @dataclass(frozen=True)
 class Pak:
     """What a pure check needs from one pk3: its name, entry CRCs and file names."""
+
     path: Path
-    crcs: tuple[int, ...]          # CRC32 of each non-empty entry, central-directory order
-    names: frozenset[str]          # lower-cased member names
+    crcs: tuple[int, ...]  # CRC32 of each non-empty entry, central-directory order
+    names: frozenset[str]  # lower-cased member names
 
     @property
     def basename(self) -> str:
@@ -98,8 +100,7 @@ def _load(path: str, mtime_ns: int, size: int) -> Pak:
         # ValueError: a name flagged UTF-8 that is not (UnicodeDecodeError); NotImplementedError: a
         # "zip file version 8.4" the reader does not handle; struct.error/EOFError: a cut record
         raise PureError(f"{path}: not a readable pk3 ({type(exc).__name__}: {exc})") from None
-    return Pak(Path(path), tuple(i.CRC for i in infos if i.file_size > 0),
-               frozenset(i.filename.lower() for i in infos))
+    return Pak(Path(path), tuple(i.CRC for i in infos if i.file_size > 0), frozenset(i.filename.lower() for i in infos))
 
 
 def load_pak(path: str | Path) -> Pak:

@@ -5,6 +5,7 @@ The texts are the engines' and games' own (ioq3 sv_client.c `SV_GetChallenge` /
 `SV_DirectConnect`, Quake3e's, and the game's `ClientConnect`: ioq3's baseq3 and OpenArena's
 qagame). Matching is on lower-cased fragments, so colour codes or a trailing period do not matter.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,21 +14,22 @@ from enum import StrEnum
 
 
 class RefusalKind(StrEnum):
-    PASSWORD = "password"        # game: "Invalid password" (g_password)
-    BANNED = "banned"            # engine or game: "You are banned from this server." …
-    PROTOCOL = "protocol"        # engine: "Server uses protocol version 71 (yours is 68)."
-    GAME = "game"                # ioq3: "Game mismatch: This is a Quake3Arena server"
-    USERINFO = "userinfo"        # engine: "Userinfo string length exceeded. …"; OpenArena: "Invalid GUID"
-    FULL = "full"                # engine: "Server is full" (ioq3) / "Server is full." (Quake3e)
-    TOO_MANY = "too many"        # Quake3e: "Too many connections." (sv_maxclientsPerIP)
-    WAIT = "wait"                # Quake3e: "Reconnecting, please wait 2 seconds."
-    CHALLENGE = "challenge"      # "No or bad challenge for your address." / "Incorrect challenge, please reconnect."
-    OTHER = "other"              # anything else: shown as the server said it, retried
+    PASSWORD = "password"  # game: "Invalid password" (g_password)
+    BANNED = "banned"  # engine or game: "You are banned from this server." …
+    PROTOCOL = "protocol"  # engine: "Server uses protocol version 71 (yours is 68)."
+    GAME = "game"  # ioq3: "Game mismatch: This is a Quake3Arena server"
+    USERINFO = "userinfo"  # engine: "Userinfo string length exceeded. …"; OpenArena: "Invalid GUID"
+    FULL = "full"  # engine: "Server is full" (ioq3) / "Server is full." (Quake3e)
+    TOO_MANY = "too many"  # Quake3e: "Too many connections." (sv_maxclientsPerIP)
+    WAIT = "wait"  # Quake3e: "Reconnecting, please wait 2 seconds."
+    CHALLENGE = "challenge"  # "No or bad challenge for your address." / "Incorrect challenge, please reconnect."
+    OTHER = "other"  # anything else: shown as the server said it, retried
 
 
 # The kinds no retry can change: the same request gets the same answer.
-FATAL = frozenset((RefusalKind.PASSWORD, RefusalKind.BANNED, RefusalKind.PROTOCOL, RefusalKind.GAME,
-                   RefusalKind.USERINFO))
+FATAL = frozenset(
+    (RefusalKind.PASSWORD, RefusalKind.BANNED, RefusalKind.PROTOCOL, RefusalKind.GAME, RefusalKind.USERINFO)
+)
 
 _PATTERNS: tuple[tuple[str, RefusalKind], ...] = (
     ("invalid password", RefusalKind.PASSWORD),
@@ -49,10 +51,10 @@ _WAIT = re.compile(r"wait (\d+) second")
 
 @dataclass(frozen=True)
 class Refusal:
-    text: str                    # the server's words, one line, colour codes removed
+    text: str  # the server's words, one line, colour codes removed
     kind: RefusalKind
     protocol: int | None = None  # PROTOCOL: the protocol the server speaks
-    wait: float | None = None    # WAIT: seconds the server asks for
+    wait: float | None = None  # WAIT: seconds the server asks for
 
     @property
     def fatal(self) -> bool:

@@ -6,6 +6,7 @@ server commands, a gamestate (configstrings, baselines, clientNum, checksumFeed)
 It keeps no state: the caller passes the snapshot ring and the baselines and applies the
 result in order. Any malformed byte raises ServerParseError (the caller counts a drop).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,12 +56,12 @@ class Gamestate:
 class Snapshot:
     message_num: int
     server_time: int
-    delta_num: int            # message number of the base, -1 for a full snapshot
+    delta_num: int  # message number of the base, -1 for a full snapshot
     snap_flags: int
     areamask: bytes
     ps: "delta.PlayerState"
     entities: Mapping[int, "delta.EntityState"] = field(repr=False)
-    valid: bool               # False: the base was not in the ring (the data is not usable)
+    valid: bool  # False: the base was not in the ring (the data is not usable)
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,9 @@ class ServerMessage:
 SnapshotLookup = Callable[[int], "Snapshot | None"]
 
 
-def parse_server_message(data: bytes, message_num: int, snapshot_at: SnapshotLookup,
-                         baselines: Mapping[int, "delta.EntityState"]) -> ServerMessage:
+def parse_server_message(
+    data: bytes, message_num: int, snapshot_at: SnapshotLookup, baselines: Mapping[int, "delta.EntityState"]
+) -> ServerMessage:
     """Parse one payload (after the netchan header). `snapshot_at(num)` returns the stored snapshot
     whose message_num is `num`, or None; `baselines` are the current gamestate's."""
     r = BitReader(data)
@@ -128,8 +130,9 @@ def _gamestate(r: BitReader) -> Gamestate:
     return Gamestate(seq, configstrings, baselines, r.read_long(), r.read_long())
 
 
-def _snapshot(r: BitReader, message_num: int, snapshot_at: SnapshotLookup,
-              baselines: Mapping[int, "delta.EntityState"]) -> Snapshot:
+def _snapshot(
+    r: BitReader, message_num: int, snapshot_at: SnapshotLookup, baselines: Mapping[int, "delta.EntityState"]
+) -> Snapshot:
     server_time = r.read_long()
     delta_back = r.read_byte()
     flags = r.read_byte()
@@ -152,8 +155,9 @@ def _snapshot(r: BitReader, message_num: int, snapshot_at: SnapshotLookup,
     return Snapshot(message_num, server_time, delta_num, flags, areamask, ps, entities, valid)
 
 
-def _packet_entities(r: BitReader, old: Mapping[int, "delta.EntityState"],
-                     baselines: Mapping[int, "delta.EntityState"]) -> dict[int, "delta.EntityState"]:
+def _packet_entities(
+    r: BitReader, old: Mapping[int, "delta.EntityState"], baselines: Mapping[int, "delta.EntityState"]
+) -> dict[int, "delta.EntityState"]:
     new: dict[int, delta.EntityState] = {}
     old_nums = sorted(old)
     oi = 0

@@ -19,6 +19,7 @@ send, and how a late or foreign reply is told apart. ioq3 limits these requests 
 address (10 at once, then one per second, shared with `getchallenge` and `rcon`; the excess is
 dropped silently, docs/protocols/quake3.md#servers): one query costs two, and a resend comes only after a second.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,6 +48,7 @@ class StatusError(ValueError):
 @dataclass(frozen=True)
 class Player:
     """One line of a statusResponse. `name` is raw: colour codes and every byte kept (latin-1)."""
+
     score: int
     ping: int
     name: str
@@ -77,6 +79,7 @@ def clean(text: str) -> str:
 
 # ---------------------------------------------------------------------------- requests
 
+
 def _request(command: str, nonce: str) -> bytes:
     if not nonce or len(nonce) > MAX_NONCE or not nonce.isascii() or not nonce.isalnum():
         raise StatusError(f"nonce {nonce!r} must be 1..{MAX_NONCE} ASCII letters or digits")
@@ -92,6 +95,7 @@ def getstatus_request(nonce: str) -> bytes:
 
 
 # ---------------------------------------------------------------------------- replies
+
 
 def parse_infostring(text: str) -> dict[str, str]:
     """``\\k\\v\\k\\v`` → dict. Strict: a backslash first, key/value pairs, no empty or repeated key
@@ -117,10 +121,10 @@ def _body(data: bytes, command: str) -> str:
     head = OOB_PREFIX + command.encode() + b"\n"
     if not data.startswith(OOB_PREFIX):
         raise StatusError("not a connectionless packet (no FF FF FF FF)")
-    if data[:len(head)].lower() != head.lower():
-        word = data[4:4 + 24].split(b"\n", 1)[0]
+    if data[: len(head)].lower() != head.lower():
+        word = data[4 : 4 + 24].split(b"\n", 1)[0]
         raise StatusError(f"not a {command} (starts {word!r})")
-    body = data[len(head):]
+    body = data[len(head) :]
     if b"\0" in body:
         raise StatusError(f"{command} holds a NUL byte at {body.index(0) + len(head)}")
     return body.decode("latin-1")
@@ -155,8 +159,9 @@ def parse_player(line: str) -> Player:
     if m is None:
         raise StatusError(f'player line {line[:80]!r} is not `score ping "name"`')
     score, ping, before, name, after = m.groups()
-    return Player(_int32(score, "score", line), _int32(ping, "ping", line), name,
-                  tuple(before.split()) + tuple(after.split()))
+    return Player(
+        _int32(score, "score", line), _int32(ping, "ping", line), name, tuple(before.split()) + tuple(after.split())
+    )
 
 
 def parse_status_response(data: bytes) -> StatusResponse:
@@ -171,10 +176,11 @@ def parse_status_response(data: bytes) -> StatusResponse:
 
 # ---------------------------------------------------------------------------- one server
 
+
 @dataclass
 class _Request:
     build: Callable[[str], bytes]
-    next_send: float | None = None          # None: answered (or not started)
+    next_send: float | None = None  # None: answered (or not started)
     interval: float = FIRST_RESEND
     sent: dict[str, float] = field(default_factory=dict)  # nonce → when it went out
     rtt: float | None = None

@@ -31,6 +31,7 @@ times a second (about 7 at 0.1 s and 20 snapshots/s), not for every usercmd (60/
 runs, other threads may call `set_input`, `send_command` and `interrupt`; call
 `close` from the thread that runs it, or after it returned.
 """
+
 from __future__ import annotations
 
 import select
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
     from ._q3native import Pump
 
 MAX_DATAGRAM = 65535
-MAX_READS_PER_POLL = 512    # a frame's worth of server traffic is a handful; this bounds a flood
-MAX_TIMER_STEPS = 8         # catch-up ticks per poll after a stall (the core re-grids after that)
+MAX_READS_PER_POLL = 512  # a frame's worth of server traffic is a handful; this bounds a flood
+MAX_TIMER_STEPS = 8  # catch-up ticks per poll after a stall (the core re-grids after that)
 # Why Pump.run returned (the C's PUMP_* codes).
 RUN_UNTIL, RUN_READABLE, RUN_PYTHON, RUN_INTERRUPTED, RUN_LOG_FULL = range(5)
 _PUMP_PYTHON = RUN_PYTHON  # Pump.step: the tick (or the read after it) needs the core
@@ -87,8 +88,13 @@ def _readiness(sock: socket.socket) -> select.poll | _SelectReady:
 
 
 class Q3Client:
-    def __init__(self, server: tuple[str, int], config: ClientConfig | None = None,
-                 bind: tuple[str, int] = ("0.0.0.0", 0), clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        server: tuple[str, int],
+        config: ClientConfig | None = None,
+        bind: tuple[str, int] = ("0.0.0.0", 0),
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         host, port = server
         self.server = (socket.gethostbyname(host), int(port))
         self.core = Q3ClientCore(config)
@@ -104,10 +110,10 @@ class Q3Client:
         # bound here so a frame pays one call for it, not two (run() rebinds it to feed its pump too).
         self.set_input = self.core.set_input
         self._pump: Pump | None = None  # the native tick (run, step), made on first use
-        self._configured = False   # step(): the pump holds the core's current context
+        self._configured = False  # step(): the pump holds the core's current context
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
-        self.native_ticks = 0      # usercmd ticks the pump ran (the rest ran in Python)
-        self._stop = False         # interrupt(): run() returns
+        self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
+        self._stop = False  # interrupt(): run() returns
 
     def fileno(self) -> int:
         """The UDP socket's descriptor, for an application's own select/poll loop (-1 once closed)."""
@@ -201,8 +207,16 @@ class Q3Client:
                 self._send(core.datagrams_to_send(self._clock()))
         return core._pump_context()
 
-    def _set_input_pumped(self, angles: Sequence[float] = (0.0, 0.0, 0.0), forward: int = 0, right: int = 0,
-                          up: int = 0, buttons: int = 0, weapon: int = 0, head: WireHead | None = None) -> None:
+    def _set_input_pumped(
+        self,
+        angles: Sequence[float] = (0.0, 0.0, 0.0),
+        forward: int = 0,
+        right: int = 0,
+        up: int = 0,
+        buttons: int = 0,
+        weapon: int = 0,
+        head: WireHead | None = None,
+    ) -> None:
         """set_input once run() made its pump: the core's input and the pump's (thread-safe)."""
         core = self.core
         core.set_input(angles, forward, right, up, buttons, weapon, head)  # refuses non-finite angles

@@ -5,6 +5,7 @@ are XORed with `key ^ serverTime`. `button_bits` is 16 on vanilla servers and 32
 (trinity-server with `vr_support 1` and an executed `vr\\1` userinfo); a width mismatch is
 silent corruption on both sides, so callers pass it explicitly.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,14 @@ from functools import lru_cache
 
 from .msg import BitReader, BitWriter, sanitize
 
-__all__ = ["UserCmd", "NULL_CMD", "hash_key", "write_delta_usercmd_key", "delta_usercmd_fields",
-           "read_delta_usercmd_key"]
+__all__ = [
+    "UserCmd",
+    "NULL_CMD",
+    "hash_key",
+    "write_delta_usercmd_key",
+    "delta_usercmd_fields",
+    "read_delta_usercmd_key",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +96,27 @@ def delta_usercmd_fields(out: list[int], key: int, frm: UserCmd, to: UserCmd, bu
     # The fields as ioq3's struct holds them (int, signed char, byte), for change tests, each
     # masked to its C width: equal masks mean equal C values, and the wire takes the low bits.
     a0, a1, a2 = frm.angles
-    old = (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, frm.forwardmove & 0xFF, frm.rightmove & 0xFF,
-           frm.upmove & 0xFF, frm.buttons & 0xFFFFFFFF, frm.weapon & 0xFF)
+    old = (
+        a0 & 0xFFFFFFFF,
+        a1 & 0xFFFFFFFF,
+        a2 & 0xFFFFFFFF,
+        frm.forwardmove & 0xFF,
+        frm.rightmove & 0xFF,
+        frm.upmove & 0xFF,
+        frm.buttons & 0xFFFFFFFF,
+        frm.weapon & 0xFF,
+    )
     a0, a1, a2 = to.angles
-    new = (a0 & 0xFFFFFFFF, a1 & 0xFFFFFFFF, a2 & 0xFFFFFFFF, to.forwardmove & 0xFF, to.rightmove & 0xFF,
-           to.upmove & 0xFF, to.buttons & 0xFFFFFFFF, to.weapon & 0xFF)
+    new = (
+        a0 & 0xFFFFFFFF,
+        a1 & 0xFFFFFFFF,
+        a2 & 0xFFFFFFFF,
+        to.forwardmove & 0xFF,
+        to.rightmove & 0xFF,
+        to.upmove & 0xFF,
+        to.buttons & 0xFFFFFFFF,
+        to.weapon & 0xFF,
+    )
     if old == new:
         out += (0, 1)
         return

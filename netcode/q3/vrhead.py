@@ -21,6 +21,7 @@ What other players see of you differs from your own playerState: the server's ga
 entity's view angles to whole degrees (`SnapVector` in BG_PlayerStateToEntityState, a truncation
 toward zero in both builds), so a 30° roll is 29.998° in your playerState and 29° on your entity.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,8 @@ _STAT_FACTOR = 182.0399932861328  # 182.04f as a float
 class Receiver(StrEnum):
     """Which build of the game code decodes the head bits (and the VR stats)."""
 
-    QVM = "qvm"          # Trinity's qagame.qvm / cgame.qvm, compiled by q3lcc: what servers run
-    NATIVE = "native"    # the same C compiled for a native game library (gcc, no fast-math)
+    QVM = "qvm"  # Trinity's qagame.qvm / cgame.qvm, compiled by q3lcc: what servers run
+    NATIVE = "native"  # the same C compiled for a native game library (gcc, no fast-math)
 
 
 RECEIVER_NAMES = {Receiver.QVM: "Trinity QVM (q3lcc)", Receiver.NATIVE: "native game library"}
@@ -61,8 +62,8 @@ DEFAULT_RECEIVER = Receiver.QVM  # Trinity releases only QVMs (pak8t.pk3); serve
 
 # The constants q3lcc emits for `* 180.0f / 127.0f` and `/ 182.04f` (CNSTF4 1068853974 and
 # 1001652512 in its .asm output): 180·(1/127) and 1/182.04f computed in double, stored as float.
-QVM_DECODE_FACTOR = struct.unpack("<f", struct.pack("<I", 0x3FB56AD6))[0]   # 1.4173228740692139
-QVM_STAT_FACTOR = struct.unpack("<f", struct.pack("<I", 0x3BB40120))[0]     # 0.005493298...
+QVM_DECODE_FACTOR = struct.unpack("<f", struct.pack("<I", 0x3FB56AD6))[0]  # 1.4173228740692139
+QVM_STAT_FACTOR = struct.unpack("<f", struct.pack("<I", 0x3BB40120))[0]  # 0.005493298...
 
 
 def _f32(x: float) -> float:
@@ -252,4 +253,3 @@ class HeadSmoother:
         p, y, r = (angle_subtract(s + alpha * angle_subtract(t, s), 0.0) for s, t in zip(self._state, target))
         self._state = (p, y, r)
         return self._state
-

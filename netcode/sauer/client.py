@@ -17,6 +17,7 @@ game's rate); its N_PONG gives the ping. A server that goes silent is dropped an
 so is a connection the server closes (its reason, DISC_*, is reported), with backoff; a refusal
 retrying cannot change (a wrong password, another protocol) stops the client.
 """
+
 from __future__ import annotations
 
 from collections import Counter, deque
@@ -44,31 +45,31 @@ from .protocol import (
 from .tiger import hash_password
 from .wire import encode_cube
 
-POS_INTERVAL = 1 / 30          # the game sends its position at most every 33 ms
-PING_INTERVAL = 0.25           # and N_PING every 250 ms
-SILENT_AFTER = 2.0             # no packet for this long (pongs come 4 times a second): "server silent"
-MAX_PLAYERS = 256             # the game's 128 clients and its bots, with room: client numbers are the server's
-MAX_EVENTS = 4096             # events kept for a caller that does not drain them
-LOST_AFTER = 6.0               # ...and for this long (the server drops an unserviced client after ~5.5 s): reconnect
-CONNECT_TIMEOUT = 6.0          # ENet connect, then N_SERVINFO and N_WELCOME, each within this
-TRYSPAWN_AFTER = 1.0           # after our death, ask for a spawn this long after…
-TRYSPAWN_EVERY = 2.0           # …and again while still dead (ctf and co. make us wait)
+POS_INTERVAL = 1 / 30  # the game sends its position at most every 33 ms
+PING_INTERVAL = 0.25  # and N_PING every 250 ms
+SILENT_AFTER = 2.0  # no packet for this long (pongs come 4 times a second): "server silent"
+MAX_PLAYERS = 256  # the game's 128 clients and its bots, with room: client numbers are the server's
+MAX_EVENTS = 4096  # events kept for a caller that does not drain them
+LOST_AFTER = 6.0  # ...and for this long (the server drops an unserviced client after ~5.5 s): reconnect
+CONNECT_TIMEOUT = 6.0  # ENet connect, then N_SERVINFO and N_WELCOME, each within this
+TRYSPAWN_AFTER = 1.0  # after our death, ask for a spawn this long after…
+TRYSPAWN_EVERY = 2.0  # …and again while still dead (ctf and co. make us wait)
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0)
-MAXNAMELEN = 15                # the server keeps this many characters of a name
+MAXNAMELEN = 15  # the server keeps this many characters of a name
 
 
 class State(Enum):
-    IDLE = "idle"                  # no connection, none due yet
-    CONNECTING = "connecting"      # ENet connecting
-    HANDSHAKE = "handshake"        # ENet up, waiting for N_SERVINFO
-    JOINING = "joining"            # N_CONNECT sent, waiting for N_WELCOME
-    LOADING = "loading"            # welcomed, no spawn yet (or a map change)
-    ALIVE = "alive"                # spawned: positions go out
-    DEAD = "dead"                  # asking for a spawn
+    IDLE = "idle"  # no connection, none due yet
+    CONNECTING = "connecting"  # ENet connecting
+    HANDSHAKE = "handshake"  # ENet up, waiting for N_SERVINFO
+    JOINING = "joining"  # N_CONNECT sent, waiting for N_WELCOME
+    LOADING = "loading"  # welcomed, no spawn yet (or a map change)
+    ALIVE = "alive"  # spawned: positions go out
+    DEAD = "dead"  # asking for a spawn
     SPECTATOR = "spectator"
     EDITING = "editing"
-    WAITING = "waiting"            # disconnected, reconnecting later
-    CLOSED = "closed"              # stopped for good
+    WAITING = "waiting"  # disconnected, reconnecting later
+    CLOSED = "closed"  # stopped for good
 
 
 IN_GAME = (State.ALIVE, State.DEAD, State.SPECTATOR, State.EDITING, State.LOADING)
@@ -83,6 +84,7 @@ class Outgoing:
 
 # --- events -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Welcomed:
     cn: int
@@ -94,6 +96,7 @@ class Welcomed:
 @dataclass(frozen=True)
 class Spawned:
     """We (re)spawned: N_SPAWNSTATE answered with N_SPAWN. `first`: the first in this connection."""
+
     lifesequence: int
     map: str
     mode: int
@@ -109,6 +112,7 @@ class MapChanged:
 @dataclass(frozen=True)
 class Killed:
     """We died; `by` is the killer's name ("" for ourselves or unknown)."""
+
     by: str
 
 
@@ -131,6 +135,7 @@ class ServerBack:
 class Disconnected:
     """The connection ended. `reason`: the server's DISC_* code (None when we dropped it or it
     never answered); `text` says it in words; `retry_in` None = no retry (stopped for good)."""
+
     reason: int | None
     text: str
     was_in_game: bool
@@ -150,16 +155,28 @@ class PlayerLeft:
 
 
 # What next_event() hands the application.
-Event = (Welcomed | Spawned | MapChanged | Killed | ServerText | ServerSilent | ServerBack | Disconnected
-         | PlayerJoined | PlayerLeft)
+Event = (
+    Welcomed
+    | Spawned
+    | MapChanged
+    | Killed
+    | ServerText
+    | ServerSilent
+    | ServerBack
+    | Disconnected
+    | PlayerJoined
+    | PlayerLeft
+)
 
 
 # --- other players ----------------------------------------------------------------------------
+
 
 @dataclass
 class RemotePlayer:
     """Another client (or bot) as the game tracks it: its records are accepted only while its
     lifesequence is known (≥ 0), matches the record's parity, and it is not dead."""
+
     cn: int
     name: str = ""
     team: str = ""
@@ -168,10 +185,10 @@ class RemotePlayer:
     state: int = CS_ALIVE
     bot: bool = False
     ping: int = 0
-    record: NPos | None = None     # the latest accepted record
+    record: NPos | None = None  # the latest accepted record
     record_at: float | None = None
-    records: int = 0               # accepted
-    rejected: int = 0              # dropped as the game drops them (unknown parity, dead)
+    records: int = 0  # accepted
+    rejected: int = 0  # dropped as the game drops them (unknown parity, dead)
 
 
 @dataclass
@@ -217,13 +234,13 @@ class SauerClientCore:
         self.lifesequence = -1
         self.ping_ms: float | None = None
         self.players: dict[int, RemotePlayer] = {}
-        self.pose: Pose | None = None           # None: nothing to send (tracking lost)
+        self.pose: Pose | None = None  # None: nothing to send (tracking lost)
         self.last_record: NPos | None = None
         self.last_disconnect: Disconnected | None = None
         self.stop_reason = ""
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
         self._out: list[Outgoing] = []
-        self._connect_at: float | None = 0.0    # the first connect is due at once
+        self._connect_at: float | None = 0.0  # the first connect is due at once
         self._attempt = 0
         self._phase_deadline: float | None = None
         self._next_ping: float | None = None
@@ -232,8 +249,8 @@ class SauerClientCore:
         self._last_rx: float | None = None
         self._silent = False
         self._drop: str | None = None
-        self._spawned_here = False              # spawned at least once in this connection
-        self._welcomed = False                  # N_WELCOME seen, its N_MAPCHANGE not yet
+        self._spawned_here = False  # spawned at least once in this connection
+        self._welcomed = False  # N_WELCOME seen, its N_MAPCHANGE not yet
         self._killer = ""
 
     # --- what the transport asks --------------------------------------------------------------
@@ -274,11 +291,18 @@ class SauerClientCore:
         self._end(now, text, reason, fatal=reason == DISC_PASSWORD)
 
     def get_timer(self) -> float | None:
-        timers = [t for t in (self._connect_at if self.state in (State.IDLE, State.WAITING) else None,
-                              self._phase_deadline, self._next_ping, self._next_pos, self._next_tryspawn,
-                              None if self._last_rx is None else self._last_rx + (LOST_AFTER if self._silent
-                                                                                 else SILENT_AFTER))
-                  if t is not None]
+        timers = [
+            t
+            for t in (
+                self._connect_at if self.state in (State.IDLE, State.WAITING) else None,
+                self._phase_deadline,
+                self._next_ping,
+                self._next_pos,
+                self._next_tryspawn,
+                None if self._last_rx is None else self._last_rx + (LOST_AFTER if self._silent else SILENT_AFTER),
+            )
+            if t is not None
+        ]
         return min(timers) if timers else None
 
     def handle_timer(self, now: float, positions: bool = True) -> None:
@@ -289,8 +313,11 @@ class SauerClientCore:
         if st in (State.IDLE, State.WAITING, State.CLOSED):
             return
         if self._phase_deadline is not None and now >= self._phase_deadline:
-            what = {State.CONNECTING: "no ENet connection", State.HANDSHAKE: "no N_SERVINFO",
-                    State.JOINING: "no N_WELCOME"}.get(st, "no answer")
+            what = {
+                State.CONNECTING: "no ENet connection",
+                State.HANDSHAKE: "no N_SERVINFO",
+                State.JOINING: "no N_WELCOME",
+            }.get(st, "no answer")
             self._drop_connection(now, f"{what} within {CONNECT_TIMEOUT:g} s")
             return
         if self._last_rx is not None:
@@ -390,8 +417,10 @@ class SauerClientCore:
         if self.state is not State.HANDSHAKE:
             return
         if msg.protocol != PROTOCOL_VERSION:
-            self.stop_reason = (f"the server speaks Sauerbraten protocol {msg.protocol}; headcast speaks "
-                                f"{PROTOCOL_VERSION} (the 2020 Edition)")
+            self.stop_reason = (
+                f"the server speaks Sauerbraten protocol {msg.protocol}; headcast speaks "
+                f"{PROTOCOL_VERSION} (the 2020 Edition)"
+            )
             self._drop_connection(now, self.stop_reason, fatal=True)
             return
         self.cn, self.sessionid = msg.cn, msg.sessionid
@@ -575,9 +604,18 @@ class SauerClientCore:
         if pose is None or self.state is not State.ALIVE:
             return
         try:
-            rec = make_npos(self.cn, eye=pose.eye, yaw=pose.yaw, pitch=pose.pitch, roll=pose.roll, vel=pose.vel,
-                            physstate=pose.physstate, lifesequence=self.lifesequence, move=pose.move,
-                            strafe=pose.strafe)
+            rec = make_npos(
+                self.cn,
+                eye=pose.eye,
+                yaw=pose.yaw,
+                pitch=pose.pitch,
+                roll=pose.roll,
+                vel=pose.vel,
+                physstate=pose.physstate,
+                lifesequence=self.lifesequence,
+                move=pose.move,
+                strafe=pose.strafe,
+            )
         except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
             self.counters.drops[f"position not sent: {e}"] += 1
             return

@@ -16,6 +16,7 @@ A password-protected server reports mastermode 4 ("password") in the ping reply.
 while unanswered), takes every datagram from the server, counts what it cannot use, and measures the
 ping's round trip. It never reads a clock or touches a socket.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -59,11 +60,21 @@ class InfoReply:
         return self.mastermode == MM_PASSWORD
 
     def as_dict(self) -> dict[str, object]:
-        return {"players": self.players, "max_players": self.max_players, "protocol": self.protocol,
-                "mode": self.mode, "mode_name": mode_name(self.mode), "map": self.map,
-                "description": self.description, "seconds_left": self.seconds_left,
-                "mastermode": self.mastermode, "mastermode_name": mastermode_name(self.mastermode),
-                "password": self.password, "paused": self.paused, "gamespeed": self.gamespeed}
+        return {
+            "players": self.players,
+            "max_players": self.max_players,
+            "protocol": self.protocol,
+            "mode": self.mode,
+            "mode_name": mode_name(self.mode),
+            "map": self.map,
+            "description": self.description,
+            "seconds_left": self.seconds_left,
+            "mastermode": self.mastermode,
+            "mastermode_name": mastermode_name(self.mastermode),
+            "password": self.password,
+            "paused": self.paused,
+            "gamespeed": self.gamespeed,
+        }
 
 
 @dataclass(frozen=True)
@@ -84,11 +95,22 @@ class PlayerInfo:
     state: int
 
     def as_dict(self) -> dict[str, object]:
-        return {"cn": self.cn, "name": self.name, "team": self.team, "ping": self.ping, "frags": self.frags,
-                "deaths": self.deaths, "flags": self.flags, "teamkills": self.teamkills,
-                "accuracy": self.accuracy, "health": self.health, "armour": self.armour, "gun": self.gun,
-                "privilege": PRIVILEGES.get(self.privilege, str(self.privilege)),
-                "state": CLIENT_STATES.get(self.state, str(self.state))}
+        return {
+            "cn": self.cn,
+            "name": self.name,
+            "team": self.team,
+            "ping": self.ping,
+            "frags": self.frags,
+            "deaths": self.deaths,
+            "flags": self.flags,
+            "teamkills": self.teamkills,
+            "accuracy": self.accuracy,
+            "health": self.health,
+            "armour": self.armour,
+            "gun": self.gun,
+            "privilege": PRIVILEGES.get(self.privilege, str(self.privilege)),
+            "state": CLIENT_STATES.get(self.state, str(self.state)),
+        }
 
 
 def info_request(tag: int) -> bytes:
@@ -176,8 +198,9 @@ class SauerQuery:
 
     @property
     def done(self) -> bool:
-        return (self.info is not None and self.player_ids is not None
-                and all(cn in self.players for cn in self.player_ids))
+        return (
+            self.info is not None and self.player_ids is not None and all(cn in self.players for cn in self.player_ids)
+        )
 
     def start(self, now: float) -> None:
         for req in self._requests.values():

@@ -11,6 +11,7 @@ speed check is on there; a fresh server without one starts in coop edit, where i
 Readiness is an answer to the info query on the info port, polled with a bound. The process is
 stopped by PID only.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,6 @@ from .info import InfoError, InfoReply, info_request, parse_info_reply
 
 CUBE2_SERVER = "/usr/lib/cube2/cube2_server"
 PACKAGE = "cube2-server"
-
 
 
 def free_port_pair() -> int:
@@ -65,10 +65,10 @@ class LocalSauerServer(ServerProcess):
 
     server_name = "sauerbraten server"
 
-    mode: str = "ffa"               # the map rotation's mode and map (empty map: a fresh server's coop edit)
+    mode: str = "ffa"  # the map rotation's mode and map (empty map: a fresh server's coop edit)
     map_name: str = "complex"
-    port: int = 0                   # 0: pick a free pair
-    password: str = ""              # serverpass: clients must send its hash
+    port: int = 0  # 0: pick a free pair
+    password: str = ""  # serverpass: clients must send its hash
     description: str = "headcast test"
     max_clients: int = 8
     admin_password: str = field(default_factory=lambda: secrets.token_hex(8))
@@ -128,8 +128,9 @@ class LocalSauerServer(ServerProcess):
             raise LocalServerError("server already running")
         (self._home / "server-init.cfg").write_text(self.config())
         self._log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
-                                      stderr=subprocess.STDOUT, cwd=self._home)
+        self._proc = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._home
+        )
         self.starts += 1
         try:
             self.wait_ready(self.ready_timeout)
@@ -142,15 +143,19 @@ class LocalSauerServer(ServerProcess):
         deadline = time.monotonic() + timeout
         while True:
             if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(f"sauerbraten server exited (rc {self._proc and self._proc.returncode}); "
-                                       f"log tail:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"sauerbraten server exited (rc {self._proc and self._proc.returncode}); "
+                    f"log tail:\n{self.log_tail()}"
+                )
             try:
                 return self.info(timeout=0.25)
             except (TimeoutError, InfoError):
                 pass
             if time.monotonic() >= deadline:
-                raise LocalServerError(f"sauerbraten server did not answer the info query within {timeout:g} s; "
-                                       f"log tail:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"sauerbraten server did not answer the info query within {timeout:g} s; "
+                    f"log tail:\n{self.log_tail()}"
+                )
 
     def info(self, timeout: float = 1.0) -> InfoReply:
         """One info query on the info port (blocking, bounded)."""
@@ -171,4 +176,3 @@ class LocalSauerServer(ServerProcess):
                 reply = parse_info_reply(data)
                 if reply.tag == tag:
                     return reply
-

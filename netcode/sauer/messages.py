@@ -10,6 +10,7 @@ needs a sender outside N_CLIENT, an unknown type) we stop too and say why (`Pars
 
 The messages the client core acts on become small frozen dataclasses; the rest are read past.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from .wire import MAXSTRLEN, Reader, SauerDecodeError, put_int, put_string
 @dataclass(frozen=True)
 class PlayerState:
     """parsestate: what a spawn carries."""
+
     lifesequence: int
     health: int
     maxhealth: int
@@ -33,6 +35,7 @@ class PlayerState:
 
 
 # --- server → client --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ServInfo:
@@ -59,6 +62,7 @@ class MapChange:
 @dataclass(frozen=True)
 class SpawnState:
     """N_SPAWNSTATE: the server spawns `cn` (us, or a bot of ours) with this state; answered by N_SPAWN."""
+
     cn: int
     state: PlayerState
 
@@ -66,6 +70,7 @@ class SpawnState:
 @dataclass(frozen=True)
 class Spawned:
     """N_SPAWN relayed from client `cn`: it spawned with this state (its new lifesequence)."""
+
     cn: int
     state: PlayerState
 
@@ -92,6 +97,7 @@ class InitAI:
 @dataclass(frozen=True)
 class ClientLeft:
     """N_CDIS."""
+
     cn: int
 
 
@@ -111,7 +117,7 @@ class ForcedDeath:
 @dataclass(frozen=True)
 class ResumeEntry:
     cn: int
-    state: int          # CS_*
+    state: int  # CS_*
     frags: int
     flags: int
     deaths: int
@@ -216,8 +222,8 @@ class DemoPlayback:
 @dataclass
 class ParseResult:
     messages: list[object] = field(default_factory=list)
-    stopped: str = ""      # why the rest of the packet was not read (as the game would not read it)
-    skipped: int = 0       # messages read past (no dataclass: sounds, shots, items, edits, ...)
+    stopped: str = ""  # why the rest of the packet was not read (as the game would not read it)
+    skipped: int = 0  # messages read past (no dataclass: sounds, shots, items, edits, ...)
 
 
 class _Ctx:
@@ -263,8 +269,14 @@ def _skip_list(r: Reader, per: int, what: str) -> None:
 
 def _sel_edit(r: Reader, t: int) -> None:
     _ints(r, 13, "selection")
-    extra_ints = {Msg.N_EDITF: 2, Msg.N_EDITT: 2, Msg.N_EDITM: 2, Msg.N_ROTATE: 1, Msg.N_REPLACE: 3,
-                  Msg.N_EDITVSLOT: 2}.get(Msg(t), 0)
+    extra_ints = {
+        Msg.N_EDITF: 2,
+        Msg.N_EDITT: 2,
+        Msg.N_EDITM: 2,
+        Msg.N_ROTATE: 1,
+        Msg.N_REPLACE: 3,
+        Msg.N_EDITVSLOT: 2,
+    }.get(Msg(t), 0)
     _ints(r, extra_ints, "edit")
     if t in (Msg.N_EDITT, Msg.N_REPLACE, Msg.N_EDITVSLOT):
         if r.remaining() < 2:
@@ -337,18 +349,33 @@ def parse_messages(data: bytes, mode: int = 0) -> ParseResult:
 # (needs a sender outside N_CLIENT, ints after the type) for messages that are a fixed count of ints
 _FIXED: dict[int, tuple[bool, int]] = {
     Msg.N_DEMOPACKET: (False, 0),
-    Msg.N_SOUND: (True, 1), Msg.N_GUNSELECT: (True, 1), Msg.N_TAUNT: (True, 0), Msg.N_REMIP: (True, 0),
+    Msg.N_SOUND: (True, 1),
+    Msg.N_GUNSELECT: (True, 1),
+    Msg.N_TAUNT: (True, 0),
+    Msg.N_REMIP: (True, 0),
     Msg.N_EDITENT: (True, 10),
-    Msg.N_SHOTFX: (False, 9), Msg.N_EXPLODEFX: (False, 3), Msg.N_DAMAGE: (False, 5), Msg.N_HITPUSH: (False, 6),
-    Msg.N_ITEMSPAWN: (False, 1), Msg.N_ITEMACC: (False, 2), Msg.N_ANNOUNCE: (False, 1), Msg.N_NEWMAP: (False, 1),
+    Msg.N_SHOTFX: (False, 9),
+    Msg.N_EXPLODEFX: (False, 3),
+    Msg.N_DAMAGE: (False, 5),
+    Msg.N_HITPUSH: (False, 6),
+    Msg.N_ITEMSPAWN: (False, 1),
+    Msg.N_ITEMACC: (False, 2),
+    Msg.N_ANNOUNCE: (False, 1),
+    Msg.N_NEWMAP: (False, 1),
     Msg.N_GAMESPEED: (False, 2),
     # capture
-    Msg.N_BASEREGEN: (False, 5), Msg.N_REPAMMO: (False, 2),
+    Msg.N_BASEREGEN: (False, 5),
+    Msg.N_REPAMMO: (False, 2),
     # ctf
-    Msg.N_DROPFLAG: (False, 6), Msg.N_SCOREFLAG: (False, 9), Msg.N_RETURNFLAG: (False, 3), Msg.N_TAKEFLAG: (False, 3),
-    Msg.N_RESETFLAG: (False, 5), Msg.N_INVISFLAG: (False, 2),
+    Msg.N_DROPFLAG: (False, 6),
+    Msg.N_SCOREFLAG: (False, 9),
+    Msg.N_RETURNFLAG: (False, 3),
+    Msg.N_TAKEFLAG: (False, 3),
+    Msg.N_RESETFLAG: (False, 5),
+    Msg.N_INVISFLAG: (False, 2),
     # collect
-    Msg.N_TAKETOKEN: (False, 3), Msg.N_DEPOSITTOKENS: (False, 6),
+    Msg.N_TAKETOKEN: (False, 3),
+    Msg.N_DEPOSITTOKENS: (False, 6),
 }
 
 
@@ -539,6 +566,7 @@ def _editmode(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
 def _one(cls: Callable[[int], object], what: str) -> Handler:
     def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         return cls(r.get_int(what))
+
     return handler
 
 
@@ -546,6 +574,7 @@ def _two(make: Callable[[int, int], object], what: str) -> Handler:
     def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         a, b = _ints(r, 2, what)
         return make(a, b)
+
     return handler
 
 
@@ -553,6 +582,7 @@ def _string(make: Callable[[str], object] | None, what: str) -> Handler:
     def handler(r: Reader, sender: int, ctx: _Ctx, t: int) -> object:
         s = r.get_string(what)
         return None if make is None else make(s)
+
     return handler
 
 
@@ -574,9 +604,24 @@ _HANDLERS: dict[int, Handler] = {
     Msg.N_DIED: lambda r, sender, ctx, t: Died(*_ints(r, 4, "N_DIED")),
     Msg.N_TEAMINFO: _teaminfo,
     Msg.N_RESUME: _resume,
-    Msg.N_CLIPBOARD: _clipboard, Msg.N_UNDO: _clipboard, Msg.N_REDO: _clipboard,
-    **{m: _edit for m in (Msg.N_EDITF, Msg.N_EDITT, Msg.N_EDITM, Msg.N_FLIP, Msg.N_COPY, Msg.N_PASTE,
-                          Msg.N_ROTATE, Msg.N_REPLACE, Msg.N_DELCUBE, Msg.N_EDITVSLOT)},
+    Msg.N_CLIPBOARD: _clipboard,
+    Msg.N_UNDO: _clipboard,
+    Msg.N_REDO: _clipboard,
+    **{
+        m: _edit
+        for m in (
+            Msg.N_EDITF,
+            Msg.N_EDITT,
+            Msg.N_EDITM,
+            Msg.N_FLIP,
+            Msg.N_COPY,
+            Msg.N_PASTE,
+            Msg.N_ROTATE,
+            Msg.N_REPLACE,
+            Msg.N_DELCUBE,
+            Msg.N_EDITVSLOT,
+        )
+    },
     Msg.N_EDITVAR: _editvar,
     Msg.N_PONG: _one(Pong, "millis"),
     Msg.N_CLIENTPING: _clientping,
@@ -589,9 +634,13 @@ _HANDLERS: dict[int, Handler] = {
     Msg.N_EDITMODE: _editmode,
     Msg.N_SPECTATOR: _two(lambda cn, on: Spectator(cn, on != 0), "N_SPECTATOR"),
     Msg.N_SETTEAM: lambda r, sender, ctx, t: SetTeam(r.get_int("cn"), r.get_string("team"), r.get_int("reason")),
-    Msg.N_BASES: _bases, Msg.N_BASEINFO: _baseinfo, Msg.N_BASESCORE: _basescore,
+    Msg.N_BASES: _bases,
+    Msg.N_BASEINFO: _baseinfo,
+    Msg.N_BASESCORE: _basescore,
     Msg.N_INITFLAGS: _initflags,
-    Msg.N_INITTOKENS: _inittokens, Msg.N_EXPIRETOKENS: _expiretokens, Msg.N_DROPTOKENS: _droptokens,
+    Msg.N_INITTOKENS: _inittokens,
+    Msg.N_EXPIRETOKENS: _expiretokens,
+    Msg.N_DROPTOKENS: _droptokens,
     Msg.N_STEALTOKENS: _stealtokens,
     Msg.N_REQAUTH: _string(None, "auth desc"),
     Msg.N_AUTHCHAL: _authchal,
@@ -601,6 +650,7 @@ _HANDLERS: dict[int, Handler] = {
 
 
 # --- channel 0: positions ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Teleported:
@@ -643,6 +693,7 @@ def parse_positions(data: bytes) -> tuple[list[object], str]:
 
 
 # --- client → server --------------------------------------------------------------------------
+
 
 def build(*parts: int | str) -> bytes:
     """A message as the game's `putint`/`sendstring` sequence: ints and strings in order."""

@@ -8,6 +8,7 @@ Two layers:
   the game's float32 steps and C truncations, including the yaw quirk (a yaw in (−1, 0)
   encodes as 360, i.e. yaw 0 and pitch +1°) for velocity and fall directions.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -175,6 +176,7 @@ def _vec_from_dir(d: int, mag: float) -> Vec3:
 
 # --- sendposition's arithmetic --------------------------------------------------------------
 
+
 def pack_dir(yaw: float, pitch: float) -> int:
     """`(yaw < 0 ? 360 + int(yaw)%360 : int(yaw)%360) + clamp(int(pitch+90), 0, 180)*360`.
 
@@ -257,6 +259,7 @@ class Pose:
     (degrees), velocity (units/s), move/strafe (−1, 0, 1), physstate: what a client makes its
     N_POS records from (here rather than in client.py, so that the app's Sauerbraten mapping
     needs no client: a run without --sauer does not import it)."""
+
     eye: tuple[float, float, float]
     yaw: float
     pitch: float
@@ -293,8 +296,11 @@ def make_npos(
         raise ValueError("make_npos: non-finite player state")
     ex, ey, ez = (_f32(c) for c in eye)
     feet = (ex, ey, _f32(ez - _f32(eyeheight)))
-    o = (_trunc(feet[0] * DMF, "position"), _trunc(feet[1] * DMF, "position"),
-         _trunc(feet[2] * DMF, "position"))  # ·16 of a float is exact
+    o = (
+        _trunc(feet[0] * DMF, "position"),
+        _trunc(feet[1] * DMF, "position"),
+        _trunc(feet[2] * DMF, "position"),
+    )  # ·16 of a float is exact
     if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
         raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
     speed, veldir, _ = _speed_dir(vel, "vel")
@@ -326,6 +332,7 @@ def _two_bit(v: int) -> int:
 
 
 # --- bytes -----------------------------------------------------------------------------------
+
 
 def encode_npos(rec: NPos) -> bytes:
     """The record's bytes, from the N_POS type byte on, with sendposition's field layout."""

@@ -1,16 +1,18 @@
 """Sauerbraten protocol 260 (the 2020 Edition) constants: message numbers, game modes, master
 modes, disconnect reasons, client states (src/fpsgame/game.h, src/shared/iengine.h,
 src/engine/server.cpp disconnectreason)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
 
 PROTOCOL_VERSION = 260
-DEFAULT_PORT = 28785          # the game's ENet port; the info/ping port is this + 1
-CHANNELS = 3                  # 0 positions, 1 game messages, 2 file transfer
+DEFAULT_PORT = 28785  # the game's ENet port; the info/ping port is this + 1
+CHANNELS = 3  # 0 positions, 1 game messages, 2 file transfer
 CHAN_POS, CHAN_MSG, CHAN_FILE = 0, 1, 2
 EYEHEIGHT = 14.0
+
 
 # The message enum of game.h, in order (N_CONNECT = 0 … N_DEMOPACKET = 114), written out so a
 # type checker knows the members. Msg.N_POS == 4 …; an int wherever an int goes.
@@ -143,8 +145,19 @@ def message_name(number: int) -> str:
 
 
 # iengine.h: the reason an ENet disconnect carries, and server.cpp's words for it.
-DISC_NONE, DISC_EOP, DISC_LOCAL, DISC_KICK, DISC_MSGERR, DISC_IPBAN, DISC_PRIVATE, DISC_MAXCLIENTS, \
-    DISC_TIMEOUT, DISC_OVERFLOW, DISC_PASSWORD = range(11)
+(
+    DISC_NONE,
+    DISC_EOP,
+    DISC_LOCAL,
+    DISC_KICK,
+    DISC_MSGERR,
+    DISC_IPBAN,
+    DISC_PRIVATE,
+    DISC_MAXCLIENTS,
+    DISC_TIMEOUT,
+    DISC_OVERFLOW,
+    DISC_PASSWORD,
+) = range(11)
 DISCONNECT_REASONS: dict[int, tuple[str, str]] = {
     DISC_NONE: ("DISC_NONE", "disconnected"),
     DISC_EOP: ("DISC_EOP", "end of packet"),
@@ -167,8 +180,9 @@ def disconnect_text(reason: int) -> str:
 
 
 # gamemode flags (game.h) and the modes, numbered from STARTGAMEMODE = -3.
-M_TEAM, M_NOITEMS, M_NOAMMO, M_INSTA, M_EFFICIENCY, M_TACTICS, M_CAPTURE, M_REGEN, M_CTF, M_PROTECT, \
-    M_HOLD = (1 << i for i in range(11))
+M_TEAM, M_NOITEMS, M_NOAMMO, M_INSTA, M_EFFICIENCY, M_TACTICS, M_CAPTURE, M_REGEN, M_CTF, M_PROTECT, M_HOLD = (
+    1 << i for i in range(11)
+)
 M_EDIT, M_DEMO, M_LOCAL, M_LOBBY, M_DMSP, M_CLASSICSP, M_SLOWMO, M_COLLECT = (1 << i for i in range(12, 20))
 STARTGAMEMODE = -3
 
@@ -193,21 +207,36 @@ class GameMode:
 
 
 _MODES = (
-    ("SP", M_LOCAL | M_CLASSICSP), ("DMSP", M_LOCAL | M_DMSP), ("demo", M_DEMO | M_LOCAL), ("ffa", M_LOBBY),
-    ("coop edit", M_EDIT), ("teamplay", M_TEAM), ("instagib", M_NOITEMS | M_INSTA),
-    ("insta team", M_NOITEMS | M_INSTA | M_TEAM), ("efficiency", M_NOITEMS | M_EFFICIENCY),
-    ("effic team", M_NOITEMS | M_EFFICIENCY | M_TEAM), ("tactics", M_NOITEMS | M_TACTICS),
-    ("tac team", M_NOITEMS | M_TACTICS | M_TEAM), ("capture", M_NOAMMO | M_TACTICS | M_CAPTURE | M_TEAM),
-    ("regen capture", M_NOITEMS | M_CAPTURE | M_REGEN | M_TEAM), ("ctf", M_CTF | M_TEAM),
-    ("insta ctf", M_NOITEMS | M_INSTA | M_CTF | M_TEAM), ("protect", M_CTF | M_PROTECT | M_TEAM),
-    ("insta protect", M_NOITEMS | M_INSTA | M_CTF | M_PROTECT | M_TEAM), ("hold", M_CTF | M_HOLD | M_TEAM),
-    ("insta hold", M_NOITEMS | M_INSTA | M_CTF | M_HOLD | M_TEAM), ("effic ctf", M_NOITEMS | M_EFFICIENCY | M_CTF | M_TEAM),
+    ("SP", M_LOCAL | M_CLASSICSP),
+    ("DMSP", M_LOCAL | M_DMSP),
+    ("demo", M_DEMO | M_LOCAL),
+    ("ffa", M_LOBBY),
+    ("coop edit", M_EDIT),
+    ("teamplay", M_TEAM),
+    ("instagib", M_NOITEMS | M_INSTA),
+    ("insta team", M_NOITEMS | M_INSTA | M_TEAM),
+    ("efficiency", M_NOITEMS | M_EFFICIENCY),
+    ("effic team", M_NOITEMS | M_EFFICIENCY | M_TEAM),
+    ("tactics", M_NOITEMS | M_TACTICS),
+    ("tac team", M_NOITEMS | M_TACTICS | M_TEAM),
+    ("capture", M_NOAMMO | M_TACTICS | M_CAPTURE | M_TEAM),
+    ("regen capture", M_NOITEMS | M_CAPTURE | M_REGEN | M_TEAM),
+    ("ctf", M_CTF | M_TEAM),
+    ("insta ctf", M_NOITEMS | M_INSTA | M_CTF | M_TEAM),
+    ("protect", M_CTF | M_PROTECT | M_TEAM),
+    ("insta protect", M_NOITEMS | M_INSTA | M_CTF | M_PROTECT | M_TEAM),
+    ("hold", M_CTF | M_HOLD | M_TEAM),
+    ("insta hold", M_NOITEMS | M_INSTA | M_CTF | M_HOLD | M_TEAM),
+    ("effic ctf", M_NOITEMS | M_EFFICIENCY | M_CTF | M_TEAM),
     ("effic protect", M_NOITEMS | M_EFFICIENCY | M_CTF | M_PROTECT | M_TEAM),
-    ("effic hold", M_NOITEMS | M_EFFICIENCY | M_CTF | M_HOLD | M_TEAM), ("collect", M_COLLECT | M_TEAM),
+    ("effic hold", M_NOITEMS | M_EFFICIENCY | M_CTF | M_HOLD | M_TEAM),
+    ("collect", M_COLLECT | M_TEAM),
     ("insta collect", M_NOITEMS | M_INSTA | M_COLLECT | M_TEAM),
     ("effic collect", M_NOITEMS | M_EFFICIENCY | M_COLLECT | M_TEAM),
 )
-GAME_MODES: dict[int, GameMode] = {i + STARTGAMEMODE: GameMode(i + STARTGAMEMODE, n, f) for i, (n, f) in enumerate(_MODES)}
+GAME_MODES: dict[int, GameMode] = {
+    i + STARTGAMEMODE: GameMode(i + STARTGAMEMODE, n, f) for i, (n, f) in enumerate(_MODES)
+}
 MODE_FFA, MODE_COOP_EDIT, MODE_INSTAGIB = 0, 1, 3
 
 
@@ -226,8 +255,14 @@ def mastermode_name(mm: int) -> str:
 
 # client states (ents.h CS_*)
 CS_ALIVE, CS_DEAD, CS_SPAWNING, CS_LAGGED, CS_EDITING, CS_SPECTATOR = range(6)
-CLIENT_STATES = {CS_ALIVE: "alive", CS_DEAD: "dead", CS_SPAWNING: "spawning", CS_LAGGED: "lagged",
-                 CS_EDITING: "editing", CS_SPECTATOR: "spectator"}
+CLIENT_STATES = {
+    CS_ALIVE: "alive",
+    CS_DEAD: "dead",
+    CS_SPAWNING: "spawning",
+    CS_LAGGED: "lagged",
+    CS_EDITING: "editing",
+    CS_SPECTATOR: "spectator",
+}
 
 PRIVILEGES = {0: "none", 1: "master", 2: "auth", 3: "admin"}
 GUN_FIST, GUN_SG, GUN_CG, GUN_RL, GUN_RIFLE, GUN_GL, GUN_PISTOL = range(7)

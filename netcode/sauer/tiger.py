@@ -5,6 +5,7 @@ A server with a password (`serverpass`) checks N_CONNECT's password field agains
 passes), printed as 48 hex digits, each byte low nibble first (server.cpp hashpassword).
 The S-boxes are generated as the game generates them (tiger::gensboxes), once, on first use.
 """
+
 from __future__ import annotations
 
 M64 = (1 << 64) - 1
@@ -15,7 +16,7 @@ _sboxes: list[int] | None = None
 
 
 def _compress(block: bytes, state: list[int], sb: list[int]) -> None:
-    x = [int.from_bytes(block[i:i + 8], "little") for i in range(0, 64, 8)]
+    x = [int.from_bytes(block[i : i + 8], "little") for i in range(0, 64, 8)]
     a, b, c = state
     aa, bb, cc = a, b, c
     s1, s2, s3, s4 = sb[0:256], sb[256:512], sb[512:768], sb[768:1024]
@@ -46,10 +47,13 @@ def _compress(block: bytes, state: list[int], sb: list[int]) -> None:
             ra, rb, rc = _ROLES[i % 3]
             cv = regs[rc] ^ x[i]
             regs[rc] = cv
-            regs[ra] = (regs[ra] - (s1[cv & 0xFF] ^ s2[(cv >> 16) & 0xFF] ^ s3[(cv >> 32) & 0xFF]
-                                    ^ s4[(cv >> 48) & 0xFF])) & M64
-            regs[rb] = (regs[rb] + (s4[(cv >> 8) & 0xFF] ^ s3[(cv >> 24) & 0xFF] ^ s2[(cv >> 40) & 0xFF]
-                                    ^ s1[(cv >> 56) & 0xFF])) & M64
+            regs[ra] = (
+                regs[ra] - (s1[cv & 0xFF] ^ s2[(cv >> 16) & 0xFF] ^ s3[(cv >> 32) & 0xFF] ^ s4[(cv >> 48) & 0xFF])
+            ) & M64
+            regs[rb] = (
+                regs[rb]
+                + (s4[(cv >> 8) & 0xFF] ^ s3[(cv >> 24) & 0xFF] ^ s2[(cv >> 40) & 0xFF] ^ s1[(cv >> 56) & 0xFF])
+            ) & M64
             regs[rb] = (regs[rb] * mul) & M64
         a, b, c = regs
         a, b, c = c, a, b  # tmp = a; a = c; c = b; b = tmp
@@ -94,7 +98,7 @@ def tiger(data: bytes) -> bytes:
     n = len(data)
     full = n - n % 64
     for i in range(0, full, 64):
-        _compress(data[i:i + 64], state, _sboxes)
+        _compress(data[i : i + 64], state, _sboxes)
     tail = bytearray(data[full:]) + b"\x01"
     tail += bytes(-len(tail) % 8)
     if len(tail) > 56:

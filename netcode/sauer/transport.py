@@ -7,6 +7,7 @@ what the core hands out (channel 0 unreliable, as the game's positions; channel 
 the core says so), drop the connection when the core gives up on it. `poll(now)` does all of that once;
 call it every frame — a client that stops servicing ENet is dropped by the server after ~5 s.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,8 +26,9 @@ class SauerTransportError(OSError):
 class SauerClient:
     """One client: the core plus an ENet host with one peer."""
 
-    def __init__(self, address: tuple[str, int], core: SauerClientCore,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, address: tuple[str, int], core: SauerClientCore, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.host_name, self.port = address
         self.core = core
         self.clock = clock
@@ -36,8 +38,8 @@ class SauerClient:
             raise SauerTransportError(f"cannot resolve {self.host_name!r}: {e}") from None
         self._host = enet.Host(None, 1, CHANNELS, 0, 0)
         self._peer = None
-        self._connected = False       # the peer's CONNECT event came
-        self.sent_at = 0.0            # clock time of the last datagram handed to ENet
+        self._connected = False  # the peer's CONNECT event came
+        self.sent_at = 0.0  # clock time of the last datagram handed to ENet
 
     def poll(self, now: float | None = None, positions: bool = True) -> list[Event]:
         """Service ENet once (never blocks) and run the core; returns the core's new events.

@@ -1,15 +1,17 @@
 """Fixtures for the app tests: real local servers (127.0.0.1, free ports), the mock runtime."""
+
 from __future__ import annotations
 
 import pytest
 
 from headcast.xr import mockrt
-from support import mock_control
 
+from support import mock_control
 
 
 def _netsync(version):
     from headcast.netcode.netsync.localserver import LocalNetSyncServer
+
     server = LocalNetSyncServer(version)
     try:
         server.start(timeout=60)

@@ -8,6 +8,7 @@ frames after the rig's first snap, 11–14 s) and tracking-loss (0.3 s into the 
 14–16 s). Each is saved as <state>.png/.npy/.json (mirror_shot.save). The demo's own output goes
 to demo.out; its exit code to demo.json with the states captured.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from headcast.app import mirror as mirror_mod
+
 from mirror_shot import save
 
 START_AT, MID_AT, LOST_FOR = 1.0, 8.0, 0.3
@@ -63,6 +65,7 @@ class ShotMirror(mirror_mod.MirrorWindow):
 
 def main(out: Path, args: list[str]) -> None:
     from headcast.app import cli
+
     ShotMirror.out = out
     shots: list[ShotMirror] = []
 
@@ -76,8 +79,9 @@ def main(out: Path, args: list[str]) -> None:
     with contextlib.redirect_stdout(buf):
         rc = cli.main(["demo", "--mirror", *args])
     (out / "demo.out").write_text(buf.getvalue())
-    (out / "demo.json").write_text(json.dumps({"rc": rc, "saved": shots[0].saved if shots else {},
-                                               "drawn": shots[0].drawn if shots else 0}))
+    (out / "demo.json").write_text(
+        json.dumps({"rc": rc, "saved": shots[0].saved if shots else {}, "drawn": shots[0].drawn if shots else 0})
+    )
 
 
 if __name__ == "__main__":

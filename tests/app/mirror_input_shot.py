@@ -10,6 +10,7 @@ tab the next frames show and whether the plots paused; last it rests the pointer
 sink panel and notes the tooltip shown. Writes {"clicks": [{"tab", "want", "shown"}...],
 "space": {...}, "tooltip": ...}.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,8 +44,13 @@ class XTest:
         self.x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
         self.x11.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
         self.x11.XKeysymToKeycode.restype = ctypes.c_ubyte
-        self.xtst.XTestFakeMotionEvent.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                                   ctypes.c_ulong]
+        self.xtst.XTestFakeMotionEvent.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_ulong,
+        ]
         self.xtst.XTestFakeButtonEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
         self.xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
         self.dpy = self.x11.XOpenDisplay(None)
@@ -90,6 +96,7 @@ def tab_boxes(mirror) -> dict[str, tuple]:
 
 def main(out: Path) -> None:
     import glfw
+
     mirror = MirrorWindow(1280, 720)
     loop = FrameLoop(ConstantHead(10.0), Rig(), [Q3Sink(), NetSyncSink()], mirror=mirror)
     x = XTest()
@@ -103,7 +110,7 @@ def main(out: Path) -> None:
             box = boxes[title]
             cx, cy = int((box[0] + box[2]) / 2), int((box[1] + box[3]) / 2)
             x.move(wx + cx, wy + cy)
-            steps_until_drawn(loop, mirror, 2)      # the pointer rests on the tab (hovered)
+            steps_until_drawn(loop, mirror, 2)  # the pointer rests on the tab (hovered)
             before = mirror.panel.tab
             # Wait for the mirror's next draw to be as far away as it gets, so that the press
             # and the release surely fall between two drawn frames.
@@ -113,8 +120,7 @@ def main(out: Path) -> None:
                 assert loop.step()
             x.click()
             steps_until_drawn(loop, mirror, 3)
-            result["clicks"].append({"tab": title, "want": keys[title], "before": before,
-                                     "shown": mirror.panel.tab})
+            result["clicks"].append({"tab": title, "want": keys[title], "before": before, "shown": mirror.panel.tab})
         paused = mirror.tracker.paused
         x.tap_key(XK_SPACE)
         steps_until_drawn(loop, mirror, 2)

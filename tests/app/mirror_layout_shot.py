@@ -13,6 +13,7 @@ Sauerbraten offline (no --sauer: not shown). The links are
 stand-ins that only hold what a live link shows (state, detail, other players, our echoed body):
 this test is about drawing. tests/app/test_mirror_demo.py draws the real servers.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,11 @@ from headcast.app.sink_sauer import SauerSink
 from headcast.app.synthetic import orientation
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import Transform
+from headcast.netcode.pose import unity_position, unity_quat
 from headcast.netcode.q3.entities import SnapshotEntities, player_entity
 from headcast.netcode.q3.vrhead import angle2short, view_angle
-from headcast.netcode.pose import unity_position, unity_quat
 from headcast.xr.frame import Controls, Pose, TrackingFrame
+
 from mirror_q3_shot import OWN_ORIGIN, player
 from mirror_shot import save
 
@@ -45,8 +47,8 @@ CROWD = 50  # others in the NetSync room in the "crowd" state (the NetSync simul
 
 class ScriptedHead:
     """A head moving through the states at 90 Hz: still, then looking around with a −15° roll,
-    then lost, then tracked again with the right stick flicked for a snap turn (and then still, in a
-crowd)."""
+        then lost, then tracked again with the right stick flicked for a snap turn (and then still, in a
+    crowd)."""
 
     def __init__(self) -> None:
         self.seq, self.t0 = 0, time.perf_counter()
@@ -86,17 +88,23 @@ class VanillaQ3Link:
     entered = True
 
     def __init__(self) -> None:
-        states = [player(1, (OWN_ORIGIN[0] - 64, OWN_ORIGIN[1] + 80, 24.0), (0.0, 0.0, 0.0), 84),
-                  player(2, (OWN_ORIGIN[0] - 96, OWN_ORIGIN[1] - 64, 24.0), (-10.0, 90.0, 0.0)),
-                  player(3, (OWN_ORIGIN[0] + 900, OWN_ORIGIN[1] - 400, 24.0), (0.0, 45.0, 0.0), 70)]
+        states = [
+            player(1, (OWN_ORIGIN[0] - 64, OWN_ORIGIN[1] + 80, 24.0), (0.0, 0.0, 0.0), 84),
+            player(2, (OWN_ORIGIN[0] - 96, OWN_ORIGIN[1] - 64, 24.0), (-10.0, 90.0, 0.0)),
+            player(3, (OWN_ORIGIN[0] + 900, OWN_ORIGIN[1] - 400, 24.0), (0.0, 45.0, 0.0), 70),
+        ]
         names = {1: "^1Vera", 2: "vr\\1", 3: LONG_NAME}
         players = tuple(player_entity(es, names[es.number]) for es in states)
         # six on the server: us, the three in this snapshot and two out of our view
-        self.client = SimpleNamespace(core=SimpleNamespace(
-            entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players), last_cmd_time=0,
-            player_count=6))
+        self.client = SimpleNamespace(
+            core=SimpleNamespace(
+                entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players),
+                last_cmd_time=0,
+                player_count=6,
+            )
+        )
         self.view_angles = None
-        self.ps = None                 # a vanilla server's playerState carries no head decode
+        self.ps = None  # a vanilla server's playerState carries no head decode
         self.eflags = 0
         self.snapshots = 0
         self.check = SimpleNamespace(matched=0, rebased=0, vr_flag_frames=0)
@@ -153,6 +161,7 @@ class RoomLink:
 
 def _frame(pos):
     from headcast.netcode.netsync.model import FLAG_HEAD, PoseFrame
+
     return PoseFrame(FLAG_HEAD, Transform(unity_position(pos), unity_quat(orientation(0.0, 30.0, 0.0))))
 
 
@@ -189,8 +198,12 @@ def run(out: Path, w: int, h: int) -> None:
         assert loop.step()
     shot("snap-turn")
     # A room of 50 (a load test's simulated clients around us, 2–12 m off)
-    room.others = {2 + i: decode_body(encode_body(1, _frame((
-        (2 + i % 10) * math.cos(i * 0.7), 1.6, (2 + i % 10) * math.sin(i * 0.7))), 8), 0, 8)[0] for i in range(CROWD)}
+    room.others = {
+        2 + i: decode_body(
+            encode_body(1, _frame(((2 + i % 10) * math.cos(i * 0.7), 1.6, (2 + i % 10) * math.sin(i * 0.7))), 8), 0, 8
+        )[0]
+        for i in range(CROWD)
+    }
     for _ in range(10):
         assert loop.step()
     shot("crowd")

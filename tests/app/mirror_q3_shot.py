@@ -7,6 +7,7 @@ flat player; `snapshot(crowd=True)` adds six more further off. Writes q3_players
 cost.json: the mirror's draw() time per frame (median, p90; ms) with no other players and with
 eight, interleaved in rounds so both see the same machine load.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,12 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.netcode.q3.delta import EntityState
 from headcast.netcode.q3.entities import ET_PLAYER, SnapshotEntities, player_entity
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, unpack7
+
 from mirror_shot import ConstantHead, save
 
 OWN_ORIGIN = (100.0, 200.0, 24.0)
-VR_PEER = (OWN_ORIGIN[0] - 64.0, OWN_ORIGIN[1] + 80.0, OWN_ORIGIN[2])   # 2 m behind (+Z), 2.5 m left (−X)
-VR_HEAD_PITCH_CODE = 84                                                   # 29.06° down
+VR_PEER = (OWN_ORIGIN[0] - 64.0, OWN_ORIGIN[1] + 80.0, OWN_ORIGIN[2])  # 2 m behind (+Z), 2.5 m left (−X)
+VR_HEAD_PITCH_CODE = 84  # 29.06° down
 FLAT_PEER = (OWN_ORIGIN[0] - 96.0, OWN_ORIGIN[1] - 64.0, OWN_ORIGIN[2])
 
 
@@ -40,8 +42,15 @@ def player(number: int, origin, view, head_code: int | None = None) -> EntitySta
 def snapshot(crowd: bool) -> SnapshotEntities:
     states = [player(1, VR_PEER, (0.0, 0.0, 0.0), VR_HEAD_PITCH_CODE), player(2, FLAT_PEER, (-10.0, 90.0, 0.0))]
     if crowd:
-        states += [player(3 + i, (OWN_ORIGIN[0] - 160.0 - 40 * i, OWN_ORIGIN[1] - 100 + 35 * i, 24.0), (0.0, 30.0 * i, 0.0),
-                          60 + i if i % 2 else None) for i in range(6)]
+        states += [
+            player(
+                3 + i,
+                (OWN_ORIGIN[0] - 160.0 - 40 * i, OWN_ORIGIN[1] - 100 + 35 * i, 24.0),
+                (0.0, 30.0 * i, 0.0),
+                60 + i if i % 2 else None,
+            )
+            for i in range(6)
+        ]
     names = {1: "^1Vera", 2: "bob"}
     players = tuple(player_entity(es, names.get(es.number, f"p{es.number}")) for es in states)
     return SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players)
@@ -79,8 +88,14 @@ def main(out: Path) -> None:
                 t = time.perf_counter()
                 mirror.draw(loop, t)
                 times[key].append(time.perf_counter() - t)
-    cost = {k: {"median_ms": statistics.median(v) * 1e3, "p90_ms": statistics.quantiles(v, n=10)[-1] * 1e3,
-                "frames": len(v)} for k, v in times.items()}
+    cost = {
+        k: {
+            "median_ms": statistics.median(v) * 1e3,
+            "p90_ms": statistics.quantiles(v, n=10)[-1] * 1e3,
+            "frames": len(v),
+        }
+        for k, v in times.items()
+    }
     (out / "cost.json").write_text(json.dumps(cost))
     loop.close()
 

@@ -6,6 +6,7 @@ last relayed record (RELAYED in a live run) puts its eye 16 units behind and 8 t
 (2 m further from the camera than our Sauerbraten avatar, 1 m to its right on the screen), walking.
 Writes sauer_players.png/.npy.
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,9 +18,10 @@ from headcast.app.rig import Rig
 from headcast.app.sink_sauer import SauerSink
 from headcast.netcode.sauer.client import RemotePlayer
 from headcast.netcode.sauer.npos import make_npos
+
 from mirror_shot import ConstantHead, save
 
-OWN_EYE = (512.0, 512.0, 526.0)   # the default spawn point's eye: the offline sink anchors there
+OWN_EYE = (512.0, 512.0, 526.0)  # the default spawn point's eye: the offline sink anchors there
 PEER_EYE = (OWN_EYE[0] - 8.0, OWN_EYE[1] - 16.0, OWN_EYE[2])
 PEER_YAW, PEER_PITCH = 90, -20
 

@@ -5,6 +5,7 @@ Usage: python mirror_shot.py OUT_DIR. Writes pitch_<P>.png (artifact), .npy (pix
 every text box), and state.json with the window/resize/minimise/close observations. Runs in its
 own process so its glfw/GL state never meets another test's.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,8 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.app.synthetic import orientation
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
-PITCHES = (-40.0, 40.0)   # Quake sense: -40 looks up, +40 looks down
-FRAMES = 40               # at 90 Hz: the receiver's 30 ms EMA has long converged
+PITCHES = (-40.0, 40.0)  # Quake sense: -40 looks up, +40 looks down
+FRAMES = 40  # at 90 Hz: the receiver's 30 ms EMA has long converged
 
 
 class ConstantHead:
@@ -51,21 +52,30 @@ def save(mirror: MirrorWindow, out: Path, name: str) -> None:
     rect, anchors, vp = mirror.last_scene
     np.save(out / f"{name}.npy", mirror.last_pixels)
     mirror.screenshot(out / f"{name}.png")
-    (out / f"{name}.json").write_text(json.dumps({
-        "scene": {"rect": list(rect), "anchors": {k: list(v) for k, v in anchors.items()}, "vp": vp.tolist()},
-        "text": [{"text": b.text, "box": list(b.box), "clip": list(b.clip), "color": list(b.color)}
-                 for b in mirror.last_text],
-        "layout": {k: list(v) for k, v in mirror.last_layout.items()},
-        "hidden_rows": mirror.panel.hidden_rows, "hidden_labels": mirror.panel.hidden_labels,
-        "scene_left": mirror.scene_left,
-        "size": list(mirror.last_pixels.shape[:2][::-1]),
-        "fonts": mirror.ui.fonts,
-        "missing_glyphs": mirror.ui.missing_glyphs("".join(b.text for b in mirror.last_text)),
-    }, ensure_ascii=False))
+    (out / f"{name}.json").write_text(
+        json.dumps(
+            {
+                "scene": {"rect": list(rect), "anchors": {k: list(v) for k, v in anchors.items()}, "vp": vp.tolist()},
+                "text": [
+                    {"text": b.text, "box": list(b.box), "clip": list(b.clip), "color": list(b.color)}
+                    for b in mirror.last_text
+                ],
+                "layout": {k: list(v) for k, v in mirror.last_layout.items()},
+                "hidden_rows": mirror.panel.hidden_rows,
+                "hidden_labels": mirror.panel.hidden_labels,
+                "scene_left": mirror.scene_left,
+                "size": list(mirror.last_pixels.shape[:2][::-1]),
+                "fonts": mirror.ui.fonts,
+                "missing_glyphs": mirror.ui.missing_glyphs("".join(b.text for b in mirror.last_text)),
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 def main(out: Path) -> None:
     import glfw
+
     mirror = MirrorWindow(1280, 720)
     state: dict = {}
     for pitch in PITCHES:
@@ -83,8 +93,10 @@ def main(out: Path) -> None:
     mirror.capture_next = True
     assert loop.step()
     texts = [b.text for b in mirror.last_text]
-    state["paused"] = {"held": mirror.tracker.now == held and mirror.tracker.paused,
-                       "said": "plots paused" in texts and "Resume (space)" in texts}
+    state["paused"] = {
+        "held": mirror.tracker.now == held and mirror.tracker.paused,
+        "said": "plots paused" in texts and "Resume (space)" in texts,
+    }
     mirror.toggle_pause()
     assert loop.step()
     state["resumed"] = not mirror.tracker.paused and mirror.tracker.now > held

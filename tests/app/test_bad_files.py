@@ -1,5 +1,6 @@
 """A user's files that broke headcast before issue 27 (found by fuzzing each file reader): each is
 now one clean error line with its exit status (docs/guide/config.md#exit-codes), no traceback."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def _zip_with_name_flagged_utf8(path) -> None:
     data = bytearray(path.read_bytes())
     utf8 = "a\xe9.txt".encode()
     i = data.rfind(utf8)  # the central directory's copy
-    data[i + 1:i + 3] = b"\xff\xfe"  # not UTF-8 any more, same length
+    data[i + 1 : i + 3] = b"\xff\xfe"  # not UTF-8 any more, same length
     path.write_bytes(bytes(data))
 
 
@@ -46,8 +47,10 @@ def _zip_of_version(path, version: int) -> None:
 
 
 def test_broken_pk3_is_one_line(tmp_path):
-    for name, make, words in (("utf8.pk3", _zip_with_name_flagged_utf8, "UnicodeDecodeError"),
-                              ("v84.pk3", lambda p: _zip_of_version(p, 84), "zip file version 8.4")):
+    for name, make, words in (
+        ("utf8.pk3", _zip_with_name_flagged_utf8, "UnicodeDecodeError"),
+        ("v84.pk3", lambda p: _zip_of_version(p, 84), "zip file version 8.4"),
+    ):
         pk3 = tmp_path / name
         make(pk3)
         r = headcast("run", "--pk3", str(pk3), "--no-mirror", "--print-config")
@@ -57,18 +60,18 @@ def test_broken_pk3_is_one_line(tmp_path):
 def test_motion_with_a_non_utf8_byte_on_a_bad_line(tmp_path):
     motion = tmp_path / "bytes.motion"
     motion.write_bytes(b"rate 90\n0 /user/head ypr 0 \xff 0\n")
-    assert_clean_error(headcast("run", "--mock", str(motion), "--no-mirror", "--duration", "1"),
-                       2, f"{motion}:2:")
+    assert_clean_error(headcast("run", "--mock", str(motion), "--no-mirror", "--duration", "1"), 2, f"{motion}:2:")
 
 
 def test_trace_with_a_401_digit_integer_is_a_trace_error(tmp_path):
     from headcast.app.synthetic import LOOK_AROUND, frame_at
     from headcast.xr.trace import TraceError, read_trace, write_trace
+
     good = tmp_path / "good.trace"
     write_trace(good, [frame_at(LOOK_AROUND, i, i / 90, int(i / 90 * 1e9)) for i in range(3)])
     lines = good.read_bytes().splitlines(keepends=True)
     row = json.loads(lines[1])
-    row[2][0] = 10 ** 400  # head x: an integer json reads and float() cannot hold
+    row[2][0] = 10**400  # head x: an integer json reads and float() cannot hold
     lines[1] = (json.dumps(row) + "\n").encode()
     bad = tmp_path / "big.trace"
     bad.write_bytes(b"".join(lines))

@@ -5,6 +5,7 @@ lists the options)", and `headcast --help` lists no flag of `run`. Now the close
 and the line points at the subcommand's own help; `headcast --help` says how to see each
 command's flags.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -19,13 +20,16 @@ def one_error_line(r) -> str:
     return line
 
 
-@pytest.mark.parametrize("args, meant, help_of", [
-    (("run", "--duraton", "5"), "--duration", "headcast run --help"),
-    (("run", "--netsync-protocl=8"), "--netsync-protocol", "headcast run --help"),
-    (("replay", "x.trace", "--no-mirorr"), "--no-mirror", "headcast replay --help"),
-    (("probe", "netsync", "127.0.0.1", "--tiemout", "1"), "--timeout", "headcast probe netsync --help"),
-    (("demo", "--no-sauerbraten"), "--no-sauer", "headcast demo --help"),
-])
+@pytest.mark.parametrize(
+    "args, meant, help_of",
+    [
+        (("run", "--duraton", "5"), "--duration", "headcast run --help"),
+        (("run", "--netsync-protocl=8"), "--netsync-protocol", "headcast run --help"),
+        (("replay", "x.trace", "--no-mirorr"), "--no-mirror", "headcast replay --help"),
+        (("probe", "netsync", "127.0.0.1", "--tiemout", "1"), "--timeout", "headcast probe netsync --help"),
+        (("demo", "--no-sauerbraten"), "--no-sauer", "headcast demo --help"),
+    ],
+)
 def test_a_mistyped_flag_names_the_closest_one_and_the_commands_help(args, meant, help_of):
     line = one_error_line(headcast(*args))
     assert f"did you mean {meant}?" in line and f"`{help_of}` lists the options" in line, line

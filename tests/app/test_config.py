@@ -1,4 +1,5 @@
 """Configuration precedence: defaults < user file < environment < flags; typed errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,18 +34,22 @@ def test_env_names_the_user_file(tmp_path):
 
 def test_print_config_text_is_valid_toml_with_sources():
     import tomllib
+
     c = config.load(env={"HEADCAST_NETSYNC_ROOM": "r1", "HOME": "/nonexistent"})
     text = c.to_toml()
     assert "# $HEADCAST_NETSYNC_ROOM" in text
     assert tomllib.loads(text)["netsync"]["room"] == "r1"
 
 
-@pytest.mark.parametrize("body, match", [
-    ('[rig]\nsnap_angle = "big"\n', "expected a number"),
-    ('[q3]\nvr = "maybe"\n', "expected true/false"),
-    ('[q3\n', "not valid TOML"),
-    ('rig = 3\n', "must be a \\[section\\]"),
-])
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ('[rig]\nsnap_angle = "big"\n', "expected a number"),
+        ('[q3]\nvr = "maybe"\n', "expected true/false"),
+        ("[q3\n", "not valid TOML"),
+        ("rig = 3\n", "must be a \\[section\\]"),
+    ],
+)
 def test_bad_files_name_the_problem(tmp_path, body, match):
     f = tmp_path / "bad.toml"
     f.write_text(body)

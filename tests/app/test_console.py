@@ -1,6 +1,7 @@
 """The run's console: the live block on a terminal (a real pseudo-terminal at 80, 120 and 160
 columns, read back as a screen), plain lines in a pipe, and the verdict each status tick keeps:
 sinks fail alone, a run nobody joined is a failure whatever its length."""
+
 from __future__ import annotations
 
 import io
@@ -11,25 +12,28 @@ import sys
 
 import pytest
 
-from support import REPO, free_port
-from terminal import PtyRun, Screen, run_in_ptys
-
-from headcast.app.console import (PLAIN_PERIOD, Console, LiveBlock, fit, mode_for, plain_line, printable,
-                                  sink_line)
+from headcast.app.console import PLAIN_PERIOD, Console, LiveBlock, fit, mode_for, plain_line, printable, sink_line
 from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError
 from headcast.app.outcome import Outcomes, combine
 from headcast.app.telemetry import RateMeter, SinkStatus
 
+from support import REPO, free_port
+from terminal import PtyRun, Screen, run_in_ptys
+
 
 def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY", "COLUMNS", "LINES")}
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY", "COLUMNS", "LINES")
+    }
     e["HOME"] = str(REPO / "build" / "no-home")
     e.update(extra)
     return e
 
 
 # -- the verdict ---------------------------------------------------------------------------
+
 
 class FakeLink:
     def __init__(self, name: str, joined_at: float | None = None) -> None:
@@ -68,9 +72,9 @@ def test_one_sink_in_is_enough_and_the_silent_one_keeps_trying():
     q3.link.joined_at = 100.4
     out.update(100.5)
     assert out.of("q3").joined_at == pytest.approx(0.4) and out.of("netsync").joined_at is None
-    assert out.check(100.5) is None and out.check(130.0) is None   # past the timeout: q3 streams, netsync retries
+    assert out.check(100.5) is None and out.check(130.0) is None  # past the timeout: q3 streams, netsync retries
     assert not ns.link.closed
-    assert out.final(200.0) is None                                # exit 0
+    assert out.final(200.0) is None  # exit 0
 
 
 def test_require_all_ends_the_run_at_the_timeout_naming_the_missing_one():
@@ -85,24 +89,24 @@ def test_require_all_ends_the_run_at_the_timeout_naming_the_missing_one():
 
 def test_a_join_between_the_last_tick_and_the_end_counts():
     """A run stopped (a signal) right after joining, before the next status tick."""
-    q3, = sinks(("q3", None))
+    (q3,) = sinks(("q3", None))
     out = Outcomes([q3], connect_timeout=10)
     out.update(10.0)
     q3.link.joined_at = 10.2
     q3.link.close()
     assert out.final(10.3) is None and out.of("q3").joined_at == pytest.approx(0.2)
     never = Outcomes(sinks(("q3", None)), connect_timeout=10)
-    assert str(never.final(5.0)) == "q3: no answer within 0 s"   # stopped before the first tick
+    assert str(never.final(5.0)) == "q3: no answer within 0 s"  # stopped before the first tick
 
 
 def test_a_run_nobody_joined_fails_whatever_its_length():
     q3, ns = sinks(("q3", None), ("netsync", None))
     out = Outcomes([q3, ns], connect_timeout=10)
     out.update(50.0)
-    assert out.check(51.5) is None                         # within the timeout: still trying
-    err = out.final(51.5)                                  # ... but the run ended (--duration 1.5)
+    assert out.check(51.5) is None  # within the timeout: still trying
+    err = out.final(51.5)  # ... but the run ended (--duration 1.5)
     assert str(err) == "q3: no answer within 1.5 s; netsync: no answer within 1.5 s" and err.exit_code == 3
-    assert out.check(60.5).exit_code == 3                  # a longer run ends at the timeout
+    assert out.check(60.5).exit_code == 3  # a longer run ends at the timeout
     assert Outcomes(sinks(("sauer", "offline")), 10).final(1.0) is None  # nothing to join: fine
 
 
@@ -112,7 +116,7 @@ def test_a_sink_failing_for_good_is_closed_and_the_others_go_on():
     out.update(0.0)
     ns.link.failure = ProtocolMismatchError("netsync: server speaks protocol 8")
     assert [o.name for o in out.update(1.0)] == ["netsync"] and ns.link.closed
-    assert out.update(1.5) == []                           # reported once
+    assert out.update(1.5) == []  # reported once
     assert out.check(1.5) is None and out.final(20.0) is None
     assert str(Outcomes([q3, ns], 10, require_all=True).check(0.0) or "") == ""  # nothing noted yet
     strict = Outcomes([q3, ns], 10, require_all=True)
@@ -126,7 +130,7 @@ def test_when_every_linked_sink_failed_the_run_ends_with_their_reasons():
     out = Outcomes([q3, ns], connect_timeout=10)
     q3.link.failure = RefusedError("q3: refused: Invalid password")
     out.update(0.0)
-    assert out.check(0.5) is None                          # netsync may still get in
+    assert out.check(0.5) is None  # netsync may still get in
     ns.link.failure = ProtocolMismatchError("netsync: protocol 8")
     out.update(1.0)
     err = out.check(1.0)
@@ -141,10 +145,24 @@ def test_combined_errors_keep_a_shared_exit_code():
 
 # -- what the terminal shows ---------------------------------------------------------------
 
-LONG = SinkStatus("netsync", "no answer", detail="cannot connect to TCP 127.0.0.1:5990 for 12 s (9 tries, "
-                  "retrying every 1 s): nothing listens there, or a firewall drops it", packed="body 46 B flags 0x1e")
-STREAMING = SinkStatus("q3", "in game", 60.0, 1612.0, "buttons 0x03bbf000 roll 0 (+0.0°)", 0.0031,
-                       "map oa_dm1, vr_support", ping_ms=16.2, live=True)
+LONG = SinkStatus(
+    "netsync",
+    "no answer",
+    detail="cannot connect to TCP 127.0.0.1:5990 for 12 s (9 tries, "
+    "retrying every 1 s): nothing listens there, or a firewall drops it",
+    packed="body 46 B flags 0x1e",
+)
+STREAMING = SinkStatus(
+    "q3",
+    "in game",
+    60.0,
+    1612.0,
+    "buttons 0x03bbf000 roll 0 (+0.0°)",
+    0.0031,
+    "map oa_dm1, vr_support",
+    ping_ms=16.2,
+    live=True,
+)
 
 
 @pytest.mark.parametrize("width", [40, 79, 119, 159])
@@ -156,7 +174,7 @@ def test_a_sink_line_fits_the_width_and_keeps_the_numbers_first(width):
     line = sink_line(STREAMING, 79)
     assert re.match(r"q3       in game +60/s   1\.6 kB/s  ping   16 ms  err 0\.00°  map oa_dm1", line), line
     for width in (79, 119):
-        assert sink_line(LONG, width).endswith("…")        # cut, and says so
+        assert sink_line(LONG, width).endswith("…")  # cut, and says so
     assert "nothing listens there" in sink_line(LONG, 159)
 
 
@@ -164,8 +182,9 @@ def test_the_mode_follows_the_output():
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
+
     assert mode_for(False, Tty(), "xterm-256color") == "tty"
-    assert mode_for(False, Tty(), "dumb") == "plain"          # a terminal that cannot move its cursor
+    assert mode_for(False, Tty(), "dumb") == "plain"  # a terminal that cannot move its cursor
     assert mode_for(False, io.StringIO(), "xterm") == "plain"
     assert mode_for(True, Tty(), "xterm") == "json"
 
@@ -175,7 +194,7 @@ def test_text_from_servers_cannot_move_the_cursor():
     line = sink_line(evil, 120)
     assert "\x1b" not in line and "\r" not in line and "\x07" not in line
     assert printable("a\tb\x1bc") == "a b?c"
-    assert fit("漢字漢字", 5) == "漢字…"           # wide characters count two columns
+    assert fit("漢字漢字", 5) == "漢字…"  # wide characters count two columns
 
 
 def test_the_block_is_redrawn_in_place_and_follows_a_narrower_terminal():
@@ -203,6 +222,7 @@ class FakeLoop:
 
         class T:
             frames = 0
+
         self.telemetry = T()
 
 
@@ -218,11 +238,14 @@ def test_plain_lines_are_few_and_moments_are_lines_of_their_own():
         console(loop, t)
         t += 0.5
     lines = out.getvalue().splitlines()
-    assert lines[:3] == ["[   0.0 s] q3: no answer — q3 detail", "[   0.0 s] netsync: no answer — netsync detail",
-                         "[   0.0 s] tracking lost | q3 no answer | netsync no answer"]
+    assert lines[:3] == [
+        "[   0.0 s] q3: no answer — q3 detail",
+        "[   0.0 s] netsync: no answer — netsync detail",
+        "[   0.0 s] tracking lost | q3 no answer | netsync no answer",
+    ]
     assert "[   3.0 s] q3: in game — q3 detail" in lines
     periodic = [ln for ln in lines if "| q3 " in ln]
-    assert len(periodic) == 1 + int(11.5 // PLAIN_PERIOD)   # 0, 5, 10 s: not every tick
+    assert len(periodic) == 1 + int(11.5 // PLAIN_PERIOD)  # 0, 5, 10 s: not every tick
     assert plain_line(1.0, "ok", [STREAMING]).endswith("q3 in game 60/s 1.6 kB/s ping 16 ms")
 
 
@@ -239,10 +262,11 @@ def test_the_console_raises_what_ends_the_run_after_showing_it():
 
 # -- a real pseudo-terminal ----------------------------------------------------------------
 
+
 def _block_rows(text: str) -> list[str]:
     rows = text.splitlines()
     i = next(i for i, r in enumerate(rows) if r.startswith("headcast  "))
-    return rows[i:i + 4]
+    return rows[i : i + 4]
 
 
 def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns():
@@ -255,8 +279,20 @@ def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns()
     silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     silent.bind(("127.0.0.1", 0))
     udp, tcp = silent.getsockname()[1], free_port()
-    argv = [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--duration", "3",
-            "--q3", f"127.0.0.1:{udp}", "--netsync", f"127.0.0.1:{tcp}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "headcast.app",
+        "run",
+        "--mock",
+        "look_around",
+        "--duration",
+        "3",
+        "--q3",
+        f"127.0.0.1:{udp}",
+        "--netsync",
+        f"127.0.0.1:{tcp}",
+    ]
     runs = [PtyRun(argv, c) for c in (80, 120, 160)]
 
     def full_block(run: PtyRun) -> bool:
@@ -271,8 +307,8 @@ def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns()
         assert run.returncode == 3, run.screen.text
         assert run.seen, run.screen.text
         mid = run.seen[-1]
-        assert sum(r.startswith("headcast  ") for r in mid.splitlines()) == 1, mid   # in place, not scrolled
-        assert run.raw.count("· Ctrl-C stops") >= 3                                  # ... though redrawn
+        assert sum(r.startswith("headcast  ") for r in mid.splitlines()) == 1, mid  # in place, not scrolled
+        assert run.raw.count("· Ctrl-C stops") >= 3  # ... though redrawn
         block = _block_rows(mid)
         assert [r.split()[0] for r in block] == ["headcast", "q3", "netsync", "sauer"], block
         assert all(len(r) < run.columns for r in block), block
@@ -282,7 +318,7 @@ def test_on_a_terminal_one_block_is_redrawn_in_place_at_80_120_and_160_columns()
         if run.columns >= 160:
             assert "nothing listens there" in ns, ns
         end = run.screen.text
-        assert end.count("· Ctrl-C stops") == 1                                       # the last picture
+        assert end.count("· Ctrl-C stops") == 1  # the last picture
         assert end.index("· Ctrl-C stops") < end.index("stopped: ran for 3 s") < end.index("headcast: error: q3")
         assert "Traceback" not in run.raw
     # the wider the terminal, the more of the why

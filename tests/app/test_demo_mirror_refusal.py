@@ -4,6 +4,7 @@ Before: the demo started its NetSync, Quake 3 and Sauerbraten servers (seconds, 
 and only then refused ("no mirror window: …", exit 1). Now the same line comes first and nothing
 is started: no server's start-up line.
 """
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ instead (--mock, the demo), `"headset": false` in --json; a real fault (a stale 
 manifest that does not exist) is a problem with its fix and exit 1, and no raw library line.
 This machine has no OpenXR runtime installed (no active_runtime.json): the real "no headset" case.
 """
+
 from __future__ import annotations
 
 import json

@@ -7,6 +7,7 @@ through the CLI in test_cli.py and test_netsync_link.py.) What the far
 side sees is read back from the servers themselves: our playerState from the Q3 snapshots and
 our body from the NetSync room broadcast (our own entry, as every member receives it).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,9 +31,14 @@ LEAD_IN = 4.0  # seconds still at the start, so both servers have let us in befo
 
 def motion(lines: str, head_pos: str = "0 1.6 0") -> str:
     """A motion file whose keyframe times are shifted by the still lead-in."""
-    out = ["timebase seconds", f"0.0 /user/head pos {head_pos}", "0.0 /user/head ypr 0 0 0",
-           "0.0 /user/hand/right/input/aim/pose ypr 0 0 0", "0.0 /user/hand/right/input/thumbstick 0 0",
-           "0.0 /user/head flags all"]
+    out = [
+        "timebase seconds",
+        f"0.0 /user/head pos {head_pos}",
+        "0.0 /user/head ypr 0 0 0",
+        "0.0 /user/hand/right/input/aim/pose ypr 0 0 0",
+        "0.0 /user/hand/right/input/thumbstick 0 0",
+        "0.0 /user/head flags all",
+    ]
     for line in lines.strip().splitlines():
         t, rest = line.split(maxsplit=1)
         out.append(f"{float(t) + LEAD_IN:.3f} {rest}")
@@ -65,13 +71,16 @@ NS_YAW_TOL = NS_ROT_TOL / math.cos(math.radians(HEAD_PITCH))
 F32_POSE_TOL = 1e-3  # degrees: the runtime's float32 quaternions (~1e-7 rad ≈ 6e-6°), generously
 
 # Right-stick flicks: right, right, left, left, then a long hold right (one snap only).
-FLICKS = motion("\n".join(
-    f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
-    f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n"
-    f"{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
-    for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))),
+FLICKS = motion(
+    "\n".join(
+        f"{t0:.2f} /user/hand/right/input/thumbstick 0 0\n{t0 + 0.05:.2f} /user/hand/right/input/thumbstick {x} 0\n"
+        f"{t0 + hold:.2f} /user/hand/right/input/thumbstick {x} 0\n"
+        f"{t0 + hold + 0.05:.2f} /user/hand/right/input/thumbstick 0 0"
+        for t0, x, hold in ((0.0, 1, 0.3), (0.7, 1, 0.3), (1.4, -1, 0.3), (2.1, -1, 0.3), (2.8, 0.9, 1.0))
+    ),
     # Off the stage centre, so the Δ's rotation moves the reconstructed physical pose if it is wrong.
-    head_pos="0.6 1.6 -0.4")
+    head_pos="0.6 1.6 -0.4",
+)
 # The head turns slowly and loses all tracking for 1.5 s.
 LOSS = motion("""
 0.0 /user/head ypr 0 0 0
@@ -99,10 +108,17 @@ def run_until(loop, pred, timeout: float, what: str) -> None:
 def pipeline(netsync_server, q3_server, **flags):
     a = netsync_server.address
     host, port = q3_server.address
-    cfg = config.load(env={"HOME": "/nonexistent"}, flags={
-        ("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
-        ("netsync", "room"): flags.pop("room"), ("netsync", "device_id"): flags.pop("device_id"),
-        ("mirror", "enabled"): False, **flags})
+    cfg = config.load(
+        env={"HOME": "/nonexistent"},
+        flags={
+            ("q3", "host"): f"{host}:{port}",
+            ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
+            ("netsync", "room"): flags.pop("room"),
+            ("netsync", "device_id"): flags.pop("device_id"),
+            ("mirror", "enabled"): False,
+            **flags,
+        },
+    )
     session = XRSession("headless")
     try:
         sinks = commands.make_sinks(cfg, time.perf_counter)
@@ -134,6 +150,7 @@ def test_weapon_and_head_follow_on_both_servers(mock, tmp_path, netsync_server, 
             if ns.seen is not None and ns.seen.head is not None:
                 relayed_yaw.append(-unity_yaw(ns.seen.head.rot))  # back to OpenXR's +left
             return loop.frame.seq >= int((LEAD_IN + SWEEP_END) * 90)
+
         run_until(loop, sample, 15, "the sweep to finish")
     finally:
         loop.close()
@@ -157,7 +174,7 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
     loop = pipeline(netsync_server, q3_server, room="e2e-snap", device_id="e2e-snap")
     q3, ns = loop.sinks[0], loop.sinks[1]
     yaws: list[float] = []
-    head_jumps: list[float] = []   # world head movement across each snap frame (metres)
+    head_jumps: list[float] = []  # world head movement across each snap frame (metres)
     last_head = [None]
     try:
         run_until(loop, lambda: connected(loop), 15, "both servers to take us in")
@@ -170,9 +187,14 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
                 head_jumps.append(math.dist(head, last_head[0]))
             last_head[0] = head
             return loop.frame.seq >= int((LEAD_IN + 4.2) * 90)
+
         run_until(loop, sample, 20, "the snap-turn motion to finish")
-        run_until(loop, lambda: ns.seen is not None and ns.seen.delta is not None
-                  and ns.seen.delta.dyaw == ns.frame.delta.dyaw, 5, "the last Δ to come back")
+        run_until(
+            loop,
+            lambda: ns.seen is not None and ns.seen.delta is not None and ns.seen.delta.dyaw == ns.frame.delta.dyaw,
+            5,
+            "the last Δ to come back",
+        )
     finally:
         loop.close()
     # Five flicks: right, right, left, left, hold right (one snap) → -45, -90, -45, 0, -45 (OpenXR +left).
@@ -184,7 +206,7 @@ def test_snap_turns_move_dyaw_not_the_physical_pose(mock, tmp_path, netsync_serv
     c = ns.check
     # Unity's yaw is +right: the relayed XROrigin Δ went through 45 and 90 degrees.
     assert {45.0, 90.0} <= c.dyaws
-    assert c.physical_max <= NS_PHYS_TOL   # the reconstructed physical pose stayed with the stage head
+    assert c.physical_max <= NS_PHYS_TOL  # the reconstructed physical pose stayed with the stage head
     # ... and is what the official receivers rebuild from the bytes we sent, in the server's protocol
     assert ns.link.protocol == netsync_server.address.protocol == 8
     assert c.mismatched == 0 and c.physical_model_pos_max == c.physical_model_yaw_max == 0.0
@@ -217,6 +239,7 @@ def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3
                     ns_during.append(ns.frame.flags)
             sent[:] = now_sent
             return f.seq >= int((LEAD_IN + 3.0) * 90)
+
         run_until(loop, sample, 15, "the tracking-loss motion to finish")
         run_until(loop, lambda: ns.seen is not None and ns.seen.head is not None, 5, "the head to come back")
     finally:
@@ -224,9 +247,9 @@ def test_tracking_loss_is_reported_not_frozen(mock, tmp_path, netsync_server, q3
     # 1.5 s lost = 90 usercmds at 60/s; at least half of them, whatever a busy machine does to us.
     assert len(q3_during) >= 45 and len(ns_during) >= 1, (len(q3_during), len(ns_during))
     for head, buttons, far_head in q3_during:
-        assert head is None and buttons & 0x03FFF000 == 0 and far_head is None   # Q3: no head bits, none drawn
+        assert head is None and buttons & 0x03FFF000 == 0 and far_head is None  # Q3: no head bits, none drawn
     for flags in ns_during:
-        assert not flags & FLAG_HEAD                                               # NetSync: head not valid
+        assert not flags & FLAG_HEAD  # NetSync: head not valid
     assert q3.lost_frames == q3.lost_cleared >= 45
     assert ns.check.lost_reported >= 1 and ns.check.lost_stale == 0
     assert "tracking lost" not in ns.status(0.0).detail  # recovered: no stale loss message either
@@ -246,11 +269,13 @@ def test_other_room_members_are_decoded_and_reconstructed(mock, tmp_path, netsyn
     delta = OriginDelta(0.5, 0.0, 90.0)
     frame = PoseFrame.build(head, delta=delta)
     try:
+
         def peer_seen() -> bool:
             now = time.perf_counter()
             peer.send_pose(now, frame)
             peer.poll(now)
             return any(b.head is not None for b in ns.others.values())
+
         run_until(loop, peer_seen, 15, "the other member's pose in our room broadcast")
     finally:
         peer.close()

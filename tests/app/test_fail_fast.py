@@ -7,6 +7,7 @@ comes as soon as the refusal is certain (two refused getchallenges / three refus
 3. A server that is merely slow still gets the whole timeout (tests/app/test_sinks_alone.py), and
 with another sink streaming the refused one keeps retrying (sinks fail alone).
 """
+
 from __future__ import annotations
 
 import socket
@@ -19,15 +20,26 @@ from support import free_port, headcast
 pytestmark = pytest.mark.live
 
 
-@pytest.mark.parametrize("flag, words", [
-    ("--q3", "ICMP port unreachable: nothing listens on that UDP port"),
-    ("--netsync", "nothing listens there"),
-])
+@pytest.mark.parametrize(
+    "flag, words",
+    [
+        ("--q3", "ICMP port unreachable: nothing listens on that UDP port"),
+        ("--netsync", "nothing listens there"),
+    ],
+)
 def test_nothing_listening_fails_fast_with_the_clear_error(mock_manifest, flag, words):
     t0 = time.monotonic()
-    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "30", flag,
-                 f"127.0.0.1:{free_port(socket.SOCK_DGRAM if flag == '--q3' else socket.SOCK_STREAM)}",
-                 timeout=60)
+    r = headcast(
+        "run",
+        "--mock",
+        "look_around",
+        "--no-mirror",
+        "--duration",
+        "30",
+        flag,
+        f"127.0.0.1:{free_port(socket.SOCK_DGRAM if flag == '--q3' else socket.SOCK_STREAM)}",
+        timeout=60,
+    )
     took = time.monotonic() - t0
     assert r.returncode == 3, (r.returncode, r.stderr)
     (err,) = [ln for ln in r.stderr.splitlines() if ln.startswith("headcast: error:")]

@@ -6,6 +6,7 @@ Live parts run the real servers on 127.0.0.1: ioq3ded with the OpenArena data (v
 vr_support), the current styly-netsync-server, Debian's cube2-server. The tracker is fed the way
 the mirror feeds it: from the loop's draw call, with the frame's located time.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from headcast.app.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
 from headcast.app.farside import JOINING, FarSideTracker, Source, detail
@@ -25,6 +25,7 @@ from headcast.app.sink_q3 import Q3Sink
 from headcast.app.sink_sauer import SauerSink
 from headcast.app.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
 from headcast.app.telemetry import Ring, Telemetry
+
 from q3.test_client_core import ScriptedQ3Client
 
 
@@ -67,6 +68,7 @@ STILL = (Keyframe(0.0, (5.0, 37.3, 0.0), (3.0, 21.7)), Keyframe(60.0, (5.0, 37.3
 
 # --- the rings' window -----------------------------------------------------------------------------
 
+
 @given(st.integers(1, 40), st.integers(0, 600), st.floats(-5, 700, allow_nan=False))
 @settings(max_examples=300, deadline=None)
 def test_ring_since_is_the_window_of_values(size, n, t0):
@@ -80,6 +82,7 @@ def test_ring_since_is_the_window_of_values(size, n, t0):
 
 
 # --- no server -----------------------------------------------------------------------------------
+
 
 def test_offline_every_sink_says_offline_and_its_local_round_trip():
     loop, tracker = make_loop([Q3Sink(), NetSyncSink(), SauerSink()], paced=False)
@@ -153,9 +156,11 @@ def test_netsync_only_gives_no_q3_view():
 
 # --- live ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.live
 def test_vanilla_q3_relays_the_view_and_models_the_head_and_the_spawn_is_a_transient(q3_server):
     from headcast.app.q3_link import Q3Link
+
     link = Q3Link(*q3_server.address, clock=time.perf_counter)
     sink = Q3Sink(link=link)
     loop, tracker = make_loop([sink], STILL)
@@ -200,6 +205,7 @@ def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
     the respawn puts us at a spawn point's heading (delta_angles move under a usercmd already sent).
     Both are marked; the error readout stays the wire's."""
     from headcast.app.q3_link import Q3Link
+
     link = Q3Link(*q3_server.address, clock=time.perf_counter)
     sink = Q3Sink(link=link)
     loop, tracker = make_loop([sink], STILL_FIRING)
@@ -210,8 +216,9 @@ def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
 
         def note() -> bool:
             seen.append(tracker.view("q3").transient)
-            after = seen[seen.index("dead"):] if "dead" in seen else []
+            after = seen[seen.index("dead") :] if "dead" in seen else []
             return "spawn" in after and after[-1] is None
+
         run_until(loop, note, 15, "death (PM_DEAD), the respawn and a matched snapshot after it")
     finally:
         loop.close()
@@ -228,15 +235,29 @@ def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
 @pytest.mark.live
 def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_server):
     from headcast.app.netsync_link import NetSyncLink
+
     a = netsync_server.address
-    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "farside-test", "farside-dev-1", 10.0, False,
-                       time.perf_counter, transform_port=a.transform_port)
+    link = NetSyncLink(
+        a.host,
+        a.dealer_port,
+        a.pub_port,
+        "farside-test",
+        "farside-dev-1",
+        10.0,
+        False,
+        time.perf_counter,
+        transform_port=a.transform_port,
+    )
     sink = NetSyncSink(link=link)
     loop, tracker = make_loop([sink], STILL)
     states = []
     try:
-        run_until(loop, lambda: (states.append(tracker.view("netsync")) or True) and sink.check.matched >= 10, 20,
-                  "10 of our bodies back in the room broadcast")
+        run_until(
+            loop,
+            lambda: (states.append(tracker.view("netsync")) or True) and sink.check.matched >= 10,
+            20,
+            "10 of our bodies back in the room broadcast",
+        )
     finally:
         loop.close()
     v = tracker.view("netsync")
@@ -259,7 +280,9 @@ def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_serv
 def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
     from headcast.app.sauer_link import SauerLink, SauerWatcher
     from headcast.netcode.sauer.localserver import LocalSauerServer
+
     from sauer_support import need_server
+
     need_server()
     with LocalSauerServer() as server:
         link = SauerLink(*server.address, clock=time.perf_counter)
@@ -267,8 +290,12 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
         sink = SauerSink(link=link, watcher=watcher)
         loop, tracker = make_loop([sink], STILL)
         try:
-            run_until(loop, lambda: link.live and (not watched or sink.check.relayed >= 10), 20,
-                      "the game to relay 10 of our records" if watched else "the spawn")
+            run_until(
+                loop,
+                lambda: link.live and (not watched or sink.check.relayed >= 10),
+                20,
+                "the game to relay 10 of our records" if watched else "the spawn",
+            )
             for _ in range(30):
                 loop.step()
         finally:
@@ -290,6 +317,7 @@ def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
 
 # --- a VR server (scripted: none can be installed) ------------------------------------------------
 
+
 class VRServerClient(ScriptedQ3Client):
     """Stands in for Q3Client under Q3Link: a real Q3ClientCore talking to the scripted server of
     tests/q3/test_client_core.py, announcing vr_support 1. No VR-aware Quake 3 server (the Trinity
@@ -300,12 +328,13 @@ class VRServerClient(ScriptedQ3Client):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.head_bits = True   # the game decodes what it reads; False: a usercmd without head bits
+        self.head_bits = True  # the game decodes what it reads; False: a usercmd without head bits
 
     def serve(self, now: float) -> None:
         """Read our newest usercmd as the VR server's game runs it; answer with a snapshot."""
         from headcast.netcode.q3.delta import PlayerState
         from headcast.netcode.q3.vrhead import EF_VR_PLAYER, view_angle
+
         F = np.float32
         qvm_180_127 = np.array([0x3FB56AD6], dtype=np.uint32).view(np.float32)[0]
         cmds = [c for m in self.server.read(now, button_bits=32) for c in m.cmds]
@@ -325,6 +354,7 @@ class VRServerClient(ScriptedQ3Client):
 def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
     import headcast.app.q3_link as q3_link
     from headcast.app.q3map import Q3Intent
+
     monkeypatch.setattr(q3_link, "Q3Client", VRServerClient)
     clock = [0.0]
     link = q3_link.Q3Link("127.0.0.1", 27960, vr=True, clock=lambda: clock[0])
@@ -351,6 +381,7 @@ def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
     # 20° → packed 77 → 19.1339° (QVM) → stat 3483; 35° → packed 88 → 34.7244° → stat 6321
     assert v.seen.pitch == pytest.approx(3483 * 0.0054933, abs=1e-4)
     from headcast.netcode.q3.vrhead import angle2short, view_angle
+
     # ... beside the view yaw the server ran (one ANGLE2SHORT step under 40°)
     assert v.seen.yaw == pytest.approx(view_angle(angle2short(40.0)) + 6321 * 0.0054933, abs=1e-4)
     assert v.error.angle_deg is not None and v.error.angle_deg <= Q3_HEAD_TOL + 1 / 182.04
@@ -365,8 +396,21 @@ def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
 
 # --- plain words -----------------------------------------------------------------------------------
 
-CODE_WORDS = ("q3lcc", "commandTime", "poseSeq", "ANGLE2SHORT", "SHORT2ANGLE", "lifesequence", "XROrigin",
-              "playerState", "N_POS", "EF_VR_PLAYER", "stats 7/8", "vr_support", "usercmd")
+CODE_WORDS = (
+    "q3lcc",
+    "commandTime",
+    "poseSeq",
+    "ANGLE2SHORT",
+    "SHORT2ANGLE",
+    "lifesequence",
+    "XROrigin",
+    "playerState",
+    "N_POS",
+    "EF_VR_PLAYER",
+    "stats 7/8",
+    "vr_support",
+    "usercmd",
+)
 
 
 def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_its_detail():
@@ -376,6 +420,7 @@ def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_i
 
     from headcast.app import farside as fs
     from headcast.netcode.q3.vrhead import Receiver
+
     for receiver in Receiver:
         for on_wire, echoed in ((False, 0), (True, 0), (True, 5)):
             link = SimpleNamespace(check=SimpleNamespace(vr_flag_frames=echoed))
@@ -387,8 +432,12 @@ def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_i
         assert precise and precise != plain
         assert fs.why_with_detail(plain) == f"{plain} ({precise})"
     # the round trips carry their one name first: the same word as the terminal's
-    for basis, name in ((fs.RT_Q3, "ping"), (fs.RT_NETSYNC, "relay"), (fs.RT_SAUER_RELAY, "relay"),
-                        (fs.RT_SAUER_PING, "ping")):
+    for basis, name in (
+        (fs.RT_Q3, "ping"),
+        (fs.RT_NETSYNC, "relay"),
+        (fs.RT_SAUER_RELAY, "relay"),
+        (fs.RT_SAUER_PING, "ping"),
+    ):
         assert basis.startswith(name + ": ")
     assert fs.round_trip_name(SimpleNamespace(name="netsync")) == "relay"
     assert fs.round_trip_name(SimpleNamespace(name="q3")) == "ping"

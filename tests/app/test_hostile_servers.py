@@ -7,6 +7,7 @@ that keeps resending sv_pure gamestates and never acknowledges our `cp` (tests/q
 test_hostile_server.py), and a Sauerbraten server over real ENet that sends one channel-1 packet of
 1,000 nested N_CLIENT headers (tests/sauer/test_hostile_server.py). Both on 127.0.0.1, each run
 bounded (--duration, subprocess timeout, the servers' own time limit)."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,14 @@ pytestmark = pytest.mark.live
 
 
 def _run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO,
-                          env=cli_env(HEADCAST_RUN_CONNECT_TIMEOUT="20"), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "headcast.app", *args],
+        cwd=REPO,
+        env=cli_env(HEADCAST_RUN_CONNECT_TIMEOUT="20"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _check(r: subprocess.CompletedProcess, name: str, words: str, other: str) -> dict:
@@ -41,8 +47,9 @@ def _check(r: subprocess.CompletedProcess, name: str, words: str, other: str) ->
     assert "failed:" in sinks[name]["outcome"]
     assert sinks[other]["failure"] is None and sinks[other]["outcome"].startswith("joined at "), sinks[other]
     statuses = [ln for ln in lines if ln["type"] == "status"]
-    failed_at = next(ln["t"] for ln in statuses
-                     if any(s["name"] == name and s["state"] == "failed" for s in ln["sinks"]))
+    failed_at = next(
+        ln["t"] for ln in statuses if any(s["name"] == name and s["state"] == "failed" for s in ln["sinks"])
+    )
     later = [ln for ln in statuses if ln["t"] > failed_at + 1.0]
     assert later, "the run did not go on after the failure"
     for ln in later:
@@ -60,6 +67,7 @@ def _netsync(server) -> str:
 
 def test_a_q3_server_that_never_acks_cp_ends_only_the_q3_sink(tmp_path, netsync_server):
     from q3.test_hostile_server import HostilePureServer
+
     pk3 = tmp_path / "pak0.pk3"
     with zipfile.ZipFile(pk3, "w") as z:
         z.writestr("vm/cgame.qvm", b"c")
@@ -68,8 +76,21 @@ def test_a_q3_server_that_never_acks_cp_ends_only_the_q3_sink(tmp_path, netsync_
     srv.start()
     try:
         host, port = srv.address
-        r = _run("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "7",
-                 "--q3", f"{host}:{port}", "--pk3", str(pk3), "--netsync", _netsync(netsync_server))
+        r = _run(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--json",
+            "--duration",
+            "7",
+            "--q3",
+            f"{host}:{port}",
+            "--pk3",
+            str(pk3),
+            "--netsync",
+            _netsync(netsync_server),
+        )
         t_end = time.monotonic() + 3.0
         while "disconnect" not in srv.commands and time.monotonic() < t_end:
             time.sleep(0.01)
@@ -83,15 +104,28 @@ def test_a_sauer_packet_of_1000_nested_n_client_headers_is_a_counted_drop(netsyn
     """The packet that raised RecursionError and ended the run (defect 2), over real ENet: now read
     as the game reads it; the unknown type after the nest is a counted drop; the Sauerbraten sink
     stays up (never let in: this server sends no welcome), NetSync streams, exit 0."""
-    from headcast.netcode.sauer.protocol import Msg
-    from headcast.netcode.sauer.messages import build
     from sauer.test_hostile_server import HostileSauerServer, nested_clients
-    packet = nested_clients(1000, build(Msg.N_SERVMSG, "deep")) + bytes([0x7e])
+
+    from headcast.netcode.sauer.messages import build
+    from headcast.netcode.sauer.protocol import Msg
+
+    packet = nested_clients(1000, build(Msg.N_SERVMSG, "deep")) + bytes([0x7E])
     srv = HostileSauerServer(packet, limit=60.0)
     srv.start()
     try:
-        r = _run("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "5",
-                 "--sauer", f"127.0.0.1:{srv.port}", "--netsync", _netsync(netsync_server))
+        r = _run(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--json",
+            "--duration",
+            "5",
+            "--sauer",
+            f"127.0.0.1:{srv.port}",
+            "--netsync",
+            _netsync(netsync_server),
+        )
         t_end = time.monotonic() + 3.0
         while not srv.disconnected and time.monotonic() < t_end:
             time.sleep(0.01)

@@ -7,6 +7,7 @@ five lost in a row (seen with a seeded relay) took the join past 10 s, and the c
 connect the client sends after two unanswered ones was answered, so the run ended at 10 s naming
 a rate limit (exit 1) one reconnect short of joining (12.3 s).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,6 @@ from headcast.app.outcome import JOIN_STRETCH, Outcomes
 
 from support import headcast
 
-
 # ---------------------------------------------------------------------------- the decision
 
 
@@ -33,6 +33,7 @@ class FakeLink:
 
     def join_timeout_error(self, waited):
         from headcast.app.errors import UnreachableError
+
         return UnreachableError(f"no way in within {waited:g} s")
 
 
@@ -50,8 +51,7 @@ def test_a_server_that_answered_gets_up_to_the_stretch():
     assert err is not None and "within 30.5 s" in str(err)
 
 
-@pytest.mark.parametrize("link", [FakeLink(), FakeLink(answered_at=2.0, refused=object())],
-                         ids=["silent", "refusing"])
+@pytest.mark.parametrize("link", [FakeLink(), FakeLink(answered_at=2.0, refused=object())], ids=["silent", "refusing"])
 def test_a_silent_or_refusing_server_ends_at_the_connect_timeout(link):
     o = outcomes(link)
     assert o.check(9.9) is None
@@ -112,8 +112,21 @@ def test_a_join_slowed_past_the_connect_timeout_goes_on_while_the_server_answers
     relay = ChallengeBlackout(q3_server.address, 6.0)
     try:
         host, port = relay.address
-        r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--q3", f"{host}:{port}",
-                     "--name", "lossy", "--duration", "13", timeout=90, HEADCAST_RUN_CONNECT_TIMEOUT="4")
+        r = headcast(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--json",
+            "--q3",
+            f"{host}:{port}",
+            "--name",
+            "lossy",
+            "--duration",
+            "13",
+            timeout=90,
+            HEADCAST_RUN_CONNECT_TIMEOUT="4",
+        )
     finally:
         relay.close()
     assert relay.dropped >= 2

@@ -1,4 +1,5 @@
 """The frame loop's contract: order, stop reasons, clean shutdown, telemetry; the rings it uses."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,12 @@ class Recorder:
     """A sink that records what the loop asks of it (the loop is tested, not a protocol)."""
 
     def __init__(self, name="rec", log=None, wire_delay=0.0, fail_close=False):
-        self.name, self.log, self.wire_delay, self.fail_close = name, log if log is not None else [], wire_delay, fail_close
+        self.name, self.log, self.wire_delay, self.fail_close = (
+            name,
+            log if log is not None else [],
+            wire_delay,
+            fail_close,
+        )
         self.closed = False
 
     def poll(self, now):
@@ -59,8 +65,14 @@ def test_order_per_frame_and_stop_reasons():
     src = Finite(2)
     loop = FrameLoop(src, Rig(), [a, b])
     assert loop.run() == "no more frames"
-    assert log[:6] == [("poll", "a"), ("poll", "b"), ("send", "a", 0), ("send", "b", 0),
-                       ("observe", "a"), ("observe", "b")]
+    assert log[:6] == [
+        ("poll", "a"),
+        ("poll", "b"),
+        ("send", "a", 0),
+        ("send", "b", 0),
+        ("observe", "a"),
+        ("observe", "b"),
+    ]
     assert a.closed and b.closed and src.closed
     loop = FrameLoop(Finite(5, SessionEnded("gone", lost=True)), Rig(), [])
     assert loop.run() == "XR session ended: gone"
@@ -82,6 +94,7 @@ def test_duration_and_window_close():
 
         def close(self):
             pass
+
     loop = FrameLoop(Finite(100), Rig(), [], mirror=Closing())
     assert loop.run() == "mirror window closed" and loop.telemetry.frames == 3
 
@@ -92,6 +105,7 @@ def test_ctrl_c_closes_every_sink_even_when_one_fails():
             if self.n == 3:
                 raise KeyboardInterrupt
             return super().next_frame()
+
     bad, good = Recorder("bad", fail_close=True), Recorder("good")
     src = Interrupting(10)
     notes = []
@@ -133,8 +147,16 @@ class Raising(Recorder):
 
 
 @pytest.mark.parametrize("phase", ["poll", "send", "observe"])
-@pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"), ZeroDivisionError("x"),
-                                   KeyError("cn"), MemoryError(), UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RecursionError("maximum recursion depth exceeded"),
+        ZeroDivisionError("x"),
+        KeyError("cn"),
+        MemoryError(),
+        UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"),
+    ],
+)
 def test_a_sink_that_raises_fails_alone_and_is_closed_once(phase, error):
     """Issue 27: whatever a protocol core raises on a peer's bytes ends that sink: it is closed at
     once (its server gets our disconnect), named in its fault, called no more; the others go on."""
@@ -147,7 +169,7 @@ def test_a_sink_that_raises_fails_alone_and_is_closed_once(phase, error):
     assert str(bad.fault).startswith("bad: stopped on the server's data") and str(bad.fault).endswith("; disconnected")
     assert notes == [str(bad.fault) + "; the other sinks go on"]
     assert sum(1 for e in log if e[:2] == ("send", "good")) == 10  # every frame, before and after
-    after = log[max(i for i, e in enumerate(log) if e[1] == "bad"):]
+    after = log[max(i for i, e in enumerate(log) if e[1] == "bad") :]
     assert not any(e[1] == "bad" for e in after[1:])
     assert len([e for e in log if e[:2] == ("send", "bad")]) <= 4
 
@@ -175,7 +197,7 @@ def test_rings_keep_bounded_memory_and_order():
     m = RateMeter(window=1.0, size=8)
     for i in range(20):
         m.add(i * 0.1, 100)
-    assert m.rates(1.95) == (8.0, 800.0)          # the ring holds 8: bounded, not exact beyond it
+    assert m.rates(1.95) == (8.0, 800.0)  # the ring holds 8: bounded, not exact beyond it
     assert m.total_messages == 20 and m.total_bytes == 2000
     assert Telemetry().summary()["latency_ms"] == {"median": None, "p99": None}
 
@@ -197,8 +219,11 @@ def test_batched_ring_equals_a_plain_ring(size, bursts):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 40), st.lists(st.tuples(st.floats(0.0, 0.5), st.integers(0, 1500)), max_size=120),
-       st.floats(0.0, 3.0))
+@given(
+    st.integers(1, 40),
+    st.lists(st.tuples(st.floats(0.0, 0.5), st.integers(0, 1500)), max_size=120),
+    st.floats(0.0, 3.0),
+)
 def test_rate_meter_counts_the_last_window_of_what_it_holds(size, sends, later):
     m = RateMeter(window=1.0, size=size)
     t, log = 0.0, []
@@ -231,6 +256,7 @@ def test_a_sink_whose_status_raises_fails_alone_and_shows_its_failure():
     class GoodStatus(Recorder):
         def status(self, now):
             from headcast.app.telemetry import SinkStatus
+
             return SinkStatus(self.name, "in game")
 
     bad, good = BadStatus("bad", log), GoodStatus("good", log)
@@ -256,6 +282,7 @@ def test_a_status_callback_bug_that_is_no_sinks_still_raises():
 
     def on_status(loop, now):
         raise ZeroDivisionError("console bug")
+
     ok = Fine("ok")
     loop = FrameLoop(Finite(5), Rig(), [ok], on_status=on_status, status_interval=0.0)
     with pytest.raises(ZeroDivisionError):
@@ -282,4 +309,6 @@ def test_a_sink_that_fails_only_at_close_is_named_in_the_runs_outcome():
     outcomes.start = 0.0
     outcomes.final(1.0)
     o = outcomes.of("bad")
-    assert isinstance(o.failure, SinkFailed) and "RuntimeError in close" in str(o.failure) and o.failed_state == "failed"
+    assert (
+        isinstance(o.failure, SinkFailed) and "RuntimeError in close" in str(o.failure) and o.failed_state == "failed"
+    )

@@ -1,4 +1,5 @@
 """Rig state → protocol values: Q3 usercmd fields, NetSync pose frames (Sauerbraten N_POS: test_sauer_sink.py)."""
+
 from __future__ import annotations
 
 import math
@@ -12,13 +13,21 @@ from headcast.app.q3map import BUTTON_ATTACK, q3_intent, quake_angles, remote_he
 from headcast.app.rig import Origin, Rig, RigSettings
 from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.synthetic import orientation
-from headcast.netcode.netsync.codec import decode_body, encode_body
-from headcast.netcode.netsync.model import (FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT, FLAG_STEALTH, PoseFrame,
-                                            Transform)
 from headcast.netcode import pose
+from headcast.netcode.netsync.codec import decode_body, encode_body
+from headcast.netcode.netsync.model import (
+    FLAG_HEAD,
+    FLAG_LEFT,
+    FLAG_PHYSICAL,
+    FLAG_RIGHT,
+    FLAG_STEALTH,
+    PoseFrame,
+    Transform,
+)
 from headcast.netcode.pose import unity_position
 from headcast.netcode.q3 import vrhead
 from headcast.xr.frame import Controls, Pose, TrackingFrame
+
 
 def frame(head=(0, 0, 0), aim=(0, 0), head_ok=True, aim_ok=True, controls=Controls(), pos=(0.0, 1.6, 0.0)):
     h = Pose(pos, orientation(*head), head_ok, head_ok, head_ok, head_ok)
@@ -26,8 +35,11 @@ def frame(head=(0, 0, 0), aim=(0, 0), head_ok=True, aim_ok=True, controls=Contro
     return TrackingFrame(0, 0, h, a, a, a, a, controls)
 
 
-_COMPONENT = st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-300, math.nan, math.inf]),
-                      st.floats(allow_nan=True, allow_infinity=True))
+_COMPONENT = st.one_of(
+    st.floats(-1.0, 1.0),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-300, math.nan, math.inf]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -51,8 +63,8 @@ def rig_state(f, yaw=0.0):
 def test_q3_weapon_angles_head_bits_roll_and_buttons():
     f = frame(head=(20, 30, 70), aim=(-10, 5), controls=Controls(trigger_right=0.8))
     i = q3_intent(rig_state(f, yaw=-45.0), f.controls, vr=True, move_speed=2.0)
-    assert i.angles[0] == pytest.approx(-10) and i.angles[1] == pytest.approx(-40)   # weapon, turned by the rig
-    assert i.angles[2] == pytest.approx(60)                                           # roll clamped ±60
+    assert i.angles[0] == pytest.approx(-10) and i.angles[1] == pytest.approx(-40)  # weapon, turned by the rig
+    assert i.angles[2] == pytest.approx(60)  # roll clamped ±60
     assert i.buttons == vrhead.pack_head(BUTTON_ATTACK, i.head[0], i.head[1], i.angles[1])
     assert i.buttons & 0xFFF == BUTTON_ATTACK
     seen = remote_head(i.buttons, i.roll_short)
@@ -77,13 +89,16 @@ def test_q3_flat_link_sends_no_head_and_aims_with_the_head_without_a_controller(
     assert i.angles[:2] == pytest.approx((10, 20))
 
 
-@pytest.mark.parametrize("world, weapon_yaw, expect", [
-    ((0.0, -2.0), 0.0, (127, 0)),      # forward along -Z, weapon forward
-    ((2.0, 0.0), 0.0, (0, 127)),       # +X is the weapon's right
-    ((-2.0, 0.0), 90.0, (127, 0)),     # weapon turned left faces -X
-    ((0.0, -1.0), 90.0, (0, 64)),      # half speed forward = weapon's right when it faces -X
-    ((0.0, 0.0), 10.0, (0, 0)),
-])
+@pytest.mark.parametrize(
+    "world, weapon_yaw, expect",
+    [
+        ((0.0, -2.0), 0.0, (127, 0)),  # forward along -Z, weapon forward
+        ((2.0, 0.0), 0.0, (0, 127)),  # +X is the weapon's right
+        ((-2.0, 0.0), 90.0, (127, 0)),  # weapon turned left faces -X
+        ((0.0, -1.0), 90.0, (0, 64)),  # half speed forward = weapon's right when it faces -X
+        ((0.0, 0.0), 10.0, (0, 0)),
+    ],
+)
 def test_moves_rotate_into_the_weapon_frame(world, weapon_yaw, expect):
     assert weapon_frame_moves(world, weapon_yaw, 2.0) == expect
 
@@ -95,7 +110,7 @@ def test_netsync_frame_flags_and_stealth():
     # 44 bytes in protocol 3 (the Δ is dx, dz, dyaw); 46 from protocol 4 on (dy joins it)
     assert len(encode_body(0, pf, 3)) == 44
     assert len(encode_body(0, pf, 4)) == len(encode_body(0, pf, 8)) == len(encode_body(0, pf)) == 46
-    assert pose_frame(rig_state(frame(head_ok=False))).flags == FLAG_PHYSICAL    # head not valid: no hands
+    assert pose_frame(rig_state(frame(head_ok=False))).flags == FLAG_PHYSICAL  # head not valid: no hands
     assert pose_frame(rig_state(f), stealth=True).flags == FLAG_STEALTH
 
 
@@ -107,7 +122,7 @@ def test_netsync_sink_builds_a_frame_once_per_pose_and_origin():
     f = frame(head=(10, 20, 0))
     sink.send(rig.update(f, 0.0), f, 0.0)
     first = sink.frame
-    g = frame(head=(10, 20, 0))            # new Pose objects, equal values
+    g = frame(head=(10, 20, 0))  # new Pose objects, equal values
     sink.send(rig.update(g, 0.0), g, 0.1)
     assert sink.frame is first
     for nxt, origin in ((frame(head=(10, 21, 0)), None), (g, Origin(0.5, 0.0, 30.0))):
@@ -123,7 +138,7 @@ def test_xrorigin_delta_uses_unity_yaw_sign():
     d = xrorigin_delta(Origin(), Origin(0.0, 0.0, -45.0))  # turned right in OpenXR
     assert d.dyaw == pytest.approx(45.0) and d.dx == pytest.approx(0.0) and d.dz == pytest.approx(0.0)
     d = xrorigin_delta(Origin(), Origin(1.0, -2.0, 0.0))
-    assert (d.dx, d.dz) == pytest.approx((1.0, 2.0))   # Unity z = -OpenXR z
+    assert (d.dx, d.dz) == pytest.approx((1.0, 2.0))  # Unity z = -OpenXR z
 
 
 def test_xrorigin_delta_dy_is_the_origin_height_change_zero_on_the_floor():
@@ -139,6 +154,7 @@ def test_xrorigin_delta_dy_is_the_origin_height_change_zero_on_the_floor():
 
 def test_sink_models_the_far_side_in_the_latest_protocol_offline():
     from headcast.netcode.netsync.codec import LATEST_PROTOCOL
+
     sink = NetSyncSink()
     f = frame(head=(10, 20, 0))
     sink.send(Rig().update(f, 0.0), f, 0.0)
@@ -154,8 +170,12 @@ def test_sink_models_the_far_side_in_the_latest_protocol_offline():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1), st.sampled_from([-1.0, 0.0, 1.0])), max_size=12),
-       st.floats(-1.5, 1.5), st.floats(-1.5, 1.5), st.floats(-170, 170))
+@given(
+    st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1), st.sampled_from([-1.0, 0.0, 1.0])), max_size=12),
+    st.floats(-1.5, 1.5),
+    st.floats(-1.5, 1.5),
+    st.floats(-170, 170),
+)
 def test_physical_pose_survives_any_locomotion(moves, hx, hz, head_yaw):
     """Walk and snap around at random: the receiver's physical pose is the stage head."""
     rig = Rig(RigSettings(move_speed=1.5))
@@ -167,7 +187,7 @@ def test_physical_pose_survives_any_locomotion(moves, hx, hz, head_yaw):
     f = frame(head=(0, head_yaw, 0), pos=(hx, 1.7, hz))
     body = decode_body(encode_body(1, pose_frame(rig.update(f, 0.0))))[0]
     want = unity_position((hx, 1.7, hz))
-    assert max(abs(a - b) for a, b in zip(body.physical.pos, want)) < 0.03   # Δ and head quantisation
+    assert max(abs(a - b) for a, b in zip(body.physical.pos, want)) < 0.03  # Δ and head quantisation
 
 
 def test_rotation_error():
@@ -177,21 +197,25 @@ def test_rotation_error():
 
 def test_q3_sink_verifies_every_usercmd_only_when_asked():
     from headcast.app.sink_q3 import Q3Sink
+
     frames = [frame(head=(p, 0, 0)) for p in (10.3, -33.7, 51.1)]
     lazy, every = Q3Sink(), Q3Sink(verify=True)
     for f in frames:
         for sink in (lazy, every):
             sink.send(rig_state(f), f, 0.0)
             sink.observe(0.0)
-    assert lazy._quant_max == 0.0                         # nothing decoded yet: nobody looked
+    assert lazy._quant_max == 0.0  # nothing decoded yet: nobody looked
     worst = max(abs(p - remote_head(vrhead.pack_head(0, p, 0.0, 0.0), 0).pitch) for p in (10.3, -33.7, 51.1))
     assert every.head_quant_max == pytest.approx(worst) and worst > 1.0
-    assert lazy.head_quant_max < worst                     # only the last usercmd, decoded when asked
+    assert lazy.head_quant_max < worst  # only the last usercmd, decoded when asked
 
 
-@pytest.mark.parametrize("roll, shown", [(-15.0, "(-15.0°)"), (15.0, "(+15.0°)"), (0.0, "(+0.0°)"), (-70.0, "(-60.0°)")])
+@pytest.mark.parametrize(
+    "roll, shown", [(-15.0, "(-15.0°)"), (15.0, "(+15.0°)"), (0.0, "(+0.0°)"), (-70.0, "(-60.0°)")]
+)
 def test_q3_sink_status_shows_the_wire_roll_short_and_its_signed_angle(roll, shown):
     from headcast.app.sink_q3 import Q3Sink
+
     f = frame(head=(0, 0, roll))
     sink = Q3Sink()
     sink.send(rig_state(f), f, 0.0)
@@ -205,9 +229,18 @@ def test_q3_sink_keeps_the_links_refusal_words_while_tracking_is_lost():
     from types import SimpleNamespace
 
     from headcast.app.sink_q3 import Q3Sink
-    link = SimpleNamespace(due_at=0.0, head_bits=True, state="refused", last_error=None, drops={}, ping_ms=None,
-                           detail="server refused: Server is full. — retrying in 2 s",
-                           send=lambda intent, now: None, poll=lambda now: None)
+
+    link = SimpleNamespace(
+        due_at=0.0,
+        head_bits=True,
+        state="refused",
+        last_error=None,
+        drops={},
+        ping_ms=None,
+        detail="server refused: Server is full. — retrying in 2 s",
+        send=lambda intent, now: None,
+        poll=lambda now: None,
+    )
     sink = Q3Sink(link=link)
     lost = frame(head_ok=False)
     sink.send(rig_state(lost), lost, 0.0)

@@ -6,6 +6,7 @@ pixels must sit where the scene's camera projects that avatar's nose — for the
 that is the head as a VR receiver rebuilds it from the 7-bit pitch (EMA-smoothed), for NetSync the
 decoded body.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ import pytest
 from headcast.app import scene
 from headcast.app.synthetic import orientation
 from headcast.netcode.q3.vrhead import pack7, unpack7
+
 from support import REPO
 
 pytestmark = pytest.mark.display
@@ -34,11 +36,11 @@ def nose_mask(img: np.ndarray, kind: str) -> np.ndarray:
     n = rgb / np.maximum(m, 1.0)[..., None]
     bright = m > 50
     r, g, b = n[..., 0], n[..., 1], n[..., 2]
-    if kind == "q3vr":      # (1.0, 1.0, 0.6): pale yellow (the grey tracked head has b = r)
+    if kind == "q3vr":  # (1.0, 1.0, 0.6): pale yellow (the grey tracked head has b = r)
         return bright & (r > 0.9) & (g > 0.9) & (b > 0.45) & (b < 0.75)
-    if kind == "netsync":   # (0.9, 0.2, 0.9): magenta
+    if kind == "netsync":  # (0.9, 0.2, 0.9): magenta
         return bright & (r > 0.8) & (g < 0.4) & (b > 0.8)
-    return bright & (g > 0.9) & (r < 0.4) & (b < 0.5)   # tracked: (0.2, 0.9, 0.3) green
+    return bright & (g > 0.9) & (r < 0.4) & (b < 0.5)  # tracked: (0.2, 0.9, 0.3) green
 
 
 def window_point(shot: dict, p) -> tuple[float, float]:
@@ -59,7 +61,7 @@ def expected_nose(shot: dict, kind: str, pitch: float) -> tuple[float, float]:
 def centroid(mask: np.ndarray, around: tuple[float, float], radius: int = 90) -> tuple[float, float]:
     x0, y0 = int(around[0]), int(around[1])
     sub = np.zeros_like(mask)
-    sub[max(0, y0 - radius):y0 + radius, max(0, x0 - radius):x0 + radius] = True
+    sub[max(0, y0 - radius) : y0 + radius, max(0, x0 - radius) : x0 + radius] = True
     ys, xs = np.nonzero(mask & sub)
     assert len(xs) >= 20, f"no nose drawn near {around}"
     return float(xs.mean()), float(ys.mean())
@@ -71,8 +73,14 @@ def shots(xvfb_display, artifacts_dir):
     out.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_shot.py")), str(out)],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("mirror_shot.py")), str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
@@ -97,16 +105,16 @@ def test_hud_and_plots_are_drawn(shots):
     img = np.load(shots / "pitch_+40.npy")
     shot = json.loads((shots / "pitch_+40.json").read_text())
     x0, y0, x1, y1 = (int(v) for v in shot["layout"]["header"])
-    assert (img[y0:y1, x0:x1].min(axis=2) > 200).sum() > 300     # white header text
+    assert (img[y0:y1, x0:x1].min(axis=2) > 200).sum() > 300  # white header text
     texts = [t["text"] for t in shot["text"]]
     assert "headcast" in texts and any(t.startswith("frame ") for t in texts)
-    assert texts.count("OFFLINE") >= 2                             # no server: each far side says so
+    assert texts.count("OFFLINE") >= 2  # no server: each far side says so
     x0, y0, x1, y1 = (int(v) for v in shot["layout"]["plots"])
     plots = img[y0:y1, x0:x1]
     orange = (plots[..., 0] > 180) & (plots[..., 1] > 90) & (plots[..., 1] < 170) & (plots[..., 2] < 60)
-    assert orange.sum() > 50                                       # the "seen" pitch trace (Q3's colour)
-    white = plots.min(axis=2) >= 240   # SENT_COLOR (242); text is 237 at most
-    assert white.sum() > 50                                        # the "sent" trace
+    assert orange.sum() > 50  # the "seen" pitch trace (Q3's colour)
+    white = plots.min(axis=2) >= 240  # SENT_COLOR (242); text is 237 at most
+    assert white.sum() > 50  # the "sent" trace
 
 
 def test_pause_freezes_the_plots_and_says_so(shots):
@@ -126,8 +134,25 @@ def test_gl_session_shares_the_mirror_context(xvfb_display):
     """An OpenGL XR session (mock runtime) bound to the mirror window's context: both run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_", "XR_"))}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11", HEADCAST_XR_SESSION="gl")
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--mirror",
-                        "--duration", "1.5", "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "headcast.app",
+            "run",
+            "--mock",
+            "look_around",
+            "--mirror",
+            "--duration",
+            "1.5",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads(r.stdout.splitlines()[-1])
     assert summary["stopped"] == "ran for 1.5 s" and summary["frames"] > 60

@@ -8,6 +8,7 @@ named, tracking loss and snap turns read as such, and no text overlaps or leaves
 The mock runtime is told to focus its headless session (HEADCAST_MOCK_HEADLESS_FOCUS=1) so the
 tour's stick inputs (the snap turns) reach the rig.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,14 @@ def demo(xvfb_display, mock_manifest):
         old.unlink()
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY" and not k.startswith("HEADCAST_")}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11", HEADCAST_MOCK_HEADLESS_FOCUS="1")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_demo_shot.py")), str(OUT),
-                        "--duration", "16"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("mirror_demo_shot.py")), str(OUT), "--duration", "16"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((OUT / "demo.json").read_text())
     assert result["rc"] == 0, (OUT / "demo.out").read_text()[-3000:]
@@ -71,11 +78,15 @@ def test_each_far_side_names_its_source_truthfully(demo):
     _, shot, texts = _shot("mid-tour")
     scene = shot["layout"]["scene"]
     labels = [t["text"] for t in shot["text"] if t["clip"] == scene]  # the avatars' labels
-    for title, source in (("Q3 16-bit", "RELAYED"), ("Q3 VR head", "MODEL · NOT SENT"),
-                          ("NetSync", "RELAYED"), ("Sauer", "RELAYED")):
+    for title, source in (
+        ("Q3 16-bit", "RELAYED"),
+        ("Q3 VR head", "MODEL · NOT SENT"),
+        ("NetSync", "RELAYED"),
+        ("Sauer", "RELAYED"),
+    ):
         i = labels.index(title)
         assert labels[i + 1].startswith(source), (title, labels)
-    assert not any("OFFLINE" in t for t in texts)          # every server is up: nothing is local-only
+    assert not any("OFFLINE" in t for t in texts)  # every server is up: nothing is local-only
     # One statement says the VR head is not sent (the avatar's tag aside), in plain words
     panel = [t["text"] for t in shot["text"] if _within(t["clip"], shot["layout"]["sinks"])]
     said = [t for t in panel if "NOT SENT" in t.upper()]
@@ -83,8 +94,17 @@ def test_each_far_side_names_its_source_truthfully(demo):
     assert not any("vr_support" in t for t in texts)
 
 
-CODE_WORDS = ("q3lcc", "commandTime", "poseSeq", "ANGLE2SHORT", "lifesequence", "XROrigin", "playerState",
-              "N_POS", "rtt ")
+CODE_WORDS = (
+    "q3lcc",
+    "commandTime",
+    "poseSeq",
+    "ANGLE2SHORT",
+    "lifesequence",
+    "XROrigin",
+    "playerState",
+    "N_POS",
+    "rtt ",
+)
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -104,13 +124,13 @@ def test_each_panel_is_headed_by_a_green_light_while_streaming(demo):
     img, shot, _ = _shot("mid-tour")
     sinks = shot["layout"]["sinks"]
     lights = [t for t in shot["text"] if t["text"] == "●" and _within(t["clip"], sinks)]
-    assert len(lights) == 3                                # Quake 3, NetSync, Sauerbraten
+    assert len(lights) == 3  # Quake 3, NetSync, Sauerbraten
     for t in lights:
         assert t["color"] == pytest.approx([0.35, 0.92, 0.45])
         x0, y0, x1, y1 = (int(round(v)) for v in t["box"])
         patch = img[y0:y1, x0:x1].reshape(-1, 3).astype(int)
         green = (patch[:, 1] > 180) & (patch[:, 0] < 140) & (patch[:, 2] < 160)
-        assert green.sum() >= 10, t                       # drawn green, not just recorded so
+        assert green.sum() >= 10, t  # drawn green, not just recorded so
 
 
 def test_the_join_is_shown_as_a_transient(demo):

@@ -4,6 +4,7 @@ window and inside the area that clips it (nothing cut at an edge), and the pixel
 box holds drawn text (ink unlike its background). The stress text (mirror_layout_shot.py): a
 5-digit roll short, `vr\\1`, a Q3 colour code, a long name, a Japanese room name.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,14 @@ def shots(xvfb_display, artifacts_dir):
     out.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_layout_shot.py")), str(out), *SIZES],
-                       cwd=REPO, env=env, capture_output=True,
-                       text=True, timeout=180)
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("mirror_layout_shot.py")), str(out), *SIZES],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
@@ -57,7 +63,7 @@ def check_text_boxes(img: np.ndarray, shot: dict, w: int, h: int) -> None:
         assert -TOL <= x0 and -TOL <= y0 and x1 <= w + TOL and y1 <= h + TOL, ("outside the window", t)
         assert c[0] - TOL <= x0 and c[1] - TOL <= y0 and x1 <= c[2] + TOL and y1 <= c[3] + TOL, ("clipped", t)
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not _overlap(a["box"], b["box"]), ("overlap", a, b)
 
 
@@ -89,13 +95,13 @@ def test_each_text_box_holds_drawn_text(shots, size):
 def test_the_stress_text_is_shown_as_it_is(shots):
     _, shot = _load(shots, "1920x1080", "mid-tour")
     text = " ".join(t["text"] for t in shot["text"])
-    assert ROOM in text                                   # the Japanese room name, not ???
-    assert shot["missing_glyphs"] == "", shot["fonts"]   # ...and every character of it has a glyph
-    assert "vr\\1" in text and "VR?1" not in text         # case and backslash kept
-    assert "Vera" in text and "^1" not in text            # colour codes drawn, not printed
-    assert "roll -15.0°" in text                           # the roll (its 5-digit short: the tooltip)
+    assert ROOM in text  # the Japanese room name, not ???
+    assert shot["missing_glyphs"] == "", shot["fonts"]  # ...and every character of it has a glyph
+    assert "vr\\1" in text and "VR?1" not in text  # case and backslash kept
+    assert "Vera" in text and "^1" not in text  # colour codes drawn, not printed
+    assert "roll -15.0°" in text  # the roll (its 5-digit short: the tooltip)
     assert "RELAYED" in text and "MODEL" in text
-    assert LONG_NAME.replace("^7", "") in text             # the long name whole somewhere (panel or label)
+    assert LONG_NAME.replace("^7", "") in text  # the long name whole somewhere (panel or label)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -124,8 +130,11 @@ def test_a_crowd_is_drawn_nearest_first_and_counted(shots, size):
     """50 others in the NetSync room: the 3D view draws the nearest 16 and says how many it left
     to the room map (which has them all), so a mirror frame stays cheap for the pose loop."""
     from headcast.app.mirror import MAX_SCENE_PEERS
+
     _, shot = _load(shots, size, "crowd")
     assert shot["scene_left"] == CROWD - MAX_SCENE_PEERS
     texts = [t["text"] for t in shot["text"]]
-    assert any(t.endswith(f"{CROWD - MAX_SCENE_PEERS} farther players not drawn: see the room maps") for t in texts), texts
+    assert any(t.endswith(f"{CROWD - MAX_SCENE_PEERS} farther players not drawn: see the room maps") for t in texts), (
+        texts
+    )
     assert f"NetSync · {CROWD + 1}" in " ".join(texts)

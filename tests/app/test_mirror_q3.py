@@ -6,6 +6,7 @@ mirror's draw() time with eight other players is recorded next to the time with 
 far-side lines are checked in-process: they carry the model's name and the values the property
 test (test_q3_far_side.py) holds equal to the server's decode.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ from headcast.app.mirror_panels import q3_lines
 from headcast.app.rig import Rig
 from headcast.app.synthetic import orientation
 from headcast.netcode.q3.vrhead import Receiver, roll_views, unpack7
+
 from support import REPO
 
 # The shot scripts run as programs from this folder (importing each other by name); import them the same way.
@@ -42,8 +44,14 @@ def shot(xvfb_display, artifacts_dir):
     out.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_q3_shot.py")), str(out)],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("mirror_q3_shot.py")), str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
@@ -58,7 +66,9 @@ def test_other_players_are_drawn_where_the_snapshot_puts_them(shot):
     rgb = img.astype(float)
     m = rgb.max(axis=2)
     n = rgb / np.maximum(m, 1.0)[..., None]
-    nose = (m > 50) & (n[..., 0] > 0.9) & (n[..., 1] > 0.55) & (n[..., 1] < 0.72) & (n[..., 2] > 0.5) & (n[..., 2] < 0.68)
+    nose = (
+        (m > 50) & (n[..., 0] > 0.9) & (n[..., 1] > 0.55) & (n[..., 1] < 0.72) & (n[..., 2] > 0.5) & (n[..., 2] < 0.68)
+    )
     ys, xs = np.nonzero(nose)
     near = (abs(xs - want[0]) < 60) & (abs(ys - want[1]) < 60)
     assert near.sum() >= 15, f"no Q3 player's nose near {want}"
@@ -84,8 +94,11 @@ def test_hud_names_the_model_and_shows_the_far_side():
     assert q3.receiver_seen == (Receiver.QVM, "^1Vera")  # codes 84 and 63 decode differently in a native build
     lines = q3_lines(q3)
     text = [t for t, _, _ in lines]
-    assert any(f"a VR server (Trinity, as seen on Vera) would see: head pitch {far.pitch:+.2f}°, turn "
-               f"{far.yaw_offset:+.2f}°" in t for t in text), text
+    assert any(
+        f"a VR server (Trinity, as seen on Vera) would see: head pitch {far.pitch:+.2f}°, turn "
+        f"{far.yaw_offset:+.2f}°" in t
+        for t in text
+    ), text
     # the precise build and field names are the line's tooltip, not its words
     assert any("Trinity QVM (q3lcc)" in tip for _, _, tip in lines) and not any("q3lcc" in t for t in text)
     assert any("others see" in t for t in text)
@@ -97,8 +110,9 @@ def test_hud_names_the_model_and_shows_the_far_side():
     native = ServerQ3Sink(None)  # nobody seen: the configured build is modelled
     native.receiver = Receiver.NATIVE
     native.intent = q3.intent
-    assert native.far_side.receiver is Receiver.NATIVE and "a VR server (native build) would see:" \
-        in " ".join(t for t, _, _ in q3_lines(native))
+    assert native.far_side.receiver is Receiver.NATIVE and "a VR server (native build) would see:" in " ".join(
+        t for t, _, _ in q3_lines(native)
+    )
     assert plain_name("^1Ve^^7ra^x") == "Ve^ra"
 
 
@@ -109,8 +123,14 @@ def test_the_model_follows_the_build_another_vr_player_betrays():
     from headcast.netcode.q3.vrhead import DECODED, EF_VR_PLAYER
 
     code = next(p for p in range(128) if DECODED[Receiver.QVM][p] != DECODED[Receiver.NATIVE][p])
-    es = EntityState.from_dict({"number": 1, "eType": ET_PLAYER, "eFlags": EF_VR_PLAYER,
-                                "angles2": (unpack7(code, Receiver.NATIVE), 0.0, unpack7(63, Receiver.NATIVE))})
+    es = EntityState.from_dict(
+        {
+            "number": 1,
+            "eType": ET_PLAYER,
+            "eFlags": EF_VR_PLAYER,
+            "angles2": (unpack7(code, Receiver.NATIVE), 0.0, unpack7(63, Receiver.NATIVE)),
+        }
+    )
     q3 = ServerQ3Sink(SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), (player_entity(es, "^2Nat"),)))
     loop = FrameLoop(ConstantHead(10.0), Rig(), [q3])
     assert loop.step()

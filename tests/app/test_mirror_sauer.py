@@ -1,5 +1,6 @@
 """Sauerbraten in the mirror: our record as a receiving game decodes it (the SAUER FAR SIDE avatar)
 and another player where its relayed record puts it, drawn under Xvfb and checked by pixels."""
+
 from __future__ import annotations
 
 import json
@@ -15,6 +16,7 @@ from headcast.app import scene
 from headcast.app.loop import FrameLoop
 from headcast.app.mirror import _sauer_peers
 from headcast.app.rig import Rig
+
 from support import REPO
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -31,8 +33,14 @@ def shot(xvfb_display, artifacts_dir):
     out.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
     env.update(DISPLAY=xvfb_display, PYGLFW_LIBRARY_VARIANT="x11")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("mirror_sauer_shot.py")), str(out)],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("mirror_sauer_shot.py")), str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return np.load(out / "sauer_players.npy"), json.loads((out / "sauer_players.json").read_text())
 
@@ -66,7 +74,9 @@ def test_our_sauer_avatar_and_the_other_player_are_drawn(shot):
     d = np.array(anchor) - np.array(base)
     assert d[1] == 0 and d[2] / -d[0] == pytest.approx(2.0) and np.hypot(d[0], d[2]) <= scene.PEER_RADIUS
     want = window_point(info, anchor)
-    head = (m > 50) & (n[..., 2] > 0.95) & (n[..., 0] > 0.6) & (n[..., 0] < 0.78) & (n[..., 1] > 0.55) & (n[..., 1] < 0.7)
+    head = (
+        (m > 50) & (n[..., 2] > 0.95) & (n[..., 0] > 0.6) & (n[..., 0] < 0.78) & (n[..., 1] > 0.55) & (n[..., 1] < 0.7)
+    )
     got = _centroid(shot, head, want)
     assert abs(got[0] - want[0]) < 15 and abs(got[1] - want[1]) < 15, (got, want)
 
@@ -76,7 +86,7 @@ def test_other_players_carry_their_name_and_walk():
     loop = FrameLoop(ConstantHead(0.0), Rig(), [sink])
     for _ in range(3):
         assert loop.step()
-    (anchor, avatar, runs), = _sauer_peers(sink, (0.0, 1.6, 0.0))
+    ((anchor, avatar, runs),) = _sauer_peers(sink, (0.0, 1.6, 0.0))
     assert "".join(s for s, _ in runs) == "ogro walking"
     assert avatar.head == pytest.approx(scene.sauer_head_quat(PEER_YAW, PEER_PITCH, 0.0, 0.0))
     loop.close()

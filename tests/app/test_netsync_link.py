@@ -1,22 +1,24 @@
 """NetSyncLink: against the real styly-netsync-server releases (the current one, protocol 8, and
 0.10.4, protocol 3) it detects the protocol and gets our own body back from OwnPose; a server in
 another protocol is a named mismatch, and dropped room poses are counted and shown by reason."""
+
 from __future__ import annotations
 
 import math
 import time
 
 import pytest
-from support import free_port, wait_for
 
-from headcast.app.netsync_link import NetSyncLink, drop_text, parse_address, parse_protocol
 from headcast.app.errors import UsageError
+from headcast.app.netsync_link import NetSyncLink, drop_text, parse_address, parse_protocol
 from headcast.app.sink_netsync import NetSyncSink
 from headcast.netcode.netsync.client import version_text
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body, encode_room_pose
-from headcast.netcode.netsync.releases import parse_version
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
+from headcast.netcode.netsync.releases import parse_version
 from headcast.netcode.netsync.transport import NetSyncClient
+
+from support import free_port, wait_for
 
 
 def frame_at(t: float) -> PoseFrame:
@@ -76,11 +78,13 @@ def test_a_set_protocol_the_server_does_not_speak_is_a_named_mismatch(netsync_re
     link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-wrong", "link-wrong", 10.0, False, protocol=wrong)
     sink = NetSyncSink(link=link)
     try:
+
         def mismatch():
             now = time.perf_counter()
             link.send(frame_at(now), now)
             link.poll(now)
             return link.mismatch
+
         m = wait_for(mismatch, 10, "the mismatch to be named", interval=0.01)
         st = sink.status(time.perf_counter())
     finally:
@@ -88,12 +92,14 @@ def test_a_set_protocol_the_server_does_not_speak_is_a_named_mismatch(netsync_re
     assert (m.ours, m.server_protocol) == (wrong, a.protocol)
     # by version when the mapping came first, by the protocol's releases when the broadcast did
     server = version_text(parse_version(a.version) if m.server_version else None, a.protocol)
-    assert m.message == (f"server ({server}) speaks NetSync protocol {a.protocol}; "
-                         f"headcast spoke {wrong}: use --netsync-protocol auto (or {a.protocol})")
+    assert m.message == (
+        f"server ({server}) speaks NetSync protocol {a.protocol}; "
+        f"headcast spoke {wrong}: use --netsync-protocol auto (or {a.protocol})"
+    )
     assert st.state == "protocol mismatch" and st.detail.startswith(m.message)
     assert not link.joined
     assert str(link.failure) == f"netsync: {m.message}" and link.failure.exit_code == 4
-    assert sink.status(time.perf_counter()).state == "disconnected"   # after close: says so
+    assert sink.status(time.perf_counter()).state == "disconnected"  # after close: says so
 
 
 def test_dropped_room_poses_are_counted_and_shown_with_their_reason():
@@ -144,7 +150,7 @@ def test_the_transform_port_defaults_to_control_plus_two():
     link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False)
     try:
         assert link.transform_port == link.client.transform_port == port + 2
-        assert link.protocol is None and link.model_protocol == 8   # detecting: the model speaks the latest
+        assert link.protocol is None and link.model_protocol == 8  # detecting: the model speaks the latest
     finally:
         link.close()
     link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=7, transform_port=port + 9)
@@ -158,6 +164,7 @@ def test_other_players_stay_bounded_whatever_client_numbers_the_server_sends():
     """A server's rooms name 65,536 distinct client numbers: the link keeps at most MAX_PEERS
     other players, the latest heard (issue 27, bounded memory)."""
     from headcast.app.netsync_link import MAX_PEERS
+
     port = free_port()
     link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=3)
     core = link.client.core

@@ -5,6 +5,7 @@ JSON" too, a motion file got no hint to use `run --mock FILE`, and `swarm --trac
 same mistake. Now one line saying what the file is and what to do, before anything opens (no
 summary), and exit 2 (README: a bad input file) from both commands.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ WHAT_A_TRACE_IS = "a trace is what `headcast run --record FILE` writes"
 
 def _swarm_report(tmp_path):
     from headcast.app.swarm.report import write
+
     path = tmp_path / "swarm.json"
     write({"kind": "headcast swarm report", "players": 2, "protocols": {}}, path)
     return path
@@ -25,14 +27,26 @@ def _swarm_report(tmp_path):
 
 CASES = [
     ("readme", lambda tmp: REPO / "README.md", ["is Markdown, not a headcast trace", WHAT_A_TRACE_IS]),
-    ("motion", lambda tmp: REPO / "assets" / "motions" / "look_around.motion",
-     ["is a motion script, not a headcast trace: play it with `headcast run --mock ", "look_around.motion`"]),
-    ("swarm-report", _swarm_report, ["swarm.json is a swarm report, not a headcast trace",
-                                     "`headcast swarm --report DIR` writes it"]),
-    ("other-json", lambda tmp: (tmp / "x.json").write_text(json.dumps({"format": "other"})) and tmp / "x.json",
-     ["x.json is JSON but not a headcast trace", WHAT_A_TRACE_IS]),
-    ("binary", lambda tmp: (tmp / "g.trace").write_bytes(bytes(range(256)) * 4) and tmp / "g.trace",
-     ["g.trace is binary data, not a headcast trace"]),
+    (
+        "motion",
+        lambda tmp: REPO / "assets" / "motions" / "look_around.motion",
+        ["is a motion script, not a headcast trace: play it with `headcast run --mock ", "look_around.motion`"],
+    ),
+    (
+        "swarm-report",
+        _swarm_report,
+        ["swarm.json is a swarm report, not a headcast trace", "`headcast swarm --report DIR` writes it"],
+    ),
+    (
+        "other-json",
+        lambda tmp: (tmp / "x.json").write_text(json.dumps({"format": "other"})) and tmp / "x.json",
+        ["x.json is JSON but not a headcast trace", WHAT_A_TRACE_IS],
+    ),
+    (
+        "binary",
+        lambda tmp: (tmp / "g.trace").write_bytes(bytes(range(256)) * 4) and tmp / "g.trace",
+        ["g.trace is binary data, not a headcast trace"],
+    ),
 ]
 
 

@@ -2,6 +2,7 @@
 on stdout (numbers as numbers), build and set-up lines go to stderr, a pipe gets a few plain
 lines, a display that cannot be opened is one line and no window, --print-config names each
 value's flag."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,6 @@ from pathlib import Path
 import pytest
 
 from support import REPO, cli_env, free_port, headcast
-
-
 
 
 def json_lines(stdout: str) -> list[dict]:
@@ -34,10 +33,20 @@ def test_run_json_is_json_lines_with_numbers_as_numbers():
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         tcp = silent.getsockname()[1]
-        r = headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "1.5",
-                     "--netsync", f"127.0.0.1:{tcp}", HEADCAST_RUN_CONNECT_TIMEOUT="5")
+        r = headcast(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--json",
+            "--duration",
+            "1.5",
+            "--netsync",
+            f"127.0.0.1:{tcp}",
+            HEADCAST_RUN_CONNECT_TIMEOUT="5",
+        )
     lines = json_lines(r.stdout)
-    assert r.returncode == 3, r.stderr      # nothing let us in, though the run was shorter than the timeout
+    assert r.returncode == 3, r.stderr  # nothing let us in, though the run was shorter than the timeout
     assert [ln["type"] for ln in lines][0] == "progress" and lines[-1]["type"] == "summary"
     status = [ln for ln in lines if ln["type"] == "status"]
     assert len(status) >= 3
@@ -59,12 +68,18 @@ def test_run_json_is_json_lines_with_numbers_as_numbers():
 
 def test_demo_json_through_the_script_is_json_lines_only():
     """`bash scripts/demo.sh --json | jq` works: setup.sh's build lines go to stderr."""
-    r = subprocess.run(["bash", "scripts/demo.sh", "--json", "--synthetic", "--no-q3", "--no-netsync",
-                        "--duration", "0.5"], cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["bash", "scripts/demo.sh", "--json", "--synthetic", "--no-q3", "--no-netsync", "--duration", "0.5"],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     types = [ln["type"] for ln in json_lines(r.stdout)]
     assert types[-2:] == ["summary", "verification"] and "status" in types
-    assert "[mockrt]" in r.stderr and "[q3native]" in r.stderr   # where the build lines went
+    assert "[mockrt]" in r.stderr and "[q3native]" in r.stderr  # where the build lines went
 
 
 def test_a_pipe_gets_plain_lines_not_a_redrawn_block():
@@ -103,8 +118,10 @@ def test_a_stale_display_is_one_line_and_the_run_goes_on_without_the_window():
     # asked for: that line is the error
     r = headcast("run", "--mock", "look_around", "--duration", "0.5", "--mirror", DISPLAY=display)
     assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr == (f"headcast: error: no mirror window: cannot open the display {display} (X11: Failed to "
-                        f"open display {display}) (--mirror asks for one; --no-mirror runs without)\n")
+    assert r.stderr == (
+        f"headcast: error: no mirror window: cannot open the display {display} (X11: Failed to "
+        f"open display {display}) (--mirror asks for one; --no-mirror runs without)\n"
+    )
 
 
 def test_a_run_nobody_joined_fails_even_when_shorter_than_the_connect_timeout():
@@ -114,8 +131,18 @@ def test_a_run_nobody_joined_fails_even_when_shorter_than_the_connect_timeout():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))
         udp, tcp = silent.getsockname()[1], free_port()
-        r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5",
-                     "--q3", f"127.0.0.1:{udp}", "--netsync", f"127.0.0.1:{tcp}")
+        r = headcast(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--duration",
+            "1.5",
+            "--q3",
+            f"127.0.0.1:{udp}",
+            "--netsync",
+            f"127.0.0.1:{tcp}",
+        )
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     (err,) = r.stderr.splitlines()
     assert err.startswith(f"headcast: error: q3: no answer from 127.0.0.1:{udp} within 1.5 s")

@@ -7,6 +7,7 @@ then one per second (docs/protocols/quake3.md#servers): readiness (1) + the prob
 under it (the players join from 127.0.0.2 and .3, buckets of their own), so no test sleeps to
 let the bucket refill.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,9 @@ class Players:
     """Headcast clients in game on a server; pump() keeps them answering snapshots."""
 
     def __init__(self, server: LocalQ3Server, names: tuple[str, ...]) -> None:
-        self.clients = [Q3Client(server.address, ClientConfig(name=n), bind=(_source(i), 0))
-                        for i, n in enumerate(names)]
+        self.clients = [
+            Q3Client(server.address, ClientConfig(name=n), bind=(_source(i), 0)) for i, n in enumerate(names)
+        ]
         now = time.monotonic()
         for c in self.clients:
             c.start(now)
@@ -97,8 +99,10 @@ class Players:
 
     def run(self, *argvs: list[str]) -> list[subprocess.CompletedProcess]:
         """Run commands side by side while the players stay in game (their pings stay real)."""
-        procs = [subprocess.Popen(a, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for a in argvs]
+        procs = [
+            subprocess.Popen(a, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for a in argvs
+        ]
         end = time.monotonic() + 30
         while any(p.poll() is None for p in procs) and time.monotonic() < end:
             self.pump()
@@ -148,8 +152,13 @@ def test_one_call_asks_every_server_at_once_ipv4_ipv6_password_and_a_dead_port(o
 
     assert v4["address"] == f"127.0.0.1:{a}" and 0 < v4["ping_ms"] < 1000
     assert v4["hostname"] == HOSTNAME and v4["map"] == "oa_dm1" and v4["max_clients"] == "8"
-    assert (v4["protocol"], v4["family"], v4["pure"], v4["g_needpass"], v4["vr_support"]) == \
-        ("68", "new71", "0", False, False)
+    assert (v4["protocol"], v4["family"], v4["pure"], v4["g_needpass"], v4["vr_support"]) == (
+        "68",
+        "new71",
+        "0",
+        False,
+        False,
+    )
     assert sorted(p["name"] for p in v4["players"]) == sorted(NAMES)  # raw: colour codes kept
     assert all(p["score"] == 0 and 0 <= p["ping"] < 999 for p in v4["players"])
     rules = v4["rules"]
@@ -165,16 +174,18 @@ def test_one_call_asks_every_server_at_once_ipv4_ipv6_password_and_a_dead_port(o
     assert locked["address"] == f"127.0.0.1:{b}" and locked["hostname"] == "Locked"
     assert locked["g_needpass"] is True and locked["rules"]["g_needpass"] == "1" and locked["info"]["g_needpass"] == "1"
     assert (locked["protocol"], locked["family"], locked["pure"], locked["players"]) == ("71", "legacy71", "1", [])
-    assert gone == {"server": f"127.0.0.1:{dead}",
-                    "error": f"no answer from the Quake 3 server 127.0.0.1:{dead}: nothing listens there "
-                             "(ICMP port unreachable)"}
+    assert gone == {
+        "server": f"127.0.0.1:{dead}",
+        "error": f"no answer from the Quake 3 server 127.0.0.1:{dead}: nothing listens there (ICMP port unreachable)",
+    }
 
     text = probe.format_q3_text(v4)
     assert text[0] == f"127.0.0.1:{a}: 'Red Server' map oa_dm1, 2/8 players, ping {v4['ping_ms']:.1f} ms"
     assert text[1] == "  protocol 68 (new71), pure 0, password no, vr_support no"
     assert sorted(line.split()[-1] for line in text[3:5]) == ["BlueBird", "RedBot"]  # stripped
-    assert f"  rules ({len(rules)}):" in text and any(line.split() == ["sv_hostname", "^1Red^7", "Server"]
-                                                        for line in text)
+    assert f"  rules ({len(rules)}):" in text and any(
+        line.split() == ["sv_hostname", "^1Red^7", "Server"] for line in text
+    )
     assert len(text) == 5 + 1 + len(rules)
 
 
@@ -185,8 +196,7 @@ def test_quakestat_sees_the_same_rules_and_players(open_server, players):
     It sends getinfo then getstatus, merges both info strings (getinfo's value first) and lifts
     mapname/sv_maxclients/hostname/clients out of the rules into its own fields."""
     address = f"127.0.0.1:{open_server.port}"
-    ours, theirs = players.run(headcast_argv(address, "--json"),
-                               ["quakestat", "-json", "-q3s", address, "-R", "-P"])
+    ours, theirs = players.run(headcast_argv(address, "--json"), ["quakestat", "-json", "-q3s", address, "-R", "-P"])
     assert ours.returncode == 0 and theirs.returncode == 0, (ours.stderr, theirs.stderr)
     mine, [qs] = json.loads(ours.stdout), json.loads(theirs.stdout)
     assert qs["status"] == "online"
@@ -195,8 +205,9 @@ def test_quakestat_sees_the_same_rules_and_players(open_server, players):
     merged = {**mine["rules"], **mine["info"]}
     lifted = {"mapname", "sv_maxclients", "hostname", "clients"}
     assert qs["rules"] == {k: v for k, v in merged.items() if k not in lifted}
-    assert sorted((p["name"], p["score"]) for p in qs["players"]) == \
-        sorted((clean(p["name"]), p["score"]) for p in mine["players"])
+    assert sorted((p["name"], p["score"]) for p in qs["players"]) == sorted(
+        (clean(p["name"]), p["score"]) for p in mine["players"]
+    )
     # Each side's player pings are the server's cl->ping at its own query; both real, not 999.
     assert all(0 <= p["ping"] < 999 for p in qs["players"] + mine["players"])
 
@@ -204,13 +215,21 @@ def test_quakestat_sees_the_same_rules_and_players(open_server, players):
 @pytest.mark.live
 def test_text_output_and_a_name_with_both_families(locked_server, monkeypatch):
     b, dead = locked_server.port, free_port(socket.SOCK_DGRAM)
-    r = subprocess.run(headcast_argv(f"localhost:{b}", f"127.0.0.1:{dead}", "--timeout", "3"), cwd=REPO, env=env(),
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        headcast_argv(f"localhost:{b}", f"127.0.0.1:{dead}", "--timeout", "3"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert r.returncode == 3 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"localhost:{b} (127.0.0.1:{b}): 'Locked' map oa_dm1, 0/8 players, ping ")
     assert lines[1] == "  protocol 71 (legacy71), pure 1, password yes, vr_support no"
-    assert lines[2].startswith("  rules (") and lines[-1].startswith(f"no answer from the Quake 3 server 127.0.0.1:{dead}")
+    assert lines[2].startswith("  rules (") and lines[-1].startswith(
+        f"no answer from the Quake 3 server 127.0.0.1:{dead}"
+    )
     assert r.stderr.startswith(f"headcast: error: no answer from the Quake 3 server 127.0.0.1:{dead}")
 
     # A name with an IPv6 and an IPv4 address, the server on IPv4 only: both asked, IPv4 answers.
@@ -218,8 +237,10 @@ def test_text_output_and_a_name_with_both_families(locked_server, monkeypatch):
 
     def dual(host, port, *args):
         if host == "dual.test":
-            return [(socket.AF_INET6, socket.SOCK_DGRAM, 17, "", ("::1", port, 0, 0)),
-                    (socket.AF_INET, socket.SOCK_DGRAM, 17, "", ("127.0.0.1", port))]
+            return [
+                (socket.AF_INET6, socket.SOCK_DGRAM, 17, "", ("::1", port, 0, 0)),
+                (socket.AF_INET, socket.SOCK_DGRAM, 17, "", ("127.0.0.1", port)),
+            ]
         return real(host, port, *args)
 
     monkeypatch.setattr(socket, "getaddrinfo", dual)
@@ -285,24 +306,30 @@ def test_replies_that_cannot_be_read_are_an_error_of_their_own_not_silence():
     finally:
         fake.close()
     assert result["exit_code"] == 1
-    assert result["error"].startswith(f"the Quake 3 server 127.0.0.1:{fake.port} answered, but not with a "
-                                      "getinfo/getstatus reply we can read (2 dropped; last: ")
+    assert result["error"].startswith(
+        f"the Quake 3 server 127.0.0.1:{fake.port} answered, but not with a "
+        "getinfo/getstatus reply we can read (2 dropped; last: "
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("example.org", ("example.org", 27960)),
-    ("10.0.0.1:27961", ("10.0.0.1", 27961)),
-    ("[::1]:27962", ("::1", 27962)),
-    ("[::1]", ("::1", 27960)),
-    ("::1", ("::1", 27960)),
-    ("fe80::1%eth0", ("fe80::1%eth0", 27960)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("example.org", ("example.org", 27960)),
+        ("10.0.0.1:27961", ("10.0.0.1", 27961)),
+        ("[::1]:27962", ("::1", 27962)),
+        ("[::1]", ("::1", 27960)),
+        ("::1", ("::1", 27960)),
+        ("fe80::1%eth0", ("fe80::1%eth0", 27960)),
+    ],
+)
 def test_targets(text, expected):
     assert probe.parse_q3_target(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", ":27960", "host:", "host:0", "host:65536", "host:x", "[::1", "[::1]x",
-                                  "[::1]:", "[]:1"])
+@pytest.mark.parametrize(
+    "text", ["", ":27960", "host:", "host:0", "host:65536", "host:x", "[::1", "[::1]x", "[::1]:", "[]:1"]
+)
 def test_bad_targets_are_usage_errors(text):
     with pytest.raises(UsageError, match="probe q3"):
         probe.parse_q3_target(text)

@@ -9,6 +9,7 @@ written). `Q3Sink.far_side` — what the mirror and the HUD show — must give t
 for bit, and the roll our playerState carries and the one others see (SnapVector) must follow
 from the roll short on the wire.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,9 +44,11 @@ def server_decode(buttons: int, receiver: Receiver) -> tuple[float, float]:
 
 def c_client_buttons(pitch: float, head_yaw: float, weapon_yaw: float) -> int:
     """The seed's sender in numpy.float32: Com_Clamp, AngleSubtract's loops, the 7-bit packing."""
+
     def pack7(v):
         v = min(max(F(v), F(-80)), F(80))
         return int(F(F(F(v + F(90)) * F(127)) / F(180))) & 0x7F
+
     a = F(F(head_yaw) - F(weapon_yaw))
     while a > F(180):
         a = F(a - F(360))
@@ -116,11 +119,22 @@ def test_far_side_equals_the_servers_decode_near_the_wrap(rig, data, pitch, roll
     check_far_side(rig, pitch, head, weapon, roll)
 
 
-@pytest.mark.parametrize("head,weapon", [
-    (701.8318128183577, 161.83181133773468),   # the issue's case: double +78.66°, the server −80.08°
-    (180.0, 0.0), (-180.0, 0.0), (0.0, 180.0), (540.0, 0.0), (-540.0, 0.0), (360.0, 0.0),
-    (179.99999, -0.00001), (-179.99999, 0.00001), (90.0, -90.0), (100.0, -80.0),
-])
+@pytest.mark.parametrize(
+    "head,weapon",
+    [
+        (701.8318128183577, 161.83181133773468),  # the issue's case: double +78.66°, the server −80.08°
+        (180.0, 0.0),
+        (-180.0, 0.0),
+        (0.0, 180.0),
+        (540.0, 0.0),
+        (-540.0, 0.0),
+        (360.0, 0.0),
+        (179.99999, -0.00001),
+        (-179.99999, 0.00001),
+        (90.0, -90.0),
+        (100.0, -80.0),
+    ],
+)
 def test_far_side_at_the_edges(rig, head, weapon):
     check_far_side(rig, 12.5, head, weapon, 30.0)
 
@@ -163,4 +177,4 @@ def test_the_sweep_disagrees_in_double_and_never_in_float():
     float_wrong = sum(pack_head(0, 0.0, yaw_offset(a, b), 0.0) >> 19 != c for a, b, c in zip(hs, ws, want))
     double_wrong = sum(pack_head(0, 0.0, angle_subtract(a, b), 0.0) >> 19 != c for a, b, c in zip(hs, ws, want))
     assert float_wrong == 0
-    assert double_wrong > n // 50, double_wrong   # the region the property test draws from is the hard one
+    assert double_wrong > n // 50, double_wrong  # the region the property test draws from is the hard one

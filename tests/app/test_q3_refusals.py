@@ -2,6 +2,7 @@
 the server's own words, the exit code (1 refused, 3 only for no answer at all), no waiting where
 waiting cannot help, and the status line (what the HUD shows) while it retries where it can.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,14 @@ from support import REPO, cli_env
 pytestmark = pytest.mark.live
 
 
-
 def run(*args: str, pump=None, timeout: float = 40, **extra: str) -> tuple[subprocess.CompletedProcess, float]:
     """`headcast run --mock look_around --no-mirror ARGS`; `pump()` runs while it does (a filler
     player answering its snapshots). Returns the result and how long it took."""
     argv = [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror", *args]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=cli_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        argv, cwd=REPO, env=cli_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
     reader.start()
@@ -74,15 +75,22 @@ def test_a_password_server_ends_the_run_at_once_without_it_and_lets_it_in_with_i
     r, took = run("--q3", f"{host}:{port}", HEADCAST_RUN_CONNECT_TIMEOUT="15")
     assert r.returncode == 1 and error_line(r) == (
         f"headcast: error: q3: {host}:{port} refused the connection: Invalid password — give the server's "
-        "password with --password")
+        "password with --password"
+    )
     assert took < 10, f"{took:.1f} s: it waited although retrying cannot help"
     r, _ = run("--q3", f"{host}:{port}", HEADCAST_Q3_PASSWORD="wrong")
     assert r.returncode == 1 and error_line(r).endswith(
-        "Invalid password — the password given (--password) is not the server's")
+        "Invalid password — the password given (--password) is not the server's"
+    )
     r, _ = run("--q3", f"{host}:{port}", "--password", "secret", "--duration", "4", "--json")
     assert r.returncode == 0, r.stderr
-    states = [s["state"] for ln in r.stdout.splitlines() if json.loads(ln).get("type") == "status"
-              for s in json.loads(ln)["sinks"] if s["name"] == "q3"]
+    states = [
+        s["state"]
+        for ln in r.stdout.splitlines()
+        if json.loads(ln).get("type") == "status"
+        for s in json.loads(ln)["sinks"]
+        if s["name"] == "q3"
+    ]
     assert "in game" in states and "refused" not in states
 
 
@@ -91,11 +99,16 @@ def test_a_forced_protocol_the_server_does_not_speak_ends_the_run_naming_it(q3e_
     r, took = run("--q3", f"{host}:{port}", "--q3-protocol", "68", HEADCAST_RUN_CONNECT_TIMEOUT="15")
     assert r.returncode == 1 and error_line(r) == (
         f"headcast: error: q3: {host}:{port} refused the connection: Server uses protocol version 71 (yours is "
-        "68). — --q3-protocol 68 is not what the server speaks: leave it at auto")
+        "68). — --q3-protocol 68 is not what the server speaks: leave it at auto"
+    )
     assert took < 10
     r, _ = run("--q3", f"{host}:{port}", HEADCAST_Q3_PROTOCOL="71-legacy")
-    assert r.returncode == 1 and "refused the connection: the server speaks protocol 71 on the checksummed netchan " \
-                                 "(ioq3, Quake3e), not protocol 71 on the legacy netchan (stock OpenArena)" in error_line(r)
+    assert (
+        r.returncode == 1
+        and "refused the connection: the server speaks protocol 71 on the checksummed netchan "
+        "(ioq3, Quake3e), not protocol 71 on the legacy netchan (stock OpenArena)"
+        in error_line(r)
+    )
 
 
 def test_a_full_server_is_retried_showing_its_words_then_ends_with_exit_1():
@@ -109,18 +122,30 @@ def test_a_full_server_is_retried_showing_its_words_then_ends_with_exit_1():
             time.sleep(0.002)
         try:
             host, port = server.address
-            r, took = run("--q3", f"{host}:{port}", "--json", pump=lambda: filler.poll(time.monotonic()),
-                          HEADCAST_RUN_CONNECT_TIMEOUT="4")
+            r, took = run(
+                "--q3",
+                f"{host}:{port}",
+                "--json",
+                pump=lambda: filler.poll(time.monotonic()),
+                HEADCAST_RUN_CONNECT_TIMEOUT="4",
+            )
         finally:
             filler.close(time.monotonic())
     # the server's own words: "Server is full." (ioq3 up to 1.36), "Server is full" (newer ioq3)
     assert r.returncode == 1 and re.fullmatch(
         rf"headcast: error: q3: {re.escape(host)}:{port} refused the connection: Server is full\.? "
-        r"\(still refused after 4 s\)", error_line(r)), error_line(r)
+        r"\(still refused after 4 s\)",
+        error_line(r),
+    ), error_line(r)
     assert 4 <= took < 15
     # Meanwhile the status (the HUD's lines) said so, with the retry coming.
-    shown = [s for ln in r.stdout.splitlines() if json.loads(ln).get("type") == "status"
-             for s in json.loads(ln)["sinks"] if s["name"] == "q3"]
+    shown = [
+        s
+        for ln in r.stdout.splitlines()
+        if json.loads(ln).get("type") == "status"
+        for s in json.loads(ln)["sinks"]
+        if s["name"] == "q3"
+    ]
     refused = [s for s in shown if s["state"] == "refused"]
     assert refused and all(re.match(r"server refused: Server is full\.? — retrying", s["detail"]) for s in refused)
     assert any("retrying in" in s["detail"] for s in refused)
@@ -144,6 +169,7 @@ def test_a_rate_limiting_server_is_named_not_called_unreachable():
                     except OSError:
                         pass
                     stop.wait(0.002)
+
         flooder = threading.Thread(target=flood, daemon=True)
         flooder.start()
         try:
@@ -156,4 +182,6 @@ def test_a_rate_limiting_server_is_named_not_called_unreachable():
     # JOIN_STRETCH × the 4 s connect timeout before giving up (app/outcome.py)
     assert r.returncode == 1 and re.match(
         rf"headcast: error: q3: the server at {re.escape(host)}:{port} is rate-limiting this address: it is up but "
-        r"answered none of our getchallenge requests within (4|\d+\.\d) s", error_line(r)), error_line(r)
+        r"answered none of our getchallenge requests within (4|\d+\.\d) s",
+        error_line(r),
+    ), error_line(r)

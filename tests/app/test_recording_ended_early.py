@@ -7,6 +7,7 @@ status said nothing (exit 0). Now the summary says "recording ended early: N of 
 File too large", --json has it as numbers, the run exits 1, and the file is a trace of exactly
 the N whole frames kept (no torn line; it reads as a trace that ends early at frame N).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ import sys
 
 import pytest
 
-from support import REPO, cli_env
-
 from headcast.xr.trace import read_trace
+
+from support import REPO, cli_env
 
 LIMIT = 48_000  # bytes: ~100 frames of a 4 s run's ~360
 
@@ -30,9 +31,28 @@ def _limited():
 @pytest.mark.parametrize("json_mode", [True, False], ids=["json", "text"])
 def test_a_recording_stopped_by_the_disk_is_in_the_summary_and_exit_1(mock_manifest, tmp_path, json_mode):
     trace = tmp_path / "run.trace"
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror",
-                        "--duration", "4", "--record", str(trace), *(["--json"] if json_mode else [])],
-                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120, preexec_fn=_limited)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "headcast.app",
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--duration",
+            "4",
+            "--record",
+            str(trace),
+            *(["--json"] if json_mode else []),
+        ],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited,
+    )
     assert r.returncode == 1, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
     back = read_trace(trace, partial=True)
     kept = len(back.frames)

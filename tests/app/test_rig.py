@@ -1,4 +1,5 @@
 """Rig math: origin transforms, snap/smooth turns about the head, stick locomotion."""
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,13 @@ def test_origin_yaw_turns_forward_to_the_left():
     assert close(quake_angles(o.rotate(orientation(0, 10, 0))), (0.0, 100.0, 0.0), 1e-6)
 
 
-@given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-180, 180),
-       st.tuples(st.floats(-3, 3), st.floats(0, 2), st.floats(-3, 3)), st.floats(-720, 720))
+@given(
+    st.floats(-50, 50),
+    st.floats(-50, 50),
+    st.floats(-180, 180),
+    st.tuples(st.floats(-3, 3), st.floats(0, 2), st.floats(-3, 3)),
+    st.floats(-720, 720),
+)
 def test_turn_about_keeps_the_pivot_in_place(x, z, yaw, pivot, deg):
     o = Origin(x, z, yaw)
     t = o.turned_about(pivot, deg)
@@ -45,7 +51,7 @@ def test_snap_turn_fires_once_per_flick_about_the_head():
     before = rig.update(frame(0), 1 / 90).head.position
     s = rig.update(frame(1, turn=(1.0, 0.0)), 1 / 90)
     assert s.snapped == -45.0 and rig.origin.yaw == pytest.approx(-45.0)
-    assert close(s.head.position, before, 1e-9)            # the head does not jump
+    assert close(s.head.position, before, 1e-9)  # the head does not jump
     assert quake_angles(s.head.orientation)[1] == pytest.approx(-45.0)
     # Held: no second snap; half released: still none; released: re-armed.
     assert rig.update(frame(2, turn=(1.0, 0.0)), 1 / 90).snapped == 0.0
@@ -68,10 +74,10 @@ def test_smooth_turn_rate_and_deadzone():
 
 def test_left_stick_moves_where_the_head_faces():
     rig = Rig(RigSettings(move_speed=2.0))
-    s = rig.update(frame(0, move=(0.0, 1.0), head_yaw=90.0), 0.5)   # facing -X
+    s = rig.update(frame(0, move=(0.0, 1.0), head_yaw=90.0), 0.5)  # facing -X
     assert close((rig.origin.x, rig.origin.z), (-1.0, 0.0), 1e-9)
     assert close(s.move_world, (-2.0, 0.0), 1e-9)
-    rig.update(frame(1, move=(1.0, 0.0), head_yaw=0.0), 0.5)        # strafe right = +X
+    rig.update(frame(1, move=(1.0, 0.0), head_yaw=0.0), 0.5)  # strafe right = +X
     assert close((rig.origin.x, rig.origin.z), (0.0, 0.0), 1e-9)
 
 
@@ -88,16 +94,31 @@ def test_bad_turn_mode_is_refused():
         Rig(RigSettings(turn_mode="spin"))
 
 
-@pytest.mark.parametrize("field, value", [("move_speed", -1.0), ("move_speed", math.nan), ("snap_angle", -5.0),
-                                          ("snap_angle", 0.0), ("smooth_speed", math.inf), ("deadzone", 1.0)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("move_speed", -1.0),
+        ("move_speed", math.nan),
+        ("snap_angle", -5.0),
+        ("snap_angle", 0.0),
+        ("smooth_speed", math.inf),
+        ("deadzone", 1.0),
+    ],
+)
 def test_unusable_rig_numbers_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         Rig(RigSettings(**{field: value}))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(-50, 50), st.floats(-50, 50), st.floats(-720, 720), st.booleans(), st.booleans(),
-       st.tuples(*[st.floats(-1, 1)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1))
+@given(
+    st.floats(-50, 50),
+    st.floats(-50, 50),
+    st.floats(-720, 720),
+    st.booleans(),
+    st.booleans(),
+    st.tuples(*[st.floats(-1, 1)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1),
+)
 def test_pose_to_world_maps_valid_parts_only(x, z, yaw, pos_ok, ori_ok, q):
     n = math.sqrt(sum(c * c for c in q))
     pose = Pose((0.3, 1.5, -0.7), tuple(c / n for c in q), pos_ok, ori_ok, pos_ok, ori_ok)
@@ -115,7 +136,7 @@ def test_state_poses_are_the_frames_poses_in_the_world_of_this_frames_origin():
     rig = Rig()
     f = frame(0, head_yaw=30.0)
     first = rig.update(f, 1 / 90)
-    rig.origin = Origin(1.0, -2.0, 60.0)   # set from outside (a test, a reset): followed
+    rig.origin = Origin(1.0, -2.0, 60.0)  # set from outside (a test, a reset): followed
     second = rig.update(f, 1 / 90)
     g = frame(1, turn=(1.0, 0.0), head_yaw=-20.0)
     turned = rig.update(g, 1 / 90)
@@ -125,6 +146,8 @@ def test_state_poses_are_the_frames_poses_in_the_world_of_this_frames_origin():
             assert getattr(state, name) == pose_to_world(getattr(src, name), origin.trig())
             assert getattr(state, name) is getattr(state, name)  # built once
             stage = getattr(src, name)
-            assert state.world_orientation(stage) == (getattr(state, name).orientation if stage.orientation_valid else None)
+            assert state.world_orientation(stage) == (
+                getattr(state, name).orientation if stage.orientation_valid else None
+            )
     lost = frame(2, head_valid=False)
     assert rig.update(lost, 1 / 90).world_orientation(lost.head) is None

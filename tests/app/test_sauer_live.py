@@ -8,6 +8,7 @@ seen by a second client (SauerClientCore, the game's acceptance rules):
   through a map change and a death forced by an admin client, the tour's head and walk seen by
   the second client; a bounded soak (marked slow: 20 s here, 5 minutes with HEADCAST_LONG=1).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ from headcast.netcode.sauer.localserver import LocalSauerServer
 from headcast.netcode.sauer.messages import build
 from headcast.netcode.sauer.protocol import DISC_KICK, MODE_INSTAGIB, Msg
 from headcast.xr.frame import Controls, Pose, TrackingFrame
+
 from sauer_support import Clients, claim_admin, force_map, need_server, shoot
 from support import LONG, REPO
 
@@ -87,8 +89,13 @@ def test_a_second_client_sees_the_spawn_the_head_and_the_walk(server):
         assert player.link.state == "in game" and player.sink.status(time.monotonic()).live
         # standing at the spawn, looking 20° left of where the head faced at the spawn, up 15°, tilted 10°
         player.frame = frame(head=(-15.0, 20.0, 10.0))
-        run(cs, player, 3, lambda: (p := theirs(obs, player)) is not None and p.record is not None
-            and p.record.yaw == 50, "the turned head relayed")
+        run(
+            cs,
+            player,
+            3,
+            lambda: (p := theirs(obs, player)) is not None and p.record is not None and p.record.yaw == 50,
+            "the turned head relayed",
+        )
         rec = theirs(obs, player).record
         assert rec.position == pytest.approx((800.0, 900.0, 128.0), abs=1 / 16)  # feet on the spawn point
         assert (rec.yaw, rec.pitch, rec.roll_deg, rec.move, rec.strafe) == (50, 15, 10, 0, 0)
@@ -98,7 +105,7 @@ def test_a_second_client_sees_the_spawn_the_head_and_the_walk(server):
         run(cs, player, 3, lambda: theirs(obs, player).record.move == 1, "the walking animation")
         run(cs, player, 1.0)
         walking = theirs(obs, player).record
-        assert walking.vel == 16 and walking.strafe == 0                     # 2 m/s = 16 units/s
+        assert walking.vel == 16 and walking.strafe == 0  # 2 m/s = 16 units/s
         dx, dy = walking.position[0] - 800.0, walking.position[1] - 900.0
         # along the spawn's heading (yaw 30: the game's forward is (−sin, cos))
         assert math.hypot(dx, dy) > 8 and math.degrees(math.atan2(-dx, dy)) == pytest.approx(30.0, abs=3)
@@ -125,7 +132,7 @@ def test_the_speed_cap_bites_says_so_and_keeps_us_in(server):
         detail = player.sink.status(time.monotonic()).detail
         assert detail.startswith("speed capped: 240 → 179 units/s (the server kicks at 180)"), detail
         assert player.sink.check.capped > 150 and player.sink.check.speed_max == pytest.approx(240.0)
-        assert math.dist(rec.position[:2], WORLD.spawn[:2]) > 1000   # the position moves at the rig's speed
+        assert math.dist(rec.position[:2], WORLD.spawn[:2]) > 1000  # the position moves at the rig's speed
     finally:
         player.sink.close()
         cs.close()
@@ -138,28 +145,60 @@ def test_a_map_change_and_a_death_reanchor_at_the_spawn_and_the_records_go_on(se
         admin = cs.add(server, "admin")
         run(cs, player, 8, lambda: player.link.live and admin.core.state is State.ALIVE, "both in game")
         claim_admin(admin, server)
-        player.frame = frame(move=(0.0, 1.0))   # walk away from the spawn point
+        player.frame = frame(move=(0.0, 1.0))  # walk away from the spawn point
         run(cs, player, 1.5)
         player.frame = frame()
         run(cs, player, 0.2)
         away = player.link.core.last_record.position
         assert math.dist(away[:2], WORLD.spawn[:2]) > 8
         force_map(admin, "dust2", MODE_INSTAGIB)
-        run(cs, player, 5, lambda: player.link.core.map == "dust2" and player.link.live
-            and player.sink.anchor is not None and player.link.spawns == 2, "the map change's spawn")
-        run(cs, player, 3, lambda: (p := theirs(admin, player)) is not None and p.record is not None
-            and p.record.lifebit == player.link.core.lifesequence & 1, "a record of the new map")
+        run(
+            cs,
+            player,
+            5,
+            lambda: (
+                player.link.core.map == "dust2"
+                and player.link.live
+                and player.sink.anchor is not None
+                and player.link.spawns == 2
+            ),
+            "the map change's spawn",
+        )
+        run(
+            cs,
+            player,
+            3,
+            lambda: (
+                (p := theirs(admin, player)) is not None
+                and p.record is not None
+                and p.record.lifebit == player.link.core.lifesequence & 1
+            ),
+            "a record of the new map",
+        )
         assert theirs(admin, player).record.position[:2] == pytest.approx(WORLD.spawn[:2], abs=1 / 16)
         player.frame = frame(move=(0.0, 1.0))
         run(cs, player, 1.0)
         player.frame = frame()
         life = player.link.core.lifesequence
         shoot(admin, player.link.core.cn, theirs(admin, player).lifesequence)
-        run(cs, player, 5, lambda: player.link.core.lifesequence not in (life, -1) and player.link.live
-            and player.link.spawns == 3, "the respawn")
+        run(
+            cs,
+            player,
+            5,
+            lambda: player.link.core.lifesequence not in (life, -1) and player.link.live and player.link.spawns == 3,
+            "the respawn",
+        )
         assert "killed by admin" in player.link.texts[-1] or player.link.core.counters.deaths == 1
-        run(cs, player, 3, lambda: theirs(admin, player).record is not None
-            and theirs(admin, player).record.lifebit == player.link.core.lifesequence & 1, "a record of the new life")
+        run(
+            cs,
+            player,
+            3,
+            lambda: (
+                theirs(admin, player).record is not None
+                and theirs(admin, player).record.lifebit == player.link.core.lifesequence & 1
+            ),
+            "a record of the new life",
+        )
         assert theirs(admin, player).record.position[:2] == pytest.approx(WORLD.spawn[:2], abs=1 / 16)
         # a kick: the status names it and the link comes back by itself (the ban cleared meanwhile)
         admin.core.send_message(build(Msg.N_KICK, player.link.core.cn, "test"))
@@ -192,9 +231,27 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
         # and the run would block writing it.
         out_path, err_path = tmp_path / "run.out", tmp_path / "run.err"
         with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
-            proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "tour", "--no-mirror",
-                                     "--json", "--duration", str(duration), "--sauer", f"127.0.0.1:{server.port}"],
-                                    cwd=REPO, env=env, stdout=out_file, stderr=err_file, text=True)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "headcast.app",
+                    "run",
+                    "--mock",
+                    "tour",
+                    "--no-mirror",
+                    "--json",
+                    "--duration",
+                    str(duration),
+                    "--sauer",
+                    f"127.0.0.1:{server.port}",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=out_file,
+                stderr=err_file,
+                text=True,
+            )
         try:
             admin = cs.add(server, "admin")
             cs.join(server, admin)
@@ -206,19 +263,34 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
                 p = vr()
                 if p is not None and p.record is not None and (not seen or p.record is not seen[-1][1]):
                     seen.append((now, p.record, p.lifesequence))
+
             cs.until(lambda: seen, 30, "the VR player's first record", watch, server=server)
             start = seen[0][0]
             cs.until(lambda: time.monotonic() > start + duration / 3, duration, "a third of the run", watch)
             force_map(admin, "dust2", MODE_INSTAGIB)
-            cs.until(lambda: admin.core.map == "dust2" and admin.core.state is State.ALIVE, 5, "the map change",
-                     watch, server=server)
+            cs.until(
+                lambda: admin.core.map == "dust2" and admin.core.state is State.ALIVE,
+                5,
+                "the map change",
+                watch,
+                server=server,
+            )
             cs.until(lambda: time.monotonic() > start + 2 * duration / 3, duration, "two thirds of the run", watch)
-            cs.until(lambda: vr() is not None and vr().state == 0 and vr().lifesequence >= 0, 5,
-                     "the VR player alive on the new map", watch)
+            cs.until(
+                lambda: vr() is not None and vr().state == 0 and vr().lifesequence >= 0,
+                5,
+                "the VR player alive on the new map",
+                watch,
+            )
             life = vr().lifesequence
             shoot(admin, vr().cn, life)
-            cs.until(lambda: vr() is not None and vr().lifesequence not in (life, -1), 6, "the VR player's respawn",
-                     watch, server=server)
+            cs.until(
+                lambda: vr() is not None and vr().lifesequence not in (life, -1),
+                6,
+                "the VR player's respawn",
+                watch,
+                server=server,
+            )
             cs.until(lambda: proc.poll() is not None, duration + 30, "the run's end", watch)
         finally:
             if proc.poll() is None:
@@ -231,21 +303,22 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
         assert proc.returncode == 0, err[-3000:]
         sauer = summary["sinks"][2]
         assert sauer["name"] == "sauer" and sauer["outcome"].startswith("joined at"), sauer
-        assert sauer["sent"] > 25 * duration * 0.8, sauer        # ~30 records a second, the tracking loss aside
+        assert sauer["sent"] > 25 * duration * 0.8, sauer  # ~30 records a second, the tracking loss aside
         statuses = [st["sinks"][2] for st in lines if st.get("type") == "status"]
-        assert all(s["state"] in ("connecting", "joining", "loading", "in game", "dead") for s in statuses), \
-            sorted({s["state"] for s in statuses})                          # never kicked, never reconnecting
+        assert all(s["state"] in ("connecting", "joining", "loading", "in game", "dead") for s in statuses), sorted(
+            {s["state"] for s in statuses}
+        )  # never kicked, never reconnecting
         assert "reconnect" not in " ".join(s["detail"] for s in statuses)
         assert "DISC_" not in server.log_tail(200) and "disconnected because" not in server.log_tail(200)
         recs = [r for _, r, _ in seen]
         lives = {ls for _, _, ls in seen}
-        assert len(lives) >= 3                                      # first spawn, the map change's, the death's
-        assert all(r.lifebit == ls & 1 for _, r, ls in seen)        # every record in the parity of its life
+        assert len(lives) >= 3  # first spawn, the map change's, the death's
+        assert all(r.lifebit == ls & 1 for _, r, ls in seen)  # every record in the parity of its life
         yaws = {r.yaw for r in recs}
         assert len(yaws) > 20 and max(r.pitch for r in recs) >= 35 and min(r.pitch for r in recs) <= -35
-        assert max(abs(r.roll_deg) for r in recs) >= 25                    # the tour tilts the head 30°
-        assert {(r.move, r.strafe) for r in recs} >= {(1, 0), (0, -1)}     # walking forward, strafing right
-        assert max(r.vel for r in recs) == round(2.0 * UNITS_PER_METRE)    # the stick's 2 m/s
+        assert max(abs(r.roll_deg) for r in recs) >= 25  # the tour tilts the head 30°
+        assert {(r.move, r.strafe) for r in recs} >= {(1, 0), (0, -1)}  # walking forward, strafing right
+        assert max(r.vel for r in recs) == round(2.0 * UNITS_PER_METRE)  # the stick's 2 m/s
         gaps = [b - a for (a, *_), (b, *_) in zip(seen, seen[1:])]
         # the longest pause: the tour's second without tracking, or a respawn; never a kick's
         assert max(gaps) < 3.0

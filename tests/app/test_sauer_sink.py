@@ -1,5 +1,6 @@
 """Rig state → the Sauerbraten player (app/sauermap.py) and the sink without a server: axes, the
 spawn anchor and its turn, the eye height, the speed cap, move/strafe, the 30 Hz take and a loss."""
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ def test_the_spawn_puts_the_head_at_the_spawn_point_facing_its_heading():
     anchor = anchor_at(s, WORLD)
     assert anchor.turn == pytest.approx(60.0) and anchor.standing == pytest.approx(1.7)
     gp = game_pose(s, WORLD, anchor)
-    assert gp.pose.eye == pytest.approx((500.0, 600.0, 64.0 + EYEHEIGHT))   # feet on the spawn floor
+    assert gp.pose.eye == pytest.approx((500.0, 600.0, 64.0 + EYEHEIGHT))  # feet on the spawn floor
     assert gp.pose.yaw == pytest.approx(90.0) and gp.pose.pitch == pytest.approx(-10.0)
     assert gp.pose.roll == pytest.approx(5.0)
     rec = npos_for(gp, cn=3, lifesequence=5)
@@ -48,11 +49,11 @@ def test_the_spawn_puts_the_head_at_the_spawn_point_facing_its_heading():
 
 def test_walking_away_from_the_spawn_turns_with_the_anchor():
     start = state(frame(head=(0, 0, 0), pos=(0.0, 1.6, 0.0)))
-    anchor = anchor_at(start, WORLD)   # the head faced −Z (Quake yaw 0); the game faces yaw 90 (−x)
+    anchor = anchor_at(start, WORLD)  # the head faced −Z (Quake yaw 0); the game faces yaw 90 (−x)
     ahead = state(frame(head=(0, 0, 0), pos=(0.0, 1.6, -1.0)))  # one metre where the head faced
     gp = game_pose(ahead, WORLD, anchor)
-    assert gp.pose.eye[:2] == pytest.approx((500.0 - U, 600.0))     # one metre along the game's yaw 90
-    left = state(frame(head=(0, 0, 0), pos=(-1.0, 1.6, 0.0)))   # a step to the left
+    assert gp.pose.eye[:2] == pytest.approx((500.0 - U, 600.0))  # one metre along the game's yaw 90
+    left = state(frame(head=(0, 0, 0), pos=(-1.0, 1.6, 0.0)))  # a step to the left
     assert game_pose(left, WORLD, anchor).pose.eye[:2] == pytest.approx((500.0, 600.0 - U))
     turned = state(frame(head=(0, 45, 0), pos=(0.0, 1.6, 0.0)))  # a snap turn: the yaw goes through
     assert game_pose(turned, WORLD, anchor).pose.yaw == pytest.approx(135.0)
@@ -65,13 +66,13 @@ def test_the_eye_rises_with_the_head_and_never_sinks_below_standing():
     assert up.pose.eye[2] == pytest.approx(64.0 + EYEHEIGHT + 0.25 * U)
     assert down.pose.eye[2] == pytest.approx(64.0 + EYEHEIGHT)
     fixed = SauerWorld(spawn=(0.0, 0.0, 0.0), eye_height=1.5)
-    a = anchor_at(state(frame(pos=(0.0, 1.2, 0.0))), fixed)       # seated at the spawn: still 1.5 m standing
+    a = anchor_at(state(frame(pos=(0.0, 1.2, 0.0))), fixed)  # seated at the spawn: still 1.5 m standing
     assert game_pose(state(frame(pos=(0.0, 1.7, 0.0))), fixed, a).pose.eye[2] == pytest.approx(EYEHEIGHT + 0.2 * U)
 
 
 def test_speed_is_capped_below_the_kick_and_move_strafe_follow_the_stick():
     anchor = anchor_at(state(frame()), SauerWorld())
-    slow = game_pose(state(frame(), move=(0.0, -2.0)), SauerWorld(), anchor)   # 2 m/s where the head faces
+    slow = game_pose(state(frame(), move=(0.0, -2.0)), SauerWorld(), anchor)  # 2 m/s where the head faces
     assert (slow.pose.move, slow.pose.strafe, slow.capped) == (1, 0, False)
     assert math.hypot(*slow.pose.vel[:2]) == pytest.approx(16.0)
     fast = game_pose(state(frame(), move=(30.0, -30.0)), SauerWorld(), anchor)  # forward right, 42 m/s
@@ -87,7 +88,7 @@ def test_speed_is_capped_below_the_kick_and_move_strafe_follow_the_stick():
 
 
 def test_a_place_outside_the_24_bit_world_sends_nothing():
-    far = SauerWorld(spawn=(520000.0, 0.0, 0.0))      # the record holds ±2^23 sixteenths: ±524288 units
+    far = SauerWorld(spawn=(520000.0, 0.0, 0.0))  # the record holds ±2^23 sixteenths: ±524288 units
     s = state(frame(pos=(1000.0, 1.6, 0.0)))
     gp = game_pose(s, far, anchor_at(state(frame()), far))
     assert gp is not None and npos_for(gp) is None
@@ -99,13 +100,13 @@ def test_offline_sink_takes_the_state_at_30_hz_and_a_loss_at_once():
     a, b = frame(head=(0, 10, 0)), frame(head=(0, 50, 0))
     sink.send(state(a), a, 0.0)
     assert sink.seen.yaw == 0 and sink.seen.position == (512.0, 512.0, 512.0)  # anchored: the default spawn
-    sink.send(state(b), b, 0.02)                      # before 1/30 s: the game would not send
+    sink.send(state(b), b, 0.02)  # before 1/30 s: the game would not send
     assert sink.seen.yaw == 0
     sink.send(state(b), b, 0.04)
     assert sink.seen.yaw == 40 and "N_POS 16 B yaw 40" in sink.status(0.04).packed
     assert sink.data == encode_npos(sink.seen) and sink.status(0.04).state == "offline"
     lost = frame(ok=False)
-    sink.send(state(lost), lost, 0.041)               # a loss is taken at once, whatever the rate
+    sink.send(state(lost), lost, 0.041)  # a loss is taken at once, whatever the rate
     assert sink.data == b"" and sink.seen is None and "tracking lost" in sink.status(0.05).detail
 
 

@@ -7,6 +7,7 @@ disconnected" and the exit status was 0. Now the status line says the server is 
 long, with no round trip; the summary says when it was lost and that it never came back; exit 3
 (README: no answer).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,20 @@ class Headcast:
     """A `headcast` subprocess whose output lines are read as they come (threads)."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=cli_env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "headcast.app", *args],
+            cwd=REPO,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.out: list[str] = []
         self.err: list[str] = []
-        self._readers = [threading.Thread(target=self._read, args=(s, b), daemon=True)
-                         for s, b in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        self._readers = [
+            threading.Thread(target=self._read, args=(s, b), daemon=True)
+            for s, b in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))
+        ]
         for t in self._readers:
             t.start()
 
@@ -62,9 +71,11 @@ def _sink(msg: dict, name: str) -> dict:
 def _killed_mid_run(hc: Headcast, name: str, kill, duration: float) -> tuple[float, list[dict]]:
     """Wait until `name` streams with a round trip, kill its server, let the run end; (run time at
     the kill, every JSON line)."""
+
     def streaming():
         lines = [m for m in _status_lines(hc) if m.get("type") == "status"]
         return lines and _sink(lines[-1], name)["ping_ms"] is not None and lines[-1]
+
     last = wait_for(streaming, 30, f"{name} to stream with a round trip")
     kill()
     killed_at = last["t"]
@@ -74,12 +85,22 @@ def _killed_mid_run(hc: Headcast, name: str, kill, duration: float) -> tuple[flo
 
 def test_a_netsync_server_that_dies_mid_run_is_in_the_status_the_summary_and_the_exit_code(tmp_path):
     from headcast.netcode.netsync.localserver import LocalNetSyncServer
+
     srv = LocalNetSyncServer(None, log_dir=tmp_path)
     srv.start(timeout=60)
     try:
         a = srv.address
-        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "12", "--json",
-                      "--netsync", f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}")
+        hc = Headcast(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--duration",
+            "12",
+            "--json",
+            "--netsync",
+            f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}",
+        )
         try:
             killed_at, lines = _killed_mid_run(hc, "netsync", srv.proc.kill, 12)
         finally:
@@ -105,10 +126,12 @@ def test_a_netsync_server_that_dies_mid_run_is_in_the_status_the_summary_and_the
 
 def test_a_quake3_server_that_dies_mid_run_is_in_the_summary_and_the_exit_code():
     from headcast.netcode.q3.localserver import LocalQ3Server
+
     with LocalQ3Server(kind="ioq3", pure=False) as server:
         host, port = server.address
-        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "10", "--json",
-                      "--q3", f"{host}:{port}")
+        hc = Headcast(
+            "run", "--mock", "look_around", "--no-mirror", "--duration", "10", "--json", "--q3", f"{host}:{port}"
+        )
         try:
             killed_at, lines = _killed_mid_run(hc, "q3", server.kill, 10)
         finally:
@@ -125,10 +148,12 @@ def test_a_quake3_server_that_dies_mid_run_is_in_the_summary_and_the_exit_code()
 
 def test_a_sauerbraten_server_that_dies_mid_run_is_in_the_summary_and_the_exit_code():
     from headcast.netcode.sauer.localserver import LocalSauerServer
+
     with LocalSauerServer() as server:
         host, port = server.address
-        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "10", "--json",
-                      "--sauer", f"{host}:{port}")
+        hc = Headcast(
+            "run", "--mock", "look_around", "--no-mirror", "--duration", "10", "--json", "--sauer", f"{host}:{port}"
+        )
         try:
             killed_at, lines = _killed_mid_run(hc, "sauer", server.kill, 10)
         finally:
@@ -147,17 +172,27 @@ def test_a_quake3_server_that_comes_back_is_a_noted_outage_not_a_failure():
     """Killed, then started again on the same port 5 s later: the summary says for how long it was
     lost and when it came back; the run is not failed for it (exit 0)."""
     from headcast.netcode.q3.localserver import LocalQ3Server
+
     with LocalQ3Server(kind="ioq3", pure=False) as server:
         host, port = server.address
-        hc = Headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "16", "--json",
-                      "--q3", f"{host}:{port}")
+        hc = Headcast(
+            "run", "--mock", "look_around", "--no-mirror", "--duration", "16", "--json", "--q3", f"{host}:{port}"
+        )
         try:
+
             def back():
                 server.kill()
-                lost = wait_for(lambda: any(m.get("type") == "status" and _sink(m, "q3")["state"] == "server lost"
-                                            for m in _status_lines(hc)), 15, "the status to say server lost")
+                lost = wait_for(
+                    lambda: any(
+                        m.get("type") == "status" and _sink(m, "q3")["state"] == "server lost"
+                        for m in _status_lines(hc)
+                    ),
+                    15,
+                    "the status to say server lost",
+                )
                 server.start()
                 return lost
+
             killed_at, lines = _killed_mid_run(hc, "q3", back, 16)
         finally:
             if hc.proc.poll() is None:

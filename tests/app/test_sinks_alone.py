@@ -3,6 +3,7 @@ nothing answers: the Q3 sink joins and streams past the connect timeout while th
 keeps retrying and says why; exit 0, or 3 with --require-all. And the same run on a real
 terminal (tmux at 80 columns): one status block redrawn in place, Ctrl-C leaves the summary.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,11 @@ pytestmark = pytest.mark.live
 
 
 def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY", "COLUMNS", "LINES")}
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HEADCAST_", "XR_")) and k not in ("DISPLAY", "WAYLAND_DISPLAY", "COLUMNS", "LINES")
+    }
     e["HOME"] = str(REPO / "build" / "no-home")
     e.update(extra)
     return e
@@ -32,16 +36,31 @@ def env(**extra: str) -> dict[str, str]:
 
 def run_args(q3_server, *extra: str) -> list[str]:
     host, port = q3_server.address
-    return ["run", "--mock", "look_around", "--no-mirror", "--q3", f"{host}:{port}",
-            "--netsync", f"127.0.0.1:{free_port()}", *extra]
+    return [
+        "run",
+        "--mock",
+        "look_around",
+        "--no-mirror",
+        "--q3",
+        f"{host}:{port}",
+        "--netsync",
+        f"127.0.0.1:{free_port()}",
+        *extra,
+    ]
 
 
 def test_q3_streams_while_netsync_never_answers(q3_server):
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "headcast.app", *run_args(q3_server, "--duration", "4.5", "--json")],
-                       cwd=REPO, env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "headcast.app", *run_args(q3_server, "--duration", "4.5", "--json")],
+        cwd=REPO,
+        env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert time.monotonic() - t0 > 4.5          # not ended at the connect timeout (2 s)
+    assert time.monotonic() - t0 > 4.5  # not ended at the connect timeout (2 s)
     lines = [json.loads(ln) for ln in r.stdout.splitlines()]
     late = [ln for ln in lines if ln["type"] == "status" and ln["t"] > 2.5]
     assert late
@@ -65,12 +84,28 @@ def test_require_all_ends_the_run_at_the_connect_timeout(q3_server):
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         host, port = q3_server.address
-        args = ["run", "--mock", "look_around", "--no-mirror", "--q3", f"{host}:{port}",
-                "--netsync", f"127.0.0.1:{silent.getsockname()[1]}", "--duration", "20", "--require-all"]
+        args = [
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--q3",
+            f"{host}:{port}",
+            "--netsync",
+            f"127.0.0.1:{silent.getsockname()[1]}",
+            "--duration",
+            "20",
+            "--require-all",
+        ]
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "headcast.app", *args],
-                           cwd=REPO, env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"), capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "headcast.app", *args],
+            cwd=REPO,
+            env=env(HEADCAST_RUN_CONNECT_TIMEOUT="2"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         took = time.monotonic() - t0
     assert r.returncode == 3 and 2 < took < 10, (took, r.stderr)
     (err,) = r.stderr.splitlines()
@@ -95,30 +130,35 @@ def test_on_a_real_terminal_the_block_is_redrawn_in_place_and_ctrl_c_leaves_the_
     server = f"headcast-test-{os.getpid()}"
     _tmux("-L", server, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "30", "-s", "run", f"bash {script}")
     try:
+
         def screen() -> str:
             return _tmux("-L", server, "capture-pane", "-p", "-t", "run")
 
         def streaming() -> str | None:
             s = screen()
             return s if "q3       in game" in s and "netsync  no answer" in s and "· Ctrl-C stops" in s else None
+
         def past_the_timeout() -> str | None:  # the block's own clock past the connect timeout (2 s)
             s = streaming()
             m = None if s is None else re.search(r"^headcast +(\d+\.\d) s", s, re.M)
             return s if m and float(m.group(1)) > 2.5 else None
+
         live = wait_for(past_the_timeout, 20, "the status block with Q3 in game past the connect timeout")
         rows = live.splitlines()
         assert sum(r.startswith("headcast  ") for r in rows) == 1, live
-        block = rows[next(i for i, r in enumerate(rows) if r.startswith("headcast  ")):][:4]
+        block = rows[next(i for i, r in enumerate(rows) if r.startswith("headcast  ")) :][:4]
         assert [r.split()[0] for r in block] == ["headcast", "q3", "netsync", "sauer"], live
         assert all(len(r) < 80 for r in block), live
         assert " ping " in block[1] and "/s" in block[1], block[1]
         _tmux("-L", server, "send-keys", "-t", "run", "C-c")
-        end = wait_for(lambda: next((s for s in [screen()] if "EXIT=" in s), None), 20,
-                       "headcast to exit after Ctrl-C")
+        end = wait_for(lambda: next((s for s in [screen()] if "EXIT=" in s), None), 20, "headcast to exit after Ctrl-C")
     finally:
         subprocess.run(["tmux", "-L", server, "kill-server"], capture_output=True, timeout=10)
     assert "EXIT=0" in end, end
     assert end.count("· Ctrl-C stops") == 1, end
-    assert end.index("· Ctrl-C stops") < end.index("headcast: SIGINT: stopping cleanly") \
-        < end.index("stopped: interrupted (Ctrl-C)"), end
+    assert (
+        end.index("· Ctrl-C stops")
+        < end.index("headcast: SIGINT: stopping cleanly")
+        < end.index("stopped: interrupted (Ctrl-C)")
+    ), end
     assert "  q3       joined at " in end and "  netsync  never joined:" in end, end

@@ -6,6 +6,7 @@ q3_server fixture), the mock runtime playing a motion, run as a user runs it wit
 the swarm (its options are built only for `headcast swarm`) nor the mirror and its GUI stack
 (imgui_bundle, glfw, OpenGL's mirror side) may be among them; the run itself must have streamed.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,21 +25,48 @@ def imported(stderr: str) -> set[str]:
 def test_run_no_mirror_imports_neither_swarm_nor_mirror(q3_server):
     host, port = q3_server.address
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "headcast.app", "run", "--mock", "look_around",
-         "--q3", f"{host}:{port}", "--no-vr", "--no-mirror", "--duration", "3"],
-        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "headcast.app",
+            "run",
+            "--mock",
+            "look_around",
+            "--q3",
+            f"{host}:{port}",
+            "--no-vr",
+            "--no-mirror",
+            "--duration",
+            "3",
+        ],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     modules = imported(proc.stderr)
     assert "headcast.app.commands" in modules and "headcast.app.q3_link" in modules, proc.stderr[-2000:]
-    assert proc.returncode == 0, (proc.stdout[-2000:], [ln for ln in proc.stderr.splitlines()
-                                                        if not ln.startswith("import time:")])
+    assert proc.returncode == 0, (
+        proc.stdout[-2000:],
+        [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")],
+    )
     bad = sorted(m for m in modules if m.startswith(FORBIDDEN))
     assert not bad, f"`headcast run --no-mirror` imported {bad}"
 
 
 def test_swarm_still_gets_its_options():
     """The other side of building swarm's options lazily: `headcast swarm --help` has them all."""
-    proc = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "--help"], cwd=REPO, env=cli_env(),
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "swarm", "--help"],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     for option in ("--q3", "--netsync", "--rooms"):
         assert option in proc.stdout, proc.stdout

@@ -1,6 +1,7 @@
 """app/stop.py and the frame loop's side of it, in this process: each phase's answer to a stop
 signal, handlers restored, a recording that fails (disk full) ending the recording and not the
 run. The real `headcast` processes under each signal: test_stop_live.py."""
+
 from __future__ import annotations
 
 import errno
@@ -13,12 +14,12 @@ import time
 
 import pytest
 
-from support import REPO
-
 from headcast.app import stop
 from headcast.app.loop import FrameLoop, SourceEnded
 from headcast.app.rig import Rig
 from headcast.app.synthetic import SyntheticSource
+
+from support import REPO
 
 
 class Finite:
@@ -58,13 +59,18 @@ def test_a_signal_before_the_run_raises_interrupted_naming_it():
             time.sleep(5)  # the handler raises at once; never reached
     assert e.value.signum == signal.SIGTERM and e.value.exit_code == 143
     assert str(e.value) == "SIGTERM: stopped before the run started"
-    assert isinstance(e.value, KeyboardInterrupt)   # every `except KeyboardInterrupt` cleanup applies
+    assert isinstance(e.value, KeyboardInterrupt)  # every `except KeyboardInterrupt` cleanup applies
     assert stop.state.signum is None and not stop.state.installed
 
 
-@pytest.mark.parametrize("sig, reason", [(signal.SIGINT, "interrupted (Ctrl-C)"),
-                                         (signal.SIGTERM, "stopped by SIGTERM"),
-                                         (signal.SIGHUP, "stopped by SIGHUP (terminal closed)")])
+@pytest.mark.parametrize(
+    "sig, reason",
+    [
+        (signal.SIGINT, "interrupted (Ctrl-C)"),
+        (signal.SIGTERM, "stopped by SIGTERM"),
+        (signal.SIGHUP, "stopped by SIGHUP (terminal closed)"),
+    ],
+)
 def test_a_signal_while_running_ends_the_loop_at_the_next_frame(sig, reason, capfd):
     sink = Sink()
     src = Finite(1000, on_frame=lambda n: n == 5 and os.kill(os.getpid(), sig))
@@ -84,11 +90,11 @@ def test_handlers_are_restored_and_an_ignored_sighup_stays_ignored():
         with stop.handled():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
-            os.kill(os.getpid(), signal.SIGHUP)   # ignored: no stop
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: no stop
             assert stop.state.signum is None
         assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
         assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
-        assert signal.set_wakeup_fd(-1) == -1   # the wakeup fd was given back
+        assert signal.set_wakeup_fd(-1) == -1  # the wakeup fd was given back
     finally:
         signal.signal(signal.SIGHUP, before[signal.SIGHUP])
 
@@ -117,8 +123,10 @@ def test_a_full_disk_ends_the_recording_not_the_run():
     loop = FrameLoop(Finite(50), Rig(), [sink], recorder=rec, notice=notes.append)
     assert loop.run() == "no more frames"
     assert sink.sent == 50 and loop.recorder is None and not rec.closed  # the writer closed itself
-    assert notes == ["recording stopped at frame 10: No space left on device; /data/run.trace keeps the 10 "
-                     "frames written (replay plays them: the trace ends early); the run goes on without recording"]
+    assert notes == [
+        "recording stopped at frame 10: No space left on device; /data/run.trace keeps the 10 "
+        "frames written (replay plays them: the trace ends early); the run goes on without recording"
+    ]
     assert loop.recording_failure == notes[0].split("; the run goes on")[0]
 
 
@@ -127,8 +135,10 @@ def test_an_end_record_that_does_not_fit_is_said_not_raised():
     sink = Sink()
     loop = FrameLoop(Finite(5), Rig(), [sink], recorder=FullDisk(room=100, fail_close=True), notice=notes.append)
     assert loop.run() == "no more frames" and sink.closed
-    assert notes == ["the recording could not be finished: No space left on device; /data/run.trace keeps the 5 "
-                     "frames written (replay plays them: the trace ends early)"]
+    assert notes == [
+        "the recording could not be finished: No space left on device; /data/run.trace keeps the 5 "
+        "frames written (replay plays them: the trace ends early)"
+    ]
 
 
 # The main thread blocked where no Python handler runs (signals blocked in it, as in a C call
@@ -148,8 +158,9 @@ BLOCKED = textwrap.dedent("""
 
 
 def test_a_second_signal_exits_at_once_even_with_the_main_thread_blocked():
-    proc = subprocess.Popen([sys.executable, "-c", BLOCKED], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BLOCKED], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         child = int(proc.stdout.readline())
         # Two different signals (two of one kind may merge while pending); when both are pending
@@ -166,8 +177,10 @@ def test_a_second_signal_exits_at_once_even_with_the_main_thread_blocked():
     assert proc.returncode in (130, 143) and took < 3, (proc.returncode, took, err)
     second = signal.Signals(proc.returncode - 128).name
     assert "not reached" not in out
-    assert err == (f"headcast: {second} again: exiting at once without cleanup — servers were not told we left, "
-                   f"a recording reads as cut short; killed the local servers headcast started (pid {child})\n")
+    assert err == (
+        f"headcast: {second} again: exiting at once without cleanup — servers were not told we left, "
+        f"a recording reads as cut short; killed the local servers headcast started (pid {child})\n"
+    )
     # the child was SIGKILLed (then reaped by init as an orphan): gone, or a zombie on its way
     deadline = time.monotonic() + 5
     while os.path.exists(f"/proc/{child}") and _state(child) != "Z":

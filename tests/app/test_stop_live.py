@@ -3,6 +3,7 @@ and SIGHUP stop a run cleanly (the Q3 server sees the disconnect at once, the su
 the recording is complete and the only file); `kill -9` leaves a trace readable to its last frame
 that `headcast replay` plays, saying where it ends; `headcast demo` under SIGTERM leaves none of
 its servers behind, and a second signal during its cleanup exits at once, killing them by PID."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,9 @@ import time
 
 import pytest
 
-from support import REPO, cli_env
-
 from headcast.xr.trace import is_complete, read_trace
 
+from support import REPO, cli_env
 
 
 class Headcast:
@@ -29,14 +29,21 @@ class Headcast:
     test waits for a line with a bound instead of blocking on a pipe."""
 
     def __init__(self, *args: str, extra_env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "headcast.app", *args], cwd=REPO,
-                                     env=cli_env(**(extra_env or {})), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "headcast.app", *args],
+            cwd=REPO,
+            env=cli_env(**(extra_env or {})),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.out: list[str] = []
         self.err: list[str] = []
         self._lines: queue.Queue[tuple[str, str]] = queue.Queue()
-        self._readers = [threading.Thread(target=self._read, args=(s, n, b), daemon=True)
-                         for s, n, b in ((self.proc.stdout, "out", self.out), (self.proc.stderr, "err", self.err))]
+        self._readers = [
+            threading.Thread(target=self._read, args=(s, n, b), daemon=True)
+            for s, n, b in ((self.proc.stdout, "out", self.out), (self.proc.stderr, "err", self.err))
+        ]
         for t in self._readers:
             t.start()
 
@@ -49,7 +56,7 @@ class Headcast:
         """The first line (of stdout or stderr) matching `pattern`, a regex (its match) or a
         predicate; waits for it at most `timeout` s."""
         match = pattern if callable(pattern) else re.compile(pattern).search
-        for line in (self.out if stream == "out" else self.err):
+        for line in self.out if stream == "out" else self.err:
             if m := match(line):
                 return m
         deadline = time.monotonic() + timeout
@@ -57,19 +64,24 @@ class Headcast:
             try:
                 name, line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                pytest.fail(f"no {stream} line matching {pattern!r} within {timeout} s; stderr:\n{''.join(self.err)[-3000:]}")
+                pytest.fail(
+                    f"no {stream} line matching {pattern!r} within {timeout} s; stderr:\n{''.join(self.err)[-3000:]}"
+                )
             if name == stream and (m := match(line)):
                 return m
 
     def wait_status(self, sink: str, state: str, timeout: float) -> None:
         """Until a JSON status line says `sink` is in `state` (our own side knows, not just the server)."""
+
         def says(line: str) -> bool:
             try:
                 msg = json.loads(line)
             except ValueError:
                 return False
             return msg.get("type") == "status" and any(
-                s.get("name") == sink and s.get("state") == state for s in msg.get("sinks", []))
+                s.get("name") == sink and s.get("state") == state for s in msg.get("sinks", [])
+            )
+
         self.wait_line(says, timeout)
 
     def finish(self, timeout: float) -> float:
@@ -128,8 +140,11 @@ def netsync_address(server) -> str:
     return f"{a.host}:{a.dealer_port}:{a.pub_port}"
 
 
-REASONS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "stopped by SIGTERM",
-           signal.SIGHUP: "stopped by SIGHUP (terminal closed)"}
+REASONS = {
+    signal.SIGINT: "interrupted (Ctrl-C)",
+    signal.SIGTERM: "stopped by SIGTERM",
+    signal.SIGHUP: "stopped by SIGHUP (terminal closed)",
+}
 
 
 @pytest.mark.live
@@ -139,9 +154,23 @@ def test_each_signal_stops_a_live_run_cleanly(q3_server, netsync_server, tmp_pat
     trace = tmp_path / "run.trace"
     host, port = q3_server.address
     mark = q3_server.log_offset()
-    run = Headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--q3", f"{host}:{port}",
-                   "--name", name, "--netsync", netsync_address(netsync_server), "--room", name,
-                   "--record", str(trace))
+    run = Headcast(
+        "run",
+        "--mock",
+        "look_around",
+        "--no-mirror",
+        "--json",
+        "--q3",
+        f"{host}:{port}",
+        "--name",
+        name,
+        "--netsync",
+        netsync_address(netsync_server),
+        "--room",
+        name,
+        "--record",
+        str(trace),
+    )
     try:
         num = q3_server.wait_for_log(rf"^ClientUserinfoChanged: (\d+) n\\{name}\\", 20, mark).group(1)
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
@@ -170,10 +199,16 @@ def test_each_signal_stops_a_live_run_cleanly(q3_server, netsync_server, tmp_pat
 
 @pytest.mark.display
 def test_sigterm_closes_the_mirror_window_and_still_summarises(xvfb_display):
-    run = Headcast("run", "--mock", "look_around", "--mirror", "--json",
-                   extra_env={"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11"})
+    run = Headcast(
+        "run",
+        "--mock",
+        "look_around",
+        "--mirror",
+        "--json",
+        extra_env={"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11"},
+    )
     try:
-        run.wait_line(r'"type": ?"status"', 30)   # the window is open and drawing
+        run.wait_line(r'"type": ?"status"', 30)  # the window is open and drawing
         run.proc.send_signal(signal.SIGTERM)
         took = run.finish(timeout=20)
     finally:
@@ -188,8 +223,19 @@ def test_kill_9_leaves_a_trace_replay_plays_to_its_last_frame(q3_server, tmp_pat
     trace = tmp_path / "killed.trace"
     host, port = q3_server.address
     mark = q3_server.log_offset()
-    run = Headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--q3", f"{host}:{port}",
-                   "--name", "stopkill", "--record", str(trace))
+    run = Headcast(
+        "run",
+        "--mock",
+        "look_around",
+        "--no-mirror",
+        "--json",
+        "--q3",
+        f"{host}:{port}",
+        "--name",
+        "stopkill",
+        "--record",
+        str(trace),
+    )
     try:
         q3_server.wait_for_log(r"^ClientUserinfoChanged: \d+ n\\stopkill\\", 20, mark)
         deadline = time.monotonic() + 20
@@ -217,13 +263,17 @@ def test_kill_9_leaves_a_trace_replay_plays_to_its_last_frame(q3_server, tmp_pat
     assert f"{trace} has no end record (the recording was cut short): playing the frames it holds" in progress
     summary = lines[-1]
     assert summary["type"] == "summary" and summary["frames"] == n
-    assert summary["stopped"] == (f"replay finished: {trace}: trace ends early at frame {n} (no end record: the "
-                                  f"recording was cut short); played the {n} frames it holds")
+    assert summary["stopped"] == (
+        f"replay finished: {trace}: trace ends early at frame {n} (no end record: the "
+        f"recording was cut short); played the {n} frames it holds"
+    )
 
 
 def _demo_servers(demo: Headcast) -> dict[str, int]:
-    pids = {"netsync": int(demo.wait_line(r"NetSync server ready .*\(pid (\d+)\)", 60).group(1)),
-            "q3": int(demo.wait_line(r"Quake 3 server ready .*\(pid (\d+)\)", 30).group(1))}
+    pids = {
+        "netsync": int(demo.wait_line(r"NetSync server ready .*\(pid (\d+)\)", 60).group(1)),
+        "q3": int(demo.wait_line(r"Quake 3 server ready .*\(pid (\d+)\)", 30).group(1)),
+    }
     demo.wait_line(r'"type": ?"status"', 30)  # the loop runs
     assert all(alive(p) for p in pids.values())
     return pids
@@ -243,7 +293,7 @@ def test_demo_under_sigterm_leaves_none_of_its_servers_behind():
     err = "".join(demo.err)
     assert "headcast: SIGTERM: stopping cleanly" in err and "Traceback" not in err
     assert any(m["type"] == "summary" and m["stopped"] == "stopped by SIGTERM" for m in demo.json_lines())
-    wait_gone(ours, 5)   # every process it started: ioq3ded, the NetSync server (and anything under them)
+    wait_gone(ours, 5)  # every process it started: ioq3ded, the NetSync server (and anything under them)
     assert took < 15, f"{took:.1f} s to stop"
 
 
@@ -262,8 +312,10 @@ def test_a_signal_while_the_demo_starts_its_servers_stops_them():
         demo.kill()
     err = "".join(demo.err)
     assert demo.proc.returncode == 143, err[-3000:]
-    assert err.endswith("headcast: SIGTERM: stopping before the run started, closing what was opened (a second "
-                        "SIGTERM or Ctrl-C exits at once)\nheadcast: SIGTERM: stopped before the run started\n"), err
+    assert err.endswith(
+        "headcast: SIGTERM: stopping before the run started, closing what was opened (a second "
+        "SIGTERM or Ctrl-C exits at once)\nheadcast: SIGTERM: stopped before the run started\n"
+    ), err
     wait_gone(ours, 5)
 
 
@@ -298,30 +350,52 @@ def test_a_full_disk_ends_the_recording_not_the_run(q3_server, tmp_path):
     frames it kept of how many and the run exits 1 (issue 25 item 5)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (not root?); tests/app/test_stop.py covers the loop's side")
     try:
         trace = mnt / "run.trace"
         host, port = q3_server.address
-        run = Headcast("run", "--mock", "look_around", "--no-mirror", "--json", "--duration", "4",
-                       "--q3", f"{host}:{port}", "--name", "stopfull", "--record", str(trace))
+        run = Headcast(
+            "run",
+            "--mock",
+            "look_around",
+            "--no-mirror",
+            "--json",
+            "--duration",
+            "4",
+            "--q3",
+            f"{host}:{port}",
+            "--name",
+            "stopfull",
+            "--record",
+            str(trace),
+        )
         try:
             run.finish(timeout=30)
         finally:
             run.kill()
         err = "".join(run.err)
         assert run.proc.returncode == 1 and "Traceback" not in err, err[-3000:]
-        m = re.fullmatch(rf"headcast: recording stopped at frame (\d+): No space left on device; {trace} keeps the "
-                         rf"\1 frames written \(replay plays them: the trace ends early\); the run goes on without "
-                         rf"recording\nheadcast: error: recording ended early: \1 of \d+ frames kept, No space left "
-                         rf"on device \({trace} plays up to there: the trace ends early at frame \1\)\n", err)
+        m = re.fullmatch(
+            rf"headcast: recording stopped at frame (\d+): No space left on device; {trace} keeps the "
+            rf"\1 frames written \(replay plays them: the trace ends early\); the run goes on without "
+            rf"recording\nheadcast: error: recording ended early: \1 of \d+ frames kept, No space left "
+            rf"on device \({trace} plays up to there: the trace ends early at frame \1\)\n",
+            err,
+        )
         assert m, err
         n = int(m.group(1))
         summary = run.json_lines()[-1]
         assert summary["type"] == "summary" and summary["frames"] > n > 100 and summary["exit_code"] == 1
-        assert summary["recording"] == {"path": str(trace), "frames_kept": n, "frames_run": summary["frames"],
-                                        "ended_early": "No space left on device"}
+        assert summary["recording"] == {
+            "path": str(trace),
+            "frames_kept": n,
+            "frames_run": summary["frames"],
+            "ended_early": "No space left on device",
+        }
         back = read_trace(trace, partial=True)
         assert len(back.frames) == n and back.ends_early.why.startswith("no end record")
         assert [p.name for p in mnt.iterdir()] == ["run.trace"]
@@ -336,9 +410,10 @@ def test_record_naming_a_folder_is_refused_before_anything_opens(tmp_path):
     finally:
         run.kill()
     assert run.proc.returncode == 2
-    assert "".join(run.err) == (f"headcast: error: --record {tmp_path}: is a folder; name a file in it, e.g. "
-                                f"{tmp_path / 'headcast.trace'}\n")
-    assert run.out == [] and list(tmp_path.iterdir()) == []   # no headset session was opened
+    assert "".join(run.err) == (
+        f"headcast: error: --record {tmp_path}: is a folder; name a file in it, e.g. {tmp_path / 'headcast.trace'}\n"
+    )
+    assert run.out == [] and list(tmp_path.iterdir()) == []  # no headset session was opened
 
 
 @pytest.mark.live
@@ -347,6 +422,7 @@ def test_a_closed_terminal_stops_the_run_cleanly(q3_server, tmp_path):
     disconnect, the recording is complete, and stdout failing (EIO: no terminal any more) is no
     failure: exit 0, no traceback."""
     import pty
+
     trace, errfile = tmp_path / "hup.trace", tmp_path / "stderr.txt"
     host, port = q3_server.address
     mark = q3_server.log_offset()
@@ -356,9 +432,25 @@ def test_a_closed_terminal_stops_the_run_cleanly(q3_server, tmp_path):
             os.chdir(REPO)
             err = os.open(errfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(err, 2)
-            os.execve(sys.executable, [sys.executable, "-m", "headcast.app", "run", "--mock", "look_around",
-                                       "--no-mirror", "--q3", f"{host}:{port}", "--name", "stophangup",
-                                       "--record", str(trace)], cli_env())
+            os.execve(
+                sys.executable,
+                [
+                    sys.executable,
+                    "-m",
+                    "headcast.app",
+                    "run",
+                    "--mock",
+                    "look_around",
+                    "--no-mirror",
+                    "--q3",
+                    f"{host}:{port}",
+                    "--name",
+                    "stophangup",
+                    "--record",
+                    str(trace),
+                ],
+                cli_env(),
+            )
         finally:
             os._exit(127)
     try:

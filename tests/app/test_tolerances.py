@@ -5,6 +5,7 @@ the shipped quantisers are driven over random and adversarial inputs: no error m
 bound (else a real run could fail the check), and the worst error found must come close to it
 (else the bound is a fudge factor that would hide a regression).
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,7 @@ import random
 
 import pytest
 
-from headcast.app.demo import (ANGLE_STEP, NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL,
-                               STAGE_RADIUS)
+from headcast.app.demo import ANGLE_STEP, NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL, STAGE_RADIUS
 from headcast.app.netsyncmap import rotation_error_deg, xrorigin_delta
 from headcast.app.q3map import remote_head
 from headcast.app.rig import Origin
@@ -33,6 +33,7 @@ def _unit(q):
 
 def _f32(x: float) -> float:
     import struct
+
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
@@ -42,8 +43,8 @@ def test_q3_server_view_is_within_one_angle2short_step():
     for _ in range(N):
         a = rng.uniform(-180.0, 180.0)
         s = vrhead.angle2short(a)
-        temp = s - 65536 if s >= 32768 else s            # PM_UpdateViewAngles: a short
-        view = _f32(temp * _f32(360.0 / 65536))           # SHORT2ANGLE into float playerState.viewangles
+        temp = s - 65536 if s >= 32768 else s  # PM_UpdateViewAngles: a short
+        view = _f32(temp * _f32(360.0 / 65536))  # SHORT2ANGLE into float playerState.viewangles
         worst = max(worst, abs(angle_subtract(a, view)))
     assert worst <= Q3_VIEW_TOL
     assert worst >= 0.99 * ANGLE_STEP
@@ -105,16 +106,18 @@ def test_physical_yaw_is_checked_against_the_receivers_reconstruction_not_the_tr
     worst_true = 0.0
     for _ in range(2000):
         yaw, pitch, roll = rng.uniform(-180, 180), rng.uniform(-30, 30), rng.uniform(-15, 15)
-        stage_q = q_mul(q_mul(yaw_quat(yaw), (math.sin(math.radians(pitch) / 2), 0.0, 0.0,
-                                              math.cos(math.radians(pitch) / 2))),
-                        (0.0, 0.0, math.sin(math.radians(roll) / 2), math.cos(math.radians(roll) / 2)))
+        stage_q = q_mul(
+            q_mul(yaw_quat(yaw), (math.sin(math.radians(pitch) / 2), 0.0, 0.0, math.cos(math.radians(pitch) / 2))),
+            (0.0, 0.0, math.sin(math.radians(roll) / 2), math.cos(math.radians(roll) / 2)),
+        )
         stage = (rng.uniform(-2, 2), rng.uniform(0.3, 2.0), rng.uniform(-2, 2))
         origin = Origin(rng.uniform(-50, 50), rng.uniform(-50, 50), rng.uniform(-180, 180))
         head = Transform(unity_position(origin.to_world(stage)), unity_quat(origin.rotate(stage_q)))
-        body = decode_body(encode_body(1, PoseFrame.build(head, delta=xrorigin_delta(Origin(), origin)), protocol),
-                           0, protocol)[0]
-        model = reconstruct_physical(body.head, body.delta)       # the receivers, on what we sent
+        body = decode_body(
+            encode_body(1, PoseFrame.build(head, delta=xrorigin_delta(Origin(), origin)), protocol), 0, protocol
+        )[0]
+        model = reconstruct_physical(body.head, body.delta)  # the receivers, on what we sent
         assert body.physical == model
         true_yaw = unity_yaw(unity_quat(stage_q))
         worst_true = max(worst_true, abs(math.remainder(receiver_yaw(body.physical.rot) - true_yaw, 360.0)))
-    assert worst_true > 5.0   # the true yaw is no bound for the receivers' one: a check against it would fail
+    assert worst_true > 5.0  # the true yaw is no bound for the receivers' one: a check against it would fail

@@ -14,6 +14,7 @@ A benchmark prints one line per goal it measures:
 Standard library only; a benchmark imports it as `from _report import report, load_now`
 (tests/benchmarks/ is on sys.path when a benchmark runs as a script).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,32 @@ def met(value: float, op: str, target: float) -> bool:
     return _OPS[op](float(value), float(target))
 
 
-def report(bench: str, goal: str, op: str, target: float, value: float, unit: str = "",
-           runs: list[float] | None = None, load: tuple[float, float] | None = None, note: str = "") -> dict:
+def report(
+    bench: str,
+    goal: str,
+    op: str,
+    target: float,
+    value: float,
+    unit: str = "",
+    runs: list[float] | None = None,
+    load: tuple[float, float] | None = None,
+    note: str = "",
+) -> dict:
     """Print the result line of one goal and return it as a dict."""
     if op not in _OPS:
         raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
     now = load_now()
     line = {
-        "bench": bench, "goal": goal, "op": op, "target": target, "value": value, "unit": unit,
-        "runs": [value] if not runs else list(runs), "met": met(value, op, target),
-        "load": list(load) if load else [now, now], "note": note,
+        "bench": bench,
+        "goal": goal,
+        "op": op,
+        "target": target,
+        "value": value,
+        "unit": unit,
+        "runs": [value] if not runs else list(runs),
+        "met": met(value, op, target),
+        "load": list(load) if load else [now, now],
+        "note": note,
     }
     print(PREFIX + json.dumps(line, ensure_ascii=False), flush=True)
     return line
@@ -57,7 +74,7 @@ def parse(lines) -> list[dict]:
     for text in lines:
         if text.startswith(PREFIX):
             try:
-                out.append(json.loads(text[len(PREFIX):]))
+                out.append(json.loads(text[len(PREFIX) :]))
             except ValueError:
                 continue
     return out
@@ -75,9 +92,15 @@ def table(results: list[dict], missing: list[str]) -> str:
         runs = r.get("runs") or [r["value"]]
         span = f"{_fmt(min(runs))}–{_fmt(max(runs))}" if len(runs) > 1 else _fmt(runs[0])
         load = r.get("load") or [0, 0]
-        rows.append((r["bench"], f"{r['goal']} {r['op']} {_fmt(r['target'])}{unit}",
-                     f"{_fmt(r['value'])}{unit} ({span})", f"{load[0]:.1f}–{load[-1]:.1f}",
-                     "yes" if r["met"] else "NO"))
+        rows.append(
+            (
+                r["bench"],
+                f"{r['goal']} {r['op']} {_fmt(r['target'])}{unit}",
+                f"{_fmt(r['value'])}{unit} ({span})",
+                f"{load[0]:.1f}–{load[-1]:.1f}",
+                "yes" if r["met"] else "NO",
+            )
+        )
     for name in missing:
         rows.append((name, "(no result line: the benchmark failed or printed none)", "—", "—", "NO"))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]

@@ -33,6 +33,7 @@ fdatasync once a second from the writer's thread) into build/, and the sync call
 Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
+
 from __future__ import annotations
 
 import os
@@ -54,6 +55,7 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
     figure as measured warm (a tight loop) and cold (one call per frame period, as a frame runs
     it): (cold, warm) bounds. Also each step's wall time and thread CPU time (arrays, ms)."""
     from headcast.app.telemetry import Telemetry
+
     spent = {"XR frame call": 0, "Q3 client (netcode)": 0, "NetSync client (netcode)": 0, "noop": 0}
     calls = [0]
     clock = time.thread_time_ns
@@ -68,12 +70,14 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
                 return inner(*a, **k)
             finally:
                 spent[key] += clock() - t
+
         setattr(obj, name, call)
 
     # The timers' own cost outside the timed span would be booked to the app: measure it.
     class Noop:
         def f(self) -> None:
             pass
+
     noop = Noop()
     timed(noop, "f", "noop")
     outside = []
@@ -130,13 +134,16 @@ def lower_priority(pid: int) -> None:
 def timed_recorder(syncs: list[float]):
     """A TraceWriter into build/ whose fdatasync calls (the open's and its thread's) are timed."""
     from pathlib import Path
+
     from headcast.xr import trace
+
     real = os.fdatasync
 
     def fdatasync(fd: int) -> None:
         t = time.perf_counter()
         real(fd)
         syncs.append(time.perf_counter() - t)
+
     trace.os.fdatasync = fdatasync  # this process only: a benchmark
     path = Path(__file__).resolve().parents[2] / "build" / "bench_app_loop.trace"
     return trace.TraceWriter(path, {"tool": "bench_app_loop"})
@@ -163,7 +170,7 @@ def main() -> int:
     if "--rounds" in argv:
         k = argv.index("--rounds")
         rounds = int(argv[k + 1])
-        del argv[k:k + 2]
+        del argv[k : k + 2]
     args = [a for a in argv if a != "--record"]
     seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
@@ -187,25 +194,37 @@ def main() -> int:
         flags_for = {
             1: {("q3", "host"): f"{host}:{port}"},
             2: {("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}"},
-            3: {("q3", "host"): f"{host}:{port}", ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
-                ("sauer", "host"): f"{shost}:{sport}"},
+            3: {
+                ("q3", "host"): f"{host}:{port}",
+                ("netsync", "host"): f"{a.host}:{a.dealer_port}:{a.pub_port}",
+                ("sauer", "host"): f"{shost}:{sport}",
+            },
         }
         results: dict[int, list[dict]] = {n: [] for n in CONFIGS}
         load0 = load_now()
-        print(f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
-              f"servers (interleaved); load average at start {load()}")
+        print(
+            f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
+            f"servers (interleaved); load average at start {load()}"
+        )
         split = app = step_wall = step_cpu = None
         syncs: list[float] = []
         rec_loop = None
         for r in range(rounds):
             for n in ORDER:
                 flags = dict(flags_for[n])
-                flags.update({("netsync", "room"): "bench", ("netsync", "device_id"): f"bench{r}{n}",
-                              ("mirror", "enabled"): False, ("q3", "name"): f"bench{r}{n}"})
+                flags.update(
+                    {
+                        ("netsync", "room"): "bench",
+                        ("netsync", "device_id"): f"bench{r}{n}",
+                        ("mirror", "enabled"): False,
+                        ("q3", "name"): f"bench{r}{n}",
+                    }
+                )
                 cfg = config.load(env={"HOME": "/nonexistent"}, flags=flags)
                 session = XRSession("headless")
-                loop = FrameLoop(session, commands.rig_from(cfg), commands.make_sinks(cfg, time.perf_counter),
-                                 Telemetry(16384))
+                loop = FrameLoop(
+                    session, commands.rig_from(cfg), commands.make_sinks(cfg, time.perf_counter), Telemetry(16384)
+                )
                 if record and n == 2 and r == rounds - 1:
                     loop.recorder = timed_recorder(syncs)
                     rec_loop = loop
@@ -214,8 +233,11 @@ def main() -> int:
                     deadline = time.monotonic() + 30
                     while not all(s.link.joined for s in linked):
                         if time.monotonic() > deadline:
-                            print(f"bench_app_loop: the local servers did not take us in within 30 s "
-                                  f"({[(s.name, s.link.state) for s in linked]})", file=sys.stderr)
+                            print(
+                                f"bench_app_loop: the local servers did not take us in within 30 s "
+                                f"({[(s.name, s.link.state) for s in linked]})",
+                                file=sys.stderr,
+                            )
                             return 1
                         loop.step()
                     for _ in range(90):  # a second in game before measuring
@@ -232,17 +254,27 @@ def main() -> int:
                     tel = loop.telemetry
                     cost = tel.frame_cost.values()[:, 0] * 1e3
                     lat = tel.latency.values()[:, 0] * 1e3
-                    res = dict(frames=tel.frames, hz=tel.frames / wall, cost50=float(np.percentile(cost, 50)),
-                               cost99=float(np.percentile(cost, 99)), lat50=float(np.percentile(lat, 50)),
-                               lat99=float(np.percentile(lat, 99)), sends=len(lat), cpu=100.0 * cpu / wall,
-                               load=f"{before} → {load()}",
-                               states=", ".join(f"{s.name} {s.status(time.perf_counter()).state}" for s in linked))
+                    res = dict(
+                        frames=tel.frames,
+                        hz=tel.frames / wall,
+                        cost50=float(np.percentile(cost, 50)),
+                        cost99=float(np.percentile(cost, 99)),
+                        lat50=float(np.percentile(lat, 50)),
+                        lat99=float(np.percentile(lat, 99)),
+                        sends=len(lat),
+                        cpu=100.0 * cpu / wall,
+                        load=f"{before} → {load()}",
+                        states=", ".join(f"{s.name} {s.status(time.perf_counter()).state}" for s in linked),
+                    )
                     results[n].append(res)
-                    print(f"  round {r + 1}, {n} server{'s' if n > 1 else ''} ({CONFIGS[n]}): {res['frames']} frames "
-                          f"{res['hz']:.1f} Hz; frame p50 {res['cost50']:.3f} p99 {res['cost99']:.3f} ms; motion-to-wire "
-                          f"p50 {res['lat50']:.3f} p99 {res['lat99']:.3f} ms ({res['sends']} sends); "
-                          f"CPU {res['cpu']:.2f} %; "
-                          f"{res['states']}; load {res['load']}", flush=True)
+                    print(
+                        f"  round {r + 1}, {n} server{'s' if n > 1 else ''} ({CONFIGS[n]}): {res['frames']} frames "
+                        f"{res['hz']:.1f} Hz; frame p50 {res['cost50']:.3f} p99 {res['cost99']:.3f} ms; motion-to-wire "
+                        f"p50 {res['lat50']:.3f} p99 {res['lat99']:.3f} ms ({res['sends']} sends); "
+                        f"CPU {res['cpu']:.2f} %; "
+                        f"{res['states']}; load {res['load']}",
+                        flush=True,
+                    )
                     if n == 2 and r == rounds - 1:
                         split, app, step_wall, step_cpu = cpu_split(loop, session, min(5.0, seconds))
                 finally:
@@ -251,42 +283,83 @@ def main() -> int:
         verdict = lambda ok: "OK" if ok else "MISSED"  # noqa: E731
         print(f"over {rounds} rounds, median (min–max), verdict on the worst round; load average now {load()}:")
         from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+
         loads = (load0, load_now())
         met = []
         for n in (1, 2, 3):
             rs = results[n]
             c99 = [x["cost99"] for x in rs]
-            ok = report("app_loop", f"frame p99, {CONFIGS[n]}", "<", TARGET_FRAME_P99_MS, round(max(c99), 3), " ms",
-                        [round(v, 3) for v in c99], loads, "worst of the rounds")["met"]
+            ok = report(
+                "app_loop",
+                f"frame p99, {CONFIGS[n]}",
+                "<",
+                TARGET_FRAME_P99_MS,
+                round(max(c99), 3),
+                " ms",
+                [round(v, 3) for v in c99],
+                loads,
+                "worst of the rounds",
+            )["met"]
             met.append(ok)
-            line = (f"  {n} server{'s' if n > 1 else ' '} ({CONFIGS[n]:<26}) frame p99 {spread(c99)} ms "
-                    f"[target < {TARGET_FRAME_P99_MS} ms: {verdict(ok)}]")
+            line = (
+                f"  {n} server{'s' if n > 1 else ' '} ({CONFIGS[n]:<26}) frame p99 {spread(c99)} ms "
+                f"[target < {TARGET_FRAME_P99_MS} ms: {verdict(ok)}]"
+            )
             if n == 2:
                 l99 = [x["lat99"] for x in rs]
                 cpu = [x["cpu"] for x in rs]
-                ok_l = report("app_loop", "motion-to-wire p99, Q3 + NetSync", "<", TARGET_LATENCY_P99_MS,
-                              round(max(l99), 3), " ms", [round(v, 3) for v in l99], loads, "worst of the rounds")["met"]
-                ok_c = report("app_loop", "CPU, Q3 + NetSync", "<", TARGET_CPU_PCT, round(max(cpu), 2), " %",
-                              [round(v, 2) for v in cpu], loads, "% of one core, all threads; worst of the rounds")["met"]
+                ok_l = report(
+                    "app_loop",
+                    "motion-to-wire p99, Q3 + NetSync",
+                    "<",
+                    TARGET_LATENCY_P99_MS,
+                    round(max(l99), 3),
+                    " ms",
+                    [round(v, 3) for v in l99],
+                    loads,
+                    "worst of the rounds",
+                )["met"]
+                ok_c = report(
+                    "app_loop",
+                    "CPU, Q3 + NetSync",
+                    "<",
+                    TARGET_CPU_PCT,
+                    round(max(cpu), 2),
+                    " %",
+                    [round(v, 2) for v in cpu],
+                    loads,
+                    "% of one core, all threads; worst of the rounds",
+                )["met"]
                 met += [ok_l, ok_c]
-                line += (f"; motion-to-wire p99 {spread(l99)} ms [target < {TARGET_LATENCY_P99_MS} ms: {verdict(ok_l)}]"
-                         f"; CPU {spread(cpu, '{:.2f}')} % [target < {TARGET_CPU_PCT} %: {verdict(ok_c)}]")
+                line += (
+                    f"; motion-to-wire p99 {spread(l99)} ms [target < {TARGET_LATENCY_P99_MS} ms: {verdict(ok_l)}]"
+                    f"; CPU {spread(cpu, '{:.2f}')} % [target < {TARGET_CPU_PCT} %: {verdict(ok_c)}]"
+                )
             else:
-                line += (f"; motion-to-wire p99 {spread([x['lat99'] for x in rs])} ms; "
-                         f"CPU {spread([x['cpu'] for x in rs], '{:.2f}')} %")
+                line += (
+                    f"; motion-to-wire p99 {spread([x['lat99'] for x in rs])} ms; "
+                    f"CPU {spread([x['cpu'] for x in rs], '{:.2f}')} %"
+                )
             print(line)
         if step_cpu is not None:
-            print(f"  further phase with timers, 2 servers ({len(step_cpu)} frames): step thread CPU (XR call included) "
-                  f"median {p(step_cpu, 50):.3f} ms p99 {p(step_cpu, 99):.3f} ms; XR frame call incl. the pacer's 90 Hz "
-                  f"wait median {p(step_wall, 50):.2f} ms")
-            print("  main-thread CPU per frame by owner: " + ", ".join(f"{k} {v:.0f} us" for k, v in split.items())
-                  + f", app (rig, sinks, telemetry, loop) {app[0]:.0f}-{app[1]:.0f} us (timers' own cost taken out "
-                    "as measured cold-warm)")
+            print(
+                f"  further phase with timers, 2 servers ({len(step_cpu)} frames): step thread CPU (XR call included) "
+                f"median {p(step_cpu, 50):.3f} ms p99 {p(step_cpu, 99):.3f} ms; XR frame call incl. the pacer's 90 Hz "
+                f"wait median {p(step_wall, 50):.2f} ms"
+            )
+            print(
+                "  main-thread CPU per frame by owner: "
+                + ", ".join(f"{k} {v:.0f} us" for k, v in split.items())
+                + f", app (rig, sinks, telemetry, loop) {app[0]:.0f}-{app[1]:.0f} us (timers' own cost taken out "
+                "as measured cold-warm)"
+            )
         if record and rec_loop is not None:
             s_ = np.array(syncs) * 1e3
-            print(f"  recording: {rec_loop.recorder.count} frames to {rec_loop.recorder.path} "
-                  f"({rec_loop.recorder.path.stat().st_size / 1e6:.1f} MB); fdatasync in the writer's thread: {len(s_)} "
-                  f"calls, median {p(s_, 50):.2f} ms, p99 {p(s_, 99):.2f} ms")
+            print(
+                f"  recording: {rec_loop.recorder.count} frames to {rec_loop.recorder.path} "
+                f"({rec_loop.recorder.path.stat().st_size / 1e6:.1f} MB); fdatasync in the writer's thread: {len(s_)} "
+                f"calls, median {p(s_, 50):.2f} ms, p99 {p(s_, 99):.2f} ms"
+            )
         print(f"goals: {sum(met)} of {len(met)} met")
     return 0
 

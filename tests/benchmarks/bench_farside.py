@@ -8,6 +8,7 @@ view's series, each sink's link figures and series).
 
 Run: .venv/bin/python tests/benchmarks/bench_farside.py [seconds]  (default 10; HEADCAST_LONG=1: 30)
 """
+
 from __future__ import annotations
 
 import os
@@ -48,10 +49,23 @@ def main() -> int:
         sas.start()
         a = nss.address
         clock = time.perf_counter
-        sinks = [Q3Sink(link=Q3Link(*q3s.address, clock=clock)),
-                 NetSyncSink(link=NetSyncLink(a.host, a.dealer_port, a.pub_port, "bench-farside", "bench-farside-1",
-                                              10.0, False, clock, transform_port=a.transform_port)),
-                 SauerSink(link=SauerLink(*sas.address, clock=clock))]
+        sinks = [
+            Q3Sink(link=Q3Link(*q3s.address, clock=clock)),
+            NetSyncSink(
+                link=NetSyncLink(
+                    a.host,
+                    a.dealer_port,
+                    a.pub_port,
+                    "bench-farside",
+                    "bench-farside-1",
+                    10.0,
+                    False,
+                    clock,
+                    transform_port=a.transform_port,
+                )
+            ),
+            SauerSink(link=SauerLink(*sas.address, clock=clock)),
+        ]
         tracker = FarSideTracker(5.0)
         costs, reads = [], []
 
@@ -91,21 +105,28 @@ def main() -> int:
         us = np.array(costs) * 1e6
         r = np.array(reads) * 1e6
         p50, p99 = np.percentile(us, 50), np.percentile(us, 99)
-        print(f"frames {len(us)} over {seconds:g} s; sources: "
-              + ", ".join(f"{v.key} {v.source.value}" for v in tracker.views()))
-        print(f"update per loop frame: median {p50:.1f} us (target {TARGET_UPDATE_P50_US:g}), "
-              f"p99 {p99:.1f} us (target {TARGET_UPDATE_P99_US:g}), max {us.max():.0f} us")
+        print(
+            f"frames {len(us)} over {seconds:g} s; sources: "
+            + ", ".join(f"{v.key} {v.source.value}" for v in tracker.views())
+        )
+        print(
+            f"update per loop frame: median {p50:.1f} us (target {TARGET_UPDATE_P50_US:g}), "
+            f"p99 {p99:.1f} us (target {TARGET_UPDATE_P99_US:g}), max {us.max():.0f} us"
+        )
         r50 = np.percentile(r, 50)
-        print(f"reads per drawn frame (4 views' series, 3 links): median {r50:.0f} us "
-              f"(target {TARGET_READS_P50_US:g}), p99 {np.percentile(r, 99):.0f} us")
+        print(
+            f"reads per drawn frame (4 views' series, 3 links): median {r50:.0f} us "
+            f"(target {TARGET_READS_P50_US:g}), p99 {np.percentile(r, 99):.0f} us"
+        )
         print(f"load average {os.getloadavg()[0]:.2f}")
         ok = p50 <= TARGET_UPDATE_P50_US and p99 <= TARGET_UPDATE_P99_US and r50 <= TARGET_READS_P50_US
         print("within target" if ok else "!!! over target")
         from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
-        report("farside", "tracker update per loop frame, median", "<=", TARGET_UPDATE_P50_US, round(float(p50), 1),
-               " µs")
-        report("farside", "tracker update per loop frame, p99", "<=", TARGET_UPDATE_P99_US, round(float(p99), 1),
-               " µs")
+
+        report(
+            "farside", "tracker update per loop frame, median", "<=", TARGET_UPDATE_P50_US, round(float(p50), 1), " µs"
+        )
+        report("farside", "tracker update per loop frame, p99", "<=", TARGET_UPDATE_P99_US, round(float(p99), 1), " µs")
         report("farside", "a drawn frame's reads, median", "<=", TARGET_READS_P50_US, round(float(r50), 1), " µs")
         return 0 if ok else 1
     finally:

@@ -4,6 +4,7 @@ Target: everything a frame needs from these modules (Quake angles of head and we
 bits, roll, one N_POS record encoded and decoded) well under 1% of a 90 Hz frame (< 100 µs).
 Also shows why pose.py uses plain floats: numpy's per-call overhead for one quaternion.
 """
+
 from __future__ import annotations
 
 import sys
@@ -46,10 +47,20 @@ def main() -> int:
         ("quake_angles", per_call_us(lambda: quake_angles(HEAD), n)),
         ("pack_head", per_call_us(lambda: pack_head(1, -30.0, 45.0, 10.0), n)),
         ("roll_short", per_call_us(lambda: roll_short(20.0), n)),
-        ("make_npos", per_call_us(lambda: make_npos(0, eye=(512.3, 300.7, 80.2), yaw=45.0, pitch=30.0,
-                                                    roll=20.0, vel=(10.0, 20.0, 0.0)), n)),
-        ("encode+decode N_POS", per_call_us(
-            lambda r=make_npos(0, eye=(1.0, 2.0, 20.0), yaw=1.0, pitch=2.0, roll=3.0): decode_npos(encode_npos(r)), n)),
+        (
+            "make_npos",
+            per_call_us(
+                lambda: make_npos(0, eye=(512.3, 300.7, 80.2), yaw=45.0, pitch=30.0, roll=20.0, vel=(10.0, 20.0, 0.0)),
+                n,
+            ),
+        ),
+        (
+            "encode+decode N_POS",
+            per_call_us(
+                lambda r=make_npos(0, eye=(1.0, 2.0, 20.0), yaw=1.0, pitch=2.0, roll=3.0): decode_npos(encode_npos(r)),
+                n,
+            ),
+        ),
     ]
     qn = np.array(HEAD)
     v = np.array((0.0, 0.0, -1.0))
@@ -64,10 +75,21 @@ def main() -> int:
     total = per_call_us(frame, n)
     for name, us in rows:
         print(f"{name:24s} {us:8.2f} µs")
-    print(f"{'whole frame':24s} {total:8.2f} µs   target < {TARGET_US:.0f} µs: {'OK' if total < TARGET_US else 'MISSED'}")
+    print(
+        f"{'whole frame':24s} {total:8.2f} µs   target < {TARGET_US:.0f} µs: {'OK' if total < TARGET_US else 'MISSED'}"
+    )
     runs = [round(t / n * 1e6, 2) for t in timeit.repeat(frame, number=n, repeat=5)]
-    report("foundation_codecs", "a frame's foundation codecs (best of 5 repeats)", "<", TARGET_US,
-           round(total, 2), " µs", runs, (load0, load_now()), "runs: 5 more repeats of the whole frame")
+    report(
+        "foundation_codecs",
+        "a frame's foundation codecs (best of 5 repeats)",
+        "<",
+        TARGET_US,
+        round(total, 2),
+        " µs",
+        runs,
+        (load0, load_now()),
+        "runs: 5 more repeats of the whole frame",
+    )
     return 0
 
 

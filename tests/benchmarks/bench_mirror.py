@@ -16,6 +16,7 @@ On a machine shared with other work the tails include preemption; the load avera
 
 Run: .venv/bin/python tests/benchmarks/bench_mirror.py [seconds per size]  (default 8; HEADCAST_LONG=1: 30)
 """
+
 from __future__ import annotations
 
 import os
@@ -36,6 +37,7 @@ class LateCounter:
 
     def __init__(self) -> None:
         from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
+
         self.src = SyntheticSource(LOOK_AROUND, 90.0, clock=time.perf_counter)
         self.late: list[float] = []
 
@@ -75,6 +77,7 @@ def run(seconds: float, size: tuple[int, int] | None) -> dict:
                 return inner(lp, now)
             finally:
                 shares[share].append(time.perf_counter() - t)
+
         mirror.draw = draw
     for _ in range(90):  # warm: fonts rasterised, plots filled
         loop.step()
@@ -103,8 +106,11 @@ def main() -> int:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else (30.0 if os.environ.get("HEADCAST_LONG") else 8.0)
     if shutil.which("Xvfb") is None:
         raise SystemExit("Xvfb is not installed: run scripts/setup.sh")
-    proc = subprocess.Popen(["Xvfb", "-displayfd", "1", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         line = proc.stdout.readline().decode().strip()
         if not line.isdigit():
@@ -118,18 +124,30 @@ def main() -> int:
         for size in SIZES:
             r = run(seconds, size)
             d, s = r["draw_ms"], r["shares_ms"]
-            print(f"  {size[0]}x{size[1]:<5}  loop {r['hz']:6.2f} Hz, missed {r['late_pct']:5.2f} %; mirror "
-                  f"{r['mirror_hz']:5.1f} frames/s; draw() per loop frame ms p50 {d[0]:.2f} p90 {d[1]:.2f} "
-                  f"p99 {d[2]:.2f}; shares (median ms): ui+swap {s['ui+swap']:.2f}, gl {s['gl']:.2f}, "
-                  f"idle {s['idle']:.2f}")
+            print(
+                f"  {size[0]}x{size[1]:<5}  loop {r['hz']:6.2f} Hz, missed {r['late_pct']:5.2f} %; mirror "
+                f"{r['mirror_hz']:5.1f} frames/s; draw() per loop frame ms p50 {d[0]:.2f} p90 {d[1]:.2f} "
+                f"p99 {d[2]:.2f}; shares (median ms): ui+swap {s['ui+swap']:.2f}, gl {s['gl']:.2f}, "
+                f"idle {s['idle']:.2f}"
+            )
             if size == TARGET_SIZE:
                 ok = r["late_pct"] < TARGET_LATE_PCT
-                print(f"  target at {size[0]}x{size[1]}: < {TARGET_LATE_PCT:g} % of 90 Hz slots missed: "
-                      f"{'met' if ok else 'MISSED'} (load average now {os.getloadavg()[0]:.2f})")
+                print(
+                    f"  target at {size[0]}x{size[1]}: < {TARGET_LATE_PCT:g} % of 90 Hz slots missed: "
+                    f"{'met' if ok else 'MISSED'} (load average now {os.getloadavg()[0]:.2f})"
+                )
                 verdict = 0 if ok else 1
                 from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
-                report("mirror", f"90 Hz slots missed with the mirror at {size[0]}x{size[1]}", "<", TARGET_LATE_PCT,
-                       round(r["late_pct"], 2), " %", note=f"loop without the mirror: {base['late_pct']:.2f} % missed")
+
+                report(
+                    "mirror",
+                    f"90 Hz slots missed with the mirror at {size[0]}x{size[1]}",
+                    "<",
+                    TARGET_LATE_PCT,
+                    round(r["late_pct"], 2),
+                    " %",
+                    note=f"loop without the mirror: {base['late_pct']:.2f} % missed",
+                )
         return verdict
     finally:
         proc.terminate()

@@ -10,6 +10,7 @@ frame loop; and a spec-following headless iteration (timespec -> XrTime, xrLocat
 
     .venv/bin/python tests/benchmarks/bench_mockrt_pacing.py [frames]
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,11 @@ PERIOD_MS = 1000 / TARGET_HZ
 def start_xvfb() -> tuple[subprocess.Popen, str]:
     if shutil.which("Xvfb") is None:
         raise SystemExit("Xvfb is not installed: run scripts/setup.sh")
-    proc = subprocess.Popen(["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     line = proc.stdout.readline().decode().strip()  # the display number, once it is ready
     if not line.isdigit():
         proc.kill()
@@ -47,8 +51,10 @@ def gl_binding():
     window = glfw.create_window(64, 64, "bench-mockrt", None, None)
     glfw.make_context_current(window)
     return window, xr.GraphicsBindingOpenGLXlibKHR(
-        x_display=GLX.glXGetCurrentDisplay(), glx_drawable=GLX.glXGetCurrentDrawable(),
-        glx_context=GLX.glXGetCurrentContext())
+        x_display=GLX.glXGetCurrentDisplay(),
+        glx_drawable=GLX.glXGetCurrentDrawable(),
+        glx_context=GLX.glXGetCurrentContext(),
+    )
 
 
 def gl_frames(frames: int, throttle: bool, binding) -> list[tuple[int, int, int]]:
@@ -60,16 +66,22 @@ def gl_frames(frames: int, throttle: bool, binding) -> list[tuple[int, int, int]
     ctl = mockrt.MockControl()
     ctl.reset()
     ctl.set_throttle(throttle)
-    inst = xr.create_instance(xr.InstanceCreateInfo(
-        application_info=xr.ApplicationInfo(application_name="bench-mockrt"),
-        enabled_extension_names=[xr.KHR_OPENGL_ENABLE_EXTENSION_NAME]))
+    inst = xr.create_instance(
+        xr.InstanceCreateInfo(
+            application_info=xr.ApplicationInfo(application_name="bench-mockrt"),
+            enabled_extension_names=[xr.KHR_OPENGL_ENABLE_EXTENSION_NAME],
+        )
+    )
     try:
         sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
-        req = ctypes.cast(xr.get_instance_proc_addr(inst, "xrGetOpenGLGraphicsRequirementsKHR"),
-                          xr.PFN_xrGetOpenGLGraphicsRequirementsKHR)
+        req = ctypes.cast(
+            xr.get_instance_proc_addr(inst, "xrGetOpenGLGraphicsRequirementsKHR"),
+            xr.PFN_xrGetOpenGLGraphicsRequirementsKHR,
+        )
         req(inst, sid, ctypes.byref(xr.GraphicsRequirementsOpenGLKHR()))
-        session = xr.create_session(inst, xr.SessionCreateInfo(
-            system_id=sid, next=ctypes.cast(ctypes.pointer(binding), ctypes.c_void_p)))
+        session = xr.create_session(
+            inst, xr.SessionCreateInfo(system_id=sid, next=ctypes.cast(ctypes.pointer(binding), ctypes.c_void_p))
+        )
         xr.begin_session(session, xr.SessionBeginInfo(xr.ViewConfigurationType.PRIMARY_STEREO))
         end = xr.FrameEndInfo(environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE, layers=[])
         stamps = []
@@ -95,17 +107,21 @@ def headless_iterations(n: int) -> list[float]:
 
     ctl = mockrt.MockControl()
     ctl.reset()
-    inst = xr.create_instance(xr.InstanceCreateInfo(
-        application_info=xr.ApplicationInfo(application_name="bench-mockrt"),
-        enabled_extension_names=[xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME]))
+    inst = xr.create_instance(
+        xr.InstanceCreateInfo(
+            application_info=xr.ApplicationInfo(application_name="bench-mockrt"),
+            enabled_extension_names=[xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME],
+        )
+    )
     try:
         sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
         session = xr.create_session(inst, xr.SessionCreateInfo(system_id=sid))
         space = lambda kind: xr.create_reference_space(session, xr.ReferenceSpaceCreateInfo(reference_space_type=kind))  # noqa: E731
         stage, view = space(xr.ReferenceSpaceType.STAGE), space(xr.ReferenceSpaceType.VIEW)
         xr.begin_session(session, xr.SessionBeginInfo(xr.ViewConfigurationType.PRIMARY_STEREO))
-        convert = ctypes.cast(xr.get_instance_proc_addr(inst, "xrConvertTimespecTimeToTimeKHR"),
-                              xr.PFN_xrConvertTimespecTimeToTimeKHR)
+        convert = ctypes.cast(
+            xr.get_instance_proc_addr(inst, "xrConvertTimespecTimeToTimeKHR"), xr.PFN_xrConvertTimespecTimeToTimeKHR
+        )
         ts, out, loc = xr.timespec(), xr.Time(), xr.SpaceLocation()
         costs = []
         for _ in range(n):
@@ -148,18 +164,25 @@ def main() -> int:
     gaps.sort()
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} CPUs")
-    print(f"paced GL:   {hz:6.2f} Hz over {len(gaps)} intervals (target {TARGET_HZ:.0f} Hz ±1 %), interval median "
-          f"{statistics.median(gaps):.3f} ms, p1 {pct(gaps, 1):.3f} ms, p99 {pct(gaps, 99):.3f} ms; "
-          f"|jitter| p99 {pct(jitter, 99):.3f} ms (target < 1 ms); first interval {startup:.3f} ms")
+    print(
+        f"paced GL:   {hz:6.2f} Hz over {len(gaps)} intervals (target {TARGET_HZ:.0f} Hz ±1 %), interval median "
+        f"{statistics.median(gaps):.3f} ms, p1 {pct(gaps, 1):.3f} ms, p99 {pct(gaps, 99):.3f} ms; "
+        f"|jitter| p99 {pct(jitter, 99):.3f} ms (target < 1 ms); first interval {startup:.3f} ms"
+    )
     loop = sorted((done - start) / 1e3 for start, _, done in unpaced)
-    print(f"unpaced GL: wait+begin+end through pyopenxr median {statistics.median(loop):.1f} us, "
-          f"p99 {pct(loop, 99):.1f} us per frame")
+    print(
+        f"unpaced GL: wait+begin+end through pyopenxr median {statistics.median(loop):.1f} us, "
+        f"p99 {pct(loop, 99):.1f} us per frame"
+    )
     headless = headless_iterations(frames * 4)
-    print(f"headless:   timespec->XrTime + xrLocateSpace (ctypes) median {statistics.median(headless):.1f} us, "
-          f"p99 {pct(headless, 99):.1f} us per iteration")
+    print(
+        f"headless:   timespec->XrTime + xrLocateSpace (ctypes) median {statistics.median(headless):.1f} us, "
+        f"p99 {pct(headless, 99):.1f} us per iteration"
+    )
     met = abs(hz - TARGET_HZ) <= TARGET_HZ * 0.01 and pct(jitter, 99) < 1.0
     print("target met" if met else "target MISSED (a loaded machine stretches sleeps)")
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+
     report("mockrt_pacing", "paced GL rate off 90 Hz", "<=", 1.0, round(abs(hz - TARGET_HZ) / TARGET_HZ * 100, 2), " %")
     report("mockrt_pacing", "paced GL |jitter| p99", "<", 1.0, round(pct(jitter, 99), 3), " ms")
     return 0

@@ -18,6 +18,7 @@ uuid4 deviceId), the typical room message and room bytes/s. Target (docs/protoco
 
     .venv/bin/python tests/benchmarks/bench_netsync_bandwidth.py [--seconds 15]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -121,7 +122,9 @@ class RoomMeter:
             else:
                 self.other += 1
 
-    def figures(self, protocol: int, server: str, clients: str, client_msg: int, uplink: float | None = None) -> Figures:
+    def figures(
+        self, protocol: int, server: str, clients: str, client_msg: int, uplink: float | None = None
+    ) -> Figures:
         dt = time.monotonic() - self.t0
         if not self.messages:
             raise SystemExit(f"protocol {protocol}: no room messages in {dt:.1f} s")
@@ -129,11 +132,24 @@ class RoomMeter:
         if seen != [protocol]:
             raise SystemExit(f"protocol {protocol}: room messages carried protocol bytes {seen}")
         body = self.bodies.most_common(1)[0][0] if self.bodies else 0
-        f = Figures(protocol, server, clients, int(body), client_msg, self.sizes.most_common(1)[0][0],
-                    self.messages / dt, self.payload / dt, self.with_topic / dt, uplink)
-        print(f"  protocol {protocol}: {f.room_rate:5.1f} room msgs/s, typical {f.room_msg} B, {f.room_bps:8.0f} B/s "
-              f"({f.room_bps_topic:8.0f} B/s with the topic frame; {self.other} other msgs); body {f.body} B, "
-              f"client message {client_msg} B", flush=True)
+        f = Figures(
+            protocol,
+            server,
+            clients,
+            int(body),
+            client_msg,
+            self.sizes.most_common(1)[0][0],
+            self.messages / dt,
+            self.payload / dt,
+            self.with_topic / dt,
+            uplink,
+        )
+        print(
+            f"  protocol {protocol}: {f.room_rate:5.1f} room msgs/s, typical {f.room_msg} B, {f.room_bps:8.0f} B/s "
+            f"({f.room_bps_topic:8.0f} B/s with the topic frame; {self.other} other msgs); body {f.body} B, "
+            f"client message {client_msg} B",
+            flush=True,
+        )
         return f
 
     def close(self) -> None:
@@ -164,15 +180,32 @@ def measure_headcast(protocol: int, version: str, seconds: float, warmup: float)
         a = srv.address
         running = srv.version()
         if running != version or a.protocol != protocol:
-            raise SystemExit(f"asked for styly-netsync-server {version} (protocol {protocol}); "
-                             f"got {running} (protocol {a.protocol})")
-        lanes = (f"control {a.dealer_port}, transform {a.transform_port}" if a.transform_port != a.dealer_port
-                 else f"dealer {a.dealer_port}")
-        print(f"protocol {protocol}: styly-netsync-server {running} on 127.0.0.1 ({lanes}, pub {a.pub_port}), "
-              f"{CLIENTS} headcast clients at 10 Hz", flush=True)
+            raise SystemExit(
+                f"asked for styly-netsync-server {version} (protocol {protocol}); got {running} (protocol {a.protocol})"
+            )
+        lanes = (
+            f"control {a.dealer_port}, transform {a.transform_port}"
+            if a.transform_port != a.dealer_port
+            else f"dealer {a.dealer_port}"
+        )
+        print(
+            f"protocol {protocol}: styly-netsync-server {running} on 127.0.0.1 ({lanes}, pub {a.pub_port}), "
+            f"{CLIENTS} headcast clients at 10 Hz",
+            flush=True,
+        )
         meter = RoomMeter(a.pub_port)
-        clients = [NetSyncClient(a.host, a.dealer_port, a.pub_port, ROOM, f"bench-{i:02d}",
-                                 transform_port=a.transform_port, protocol=protocol) for i in range(CLIENTS)]
+        clients = [
+            NetSyncClient(
+                a.host,
+                a.dealer_port,
+                a.pub_port,
+                ROOM,
+                f"bench-{i:02d}",
+                transform_port=a.transform_port,
+                protocol=protocol,
+            )
+            for i in range(CLIENTS)
+        ]
         try:
             t_end = None
             start = time.monotonic()
@@ -217,18 +250,41 @@ print(len(b.serialize_client_transform({"deviceId": str(uuid.uuid4()), "poseSeq"
 
 def measure_baseline(seconds: float, warmup: float) -> Figures:
     py = baseline_python()
-    client_msg = int(subprocess.run([str(py), "-c", CLIENT_MESSAGE_0_8_0], check=True, capture_output=True,
-                                    text=True).stdout)
+    client_msg = int(
+        subprocess.run([str(py), "-c", CLIENT_MESSAGE_0_8_0], check=True, capture_output=True, text=True).stdout
+    )
     with LocalNetSyncServer(python=py) as srv:
         a = srv.address
-        print(f"protocol 2: styly-netsync-server {srv.version()} on 127.0.0.1:{a.dealer_port}/{a.pub_port}, "
-              f"its client simulator, {CLIENTS} clients at 10 Hz, no virtuals", flush=True)
+        print(
+            f"protocol 2: styly-netsync-server {srv.version()} on 127.0.0.1:{a.dealer_port}/{a.pub_port}, "
+            f"its client simulator, {CLIENTS} clients at 10 Hz, no virtuals",
+            flush=True,
+        )
         meter = RoomMeter(a.pub_port)
         sim = subprocess.Popen(
-            [str(py), "-c", SIMULATOR, "--clients", str(CLIENTS), "--server", "tcp://127.0.0.1",
-             "--dealer-port", str(a.dealer_port), "--sub-port", str(a.pub_port), "--room", ROOM,
-             "--transform-send-rate", "10", "--no-sync-battery", "--log-level", "WARNING"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                str(py),
+                "-c",
+                SIMULATOR,
+                "--clients",
+                str(CLIENTS),
+                "--server",
+                "tcp://127.0.0.1",
+                "--dealer-port",
+                str(a.dealer_port),
+                "--sub-port",
+                str(a.pub_port),
+                "--room",
+                ROOM,
+                "--transform-send-rate",
+                "10",
+                "--no-sync-battery",
+                "--log-level",
+                "WARNING",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             t_end = time.monotonic() + warmup
@@ -259,29 +315,51 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0, help="measurement window per server (default 15)")
     ap.add_argument("--warmup", type=float, default=4.0)
     args = ap.parse_args()
-    runs = [measure_headcast(*PROTOCOL_3, args.seconds, args.warmup),
-            measure_headcast(*CURRENT, args.seconds, args.warmup),
-            measure_baseline(args.seconds, args.warmup)]
+    runs = [
+        measure_headcast(*PROTOCOL_3, args.seconds, args.warmup),
+        measure_headcast(*CURRENT, args.seconds, args.warmup),
+        measure_baseline(args.seconds, args.warmup),
+    ]
     base = runs[-1]
-    print(f"\n{CLIENTS} clients × 10 Hz, virtualCount 0, room bytes/s at one subscriber (payload frames; "
-          f"{args.seconds:.0f} s per server)")
+    print(
+        f"\n{CLIENTS} clients × 10 Hz, virtualCount 0, room bytes/s at one subscriber (payload frames; "
+        f"{args.seconds:.0f} s per server)"
+    )
     print("protocol  server  clients             body  client msg  room msg  room msgs/s  room B/s  vs protocol 2")
     for f in sorted(runs, key=lambda f: f.protocol):
         vs = "—" if f is base else f"{(f.room_bps / base.room_bps - 1) * 100:+.1f} %"
-        print(f"{f.protocol:8d}  {f.server:6s}  {f.clients:18s} {f.body:4d} B {f.client_msg:8d} B {f.room_msg:7d} B "
-              f"{f.room_rate:11.1f} {f.room_bps:9.0f}  {vs}")
+        print(
+            f"{f.protocol:8d}  {f.server:6s}  {f.clients:18s} {f.body:4d} B {f.client_msg:8d} B {f.room_msg:7d} B "
+            f"{f.room_rate:11.1f} {f.room_bps:9.0f}  {vs}"
+        )
     for f in runs[:-1]:
         reduction = 1.0 - f.room_bps / base.room_bps
         verdict = "MEETS" if reduction >= TARGET else f"MISSES by {(TARGET - reduction) * 100:.1f} pt"
         from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
-        report("netsync_bandwidth", f"protocol {f.protocol} room B/s reduction vs protocol 2", ">=", TARGET * 100,
-               round(reduction * 100, 1), " %", note=f"{f.server}; protocol 2 measured in the same run")
-        target = f"target ≥ {TARGET * 100:.0f} %" if f.protocol == 3 else f"≥ {TARGET * 100:.0f} %, the target set for protocol 3"
-        print(f"protocol {f.protocol} ({f.server}): room bytes/s {f.room_bps:.0f} vs protocol 2 {base.room_bps:.0f} → "
-              f"reduction {reduction * 100:.1f} % ({target}: {verdict}); room message "
-              f"{f.room_msg} vs {base.room_msg} B ({(1 - f.room_msg / base.room_msg) * 100:.1f} % smaller)")
-    print("(the B/s figures also reflect each server's broadcast rate; protocols 4–8 carry dy in the Δ block, "
-          "2 B more per body than 3; docs/protocols/netsync.md#bandwidth, protocol 3: 5,548 vs 12,694 B/s, −56.3 %)")
+
+        report(
+            "netsync_bandwidth",
+            f"protocol {f.protocol} room B/s reduction vs protocol 2",
+            ">=",
+            TARGET * 100,
+            round(reduction * 100, 1),
+            " %",
+            note=f"{f.server}; protocol 2 measured in the same run",
+        )
+        target = (
+            f"target ≥ {TARGET * 100:.0f} %"
+            if f.protocol == 3
+            else f"≥ {TARGET * 100:.0f} %, the target set for protocol 3"
+        )
+        print(
+            f"protocol {f.protocol} ({f.server}): room bytes/s {f.room_bps:.0f} vs protocol 2 {base.room_bps:.0f} → "
+            f"reduction {reduction * 100:.1f} % ({target}: {verdict}); room message "
+            f"{f.room_msg} vs {base.room_msg} B ({(1 - f.room_msg / base.room_msg) * 100:.1f} % smaller)"
+        )
+    print(
+        "(the B/s figures also reflect each server's broadcast rate; protocols 4–8 carry dy in the Δ block, "
+        "2 B more per body than 3; docs/protocols/netsync.md#bandwidth, protocol 3: 5,548 vs 12,694 B/s, −56.3 %)"
+    )
 
 
 if __name__ == "__main__":

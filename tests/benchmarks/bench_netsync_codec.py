@@ -26,6 +26,7 @@ codec — and the pure-Python path is timed beside it (HEADCAST_PURE_PYTHON=1: o
 
     .venv/bin/python tests/benchmarks/bench_netsync_codec.py [--runs 5] [--poses 300] [--rooms 30]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,10 +69,18 @@ def interleaved(ours, theirs, items: list) -> tuple[list[float], list[float], in
         for _ in range(RETRIES):
             c0 = cpu()
             if i % 2:
-                t0 = clock(); theirs(y); t1 = clock(); ours(x); t2 = clock()  # noqa: E702
+                t0 = clock()
+                theirs(y)
+                t1 = clock()
+                ours(x)
+                t2 = clock()  # noqa: E702
                 ta, tb = t2 - t1, t1 - t0
             else:
-                t0 = clock(); ours(x); t1 = clock(); theirs(y); t2 = clock()  # noqa: E702
+                t0 = clock()
+                ours(x)
+                t1 = clock()
+                theirs(y)
+                t2 = clock()  # noqa: E702
                 ta, tb = t1 - t0, t2 - t1
             c1 = cpu()
             if t2 - t0 <= c1 - c0 + SLACK:
@@ -89,11 +98,21 @@ def interleaved_cpu(ours, theirs, items: list) -> tuple[list[float], list[float]
     a, b = [], []
     for i, (x, y) in enumerate(items):
         if i % 2:
-            t0 = cpu(); theirs(y); t1 = cpu(); ours(x); t2 = cpu()  # noqa: E702
-            a.append(t2 - t1); b.append(t1 - t0)  # noqa: E702
+            t0 = cpu()
+            theirs(y)
+            t1 = cpu()
+            ours(x)
+            t2 = cpu()  # noqa: E702
+            a.append(t2 - t1)
+            b.append(t1 - t0)  # noqa: E702
         else:
-            t0 = cpu(); ours(x); t1 = cpu(); theirs(y); t2 = cpu()  # noqa: E702
-            a.append(t1 - t0); b.append(t2 - t1)  # noqa: E702
+            t0 = cpu()
+            ours(x)
+            t1 = cpu()
+            theirs(y)
+            t2 = cpu()  # noqa: E702
+            a.append(t1 - t0)
+            b.append(t2 - t1)  # noqa: E702
     return a, b, 0
 
 
@@ -103,7 +122,9 @@ def pure_times(fn, items: list) -> list[float]:
         clock = time.perf_counter
         out = []
         for x, _ in items:
-            t0 = clock(); fn(x); out.append(clock() - t0)  # noqa: E702
+            t0 = clock()
+            fn(x)
+            out.append(clock() - t0)  # noqa: E702
         return out
     finally:
         codec.NATIVE = saved
@@ -114,8 +135,9 @@ def client_case(protocol: int, flags: int, n: int, poses: int, rng: random.Rando
     frames = [random_frame(rng, flags, n) for _ in range(poses)]
     dicts = [oracle_client(DEVICE, 42, f) for f in frames]
     msgs = [codec.encode_client_pose(DEVICE, 42, f, protocol) for f in frames]
-    assert all(m == shipped.serialize_client_transform(d) for m, d in zip(msgs, dicts)), \
+    assert all(m == shipped.serialize_client_transform(d) for m, d in zip(msgs, dicts)), (
         f"protocol {protocol}, flags 0x{flags:02X}: bytes differ from {ORACLE_RELEASE[protocol]}'s serializer"
+    )
     assert all(shipped.deserialize(m)[1] is not None for m in msgs)
 
     def ours(f) -> None:
@@ -134,9 +156,20 @@ def room_case(protocol: int, rooms: int, rng: random.Random):
         frames = [random_frame(rng, 0x1E, 0) for _ in range(ROOM)]
         entries = [(i + 1, 1000.0 + i, codec.encode_body(i, f, protocol)) for i, f in enumerate(frames)]
         msg = codec.encode_room_pose("bench-room", 1234.5, entries, protocol)
-        theirs_msg = shipped.serialize_room_transform({"roomId": "bench-room", "broadcastTime": 1234.5, "clients": [
-            {**{k: v for k, v in oracle_client("", i, f).items() if k != "deviceId"}, "clientNo": i + 1,
-             "poseTime": 1000.0 + i} for i, f in enumerate(frames)]})
+        theirs_msg = shipped.serialize_room_transform(
+            {
+                "roomId": "bench-room",
+                "broadcastTime": 1234.5,
+                "clients": [
+                    {
+                        **{k: v for k, v in oracle_client("", i, f).items() if k != "deviceId"},
+                        "clientNo": i + 1,
+                        "poseTime": 1000.0 + i,
+                    }
+                    for i, f in enumerate(frames)
+                ],
+            }
+        )
         assert msg == theirs_msg, f"protocol {protocol}: room bytes differ from {ORACLE_RELEASE[protocol]}'s"
         assert len(shipped.deserialize(msg)[1]["clients"]) == ROOM
         items.append((msg, msg))
@@ -159,8 +192,10 @@ def main() -> None:
     load0 = load_now()
     rng = random.Random(2024)
     path = "C accelerator" if NATIVE is not None else f"pure Python ({codec.NATIVE_STATUS})"
-    print(f"Python {sys.version.split()[0]}; headcast's codec: {path}; {args.runs} runs, "
-          f"{args.poses} poses / {args.rooms} rooms of {ROOM} per case; load {load0}")
+    print(
+        f"Python {sys.version.split()[0]}; headcast's codec: {path}; {args.runs} runs, "
+        f"{args.poses} poses / {args.rooms} rooms of {ROOM} per case; load {load0}"
+    )
     cases = []
     for protocol in sorted(ORACLE_RELEASE):
         for label, flags, n in LAYOUTS:
@@ -180,11 +215,15 @@ def main() -> None:
             pairs += len(items)
             ratios[(protocol, label)].append((pct(b, 50) / pct(a, 50), pct(b, 99) / pct(a, 99)))
             last[(protocol, label)] = (a, b, size)
-    print(f"\n{'protocol':>8}  {'release':>7}  {'case':>9}  {'size':>6}  {'headcast p50/p99':>18}  "
-          f"{'pure Py p50':>11}  {'shipped p50/p99':>19}  {'× median (min–max)':>19}  {'× p99 (min–max)':>16}")
+    print(
+        f"\n{'protocol':>8}  {'release':>7}  {'case':>9}  {'size':>6}  {'headcast p50/p99':>18}  "
+        f"{'pure Py p50':>11}  {'shipped p50/p99':>19}  {'× median (min–max)':>19}  {'× p99 (min–max)':>16}"
+    )
     worst = {"client": [float("inf"), float("inf")], "room": [float("inf"), float("inf")]}
-    per_run = {"client": [[float("inf")] * args.runs, [float("inf")] * args.runs],
-               "room": [[float("inf")] * args.runs, [float("inf")] * args.runs]}
+    per_run = {
+        "client": [[float("inf")] * args.runs, [float("inf")] * args.runs],
+        "room": [[float("inf")] * args.runs, [float("inf")] * args.runs],
+    }
     for protocol, label, kind, (ours, theirs, items, size) in cases:
         a, b, size = last[(protocol, label)]
         pure = pure_times(ours, items[: max(20, len(items) // 3)]) if NATIVE is not None else a
@@ -194,22 +233,36 @@ def main() -> None:
             per_run[kind][0][i] = min(per_run[kind][0][i], m)
             per_run[kind][1][i] = min(per_run[kind][1][i], p)
         unit, scale = ("ms", 1e3) if kind == "room" else ("µs", 1e6)
-        print(f"{protocol:8d}  {ORACLE_RELEASE[protocol]:>7}  {label:>9}  {size:5d}B  "
-              f"{pct(a, 50) * scale:7.2f}/{pct(a, 99) * scale:7.2f} {unit}  {pct(pure, 50) * scale:8.2f} {unit}  "
-              f"{pct(b, 50) * scale:7.2f}/{pct(b, 99) * scale:8.2f} {unit}  "
-              f"{min(med):6.2f}× ({min(med):.2f}–{max(med):.2f})  {min(p99):6.2f}× ({min(p99):.2f}–{max(p99):.2f})",
-              flush=True)
+        print(
+            f"{protocol:8d}  {ORACLE_RELEASE[protocol]:>7}  {label:>9}  {size:5d}B  "
+            f"{pct(a, 50) * scale:7.2f}/{pct(a, 99) * scale:7.2f} {unit}  {pct(pure, 50) * scale:8.2f} {unit}  "
+            f"{pct(b, 50) * scale:7.2f}/{pct(b, 99) * scale:8.2f} {unit}  "
+            f"{min(med):6.2f}× ({min(med):.2f}–{max(med):.2f})  {min(p99):6.2f}× ({min(p99):.2f}–{max(p99):.2f})",
+            flush=True,
+        )
         worst[kind][0] = min(worst[kind][0], min(med))
         worst[kind][1] = min(worst[kind][1], min(p99))
     load1 = load_now()
-    print(f"\n{pairs} pairs timed, {redone} measurements redone after the scheduler cut into them; "
-          f"load {load0} → {load1}")
+    print(
+        f"\n{pairs} pairs timed, {redone} measurements redone after the scheduler cut into them; load {load0} → {load1}"
+    )
     note = f"Python {sys.version.split()[0]}, {path}; worst over protocols 3–8 per run; unpreempted pairs"
-    for kind, what in (("client", "client pose enc+dec (0x1E, 0x3E+3v) vs shipped"),
-                       ("room", f"room of {ROOM} decode vs shipped")):
+    for kind, what in (
+        ("client", "client pose enc+dec (0x1E, 0x3E+3v) vs shipped"),
+        ("room", f"room of {ROOM} decode vs shipped"),
+    ):
         for i, stat in enumerate(("median", "p99")):
-            report("netsync_codec", f"{what}, {stat}", ">=", GOAL, round(worst[kind][i], 2), "×",
-                   [round(x, 2) for x in per_run[kind][i]], (load0, load1), note)
+            report(
+                "netsync_codec",
+                f"{what}, {stat}",
+                ">=",
+                GOAL,
+                round(worst[kind][i], 2),
+                "×",
+                [round(x, 2) for x in per_run[kind][i]],
+                (load0, load1),
+                note,
+            )
 
 
 if __name__ == "__main__":

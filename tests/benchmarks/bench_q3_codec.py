@@ -10,6 +10,7 @@ With the C extension built (netcode/q3/build_native.py) its hot paths run in C;
 
     .venv/bin/python tests/benchmarks/bench_q3_codec.py
 """
+
 from __future__ import annotations
 
 import struct
@@ -17,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.delta import (
     EntityState,
     PlayerState,
@@ -27,6 +27,7 @@ from headcast.netcode.q3.delta import (
     write_delta_playerstate,
 )
 from headcast.netcode.q3.msg import BitReader, BitWriter
+from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.netchan import Netchan, NetchanMode
 from headcast.netcode.q3.usercmd import UserCmd
 
@@ -39,18 +40,51 @@ RING = [f'cs {i} "\\\\sv_hostname\\\\VR {i}"' for i in range(64)]
 
 def snapshot_body(frame: int) -> tuple[bytes, PlayerState, dict[int, EntityState]]:
     """A server message: ack long, a 16-entity packet body (ps + entities) and EOF."""
-    ps0 = PlayerState.from_dict({"commandTime": 50000, "origin": (512, 300, 24), "viewangles": (10.5, 20.25, 0),
-                                 "stats[0]": 100, "delta_angles": (1000, 2000, 0), "eFlags": 0x404})
-    ps1 = PlayerState.from_dict({"commandTime": 50050 + frame, "origin": (515.25, 301.5, 24),
-                                 "velocity": (320, 12.5, 0), "viewangles": (11.25, 21.5, 3), "stats[7]": 5289}, ps0)
-    old = {n: EntityState.from_dict({"number": n, "eType": 1, "pos.trBase": (n * 10, -n * 5, 24),
-                                     "apos.trBase": (0, n * 3.5, 0), "clientNum": n % 8}) for n in range(1, 17)}
+    ps0 = PlayerState.from_dict(
+        {
+            "commandTime": 50000,
+            "origin": (512, 300, 24),
+            "viewangles": (10.5, 20.25, 0),
+            "stats[0]": 100,
+            "delta_angles": (1000, 2000, 0),
+            "eFlags": 0x404,
+        }
+    )
+    ps1 = PlayerState.from_dict(
+        {
+            "commandTime": 50050 + frame,
+            "origin": (515.25, 301.5, 24),
+            "velocity": (320, 12.5, 0),
+            "viewangles": (11.25, 21.5, 3),
+            "stats[7]": 5289,
+        },
+        ps0,
+    )
+    old = {
+        n: EntityState.from_dict(
+            {
+                "number": n,
+                "eType": 1,
+                "pos.trBase": (n * 10, -n * 5, 24),
+                "apos.trBase": (0, n * 3.5, 0),
+                "clientNum": n % 8,
+            }
+        )
+        for n in range(1, 17)
+    }
     w = BitWriter()
     w.write_long(7)
     write_delta_playerstate(w, ps0, ps1)
     for n in range(1, 17):
-        new = EntityState.from_dict({"pos.trBase": (n * 10 + 1.5, -n * 5 + 2.25, 24), "pos.trTime": 50050,
-                                     "apos.trBase[1]": n * 3.5 + 7.25, "legsAnim": 3}, old[n])
+        new = EntityState.from_dict(
+            {
+                "pos.trBase": (n * 10 + 1.5, -n * 5 + 2.25, 24),
+                "pos.trTime": 50050,
+                "apos.trBase[1]": n * 3.5 + 7.25,
+                "legsAnim": 3,
+            },
+            old[n],
+        )
         write_delta_entity(w, old[n], new, force=False)
     w.write_bits(1023, 10)
     w.write_byte(8)
@@ -93,8 +127,10 @@ def main() -> None:
     load0 = load_now()
     challenge = 1592594996
     body, ps0, old = snapshot_body(0)
-    cmds = [UserCmd(50000, (64626, 22464, 182), (84 << 19) | (104 << 12) | 1, 1, 127, 0, 0),
-            UserCmd(50016, (64590, 22555, 364), (85 << 19) | (104 << 12) | 1, 1, 127, -64, 0)]
+    cmds = [
+        UserCmd(50000, (64626, 22464, 182), (84 << 19) | (104 << 12) | 1, 1, 127, 0, 0),
+        UserCmd(50016, (64590, 22555, 364), (85 << 19) | (104 << 12) | 1, 1, 127, -64, 0),
+    ]
     tx = Netchan(NetchanMode.LEGACY, challenge, 31337)
     rx = Netchan(NetchanMode.LEGACY, challenge, 31337)
     seq = [0]
@@ -116,14 +152,25 @@ def main() -> None:
     per_second = 60 * t_write + 20 * t_server
     print(f"codec C extension: {NATIVE_STATUS}")
     print(f"client packet (2 cmds, 32-bit buttons, legacy XOR): {t_write * 1e6:.1f} µs")
-    print(f"16-entity snapshot body ({len(body)} bytes) parse: {t_parse * 1e6:.1f} µs; "
-          f"with legacy netchan unscramble: {t_server * 1e6:.1f} µs")
+    print(
+        f"16-entity snapshot body ({len(body)} bytes) parse: {t_parse * 1e6:.1f} µs; "
+        f"with legacy netchan unscramble: {t_server * 1e6:.1f} µs"
+    )
     verdict = "OK" if per_second * 1e3 < TARGET_MS_PER_S else "MISSES"
-    print(f"codec CPU per second at 60 Hz cmds + 20 Hz 16-entity snapshots: {per_second * 1e3:.2f} ms "
-          f"= {per_second * 100:.2f} % of one core (target < {TARGET_MS_PER_S / 10:.1f} %: {verdict})")
-    report("q3_codec", f"codec share of one core, 60 Hz cmds + 20 Hz snapshots (C extension: {NATIVE_STATUS})", "<",
-           TARGET_MS_PER_S / 10, round(per_second * 100, 3), " %", load=(load0, load_now()),
-           note="each operation the best of its timed rounds")
+    print(
+        f"codec CPU per second at 60 Hz cmds + 20 Hz 16-entity snapshots: {per_second * 1e3:.2f} ms "
+        f"= {per_second * 100:.2f} % of one core (target < {TARGET_MS_PER_S / 10:.1f} %: {verdict})"
+    )
+    report(
+        "q3_codec",
+        f"codec share of one core, 60 Hz cmds + 20 Hz snapshots (C extension: {NATIVE_STATUS})",
+        "<",
+        TARGET_MS_PER_S / 10,
+        round(per_second * 100, 3),
+        " %",
+        load=(load0, load_now()),
+        note="each operation the best of its timed rounds",
+    )
 
 
 if __name__ == "__main__":

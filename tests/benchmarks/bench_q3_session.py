@@ -34,6 +34,7 @@ pure-Python reference instead (then a) and b) run the Python loop). The first li
 
     .venv/bin/python tests/benchmarks/bench_q3_session.py
 """
+
 from __future__ import annotations
 
 import math
@@ -53,7 +54,7 @@ from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import Q3Client
 
 SECONDS = 60.0 if os.environ.get("HEADCAST_LONG") == "1" else 20.0
-OTHER_SECONDS = 10.0   # the comparison variants b-d
+OTHER_SECONDS = 10.0  # the comparison variants b-d
 FLOOR_SECONDS = 5.0
 FRAME_HZ = 90.0
 TARGET_PERCENT = 1.0
@@ -61,9 +62,13 @@ TARGET_VS_C_FLOOR = 1.5  # issue 26: the client thread at most 1.5× a C program
 
 
 def frame_input(client, frame: int, p: float) -> None:
-    client.set_input((20.0 * math.sin(p), (40.0 * p) % 360.0, 10.0 * math.sin(2.0 * p)),
-                     forward=int(127 * math.sin(p / 3.0)), right=int(64 * math.cos(p / 2.0)),
-                     buttons=1 if frame % 90 < 10 else 0, head=(15.0 * math.sin(p), 20.0 * math.cos(p)))
+    client.set_input(
+        (20.0 * math.sin(p), (40.0 * p) % 360.0, 10.0 * math.sin(2.0 * p)),
+        forward=int(127 * math.sin(p / 3.0)),
+        right=int(64 * math.cos(p / 2.0)),
+        buttons=1 if frame % 90 < 10 else 0,
+        head=(15.0 * math.sin(p), 20.0 * math.cos(p)),
+    )
 
 
 def dedicated_loop(client: Q3Client, seconds: float) -> tuple[float, float, int]:
@@ -145,8 +150,10 @@ def tick_floor(seconds: float, hz: float) -> tuple[float, float, int]:
 
 def socket_floor(seconds: float, hz: float) -> tuple[float, float]:
     """The tick floor plus, per tick, poll(0) on a UDP socket and a 43-byte send to a local socket."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink, \
-            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
+    ):
         sink.bind(("127.0.0.1", 0))
         sock.bind(("127.0.0.1", 0))
         sock.connect(sink.getsockname())
@@ -207,6 +214,7 @@ def c_socket_floor(seconds: float, hz: float) -> float | None:
     import shutil
     import subprocess
     import tempfile
+
     gcc = shutil.which("gcc")
     if gcc is None:
         return None
@@ -215,8 +223,12 @@ def c_socket_floor(seconds: float, hz: float) -> float | None:
         with open(src, "w") as f:
             f.write(C_FLOOR_SOURCE)
         subprocess.run([gcc, "-O2", "-o", exe, src], check=True, capture_output=True)
-        cpu, elapsed = map(float, subprocess.run([exe, str(seconds), str(hz)], check=True, capture_output=True,
-                                                 text=True, timeout=seconds + 10).stdout.split())
+        cpu, elapsed = map(
+            float,
+            subprocess.run(
+                [exe, str(seconds), str(hz)], check=True, capture_output=True, text=True, timeout=seconds + 10
+            ).stdout.split(),
+        )
     return 100.0 * cpu / elapsed
 
 
@@ -243,14 +255,17 @@ def live_session(config: ClientConfig) -> dict:
             client.wait(time.monotonic(), time.monotonic() + 0.05)
         base = dict(client.status.counters)
         beside: dict = {}
-        floor = threading.Thread(target=lambda: beside.update(pct=c_socket_floor(SECONDS, config.cmd_rate)),
-                                 name="c-floor", daemon=True)
+        floor = threading.Thread(
+            target=lambda: beside.update(pct=c_socket_floor(SECONDS, config.cmd_rate)), name="c-floor", daemon=True
+        )
         floor.start()
         out = {"threaded": threaded_run(client, SECONDS, batch=0.1)}
         floor.join(SECONDS + 30)
         out["c_floor_beside"] = beside.get("pct")
         st = client.status
-        counts = {k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")}
+        counts = {
+            k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")
+        }
         counts["drops"] = sum(st.drops.values())
         out["counts"] = counts
         out["latency_ms"] = st.latency_ms
@@ -296,16 +311,54 @@ def replay_session(config: ClientConfig, received: list[tuple[float, bytes]]) ->
 def snapshot_messages() -> tuple[bytes, bytes, dict, serverparse.Snapshot]:
     """A delta snapshot (vs an acknowledged one) and a from-baselines snapshot, 16 entities each."""
     baselines = {n: EntityState.from_dict({"number": n, "eType": 1, "modelindex": 3}) for n in range(16, 32)}
-    ps0 = PlayerState.from_dict({"commandTime": 10000, "origin": (100.5, 200.25, 24.125), "viewangles": (10.0, 90.0, 0.0),
-                                 "stats[0]": 100, "weapon": 5, "clientNum": 3})
-    old = {n: EntityState.from_dict({"number": n, "eType": 1, "pos.trBase": (n * 10.0, 5.0, 24.0),
-                                     "apos.trBase": (0.0, n * 7.0, 0.0), "legsAnim": 22, "torsoAnim": 11, "clientNum": n % 8},
-                                    base=baselines[n]) for n in baselines}
-    new = {n: EntityState.from_dict({"pos.trBase": (n * 10.0 + 3.5, 5.25, 24.0), "pos.trDelta": (70.0, 3.0, 0.0),
-                                     "apos.trBase": (2.0, n * 7.0 + 1.5, 0.0), "pos.trTime": 10050, "legsAnim": 23},
-                                    base=old[n]) for n in old}
-    ps1 = PlayerState.from_dict({"commandTime": 10050, "origin": (103.75, 200.25, 24.125), "velocity": (65.0, 0.0, 0.0),
-                                 "viewangles": (10.5, 91.0, 0.0), "bobCycle": 12}, base=ps0)
+    ps0 = PlayerState.from_dict(
+        {
+            "commandTime": 10000,
+            "origin": (100.5, 200.25, 24.125),
+            "viewangles": (10.0, 90.0, 0.0),
+            "stats[0]": 100,
+            "weapon": 5,
+            "clientNum": 3,
+        }
+    )
+    old = {
+        n: EntityState.from_dict(
+            {
+                "number": n,
+                "eType": 1,
+                "pos.trBase": (n * 10.0, 5.0, 24.0),
+                "apos.trBase": (0.0, n * 7.0, 0.0),
+                "legsAnim": 22,
+                "torsoAnim": 11,
+                "clientNum": n % 8,
+            },
+            base=baselines[n],
+        )
+        for n in baselines
+    }
+    new = {
+        n: EntityState.from_dict(
+            {
+                "pos.trBase": (n * 10.0 + 3.5, 5.25, 24.0),
+                "pos.trDelta": (70.0, 3.0, 0.0),
+                "apos.trBase": (2.0, n * 7.0 + 1.5, 0.0),
+                "pos.trTime": 10050,
+                "legsAnim": 23,
+            },
+            base=old[n],
+        )
+        for n in old
+    }
+    ps1 = PlayerState.from_dict(
+        {
+            "commandTime": 10050,
+            "origin": (103.75, 200.25, 24.125),
+            "velocity": (65.0, 0.0, 0.0),
+            "viewangles": (10.5, 91.0, 0.0),
+            "bobCycle": 12,
+        },
+        base=ps0,
+    )
 
     def snapshot(delta_num: int, ps_from, ents_from) -> bytes:
         w = BitWriter()
@@ -345,9 +398,13 @@ def main() -> None:
     delta_msg, full_msg, baselines, base_snap = snapshot_messages()
     t_delta = best_parse_time(delta_msg, baselines, base_snap)
     t_full = best_parse_time(full_msg, baselines, base_snap)
-    print(f"16-entity snapshot parse: delta vs acknowledged snapshot {t_delta * 1e6:.0f} µs ({len(delta_msg)} bytes), "
-          f"from baselines {t_full * 1e6:.0f} µs ({len(full_msg)} bytes)")
-    print(f"  at 20 snapshots/s that is {t_delta * 20 * 60:.3f} CPU s per minute ({t_delta * 20 * 100:.2f} % of a core)")
+    print(
+        f"16-entity snapshot parse: delta vs acknowledged snapshot {t_delta * 1e6:.0f} µs ({len(delta_msg)} bytes), "
+        f"from baselines {t_full * 1e6:.0f} µs ({len(full_msg)} bytes)"
+    )
+    print(
+        f"  at 20 snapshots/s that is {t_delta * 20 * 60:.3f} CPU s per minute ({t_delta * 20 * 100:.2f} % of a core)"
+    )
 
     config = ClientConfig(name="bench", vr=True, family=Family.LEGACY71, pure_paks=tuple(pk3_files()))
     floor_cpu, floor_el, floor_wakes = tick_floor(FLOOR_SECONDS, config.cmd_rate)
@@ -359,50 +416,80 @@ def main() -> None:
     th = live["threaded"]
     percent = 100.0 * th["client_cpu"] / th["elapsed"]
     counts = live["counts"]
-    print(f"live session vs stock OpenArena (legacy-71 + XOR, sv_pure 1), {th['elapsed']:.1f} s measured "
-          f"and extrapolated to 1 minute; traffic {counts}, ping {live['latency_ms']:.0f} ms")
-    print(f"  a. client thread, Q3Client.run (command ticks in C, {th['native_ticks']} of {counts['usercmds']} ticks; "
-          f"server messages to the core within 0.1 s): {th['client_cpu'] * 60.0 / th['elapsed']:.3f} CPU s per minute "
-          f"= {percent:.2f} % of one core (target < {TARGET_PERCENT:.0f} %: "
-          f"{'MEETS' if percent < TARGET_PERCENT else 'MISSES'})")
-    print(f"     beside it: the application thread setting input {FRAME_HZ:.0f} times a second "
-          f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, "
-          f"the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %")
+    print(
+        f"live session vs stock OpenArena (legacy-71 + XOR, sv_pure 1), {th['elapsed']:.1f} s measured "
+        f"and extrapolated to 1 minute; traffic {counts}, ping {live['latency_ms']:.0f} ms"
+    )
+    print(
+        f"  a. client thread, Q3Client.run (command ticks in C, {th['native_ticks']} of {counts['usercmds']} ticks; "
+        f"server messages to the core within 0.1 s): {th['client_cpu'] * 60.0 / th['elapsed']:.3f} CPU s per minute "
+        f"= {percent:.2f} % of one core (target < {TARGET_PERCENT:.0f} %: "
+        f"{'MEETS' if percent < TARGET_PERCENT else 'MISSES'})"
+    )
+    print(
+        f"     beside it: the application thread setting input {FRAME_HZ:.0f} times a second "
+        f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, "
+        f"the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %"
+    )
     t0 = live["threaded0"]
-    print(f"  b. the same with batch=0 (each server message to the core at the tick that read it): client thread "
-          f"{100.0 * t0['client_cpu'] / t0['elapsed']:.2f} % ({t0['elapsed']:.1f} s)")
+    print(
+        f"  b. the same with batch=0 (each server message to the core at the tick that read it): client thread "
+        f"{100.0 * t0['client_cpu'] / t0['elapsed']:.2f} % ({t0['elapsed']:.1f} s)"
+    )
     cpu, elapsed, wakes = live["dedicated"]
     dedicated = 100.0 * cpu / elapsed
-    print(f"  c. the Python loop (poll + wait, {wakes / elapsed:.0f} wakes/s, {elapsed:.1f} s): "
-          f"whole process {dedicated:.2f} %")
+    print(
+        f"  c. the Python loop (poll + wait, {wakes / elapsed:.0f} wakes/s, {elapsed:.1f} s): "
+        f"whole process {dedicated:.2f} %"
+    )
     floor, sock_floor = 100.0 * floor_cpu / floor_el, 100.0 * sock_cpu / sock_el
-    print(f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid "
-          f"({floor_wakes / floor_el:.0f} wakes/s) "
-          f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core")
+    print(
+        f"     floors here, now: an empty loop sleeping to a {config.cmd_rate:.0f} Hz grid "
+        f"({floor_wakes / floor_el:.0f} wakes/s) "
+        f"{floor:.2f} %; plus poll(0) and a 43-byte send per tick {sock_floor:.2f} % of one core"
+    )
     if c_floor is not None:
-        print(f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core "
-              f"(measured before the session)")
+        print(
+            f"     the same socket floor as a C program (no interpreter): {c_floor:.2f} % of one core "
+            f"(measured before the session)"
+        )
     beside = live["c_floor_beside"]
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+
     report("q3_session", "Q3 client thread CPU (a.)", "<", TARGET_PERCENT, round(percent, 3), " % of a core")
     if beside is not None:
-        print(f"     the C socket floor run beside (a.), in the same {SECONDS:.0f} s window: {beside:.2f} % of one "
-              f"core; the client thread is {percent / beside:.2f}× it (goal ≤ {TARGET_VS_C_FLOOR}×)")
-        report("q3_session", "Q3 client thread CPU vs the C floor beside it", "<=", TARGET_VS_C_FLOOR,
-               round(percent / beside, 2), "×", note=f"client {percent:.3f} %, C floor {beside:.3f} %, same window")
+        print(
+            f"     the C socket floor run beside (a.), in the same {SECONDS:.0f} s window: {beside:.2f} % of one "
+            f"core; the client thread is {percent / beside:.2f}× it (goal ≤ {TARGET_VS_C_FLOOR}×)"
+        )
+        report(
+            "q3_session",
+            "Q3 client thread CPU vs the C floor beside it",
+            "<=",
+            TARGET_VS_C_FLOOR,
+            round(percent / beside, 2),
+            "×",
+            note=f"client {percent:.3f} %, C floor {beside:.3f} %, same window",
+        )
     f_cpu, f_inside, f_el, frames = live["frame"]
-    print(f"  d. inside a {FRAME_HZ:.0f} Hz frame loop ({frames / f_el:.0f} frames/s, {f_el:.1f} s): whole process "
-          f"{100.0 * f_cpu / f_el:.2f} %, of which set_input + poll {100.0 * f_inside / f_el:.2f} % of one core; "
-          f"the bare {FRAME_HZ:.0f} Hz loop costs {100.0 * floor90_cpu / floor90_el:.2f} %")
+    print(
+        f"  d. inside a {FRAME_HZ:.0f} Hz frame loop ({frames / f_el:.0f} frames/s, {f_el:.1f} s): whole process "
+        f"{100.0 * f_cpu / f_el:.2f} %, of which set_input + poll {100.0 * f_inside / f_el:.2f} % of one core; "
+        f"the bare {FRAME_HZ:.0f} Hz loop costs {100.0 * floor90_cpu / floor90_el:.2f} %"
+    )
     received = live["received"]
     r_cpu, span, r_counts = replay_session(config, received)
-    print(f"  the same session replayed through a fresh core, warm, no sockets ({span:.1f} s of traffic, "
-          f"{r_counts.get('usercmds', 0)} usercmds, {r_counts.get('snapshots', 0)} snapshots): "
-          f"{r_cpu * 60.0 / span:.3f} CPU s per minute = {100.0 * r_cpu / span:.2f} % of one core "
-          f"(target < {TARGET_PERCENT:.0f} %: {'MEETS' if 100.0 * r_cpu / span < TARGET_PERCENT else 'MISSES'})")
+    print(
+        f"  the same session replayed through a fresh core, warm, no sockets ({span:.1f} s of traffic, "
+        f"{r_counts.get('usercmds', 0)} usercmds, {r_counts.get('snapshots', 0)} snapshots): "
+        f"{r_cpu * 60.0 / span:.3f} CPU s per minute = {100.0 * r_cpu / span:.2f} % of one core "
+        f"(target < {TARGET_PERCENT:.0f} %: {'MEETS' if 100.0 * r_cpu / span < TARGET_PERCENT else 'MISSES'})"
+    )
     load = os.getloadavg()[0]
-    print(f"  machine load average {load:.2f} on {os.cpu_count()} cores: a frame-loop client runs cache-cold after "
-          f"each sleep, so these figures grow with the load of other processes")
+    print(
+        f"  machine load average {load:.2f} on {os.cpu_count()} cores: a frame-loop client runs cache-cold after "
+        f"each sleep, so these figures grow with the load of other processes"
+    )
 
 
 if __name__ == "__main__":

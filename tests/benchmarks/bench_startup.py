@@ -16,6 +16,7 @@ a command imports that it does not use.
 
     .venv/bin/python tests/benchmarks/bench_startup.py [--runs 7]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,20 @@ def first_datagram(server: tuple[str, int], extra: list[str], timeout: float = 3
     up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     up.connect(server)
     port = relay.getsockname()[1]
-    cmd = [*HEADCAST[:1], *extra, *HEADCAST[1:], "run", "--mock", "look_around", "--q3", f"127.0.0.1:{port}",
-           "--no-vr", "--no-mirror", "--duration", "1"]
+    cmd = [
+        *HEADCAST[:1],
+        *extra,
+        *HEADCAST[1:],
+        "run",
+        "--mock",
+        "look_around",
+        "--q3",
+        f"127.0.0.1:{port}",
+        "--no-vr",
+        "--no-mirror",
+        "--duration",
+        "1",
+    ]
     env = dict(os.environ, HEADCAST_MOCK_THROTTLE="1")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -111,13 +124,16 @@ def main() -> None:
             t, cpu, _ = first_datagram(server.address, [])
             times.append(t)
             cpus.append(cpu if cpu is not None else float("nan"))
-            print(f"run {i + 1}: first Q3 datagram after {t * 1e3:6.0f} ms, {cpus[-1] * 1e3:5.0f} ms of CPU by then "
-                  f"(bare `python -c pass`: {floors[-1] * 1e3:4.0f} ms; load {load_now()})", flush=True)
+            print(
+                f"run {i + 1}: first Q3 datagram after {t * 1e3:6.0f} ms, {cpus[-1] * 1e3:5.0f} ms of CPU by then "
+                f"(bare `python -c pass`: {floors[-1] * 1e3:4.0f} ms; load {load_now()})",
+                flush=True,
+            )
         _, _, err = first_datagram(server.address, ["-X", "importtime"])
     rows = []
     for line in err.splitlines():
         if line.startswith("import time:") and "|" in line:
-            _, cumulative, name = line[len("import time:"):].split("|")
+            _, cumulative, name = line[len("import time:") :].split("|")
             if cumulative.strip().isdigit():
                 rows.append((int(cumulative), name.rstrip()))
     top = [r for r in rows if not r[1].startswith("   ")]  # top-level imports only
@@ -125,15 +141,25 @@ def main() -> None:
     for us, name in sorted(top, reverse=True)[:15]:
         print(f"  {us / 1e3:8.1f} ms  {name.strip()}")
     med = statistics.median(times)
-    print(f"\nprocess start → first Q3 datagram: median {med * 1e3:.0f} ms, min–max {min(times) * 1e3:.0f}–"
-          f"{max(times) * 1e3:.0f} ms over {len(times)} runs (the interpreter alone: median "
-          f"{statistics.median(floors) * 1e3:.0f} ms); goal < {GOAL_S * 1e3:.0f} ms; the process's CPU time by "
-          f"its first datagram: median {statistics.median(cpus) * 1e3:.0f} ms (what a machine with nothing else "
-          f"to run would take, roughly)")
-    report("startup", "process start → first Q3 datagram (median)", "<", GOAL_S, round(med, 3), " s",
-           [round(t, 3) for t in times], (load0, load_now()),
-           f"bare interpreter median {statistics.median(floors):.3f} s in the same window; CPU time by the first "
-           f"datagram median {statistics.median(cpus):.3f} s")
+    print(
+        f"\nprocess start → first Q3 datagram: median {med * 1e3:.0f} ms, min–max {min(times) * 1e3:.0f}–"
+        f"{max(times) * 1e3:.0f} ms over {len(times)} runs (the interpreter alone: median "
+        f"{statistics.median(floors) * 1e3:.0f} ms); goal < {GOAL_S * 1e3:.0f} ms; the process's CPU time by "
+        f"its first datagram: median {statistics.median(cpus) * 1e3:.0f} ms (what a machine with nothing else "
+        f"to run would take, roughly)"
+    )
+    report(
+        "startup",
+        "process start → first Q3 datagram (median)",
+        "<",
+        GOAL_S,
+        round(med, 3),
+        " s",
+        [round(t, 3) for t in times],
+        (load0, load_now()),
+        f"bare interpreter median {statistics.median(floors):.3f} s in the same window; CPU time by the first "
+        f"datagram median {statistics.median(cpus):.3f} s",
+    )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ load at the start and end of its step; slipped ticks on a loaded machine are the
 
     .venv/bin/python tests/benchmarks/bench_swarm.py [--seconds 8] [--only q3|netsync|sauer]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,9 +60,11 @@ from headcast.app.swarm.players import RATES, Server
 
 # (players, NetSync rooms): 500 in one room shows styly's own limits (module doc), 500 over 5
 # rooms what the swarm drives when every player gets in.
-STEPS = {"q3": ((8, 1), (32, 1), (64, 1)),
-         "netsync": ((8, 1), (32, 1), (64, 1), (128, 1), (256, 1), (500, 1), (500, 5)),
-         "sauer": ((8, 1), (32, 1), (64, 1), (128, 1))}
+STEPS = {
+    "q3": ((8, 1), (32, 1), (64, 1)),
+    "netsync": ((8, 1), (32, 1), (64, 1), (128, 1), (256, 1), (500, 1), (500, 5)),
+    "sauer": ((8, 1), (32, 1), (64, 1), (128, 1)),
+}
 TARGETS = {"q3": 64, "netsync": 500}
 MARKED = {"q3": 63}  # a Q3 observer sees only the players in its PVS: mark them all
 # styly-netsync-server 0.17.5 sends every member two control unicasts per join (its network
@@ -69,7 +72,7 @@ MARKED = {"q3": 63}  # a Q3 observer sees only the players in its PVS: mark them
 # clientNo. 25/s lets 500 in.
 SPAWN_RATE = {"q3": 50.0, "netsync": 25.0, "sauer": 50.0}
 SETTLE = 3.0
-RAMP_BOUND = 60.0   # s beyond the nominal ramp a step waits for its last players to get in
+RAMP_BOUND = 60.0  # s beyond the nominal ramp a step waits for its last players to get in
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -92,9 +95,16 @@ def pin(swarm_cpu: int | None, server_pid: int, server_cpu: int | None) -> None:
 
 
 def measure(proto: str, n: int, rooms: int, server: Server, server_pid: int, seconds: float, script: Script) -> dict:
-    swarm = Swarm({proto: n}, {proto: server}, script, spawn_rate=SPAWN_RATE[proto], observers=1,
-                  marked=MARKED.get(proto, 8), seed=n,
-                  rooms=rooms)
+    swarm = Swarm(
+        {proto: n},
+        {proto: server},
+        script,
+        spawn_rate=SPAWN_RATE[proto],
+        observers=1,
+        marked=MARKED.get(proto, 8),
+        seed=n,
+        rooms=rooms,
+    )
     period = 1.0 / RATES[proto]
     load0 = load_now()
     try:
@@ -125,29 +135,47 @@ def measure(proto: str, n: int, rooms: int, server: Server, server_pid: int, sec
         joined = sum(1 for p in swarm.loop.players if p.joined)
     finally:
         swarm.stop()
-    return {"n": n, "joined": joined, "ramp_s": ramp_s, "load": (load0, load_now()),
-            "retries": sum(getattr(p, "retries", 0) for p in swarm.loop.players),
-            "cpu": cpu, "server_cpu": scpu, "busy": busy,
-            "burst_p99": burst.percentiles((99,))[0] * 1e3, "burst_max": burst.max * 1e3, "ticks": r["ticks"]["count"],
-            "slipped": r["ticks"]["slipped"], "late_p99": r["ticks"]["late_ms"]["p99"],
-            "late_max": r["ticks"]["late_ms"]["max"], "bc": r["broadcast_hz"]["p50"],
-            "relay_p50": r["relay_ms"]["p50"], "relay_p99": r["relay_ms"]["p99"], "matched": r["relay"]["delivered"],
-            "lost": r["relay"]["lost"], "up": r["up"]["bytes_per_s"], "down": r["down"]["bytes_per_s"],
-            "errors": len(swarm.loop.errors)}
+    return {
+        "n": n,
+        "joined": joined,
+        "ramp_s": ramp_s,
+        "load": (load0, load_now()),
+        "retries": sum(getattr(p, "retries", 0) for p in swarm.loop.players),
+        "cpu": cpu,
+        "server_cpu": scpu,
+        "busy": busy,
+        "burst_p99": burst.percentiles((99,))[0] * 1e3,
+        "burst_max": burst.max * 1e3,
+        "ticks": r["ticks"]["count"],
+        "slipped": r["ticks"]["slipped"],
+        "late_p99": r["ticks"]["late_ms"]["p99"],
+        "late_max": r["ticks"]["late_ms"]["max"],
+        "bc": r["broadcast_hz"]["p50"],
+        "relay_p50": r["relay_ms"]["p50"],
+        "relay_p99": r["relay_ms"]["p99"],
+        "matched": r["relay"]["delivered"],
+        "lost": r["relay"]["lost"],
+        "up": r["up"]["bytes_per_s"],
+        "down": r["down"]["bytes_per_s"],
+        "errors": len(swarm.loop.errors),
+    }
 
 
 def servers(proto: str):
     """(the server, its Server, its PID, its stop) for a protocol's steps."""
     if proto == "q3":
         from headcast.netcode.q3.localserver import LocalQ3Server
+
         srv = LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "64", "com_hunkmegs": "192"}).start()
         return srv, Server(*srv.address), srv.pid, srv.stop
     if proto == "netsync":
         from headcast.netcode.netsync.localserver import LocalNetSyncServer
+
         srv = LocalNetSyncServer().start()
         a = srv.address
         return srv, Server(a.host, a.dealer_port, a.pub_port, a.transform_port), srv.pid, srv.close
     from headcast.netcode.sauer.localserver import LocalSauerServer
+
     srv = LocalSauerServer(max_clients=128).start()
     return srv, Server(*srv.address), srv.pid, srv.stop
 
@@ -166,8 +194,10 @@ def main() -> int:
     swarm_cpu, server_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 and args.pin else (None, None)
     script = Script.load(find_motion("look_around"))
     load = os.getloadavg()[0]
-    print(f"swarm on CPU {swarm_cpu}, servers on CPU {server_cpu}; load average {load:.2f} "
-          f"(other work on this machine shows as lateness)")
+    print(
+        f"swarm on CPU {swarm_cpu}, servers on CPU {server_cpu}; load average {load:.2f} "
+        f"(other work on this machine shows as lateness)"
+    )
     verdicts = []
     for proto in args.only or tuple(STEPS):
         srv, server, pid, stop = servers(proto)
@@ -175,10 +205,14 @@ def main() -> int:
             pin(swarm_cpu, pid, server_cpu)
             # the steps' results, for the goals: (players, rooms) → measure()
             results: dict[tuple[int, int], dict] = {}
-            print(f"\n{proto}: {RATES[proto]:g} Hz, slipped = a tick a whole period ({1000 / RATES[proto]:.1f} ms) late")
-            print(f"{'players':>7} {'in':>4} {'CPU':>6} {'busy':>6} {'burst p99':>9} {'max':>6} {'late p99':>8} "
-                  f"{'max':>6} {'slipped':>7} {'server':>7} {'bc/s':>5} {'relay p50':>9} {'p99':>5} {'matched':>7} "
-                  f"{'lost':>4} {'up kB/s':>8} {'down kB/s':>9}")
+            print(
+                f"\n{proto}: {RATES[proto]:g} Hz, slipped = a tick a whole period ({1000 / RATES[proto]:.1f} ms) late"
+            )
+            print(
+                f"{'players':>7} {'in':>4} {'CPU':>6} {'busy':>6} {'burst p99':>9} {'max':>6} {'late p99':>8} "
+                f"{'max':>6} {'slipped':>7} {'server':>7} {'bc/s':>5} {'relay p50':>9} {'p99':>5} {'matched':>7} "
+                f"{'lost':>4} {'up kB/s':>8} {'down kB/s':>9}"
+            )
             best = 0
             for n, rooms in STEPS[proto]:
                 if proto == "netsync" and results:
@@ -189,16 +223,17 @@ def main() -> int:
                     pid = srv.pid
                     pin(swarm_cpu, pid, server_cpu)
                 r = results[(n, rooms)] = measure(proto, n, rooms, server, pid, args.seconds, script)
-                print(f"{n if rooms == 1 else f'{n}/{rooms}r':>7} {r['joined']:>4} "
-                      f"{r['cpu'] * 100:>5.1f}% {r['busy'] * 100:>5.1f}% "
-                      f"{r['burst_p99']:>9.2f} {r['burst_max']:>6.1f} {fmt(r['late_p99'], '.2f'):>8} "
-                      f"{fmt(r['late_max'], '.1f'):>6} {r['slipped']:>7} {r['server_cpu'] * 100:>6.1f}% "
-                      f"{fmt(r['bc'], '.1f'):>5} {fmt(r['relay_p50'], '.1f'):>9} {fmt(r['relay_p99'], '.0f'):>5} "
-                      f"{r['matched']:>7} {r['lost']:>4} {r['up'] / 1000:>8.1f} {r['down'] / 1000:>9.1f}"
-                      + (f"  ({r['errors']} player errors)" if r["errors"] else "")
-                      + (f"  (in after {r['ramp_s']:.0f} s, {r['retries']} join retries)"
-                         if proto == "netsync" else ""),
-                      flush=True)
+                print(
+                    f"{n if rooms == 1 else f'{n}/{rooms}r':>7} {r['joined']:>4} "
+                    f"{r['cpu'] * 100:>5.1f}% {r['busy'] * 100:>5.1f}% "
+                    f"{r['burst_p99']:>9.2f} {r['burst_max']:>6.1f} {fmt(r['late_p99'], '.2f'):>8} "
+                    f"{fmt(r['late_max'], '.1f'):>6} {r['slipped']:>7} {r['server_cpu'] * 100:>6.1f}% "
+                    f"{fmt(r['bc'], '.1f'):>5} {fmt(r['relay_p50'], '.1f'):>9} {fmt(r['relay_p99'], '.0f'):>5} "
+                    f"{r['matched']:>7} {r['lost']:>4} {r['up'] / 1000:>8.1f} {r['down'] / 1000:>9.1f}"
+                    + (f"  ({r['errors']} player errors)" if r["errors"] else "")
+                    + (f"  (in after {r['ramp_s']:.0f} s, {r['retries']} join retries)" if proto == "netsync" else ""),
+                    flush=True,
+                )
                 # Driven: every player in, within one core, and the loop's own wake-ups short
                 # enough (p99 under half a tick) that no tick waits a period behind the swarm's
                 # own work; slips beyond that are the machine's other load (the late columns).
@@ -206,24 +241,44 @@ def main() -> int:
                     if n >= best:
                         best, per_player = n, r["cpu"] / n
             if best:
-                print(f"{proto}: {best} players driven from one core at {per_player * best * 100:.0f} % of it "
-                      f"({per_player * 1e3:.2f} ms of CPU per player-second → ~{1 / per_player:.0f} players "
-                      "per core by CPU alone)")
+                print(
+                    f"{proto}: {best} players driven from one core at {per_player * best * 100:.0f} % of it "
+                    f"({per_player * 1e3:.2f} ms of CPU per player-second → ~{1 / per_player:.0f} players "
+                    "per core by CPU alone)"
+                )
             else:
                 print(f"{proto}: no step was driven within one core")
             if proto in TARGETS:
-                verdicts.append(f"{proto}: ≥ {TARGETS[proto]} players on one core — "
-                                + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})"))
+                verdicts.append(
+                    f"{proto}: ≥ {TARGETS[proto]} players on one core — "
+                    + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})")
+                )
                 # the target step: the most players, spread over rooms where the server needs it
                 key = max(results, key=lambda k: (k[0], k[1]))
                 r = results[key]
                 where = f"{key[0]} players" + (f" over {key[1]} rooms" if key[1] > 1 else "")
-                report("swarm", f"{proto}: {where} in", ">=", TARGETS[proto], r["joined"], " players",
-                       load=r["load"], note=f"in after {r['ramp_s']:.0f} s" + (
-                           f", {r['retries']} join retries" if proto == "netsync" else ""))
-                report("swarm", f"{proto}: {where}, slipped ticks", "<=", 0, r["slipped"], "",
-                       load=r["load"], note=f"a tick a whole period ({1000 / RATES[proto]:.0f} ms) late; "
-                       f"late p99 {fmt(r['late_p99'], '.1f')} ms")
+                report(
+                    "swarm",
+                    f"{proto}: {where} in",
+                    ">=",
+                    TARGETS[proto],
+                    r["joined"],
+                    " players",
+                    load=r["load"],
+                    note=f"in after {r['ramp_s']:.0f} s"
+                    + (f", {r['retries']} join retries" if proto == "netsync" else ""),
+                )
+                report(
+                    "swarm",
+                    f"{proto}: {where}, slipped ticks",
+                    "<=",
+                    0,
+                    r["slipped"],
+                    "",
+                    load=r["load"],
+                    note=f"a tick a whole period ({1000 / RATES[proto]:.0f} ms) late; "
+                    f"late p99 {fmt(r['late_p99'], '.1f')} ms",
+                )
                 report("swarm", f"{proto} players driven from one core", ">=", TARGETS[proto], best, " players")
         finally:
             stop()

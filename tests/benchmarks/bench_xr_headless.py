@@ -18,6 +18,7 @@ Target: 90.0 Hz ± 1 %, p99 jitter < 1 ms for the headless loop.
 
     .venv/bin/python tests/benchmarks/bench_xr_headless.py [seconds] [rounds]
 """
+
 from __future__ import annotations
 
 import os
@@ -83,6 +84,7 @@ def loop(ctl, mode: str, native: bool, seconds: float, former: bool = False) -> 
             result.append(_loop(ctl, mode, native, seconds, former, XRSession))
         except BaseException as e:  # noqa: BLE001 - raised again in the main thread
             result.append(e)
+
     t = threading.Thread(target=run)
     t.start()
     t.join()
@@ -106,6 +108,7 @@ def _loop(ctl, mode: str, native: bool, seconds: float, former: bool, XRSession)
                 deadline = wait()
                 woke.append(time.monotonic_ns())
                 return deadline
+
             xs._pacer.wait = timed_wait
         for _ in range(90):  # warm-up: a second
             xs.next_frame()
@@ -124,21 +127,26 @@ def _loop(ctl, mode: str, native: bool, seconds: float, former: bool, XRSession)
     kind = f"{'headless' if mode == 'headless' else 'OpenGL'}, {'native helper' if native else 'ctypes path'}"
     if mode == "headless":
         kind += ", former pacer" if former else ", pacer"
-    line = (f"  {kind:<28} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
-            f"interval jitter p50 {pct(jitter, .5) * 1000:6.0f} us "
-            f"p99 {pct(jitter, .99) * 1000:6.0f} us  CPU/frame median {pct(cpu, .5) / 1000:4.0f} us")
+    line = (
+        f"  {kind:<28} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
+        f"interval jitter p50 {pct(jitter, 0.5) * 1000:6.0f} us "
+        f"p99 {pct(jitter, 0.99) * 1000:6.0f} us  CPU/frame median {pct(cpu, 0.5) / 1000:4.0f} us"
+    )
     if woke:  # the frame's runtime calls and its TrackingFrame, after the pacer woke us
         work = [(d - w) / 1000 for w, d in zip(woke, done)]
-        line += f"  XR poll after wake p50 {pct(work, .5):4.0f} us p99 {pct(work, .99):4.0f} us"
+        line += f"  XR poll after wake p50 {pct(work, 0.5):4.0f} us p99 {pct(work, 0.99):4.0f} us"
     print(line + f"  load {load()}", flush=True)
-    return rate, pct(jitter, .99), pct(cpu, .5) / 1000
+    return rate, pct(jitter, 0.99), pct(cpu, 0.5) / 1000
 
 
 def start_xvfb() -> tuple[subprocess.Popen | None, str]:
     if shutil.which("Xvfb") is None:
         return None, ""
-    proc = subprocess.Popen(["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     number = proc.stdout.readline().decode().strip()
     deadline = time.monotonic() + 10
     while number.isdigit() and not os.path.exists(f"/tmp/.X11-unix/X{number}") and time.monotonic() < deadline:
@@ -164,8 +172,10 @@ def main() -> int:
         ctl = MockControl()
         ctl.reset()
         load0 = float(load().split()[0])
-        print(f"load average {load()}; {seconds:g} s per loop at {RATE:g} Hz; headless native: {rounds} rounds of "
-              "the former pacer and the pacer, interleaved")
+        print(
+            f"load average {load()}; {seconds:g} s per loop at {RATE:g} Hz; headless native: {rounds} rounds of "
+            "the former pacer and the pacer, interleaved"
+        )
         for _ in range(rounds):
             for former in (True, False):
                 runs[former].append(loop(ctl, "headless", True, seconds, former))
@@ -184,25 +194,48 @@ def main() -> int:
     print(f"headless, native helper, over {rounds} rounds, median (min–max); load average now {load()}:")
     for former in (True, False):
         r = runs[former]
-        print(f"  {'former pacer (anchor)' if former else 'pacer':<22} p99 interval jitter "
-              f"{spread([x[1] for x in r], 1000)} us   CPU per frame {spread([x[2] for x in r])} us   "
-              f"rate {spread([x[0] for x in r], 1, '{:.2f}')} Hz")
+        print(
+            f"  {'former pacer (anchor)' if former else 'pacer':<22} p99 interval jitter "
+            f"{spread([x[1] for x in r], 1000)} us   CPU per frame {spread([x[2] for x in r])} us   "
+            f"rate {spread([x[0] for x in r], 1, '{:.2f}')} Hz"
+        )
     worst = runs[False] + [ctypes_run]
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+
     loads = (load0, float(load().split()[0]))
     dev = [round(abs(r / RATE - 1) * 100, 3) for r, _, _ in worst]
-    report("xr_headless", "headless rate off 90 Hz (pacer)", "<=", TARGET_RATE_TOLERANCE * 100, max(dev), " %", dev, loads,
-           "worst run: native rounds and the ctypes path")
+    report(
+        "xr_headless",
+        "headless rate off 90 Hz (pacer)",
+        "<=",
+        TARGET_RATE_TOLERANCE * 100,
+        max(dev),
+        " %",
+        dev,
+        loads,
+        "worst run: native rounds and the ctypes path",
+    )
     jit = [round(j, 3) for _, j, _ in worst]
-    report("xr_headless", "headless p99 interval jitter (pacer)", "<", TARGET_P99_JITTER_MS, max(jit), " ms", jit, loads,
-           f"former pacer's (anchor, same window): {', '.join(f'{j:.3f}' for _, j, _ in runs[True])} ms; CPU per frame "
-           f"{', '.join(f'{c:.0f}' for _, _, c in runs[False])} us "
-           f"vs former {', '.join(f'{c:.0f}' for _, _, c in runs[True])} us")
+    report(
+        "xr_headless",
+        "headless p99 interval jitter (pacer)",
+        "<",
+        TARGET_P99_JITTER_MS,
+        max(jit),
+        " ms",
+        jit,
+        loads,
+        f"former pacer's (anchor, same window): {', '.join(f'{j:.3f}' for _, j, _ in runs[True])} ms; CPU per frame "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs[False])} us "
+        f"vs former {', '.join(f'{c:.0f}' for _, _, c in runs[True])} us",
+    )
     rate_ok = all(abs(r / RATE - 1) <= TARGET_RATE_TOLERANCE for r, _, _ in worst)
     jitter_ok = all(j < TARGET_P99_JITTER_MS for _, j, _ in worst)
-    print(f"target: headless {RATE:g} Hz ± {TARGET_RATE_TOLERANCE:.0%}: {'meets' if rate_ok else 'MISSES'} it; "
-          f"p99 interval jitter < {TARGET_P99_JITTER_MS:g} ms: {'meets' if jitter_ok else 'MISSES'} it "
-          f"({max(j for _, j, _ in worst) * 1000:.0f} us)")
+    print(
+        f"target: headless {RATE:g} Hz ± {TARGET_RATE_TOLERANCE:.0%}: {'meets' if rate_ok else 'MISSES'} it; "
+        f"p99 interval jitter < {TARGET_P99_JITTER_MS:g} ms: {'meets' if jitter_ok else 'MISSES'} it "
+        f"({max(j for _, j, _ in worst) * 1000:.0f} us)"
+    )
     return 0
 
 

@@ -25,6 +25,7 @@ pyopenxr's.
 
     .venv/bin/python tests/benchmarks/bench_xr_poll.py [frames] [paced_seconds] [cold_frames]
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,10 @@ def figures(name: str, samples_ns: list[int]) -> float:
     ms = sorted(s / 1e6 for s in samples_ns)
     med = statistics.median(ms)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-    print(f"  {name:<36} median {med * 1000:7.1f} us ({med / FRAME_90HZ_MS:6.2%} of a 90 Hz frame)   "
-          f"p99 {p99 * 1000:7.1f} us ({p99 / FRAME_90HZ_MS:6.2%})")
+    print(
+        f"  {name:<36} median {med * 1000:7.1f} us ({med / FRAME_90HZ_MS:6.2%} of a 90 Hz frame)   "
+        f"p99 {p99 * 1000:7.1f} us ({p99 / FRAME_90HZ_MS:6.2%})"
+    )
     return p99
 
 
@@ -53,7 +56,9 @@ def naive_poll(xr, xs, t: int) -> None:
     acts = xs._actions.actions
     left, right = xs._actions.hand_paths
     try:
-        xr.sync_actions(s, xr.ActionsSyncInfo(active_action_sets=[xr.ActiveActionSet(xs._actions.handle, xr.NULL_PATH)]))
+        xr.sync_actions(
+            s, xr.ActionsSyncInfo(active_action_sets=[xr.ActiveActionSet(xs._actions.handle, xr.NULL_PATH)])
+        )
     except xr.SessionNotFocused:
         pass
     for space in (xs._view, *xs._hand_spaces):
@@ -74,8 +79,10 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
     ctl.set_throttle(False)
     with XRSession("headless", native=native) as xs:
         if xs.native != native:
-            raise SystemExit("the native frame helper is not built: run scripts/setup.sh "
-                             "(or .venv/bin/python -m headcast.xr.fastframe)")
+            raise SystemExit(
+                "the native frame helper is not built: run scripts/setup.sh "
+                "(or .venv/bin/python -m headcast.xr.fastframe)"
+            )
         paced = xs._pacer
         xs._pacer = Pacer(1e9)  # pacing off: every deadline is already past
         ctl.focus()  # the mock leaves a headless session READY, as Monado does: focus makes the actions live
@@ -116,8 +123,10 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
             xs.next_frame()
             spent.append(cpu() - a)
         spent.sort()
-        print(f"  paced at 90 Hz, {n} frames: main-thread CPU per next_frame() median {spent[n // 2] / 1000:.0f} us, "
-              f"mean {sum(spent) / n / 1000:.0f} us (the pacer's sleep, spin and wake included)")
+        print(
+            f"  paced at 90 Hz, {n} frames: main-thread CPU per next_frame() median {spent[n // 2] / 1000:.0f} us, "
+            f"mean {sum(spent) / n / 1000:.0f} us (the pacer's sleep, spin and wake included)"
+        )
     return p99
 
 
@@ -141,8 +150,10 @@ def cold(xr, ctl, frames: int) -> float:
                 frame = xs.next_frame()
             t = frame.time_ns
             if native:
-                calls = {"XRSession.poll() (native helper)": lambda: xs.poll(t),
-                         "pyopenxr wrappers, same calls": lambda: naive_poll(xr, xs, t)}
+                calls = {
+                    "XRSession.poll() (native helper)": lambda: xs.poll(t),
+                    "pyopenxr wrappers, same calls": lambda: naive_poll(xr, xs, t),
+                }
             else:
                 libc = ctypes.CDLL(None)
                 labs = libc.labs
@@ -159,6 +170,7 @@ def cold(xr, ctl, frames: int) -> float:
                 def noops() -> None:
                     for _ in range(1 + len(locs) + len(reads)):
                         labs(0)
+
                 calls = {"14 runtime calls via ctypes": runtime, "14 ctypes no-op calls": noops}
             spent: dict[str, list[int]] = {k: [] for k in calls}
             for _ in range(frames):
@@ -173,9 +185,11 @@ def cold(xr, ctl, frames: int) -> float:
     ours, anchor = med["XRSession.poll() (native helper)"], med["pyopenxr wrappers, same calls"]
     rt = med["14 runtime calls via ctypes"] - med["14 ctypes no-op calls"]
     ratio = ours / anchor
-    print(f"  cold: native poll {ours:.1f} us vs pyopenxr {anchor:.1f} us: {ratio:.3f}x; the runtime's own cold cost "
-          f"~{rt:.1f} us (runtime calls minus no-op calls), so ours ~{max(0.0, ours - rt):.1f} us; "
-          f"at {TARGET_COLD_RATIO}x the whole poll may take {TARGET_COLD_RATIO * anchor:.1f} us")
+    print(
+        f"  cold: native poll {ours:.1f} us vs pyopenxr {anchor:.1f} us: {ratio:.3f}x; the runtime's own cold cost "
+        f"~{rt:.1f} us (runtime calls minus no-op calls), so ours ~{max(0.0, ours - rt):.1f} us; "
+        f"at {TARGET_COLD_RATIO}x the whole poll may take {TARGET_COLD_RATIO * anchor:.1f} us"
+    )
     return ratio
 
 
@@ -191,22 +205,37 @@ def main() -> int:
 
     ctl = MockControl()
     print(f"load average {open('/proc/loadavg').read().split()[:3]}")
-    load0 = float(open('/proc/loadavg').read().split()[0])
+    load0 = float(open("/proc/loadavg").read().split()[0])
     p99 = measure(xr, ctl, True, frames, paced_s)
     measure(xr, ctl, False, frames, paced_s)
-    print(f"cold (after a {COLD_SLEEP_S * 1000:g} ms sleep, as the app calls it), {cold_frames} frames each, interleaved:")
+    print(
+        f"cold (after a {COLD_SLEEP_S * 1000:g} ms sleep, as the app calls it), {cold_frames} frames each, interleaved:"
+    )
     ratio = cold(xr, ctl, cold_frames)
     print(f"load average {open('/proc/loadavg').read().split()[:3]}")
     verdict = "meets" if p99 < TARGET_P99_MS else "MISSES"
-    print(f"target: poll p99 < {TARGET_P99_MS} ms ({TARGET_P99_MS / FRAME_90HZ_MS:.1%} of a 90 Hz frame) "
-          f"on the native path: {verdict} it ({p99 * 1000:.1f} us)")
+    print(
+        f"target: poll p99 < {TARGET_P99_MS} ms ({TARGET_P99_MS / FRAME_90HZ_MS:.1%} of a 90 Hz frame) "
+        f"on the native path: {verdict} it ({p99 * 1000:.1f} us)"
+    )
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
-    loads = (load0, float(open('/proc/loadavg').read().split()[0]))
+
+    loads = (load0, float(open("/proc/loadavg").read().split()[0]))
     report("xr_poll", "XR poll p99, native helper, warm", "<", TARGET_P99_MS, round(p99, 4), " ms", load=loads)
-    report("xr_poll", "XR poll cold (after 11 ms) vs raw pyopenxr", "<=", TARGET_COLD_RATIO, round(ratio, 3), "x",
-           load=loads, note="ratio of medians, interleaved; the runtime's own cold share is printed above")
-    print(f"target: cold poll <= {TARGET_COLD_RATIO}x pyopenxr's: {'meets' if ratio <= TARGET_COLD_RATIO else 'MISSES'} "
-          f"it ({ratio:.3f}x)")
+    report(
+        "xr_poll",
+        "XR poll cold (after 11 ms) vs raw pyopenxr",
+        "<=",
+        TARGET_COLD_RATIO,
+        round(ratio, 3),
+        "x",
+        load=loads,
+        note="ratio of medians, interleaved; the runtime's own cold share is printed above",
+    )
+    print(
+        f"target: cold poll <= {TARGET_COLD_RATIO}x pyopenxr's: {'meets' if ratio <= TARGET_COLD_RATIO else 'MISSES'} "
+        f"it ({ratio:.3f}x)"
+    )
     return 0
 
 

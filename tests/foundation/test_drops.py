@@ -1,5 +1,6 @@
 """netcode/drops.py: a DropCounter is bounded in keys and never loses a count, whichever way it is
 fed (`drops[r] += 1` as the cores do, or `.add`)."""
+
 from headcast.netcode.drops import MAX_DROP_REASONS, OTHER, DropCounter
 
 
@@ -37,6 +38,7 @@ def test_numbered_variants_fold_into_their_kind_without_loss():
 def test_q3_core_drop_totals_match_its_counter():
     """The Quake 3 core's per-reason drops add up to its total drop count past the cap."""
     from headcast.netcode.q3.client import Q3ClientCore
+
     core = Q3ClientCore.__new__(Q3ClientCore)
     core._counters = {"drops": 0}
     core._drops = DropCounter()

@@ -1,4 +1,5 @@
 """Package layout: `import xr` is pyopenxr from the repo root, and the headcast subpackages import."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,12 @@ XR_REPORT = (
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [sys.executable, *args], cwd=cwd, env={**os.environ, **(env or {})},
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -48,7 +53,8 @@ def test_pytest_collection_from_repo_root_imports_pyopenxr(tmp_path):
     out = tmp_path / "probe.json"
     proc = _run(
         ["-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(PROBE.relative_to(REPO))],
-        cwd=REPO, env={"HEADCAST_XR_PROBE_OUT": str(out)},
+        cwd=REPO,
+        env={"HEADCAST_XR_PROBE_OUT": str(out)},
     )
     assert "test_probe_placeholder" in proc.stdout
     assert out.exists(), f"the probe was not collected:\n{proc.stdout}"
@@ -74,29 +80,44 @@ def test_wheel_ships_the_layout_and_assets(tmp_path):
     import zipfile
 
     src = tmp_path / "src"
-    files = subprocess.run(["git", "ls-files", "pyproject.toml", "README.md", "app", "xr", "netcode", "assets"],
-                           cwd=REPO, capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "pyproject.toml", "README.md", "app", "xr", "netcode", "assets"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
     for name in files:
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_bytes((REPO / name).read_bytes())
     # a copy, so the build writes its build/ and egg-info there and not into the shared checkout
-    _run(["-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)],
-         cwd=src)
+    _run(
+        ["-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)],
+        cwd=src,
+    )
     (wheel,) = (tmp_path / "dist").glob("headcast-*.whl")
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         entry_points = next(z.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
         z.extractall(tmp_path / "site")
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("headcast/assets/motions/")}
-    assert {"look_around.motion", "snap_turns.motion", "walk.motion", "fire.motion",
-            "tracking_loss.motion"} <= shipped
-    assert {"headcast/xr/mockrt/mockxr.c", "headcast/xr/mockrt/mockxr.json", "headcast/app/__main__.py",
-            "headcast/netcode/pose.py", "headcast/netcode/q3/vrhead.py", "headcast/netcode/sauer/npos.py"} <= names
+    assert {"look_around.motion", "snap_turns.motion", "walk.motion", "fire.motion", "tracking_loss.motion"} <= shipped
+    assert {
+        "headcast/xr/mockrt/mockxr.c",
+        "headcast/xr/mockrt/mockxr.json",
+        "headcast/app/__main__.py",
+        "headcast/netcode/pose.py",
+        "headcast/netcode/q3/vrhead.py",
+        "headcast/netcode/sauer/npos.py",
+    } <= names
     assert "headcast/xr/__init__.py" not in names and not any(n.startswith("xr/") for n in names)
     assert "headcast = headcast.app.cli:main" in entry_points
     # only the unpacked wheel on the path (-I -S: no site-packages, so no editable finder)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from headcast.xr import mockrt; "
-            "print(mockrt.motion_path('walk')); print(','.join(mockrt.shipped_motions()))")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from headcast.xr import mockrt; "
+        "print(mockrt.motion_path('walk')); print(','.join(mockrt.shipped_motions()))"
+    )
     out = _run(["-I", "-S", "-c", code, str(tmp_path / "site")], cwd=tmp_path).stdout.splitlines()
     assert Path(out[0]) == (tmp_path / "site" / "headcast" / "assets" / "motions" / "walk.motion").resolve()
     assert out[1] == "fire,look_around,snap_turns,tracking_loss,walk"
@@ -115,10 +136,13 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("folder, forbidden", [
-    ("netcode", ("headcast.app", "headcast.xr", "xr")),  # sans-IO codecs: no XR runtime, no app
-    ("xr", ("headcast.app", "headcast.netcode")),
-])
+@pytest.mark.parametrize(
+    "folder, forbidden",
+    [
+        ("netcode", ("headcast.app", "headcast.xr", "xr")),  # sans-IO codecs: no XR runtime, no app
+        ("xr", ("headcast.app", "headcast.netcode")),
+    ],
+)
 def test_dependency_direction(folder, forbidden):
     bad = sorted(
         f"{path.relative_to(REPO)}: {name}"

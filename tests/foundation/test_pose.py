@@ -1,11 +1,11 @@
 """Pose conventions: named head poses against hand-derived Quake angles and Unity quaternions."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from headcast.netcode.pose import (
     angle_normalize180,
@@ -80,8 +80,9 @@ def test_compositions_through_q_mul_match_the_hand_products():
     full = q_mul(q_mul(TURN_LEFT_45, LOOK_UP_30), TILT_RIGHT_20)
     assert close(quake_angles(full), (-30.0, 45.0, 20.0))
     # Unity conversion is a homomorphism: unity(a·b) = unity(a)·unity(b)
-    assert close(unity_quat(full), q_mul(q_mul(unity_quat(TURN_LEFT_45), unity_quat(LOOK_UP_30)),
-                                         unity_quat(TILT_RIGHT_20)))
+    assert close(
+        unity_quat(full), q_mul(q_mul(unity_quat(TURN_LEFT_45), unity_quat(LOOK_UP_30)), unity_quat(TILT_RIGHT_20))
+    )
 
 
 def test_turn_left_past_180_wraps_yaw_sign():
@@ -130,8 +131,7 @@ def _to_quake(v):
 @given(st.floats(-89.0, 89.0), st.floats(-179.0, 179.0), st.floats(-179.0, 179.0))
 def test_quake_angles_inverts_angle_vectors(pitch, yaw, roll):
     # yaw about +Y, then pitch (positive = down = about −X), then roll (right dips = about −Z)
-    q = q_mul(q_mul(yaw_quat(yaw), quat_from_axis_angle((-1, 0, 0), pitch)),
-              quat_from_axis_angle((0, 0, -1), roll))
+    q = q_mul(q_mul(yaw_quat(yaw), quat_from_axis_angle((-1, 0, 0), pitch)), quat_from_axis_angle((0, 0, -1), roll))
     forward, right, up = _angle_vectors(pitch, yaw, roll)
     assert close(_to_quake(q_rotate(q, (0, 0, -1))), forward, 1e-9)
     assert close(_to_quake(q_rotate(q, (1, 0, 0))), right, 1e-9)
@@ -139,11 +139,22 @@ def test_quake_angles_inverts_angle_vectors(pitch, yaw, roll):
     assert close(quake_angles(q), (pitch, yaw, roll), 1e-6)
 
 
-@pytest.mark.parametrize("a1,a2,want", [
-    (10.0, 350.0, 20.0), (350.0, 10.0, -20.0), (180.0, 0.0, 180.0), (-180.0, 0.0, -180.0),
-    (181.0, 0.0, -179.0), (-181.0, 0.0, 179.0), (540.0, 0.0, 180.0), (-540.0, 0.0, -180.0),
-    (900.5, 0.0, 180.5 - 360.0), (1e6, 0.0, 1e6 - 2778 * 360.0), (45.0, 45.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "a1,a2,want",
+    [
+        (10.0, 350.0, 20.0),
+        (350.0, 10.0, -20.0),
+        (180.0, 0.0, 180.0),
+        (-180.0, 0.0, -180.0),
+        (181.0, 0.0, -179.0),
+        (-181.0, 0.0, 179.0),
+        (540.0, 0.0, 180.0),
+        (-540.0, 0.0, -180.0),
+        (900.5, 0.0, 180.5 - 360.0),
+        (1e6, 0.0, 1e6 - 2778 * 360.0),
+        (45.0, 45.0, 0.0),
+    ],
+)
 def test_angle_subtract_matches_q_math_loops(a1, a2, want):
     assert abs(angle_subtract(a1, a2) - want) <= 1e-9
 
@@ -163,15 +174,18 @@ def test_angle_subtract_equals_the_loop(a1, a2):
     assert abs(angle_subtract(a1, a2) - _angle_subtract_loop(a1, a2)) <= 1e-9
 
 
-@pytest.mark.parametrize("a,want360,want180", [
-    (0.0, 0.0, 0.0),
-    (360.0, 0.0, 0.0),
-    (-1.0, 65354 * 360 / 65536, 65354 * 360 / 65536 - 360),  # int(-182.04) = -182 → & 65535
-    (190.0, 34588 * 360 / 65536, 34588 * 360 / 65536 - 360),
-    (180.0, 180.0, 180.0),
-    (90.001, 16384 * 360 / 65536, 16384 * 360 / 65536),  # 16384.18 truncates
-    (-720.5, (-131163 & 65535) * 360 / 65536, (-131163 & 65535) * 360 / 65536 - 360),
-])
+@pytest.mark.parametrize(
+    "a,want360,want180",
+    [
+        (0.0, 0.0, 0.0),
+        (360.0, 0.0, 0.0),
+        (-1.0, 65354 * 360 / 65536, 65354 * 360 / 65536 - 360),  # int(-182.04) = -182 → & 65535
+        (190.0, 34588 * 360 / 65536, 34588 * 360 / 65536 - 360),
+        (180.0, 180.0, 180.0),
+        (90.001, 16384 * 360 / 65536, 16384 * 360 / 65536),  # 16384.18 truncates
+        (-720.5, (-131163 & 65535) * 360 / 65536, (-131163 & 65535) * 360 / 65536 - 360),
+    ],
+)
 def test_angle_normalize_quantises_like_q_math(a, want360, want180):
     assert angle_normalize360(a) == want360
     assert angle_normalize180(a) == want180
@@ -184,11 +198,16 @@ def test_lerp_angle_takes_the_short_way_unwrapped():
     assert lerp_angle(-170.0, 170.0, 0.5) == -180.0
 
 
-@pytest.mark.parametrize("fn,args", [
-    (angle_subtract, (math.inf, 0.0)), (angle_subtract, (0.0, math.nan)),
-    (angle_normalize360, (math.nan,)), (angle_normalize180, (-math.inf,)),
-    (lerp_angle, (math.nan, 0.0, 0.5)),
-])
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (angle_subtract, (math.inf, 0.0)),
+        (angle_subtract, (0.0, math.nan)),
+        (angle_normalize360, (math.nan,)),
+        (angle_normalize180, (-math.inf,)),
+        (lerp_angle, (math.nan, 0.0, 0.5)),
+    ],
+)
 def test_non_finite_angles_are_a_typed_error(fn, args):
     with pytest.raises(ValueError):
         fn(*args)

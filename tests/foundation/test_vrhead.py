@@ -5,6 +5,7 @@ struct-based rounding — so a mistake in one shows up against the other. Decode
 both receivers: a native build (the C as gcc compiles it) and Trinity's QVM (q3lcc's folded
 constants, as its .asm output shows them).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,8 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from support import VECTORS_FILE
 from headcast.netcode.q3.vrhead import (
     DISPLAY_LIMITS,
     EF_VR_PLAYER,
@@ -33,6 +32,8 @@ from headcast.netcode.q3.vrhead import (
     unpack7,
     unpack_head,
 )
+
+from support import VECTORS_FILE
 
 F = np.float32
 TABLE = json.loads(VECTORS_FILE.read_text())["angle2short"]["table"]
@@ -67,6 +68,7 @@ def ref_unpack7_qvm(p: int) -> float:
 
 
 # --- ANGLE2SHORT ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("entry", TABLE, ids=[e["angle_f32_hex"] for e in TABLE])
 def test_angle2short_matches_ioq3_table(entry):
@@ -112,11 +114,27 @@ def test_angle2short_truncates_and_rejects_non_finite():
 
 # --- 7-bit head angles ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("v,want", [
-    (80.0, 119), (80.0001, 119), (1e9, 119), (90.0, 119), (180.0, 119),
-    (-80.0, 7), (-80.0001, 7), (-1e9, 7), (-90.0, 7), (-180.0, 7),
-    (79.99999, 119), (0.0, 63), (30.0, 84), (57.4016, 104), (-0.0, 63),
-])
+
+@pytest.mark.parametrize(
+    "v,want",
+    [
+        (80.0, 119),
+        (80.0001, 119),
+        (1e9, 119),
+        (90.0, 119),
+        (180.0, 119),
+        (-80.0, 7),
+        (-80.0001, 7),
+        (-1e9, 7),
+        (-90.0, 7),
+        (-180.0, 7),
+        (79.99999, 119),
+        (0.0, 63),
+        (30.0, 84),
+        (57.4016, 104),
+        (-0.0, 63),
+    ],
+)
 def test_pack7_clamp_edges(v, want):
     assert pack7(v, 80.0) == want == ref_pack7(v, 80.0)
 
@@ -154,6 +172,7 @@ def test_reference_decode_examples():
 
 # --- buttons -------------------------------------------------------------------------------
 
+
 def test_pack_head_layout_and_user_bits():
     b = pack_head(0xFFFFFFFF, 0.0, 30.0, 0.0)
     assert b & 0xFFF == 0xFFF
@@ -163,12 +182,18 @@ def test_pack_head_layout_and_user_bits():
     assert pack_head(1 << 12 | 1 << 13 | 1 << 14 | 1, 0.0, 0.0, 0.0) == (1 | 63 << 12 | 63 << 19)
 
 
-@pytest.mark.parametrize("head,weapon,offset_code", [
-    (170.0, -170.0, ref_pack7(-20.0, 80.0)),  # AngleSubtract wraps: offset −20
-    (-170.0, 170.0, ref_pack7(20.0, 80.0)),
-    (100.0, 0.0, 119), (-100.0, 0.0, 7),  # clamped at ±80
-    (45.0, 45.0, 63), (405.0, 45.0, 63), (720.0 + 30.0, 0.0, 84),
-])
+@pytest.mark.parametrize(
+    "head,weapon,offset_code",
+    [
+        (170.0, -170.0, ref_pack7(-20.0, 80.0)),  # AngleSubtract wraps: offset −20
+        (-170.0, 170.0, ref_pack7(20.0, 80.0)),
+        (100.0, 0.0, 119),
+        (-100.0, 0.0, 7),  # clamped at ±80
+        (45.0, 45.0, 63),
+        (405.0, 45.0, 63),
+        (720.0 + 30.0, 0.0, 84),
+    ],
+)
 def test_pack_head_yaw_offset(head, weapon, offset_code):
     assert (pack_head(0, 0.0, head, weapon) >> 19) & 0x7F == offset_code
 
@@ -194,13 +219,18 @@ def test_pack_head_rejects_non_finite():
         pack_head(0, 0.0, math.inf, 0.0)
 
 
-@pytest.mark.parametrize("buttons,want", [
-    (0, None), (0xFFF, None), (0xFC000FFF, None),  # only user/reserved bits: not VR
-    (1 << 12, (ref_unpack7(1), -90.0)),
-    (1 << 25, (-90.0, ref_unpack7(64))),
-    (104 << 12 | 84 << 19 | 1, (ref_unpack7(104), ref_unpack7(84))),
-    (-1, (90.0, 90.0)),  # a negative int32 still decodes bits 12–25
-])
+@pytest.mark.parametrize(
+    "buttons,want",
+    [
+        (0, None),
+        (0xFFF, None),
+        (0xFC000FFF, None),  # only user/reserved bits: not VR
+        (1 << 12, (ref_unpack7(1), -90.0)),
+        (1 << 25, (-90.0, ref_unpack7(64))),
+        (104 << 12 | 84 << 19 | 1, (ref_unpack7(104), ref_unpack7(84))),
+        (-1, (90.0, 90.0)),  # a negative int32 still decodes bits 12–25
+    ],
+)
 def test_unpack_head_detection_rule(buttons, want):
     assert unpack_head(buttons, Receiver.NATIVE) == want
     assert (unpack_head(buttons) is None) is (want is None)
@@ -208,10 +238,21 @@ def test_unpack_head_detection_rule(buttons, want):
 
 # --- roll, stats -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("roll,want", [
-    (0.0, 0), (30.0, 5461), (60.0, 10922), (60.5, 10922), (1e6, 10922),
-    (-60.0, 54614), (-61.0, 54614), (-30.0, 60075), (-0.001, 0),
-])
+
+@pytest.mark.parametrize(
+    "roll,want",
+    [
+        (0.0, 0),
+        (30.0, 5461),
+        (60.0, 10922),
+        (60.5, 10922),
+        (1e6, 10922),
+        (-60.0, 54614),
+        (-61.0, 54614),
+        (-30.0, 60075),
+        (-0.001, 0),
+    ],
+)
 def test_roll_short_clamps_then_truncates(roll, want):
     assert roll_short(roll) == want
 
@@ -254,6 +295,7 @@ def test_ef_vr_player():
 
 
 # --- receiver helpers --------------------------------------------------------------------------
+
 
 def test_display_limits_edges():
     assert DISPLAY_LIMITS == (80.0, 80.0, 60.0)

@@ -2,6 +2,7 @@
 
 At collection time it records which `xr` the pytest process imported.
 """
+
 import json
 import os
 

@@ -10,6 +10,7 @@ there), and an input that makes the decoder raise anything but its own typed err
 build/fuzz/atheris/TARGET/crash-<sha1> (scripts/fuzz.sh copies it into the repo's corpus as a
 regression input). Exit 0: no crash within N runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,9 @@ def main() -> int:
     ap.add_argument("--max-len", type=int, default=4096)
     args, rest = ap.parse_known_args()
     import atheris
+
     import fuzzlib
+
     t = fuzzlib.TARGETS[args.target]
     work = fuzzlib.REPO / "build" / "fuzz" / "atheris" / args.target
     corpus = work / "corpus"
@@ -45,8 +48,19 @@ def main() -> int:
         except allowed:
             pass
 
-    atheris.Setup([sys.argv[0], f"-runs={args.runs}", f"-max_len={min(args.max_len, t.max_len)}",
-                   f"-artifact_prefix={work}/", "-print_final_stats=1", "-timeout=5", *rest, str(corpus)], one)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            f"-runs={args.runs}",
+            f"-max_len={min(args.max_len, t.max_len)}",
+            f"-artifact_prefix={work}/",
+            "-print_final_stats=1",
+            "-timeout=5",
+            *rest,
+            str(corpus),
+        ],
+        one,
+    )
     atheris.Fuzz()
     return 0
 

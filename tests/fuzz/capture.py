@@ -10,6 +10,7 @@ spread over the sizes seen). The files the user supplies (traces, motions, confi
 written from the repo's own assets and a short recorded trace. Re-running adds new seeds and keeps
 the old ones (and every crash-*.bin regression input).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,9 +89,12 @@ def capture_q3(found, seconds: float) -> None:
         qc.Q3ClientCore.receive_datagram = real_recv
         qc.serverparse.parse_server_message = real_parse
     from headcast.netcode.q3 import huffman, oob
+
     # Huffman: connect packets as a server decompresses them (the client's own, as sent)
     for i in range(8):
-        info = oob.build_userinfo(name=f"fuzz{i}", challenge=7919 * i, qport=i + 1, cl_guid=oob.new_guid(), vr=bool(i % 2))
+        info = oob.build_userinfo(
+            name=f"fuzz{i}", challenge=7919 * i, qport=i + 1, cl_guid=oob.new_guid(), vr=bool(i % 2)
+        )
         found["q3_huffman"].append(huffman.compress(oob.connect_text(info)))
 
 
@@ -126,10 +130,22 @@ def capture_netsync(found, seconds: float) -> None:
                 server.start(timeout=60)
                 a = server.address
                 proto["p"] = a.protocol
-                c = NetSyncClient(a.host, a.dealer_port, a.pub_port, "default_room", transform_port=a.transform_port,
-                                  protocol=a.protocol)
-                peer = NetSyncClient(a.host, a.dealer_port, a.pub_port, "default_room",
-                                     transform_port=a.transform_port, protocol=a.protocol)
+                c = NetSyncClient(
+                    a.host,
+                    a.dealer_port,
+                    a.pub_port,
+                    "default_room",
+                    transform_port=a.transform_port,
+                    protocol=a.protocol,
+                )
+                peer = NetSyncClient(
+                    a.host,
+                    a.dealer_port,
+                    a.pub_port,
+                    "default_room",
+                    transform_port=a.transform_port,
+                    protocol=a.protocol,
+                )
                 end = time.monotonic() + seconds
                 i = 0
                 while time.monotonic() < end:
@@ -147,6 +163,7 @@ def capture_netsync(found, seconds: float) -> None:
         nsc.NetSyncClientCore.receive_broadcast, nsc.NetSyncClientCore.receive_unicast = real_b, real_u
     from headcast.netcode.netsync.codec import encode_body
     from headcast.netcode.netsync.model import OriginDelta
+
     for p in range(3, 9):  # pose bodies as our client sends them (what a room relays, per protocol)
         for i in range(6):
             frame = PoseFrame.build(Transform((0.5 * i, 1.6, -i * 1.0)), delta=OriginDelta(i * 0.5, 0.0, 30.0 * i))
@@ -155,9 +172,9 @@ def capture_netsync(found, seconds: float) -> None:
 
 def capture_sauer(found, seconds: float) -> None:
     from headcast.netcode.sauer import client as sc
+    from headcast.netcode.sauer.client import Pose, SauerClientCore
     from headcast.netcode.sauer.info import info_request
     from headcast.netcode.sauer.localserver import LocalSauerServer
-    from headcast.netcode.sauer.client import Pose, SauerClientCore
     from headcast.netcode.sauer.transport import SauerClient
 
     real = sc.SauerClientCore.receive
@@ -181,7 +198,9 @@ def capture_sauer(found, seconds: float) -> None:
             clients = []
             for name in ("fuzzA", "fuzzB"):
                 core = SauerClientCore(name)
-                core.pose = Pose(eye=(512.0, 512.0, 526.0), yaw=30.0, pitch=-10.0, roll=5.0, vel=(0.0, 100.0, 0.0), move=1)
+                core.pose = Pose(
+                    eye=(512.0, 512.0, 526.0), yaw=30.0, pitch=-10.0, roll=5.0, vel=(0.0, 100.0, 0.0), move=1
+                )
                 clients.append(SauerClient(server.address, core))
             end = time.monotonic() + seconds
             while time.monotonic() < end:
@@ -199,15 +218,29 @@ def capture_q3_delta(found) -> None:
     entity number, then the bits)."""
     from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
     from headcast.netcode.q3.msg import BitWriter
+
     for i in range(8):
         w = BitWriter()
-        e = EntityState.from_dict({"number": 5 + i, "eType": i % 4, "origin": (10.0 * i, -3.5, 64.0),
-                                   "angles": (0.0, 45.0 * i, 0.0), "eFlags": 0x400 * (i % 2)})
+        e = EntityState.from_dict(
+            {
+                "number": 5 + i,
+                "eType": i % 4,
+                "origin": (10.0 * i, -3.5, 64.0),
+                "angles": (0.0, 45.0 * i, 0.0),
+                "eFlags": 0x400 * (i % 2),
+            }
+        )
         write_delta_entity(w, None, e, True)
         found["q3_delta"].append(bytes([5 + i]) + w.to_bytes())
         w = BitWriter()
-        ps = PlayerState.from_dict({"commandTime": 1000 * i, "origin": (1.0, 2.0, 3.0 * i),
-                                    "viewangles": (5.0, 90.0 * i, 0.0), "stats[7]": i * 100})
+        ps = PlayerState.from_dict(
+            {
+                "commandTime": 1000 * i,
+                "origin": (1.0, 2.0, 3.0 * i),
+                "viewangles": (5.0, 90.0 * i, 0.0),
+                "stats[7]": i * 100,
+            }
+        )
         write_delta_playerstate(w, None, ps)
         found["q3_delta"].append(bytes([i]) + w.to_bytes())
 
@@ -218,8 +251,11 @@ def capture_files(found) -> None:
         found["motion"].append(p.read_bytes())
     for p in sorted((REPO / "assets").rglob("*.toml")):
         # small seeds mutate faster: the defaults without comments, whole and one section each
-        lines = [re.sub(r"\s+#.*$", "", ln) for ln in p.read_text().splitlines()
-                 if ln.strip() and not ln.lstrip().startswith("#")]
+        lines = [
+            re.sub(r"\s+#.*$", "", ln)
+            for ln in p.read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")
+        ]
         found["config"].append(("\n".join(lines) + "\n").encode())
         section: list[str] = []
         for ln in lines + ["["]:
@@ -227,9 +263,11 @@ def capture_files(found) -> None:
                 found["config"].append(("\n".join(section) + "\n").encode())
                 section = []
             section.append(ln)
+    import tempfile
+
     from headcast.app.synthetic import LOOK_AROUND, frame_at
     from headcast.xr.trace import write_trace
-    import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         t = Path(d) / "t.trace"
         write_trace(t, [frame_at(LOOK_AROUND, i, i / 90, int(i / 90 * 1e9)) for i in range(3)])
@@ -240,6 +278,7 @@ def capture_files(found) -> None:
             zf.writestr("vm/ui.qvm", b"u")
         found["pk3"].append(z.read_bytes())
     from headcast.netcode.q3.localserver import pk3_files
+
     for p in pk3_files()[:1]:
         with zipfile.ZipFile(p) as src, tempfile.TemporaryDirectory() as d:  # a real pk3's directory, tiny files
             z = Path(d) / "r.pk3"
@@ -255,8 +294,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=["q3", "netsync", "sauer", "files"], action="append")
     args = ap.parse_args(argv)
     found: dict[str, list[bytes]] = defaultdict(list)
-    steps = {"q3": lambda: capture_q3(found, args.seconds), "netsync": lambda: capture_netsync(found, args.seconds),
-             "sauer": lambda: capture_sauer(found, args.seconds), "files": lambda: (capture_files(found), capture_q3_delta(found))}
+    steps = {
+        "q3": lambda: capture_q3(found, args.seconds),
+        "netsync": lambda: capture_netsync(found, args.seconds),
+        "sauer": lambda: capture_sauer(found, args.seconds),
+        "files": lambda: (capture_files(found), capture_q3_delta(found)),
+    }
     for name in args.only or list(steps):
         print(f"capture: {name} ...", flush=True)
         steps[name]()

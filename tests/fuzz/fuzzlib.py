@@ -7,6 +7,7 @@ never hangs (HANG_SECONDS per input).
 Used by the bounded run in the suite (tests/fuzz/test_fuzz.py, marker `fuzz`) and the long run
 (`bash scripts/fuzz.sh`, tests/fuzz/run.py). Standard library and headcast only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,7 +34,7 @@ class Hang(BaseException):
 @dataclass
 class Target:
     name: str
-    make: Callable[[], Callable[[bytes], object]]   # builds the harness (state, temp files) once per run
+    make: Callable[[], Callable[[bytes], object]]  # builds the harness (state, temp files) once per run
     allowed: Callable[[], tuple[type[BaseException], ...]]  # the decoder's own typed errors
     what: str
     max_len: int = 4096
@@ -43,7 +44,7 @@ class Target:
 class Report:
     target: str
     inputs: int = 0
-    crashes: dict[str, str] = field(default_factory=dict)   # signature -> saved file
+    crashes: dict[str, str] = field(default_factory=dict)  # signature -> saved file
     seconds: float = 0.0
     seeds: int = 0
 
@@ -54,8 +55,10 @@ class Report:
 
 # --- the harnesses --------------------------------------------------------------------------
 
+
 def _q3():
     from headcast.netcode.q3 import errors, huffman, oob, serverparse, status
+
     return errors, huffman, oob, serverparse, status
 
 
@@ -72,6 +75,7 @@ def _file_harness(suffix: str, read: Callable[[Path], object]) -> Callable[[byte
     def run(data: bytes) -> object:
         path.write_bytes(data)
         return read(path)
+
     run.path = path  # type: ignore[attr-defined]
     return run
 
@@ -80,8 +84,10 @@ def _q3_core():
     """A Q3ClientCore in game with the scripted server of tests/q3/test_client_core.py: each input
     is a server message body, sent with a valid netchan header (the decoders behind it run)."""
     import sys
+
     sys.path.insert(0, str(REPO / "tests"))
     from q3.test_client_core import make, run as run_timers
+
     state: dict = {}
 
     def fresh():
@@ -104,11 +110,13 @@ def _q3_core():
         core.datagrams_to_send(state["now"])
         while core.next_event() is not None:
             pass
+
     return run
 
 
 def _ns_core():
     from headcast.netcode.netsync.client import NetSyncClientCore
+
     state: dict = {}
 
     def run(data: bytes) -> None:
@@ -122,14 +130,18 @@ def _ns_core():
         else:
             core.receive_broadcast(1.0, frames)
         core.events()
+
     return run
 
 
 def _sauer_core():
     import sys
+
     sys.path.insert(0, str(REPO / "tests"))
-    from headcast.netcode.sauer.client import SauerClientCore
     from sauer.test_client_core import connected
+
+    from headcast.netcode.sauer.client import SauerClientCore
+
     state: dict = {}
 
     def run(data: bytes) -> None:
@@ -143,16 +155,19 @@ def _sauer_core():
         core.packets_to_send(1.0)
         while core.next_event() is not None:
             pass
+
     return run
 
 
 def _netchan():
     from headcast.netcode.q3.netchan import Netchan, NetchanMode
+
     ring = [f"cmd {i}" for i in range(64)]
 
     def run(data: bytes) -> None:
         for mode in (NetchanMode.NEW71, NetchanMode.LEGACY):
             Netchan(mode, 1592594996, 31337).process(data, ring)
+
     return run
 
 
@@ -167,27 +182,32 @@ def _delta():
             delta.read_delta_entity(BitReader(body), delta.NULL_ENTITY, n)
         finally:
             delta.read_delta_playerstate(BitReader(body), None)
+
     return run
 
 
 def _motion():
     from headcast.xr import mockrt
+
     ctl = mockrt.MockControl(mockrt.ensure_runtime())
     return _file_harness(".motion", ctl.check_motion)
 
 
 def _config():
     from headcast.app import config
+
     return _file_harness(".toml", lambda p: config.load(user_file=p, env={}, warn=None))
 
 
 def _pk3():
     from headcast.netcode.q3 import pure
+
     return _file_harness(".pk3", lambda p: pure._load.__wrapped__(str(p), 0, 0))
 
 
 def _trace():
     from headcast.xr.trace import read_trace
+
     return _file_harness(".trace", read_trace)
 
 
@@ -196,22 +216,42 @@ def _targets() -> list[Target]:
     q3e = lambda: (_q3()[0].MsgError,)  # noqa: E731
     out = [
         T("q3_oob", lambda: _q3()[2].parse_oob, lambda: (_q3()[2].OobError,), "Quake 3 connectionless replies"),
-        T("q3_status", lambda: (lambda d: (_try(_q3()[4].parse_info_response, d, _q3()[4].StatusError),
-                                           _q3()[4].parse_status_response(d))),
-          lambda: (_q3()[4].StatusError,), "getinfo/getstatus answers"),
+        T(
+            "q3_status",
+            lambda: (
+                lambda d: (
+                    _try(_q3()[4].parse_info_response, d, _q3()[4].StatusError),
+                    _q3()[4].parse_status_response(d),
+                )
+            ),
+            lambda: (_q3()[4].StatusError,),
+            "getinfo/getstatus answers",
+        ),
         T("q3_huffman", lambda: _q3()[1].decompress, q3e, "Huffman (connect packets)"),
         T("q3_netchan", _netchan, q3e, "netchan (checksummed and legacy 71)"),
-        T("q3_serverparse", lambda: (lambda d: _q3()[3].parse_server_message(d, 100, lambda n: None, {})),
-          lambda: (_q3()[3].ServerParseError, _q3()[0].MsgError), "server messages (gamestate, snapshots)"),
+        T(
+            "q3_serverparse",
+            lambda: lambda d: _q3()[3].parse_server_message(d, 100, lambda n: None, {}),
+            lambda: (_q3()[3].ServerParseError, _q3()[0].MsgError),
+            "server messages (gamestate, snapshots)",
+        ),
         T("q3_delta", _delta, q3e, "entity and playerState deltas"),
         T("q3_client", _q3_core, lambda: (), "Q3ClientCore in game: any server message body"),
-        T("ns_mapping", lambda: __import__("headcast.netcode.netsync.codec", fromlist=["x"]).decode_device_id_mapping,
-          _ns_err, "NetSync device-ID mapping"),
+        T(
+            "ns_mapping",
+            lambda: __import__("headcast.netcode.netsync.codec", fromlist=["x"]).decode_device_id_mapping,
+            _ns_err,
+            "NetSync device-ID mapping",
+        ),
         T("ns_core", _ns_core, lambda: (), "NetSyncClientCore detecting: unicast and broadcast frames"),
         T("sauer_messages", lambda: _sauer("messages").parse_messages, lambda: (), "Sauerbraten channel 1"),
         T("sauer_positions", lambda: _sauer("messages").parse_positions, lambda: (), "Sauerbraten channel 0"),
-        T("sauer_info", lambda: _sauer("info").parse_info_reply, lambda: (_sauer("info").InfoError,),
-          "Sauerbraten extinfo replies"),
+        T(
+            "sauer_info",
+            lambda: _sauer("info").parse_info_reply,
+            lambda: (_sauer("info").InfoError,),
+            "Sauerbraten extinfo replies",
+        ),
         T("sauer_core", _sauer_core, lambda: (), "SauerClientCore in game: any channel"),
         T("trace", _trace, _trace_err, "trace files (replay)", 65536),
         T("motion", _motion, _motion_err, "motion files (the mock runtime's parser)", 65536),
@@ -219,10 +259,22 @@ def _targets() -> list[Target]:
         T("pk3", _pk3, _pk3_err, "pk3 files (zip directory)", 65536),
     ]
     for p in range(3, 9):
-        out.append(T(f"ns_room_p{p}", (lambda p=p: lambda d: _ns().decode_room_pose(d, p)), _ns_err,
-                     f"NetSync room broadcast, protocol {p}"))
-        out.append(T(f"ns_body_p{p}", (lambda p=p: lambda d: _ns().decode_body(d, 0, p)), _ns_err,
-                     f"NetSync pose body, protocol {p}"))
+        out.append(
+            T(
+                f"ns_room_p{p}",
+                (lambda p=p: lambda d: _ns().decode_room_pose(d, p)),
+                _ns_err,
+                f"NetSync room broadcast, protocol {p}",
+            )
+        )
+        out.append(
+            T(
+                f"ns_body_p{p}",
+                (lambda p=p: lambda d: _ns().decode_body(d, 0, p)),
+                _ns_err,
+                f"NetSync pose body, protocol {p}",
+            )
+        )
     return out
 
 
@@ -235,6 +287,7 @@ def _try(fn, data, err):
 
 def _ns():
     from headcast.netcode.netsync import codec
+
     return codec
 
 
@@ -244,26 +297,31 @@ def _ns_err():
 
 def _sauer(mod: str):
     import importlib
+
     return importlib.import_module(f"headcast.netcode.sauer.{mod}")
 
 
 def _trace_err():
     from headcast.xr.trace import TraceError
+
     return (TraceError,)
 
 
 def _motion_err():
     from headcast.xr.mockrt import MockControlError
+
     return (MockControlError,)
 
 
 def _config_err():
     from headcast.app.config import ConfigError
+
     return (ConfigError,)
 
 
 def _pk3_err():
     from headcast.netcode.q3.pure import PureError
+
     return (PureError,)
 
 
@@ -272,10 +330,33 @@ TARGETS = {t.name: t for t in _targets()}
 
 # --- the mutator ----------------------------------------------------------------------------
 
-_INTERESTING = [b"\x00", b"\xff", b"\x7f", b"\x80", b"\xff\xff", b"\x00\x80", b"\xff\xff\xff\x7f",
-                b"\x00\x00\x00\x80", b"\xff\xff\xff\xff", struct.pack("<d", float("nan")),
-                struct.pack("<f", float("inf")), b"9" * 401, b"-" + b"9" * 30, b"1e400", b"\xc3\x28", b"\xed\xa0\x80",
-                b"\\", b"\"", b"\n", b"[", b"{", b"=", b"nan", b"-0", b"\x00" * 8]
+_INTERESTING = [
+    b"\x00",
+    b"\xff",
+    b"\x7f",
+    b"\x80",
+    b"\xff\xff",
+    b"\x00\x80",
+    b"\xff\xff\xff\x7f",
+    b"\x00\x00\x00\x80",
+    b"\xff\xff\xff\xff",
+    struct.pack("<d", float("nan")),
+    struct.pack("<f", float("inf")),
+    b"9" * 401,
+    b"-" + b"9" * 30,
+    b"1e400",
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+    b"\\",
+    b'"',
+    b"\n",
+    b"[",
+    b"{",
+    b"=",
+    b"nan",
+    b"-0",
+    b"\x00" * 8,
+]
 
 
 def mutate(rng: random.Random, data: bytes, seeds: list[bytes], max_len: int) -> bytes:
@@ -293,34 +374,36 @@ def mutate(rng: random.Random, data: bytes, seeds: list[bytes], max_len: int) ->
             b[i:i] = rng.randbytes(rng.choice((1, 2, 4, rng.randrange(1, 64))))
         elif op == 3 and n:
             i = rng.randrange(n)
-            del b[i:i + rng.randrange(1, min(n - i, 64) + 1)]
+            del b[i : i + rng.randrange(1, min(n - i, 64) + 1)]
         elif op == 4 and n:
             i = rng.randrange(n)
-            chunk = b[i:i + rng.randrange(1, 32)]
+            chunk = b[i : i + rng.randrange(1, 32)]
             j = rng.randrange(n + 1)
             b[j:j] = chunk * rng.choice((1, 2, 8, 64))
         elif op == 5:
             v = rng.choice(_INTERESTING)
             i = rng.randrange(n + 1)
             if rng.random() < 0.5:
-                b[i:i + len(v)] = v
+                b[i : i + len(v)] = v
             else:
                 b[i:i] = v
         elif op == 6 and seeds:
             other = rng.choice(seeds)
             if other:
                 i, j = rng.randrange(n + 1), rng.randrange(len(other))
-                b = b[:i] + other[j:j + rng.randrange(1, len(other) - j + 1)]
+                b = b[:i] + other[j : j + rng.randrange(1, len(other) - j + 1)]
         elif op == 7 and n:
-            del b[rng.randrange(n):]
+            del b[rng.randrange(n) :]
         elif op == 8 and n >= 2:
             i = rng.randrange(n - 1)
             w = rng.choice((1, 2, 4))
-            v = rng.choice((0, 1, -1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 1 << 31, rng.randrange(1 << 32)))
-            b[i:i + w] = (v & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
+            v = rng.choice(
+                (0, 1, -1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 1 << 31, rng.randrange(1 << 32))
+            )
+            b[i : i + w] = (v & ((1 << (8 * w)) - 1)).to_bytes(w, "little")
         elif op == 9:
             i = rng.randrange(n + 1)
-            b[i:i] = str(rng.choice((0, -1, 10 ** rng.randrange(1, 30), rng.randrange(-10 ** 6, 10 ** 6)))).encode()
+            b[i:i] = str(rng.choice((0, -1, 10 ** rng.randrange(1, 30), rng.randrange(-(10**6), 10**6)))).encode()
         elif op == 10 and n:
             i = rng.randrange(n)
             b[i] = (b[i] + rng.choice((1, -1, 16, -16))) & 0xFF
@@ -328,6 +411,7 @@ def mutate(rng: random.Random, data: bytes, seeds: list[bytes], max_len: int) ->
 
 
 # --- running --------------------------------------------------------------------------------
+
 
 def corpus(name: str) -> list[bytes]:
     folder = CORPUS / name
@@ -345,8 +429,15 @@ def _alarm(signum, frame):
     raise Hang(f"input ran over {HANG_SECONDS:g} s")
 
 
-def fuzz(name: str, inputs: int, seed: int = 0, save: bool = True, progress: Callable[[Report], None] | None = None,
-         progress_every: float = 5.0, stop_on_crash: bool = False) -> Report:
+def fuzz(
+    name: str,
+    inputs: int,
+    seed: int = 0,
+    save: bool = True,
+    progress: Callable[[Report], None] | None = None,
+    progress_every: float = 5.0,
+    stop_on_crash: bool = False,
+) -> Report:
     """Run `inputs` mutated inputs through target `name`; every crash (an exception the decoder
     does not own, or a hang) is saved as tests/data/fuzz/<name>/crash-<sha1>.bin (when `save`)."""
     t = TARGETS[name]

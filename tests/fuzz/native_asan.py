@@ -12,6 +12,7 @@ playerState delta readers, read_longs and legacy_unscramble. A sanitizer report 
 (the input is kept as tests/data/fuzz/native/crash-asan-<sha1>.bin); a disagreement is saved as
 crash-differ-<sha1>.bin. Exit 0: no report, no disagreement.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,19 @@ def build() -> Path:
     gcc = shutil.which(os.environ.get("CC", "gcc"))
     if gcc is None:
         sys.exit("native_asan: gcc not found (scripts/setup.sh installs it)")
-    cmd = [gcc, "-shared", "-fPIC", "-O1", "-g", "-std=c99", *SAN, f"-I{sysconfig.get_paths()['include']}",
-           "-o", str(target), str(SOURCE)]
+    cmd = [
+        gcc,
+        "-shared",
+        "-fPIC",
+        "-O1",
+        "-g",
+        "-std=c99",
+        *SAN,
+        f"-I{sysconfig.get_paths()['include']}",
+        "-o",
+        str(target),
+        str(SOURCE),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         sys.exit(f"native_asan: build failed:\n{r.stderr}")
@@ -51,8 +63,9 @@ def build() -> Path:
 
 
 def runtime(name: str) -> str:
-    path = subprocess.run([os.environ.get("CC", "gcc"), f"-print-file-name={name}"], capture_output=True,
-                          text=True).stdout.strip()
+    path = subprocess.run(
+        [os.environ.get("CC", "gcc"), f"-print-file-name={name}"], capture_output=True, text=True
+    ).stdout.strip()
     if not Path(path).is_file():
         sys.exit(f"native_asan: {name} not found (Debian: gcc ships it with libasan8/libubsan1)")
     return path
@@ -62,10 +75,15 @@ def parent(args) -> int:
     target = build()
     if b"__asan_report" not in target.read_bytes() or b"__ubsan_handle" not in target.read_bytes():
         sys.exit(f"native_asan: {target} is not instrumented (remove it to rebuild)")
-    env = dict(os.environ, LD_PRELOAD=f"{runtime('libasan.so')} {runtime('libubsan.so')}",
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1", PYTHONMALLOC="malloc",
-               HEADCAST_PURE_PYTHON="1", **{CHILD: str(target)})
+    env = dict(
+        os.environ,
+        LD_PRELOAD=f"{runtime('libasan.so')} {runtime('libubsan.so')}",
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+        PYTHONMALLOC="malloc",
+        HEADCAST_PURE_PYTHON="1",
+        **{CHILD: str(target)},
+    )
     current = _current_file()
     env["HEADCAST_ASAN_CURRENT"] = str(current)
     r = subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env)
@@ -74,7 +92,9 @@ def parent(args) -> int:
         dest = REPO / "tests" / "data" / "fuzz" / "native" / f"crash-asan-{hashlib.sha1(data).hexdigest()[:16]}.bin"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
-        print(f"native_asan: the sanitizer stopped the run (exit {r.returncode}); input kept as {dest}", file=sys.stderr)
+        print(
+            f"native_asan: the sanitizer stopped the run (exit {r.returncode}); input kept as {dest}", file=sys.stderr
+        )
     current.unlink(missing_ok=True)
     return r.returncode
 
@@ -95,6 +115,7 @@ def child(args) -> int:
     from headcast.netcode.q3 import delta, native, netchan, serverparse
     from headcast.netcode.q3.errors import MsgError
     from headcast.netcode.q3.msg import PyBitReader, py_huffman_bits
+
     assert native.NATIVE is None, "headcast must run its pure-Python codecs here"
     native.init(mod)
     import fuzzlib
@@ -134,40 +155,71 @@ def child(args) -> int:
         fields = []
         for j in range(0, min(len(data), 48) - 1, 2):
             w = data[j] % 65
-            fields += [int.from_bytes(data[j + 1:j + 9], "little") & ((1 << w) - 1), w]
+            fields += [int.from_bytes(data[j + 1 : j + 9], "little") & ((1 << w) - 1), w]
         checks = {
             "serverparse": (lambda: parse_with(mod.BitReader, data), lambda: parse_with(PyBitReader, data)),
-            "entity": (lambda: outcome(lambda: delta.read_delta_entity(mod.BitReader(data[1:]), delta.NULL_ENTITY, n)),
-                       lambda: outcome(lambda: delta.read_delta_entity(PyBitReader(data[1:]), delta.NULL_ENTITY, n))),
-            "playerstate": (lambda: outcome(lambda: delta.read_delta_playerstate(mod.BitReader(data[1:]), None)),
-                            lambda: outcome(lambda: delta.read_delta_playerstate(PyBitReader(data[1:]), None))),
-            "read_longs": (lambda: outcome(lambda: mod.read_longs(data, n % 8, 3)),
-                           lambda: outcome(lambda: netchan._ioq3_read_longs(data, n % 8, 3))),
-            "unscramble": (lambda: outcome(lambda: mod.legacy_unscramble(data, 0x5EED ^ i, ring)),
-                           lambda: outcome(lambda: netchan._xor(bytes(data), netchan._SV_ENCODE_START, 0x5EED ^ i,
-                                                                netchan._ring_text(ring, netchan._ioq3_read_longs(data, 0, 1)[0]),
-                                                                {}))),
+            "entity": (
+                lambda: outcome(lambda: delta.read_delta_entity(mod.BitReader(data[1:]), delta.NULL_ENTITY, n)),
+                lambda: outcome(lambda: delta.read_delta_entity(PyBitReader(data[1:]), delta.NULL_ENTITY, n)),
+            ),
+            "playerstate": (
+                lambda: outcome(lambda: delta.read_delta_playerstate(mod.BitReader(data[1:]), None)),
+                lambda: outcome(lambda: delta.read_delta_playerstate(PyBitReader(data[1:]), None)),
+            ),
+            "read_longs": (
+                lambda: outcome(lambda: mod.read_longs(data, n % 8, 3)),
+                lambda: outcome(lambda: netchan._ioq3_read_longs(data, n % 8, 3)),
+            ),
+            "unscramble": (
+                lambda: outcome(lambda: mod.legacy_unscramble(data, 0x5EED ^ i, ring)),
+                lambda: outcome(
+                    lambda: netchan._xor(
+                        bytes(data),
+                        netchan._SV_ENCODE_START,
+                        0x5EED ^ i,
+                        netchan._ring_text(ring, netchan._ioq3_read_longs(data, 0, 1)[0]),
+                        {},
+                    )
+                ),
+            ),
             # pairs (value, width 0..64): the writer's contract (callers pass constant widths)
-            "huffman_bits": (lambda: outcome(lambda: mod.huffman_bits(fields)),
-                             lambda: outcome(lambda: py_huffman_bits(fields))),
+            "huffman_bits": (
+                lambda: outcome(lambda: mod.huffman_bits(fields)),
+                lambda: outcome(lambda: py_huffman_bits(fields)),
+            ),
         }
         for what, (c_side, py_side) in checks.items():
             a, b = c_side(), py_side()
             if a != b:
                 differ += 1
-                dest = REPO / "tests" / "data" / "fuzz" / "native" / f"crash-differ-{hashlib.sha1(data).hexdigest()[:16]}.bin"
+                dest = (
+                    REPO
+                    / "tests"
+                    / "data"
+                    / "fuzz"
+                    / "native"
+                    / f"crash-differ-{hashlib.sha1(data).hexdigest()[:16]}.bin"
+                )
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(data)
-                print(f"native_asan: {what}: C {a[0]} {a[1][:160]!r} != Python {b[0]} {b[1][:160]!r} ({dest.name})",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"native_asan: {what}: C {a[0]} {a[1][:160]!r} != Python {b[0]} {b[1][:160]!r} ({dest.name})",
+                    file=sys.stderr,
+                    flush=True,
+                )
         now = time.monotonic()
         if now - last >= 30:
             last = now
-            print(f"native_asan: {i + 1:,} inputs, {(i + 1) / (now - t0):,.0f}/s, {differ} disagreements",
-                  file=sys.stderr, flush=True)
+            print(
+                f"native_asan: {i + 1:,} inputs, {(i + 1) / (now - t0):,.0f}/s, {differ} disagreements",
+                file=sys.stderr,
+                flush=True,
+            )
     current.unlink(missing_ok=True)
-    print(f"native_asan: {args.inputs:,} inputs x {len(checks)} checks under ASan+UBSan in "
-          f"{time.monotonic() - t0:,.0f} s: no sanitizer report, {differ} disagreements")
+    print(
+        f"native_asan: {args.inputs:,} inputs x {len(checks)} checks under ASan+UBSan in "
+        f"{time.monotonic() - t0:,.0f} s: no sanitizer report, {differ} disagreements"
+    )
     return 1 if differ else 0
 
 

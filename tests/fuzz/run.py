@@ -10,6 +10,7 @@ progress lines go to stderr every few seconds, a table and build/fuzz/last-run.j
 Every crash is saved as tests/data/fuzz/<target>/crash-<sha1>.bin, a regression input the
 suite's corpus replay (tests/fuzz/test_fuzz.py) runs from then on. Exit status 1 if any crashed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,15 +32,22 @@ def _work(args) -> dict:
     name, n, seed = args
 
     def progress(rep) -> None:
-        print(f"fuzz: {name} seed {seed}: {rep.inputs:,} inputs, {rep.rate:,.0f}/s, {len(rep.crashes)} crashes",
-              file=sys.stderr, flush=True)
+        print(
+            f"fuzz: {name} seed {seed}: {rep.inputs:,} inputs, {rep.rate:,.0f}/s, {len(rep.crashes)} crashes",
+            file=sys.stderr,
+            flush=True,
+        )
+
     rep = fuzzlib.fuzz(name, n, seed=seed, progress=progress, progress_every=30.0)
     return {"target": name, "inputs": rep.inputs, "seconds": rep.seconds, "crashes": rep.crashes, "seeds": rep.seeds}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     ap.add_argument("--inputs", type=int, default=20_000, help="mutated inputs per target (default 20000)")
     ap.add_argument("--target", action="append", choices=sorted(fuzzlib.TARGETS), help="only this target (repeatable)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
@@ -65,8 +73,11 @@ def main(argv=None) -> int:
                 tasks.append((name, n, args.seed + k))
     t0 = time.monotonic()
     totals: dict[str, dict] = {n: {"inputs": 0, "seconds": 0.0, "crashes": {}, "seeds": 0} for n in names}
-    print(f"fuzz: {len(names)} targets, {args.inputs:,} inputs each, {len(tasks)} chunks, {args.jobs} jobs",
-          file=sys.stderr, flush=True)
+    print(
+        f"fuzz: {len(names)} targets, {args.inputs:,} inputs each, {len(tasks)} chunks, {args.jobs} jobs",
+        file=sys.stderr,
+        flush=True,
+    )
     if args.jobs > 1:
         with mp.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as pool:
             results = pool.imap_unordered(_work, tasks)
@@ -88,8 +99,12 @@ def main(argv=None) -> int:
     print(f"total {total:,} inputs in {wall:,.0f} s wall, {crashed} distinct crashes")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"inputs_per_target": args.inputs, "wall_seconds": round(wall, 1), "total": total,
-                               "targets": totals}, indent=1))
+    out.write_text(
+        json.dumps(
+            {"inputs_per_target": args.inputs, "wall_seconds": round(wall, 1), "total": total, "targets": totals},
+            indent=1,
+        )
+    )
     return 1 if crashed else 0
 
 
@@ -99,8 +114,12 @@ def _add(totals, r, t0) -> None:
     tot["seconds"] += r["seconds"]
     tot["seeds"] = r["seeds"]
     tot["crashes"].update(r["crashes"])
-    print(f"fuzz: [{time.monotonic() - t0:7.0f} s] {r['target']}: chunk of {r['inputs']:,} done "
-          f"({tot['inputs']:,} so far, {len(tot['crashes'])} crashes)", file=sys.stderr, flush=True)
+    print(
+        f"fuzz: [{time.monotonic() - t0:7.0f} s] {r['target']}: chunk of {r['inputs']:,} done "
+        f"({tot['inputs']:,} so far, {len(tot['crashes'])} crashes)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ then BOUNDED mutated inputs. A decoder returns or raises its own typed error; an
 or a hang fails the test with the input in hex.
 
 The long run is `bash scripts/fuzz.sh` (≥ 1 M inputs per decoder with HEADCAST_LONG=1)."""
+
 from __future__ import annotations
 
 import os
@@ -45,6 +46,7 @@ def test_a_crash_is_saved_as_a_regression_input(tmp_path, monkeypatch):
         if len(data) != 3:
             raise KeyError(len(data))
         raise ValueError("typed")
+
     monkeypatch.setitem(fuzzlib.TARGETS, "boom", fuzzlib.Target("boom", lambda: harness, lambda: (ValueError,), "test"))
     rep = fuzzlib.fuzz("boom", 200)
     assert list(rep.crashes) and all(k.startswith("KeyError at ") for k in rep.crashes)

@@ -3,6 +3,7 @@ broadcasts, generated field by field with hypothesis and written with the codecs
 deep inputs a byte mutator rarely reaches. Each is read back (the reader must give what was
 written) and fed to the client core in game (it must take it without raising). The servers are
 the scripted ones of tests/q3/test_client_core.py; the real ones give the mutational corpus."""
+
 from __future__ import annotations
 
 import os
@@ -11,13 +12,13 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from headcast.netcode.netsync.client import NetSyncClientCore, OwnPose, PeerPose
+from headcast.netcode.netsync.codec import decode_room_pose, encode_body, encode_device_id_mapping, encode_room_pose
+from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 from headcast.netcode.q3 import oob, serverparse
 from headcast.netcode.q3.delta import EntityState, PlayerState, player_field, write_delta_entity
 from headcast.netcode.q3.msg import BitWriter
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
-from headcast.netcode.netsync.client import NetSyncClientCore, OwnPose, PeerPose
-from headcast.netcode.netsync.codec import decode_room_pose, encode_body, encode_device_id_mapping, encode_room_pose
-from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 
 from q3.test_client_core import make, run as run_timers
 from support import LONG
@@ -33,8 +34,9 @@ def _f32(x: float) -> float:
 
 def _value(bits: int):
     if bits == 0:  # a float: 13-bit integral on the wire, or a full IEEE single
-        return st.one_of(st.integers(-4096, 4095).map(float),
-                         st.floats(width=32, allow_nan=False, allow_infinity=False).map(_f32))
+        return st.one_of(
+            st.integers(-4096, 4095).map(float), st.floats(width=32, allow_nan=False, allow_infinity=False).map(_f32)
+        )
     if bits < 0:
         return st.integers(-(1 << (-bits - 1)), (1 << (-bits - 1)) - 1)
     if bits == 32:  # a whole int: MSG_ReadBits(32) gives ioq3's C int, signed (2**31 reads as -2**31)
@@ -43,8 +45,9 @@ def _value(bits: int):
 
 
 def _fields(table, names_only=None):
-    chosen = st.lists(st.sampled_from([f for f in table if names_only is None or f.name in names_only]),
-                      unique=True, max_size=12)
+    chosen = st.lists(
+        st.sampled_from([f for f in table if names_only is None or f.name in names_only]), unique=True, max_size=12
+    )
     return chosen.flatmap(lambda fs: st.fixed_dictionaries({f.name: _value(f.bits) for f in fs}))
 
 
@@ -57,10 +60,15 @@ _ps_fields = [f.name for f in PLAYER_FIELDS if not f.name.startswith(("stats", "
 @st.composite
 def gamestates(draw):
     serverinfo = {"mapname": draw(st.sampled_from(["oa_dm1", "q3dm17", "x" * 40])), **draw(_info)}
-    systeminfo = {"sv_serverid": str(draw(st.integers(-2 ** 31, 2 ** 31 - 1))), "sv_pure": "0", **draw(_info)}
+    systeminfo = {"sv_serverid": str(draw(st.integers(-(2**31), 2**31 - 1))), "sv_pure": "0", **draw(_info)}
     systeminfo["sv_pure"] = "0"  # a pure server wants pk3s: its path is tests/q3/test_hostile_server.py
-    extra = draw(st.dictionaries(st.integers(2, 1023), st.text(max_size=60).map(
-        lambda t: t.encode("utf-8", "replace").decode("latin-1")), max_size=6))
+    extra = draw(
+        st.dictionaries(
+            st.integers(2, 1023),
+            st.text(max_size=60).map(lambda t: t.encode("utf-8", "replace").decode("latin-1")),
+            max_size=6,
+        )
+    )
     baselines = draw(st.dictionaries(st.integers(0, 1022), _fields(ENTITY_FIELDS), max_size=6))
     return serverinfo, systeminfo, extra, baselines
 
@@ -69,7 +77,7 @@ def gamestates(draw):
 def snapshots(draw):
     ps = draw(_fields(PLAYER_FIELDS, _ps_fields))
     ents = draw(st.dictionaries(st.integers(0, 1022), _fields(ENTITY_FIELDS), max_size=8))
-    return ps, ents, draw(st.integers(0, 255)), draw(st.integers(1, 10 ** 6))
+    return ps, ents, draw(st.integers(0, 255)), draw(st.integers(1, 10**6))
 
 
 def _write_gamestate(server, gs) -> bytes:
@@ -89,6 +97,7 @@ def _write_gamestate(server, gs) -> bytes:
         w.write_byte(serverparse.SVC_EOF)
         w.write_long(3)
         w.write_long(-123456789)
+
     return server.body(ops)
 
 
@@ -130,15 +139,26 @@ def rooms(draw, protocol):
     n = draw(st.integers(0, 40))
     entries = []
     for i in range(n):
-        frame = PoseFrame.build(Transform((draw(_pos), draw(_pos), draw(_pos))),
-                                delta=OriginDelta(draw(_pos), draw(_pos), draw(st.floats(-720, 720))))
-        entries.append((draw(st.integers(0, 65535)), draw(st.floats(0, 1e6)), encode_body(draw(st.integers(0, 2 ** 31)), frame, protocol)))
+        frame = PoseFrame.build(
+            Transform((draw(_pos), draw(_pos), draw(_pos))),
+            delta=OriginDelta(draw(_pos), draw(_pos), draw(st.floats(-720, 720))),
+        )
+        entries.append(
+            (
+                draw(st.integers(0, 65535)),
+                draw(st.floats(0, 1e6)),
+                encode_body(draw(st.integers(0, 2**31)), frame, protocol),
+            )
+        )
     return entries
 
 
 @SETTINGS
-@given(data=st.data(), protocol=st.integers(3, 8), room_id=st.text(st.characters(min_codepoint=48, max_codepoint=122),
-                                                                    min_size=1, max_size=20))
+@given(
+    data=st.data(),
+    protocol=st.integers(3, 8),
+    room_id=st.text(st.characters(min_codepoint=48, max_codepoint=122), min_size=1, max_size=20),
+)
 def test_generated_room_broadcasts_read_back_and_the_core_takes_them(data, protocol, room_id):
     entries = data.draw(rooms(protocol))
     payload = encode_room_pose(room_id, 12.5, entries, protocol)
@@ -146,7 +166,9 @@ def test_generated_room_broadcasts_read_back_and_the_core_takes_them(data, proto
     assert room.room_id == room_id and [e.client_no for e in room.entries] == [e[0] for e in entries]
     core = NetSyncClientCore(room_id, "me", protocol=protocol)
     mine = entries[0][0] if entries else 1
-    core.receive_unicast(0.0, [room_id.encode(), encode_device_id_mapping((0, 17, 5), [DeviceMapping(mine, "me", False)])])
+    core.receive_unicast(
+        0.0, [room_id.encode(), encode_device_id_mapping((0, 17, 5), [DeviceMapping(mine, "me", False)])]
+    )
     core.events()
     core.receive_broadcast(0.1, [room_id.encode(), payload])
     ev = core.events()

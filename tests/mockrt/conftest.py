@@ -4,6 +4,7 @@ Headless sessions here follow the spec (XR_MND_headless): no frame calls; time c
 runtime (XR_KHR_convert_timespec_time) or from the control API's clock. Frame-loop rules are
 tested in a GL session (scenario.py, in a subprocess under Xvfb).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from headcast.xr import mockrt
+
 from support import mock_control
 
 
@@ -61,8 +63,10 @@ class Headless:
 
         import xr
 
-        convert = ctypes.cast(xr.get_instance_proc_addr(self.inst, "xrConvertTimespecTimeToTimeKHR"),
-                              xr.PFN_xrConvertTimespecTimeToTimeKHR)
+        convert = ctypes.cast(
+            xr.get_instance_proc_addr(self.inst, "xrConvertTimespecTimeToTimeKHR"),
+            xr.PFN_xrConvertTimespecTimeToTimeKHR,
+        )
         ns = _time.clock_gettime_ns(_time.CLOCK_MONOTONIC)
         out = xr.Time()
         rc = convert(self.inst, ctypes.byref(xr.timespec(ns // 1_000_000_000, ns % 1_000_000_000)), ctypes.byref(out))
@@ -97,7 +101,11 @@ def create_instance(api_version=None, extensions=None):
     info = xr.ApplicationInfo(application_name="mockrt-test")
     if api_version is not None:
         info.api_version = api_version
-    exts = [xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME] if extensions is None else extensions
+    exts = (
+        [xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME]
+        if extensions is None
+        else extensions
+    )
     return xr.create_instance(xr.InstanceCreateInfo(application_info=info, enabled_extension_names=exts))
 
 
@@ -115,8 +123,12 @@ def headless(mock=None, begin: bool = True, api_version=None, setup=None, base=N
     try:
         sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
         session = xr.create_session(inst, xr.SessionCreateInfo(system_id=sid))
-        stage = xr.create_reference_space(session, xr.ReferenceSpaceCreateInfo(reference_space_type=base or xr.ReferenceSpaceType.STAGE))
-        view = xr.create_reference_space(session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.VIEW))
+        stage = xr.create_reference_space(
+            session, xr.ReferenceSpaceCreateInfo(reference_space_type=base or xr.ReferenceSpaceType.STAGE)
+        )
+        view = xr.create_reference_space(
+            session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.VIEW)
+        )
         h = Headless(inst, sid, session, stage, view, mock)
         if setup is not None:
             setup(h)

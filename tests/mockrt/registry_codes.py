@@ -9,6 +9,7 @@ registry, which no Debian package ships (KhronosGroup/OpenXR-SDK, specification/
 `returned(source)` reads mockxr.c: per API function, every XrResult its return statements name,
 its checking macros imply, and the static XrResult helpers it calls return.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ MACROS = {
     "CHECK_TYPE": {"XR_ERROR_VALIDATION_FAILURE"},
     "TWO_CALL": {"XR_ERROR_VALIDATION_FAILURE", "XR_SUCCESS", "XR_ERROR_SIZE_INSUFFICIENT"},
 }
-RESULT = re.compile(r"\bXR_(?:ERROR_[A-Z0-9_]+|SUCCESS|SESSION_LOSS_PENDING|SESSION_NOT_FOCUSED|FRAME_DISCARDED"
-                    r"|EVENT_UNAVAILABLE|SPACE_BOUNDS_UNAVAILABLE|TIMEOUT_EXPIRED)\b")
+RESULT = re.compile(
+    r"\bXR_(?:ERROR_[A-Z0-9_]+|SUCCESS|SESSION_LOSS_PENDING|SESSION_NOT_FOCUSED|FRAME_DISCARDED"
+    r"|EVENT_UNAVAILABLE|SPACE_BOUNDS_UNAVAILABLE|TIMEOUT_EXPIRED)\b"
+)
 FUNCTION = re.compile(r"^(?:API|EXPORT XrResult|static XrResult) (\w+)\([^;{]*\)\s*\{(.*?)^\}", re.M | re.S)
 
 
@@ -81,11 +84,14 @@ def generate(xml_path: Path) -> dict:
                 continue
             commands[proto.find("name").text] = {
                 "success": (cmd.get("successcodes") or "").split(","),
-                "error": [c for c in (cmd.get("errorcodes") or "").split(",") if c]}
+                "error": [c for c in (cmd.get("errorcodes") or "").split(",") if c],
+            }
     version = root.find(".//type[name='XR_CURRENT_API_VERSION']")
-    return {"source": "xr.xml, KhronosGroup/OpenXR-SDK specification/registry",
-            "version": "".join(version.itertext()).split("XR_MAKE_VERSION")[-1].strip() if version is not None else "",
-            "commands": dict(sorted(commands.items()))}
+    return {
+        "source": "xr.xml, KhronosGroup/OpenXR-SDK specification/registry",
+        "version": "".join(version.itertext()).split("XR_MAKE_VERSION")[-1].strip() if version is not None else "",
+        "commands": dict(sorted(commands.items())),
+    }
 
 
 if __name__ == "__main__":

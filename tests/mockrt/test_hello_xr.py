@@ -16,6 +16,7 @@ wait, the key thread in read(0); it exits with 0 the moment stdin closes). Debia
 does not wait there. So the Stage run waits for the instance to be destroyed — the app's answer
 to EXITING, which is what it checks — and only then closes stdin so the process can finish.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -58,12 +59,25 @@ def vidmode_shim() -> Path:
 
 def start(hello_xr: str, space: str, manifest: Path, display: str, shim: Path, tmp_path: Path, **extra: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEADCAST_MOCK_", "XR_"))}
-    env.update(DISPLAY=display, LD_PRELOAD=str(shim), XR_RUNTIME_JSON=str(manifest), XR_ENABLE_API_LAYERS=LAYER,
-               XR_LOADER_DEBUG="error", HEADCAST_MOCK_LOG=str(tmp_path / "mock.jsonl"), **extra)
+    env.update(
+        DISPLAY=display,
+        LD_PRELOAD=str(shim),
+        XR_RUNTIME_JSON=str(manifest),
+        XR_ENABLE_API_LAYERS=LAYER,
+        XR_LOADER_DEBUG="error",
+        HEADCAST_MOCK_LOG=str(tmp_path / "mock.jsonl"),
+        **extra,
+    )
     out = open(tmp_path / "hello_xr.log", "w")
     # stdin stays an open pipe: at EOF hello_xr takes it as the key press that quits
-    proc = subprocess.Popen([hello_xr, "-g", "OpenGL", "-s", space, "-v"], stdin=subprocess.PIPE, stdout=out,
-                            stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [hello_xr, "-g", "OpenGL", "-s", space, "-v"],
+        stdin=subprocess.PIPE,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=tmp_path,
+    )
     return proc, out
 
 
@@ -96,17 +110,22 @@ def finish(proc: subprocess.Popen, out, tmp_path: Path) -> tuple[str, list[dict]
 
 
 @pytest.mark.display
-def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_manifest, xvfb_display, vidmode_shim,
-                                                          tmp_path):
+def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(
+    hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path
+):
     script = tmp_path / "exit.motion"
     script.write_text("2 !exit\n")  # 2 s after xrBeginSession
-    proc, out = start(hello_xr, "Stage", runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
-                      HEADCAST_MOCK_SCRIPT=str(script))
+    proc, out = start(
+        hello_xr, "Stage", runtime_manifest, xvfb_display, vidmode_shim, tmp_path, HEADCAST_MOCK_SCRIPT=str(script)
+    )
     try:
         # The run ends by the runtime: hello_xr destroys its instance after EXITING with stdin still
         # open (no key pressed). Only then is stdin closed, for glibc 2.41's exit() (docstring).
-        wait_for(lambda: proc.poll() is not None or any(e["event"] == "instance_destroyed" for e in mock_log(tmp_path)),
-                 TIMEOUT, "hello_xr to destroy its instance after the runtime's EXITING")
+        wait_for(
+            lambda: proc.poll() is not None or any(e["event"] == "instance_destroyed" for e in mock_log(tmp_path)),
+            TIMEOUT,
+            "hello_xr to destroy its instance after the runtime's EXITING",
+        )
         ended_by_runtime = any(e["event"] == "instance_destroyed" for e in mock_log(tmp_path))
     finally:
         proc.stdin.close()
@@ -114,21 +133,36 @@ def test_hello_xr_stage_until_the_runtime_asks_it_to_exit(hello_xr, runtime_mani
     assert ended_by_runtime, "hello_xr exited without destroying its instance"
     assert "XR_SESSION_STATE_IDLE->XR_SESSION_STATE_EXITING" in log
     states = [e["state"] for e in events if e["event"] == "state"]
-    assert states == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE", "SYNCHRONIZED", "STOPPING",
-                      "IDLE", "EXITING"]
+    assert states == [
+        "IDLE",
+        "READY",
+        "SYNCHRONIZED",
+        "VISIBLE",
+        "FOCUSED",
+        "VISIBLE",
+        "SYNCHRONIZED",
+        "STOPPING",
+        "IDLE",
+        "EXITING",
+    ]
     assert rendered(events) >= 10  # 2 s at up to 90 Hz; llvmpipe on a loaded machine renders fewer
     assert [e["event"] for e in events][-2:] == ["session_destroyed", "instance_destroyed"]
 
 
 @pytest.mark.display
 @pytest.mark.parametrize("profile", ["monado", "strict"])  # strict: each frame shown at its predicted time
-def test_hello_xr_view_renders_until_it_quits(hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
-                                              profile):
-    proc, out = start(hello_xr, "View", runtime_manifest, xvfb_display, vidmode_shim, tmp_path,
-                      HEADCAST_MOCK_PROFILE_RUNTIME=profile)
+def test_hello_xr_view_renders_until_it_quits(
+    hello_xr, runtime_manifest, xvfb_display, vidmode_shim, tmp_path, profile
+):
+    proc, out = start(
+        hello_xr, "View", runtime_manifest, xvfb_display, vidmode_shim, tmp_path, HEADCAST_MOCK_PROFILE_RUNTIME=profile
+    )
     try:
-        wait_for(lambda: rendered(mock_log(tmp_path)) >= 90 or proc.poll() is not None, TIMEOUT,
-                 "hello_xr to render 90 frames")
+        wait_for(
+            lambda: rendered(mock_log(tmp_path)) >= 90 or proc.poll() is not None,
+            TIMEOUT,
+            "hello_xr to render 90 frames",
+        )
     finally:
         proc.stdin.close()  # hello_xr's "press any key to shutdown"
     log, events = finish(proc, out, tmp_path)

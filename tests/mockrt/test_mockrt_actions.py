@@ -1,4 +1,5 @@
 """Actions through the mock: binding validation, the five profiles, fallback, states, haptics."""
+
 from __future__ import annotations
 
 import math
@@ -18,10 +19,14 @@ class Rig:
     """The action set headcast uses: poses, trigger, squeeze, move/turn sticks, jump, menu, haptic."""
 
     KINDS = {
-        "aim": xr.ActionType.POSE_INPUT, "grip": xr.ActionType.POSE_INPUT,
-        "trigger": xr.ActionType.FLOAT_INPUT, "squeeze": xr.ActionType.FLOAT_INPUT,
-        "move": xr.ActionType.VECTOR2F_INPUT, "turn": xr.ActionType.VECTOR2F_INPUT,
-        "jump": xr.ActionType.BOOLEAN_INPUT, "menu": xr.ActionType.BOOLEAN_INPUT,
+        "aim": xr.ActionType.POSE_INPUT,
+        "grip": xr.ActionType.POSE_INPUT,
+        "trigger": xr.ActionType.FLOAT_INPUT,
+        "squeeze": xr.ActionType.FLOAT_INPUT,
+        "move": xr.ActionType.VECTOR2F_INPUT,
+        "turn": xr.ActionType.VECTOR2F_INPUT,
+        "jump": xr.ActionType.BOOLEAN_INPUT,
+        "menu": xr.ActionType.BOOLEAN_INPUT,
         "haptic": xr.ActionType.VIBRATION_OUTPUT,
     }
 
@@ -29,39 +34,83 @@ class Rig:
         self.h = h
         self.hands = [h.path(L), h.path(R)]
         self.set = xr.create_action_set(h.inst, xr.ActionSetCreateInfo("gameplay", "Gameplay", 0))
-        self.a = {name: xr.create_action(self.set, xr.ActionCreateInfo(
-            action_type=kind, action_name=name, localized_action_name=name.title(), subaction_paths=self.hands))
-            for name, kind in self.KINDS.items()}
+        self.a = {
+            name: xr.create_action(
+                self.set,
+                xr.ActionCreateInfo(
+                    action_type=kind, action_name=name, localized_action_name=name.title(), subaction_paths=self.hands
+                ),
+            )
+            for name, kind in self.KINDS.items()
+        }
 
     def suggest(self, profile: str, bindings: list[tuple[str, str]]) -> None:
-        xr.suggest_interaction_profile_bindings(self.h.inst, xr.InteractionProfileSuggestedBinding(
-            interaction_profile=self.h.path(profile),
-            suggested_bindings=[xr.ActionSuggestedBinding(self.a[name], self.h.path(path)) for name, path in bindings]))
+        xr.suggest_interaction_profile_bindings(
+            self.h.inst,
+            xr.InteractionProfileSuggestedBinding(
+                interaction_profile=self.h.path(profile),
+                suggested_bindings=[
+                    xr.ActionSuggestedBinding(self.a[name], self.h.path(path)) for name, path in bindings
+                ],
+            ),
+        )
 
     def suggest_all(self) -> None:
         poses = [("aim", f"{h}/input/aim/pose") for h in (L, R)] + [("grip", f"{h}/input/grip/pose") for h in (L, R)]
         haptic = [("haptic", f"{h}/output/haptic") for h in (L, R)]
-        self.suggest(SIMPLE, poses + haptic + [("trigger", f"{R}/input/select/click"), ("menu", f"{L}/input/menu/click")])
-        self.suggest(TOUCH, poses + haptic + [
-            ("trigger", f"{L}/input/trigger/value"), ("trigger", f"{R}/input/trigger/value"),
-            ("squeeze", f"{R}/input/squeeze/value"), ("move", f"{L}/input/thumbstick"),
-            ("turn", f"{R}/input/thumbstick"), ("jump", f"{R}/input/a/click"), ("menu", f"{L}/input/menu/click")])
-        self.suggest(VIVE, poses + haptic + [
-            ("trigger", f"{R}/input/trigger/value"), ("move", f"{L}/input/trackpad"),
-            ("turn", f"{R}/input/trackpad"), ("jump", f"{R}/input/trackpad/click"), ("menu", f"{L}/input/menu/click")])
+        self.suggest(
+            SIMPLE, poses + haptic + [("trigger", f"{R}/input/select/click"), ("menu", f"{L}/input/menu/click")]
+        )
+        self.suggest(
+            TOUCH,
+            poses
+            + haptic
+            + [
+                ("trigger", f"{L}/input/trigger/value"),
+                ("trigger", f"{R}/input/trigger/value"),
+                ("squeeze", f"{R}/input/squeeze/value"),
+                ("move", f"{L}/input/thumbstick"),
+                ("turn", f"{R}/input/thumbstick"),
+                ("jump", f"{R}/input/a/click"),
+                ("menu", f"{L}/input/menu/click"),
+            ],
+        )
+        self.suggest(
+            VIVE,
+            poses
+            + haptic
+            + [
+                ("trigger", f"{R}/input/trigger/value"),
+                ("move", f"{L}/input/trackpad"),
+                ("turn", f"{R}/input/trackpad"),
+                ("jump", f"{R}/input/trackpad/click"),
+                ("menu", f"{L}/input/menu/click"),
+            ],
+        )
 
     def attach(self) -> None:
         xr.attach_session_action_sets(self.h.session, xr.SessionActionSetsAttachInfo(action_sets=[self.set]))
-        self.spaces = {(name, hand): xr.create_action_space(self.h.session, xr.ActionSpaceCreateInfo(
-            action=self.a[name], subaction_path=self.h.path(hand))) for name in ("aim", "grip") for hand in (L, R)}
+        self.spaces = {
+            (name, hand): xr.create_action_space(
+                self.h.session, xr.ActionSpaceCreateInfo(action=self.a[name], subaction_path=self.h.path(hand))
+            )
+            for name in ("aim", "grip")
+            for hand in (L, R)
+        }
 
     def sync(self) -> None:
-        xr.sync_actions(self.h.session, xr.ActionsSyncInfo(active_action_sets=[xr.ActiveActionSet(self.set, xr.NULL_PATH)]))
+        xr.sync_actions(
+            self.h.session, xr.ActionsSyncInfo(active_action_sets=[xr.ActiveActionSet(self.set, xr.NULL_PATH)])
+        )
 
     def state(self, name: str, hand: str | None = None):
         info = xr.ActionStateGetInfo(self.a[name], self.h.path(hand) if hand else xr.NULL_PATH)
-        getter = {xr.ActionType.FLOAT_INPUT: xr.get_action_state_float, xr.ActionType.VECTOR2F_INPUT: xr.get_action_state_vector2f,
-                  xr.ActionType.BOOLEAN_INPUT: xr.get_action_state_boolean, xr.ActionType.POSE_INPUT: xr.get_action_state_pose}
+        getter = {
+            xr.ActionType.FLOAT_INPUT: xr.get_action_state_float,
+            xr.ActionType.VECTOR2F_INPUT: xr.get_action_state_vector2f,
+            xr.ActionType.BOOLEAN_INPUT: xr.get_action_state_boolean,
+            xr.ActionType.POSE_INPUT: xr.get_action_state_pose,
+        }
         return getter[self.KINDS[name]](self.h.session, info)
 
     def profile(self, hand: str) -> str:
@@ -76,6 +125,7 @@ START = 1_000_000_000_000  # the stopped runtime clock the tests move themselves
 def rig(mock, session):
     """A begun headless session, focused by the runtime, with the rig attached (all profiles
     suggested), synced once; the runtime clock stopped at its begin."""
+
     def setup(h):
         nonlocal made
         made = Rig(h)
@@ -89,18 +139,21 @@ def rig(mock, session):
         yield made
 
 
-@pytest.mark.parametrize("profile, path", [
-    (TOUCH, f"{R}/input/trigger/click"),       # Touch triggers are analog only
-    (TOUCH, f"{L}/input/a/click"),             # A/B are on the right Touch, X/Y on the left
-    (TOUCH, f"{R}/input/trackpad"),
-    (SIMPLE, f"{R}/input/trigger/value"),
-    (VIVE, f"{L}/input/thumbstick"),
-    (INDEX, f"{L}/input/menu/click"),          # the Index has no menu button
-    (mockrt.PROFILES[4], f"{R}/input/a/click"),
-    (TOUCH, "/user/head/input/trigger/value"),
-    (TOUCH, f"{R}/input"),                     # a parent path names one input, not a group of them
-    (TOUCH, f"{R}/output"),
-])
+@pytest.mark.parametrize(
+    "profile, path",
+    [
+        (TOUCH, f"{R}/input/trigger/click"),  # Touch triggers are analog only
+        (TOUCH, f"{L}/input/a/click"),  # A/B are on the right Touch, X/Y on the left
+        (TOUCH, f"{R}/input/trackpad"),
+        (SIMPLE, f"{R}/input/trigger/value"),
+        (VIVE, f"{L}/input/thumbstick"),
+        (INDEX, f"{L}/input/menu/click"),  # the Index has no menu button
+        (mockrt.PROFILES[4], f"{R}/input/a/click"),
+        (TOUCH, "/user/head/input/trigger/value"),
+        (TOUCH, f"{R}/input"),  # a parent path names one input, not a group of them
+        (TOUCH, f"{R}/output"),
+    ],
+)
 def test_binding_validation_rejects_paths_the_profile_lacks(mock, session, profile, path):
     with session(begin=False) as h:
         rig = Rig(h)
@@ -131,10 +184,24 @@ def test_valid_bindings_for_every_profile_and_the_attach_rules(mock, session):
     with session(begin=False) as h:
         rig = Rig(h)
         rig.suggest_all()
-        rig.suggest(INDEX, [("trigger", f"{R}/input/trigger/click"), ("jump", f"{R}/input/a/click"),
-                            ("move", f"{L}/input/thumbstick"), ("squeeze", f"{R}/input/squeeze/force")])
-        rig.suggest(mockrt.PROFILES[4], [("trigger", f"{R}/input/trigger/value"), ("jump", f"{R}/input/thumbstick/click"),
-                                         ("move", f"{L}/input/thumbstick"), ("menu", f"{L}/input/menu/click")])
+        rig.suggest(
+            INDEX,
+            [
+                ("trigger", f"{R}/input/trigger/click"),
+                ("jump", f"{R}/input/a/click"),
+                ("move", f"{L}/input/thumbstick"),
+                ("squeeze", f"{R}/input/squeeze/force"),
+            ],
+        )
+        rig.suggest(
+            mockrt.PROFILES[4],
+            [
+                ("trigger", f"{R}/input/trigger/value"),
+                ("jump", f"{R}/input/thumbstick/click"),
+                ("move", f"{L}/input/thumbstick"),
+                ("menu", f"{L}/input/menu/click"),
+            ],
+        )
         rig.suggest(TOUCH, [("trigger", f"{R}/input/trigger"), ("jump", f"{R}/input/a")])  # parent-path shorthand
         with pytest.raises(xr.PathUnsupportedError):
             rig.suggest("/interaction_profiles/acme/blaster", [("jump", f"{R}/input/a/click")])
@@ -142,8 +209,12 @@ def test_valid_bindings_for_every_profile_and_the_attach_rules(mock, session):
         with pytest.raises(xr.ActionsetsAlreadyAttachedError):
             rig.suggest(SIMPLE, [("jump", f"{R}/input/select/click")])
         with pytest.raises(xr.ActionsetsAlreadyAttachedError):
-            xr.create_action(rig.set, xr.ActionCreateInfo(action_type=xr.ActionType.FLOAT_INPUT, action_name="late",
-                                                          localized_action_name="Late"))
+            xr.create_action(
+                rig.set,
+                xr.ActionCreateInfo(
+                    action_type=xr.ActionType.FLOAT_INPUT, action_name="late", localized_action_name="Late"
+                ),
+            )
 
 
 def test_touch_states_round_trip(mock, rig):
@@ -182,7 +253,9 @@ def test_aim_and_grip_spaces_locate_the_hands(mock, rig):
     assert rig.state("aim", R).is_active
     loc = rig.h.locate(rig.spaces[("aim", R)])
     assert loc.location_flags == mockrt.TRACKED
-    assert (loc.pose.position.x, loc.pose.position.y, loc.pose.position.z) == struct.unpack("3f", struct.pack("3f", 0.3, 1.2, -0.4))
+    assert (loc.pose.position.x, loc.pose.position.y, loc.pose.position.z) == struct.unpack(
+        "3f", struct.pack("3f", 0.3, 1.2, -0.4)
+    )
     assert loc.pose.orientation.y == struct.unpack("f", struct.pack("f", 0.38268343))[0]
     grip = rig.h.locate(rig.spaces[("grip", L)]).pose.position
     assert (grip.x, grip.y) == pytest.approx((-0.3, 1.1))
@@ -214,7 +287,15 @@ def test_hand_samples_replay_bit_identical(mock, rig, tmp_path):
         t = rig.h.goto(i)  # actions read at the runtime clock, poses at the time located at
         rig.sync()
         p = rig.h.locate(rig.spaces[("aim", R)], t).pose
-        got = [p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w]
+        got = [
+            p.position.x,
+            p.position.y,
+            p.position.z,
+            p.orientation.x,
+            p.orientation.y,
+            p.orientation.z,
+            p.orientation.w,
+        ]
         assert got == vals
         assert rig.state("trigger", R).current_state == trigger
 
@@ -235,12 +316,12 @@ def test_profile_fallback_and_change_event(mock, session):
         mock.set_float(f"{R}/input/trigger/value", 1.0)
         rig.sync()
         assert rig.state("trigger", R).current_state == 1.0  # select/click from the trigger
-        assert not rig.state("move", L).is_active           # the simple controller has no stick
+        assert not rig.state("move", L).is_active  # the simple controller has no stick
         mock.set_profile(VIVE)
         assert h.events() == ["profile"]
         rig.sync()
         assert rig.profile(L) == VIVE
-        mock.set_vec2(f"{L}/input/thumbstick", 0.0, 1.0)   # the Vive trackpad carries the primary 2-axis input
+        mock.set_vec2(f"{L}/input/thumbstick", 0.0, 1.0)  # the Vive trackpad carries the primary 2-axis input
         mock.set_bool(f"{R}/input/thumbstick/click", True)
         rig.sync()
         assert rig.state("move", L).current_state.y == 1.0
@@ -251,12 +332,20 @@ def test_profile_fallback_and_change_event(mock, session):
         rig.sync()
         move = rig.state("move", L).current_state
         assert (move.x, move.y) == (-0.5, 0.25) and rig.state("jump", R).current_state
-        sources = [xr.path_to_string(h.inst, p) for p in xr.enumerate_bound_sources_for_action(
-            h.session, xr.BoundSourcesForActionEnumerateInfo(action=rig.a["move"]))]
+        sources = [
+            xr.path_to_string(h.inst, p)
+            for p in xr.enumerate_bound_sources_for_action(
+                h.session, xr.BoundSourcesForActionEnumerateInfo(action=rig.a["move"])
+            )
+        ]
         assert sources == [f"{L}/input/trackpad"]
-        name = xr.get_input_source_localized_name(h.session, xr.InputSourceLocalizedNameGetInfo(
-            h.path(f"{L}/input/trackpad"), xr.INPUT_SOURCE_LOCALIZED_NAME_USER_PATH_BIT
-            | xr.INPUT_SOURCE_LOCALIZED_NAME_INTERACTION_PROFILE_BIT))
+        name = xr.get_input_source_localized_name(
+            h.session,
+            xr.InputSourceLocalizedNameGetInfo(
+                h.path(f"{L}/input/trackpad"),
+                xr.INPUT_SOURCE_LOCALIZED_NAME_USER_PATH_BIT | xr.INPUT_SOURCE_LOCALIZED_NAME_INTERACTION_PROFILE_BIT,
+            ),
+        )
         assert name == "Left Hand HTC Vive Controller"
 
 
@@ -298,16 +387,19 @@ def test_unfocused_sessions_get_no_input_and_no_haptics(mock, rig):
     assert rig.state("trigger", R).current_state == 1.0
 
 
-@pytest.mark.parametrize("name, frame, action, hand, want", [
-    ("fire", int(0.7 * 90), "trigger", R, 1.0),
-    ("fire", int(1.2 * 90), "trigger", R, 0.0),
-    ("fire", int(4.1 * 90), "jump", R, True),
-    ("walk", 90, "move", L, (0.0, 1.0)),
-    ("walk", int(5.0 * 90), "move", L, (1.0, 0.0)),
-    ("snap_turns", int(0.6 * 90), "turn", R, (1.0, 0.0)),
-    ("snap_turns", int(2.6 * 90), "turn", R, (-1.0, 0.0)),
-    ("snap_turns", int(1.2 * 90), "turn", R, (0.0, 0.0)),
-])
+@pytest.mark.parametrize(
+    "name, frame, action, hand, want",
+    [
+        ("fire", int(0.7 * 90), "trigger", R, 1.0),
+        ("fire", int(1.2 * 90), "trigger", R, 0.0),
+        ("fire", int(4.1 * 90), "jump", R, True),
+        ("walk", 90, "move", L, (0.0, 1.0)),
+        ("walk", int(5.0 * 90), "move", L, (1.0, 0.0)),
+        ("snap_turns", int(0.6 * 90), "turn", R, (1.0, 0.0)),
+        ("snap_turns", int(2.6 * 90), "turn", R, (-1.0, 0.0)),
+        ("snap_turns", int(1.2 * 90), "turn", R, (0.0, 0.0)),
+    ],
+)
 def test_shipped_motions_drive_the_controls(mock, session, name, frame, action, hand, want):
     mock.load_motion(mockrt.motion_path(name))
 
@@ -348,7 +440,9 @@ def test_action_spaces_may_be_created_before_attach(mock, session):
         nonlocal rig, early
         rig = Rig(h)
         rig.suggest_all()
-        early = xr.create_action_space(h.session, xr.ActionSpaceCreateInfo(action=rig.a["aim"], subaction_path=h.path(R)))
+        early = xr.create_action_space(
+            h.session, xr.ActionSpaceCreateInfo(action=rig.a["aim"], subaction_path=h.path(R))
+        )
         assert h.locate(early).location_flags == 0  # not bound yet
         rig.attach()
 
@@ -362,6 +456,7 @@ def test_action_spaces_may_be_created_before_attach(mock, session):
 def test_a_headless_session_left_ready_gets_no_input(mock, session):
     """Monado's way: the session is never FOCUSED, so xrSyncActions says SESSION_NOT_FOCUSED and
     every action is inactive (hand spaces too); the head still locates."""
+
     def setup(h):
         nonlocal rig
         rig = Rig(h)

@@ -1,4 +1,5 @@
 """Building the runtime: idempotent, rebuilt when stale, clear errors naming the Debian packages."""
+
 from __future__ import annotations
 
 import importlib
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from headcast.xr.mockrt import RuntimeBuildError
+
 from support import REPO
 
 build_module = importlib.import_module("headcast.xr.mockrt.build")  # the package re-exports build()

@@ -1,5 +1,6 @@
 """The mock's XR_FB_display_refresh_rate and XR_KHR_win32_convert_performance_counter_time at the
 OpenXR level (pyopenxr through the real loader), as an app other than headcast uses them."""
+
 from __future__ import annotations
 
 import ctypes
@@ -8,14 +9,16 @@ import time
 import pytest
 import xr
 
-
 REFRESH = xr.FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME
 WIN32 = "XR_KHR_win32_convert_performance_counter_time"
 
 
 def create_instance(extensions=(xr.MND_HEADLESS_EXTENSION_NAME,)):
-    return xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(application_name="mockrt-ext"),
-                                                    enabled_extension_names=list(extensions)))
+    return xr.create_instance(
+        xr.InstanceCreateInfo(
+            application_info=xr.ApplicationInfo(application_name="mockrt-ext"), enabled_extension_names=list(extensions)
+        )
+    )
 
 
 def _session(inst):
@@ -45,8 +48,8 @@ def test_refresh_rate_requests_and_changes_are_events_with_from_and_to(mock):
         assert isinstance(got, ctypes.c_float) and got.value == 90.0  # what pyopenxr returns: a c_float
         xr.request_display_refresh_rate_fb(s, 120.0)
         xr.request_display_refresh_rate_fb(s, 120.0)  # no change: no event
-        mock.set_refresh_rate(72)                      # the display changes by itself
-        xr.request_display_refresh_rate_fb(s, 0.0)     # no preference: the default
+        mock.set_refresh_rate(72)  # the display changes by itself
+        xr.request_display_refresh_rate_fb(s, 0.0)  # no preference: the default
         assert _refresh_events(inst) == [(90.0, 120.0), (120.0, 72.0), (72.0, 90.0)]
         with pytest.raises(xr.DisplayRefreshRateUnsupportedFBError):
             xr.request_display_refresh_rate_fb(s, 59.94)
@@ -84,11 +87,16 @@ def test_win32_counter_converts_on_the_runtime_clock_both_ways(mock):
     inst = create_instance(extensions=[xr.MND_HEADLESS_EXTENSION_NAME, WIN32])
     try:
         proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-        to_time = proto(ctypes.cast(xr.get_instance_proc_addr(inst, "xrConvertWin32PerformanceCounterToTimeKHR"),
-                                    ctypes.c_void_p).value)
+        to_time = proto(
+            ctypes.cast(
+                xr.get_instance_proc_addr(inst, "xrConvertWin32PerformanceCounterToTimeKHR"), ctypes.c_void_p
+            ).value
+        )
         back = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
-            ctypes.cast(xr.get_instance_proc_addr(inst, "xrConvertTimeToWin32PerformanceCounterKHR"),
-                        ctypes.c_void_p).value)
+            ctypes.cast(
+                xr.get_instance_proc_addr(inst, "xrConvertTimeToWin32PerformanceCounterKHR"), ctypes.c_void_p
+            ).value
+        )
         handle = ctypes.cast(inst, ctypes.c_void_p).value
         counter, t, again = ctypes.c_int64(time.perf_counter_ns()), ctypes.c_int64(), ctypes.c_int64()
         assert to_time(handle, ctypes.addressof(counter), ctypes.addressof(t)) == 0

@@ -1,5 +1,6 @@
 """Scripted motion: a function of the XrTime located at (keyframe interpolation, exact hex-float
 samples at frame times), the shipped files, commands by the clock, errors."""
+
 from __future__ import annotations
 
 import math
@@ -7,7 +8,6 @@ import random
 import re
 import struct
 import time
-
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ import xr
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.xr import mockrt
+
 from support import REPO
 
 START = 1_000_000_000_000  # a stopped runtime clock, for tests that move time themselves
@@ -26,11 +27,17 @@ def f32(x: float) -> float:
 
 def ypr_quat(yaw: float, pitch: float, roll: float) -> tuple[float, float, float, float]:
     """The runtime's convention: yaw about +Y, then pitch about +X, then roll about +Z (degrees)."""
+
     def mul(a, b):
         ax, ay, az, aw = a
         bx, by, bz, bw = b
-        return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+        return (
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        )
+
     h = math.pi / 360
     qy = (0.0, math.sin(yaw * h), 0.0, math.cos(yaw * h))
     qp = (math.sin(pitch * h), 0.0, 0.0, math.cos(pitch * h))
@@ -62,7 +69,9 @@ def test_head_yaws_3_degrees_per_frame_and_reads_back_exactly(mock, session, tmp
     assert mock.frames_waited == 0
     at30 = heads[30]
     assert at30.location_flags == mockrt.TRACKED
-    assert math.degrees(2 * math.atan2(at30.pose.orientation.y, at30.pose.orientation.w)) == pytest.approx(90.0, abs=1e-4)
+    assert math.degrees(2 * math.atan2(at30.pose.orientation.y, at30.pose.orientation.w)) == pytest.approx(
+        90.0, abs=1e-4
+    )
     for frame in (0, 15, 30, 45):
         assert quat(heads[frame].pose) == pytest.approx(ypr_quat(3.0 * frame, 0, 0), abs=1e-6)
     # at a keyframe the value is the keyframe's, bit for bit
@@ -96,8 +105,15 @@ def test_look_around_sweeps_past_the_clamps(mock, session):
     mock.load_motion(mockrt.motion_path("look_around"))
     with session() as h:
         heads = run_frames(h, 12 * 90 + 1)
-    expect = {90: (120, 0, 0), 270: (-120, 0, 0), 450: (0, 85, 0), 630: (0, -85, 0), 810: (0, 0, 70),
-              990: (0, 0, -70), 45: (60, 0, 0)}
+    expect = {
+        90: (120, 0, 0),
+        270: (-120, 0, 0),
+        450: (0, 85, 0),
+        630: (0, -85, 0),
+        810: (0, 0, 70),
+        990: (0, 0, -70),
+        45: (60, 0, 0),
+    }
     for frame, ypr in expect.items():
         assert quat(heads[frame].pose) == pytest.approx(ypr_quat(*ypr), abs=1e-5), frame
 
@@ -142,16 +158,19 @@ def test_script_layers_on_top_of_motion(mock, session, tmp_path):
     assert [pos(x.pose)[1] for x in heads] == [1, 1, 1, 2, 2]
 
 
-@pytest.mark.parametrize("text, line", [
-    ("0 /user/head ypr 0 0\n", 1),
-    ("timebase hours\n", 1),
-    ("0 /user/head pos 0 0 0\n# ok\n0 /user/nose pos 0 0 0\n", 3),
-    ("1 /user/head pos 0 0 0\n0 /user/head pos 1 0 0\n", 2),
-    ("0 /user/hand/left/input/thumbstick 1\n", 1),
-    ("0 /user/head flags pv,xx\n", 1),
-    ("0 !explode\n", 1),
-    ("nan /user/head pos 0 0 0\n", 1),
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("0 /user/head ypr 0 0\n", 1),
+        ("timebase hours\n", 1),
+        ("0 /user/head pos 0 0 0\n# ok\n0 /user/nose pos 0 0 0\n", 3),
+        ("1 /user/head pos 0 0 0\n0 /user/head pos 1 0 0\n", 2),
+        ("0 /user/hand/left/input/thumbstick 1\n", 1),
+        ("0 /user/head flags pv,xx\n", 1),
+        ("0 !explode\n", 1),
+        ("nan /user/head pos 0 0 0\n", 1),
+    ],
+)
 def test_bad_motion_files_name_the_line(mock, tmp_path, text, line):
     bad = tmp_path / "bad.motion"
     bad.write_text(text)
@@ -170,11 +189,42 @@ def test_motion_from_the_environment(mock, session, tmp_path, monkeypatch):
             pass
 
 
-TOKENS = st.sampled_from([
-    "0", "1.5", "-2", "0x1.8p+1", "nan", "1e400", "timebase", "frames", "seconds", "interpolate", "loop", "on",
-    "off", "rate", "/user/head", "/user/hand/left", "/user/hand/right/input/trigger/value",
-    "/user/hand/left/input/thumbstick", "/user/hand/right/input/aim/pose", "pos", "ypr", "quat", "pose", "flags",
-    "ov,pv", "all", "none", "!exit", "!loss", "#", "\t", "x" * 300])
+TOKENS = st.sampled_from(
+    [
+        "0",
+        "1.5",
+        "-2",
+        "0x1.8p+1",
+        "nan",
+        "1e400",
+        "timebase",
+        "frames",
+        "seconds",
+        "interpolate",
+        "loop",
+        "on",
+        "off",
+        "rate",
+        "/user/head",
+        "/user/hand/left",
+        "/user/hand/right/input/trigger/value",
+        "/user/hand/left/input/thumbstick",
+        "/user/hand/right/input/aim/pose",
+        "pos",
+        "ypr",
+        "quat",
+        "pose",
+        "flags",
+        "ov,pv",
+        "all",
+        "none",
+        "!exit",
+        "!loss",
+        "#",
+        "\t",
+        "x" * 300,
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -206,6 +256,7 @@ def test_binary_files_are_refused_at_the_line(mock, tmp_path):
 
 
 # --- finding and checking motion files ---------------------------------------------------------
+
 
 def test_motion_path_in_the_editable_install():
     import headcast.assets
@@ -253,6 +304,7 @@ def test_check_motion_names_file_and_line_and_plays_nothing(mock, session, tmp_p
 
 
 # --- time: the runtime's clocks ----------------------------------------------------------------
+
 
 def test_a_headless_app_sees_motion_at_the_runtimes_now(mock, session):
     """A spec-following headless loop: the time from XR_KHR_convert_timespec_time, no frame calls,

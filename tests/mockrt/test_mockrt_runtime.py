@@ -1,4 +1,5 @@
 """The mock runtime as the real loader sees it: loading, exports, dispatch table, instance rules."""
+
 from __future__ import annotations
 
 import ctypes
@@ -27,15 +28,26 @@ GIPA = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.P
 
 
 class LoaderInfo(ctypes.Structure):
-    _fields_ = [("structType", ctypes.c_int), ("structVersion", ctypes.c_uint32), ("structSize", ctypes.c_size_t),
-                ("minInterfaceVersion", ctypes.c_uint32), ("maxInterfaceVersion", ctypes.c_uint32),
-                ("minApiVersion", ctypes.c_uint64), ("maxApiVersion", ctypes.c_uint64)]
+    _fields_ = [
+        ("structType", ctypes.c_int),
+        ("structVersion", ctypes.c_uint32),
+        ("structSize", ctypes.c_size_t),
+        ("minInterfaceVersion", ctypes.c_uint32),
+        ("maxInterfaceVersion", ctypes.c_uint32),
+        ("minApiVersion", ctypes.c_uint64),
+        ("maxApiVersion", ctypes.c_uint64),
+    ]
 
 
 class RuntimeRequest(ctypes.Structure):
-    _fields_ = [("structType", ctypes.c_int), ("structVersion", ctypes.c_uint32), ("structSize", ctypes.c_size_t),
-                ("runtimeInterfaceVersion", ctypes.c_uint32), ("runtimeApiVersion", ctypes.c_uint64),
-                ("getInstanceProcAddr", ctypes.c_void_p)]
+    _fields_ = [
+        ("structType", ctypes.c_int),
+        ("structVersion", ctypes.c_uint32),
+        ("structSize", ctypes.c_size_t),
+        ("runtimeInterfaceVersion", ctypes.c_uint32),
+        ("runtimeApiVersion", ctypes.c_uint64),
+        ("getInstanceProcAddr", ctypes.c_void_p),
+    ]
 
 
 def version(major, minor, patch=0):
@@ -66,7 +78,9 @@ def test_the_loader_loads_it_through_xr_runtime_json(mock, session):
 def test_only_the_negotiation_and_control_symbols_are_exported(mock):
     nm = shutil.which("nm")
     assert nm, "nm (binutils) is needed to list the library's symbols"
-    out = subprocess.run([nm, "-D", "--defined-only", str(mock.library)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", str(mock.library)], capture_output=True, text=True, check=True
+    ).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TDB"}
     assert "xrNegotiateLoaderRuntimeInterface" in exported
     assert {s for s in exported if not s.startswith("mockxr_")} == {"xrNegotiateLoaderRuntimeInterface"}
@@ -114,7 +128,10 @@ def test_all_55_core_functions_resolve_in_the_runtime_table(mock, session):
         assert fn.value is None
         # extension functions only when their extension is enabled; xrLocateSpaces only for 1.1 apps
         assert gipa(handle, b"xrConvertTimespecTimeToTimeKHR", ctypes.byref(fn)) == 0
-        assert gipa(handle, b"xrGetOpenGLGraphicsRequirementsKHR", ctypes.byref(fn)) == xr.Result.ERROR_FUNCTION_UNSUPPORTED
+        assert (
+            gipa(handle, b"xrGetOpenGLGraphicsRequirementsKHR", ctypes.byref(fn))
+            == xr.Result.ERROR_FUNCTION_UNSUPPORTED
+        )
         assert gipa(handle, b"xrLocateSpaces", ctypes.byref(fn)) == xr.Result.ERROR_FUNCTION_UNSUPPORTED
 
 
@@ -128,8 +145,12 @@ def test_one_instance_at_a_time(mock, session):
 
 def test_unknown_extension_and_api_version_are_refused(mock):
     with pytest.raises(xr.ExtensionNotPresentError):
-        xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(application_name="t"),
-                                                 enabled_extension_names=["XR_KHR_vulkan_enable"]))
+        xr.create_instance(
+            xr.InstanceCreateInfo(
+                application_info=xr.ApplicationInfo(application_name="t"),
+                enabled_extension_names=["XR_KHR_vulkan_enable"],
+            )
+        )
     assert not mock.instance_alive
 
 
@@ -139,8 +160,9 @@ def test_system_views_and_timespec(mock, session):
         assert props.tracking_properties.position_tracking
         views = xr.enumerate_view_configuration_views(h.inst, h.system, xr.ViewConfigurationType.PRIMARY_STEREO)
         assert len(views) == 2 and views[0].recommended_image_rect_width > 0
-        assert list(xr.enumerate_environment_blend_modes(h.inst, h.system, xr.ViewConfigurationType.PRIMARY_STEREO)) == [
-            xr.EnvironmentBlendMode.OPAQUE]
+        assert list(
+            xr.enumerate_environment_blend_modes(h.inst, h.system, xr.ViewConfigurationType.PRIMARY_STEREO)
+        ) == [xr.EnvironmentBlendMode.OPAQUE]
         with pytest.raises(xr.FormFactorUnsupportedError):
             xr.get_system(h.inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HANDHELD_DISPLAY))
         mock.set_hmd_present(False)
@@ -149,8 +171,9 @@ def test_system_views_and_timespec(mock, session):
         # XrTime is CLOCK_MONOTONIC in nanoseconds
         import time
 
-        convert = ctypes.cast(xr.get_instance_proc_addr(h.inst, "xrConvertTimespecTimeToTimeKHR"),
-                              xr.PFN_xrConvertTimespecTimeToTimeKHR)
+        convert = ctypes.cast(
+            xr.get_instance_proc_addr(h.inst, "xrConvertTimespecTimeToTimeKHR"), xr.PFN_xrConvertTimespecTimeToTimeKHR
+        )
         ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         ts = xr.timespec(ns // 1_000_000_000, ns % 1_000_000_000)
         out = xr.Time()
@@ -172,7 +195,8 @@ def test_reference_spaces_and_stage_fallback(mock, session):
     with session(begin=False) as h:
         kinds = set(xr.enumerate_reference_spaces(h.session))
         assert {xr.ReferenceSpaceType.VIEW, xr.ReferenceSpaceType.LOCAL, xr.ReferenceSpaceType.STAGE} <= {
-            xr.ReferenceSpaceType(k) for k in kinds}
+            xr.ReferenceSpaceType(k) for k in kinds
+        }
         bounds = xr.get_reference_space_bounds_rect(h.session, xr.ReferenceSpaceType.STAGE)
         assert bounds.width > 0
     mock.set_stage_supported(False)  # a seated-only runtime: apps fall back to LOCAL
@@ -190,7 +214,9 @@ def test_openxr_1_1_apps_get_local_floor_and_locate_spaces(mock, session):
     with session(api_version=xr.Version(1, 1, 0)) as h:
         kinds = {xr.ReferenceSpaceType(k) for k in xr.enumerate_reference_spaces(h.session)}
         assert xr.ReferenceSpaceType.LOCAL_FLOOR in kinds
-        local = xr.create_reference_space(h.session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.LOCAL))
+        local = xr.create_reference_space(
+            h.session, xr.ReferenceSpaceCreateInfo(reference_space_type=xr.ReferenceSpaceType.LOCAL)
+        )
         t = h.now()
         spaces = (xr.Space * 2)(h.view, local)
         info = xr.SpacesLocateInfo(base_space=h.stage, time=t, spaces=spaces)

@@ -1,5 +1,6 @@
 """The session state machine of the mock runtime in its three behaviour profiles (headless sessions;
 the frame loop of a GL session is in test_mockrt_subprocess.py)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -24,8 +25,9 @@ def test_monado_headless_session_stays_ready_and_frame_calls_do_nothing(mock, se
         with pytest.raises(xr.CallOrderInvalidError):
             xr.begin_frame(h.session)
         with pytest.raises(xr.CallOrderInvalidError):
-            xr.end_frame(h.session, xr.FrameEndInfo(display_time=h.now(),
-                                                    environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE))
+            xr.end_frame(
+                h.session, xr.FrameEndInfo(display_time=h.now(), environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE)
+            )
         assert h.locate(h.view).location_flags == mockrt.TRACKED  # the head is there all the same
         xr.request_exit_session(h.session)
         assert h.events() == [S.SYNCHRONIZED, S.STOPPING]
@@ -44,8 +46,9 @@ def test_strict_refuses_frame_calls_in_a_headless_session(mock, session):
         with pytest.raises(xr.ValidationFailureError):
             xr.begin_frame(h.session)
         with pytest.raises(xr.ValidationFailureError):
-            xr.end_frame(h.session, xr.FrameEndInfo(display_time=h.now(),
-                                                    environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE))
+            xr.end_frame(
+                h.session, xr.FrameEndInfo(display_time=h.now(), environment_blend_mode=xr.EnvironmentBlendMode.OPAQUE)
+            )
         # poses are known around the runtime's now only
         now = h.now()
         assert h.locate(h.view, now).location_flags == mockrt.TRACKED
@@ -54,8 +57,11 @@ def test_strict_refuses_frame_calls_in_a_headless_session(mock, session):
 
 
 def instance(*extensions: str):
-    return xr.create_instance(xr.InstanceCreateInfo(application_info=xr.ApplicationInfo(application_name="t"),
-                                                    enabled_extension_names=list(extensions)))
+    return xr.create_instance(
+        xr.InstanceCreateInfo(
+            application_info=xr.ApplicationInfo(application_name="t"), enabled_extension_names=list(extensions)
+        )
+    )
 
 
 def test_steamvr_offers_no_headless_session(mock):
@@ -85,8 +91,9 @@ def test_a_bad_profile_name_fails_instance_creation(mock, monkeypatch, capfd):
     monkeypatch.setenv("HEADCAST_MOCK_PROFILE_RUNTIME", "oculus")
     with pytest.raises(xr.RuntimeFailureError):
         instance()
-    assert ("HEADCAST_MOCK_PROFILE_RUNTIME=oculus: not one of monado, monado25, steamvr, steamvr-windows, meta-pc, "
-            "strict") in capfd.readouterr().err
+    assert (
+        "HEADCAST_MOCK_PROFILE_RUNTIME=oculus: not one of monado, monado25, steamvr, steamvr-windows, meta-pc, strict"
+    ) in capfd.readouterr().err
     with pytest.raises(mockrt.MockControlError, match="unknown runtime profile"):
         mock.set_runtime_profile("oculus")
 

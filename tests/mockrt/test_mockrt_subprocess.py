@@ -1,4 +1,5 @@
 """Whole sessions in a subprocess: OpenGL under Xvfb, the Khronos core-validation layer, the log."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def run_scenario(mode: str, manifest: Path, display: str | None = None, **extra:
     env.update(XR_RUNTIME_JSON=str(manifest), HEADCAST_MOCK_THROTTLE="0", PYGLFW_LIBRARY_VARIANT="x11", **extra)
     if display:
         env["DISPLAY"] = display
-    proc = subprocess.run([sys.executable, str(SCENARIO), mode], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCENARIO), mode], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     # The report is the scenario's last JSON line: Debian 13's validation layer (1.1.47) prints its
@@ -32,8 +34,19 @@ def run_scenario(mode: str, manifest: Path, display: str | None = None, **extra:
     return report, output
 
 
-STATES = ["IDLE", "READY", "EVENT_DATA_INTERACTION_PROFILE_CHANGED", "SYNCHRONIZED", "VISIBLE", "FOCUSED",
-          "VISIBLE", "SYNCHRONIZED", "STOPPING", "IDLE", "EXITING"]
+STATES = [
+    "IDLE",
+    "READY",
+    "EVENT_DATA_INTERACTION_PROFILE_CHANGED",
+    "SYNCHRONIZED",
+    "VISIBLE",
+    "FOCUSED",
+    "VISIBLE",
+    "SYNCHRONIZED",
+    "STOPPING",
+    "IDLE",
+    "EXITING",
+]
 
 
 @pytest.mark.display
@@ -78,16 +91,27 @@ def test_gl_frame_loop_rules_and_pacing(runtime_manifest, xvfb_display):
         assert woke >= shown - PERIOD - 1  # never woken before its frame's slot
     shown = [s for _, s, _ in r["paced"][1:]]
     assert all(b - a >= PERIOD for a, b in zip(shown, shown[1:]))  # one frame per slot at most
-    assert r["states"] == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE", "SYNCHRONIZED",
-                           "STOPPING", "IDLE", "EXITING"]
+    assert r["states"] == [
+        "IDLE",
+        "READY",
+        "SYNCHRONIZED",
+        "VISIBLE",
+        "FOCUSED",
+        "VISIBLE",
+        "SYNCHRONIZED",
+        "STOPPING",
+        "IDLE",
+        "EXITING",
+    ]
 
 
 @pytest.mark.display
 def test_core_validation_layer_runs_clean(runtime_manifest, xvfb_display, tmp_path):
     log = tmp_path / "mock.jsonl"
     for mode in ("headless", "gl"):
-        report, output = run_scenario(mode, runtime_manifest, xvfb_display, XR_ENABLE_API_LAYERS=LAYER,
-                                      HEADCAST_MOCK_LOG=str(log))
+        report, output = run_scenario(
+            mode, runtime_manifest, xvfb_display, XR_ENABLE_API_LAYERS=LAYER, HEADCAST_MOCK_LOG=str(log)
+        )
         assert "Core Validation Layer is initialized" in output, output
         assert "VALID_ERROR" not in output and "VALID_WARNING" not in output, output
         assert report["states"] == STATES
@@ -97,5 +121,14 @@ def test_core_validation_layer_runs_clean(runtime_manifest, xvfb_display, tmp_pa
     events = [json.loads(line) for line in log.read_text().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds.count("instance") == 2 and kinds.count("end_frame") == 4  # the headless session ends none
-    assert {"event": "haptic", "hand": "/user/hand/right"}.items() <= next(e for e in events if e["event"] == "haptic").items()
-    assert [e["state"] for e in events if e["event"] == "state"][:6] == ["IDLE", "READY", "SYNCHRONIZED", "VISIBLE", "FOCUSED", "VISIBLE"]
+    assert {"event": "haptic", "hand": "/user/hand/right"}.items() <= next(
+        e for e in events if e["event"] == "haptic"
+    ).items()
+    assert [e["state"] for e in events if e["event"] == "state"][:6] == [
+        "IDLE",
+        "READY",
+        "SYNCHRONIZED",
+        "VISIBLE",
+        "FOCUSED",
+        "VISIBLE",
+    ]

@@ -1,5 +1,6 @@
 """A motion file with a byte that is not UTF-8 on a bad line: the runtime's error text echoes the
 line, and it still reads as one clean error (issue 27, defect 6), not a UnicodeDecodeError."""
+
 from __future__ import annotations
 
 import pytest

@@ -5,6 +5,7 @@ Monado 25 needs Debian 13 (libc6 2.38+): on Debian 12 the tests are deselected w
 where they run (the Debian 13 root: scripts/debian-root.sh); on Debian 13 without Monado they FAIL
 with the install command, never pass or skip silently.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,10 @@ SERVICE = "/usr/bin/monado-service"
 MANIFEST = "/usr/share/openxr/1/openxr_monado.json"
 PACKAGES = "monado-service libopenxr1-monado mesa-vulkan-drivers"
 INSTALL = f"apt-get install {PACKAGES} (as root; bash scripts/setup.sh installs them on Debian 13)"
-ROOT_TIER = ("bash scripts/debian-root.sh run -- bash scripts/test.sh tests/monado "
-             "(or .ci/run, which runs them in its Debian 13 root)")
+ROOT_TIER = (
+    "bash scripts/debian-root.sh run -- bash scripts/test.sh tests/monado "
+    "(or .ci/run, which runs them in its Debian 13 root)"
+)
 
 
 def _debian_major() -> int | None:
@@ -52,7 +55,8 @@ def pytest_collection_modifyitems(config, items):
     config.hook.pytest_deselected(items=ours)
     config._headcast_monado_note = (
         f"tests/monado: {len(ours)} Monado 25 tests deselected: Monado 25 needs Debian 13 (libc6 2.38+), "
-        f"this machine has no {SERVICE}; they run in the Debian 13 root: {ROOT_TIER}")
+        f"this machine has no {SERVICE}; they run in the Debian 13 root: {ROOT_TIER}"
+    )
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -71,16 +75,27 @@ class MonadoService:
         self.runtime_dir.mkdir(mode=0o700)
         self.log = tmp_path / "monado-service.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("XR_", "XRT_", "HEADCAST_", "SIMULATED_"))}
-        env.update(XDG_RUNTIME_DIR=str(self.runtime_dir), XRT_NO_STDIN="1", SIMULATED_ENABLE="1",
-                   SIMULATED_LEFT="simple", SIMULATED_RIGHT="simple")
+        env.update(
+            XDG_RUNTIME_DIR=str(self.runtime_dir),
+            XRT_NO_STDIN="1",
+            SIMULATED_ENABLE="1",
+            SIMULATED_LEFT="simple",
+            SIMULATED_RIGHT="simple",
+        )
         if compositor == "null":
             env["XRT_COMPOSITOR_NULL"] = "1"
         else:
             env.update(DISPLAY=display or "", XRT_COMPOSITOR_FORCE_XCB="1", XRT_COMPOSITOR_DEFAULT_FRAMERATE="90")
         self.compositor = compositor
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen([SERVICE], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [SERVICE],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.socket = self.runtime_dir / "monado_comp_ipc"
         try:  # the socket file exists from bind(); clients get in from listen()
             wait_for(lambda: self._listening() or self.proc.poll() is not None, 30, "monado-service's IPC socket")

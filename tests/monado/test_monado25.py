@@ -13,6 +13,7 @@ ctypes.c_float: the crash of issue 23) and the null compositor lists 20 Hz; its 
 is a function of the XrTime it is located at (a wobble of sines), so the frames' poses fitted
 against the frames' times show they were located at those times.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,17 @@ import numpy as np
 import pytest
 
 from headcast.xr.trace import read_trace
+
 from support import REPO, cli_env, wait_for
 
 pytestmark = [pytest.mark.monado, pytest.mark.live]
 
-GL, HEADLESS, TIMESPEC, REFRESH = ("XR_KHR_opengl_enable", "XR_MND_headless", "XR_KHR_convert_timespec_time",
-                                   "XR_FB_display_refresh_rate")
+GL, HEADLESS, TIMESPEC, REFRESH = (
+    "XR_KHR_opengl_enable",
+    "XR_MND_headless",
+    "XR_KHR_convert_timespec_time",
+    "XR_FB_display_refresh_rate",
+)
 HEADCAST_CHECKS = {GL, HEADLESS, TIMESPEC, REFRESH, "XR_KHR_win32_convert_performance_counter_time"}
 SIMPLE = "/interaction_profiles/khr/simple_controller"
 LAYER = "XR_APILAYER_LUNARG_core_validation"
@@ -45,10 +51,12 @@ def headcast_env(service, **extra: str) -> dict[str, str]:
     return cli_env(**service.client_env(), PYGLFW_LIBRARY_VARIANT="x11", **extra)
 
 
-def run_python(code: str, env: dict[str, str], timeout: float = 60, args: tuple[str, ...] = ()
-               ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+def run_python(
+    code: str, env: dict[str, str], timeout: float = 60, args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def json_lines(text: str) -> list[dict]:
@@ -103,12 +111,16 @@ def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
     assert got["states"] == BEGUN  # all at once at xrBeginSession
     # the close: request_exit, then (measured) VISIBLE, SYNCHRONIZED (twice), STOPPING, IDLE, EXITING
     ended = json.loads(proc.stdout.splitlines()[-1])["states"]
-    assert ended[:len(BEGUN)] == BEGUN and ended[-3:] == ENDED and set(ended[5:-3]) == {"VISIBLE", "SYNCHRONIZED"}
+    assert ended[: len(BEGUN)] == BEGUN and ended[-3:] == ENDED and set(ended[5:-3]) == {"VISIBLE", "SYNCHRONIZED"}
     assert got["runtime"].startswith("Monado") and "25.0.0" in got["runtime"], got["runtime"]
     assert got["system"] == "Monado: Simulated HMD"
     assert set(got["offered"]) & HEADCAST_CHECKS == {GL, HEADLESS, TIMESPEC, REFRESH}
-    assert set(mockrt.MockControl(mockrt.ensure_runtime()).profile_extensions("monado")) == {GL, HEADLESS, TIMESPEC,
-                                                                                           REFRESH}
+    assert set(mockrt.MockControl(mockrt.ensure_runtime()).profile_extensions("monado")) == {
+        GL,
+        HEADLESS,
+        TIMESPEC,
+        REFRESH,
+    }
     assert got["extensions"] == [HEADLESS, TIMESPEC, REFRESH] and got["time_source"] == "timespec"
     assert got["state"] == "FOCUSED"  # Monado 25 focuses a headless session (21 left it READY)
     assert (got["rate_type"], got["rate"]) == ("c_float", 0.0)  # no display: 0.0, as a ctypes.c_float
@@ -116,6 +128,7 @@ def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
 
 
 # -- headcast run, headless (the default) ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
@@ -139,16 +152,41 @@ def servers(tmp_path_factory):
 def server_args(servers) -> list[str]:
     q3, netsync, cube = servers
     a = netsync.address
-    return ["--q3", "%s:%d" % q3.address, "--name", "monado", "--netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}",
-            "--sauer", f"127.0.0.1:{cube.port}"]
+    return [
+        "--q3",
+        "%s:%d" % q3.address,
+        "--name",
+        "monado",
+        "--netsync",
+        f"{a.host}:{a.dealer_port}:{a.pub_port}",
+        "--sauer",
+        f"127.0.0.1:{cube.port}",
+    ]
 
 
 def start_run(service, servers, tmp_path, duration: float, **env: str) -> tuple[subprocess.Popen, Path, Path, Path]:
     trace, out, err = tmp_path / "run.trace", tmp_path / "run.out", tmp_path / "run.err"
     with open(out, "w") as o, open(err, "w") as e:  # files, not pipes: nobody reads them meanwhile
-        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--no-mirror", "--json",
-                                 "--duration", str(duration), "--record", str(trace), *server_args(servers)],
-                                cwd=REPO, env=headcast_env(service, **env), stdout=o, stderr=e, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "headcast.app",
+                "run",
+                "--no-mirror",
+                "--json",
+                "--duration",
+                str(duration),
+                "--record",
+                str(trace),
+                *server_args(servers),
+            ],
+            cwd=REPO,
+            env=headcast_env(service, **env),
+            stdout=o,
+            stderr=e,
+            text=True,
+        )
     return proc, trace, out, err
 
 
@@ -163,11 +201,13 @@ def finish(proc: subprocess.Popen, timeout: float) -> None:
 
 def fit_sine(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """Least-squares y ≈ a + b·sin(ωt) + c·cos(ωt) over a grid of ω, refined: (ω, rms residual, amplitude)."""
+
     def residual(w: float) -> tuple[float, float]:
         m = np.column_stack([np.ones_like(t), np.sin(w * t), np.cos(w * t)])
         coef, *_ = np.linalg.lstsq(m, y, rcond=None)
         r = y - m @ coef
         return float(np.sqrt(np.mean(r * r))), float(math.hypot(coef[1], coef[2]))
+
     grid = np.linspace(0.2, 8.0, 400)
     best = min(grid, key=lambda w: residual(w)[0])
     lo, hi = best - 0.02, best + 0.02
@@ -212,7 +252,7 @@ def check_frames(frames, rate: float, duration: float, fit_window: float = 3.0, 
     window = times <= times[0] + fit_window
     y = np.array([f.head.position[1] for f in frames])
     w, rms, amp = fit_sine(times[window] - times[0], y[window])
-    assert amp > 0.01, amp            # it moves by centimetres
+    assert amp > 0.01, amp  # it moves by centimetres
     assert rms < 20e-6, (w, rms, amp)  # and is where its own clock puts it at each frame's time
     assert len({f.head.orientation for f in frames}) > len(frames) * 0.9
 
@@ -238,8 +278,14 @@ def test_run_streams_to_real_servers_in_a_headless_session(monado, servers, tmp_
 def test_doctor_passes_where_run_works_and_fails_where_it_does_not(monado, tmp_path):
     """`headcast doctor` on Monado 25 headless: passes (what `run` above does); with the service gone,
     both fail the same way."""
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "doctor"], cwd=REPO, env=headcast_env(monado),
-                       capture_output=True, text=True, timeout=90)
+    r = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "doctor"],
+        cwd=REPO,
+        env=headcast_env(monado),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     openxr = [line for line in r.stdout.splitlines() if "openxr" in line]
     text = "\n".join(openxr)
     assert "session: headless (XR_MND_headless), paced by headcast at 90 Hz" in text, r.stdout + r.stderr
@@ -247,22 +293,37 @@ def test_doctor_passes_where_run_works_and_fails_where_it_does_not(monado, tmp_p
     assert re.search(r"head pose valid in (\d+) of \1 frames", text), text
     assert not any("FAIL" in line or "✗" in line for line in openxr), text
     monado.stop()
-    r2 = subprocess.run([sys.executable, "-m", "headcast.app", "doctor"], cwd=REPO, env=headcast_env(monado),
-                        capture_output=True, text=True, timeout=90)
+    r2 = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "doctor"],
+        cwd=REPO,
+        env=headcast_env(monado),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     # Monado's loader library is there, its service is not: xrCreateInstance fails (RUNTIME_FAILURE)
     gone = "starting OpenXR: xrCreateInstance returned XR_ERROR_RUNTIME_FAILURE"
     assert r2.returncode != 0 and gone in r2.stdout, r2.stdout + r2.stderr
     assert "refused a headless session" not in r2.stdout  # no OpenGL attempt after a failed xrCreateInstance
-    r3 = subprocess.run([sys.executable, "-m", "headcast.app", "run", "--no-mirror", "--duration", "2"], cwd=REPO,
-                        env=headcast_env(monado), capture_output=True, text=True, timeout=90)
+    r3 = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "run", "--no-mirror", "--duration", "2"],
+        cwd=REPO,
+        env=headcast_env(monado),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert r3.returncode == 1 and gone in r3.stderr and "Traceback" not in r3.stderr, r3.stderr
 
 
 def test_the_service_killed_mid_run_is_a_clean_stop_with_a_summary(monado, servers, tmp_path):
     proc, trace, out, err = start_run(monado, servers, tmp_path, 60.0)
     try:
-        wait_for(lambda: trace.exists() and trace.stat().st_size > 20_000 or proc.poll() is not None, 45,
-                 "frames in the trace")
+        wait_for(
+            lambda: trace.exists() and trace.stat().st_size > 20_000 or proc.poll() is not None,
+            45,
+            "frames in the trace",
+        )
         assert proc.poll() is None, err.read_text()[-3000:]
         killed = time.monotonic()
         monado.kill()
@@ -293,12 +354,20 @@ def test_run_headless_under_the_validation_layer_is_clean(monado, servers, tmp_p
 
 # -- OpenGL sessions: Monado's main compositor under Xvfb ------------------------------------------
 
+
 def test_run_in_an_opengl_session_streams_at_the_runtimes_rate(monado_main, servers, tmp_path, xvfb_display):
     """HEADCAST_XR_SESSION=gl: frames paced by Monado's xrWaitFrame (90 Hz on lavapipe), located at
     its predicted display times, under the validation layer."""
     duration = 8.0
-    proc, trace, out, err = start_run(monado_main, servers, tmp_path, duration, HEADCAST_XR_SESSION="gl",
-                                      DISPLAY=xvfb_display, XR_ENABLE_API_LAYERS=LAYER)
+    proc, trace, out, err = start_run(
+        monado_main,
+        servers,
+        tmp_path,
+        duration,
+        HEADCAST_XR_SESSION="gl",
+        DISPLAY=xvfb_display,
+        XR_ENABLE_API_LAYERS=LAYER,
+    )
     finish(proc, duration + 60)
     output = out.read_text() + err.read_text()
     assert proc.returncode == 0, output[-3000:] + monado_main.log_tail()
@@ -317,9 +386,14 @@ def test_session_states_of_an_opengl_session(monado_main, xvfb_display):
 
 
 def test_doctor_passes_for_an_opengl_session(monado_main, xvfb_display):
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "doctor"], cwd=REPO,
-                       env=headcast_env(monado_main, HEADCAST_XR_SESSION="gl", DISPLAY=xvfb_display),
-                       capture_output=True, text=True, timeout=90)
+    r = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "doctor"],
+        cwd=REPO,
+        env=headcast_env(monado_main, HEADCAST_XR_SESSION="gl", DISPLAY=xvfb_display),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     text = "\n".join(line for line in r.stdout.splitlines() if "openxr" in line)
     assert "session: OpenGL (XR_KHR_opengl_enable), paced by the runtime's xrWaitFrame" in text, r.stdout + r.stderr
     assert re.search(r"head pose valid in (\d+) of \1 frames", text), text
@@ -334,11 +408,18 @@ def test_hello_xr_runs_on_this_monado(monado_main, xvfb_display, tmp_path):
     env = {**cli_env(**monado_main.client_env()), "DISPLAY": xvfb_display}
     log = tmp_path / "hello_xr.out"
     with open(log, "w") as out:  # line-buffered (stdbuf): its lines are read while it runs
-        proc = subprocess.Popen(["stdbuf", "-oL", hello, "-g", "Vulkan2", "-s", "Stage"], env=env,
-                                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            ["stdbuf", "-oL", hello, "-g", "Vulkan2", "-s", "Stage"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     try:
-        wait_for(lambda: "->XR_SESSION_STATE_FOCUSED" in log.read_text() or proc.poll() is not None, 60,
-                 "hello_xr's FOCUSED")
+        wait_for(
+            lambda: "->XR_SESSION_STATE_FOCUSED" in log.read_text() or proc.poll() is not None, 60, "hello_xr's FOCUSED"
+        )
         frames_from = time.monotonic()
         wait_for(lambda: time.monotonic() - frames_from > 1.0 or proc.poll() is not None, 5, "a second in focus")
         assert proc.poll() is None, log.read_text()[-3000:]

@@ -9,6 +9,7 @@
 One server per test: the server's body cache is keyed by clientNo across rooms (docs/protocols/netsync.md#defects),
 so tests sharing a server would see each other's poses.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -12,6 +12,7 @@ transforms as [x, y, z, qx, qy, qz, qw] (json keeps every float bit). First line
 registers stealth (the official stealth handshake / heartbeat), so it sees without being seen.
 Ends when stdin closes or after --seconds.
 """
+
 import argparse
 import importlib.metadata
 import inspect
@@ -49,8 +50,12 @@ def main() -> None:
     m.start()
     if not a.send:
         m.send_stealth_handshake()
-    print(json.dumps({"ready": True, "version": importlib.metadata.version("styly-netsync-server"),
-                      "device_id": m.device_id}), flush=True)
+    print(
+        json.dumps(
+            {"ready": True, "version": importlib.metadata.version("styly-netsync-server"), "device_id": m.device_id}
+        ),
+        flush=True,
+    )
     last_ts = None
     next_send = 0.0
     end = time.monotonic() + a.seconds
@@ -62,16 +67,29 @@ def main() -> None:
             if a.send and now >= next_send:
                 next_send = now + 0.1
                 yaw = now % 6.0
-                m.send_transform(client_transform_data(
-                    pose_seq=int(now * 10) & 0xFFFF, flags=0x04,
-                    head=transform_data(pos_x=0.1, pos_y=1.6, pos_z=0.2, rot_y=math.sin(yaw / 2), rot_w=math.cos(yaw / 2))))
+                m.send_transform(
+                    client_transform_data(
+                        pose_seq=int(now * 10) & 0xFFFF,
+                        flags=0x04,
+                        head=transform_data(
+                            pos_x=0.1, pos_y=1.6, pos_z=0.2, rot_y=math.sin(yaw / 2), rot_w=math.cos(yaw / 2)
+                        ),
+                    )
+                )
             snap = m.get_room_transform_data()
             if snap is not None and snap.timestamp != last_ts:
                 last_ts = snap.timestamp
                 clients = {
-                    no: {"device_id": m.get_device_id_from_client_no(no), "pose_seq": ct.pose_seq, "flags": ct.flags,
-                         "head": tr(ct.head), "right": tr(ct.right_hand), "left": tr(ct.left_hand),
-                         "virtuals": [tr(v) for v in ct.virtuals or []], "physical": tr(ct.physical)}
+                    no: {
+                        "device_id": m.get_device_id_from_client_no(no),
+                        "pose_seq": ct.pose_seq,
+                        "flags": ct.flags,
+                        "head": tr(ct.head),
+                        "right": tr(ct.right_hand),
+                        "left": tr(ct.left_hand),
+                        "virtuals": [tr(v) for v in ct.virtuals or []],
+                        "physical": tr(ct.physical),
+                    }
                     for no, ct in snap.clients.items()
                 }
                 print(json.dumps({"t": now, "clients": clients}), flush=True)

@@ -4,6 +4,7 @@ One styly-netsync-server release per protocol, each release's own `binary_serial
 loaded side by side (`releases.load_serializer`, from build/netsync/<version>, which
 scripts/setup.sh installs). `from netsync.oracle import ...` (tests/ is on sys.path).
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,13 +13,13 @@ import math
 import random
 from types import SimpleNamespace
 
+from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.model import (
     MAX_VIRTUALS,
     OriginDelta,
     PoseFrame,
     Transform,
 )
-from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.releases import load_serializer
 
 # The release each protocol's oracle comes from (docs/protocols/netsync.md#versions).
@@ -95,8 +96,9 @@ def random_transform(rng: random.Random, around=(0.0, 0.0, 0.0), spread: float =
     return Transform(tuple(c + rng.uniform(-spread, spread) for c in around), random_quat(rng))
 
 
-def random_frame(rng: random.Random, flags: int | None = None, n_virtuals: int | None = None,
-                 max_flags: int = 64) -> PoseFrame:
+def random_frame(
+    rng: random.Random, flags: int | None = None, n_virtuals: int | None = None, max_flags: int = 64
+) -> PoseFrame:
     """A pose within every field's range: head anywhere ±1 km, parts within ±150 m of it, a Δ
     with height, a floor-local physical pose (used only with flag 0x40, protocol 5+)."""
     head = random_transform(rng, spread=1000.0)

@@ -1,16 +1,18 @@
 """docs/protocols/netsync.md#acceptance 1, on 10,000 random poses: encode → decode → reconstruct, max errors printed."""
+
 from __future__ import annotations
 
 import math
 import random
 
 from netsync.oracle import random_quat
-from support import LONG
 
 from headcast.netcode.netsync.codec import decode_client_pose, encode_client_pose
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.origin import delta_angle, reconstruct_physical, unity_yaw
 from headcast.netcode.pose import q_normalize
+
+from support import LONG
 
 
 def angle_deg(a, b) -> float:
@@ -26,10 +28,15 @@ def sub(a, b):
 def test_acceptance_12_1_on_random_poses():
     count = 100_000 if LONG else 10_000
     rng = random.Random(121)
-    worst = dict.fromkeys(("head_pos", "rel_pos", "abs_part_pos", "rot", "delta_t", "dyaw", "phys_pos", "phys_yaw"), 0.0)
+    worst = dict.fromkeys(
+        ("head_pos", "rel_pos", "abs_part_pos", "rot", "delta_t", "dyaw", "phys_pos", "phys_yaw"), 0.0
+    )
     for _ in range(count):
         head = Transform(tuple(rng.uniform(-500, 500) for _ in range(3)), random_quat(rng))
-        parts = [Transform(tuple(h + rng.uniform(-150, 150) for h in head.pos), random_quat(rng)) for _ in range(2 + rng.randrange(4))]
+        parts = [
+            Transform(tuple(h + rng.uniform(-150, 150) for h in head.pos), random_quat(rng))
+            for _ in range(2 + rng.randrange(4))
+        ]
         delta = OriginDelta(rng.uniform(-300, 300), rng.uniform(-300, 300), rng.uniform(-180, 180))
         f = PoseFrame.build(head, parts[0], parts[1], tuple(parts[2:]), delta)
         b = decode_client_pose(encode_client_pose("d", 1, f)).body
@@ -52,7 +59,9 @@ def test_acceptance_12_1_on_random_poses():
         # the receivers' yaw formula (origin.receiver_yaw) is undefined where both its atan2
         # arguments vanish; near there a quantum of the head's rotation turns it by a lot
         if math.hypot(2 * (w * y + z * x), 1 - 2 * (y * y + z * z)) > 0.2:
-            worst["phys_yaw"] = max(worst["phys_yaw"], abs(delta_angle(unity_yaw(b.physical.rot), unity_yaw(exact.rot))))
+            worst["phys_yaw"] = max(
+                worst["phys_yaw"], abs(delta_angle(unity_yaw(b.physical.rot), unity_yaw(exact.rot)))
+            )
         for q in (b.head.rot, b.right.rot, b.left.rot, b.physical.rot, *(v.rot for v in b.virtuals)):
             assert all(math.isfinite(c) for c in q) and abs(sum(c * c for c in q) - 1.0) < 1e-9
 

@@ -1,4 +1,5 @@
 """The sans-IO client core, driven with bytes and an injected clock (no sockets)."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,15 @@ from headcast.netcode.netsync.client import (
     ServerBack,
     ServerSilent,
 )
-from headcast.netcode.netsync.codec import (PoseEncodeError, decode_body, decode_client_pose, encode_body, encode_body_tail,
-                                           encode_device_id_mapping, encode_room_pose)
+from headcast.netcode.netsync.codec import (
+    PoseEncodeError,
+    decode_body,
+    decode_client_pose,
+    encode_body,
+    encode_body_tail,
+    encode_device_id_mapping,
+    encode_room_pose,
+)
 from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 
 ROOM = b"lobby"
@@ -38,8 +46,10 @@ def test_join_members_and_peer_poses():
     assert core.events() == [] and core.counters.drops["room pose: before mapping"] == 1
     core.receive_unicast(0.1, mapping((1, "peer"), (2, "me")))
     ev = core.events()
-    assert ev == [MembersChanged((DeviceMapping(1, "peer", False), DeviceMapping(2, "me", False)), (1, 2), ()),
-                  Joined(2, (0, 10, 4))]
+    assert ev == [
+        MembersChanged((DeviceMapping(1, "peer", False), DeviceMapping(2, "me", False)), (1, 2), ()),
+        Joined(2, (0, 10, 4)),
+    ]
     core.receive_broadcast(0.2, room((1, PEER_BODY), (2, OWN_BODY)))
     p, own = core.events()  # our own entry is not a peer: it comes back as OwnPose
     assert isinstance(p, PeerPose) and (p.client_no, p.device_id, p.pose_time, p.received) == (1, "peer", 8.5, 0.2)
@@ -101,11 +111,13 @@ def test_a_frame_offered_again_is_not_encoded_again(monkeypatch):
     """A still headset offers the same (immutable) PoseFrame frame after frame: its bytes are
     encoded once, and the policy answers exactly as for fresh bytes (unchanged, then heartbeat)."""
     import headcast.netcode.netsync.client as client_mod
+
     encoded = []
 
     def counting(frame, protocol):
         encoded.append(frame)
         return encode_body_tail(frame, protocol)
+
     monkeypatch.setattr(client_mod, "encode_body_tail", counting)
     core = NetSyncClientCore("lobby", "d")
     still = PoseFrame.build(Transform((0, 1.6, 0)))
@@ -255,8 +267,10 @@ def test_unanswered_explicit_protocol_probes_under_a_probe_id_and_names_the_mism
     core.receive_unicast(2.5, versioned_mapping((0, 17, 5), (1, "me" + PROBE_SUFFIX)))
     m = [e for e in core.events() if isinstance(e, ProtocolMismatch)]
     assert len(m) == 1 and (m[0].ours, m[0].server_protocol) == (3, 8)
-    assert m[0].message == ("server (styly-netsync-server 0.17.5) speaks NetSync protocol 8; headcast spoke 3: "
-                            "use --netsync-protocol auto (or 8)")
+    assert m[0].message == (
+        "server (styly-netsync-server 0.17.5) speaks NetSync protocol 8; headcast spoke 3: "
+        "use --netsync-protocol auto (or 8)"
+    )
     assert core.client_no is None and core.control_messages(5.0) == []  # asked once, answered: no more probes
 
 

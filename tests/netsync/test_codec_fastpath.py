@@ -8,14 +8,14 @@ same exception from the decoders — for every protocol, every flags byte, rando
 (out-of-range fields, NaN/inf, zero and integer quaternions, 0…52 virtuals) and garbage bodies.
 The oracle tests compare the results with the shipped serializers.
 """
+
 from __future__ import annotations
 
 import math
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.netcode.netsync import codec
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
@@ -23,11 +23,39 @@ from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from .oracle import random_frame
 
 FAMILIES = (3, 4, 5)
-EDGE = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e300, -1e300, 2.0**51, -(2.0**51), 2**60,
-        83886.07, 83886.08, -83886.08, -83886.09,  # int24 head limits at 0.01
-        163.835, 163.84, -163.84, -163.845,  # int16 at 0.005 (hands)
-        327.67, 327.675, -327.68, -327.685, 3276.7, 3276.75,  # int16 at 0.01 / 0.1 (Δ)
-        0.0025, 0.0075, 0.005, 0.015, 1, 0, -1]
+EDGE = [
+    math.nan,
+    math.inf,
+    -math.inf,
+    0.0,
+    -0.0,
+    1e300,
+    -1e300,
+    2.0**51,
+    -(2.0**51),
+    2**60,
+    83886.07,
+    83886.08,
+    -83886.08,
+    -83886.09,  # int24 head limits at 0.01
+    163.835,
+    163.84,
+    -163.84,
+    -163.845,  # int16 at 0.005 (hands)
+    327.67,
+    327.675,
+    -327.68,
+    -327.685,
+    3276.7,
+    3276.75,  # int16 at 0.01 / 0.1 (Δ)
+    0.0025,
+    0.0075,
+    0.005,
+    0.015,
+    1,
+    0,
+    -1,
+]
 
 
 def outcome(fn, *args) -> tuple:
@@ -48,14 +76,19 @@ def checked_decode(data, offset, protocol):
 floats = st.one_of(st.floats(-400.0, 400.0), st.sampled_from(EDGE), st.floats(allow_nan=True, allow_infinity=True))
 quats = st.one_of(
     st.tuples(*[st.floats(-1.0, 1.0)] * 4),
-    st.tuples(*[st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 0.70710677, -0.70710677, 2.0, 0, 1, math.nan, math.inf])] * 4),
+    st.tuples(
+        *[st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 0.70710677, -0.70710677, 2.0, 0, 1, math.nan, math.inf])]
+        * 4
+    ),
     st.tuples(*[floats] * 4),
 )
 transforms = st.builds(Transform, st.tuples(floats, floats, floats), quats)
 frames = st.builds(
     PoseFrame,
     st.one_of(st.integers(0, 255), st.sampled_from([0x1E, 0x3E, 0x5E, 0x7E, 0x06, 0x02, 0x42, 0x01, -1, 256])),
-    transforms, transforms, transforms,
+    transforms,
+    transforms,
+    transforms,
     st.lists(transforms, max_size=52).map(tuple),
     st.builds(OriginDelta, floats, floats, floats, floats),
     transforms,
@@ -76,8 +109,14 @@ def test_encoders_agree_on_random_poses_every_flags_byte(protocol):
         for _ in range(6):
             f = random_frame(rng, flags, rng.choice((0, 1, 3, 50, 51)))
             seq = rng.randrange(0x10000)
-            assert outcome(codec.encode_body, seq, f, protocol) == outcome(checked_encode, f, protocol, seq), (protocol, flags)
-            assert outcome(codec.encode_body_tail, f, protocol) == outcome(checked_encode, f, protocol, None), (protocol, flags)
+            assert outcome(codec.encode_body, seq, f, protocol) == outcome(checked_encode, f, protocol, seq), (
+                protocol,
+                flags,
+            )
+            assert outcome(codec.encode_body_tail, f, protocol) == outcome(checked_encode, f, protocol, None), (
+                protocol,
+                flags,
+            )
 
 
 @pytest.mark.parametrize("protocol", (3, 4, 5, 8))
@@ -130,12 +169,14 @@ def test_client_pose_envelope_fast_path_matches_the_checked_one():
         variants.append(bytes(bad))
         for m in variants:
             for expect in (None, protocol, 3):
+
                 def checked(m=m, expect=expect):
                     p = codec._versioned(m, codec.MSG_CLIENT_POSE, expect)
                     device_id, start = codec._string(m, 2, "deviceId")
                     body, end = checked_decode(m, start, p)
                     codec._end(m, end, "pose body")
                     return codec.ClientPose(device_id, body, bytes(m[start:]), p)
+
                 assert outcome(codec.decode_client_pose, m, expect) == outcome(checked), (m, expect)
 
 

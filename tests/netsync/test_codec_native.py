@@ -14,6 +14,7 @@ With the extension not built (a machine without a compiler) the comparisons have
 compare: they fail, except where HEADCAST_PURE_PYTHON=1 says the pure path is wanted (then they
 are skipped with that reason, as the run asked).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -88,8 +89,15 @@ def test_encoder_odd_inputs_take_the_python_path():
     h = Transform((1, 2, 3), (0, 0, 0, 1))
     f = PoseFrame(0x1E, h, h, h, (), OriginDelta(1, 2, 3, 4))
     lists = PoseFrame(0x3E, Transform([1.0, 2.0, 3.0], [0.0, 0.0, 0.0, 1.0]), virtuals=[Transform()] * 2)
-    odd = [f, lists, PoseFrame(True), PoseFrame(0x1E, virtuals=(Transform(),)), PoseFrame(0x7E),
-           PoseFrame(0x1E, head=Transform((math.nan, 0.0, 0.0))), PoseFrame(0x3E, virtuals=((1.0,),))]
+    odd = [
+        f,
+        lists,
+        PoseFrame(True),
+        PoseFrame(0x1E, virtuals=(Transform(),)),
+        PoseFrame(0x7E),
+        PoseFrame(0x1E, head=Transform((math.nan, 0.0, 0.0))),
+        PoseFrame(0x3E, virtuals=((1.0,),)),
+    ]
     for frame in odd:
         for protocol in codec.PROTOCOLS:
             a, b = both(codec.encode_client_pose, "d", 5, frame, protocol)
@@ -148,8 +156,9 @@ def test_decoders_agree_on_garbage_behind_every_flags_byte(flags, protocol, rest
 def _room(rng: random.Random, protocol: int, n: int, flags=None) -> tuple[bytes, list]:
     entries, frames_ = [], []
     for i in range(n):
-        f = random_frame(rng, flags, None if flags is None else rng.choice((0, 3)),
-                         max_flags=128 if protocol >= 5 else 64)
+        f = random_frame(
+            rng, flags, None if flags is None else rng.choice((0, 3)), max_flags=128 if protocol >= 5 else 64
+        )
         try:
             body = codec.encode_body(i, f, protocol)
         except codec.PoseEncodeError:
@@ -203,11 +212,13 @@ def test_both_paths_match_the_shipped_serializer(protocol):
             if mine is not None:
                 t = d[key]
                 assert _values(mine) == pytest.approx(
-                    (t["posX"], t["posY"], t["posZ"], t["rotX"], t["rotY"], t["rotZ"], t["rotW"]), abs=1e-12)
+                    (t["posX"], t["posY"], t["posZ"], t["rotX"], t["rotY"], t["rotZ"], t["rotW"]), abs=1e-12
+                )
         if b.physical is not None and "physical" in d:
             p = d["physical"]
             assert _values(b.physical) == pytest.approx(
-                (p["posX"], p["posY"], p["posZ"], p["rotX"], p["rotY"], p["rotZ"], p["rotW"]), abs=1e-9)
+                (p["posX"], p["posY"], p["posZ"], p["rotX"], p["rotY"], p["rotZ"], p["rotW"]), abs=1e-9
+            )
 
 
 def test_the_accelerator_is_actually_taken():

@@ -1,16 +1,15 @@
 """Protocol 3: our encoder's bytes == the shipped serializer's bytes (styly-netsync-server 0.10.4
 as oracle), with docs/protocols/netsync.md#bandwidth's golden and clamping vectors. This file pins protocol 3;
 test_codec_protocols.py runs every protocol 3–8 against its own release."""
+
 from __future__ import annotations
 
 import math
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from netsync.oracle import oracle, pinned_codec, oracle_encode, random_frame, tdict
-from support import LONG
+from hypothesis import given, settings, strategies as st
+from netsync.oracle import oracle, oracle_encode, pinned_codec, random_frame, tdict
 
 from headcast.netcode.netsync.codec import (
     PoseEncodeError,
@@ -32,14 +31,14 @@ from headcast.netcode.netsync.model import (
     Transform,
 )
 
+from support import LONG
+
 shipped = oracle(3)
 P3 = pinned_codec(3)
 encode_body, encode_client_pose, encode_room_pose = P3.encode_body, P3.encode_client_pose, P3.encode_room_pose
 decode_body, decode_client_pose, decode_room_pose = P3.decode_body, P3.decode_client_pose, P3.decode_room_pose
 
-GOLDEN = bytes.fromhex(
-    "ffff1e1f" "7d00ceff2c01" "7b0000a5000006ffff355a1cdd" "3600baff3c00fe78d7ec" "beffb0ff28003526dce5" "00"
-)
+GOLDEN = bytes.fromhex("ffff1e1f7d00ceff2c017b0000a5000006ffff355a1cdd3600baff3c00fe78d7ecbeffb0ff28003526dce500")
 
 
 @pytest.mark.parametrize("flags", range(64))
@@ -89,8 +88,14 @@ EDGE_QUATS = [
 def test_quaternion_edge_cases_match_shipped(q):
     assert compress_quat(q) == shipped._compress_quaternion_smallest_three(*q)
     for flags in (0x06, 0x1E, 0x3E):
-        f = PoseFrame(flags, Transform((1.0, 2.0, 3.0), q), Transform((1.5, 2, 3), q), Transform((0, 0, 0), (q[3], q[2], q[1], q[0])),
-                      (Transform((2, 2, 2), q),), OriginDelta(1, 2, 3))
+        f = PoseFrame(
+            flags,
+            Transform((1.0, 2.0, 3.0), q),
+            Transform((1.5, 2, 3), q),
+            Transform((0, 0, 0), (q[3], q[2], q[1], q[0])),
+            (Transform((2, 2, 2), q),),
+            OriginDelta(1, 2, 3),
+        )
         assert encode_client_pose("x", 7, f) == oracle_encode("x", 7, f)
 
 
@@ -111,15 +116,20 @@ def test_every_packed_value_decodes_to_a_unit_quaternion():
 def test_clamping_and_rounding_vector():
     """Clamping and rounding (docs/protocols/netsync.md#bandwidth): head x 0.125 → 12 (half-to-even),
     y 1e5 → int24 max, dz −400 → i16 min, dyaw 4000 → i16 max."""
-    f = PoseFrame(0x1E, Transform((0.125, 100000.0, -5.0)), Transform((0.125 + 200.0, 0, 0)), Transform((0.125, 100000.0 - 200, -5.0)),
-                  delta=OriginDelta(0.045, -400.0, 4000.0))
+    f = PoseFrame(
+        0x1E,
+        Transform((0.125, 100000.0, -5.0)),
+        Transform((0.125 + 200.0, 0, 0)),
+        Transform((0.125, 100000.0 - 200, -5.0)),
+        delta=OriginDelta(0.045, -400.0, 4000.0),
+    )
     ours = encode_body(1, f)
     assert ours == oracle_encode("", 1, f)[3:]
-    assert ours[4:10] == bytes.fromhex("0400" "0080" "ff7f")  # dx 0.045 → 4, dz → −32768, dyaw → 32767
-    assert ours[10:19] == bytes.fromhex("0c0000" "ffff7f" "0cfeff")  # 12, 8388607, −500
+    assert ours[4:10] == bytes.fromhex("04000080ff7f")  # dx 0.045 → 4, dz → −32768, dyaw → 32767
+    assert ours[10:19] == bytes.fromhex("0c0000ffff7f0cfeff")  # 12, 8388607, −500
     # relative to the unquantised head: right (+200, −1e5, +5) m → (32767, −32768, 1000)
-    assert ours[23:29] == bytes.fromhex("ff7f" "0080" "e803")
-    assert ours[33:39] == bytes.fromhex("0000" "0080" "0000")  # left y −200 m → −32768
+    assert ours[23:29] == bytes.fromhex("ff7f0080e803")
+    assert ours[33:39] == bytes.fromhex("000000800000")  # left y −200 m → −32768
 
 
 def test_golden_body():
@@ -139,8 +149,17 @@ def test_golden_body():
 
 @pytest.mark.parametrize(
     "flags, n, size",
-    [(FLAG_STEALTH, 0, 5), (FLAG_HEAD, 0, 18), (FLAG_PHYSICAL, 0, 11), (0x1C, 0, 38), (0x1E, 0, 44),
-     (0x3E, 1, 54), (0x3E, 50, 544), (0x3F, 3, 5), (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS, 2, 5)],
+    [
+        (FLAG_STEALTH, 0, 5),
+        (FLAG_HEAD, 0, 18),
+        (FLAG_PHYSICAL, 0, 11),
+        (0x1C, 0, 38),
+        (0x1E, 0, 44),
+        (0x3E, 1, 54),
+        (0x3E, 50, 544),
+        (0x3F, 3, 5),
+        (FLAG_RIGHT | FLAG_LEFT | FLAG_VIRTUALS, 2, 5),
+    ],
 )
 def test_body_sizes(flags, n, size):
     f = random_frame(random.Random(n), flags, n)
@@ -161,17 +180,25 @@ def test_decoder_agrees_with_shipped_decoder():
             assert b.delta == (theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"], 0.0)
         for mine, key in ((b.head, "head"), (b.right, "rightHand"), (b.left, "leftHand")):
             if mine is not None:
-                assert tdict(mine) == pytest.approx(tdict(Transform(
-                    (theirs[key]["posX"], theirs[key]["posY"], theirs[key]["posZ"]),
-                    (theirs[key]["rotX"], theirs[key]["rotY"], theirs[key]["rotZ"], theirs[key]["rotW"]))), abs=1e-12)
+                assert tdict(mine) == pytest.approx(
+                    tdict(
+                        Transform(
+                            (theirs[key]["posX"], theirs[key]["posY"], theirs[key]["posZ"]),
+                            (theirs[key]["rotX"], theirs[key]["rotY"], theirs[key]["rotZ"], theirs[key]["rotW"]),
+                        )
+                    ),
+                    abs=1e-12,
+                )
         assert len(b.virtuals) == len(theirs["virtuals"])
         for mine, t in zip(b.virtuals, theirs["virtuals"]):
             assert mine.pos == pytest.approx((t["posX"], t["posY"], t["posZ"]), abs=1e-12)
         if b.physical is not None:
             p = theirs["physical"]
             # the receivers' own reconstruction, yaw formula included (docs/protocols/netsync.md#physical-pose)
-            assert tdict(b.physical) == pytest.approx(tdict(Transform(
-                (p["posX"], p["posY"], p["posZ"]), (p["rotX"], p["rotY"], p["rotZ"], p["rotW"]))), abs=1e-9)
+            assert tdict(b.physical) == pytest.approx(
+                tdict(Transform((p["posX"], p["posY"], p["posZ"]), (p["rotX"], p["rotY"], p["rotZ"], p["rotW"]))),
+                abs=1e-9,
+            )
 
 
 def test_room_pose_matches_shipped():
@@ -180,11 +207,15 @@ def test_room_pose_matches_shipped():
     bodies = [encode_body(i * 7, f) for i, f in enumerate(frames)]
     entries = [(i + 1, 100.25 + i, b) for i, b in enumerate(bodies)]
     ours = encode_room_pose("room-é", 1234.5, entries)
-    theirs = shipped.serialize_room_transform({
-        "roomId": "room-é",
-        "broadcastTime": 1234.5,
-        "clients": [{**_client_dict(f, i * 7), "clientNo": i + 1, "poseTime": 100.25 + i} for i, f in enumerate(frames)],
-    })
+    theirs = shipped.serialize_room_transform(
+        {
+            "roomId": "room-é",
+            "broadcastTime": 1234.5,
+            "clients": [
+                {**_client_dict(f, i * 7), "clientNo": i + 1, "poseTime": 100.25 + i} for i, f in enumerate(frames)
+            ],
+        }
+    )
     assert ours == theirs
     room = decode_room_pose(theirs)
     assert room.room_id == "room-é" and room.broadcast_time == 1234.5
@@ -204,7 +235,9 @@ def _client_dict(f: PoseFrame, seq: int) -> dict:
 def test_device_id_mapping_matches_shipped():
     maps = [DeviceMapping(1, "a" * 36, False), DeviceMapping(2, "ステルス", True), DeviceMapping(65535, "", False)]
     ours = encode_device_id_mapping((0, 10, 4), maps)
-    assert ours == shipped.serialize_device_id_mapping([(m.client_no, m.device_id, m.stealth) for m in maps], (0, 10, 4))
+    assert ours == shipped.serialize_device_id_mapping(
+        [(m.client_no, m.device_id, m.stealth) for m in maps], (0, 10, 4)
+    )
     decoded = decode_device_id_mapping(ours)
     assert decoded.server_version == (0, 10, 4) and decoded.mappings == tuple(maps)
     # docs/protocols/netsync.md#mapping example header: 06 00 0a 04 01 00 | 01 00 00 24 <36-byte UUID>
@@ -214,8 +247,11 @@ def test_device_id_mapping_matches_shipped():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_pose_is_a_typed_error(bad):
-    for f in (PoseFrame(0x04, Transform((bad, 0, 0))), PoseFrame(0x02, delta=OriginDelta(0, bad, 0)),
-              PoseFrame(0x0C, right=Transform((0, bad, 0)))):
+    for f in (
+        PoseFrame(0x04, Transform((bad, 0, 0))),
+        PoseFrame(0x02, delta=OriginDelta(0, bad, 0)),
+        PoseFrame(0x0C, right=Transform((0, bad, 0))),
+    ):
         with pytest.raises(PoseEncodeError):
             encode_body(0, f)
         with pytest.raises((ValueError, OverflowError)):  # the shipped one raises too
@@ -244,13 +280,23 @@ _coord = st.one_of(
     st.integers(-400_000, 400_000).map(lambda k: k * 0.005),
     st.sampled_from([0.0, -0.0, 0.125, -0.125, 0.045, -0.005, 163.835, -163.84, 83886.07, 83886.075, 1e-320]),
 )
-_comp = st.one_of(st.floats(-2.0, 2.0, allow_nan=False), st.sampled_from([0.0, -0.0, 0.5, -0.5, 0.70710677, -0.70710678, 1e-7]))
-_transform = st.builds(lambda p, q: Transform(p, q), st.tuples(_coord, _coord, _coord), st.tuples(_comp, _comp, _comp, _comp))
+_comp = st.one_of(
+    st.floats(-2.0, 2.0, allow_nan=False), st.sampled_from([0.0, -0.0, 0.5, -0.5, 0.70710677, -0.70710678, 1e-7])
+)
+_transform = st.builds(
+    lambda p, q: Transform(p, q), st.tuples(_coord, _coord, _coord), st.tuples(_comp, _comp, _comp, _comp)
+)
 
 
 @settings(max_examples=3000 if LONG else 400, deadline=None)
-@given(st.integers(0, 63), _transform, _transform, _transform, st.lists(_transform, max_size=3),
-       st.tuples(_coord, _coord, st.one_of(_coord, st.integers(-40_000, 40_000).map(lambda k: k * 0.05))))
+@given(
+    st.integers(0, 63),
+    _transform,
+    _transform,
+    _transform,
+    st.lists(_transform, max_size=3),
+    st.tuples(_coord, _coord, st.one_of(_coord, st.integers(-40_000, 40_000).map(lambda k: k * 0.05))),
+)
 def test_property_bytes_equal_the_shipped_serializer(flags, head, right, left, virtuals, delta):
     f = PoseFrame(flags, head, right, left, tuple(virtuals), OriginDelta(*delta))
     assert encode_client_pose("p", 1, f) == oracle_encode("p", 1, f)
@@ -271,6 +317,7 @@ def test_smallest_three_rounds_exact_halfway_values_to_even():
                 break
             a = math.nextafter(a, math.inf if v < k + 0.5 else -math.inf)
     assert len(halfway) > 500  # most k have an exact halfway input
+
     def q10(c: float) -> int:  # the shipped formula, with Python's round()
         return round((min(max(c, _QMIN), _QMAX) - _QMIN) / _QRANGE * 1023)
 

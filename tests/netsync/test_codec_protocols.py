@@ -2,16 +2,15 @@
 encoder bytes identical, decoded values what the official decoder computes (head, hands,
 virtuals, XROrigin Δ, the physical pose it rebuilds, the moving-floor pose), hello and room
 messages, strict errors for each protocol's layout, and fuzzing of every decoder."""
+
 from __future__ import annotations
 
 import math
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from netsync.oracle import PROTOCOLS, oracle, oracle_client, oracle_encode, random_frame, tdict, transform_of
-from support import LONG
 
 from headcast.netcode.netsync.codec import (
     ENCODING_FLAGS_MOVING_FLOOR,
@@ -39,6 +38,8 @@ from headcast.netcode.netsync.model import (
     Transform,
 )
 
+from support import LONG
+
 NFLAGS = {p: 128 if p >= 5 else 64 for p in PROTOCOLS}  # 0x40 exists from protocol 5 on
 
 
@@ -65,7 +66,9 @@ def assert_decodes_like_shipped(protocol: int, msg: bytes) -> None:
         assert_transform(v, t)
     if b.delta is not None:
         dy = theirs.get("xrOriginDeltaY", 0.0)
-        assert b.delta == pytest.approx((theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"], dy), abs=1e-12)
+        assert b.delta == pytest.approx(
+            (theirs["xrOriginDeltaX"], theirs["xrOriginDeltaZ"], theirs["xrOriginDeltaYaw"], dy), abs=1e-12
+        )
     # the physical pose exactly where the official decoder builds one (Δ + head, or moving floor)
     if b.physical is not None:
         assert_transform(b.physical, theirs["physical"])
@@ -102,7 +105,13 @@ def test_edge_values_match_their_release(protocol):
     """Clamps and halfway roundings in every field, the Δ height from 4 on, non-unit and
     degenerate rotations, and a moving-floor pose whose yaw is undefined."""
     edges = [0.0, -0.0, 0.005, 0.0025, -0.0075, 0.045, 0.125, 327.67, 327.675, -327.685, 1e6, -1e6, 83886.07, 83886.075]
-    rots = [(0.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.5, 0.5, 0.5, 0.5), (1e300, 1e300, 0.0, 0.0), (0.0, 0.0, 3.0, 4.0)]
+    rots = [
+        (0.0, 0.0, 0.0, 0.0),
+        (0.0, 1.0, 0.0, 0.0),
+        (0.5, 0.5, 0.5, 0.5),
+        (1e300, 1e300, 0.0, 0.0),
+        (0.0, 0.0, 3.0, 4.0),
+    ]
     rng = random.Random(7)
     for e in edges:
         for r in rots:
@@ -119,7 +128,7 @@ def test_delta_height_from_protocol_4_and_the_receivers_subtract_it():
     f = PoseFrame.build(head, delta=OriginDelta(0.5, -0.25, 90.0, 0.3))
     p3, p4 = encode_body(1, f, 3), encode_body(1, f, 4)
     assert len(p3) == 4 + 6 + 13 + 1 and len(p4) == 4 + 8 + 13 + 1
-    assert p4[4:12] == bytes.fromhex("3200" "1e00" "e7ff" "8403")  # dx 50, dy 30, dz −25, dyaw 900
+    assert p4[4:12] == bytes.fromhex("32001e00e7ff8403")  # dx 50, dy 30, dz −25, dyaw 900
     b3, b4 = decode_body(p3, 0, 3)[0], decode_body(p4, 0, 4)[0]
     assert b3.delta.dy == 0.0 and b3.physical.pos[1] == pytest.approx(1.7)
     assert b4.delta.dy == pytest.approx(0.3) and b4.physical.pos[1] == pytest.approx(1.4)
@@ -133,7 +142,7 @@ def test_moving_floor_local_sends_the_physical_pose_itself(protocol):
     assert f.flags == FLAG_PHYSICAL | FLAG_HEAD | FLAG_MOVING_FLOOR
     body = encode_body(9, f, protocol)
     assert body[2:4] == bytes((0x46, ENCODING_FLAGS_MOVING_FLOOR))
-    assert body[4:12] == bytes.fromhex("9600" "1900" "38ff" "d204")  # 150, 25, −200, 1234
+    assert body[4:12] == bytes.fromhex("9600190038ffd204")  # 150, 25, −200, 1234
     b = decode_body(body, 0, protocol)[0]
     assert b.moving_floor and b.delta is None
     assert b.physical.pos == pytest.approx((1.5, 0.25, -2.0)) and b.physical.rot == pytest.approx(phys.rot, abs=1e-9)
@@ -158,10 +167,14 @@ def test_room_pose_matches_its_release(protocol):
         d = oracle_client("", i * 7, f)
         del d["deviceId"]
         clients.append({**d, "clientNo": i + 1, "poseTime": 100.25 + i})
-    theirs = oracle(protocol).serialize_room_transform({"roomId": "room-é", "broadcastTime": 1234.5, "clients": clients})
+    theirs = oracle(protocol).serialize_room_transform(
+        {"roomId": "room-é", "broadcastTime": 1234.5, "clients": clients}
+    )
     assert ours == theirs
     room = decode_room_pose(theirs, expect=protocol)
-    assert room.protocol == protocol and [e.body for e in room.entries] == [decode_body(b, 0, protocol)[0] for b in bodies]
+    assert room.protocol == protocol and [e.body for e in room.entries] == [
+        decode_body(b, 0, protocol)[0] for b in bodies
+    ]
     with pytest.raises(UnsupportedProtocolError) as e:
         decode_room_pose(theirs, expect=protocol % 8 + 3)
     assert e.value.protocol == protocol
@@ -205,17 +218,28 @@ def test_strict_errors_for_the_8_byte_physical_block(protocol):
 
 def _messages(protocol: int) -> list[bytes]:
     rng = random.Random(protocol)
-    bodies = [encode_body(i, random_frame(rng, flags, n), protocol)
-              for i, (flags, n) in enumerate([(0x1E, 0), (0x3E, 2), (0x01, 0), (0x06, 0)] + ([(0x7E, 1)] if protocol >= 5 else []))]
-    out = [encode_client_pose("dev", 3, random_frame(rng, 0x3E, 1), protocol),
-           encode_room_pose("room", 5.0, [(i + 1, float(i), b) for i, b in enumerate(bodies)], protocol)]
+    bodies = [
+        encode_body(i, random_frame(rng, flags, n), protocol)
+        for i, (flags, n) in enumerate(
+            [(0x1E, 0), (0x3E, 2), (0x01, 0), (0x06, 0)] + ([(0x7E, 1)] if protocol >= 5 else [])
+        )
+    ]
+    out = [
+        encode_client_pose("dev", 3, random_frame(rng, 0x3E, 1), protocol),
+        encode_room_pose("room", 5.0, [(i + 1, float(i), b) for i, b in enumerate(bodies)], protocol),
+    ]
     if protocol >= 7:
         out.append(encode_client_hello("dev", True, protocol))
     return out
 
 
-DECODERS = (decode_client_pose, decode_room_pose, decode_client_hello,
-            lambda d: decode_body(d, 0, 4), lambda d: decode_body(d, 0, 8))
+DECODERS = (
+    decode_client_pose,
+    decode_room_pose,
+    decode_client_hello,
+    lambda d: decode_body(d, 0, 4),
+    lambda d: decode_body(d, 0, 8),
+)
 
 
 @settings(max_examples=3000 if LONG else 300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -242,6 +266,13 @@ def test_property_bytes_equal_every_release(protocol, flags, data):
     coord = st.one_of(st.floats(-4e5, 4e5, allow_nan=False), st.integers(-80_000, 80_000).map(lambda k: k * 0.005))
     comp = st.floats(-2.0, 2.0, allow_nan=False)
     tr = st.builds(Transform, st.tuples(coord, coord, coord), st.tuples(comp, comp, comp, comp))
-    f = PoseFrame(flags, data.draw(tr), data.draw(tr), data.draw(tr), tuple(data.draw(st.lists(tr, max_size=2))),
-                  OriginDelta(*data.draw(st.tuples(coord, coord, coord, coord))), data.draw(tr))
+    f = PoseFrame(
+        flags,
+        data.draw(tr),
+        data.draw(tr),
+        data.draw(tr),
+        tuple(data.draw(st.lists(tr, max_size=2))),
+        OriginDelta(*data.draw(st.tuples(coord, coord, coord, coord))),
+        data.draw(tr),
+    )
     assert encode_client_pose("p", 1, f, protocol) == oracle_encode("p", 1, f, protocol)

@@ -2,6 +2,7 @@
 
 Protocol 3's hand-made byte strings (pinned here); test_codec_protocols.py has the same checks
 for the bodies of protocols 4–8 and fuzzes them."""
+
 from __future__ import annotations
 
 import functools
@@ -9,10 +10,8 @@ import random
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from netsync.oracle import oracle, pinned_codec, random_frame
-from support import LONG
 
 from headcast.netcode.netsync import client
 from headcast.netcode.netsync.client import Dropped
@@ -30,6 +29,8 @@ from headcast.netcode.netsync.codec import (
     encode_device_id_mapping,
 )
 from headcast.netcode.netsync.model import DeviceMapping, PoseFrame
+
+from support import LONG
 
 shipped = oracle(3)
 P3 = pinned_codec(3)
@@ -171,7 +172,10 @@ def test_fuzz_random_bytes(data):
 
 def _valid_messages() -> list[bytes]:
     rng = random.Random(99)
-    bodies = [encode_body(i, random_frame(rng, flags, n)) for i, (flags, n) in enumerate([(0x1E, 0), (0x3E, 2), (0x01, 0), (0x06, 0)])]
+    bodies = [
+        encode_body(i, random_frame(rng, flags, n))
+        for i, (flags, n) in enumerate([(0x1E, 0), (0x3E, 2), (0x01, 0), (0x06, 0)])
+    ]
     return [
         encode_client_pose("dev", 3, random_frame(rng, 0x3E, 1)),
         encode_room_pose("room", 5.0, [(i + 1, float(i), b) for i, b in enumerate(bodies)]),
@@ -180,8 +184,12 @@ def _valid_messages() -> list[bytes]:
 
 
 @settings(max_examples=FUZZ, deadline=None)
-@given(st.sampled_from(_valid_messages()), st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6),
-       st.integers(0, 600), st.binary(max_size=12))
+@given(
+    st.sampled_from(_valid_messages()),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6),
+    st.integers(0, 600),
+    st.binary(max_size=12),
+)
 def test_fuzz_mutated_messages(msg, flips, cut, tail):
     data = bytearray(msg)
     for pos, value in flips:
@@ -195,7 +203,13 @@ def test_fuzz_mutated_messages(msg, flips, cut, tail):
 def test_bad_broadcast_leaves_the_client_state_untouched(junk):
     """Nothing partially applied: a broken room pose changes no member, number or pose."""
     core = NetSyncClientCore("room", "me")
-    core.receive_unicast(0.0, [b"room", encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "me", False), DeviceMapping(2, "peer", False)])])
+    core.receive_unicast(
+        0.0,
+        [
+            b"room",
+            encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "me", False), DeviceMapping(2, "peer", False)]),
+        ],
+    )
     core.events()
     good = encode_body(1, random_frame(random.Random(1), 0x1E, 0))
     msg = encode_room_pose("room", 1.0, [(2, 1.0, good)]) + junk

@@ -2,17 +2,18 @@
 over a junk room broadcast, and 100,000 distinct bad messages leave every structure the server's
 bytes fill bounded (drop reasons, their details, pending events, members). Scripted bytes fed to
 the sans-IO core: no real server sends these on demand."""
+
 from __future__ import annotations
 
 import time
+
+from netsync.test_client_core import ROOM, STILL, versioned_mapping
 
 from headcast.netcode.drops import MAX_DETAIL_LEN, MAX_DROP_REASONS, MAX_REASON_LEN
 from headcast.netcode.netsync import client as nc
 from headcast.netcode.netsync.client import Joined, NetSyncClientCore, ProtocolDetected, ProtocolMismatch
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body, encode_room_pose
 from headcast.netcode.netsync.model import PoseFrame, Transform
-
-from netsync.test_client_core import ROOM, STILL, versioned_mapping
 
 
 def _junk_broadcast(protocol: int) -> list[bytes]:
@@ -41,11 +42,11 @@ def test_100k_distinct_bad_messages_keep_the_core_bounded():
     t0 = time.perf_counter()
     for i in range(100_000):
         bad = i.to_bytes(4, "little") * (1 + i % 5)
-        core.receive_broadcast(1.0, [ROOM, bytes([12, i % 256]) + bad])   # room pose, any protocol byte, junk
+        core.receive_broadcast(1.0, [ROOM, bytes([12, i % 256]) + bad])  # room pose, any protocol byte, junk
         if i % 4 == 0:
-            core.receive_unicast(1.0, [ROOM, bytes([6]) + bad])           # a mapping that is not one
+            core.receive_unicast(1.0, [ROOM, bytes([6]) + bad])  # a mapping that is not one
         if i % 8 == 0:
-            core.receive_broadcast(1.0, [ROOM + bytes([i % 251]), bad])   # another topic
+            core.receive_broadcast(1.0, [ROOM + bytes([i % 251]), bad])  # another topic
     took = time.perf_counter() - t0
     drops = core.counters.drops
     assert len(drops) <= MAX_DROP_REASONS and all(len(k) <= MAX_REASON_LEN for k in drops), dict(drops)

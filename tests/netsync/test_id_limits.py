@@ -1,4 +1,5 @@
 """roomId and deviceId travel after a one-byte length: longer ones are refused up front."""
+
 from __future__ import annotations
 
 import pytest

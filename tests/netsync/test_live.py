@@ -1,6 +1,7 @@
 """Our client against the real styly-netsync-server, the first protocol headcast speaks (0.10.4,
 protocol 3) and the current release (0.17.5, protocol 8): relay, protection, traffic, restart,
 shutdown. test_protocols_live.py covers every release in between and the official client."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,6 @@ import time
 
 import pytest
 import zmq
-from support import free_port, wait_for
 
 from headcast.netcode.netsync.client import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
 from headcast.netcode.netsync.codec import (
@@ -20,6 +20,8 @@ from headcast.netcode.netsync.codec import (
 )
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.transport import NetSyncClient, NoAnswerError
+
+from support import free_port, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -33,7 +35,9 @@ def client(srv, device_id, room=ROOM, **kw) -> NetSyncClient:
 
 
 def moving(t: float) -> PoseFrame:
-    head = Transform((0.5 + 0.3 * math.sin(t), 1.7, -1.0 + 0.3 * math.cos(t)), (0.0, math.sin(t / 4), 0.0, math.cos(t / 4)))
+    head = Transform(
+        (0.5 + 0.3 * math.sin(t), 1.7, -1.0 + 0.3 * math.cos(t)), (0.0, math.sin(t / 4), 0.0, math.cos(t / 4))
+    )
     right = Transform((head.pos[0] + 0.3, 1.2, head.pos[2] - 0.2), (0.1, 0.2, 0.3, 0.9))
     left = Transform((head.pos[0] - 0.3, 1.25, head.pos[2] - 0.1), (0.0, 0.0, 0.0, 1.0))
     virt = (Transform((2.0, 0.5, 3.0), (0.0, 0.7071, 0.0, 0.7071)),)
@@ -124,6 +128,7 @@ def test_relay_integrity(netsync_edge):
     raw.connect(f"tcp://127.0.0.1:{netsync_edge.address.pub_port}")
     sent: list[tuple[float, bytes]] = []  # (now, message) of every pose A's core produced
     try:
+
         def frame_for(name, now):
             if name == "viewer-b":
                 return PoseFrame.build(Transform((0.0, 1.6, 0.0)))
@@ -133,10 +138,12 @@ def test_relay_integrity(netsync_edge):
         orig = a.core.pose_message
         a.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
         pump.until(lambda: a.client_no and b.client_no, 15, "both clients to get a clientNo")
+
         # The server's device-ID mapping is debounced (<= 1 per 0.5 s): A's first poses may reach B
         # before the mapping that names A, so they carry no device id yet; once named, always named.
         def named() -> list[PeerPose]:
             return [p for p in pump.of("viewer-b", PeerPose) if p.device_id == "sender-a"]
+
         pump.until(lambda: len(named()) >= 5, 15, "five relayed poses of A at B after B learnt A's name")
         peers = pump.of("viewer-b", PeerPose)
         first_named = peers.index(named()[0])
@@ -145,7 +152,9 @@ def test_relay_integrity(netsync_edge):
         by_seq = {decode_client_pose(m).body.pose_seq: (t, m) for t, m in sent}
         for p in peers:
             assert p.client_no == a.client_no
-            assert p.body == decode_client_pose(by_seq[p.body.pose_seq][1]).body  # poseSeq, flags, every field, physical
+            assert (
+                p.body == decode_client_pose(by_seq[p.body.pose_seq][1]).body
+            )  # poseSeq, flags, every field, physical
             assert p.body.flags == 0x3E and len(p.body.virtuals) == 1
         # the reconstructed pose is the sent one within the quantisation bounds
         last = peers[-1].body
@@ -160,7 +169,7 @@ def test_relay_integrity(netsync_edge):
                 payloads.append(raw.recv_multipart(zmq.NOBLOCK)[1])
             except zmq.Again:
                 break
-        a_bodies = {m[3 + len(b"sender-a"):] for _, m in sent}
+        a_bodies = {m[3 + len(b"sender-a") :] for _, m in sent}
         assert any(body in p for p in payloads for body in a_bodies)
     finally:
         raw.close(0)
@@ -175,11 +184,16 @@ def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_edge):
     sent: list[tuple[float, bytes]] = []
     orig = me.core.pose_message
     me.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
-    pump = Pump({"me": me, "other": other},
-                lambda n, now: moving(now) if n == "me" else PoseFrame.build(Transform((5.0, 1.6, 5.0))))
+    pump = Pump(
+        {"me": me, "other": other},
+        lambda n, now: moving(now) if n == "me" else PoseFrame.build(Transform((5.0, 1.6, 5.0))),
+    )
     try:
-        pump.until(lambda: len(pump.of("me", OwnPose)) >= 5 and pump.of("me", PeerPose) and other.client_no, 15,
-                   "five own poses, a peer pose and the peer's own clientNo")
+        pump.until(
+            lambda: len(pump.of("me", OwnPose)) >= 5 and pump.of("me", PeerPose) and other.client_no,
+            15,
+            "five own poses, a peer pose and the peer's own clientNo",
+        )
         by_seq = {decode_client_pose(m).body.pose_seq: m for _, m in sent}
         own = pump.of("me", OwnPose)
         for o in own:
@@ -225,7 +239,11 @@ def test_mixed_client_protection(netsync_edge):
         assert legacy.poll(0) == 0  # no mapping (nor anything else) came back to the old client
         # the same pose with bit 4 is accepted: the protection is exactly that bit
         legacy.send_multipart([ROOM.encode(), good])
-        pump.until(lambda: any(m.device_id == "old-client" for m in viewer.core.members.values()), 15, "the fixed client in the mapping")
+        pump.until(
+            lambda: any(m.device_id == "old-client" for m in viewer.core.members.values()),
+            15,
+            "the fixed client in the mapping",
+        )
     finally:
         legacy.close(0)
         viewer.close()
@@ -235,8 +253,12 @@ def test_traffic_live(netsync_edge):
     """docs/protocols/netsync.md#acceptance 5, a bounded live run: idle → ~1 Hz, motion → capped at SendRate (10 Hz)."""
     c, v = client(netsync_edge, "walker"), client(netsync_edge, "watcher")
     phase = {"moving": False}
-    pump = Pump({"walker": c, "watcher": v},
-                lambda n, now: moving(now * 3) if n == "walker" and phase["moving"] else PoseFrame.build(Transform((0, 1.6, 0))))
+    pump = Pump(
+        {"walker": c, "watcher": v},
+        lambda n, now: (
+            moving(now * 3) if n == "walker" and phase["moving"] else PoseFrame.build(Transform((0, 1.6, 0)))
+        ),
+    )
     try:
         pump.until(lambda: c.client_no and v.client_no, 15, "clientNos")
         t0 = time.monotonic()
@@ -263,7 +285,9 @@ def test_server_restart_survival(netsync_edge):
     try:
         pump.until(lambda: len(pump.of("b", PeerPose)) >= 2, 15, "relayed poses before the restart")
         netsync_edge.stop()
-        pump.until(lambda: pump.of("a", ServerSilent) and pump.of("b", ServerSilent), 10, "ServerSilent on both clients")
+        pump.until(
+            lambda: pump.of("a", ServerSilent) and pump.of("b", ServerSilent), 10, "ServerSilent on both clients"
+        )
         dropped = a.counters.drops.copy()
         pump.until(lambda: a.counters.drops != dropped, 5, "sends counted as dropped while the server is down")
         seen, mappings = len(pump.of("b", PeerPose)), b.counters.mappings
@@ -298,7 +322,11 @@ def test_exact_topic_match(netsync_edge):
     me = client(netsync_edge, "in-a")
     pump = Pump({"near": near, "me": me}, lambda n, now: moving(now))
     try:
-        pump.until(lambda: me.counters.drops["broadcast: other topic"] >= 3 and me.client_no, 15, "room-ab broadcasts at the room-a client")
+        pump.until(
+            lambda: me.counters.drops["broadcast: other topic"] >= 3 and me.client_no,
+            15,
+            "room-ab broadcasts at the room-a client",
+        )
         assert all(p.device_id != "in-ab" for p in pump.of("me", PeerPose))
     finally:
         near.close()
@@ -331,8 +359,16 @@ def test_stealth_client_is_registered_but_never_relayed(netsync_edge):
     try:
         # The viewer learns of the ghost from the server's client-number/device-ID mapping, which may
         # come after the viewer's fifth broadcast on a busy machine: wait for it within the bound.
-        pump.until(lambda: ghost.client_no and viewer.client_no and viewer.counters.room_poses >= 5
-                   and ghost.client_no in viewer.core.members, 15, "both joined, five broadcasts, the ghost known")
+        pump.until(
+            lambda: (
+                ghost.client_no
+                and viewer.client_no
+                and viewer.counters.room_poses >= 5
+                and ghost.client_no in viewer.core.members
+            ),
+            15,
+            "both joined, five broadcasts, the ghost known",
+        )
         assert viewer.core.members[ghost.client_no].stealth
         assert not [p for p in pump.of("viewer", PeerPose) if p.client_no == ghost.client_no]
         assert not pump.of("ghost", OwnPose)  # a stealth member is never in the broadcast, ours included

@@ -1,5 +1,6 @@
 """LocalNetSyncServer and the releases: every protocol's real server on loopback only, reporting its
 own version, stopped by PID and restarted on the same ports; install folders; isolated serializers."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,6 @@ import time
 import psutil
 import pytest
 import zmq
-from support import wait_for
 
 from headcast.netcode.netsync import releases
 from headcast.netcode.netsync.localserver import (
@@ -22,6 +22,8 @@ from headcast.netcode.netsync.localserver import (
     free_port,
 )
 from headcast.netcode.netsync.releases import CURRENT, RELEASES
+
+from support import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -86,7 +88,12 @@ def mapping_from(srv: LocalNetSyncServer, room: str, device_id: str, timeout: fl
                     resent = time.monotonic()
                 continue
             parts = dealer.recv_multipart()
-            if len(parts) == 2 and parts[0] == room.encode() and parts[1][:1] == b"\x06" and device_id.encode() in parts[1]:
+            if (
+                len(parts) == 2
+                and parts[0] == room.encode()
+                and parts[1][:1] == b"\x06"
+                and device_id.encode() in parts[1]
+            ):
                 return parts[1]
         pytest.fail(f"no device-ID mapping from {a.version} within {timeout:.0f} s:\n{srv.log_tail()}")
     finally:
@@ -179,8 +186,12 @@ def test_serializers_of_several_protocols_side_by_side():
     assert len({id(m) for m in mods.values()}) == len(RELEASES)  # separate modules, not one import
     assert releases.load_serializer(CURRENT) is mods[CURRENT]
     assert "styly_netsync.binary_serializer" not in {m.__name__ for m in mods.values()}
-    frame = {"deviceId": "x", "poseSeq": 7, "flags": 0x04,
-             "head": {"posX": 1.25, "posY": 1.6, "posZ": -2.0, "rotX": 0, "rotY": 0, "rotZ": 0, "rotW": 1}}
+    frame = {
+        "deviceId": "x",
+        "poseSeq": 7,
+        "flags": 0x04,
+        "head": {"posX": 1.25, "posY": 1.6, "posZ": -2.0, "rotX": 0, "rotY": 0, "rotZ": 0, "rotW": 1},
+    }
     for v, m in mods.items():
         raw = m.serialize_client_transform(frame)
         assert raw[:2] == bytes([11, RELEASES[v]])
@@ -190,10 +201,23 @@ def test_serializers_of_several_protocols_side_by_side():
 
 def test_protocol_of_version_ranges():
     expect = {
-        "0.8.0": None, "0.7.5": None, "0.0.5": None,
-        "0.9.0": 3, "0.9.1": 3, "0.10.0": 3, "0.10.4": 3,
-        "0.11.0": 4, "0.12.0": 5, "0.13.0": 5, "0.14.0": 6, "0.15.0": 7, "0.15.1": 7,
-        "0.16.0": 8, "0.16.3": 8, "0.17.0": 8, "0.17.5": 8,
+        "0.8.0": None,
+        "0.7.5": None,
+        "0.0.5": None,
+        "0.9.0": 3,
+        "0.9.1": 3,
+        "0.10.0": 3,
+        "0.10.4": 3,
+        "0.11.0": 4,
+        "0.12.0": 5,
+        "0.13.0": 5,
+        "0.14.0": 6,
+        "0.15.0": 7,
+        "0.15.1": 7,
+        "0.16.0": 8,
+        "0.16.3": 8,
+        "0.17.0": 8,
+        "0.17.5": 8,
         "not a version": None,
     }
     assert {v: releases.protocol_of_version(v) for v in expect} == expect
@@ -203,7 +227,9 @@ def test_protocol_of_version_ranges():
 
 
 def test_failed_install_names_the_pip_command_and_leaves_no_folder(tmp_path):
-    with pytest.raises(releases.ReleaseInstallError, match=r"pip install --no-deps .*--target .*styly-netsync-server==0\.0\.0"):
+    with pytest.raises(
+        releases.ReleaseInstallError, match=r"pip install --no-deps .*--target .*styly-netsync-server==0\.0\.0"
+    ):
         releases.ensure_release("0.0.0", tmp_path)
     assert list((tmp_path / "build" / "netsync").iterdir()) == []  # the temp folder is gone, nothing renamed
 
@@ -332,15 +358,25 @@ def test_launcher_keeps_even_discovery_on_loopback(tmp_path):
     from headcast.netcode.netsync.localserver import LAUNCHER
 
     control = free_port()
-    ports = dict(control_port=control, dealer_port=control, transform_port=free_port(), pub_port=free_port(),
-                 rest_api_port=free_port(), server_discovery_port=free_port())
+    ports = dict(
+        control_port=control,
+        dealer_port=control,
+        transform_port=free_port(),
+        pub_port=free_port(),
+        rest_api_port=free_port(),
+        server_discovery_port=free_port(),
+    )
     cfg = tmp_path / "discovery.toml"
     cfg.write_text("".join(f"{k} = {v}\n" for k, v in ports.items()))
     log = tmp_path / "discovery.log"
     env = dict(os.environ, PYTHONPATH=str(releases.ensure_release(CURRENT)), PYTHONUNBUFFERED="1")
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, str(LAUNCHER), "--config", str(cfg), "--log-level-console", "DEBUG"],
-                                stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, str(LAUNCHER), "--config", str(cfg), "--log-level-console", "DEBUG"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         want = {("tcp", LOOPBACK, p) for p in ports.values()} | {("udp", LOOPBACK, ports["server_discovery_port"])}
 

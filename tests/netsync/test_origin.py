@@ -1,4 +1,5 @@
 """XROrigin Δ and physical reconstruction: the SE(2) invariants (docs/protocols/netsync.md#xrorigin, #acceptance)."""
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,16 @@ from headcast.netcode.pose import q_mul, q_normalize, q_rotate, quat_from_axis_a
 
 @pytest.mark.parametrize(
     "a, b, d",
-    [(0, 190, -170), (0, 180, 180), (0, -180, 180), (350, 10, 20), (10, 350, -20), (0, 540, 180), (-720, 45, 45), (30, 30, 0)],
+    [
+        (0, 190, -170),
+        (0, 180, 180),
+        (0, -180, 180),
+        (350, 10, 20),
+        (10, 350, -20),
+        (0, 540, 180),
+        (-720, 45, 45),
+        (30, 30, 0),
+    ],
 )
 def test_delta_angle_is_unitys(a, b, d):
     assert delta_angle(a, b) == pytest.approx(d)
@@ -30,7 +40,10 @@ def test_delta_angle_is_unitys(a, b, d):
 
 def unity_euler(pitch: float, yaw: float, roll: float):
     """Unity's Quaternion.Euler: q = q_y · q_x · q_z."""
-    return q_mul(q_mul(quat_from_axis_angle((0, 1, 0), yaw), quat_from_axis_angle((1, 0, 0), pitch)), quat_from_axis_angle((0, 0, 1), roll))
+    return q_mul(
+        q_mul(quat_from_axis_angle((0, 1, 0), yaw), quat_from_axis_angle((1, 0, 0), pitch)),
+        quat_from_axis_angle((0, 0, 1), roll),
+    )
 
 
 def test_unity_yaw_is_euler_y_even_with_pitch_and_roll():
@@ -76,7 +89,9 @@ def test_pure_translation():
 def _world(origin_pos, origin_yaw, local: Transform) -> Transform:
     """The XROrigin as parent of tracking space: world = O · local."""
     x, y, z = rotate_yaw(local.pos, origin_yaw)
-    return Transform((origin_pos[0] + x, origin_pos[1] + y, origin_pos[2] + z), q_mul(yaw_quat_unity(origin_yaw), local.rot))
+    return Transform(
+        (origin_pos[0] + x, origin_pos[1] + y, origin_pos[2] + z), q_mul(yaw_quat_unity(origin_yaw), local.rot)
+    )
 
 
 def test_delta_carries_the_initial_origin_onto_the_current_one():
@@ -125,5 +140,7 @@ def test_no_drift_over_1000_snap_turns():
     assert 0.1 < worst_yaw < 2.0  # pitch 10°, roll 5°: receivers' yaw error (docs/protocols/netsync.md#physical-pose)
     # head ≤ 0.0087 m, Δ ≤ 0.0071 m, dyaw ≤ 0.05° over a lever of a few metres
     assert worst_wire < 0.03
-    print(f"\n1000 snap turns: exact drift {worst_exact:.2e}, worst wire error {worst_wire * 1000:.2f} mm; "
-          f"receivers' physical yaw vs the true one: up to {worst_yaw:.3f}°")
+    print(
+        f"\n1000 snap turns: exact drift {worst_exact:.2e}, worst wire error {worst_wire * 1000:.2f} mm; "
+        f"receivers' physical yaw vs the true one: up to {worst_yaw:.3f}°"
+    )

@@ -1,4 +1,5 @@
 """Unity's send policy and traffic behaviour (docs/protocols/netsync.md#send-policy), with an injected clock."""
+
 from __future__ import annotations
 
 import pytest

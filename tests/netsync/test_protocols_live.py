@@ -7,6 +7,7 @@ PYTHONPATH) sits in the room and reports what it decodes. It must decode exactly
 head, hands, virtuals and the physical pose it rebuilds — and see our send policy. Mismatches
 are named with the server's protocol; a restarted server gets our poses again.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from support import wait_for
 
 from headcast.netcode.netsync.client import (
     Dropped,
@@ -33,6 +33,8 @@ from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.releases import release_dir
 from headcast.netcode.netsync.transport import NetSyncClient, ProtocolMismatchError
 
+from support import wait_for
+
 pytestmark = pytest.mark.live
 
 ROOM = "headcast-protocols"
@@ -45,14 +47,34 @@ class Observer:
     def __init__(self, srv, *, send: bool = False, seconds: float = 90.0) -> None:
         a = srv.address
         env = dict(os.environ, PYTHONPATH=str(release_dir(a.version)), PYTHONUNBUFFERED="1")
-        cmd = [sys.executable, str(OBSERVER), "--control-port", str(a.dealer_port), "--pub-port", str(a.pub_port),
-               "--transform-port", str(a.transform_port), "--room", ROOM, "--seconds", str(seconds)]
-        self.proc = subprocess.Popen(cmd + (["--send"] if send else []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, text=True)
+        cmd = [
+            sys.executable,
+            str(OBSERVER),
+            "--control-port",
+            str(a.dealer_port),
+            "--pub-port",
+            str(a.pub_port),
+            "--transform-port",
+            str(a.transform_port),
+            "--room",
+            ROOM,
+            "--seconds",
+            str(seconds),
+        ]
+        self.proc = subprocess.Popen(
+            cmd + (["--send"] if send else []),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
         self.lines: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.ready = wait_for(lambda: next((x for x in self.lines if "ready" in x), None), 30, "the official client to start")
+        self.ready = wait_for(
+            lambda: next((x for x in self.lines if "ready" in x), None), 30, "the official client to start"
+        )
         assert self.ready["version"] == a.version  # really that release's own client
 
     def _read(self) -> None:
@@ -87,8 +109,10 @@ def client(srv, device_id: str, **kw) -> NetSyncClient:
 
 def moving(t: float, protocol: int) -> PoseFrame:
     """Head turning and bobbing, both hands, one virtual, an XROrigin Δ with height (sent from 4)."""
-    head = Transform((0.5 + 0.3 * math.sin(t), 1.6 + 0.05 * math.sin(3 * t), -1.0 + 0.3 * math.cos(t)),
-                     (0.2 * math.sin(t / 3), math.sin(t / 4), 0.1, math.cos(t / 4)))
+    head = Transform(
+        (0.5 + 0.3 * math.sin(t), 1.6 + 0.05 * math.sin(3 * t), -1.0 + 0.3 * math.cos(t)),
+        (0.2 * math.sin(t / 3), math.sin(t / 4), 0.1, math.cos(t / 4)),
+    )
     right = Transform((head.pos[0] + 0.3, 1.2, head.pos[2] - 0.2), (0.1, 0.2, 0.3, 0.9))
     left = Transform((head.pos[0] - 0.3, 1.25, head.pos[2] - 0.1), (0.0, 0.0, 0.0, 1.0))
     virt = (Transform((2.0, 0.5, 3.0), (0.0, 0.7071, 0.0, 0.7071)),)
@@ -99,8 +123,9 @@ def floor_local(t: float) -> PoseFrame:
     """Protocol 5+: a player on a moving floor sends its floor-local physical pose."""
     yaw = 40.0 + 20.0 * math.sin(t)
     phys = Transform((0.4, 0.1, -0.3), (0.0, math.sin(math.radians(yaw) / 2), 0.0, math.cos(math.radians(yaw) / 2)))
-    return PoseFrame.build(Transform((0.6, 1.7, -0.2), (0.0, 0.3, 0.0, 0.95)), Transform((0.8, 1.2, -0.4)), None, (),
-                           physical=phys)
+    return PoseFrame.build(
+        Transform((0.6, 1.7, -0.2), (0.0, 0.3, 0.0, 0.95)), Transform((0.8, 1.2, -0.4)), None, (), physical=phys
+    )
 
 
 class Streamer:
@@ -122,6 +147,7 @@ class Streamer:
         def go():
             self.step()
             return pred()
+
         return wait_for(go, timeout, what, interval=0.005)
 
     def run(self, seconds: float) -> None:
@@ -178,12 +204,20 @@ def test_auto_detects_every_release_and_the_official_client_decodes_what_we_sent
         detected = s.of(ProtocolDetected)
         assert [d.protocol for d in detected] == [proto] and c.core.protocol == proto
         assert s.of(Joined)[0].server_version == tuple(int(x) for x in srv.address.version.split("."))
-        print(f"\n{srv.address.version}: protocol {proto} detected via {detected[0].how}, "
-              f"joined in {time.monotonic() - t0:.2f} s")
-        s.until(lambda: len({e['pose_seq'] for _, e in obs.entries(c.client_no)}) >= 8, 15, "8 of our poses at the official client")
+        print(
+            f"\n{srv.address.version}: protocol {proto} detected via {detected[0].how}, "
+            f"joined in {time.monotonic() - t0:.2f} s"
+        )
+        s.until(
+            lambda: len({e["pose_seq"] for _, e in obs.entries(c.client_no)}) >= 8,
+            15,
+            "8 of our poses at the official client",
+        )
         if proto >= 5:
             mode["floor"] = True
-            s.until(lambda: any(e["flags"] & 0x40 for _, e in obs.entries(c.client_no)), 10, "a moving-floor pose decoded")
+            s.until(
+                lambda: any(e["flags"] & 0x40 for _, e in obs.entries(c.client_no)), 10, "a moving-floor pose decoded"
+            )
             s.run(0.5)
         n = check_official_decode(obs, s, c.client_no, proto, f"headcast-p{proto}")
         assert n >= 8
@@ -226,8 +260,10 @@ def test_the_official_client_sees_our_send_policy(netsync_edge):
         s.run(4.0)
         still_entries = obs.entries(c.client_no, since=t_still)
         still_rate = _seq_rate(still_entries)
-        print(f"\n{srv.address.version}: poseSeq at the official client: {moving_rate:.2f}/s moving (cap 5), "
-              f"{still_rate:.2f}/s still")
+        print(
+            f"\n{srv.address.version}: poseSeq at the official client: {moving_rate:.2f}/s moving (cap 5), "
+            f"{still_rate:.2f}/s still"
+        )
         assert 4.0 <= moving_rate <= 5.5
         assert 0.6 <= still_rate <= 1.3
         # still: every relayed body is the same pose, re-sent only by the heartbeat
@@ -249,8 +285,14 @@ def test_server_restart_mid_stream_poses_resume(netsync_edge):
         s.run(1.5)
         srv.start(timeout=60)
         restarted = time.monotonic()
-        s.until(lambda: any(isinstance(e, OwnPose) for e in s.events[-50:]) and c.client_no, 20, "our own pose relayed again")
-        s.until(lambda: [e for t, e in obs.entries() if t > restarted], 20, "poses at the official client after the restart")
+        s.until(
+            lambda: any(isinstance(e, OwnPose) for e in s.events[-50:]) and c.client_no,
+            20,
+            "our own pose relayed again",
+        )
+        s.until(
+            lambda: [e for t, e in obs.entries() if t > restarted], 20, "poses at the official client after the restart"
+        )
         after = [e for t, e in obs.entries() if t > restarted]
         assert after and all(e["pose_seq"] in s.sent for e in after)
         assert check_official_decode(obs, s, c.client_no, srv.address.protocol, "restart") >= 3

@@ -9,6 +9,7 @@ wrote five such rejections (ten lines on 0.16+). Detection now asks one protocol
 first, and stops once one answers: a current server (0.16.0, 0.17.5) logs no warning at all; an
 older one at most one rejected probe per newer protocol (one or two lines each), once per join.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,17 +17,20 @@ import re
 import time
 
 import pytest
-from support import headcast, wait_for
 
 from headcast.app.netsync_link import NetSyncLink
 from headcast.netcode.netsync.client import DETECT_ORDER
 from headcast.netcode.netsync.model import PoseFrame, Transform
 
+from support import headcast, wait_for
+
 pytestmark = pytest.mark.live
 
 # The lines a styly-netsync-server logs for a message it rejects (0.10.4 … 0.17.5).
-REJECTED = re.compile(r"Received invalid|Deserialization failed|Received message with None data|"
-                      r"Unknown binary msg_type|Dropped wrong-lane|Unsupported protocol")
+REJECTED = re.compile(
+    r"Received invalid|Deserialization failed|Received message with None data|"
+    r"Unknown binary msg_type|Dropped wrong-lane|Unsupported protocol"
+)
 
 
 def _warnings(srv) -> list[str]:
@@ -44,8 +48,17 @@ def test_detection_writes_no_rejected_message_into_the_servers_log(netsync_relea
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert (result["protocol"], result["server_version"]) == (a.protocol, a.version)
     # 2. the link `headcast run --netsync` streams through
-    link = NetSyncLink("127.0.0.1", a.dealer_port, a.pub_port, "quiet", "headcast-quiet-test", 10.0, False,
-                       time.monotonic, transform_port=a.transform_port)
+    link = NetSyncLink(
+        "127.0.0.1",
+        a.dealer_port,
+        a.pub_port,
+        "quiet",
+        "headcast-quiet-test",
+        10.0,
+        False,
+        time.monotonic,
+        transform_port=a.transform_port,
+    )
     try:
         frame = PoseFrame.build(Transform((0.0, 1.6, 0.0)))
 
@@ -54,6 +67,7 @@ def test_detection_writes_no_rejected_message_into_the_servers_log(netsync_relea
             link.send(frame, now)
             link.poll(now)
             return link.joined and link.own_body is not None
+
         wait_for(streaming, 15, f"the link to join {a.version} and see its own pose relayed")
         assert link.protocol == a.protocol
     finally:

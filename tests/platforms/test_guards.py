@@ -1,6 +1,7 @@
 """One test per portability guard (issue 22): each POSIX-only call removed in this process (as
 Windows' or macOS' CPython lacks it) and the portable path taken. The CLI under the whole
 simulation is tests/platforms/test_simulated_platforms.py."""
+
 from __future__ import annotations
 
 import errno
@@ -20,8 +21,10 @@ pytestmark = pytest.mark.platform_sim
 
 # --- netcode/icmp.py: ICMP errors on a connected UDP socket ---------------------------------------
 
+
 def test_port_unreachable_is_refused_on_posix_and_reset_on_windows():
     from headcast.netcode.icmp import icmp_error, port_unreachable
+
     assert port_unreachable(ConnectionRefusedError(errno.ECONNREFUSED, "refused"))
     assert port_unreachable(ConnectionResetError(errno.ECONNRESET, "reset"))  # Windows' WSAECONNRESET
     assert icmp_error(OSError(errno.EHOSTUNREACH, "no route")) and icmp_error(OSError(errno.ENETUNREACH, "net"))
@@ -33,12 +36,14 @@ def test_port_unreachable_is_refused_on_posix_and_reset_on_windows():
 
 # --- netcode/q3/transport.py: select.select where there is no select.poll --------------------------
 
+
 @pytest.mark.parametrize("recv_error", ["refused", "reset"])
 def test_q3_client_without_poll_counts_the_closed_port_and_keeps_going(monkeypatch, recv_error):
     """A real closed port on 127.0.0.1 (the kernel's ICMP port unreachable): with select.poll
     gone the client waits with select.select, and the error (Linux: ECONNREFUSED; Windows:
     ConnectionResetError, simulated by re-raising it so) is counted, not raised."""
     from headcast.netcode.q3 import transport
+
     monkeypatch.delattr(select, "poll")
     if recv_error == "reset":
         real = socket.socket.recv
@@ -48,6 +53,7 @@ def test_q3_client_without_poll_counts_the_closed_port_and_keeps_going(monkeypat
                 return real(self, *args)
             except ConnectionRefusedError:
                 raise ConnectionResetError(errno.ECONNRESET, "simulated WSAECONNRESET") from None
+
         monkeypatch.setattr(socket.socket, "recv", recv)
     client = transport.Q3Client(("127.0.0.1", free_port(socket.SOCK_DGRAM)))
     try:
@@ -65,6 +71,7 @@ def test_q3_client_without_poll_counts_the_closed_port_and_keeps_going(monkeypat
 
 def test_select_ready_reports_a_datagram_and_times_out():
     from headcast.netcode.q3.transport import _SelectReady
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as a, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as b:
         a.bind(("127.0.0.1", 0))
         ready = _SelectReady()
@@ -79,16 +86,20 @@ def test_select_ready_reports_a_datagram_and_times_out():
 
 # --- xr/trace.py: the writer without fdatasync, O_CLOEXEC, O_DIRECTORY ------------------------------
 
+
 def test_trace_writer_without_fdatasync_cloexec_or_directory(monkeypatch, tmp_path):
     from headcast.xr.frame import Pose, TrackingFrame
     from headcast.xr.trace import TraceWriter, read_trace
+
     for name in ("fdatasync", "O_CLOEXEC", "O_DIRECTORY"):
         monkeypatch.delattr(os, name)
     synced = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
-    frames = [TrackingFrame(i, 1000 + i, head=Pose((0.0, 1.7, -0.1 * i), position_valid=True, orientation_valid=True))
-              for i in range(5)]
+    frames = [
+        TrackingFrame(i, 1000 + i, head=Pose((0.0, 1.7, -0.1 * i), position_valid=True, orientation_valid=True))
+        for i in range(5)
+    ]
     with TraceWriter(tmp_path / "t.trace", {"source": "guards"}) as w:
         for f in frames:
             w.write(f)
@@ -129,6 +140,7 @@ def test_stop_without_sighup_sigkill_or_pipe2():
 
 def test_console_events_other_than_close_pass_on_to_the_c_runtime():
     from headcast.app import stop
+
     assert stop.on_console_event(0) is False and stop.on_console_event(1) is False  # Ctrl-C, Ctrl-Break
     t = time.monotonic()
     assert stop.on_console_event(2, hold=5) is True  # no command running: nothing to wait for
@@ -138,14 +150,17 @@ def test_console_events_other_than_close_pass_on_to_the_c_runtime():
 
 # --- app/swarm: resource, fchmod, fork, 127.0.0.2+, process groups ---------------------------------
 
+
 def test_fd_limit_without_the_resource_module(monkeypatch):
     from headcast.app.swarm.cli import raise_fd_limit
+
     monkeypatch.setitem(sys.modules, "resource", None)
     raise_fd_limit({"netsync": 5000})  # Windows: no limit of this kind, nothing to raise, no error
 
 
 def test_report_written_without_fchmod(monkeypatch, tmp_path):
     from headcast.app.swarm.report import atomic_write
+
     monkeypatch.delattr(os, "fchmod")
     path = atomic_write(tmp_path / "swarm.json", "{}")
     assert path.read_text() == "{}" and [p.name for p in tmp_path.iterdir()] == ["swarm.json"]
@@ -153,6 +168,7 @@ def test_report_written_without_fchmod(monkeypatch, tmp_path):
 
 def test_source_addresses_fall_back_to_127_0_0_1_where_unbindable(monkeypatch):
     from headcast.app.swarm import players
+
     players.bindable.cache_clear()
     assert players.source_address(0, "127.0.0.1") == "127.0.0.2" and players.loopback_note("127.0.0.1", 3) is None
     assert players.source_address(0, "192.0.2.1") is None  # not loopback: the kernel's choice anyway
@@ -162,6 +178,7 @@ def test_source_addresses_fall_back_to_127_0_0_1_where_unbindable(monkeypatch):
         if address[0].startswith("127.") and address[0] != "127.0.0.1":
             raise OSError(errno.EADDRNOTAVAIL, "Can't assign requested address")
         return real_bind(self, address)
+
     monkeypatch.setattr(socket.socket, "bind", macos_bind)
     players.bindable.cache_clear()
     try:
@@ -174,8 +191,10 @@ def test_source_addresses_fall_back_to_127_0_0_1_where_unbindable(monkeypatch):
 
 def test_select_limit_only_where_select_is_the_only_selector(monkeypatch):
     import selectors
+
     from headcast.app.errors import UsageError
     from headcast.app.swarm.cli import check_select_limit
+
     check_select_limit({"netsync": 5000, "q3": 5000})  # epoll here: no limit of that kind
     monkeypatch.setattr(selectors, "DefaultSelector", selectors.SelectSelector)
     check_select_limit({"netsync": 170})  # 510 sockets
@@ -184,8 +203,10 @@ def test_select_limit_only_where_select_is_the_only_selector(monkeypatch):
 
 
 def test_locust_group_per_platform(monkeypatch):
-    from headcast.app.swarm import locust_run
     import signal
+
+    from headcast.app.swarm import locust_run
+
     assert locust_run._own_group() == ({"process_group": 0}, signal.SIGTERM)
     monkeypatch.delattr(os, "setpgid")
     assert locust_run._own_group() == ({}, signal.SIGTERM)  # neither kind of group: signal the process
@@ -198,6 +219,7 @@ def test_locust_processes_refused_without_fork(monkeypatch):
     from headcast.app import cli
     from headcast.app.errors import UsageError
     from headcast.app.swarm.cli import cmd_swarm
+
     args = cli.build_parser().parse_args(["swarm", "2", "--q3", "127.0.0.1:1", "--locust", "2"])
     monkeypatch.delattr(os, "fork")
     with pytest.raises(UsageError, match=r"--locust 2: Locust's worker processes need fork\(\)"):
@@ -206,10 +228,19 @@ def test_locust_processes_refused_without_fork(monkeypatch):
 
 # --- app/mirror.py: a display on Windows and macOS ---------------------------------------------------
 
-@pytest.mark.parametrize("platform, env, expected", [("win32", {}, True), ("darwin", {}, True), ("linux", {}, False),
-                                                     ("linux", {"WAYLAND_DISPLAY": "wayland-0"}, True)])
+
+@pytest.mark.parametrize(
+    "platform, env, expected",
+    [
+        ("win32", {}, True),
+        ("darwin", {}, True),
+        ("linux", {}, False),
+        ("linux", {"WAYLAND_DISPLAY": "wayland-0"}, True),
+    ],
+)
 def test_display_available(monkeypatch, platform, env, expected):
     from headcast.app import mirror
+
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     for k, v in env.items():
@@ -219,6 +250,7 @@ def test_display_available(monkeypatch, platform, env, expected):
 
 
 # --- app/console.py: a Windows console takes escape sequences once VT processing is on -------------
+
 
 class _FakeKernel32:
     def __init__(self, mode: int, settable: bool) -> None:
@@ -237,6 +269,7 @@ class _FakeKernel32:
 def test_windows_console_gets_vt_processing_or_a_plain_status(monkeypatch, mode, settable, expected):
     import ctypes
     import types
+
     from headcast.app.console import mode_for
 
     class Tty:

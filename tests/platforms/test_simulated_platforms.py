@@ -15,6 +15,7 @@ network side (replay to servers, probe, swarm) must work without it.
 What this cannot show: the real systems' kernels, consoles (a console close event, Ctrl-Break
 from a keyboard), OpenXR runtimes and wheels. Those were never run here.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -44,14 +45,42 @@ def _shim():
 SHIM = _shim()
 
 # What issue 22 found missing, named here as well as in the shim (whose lists are longer).
-WINDOWS_LACKS = {"signal": ["SIGHUP", "SIGKILL", "SIGQUIT", "SIGALRM", "SIGCHLD", "SIGPIPE", "SIGUSR1", "alarm",
-                            "pthread_sigmask", "setitimer"],
-                 "os": ["pipe2", "O_CLOEXEC", "fdatasync", "O_DIRECTORY", "fchmod", "killpg", "getpgid", "setsid",
-                        "fork", "getuid", "geteuid", "set_blocking"],
-                 "select": ["poll", "epoll"],
-                 "modules": ["resource", "fcntl", "termios", "pwd", "grp"]}
-MACOS_LACKS = {"signal": ["SIGRTMIN", "SIGPWR"], "os": ["pipe2", "fdatasync", "memfd_create"], "select": ["epoll"],
-               "modules": []}
+WINDOWS_LACKS = {
+    "signal": [
+        "SIGHUP",
+        "SIGKILL",
+        "SIGQUIT",
+        "SIGALRM",
+        "SIGCHLD",
+        "SIGPIPE",
+        "SIGUSR1",
+        "alarm",
+        "pthread_sigmask",
+        "setitimer",
+    ],
+    "os": [
+        "pipe2",
+        "O_CLOEXEC",
+        "fdatasync",
+        "O_DIRECTORY",
+        "fchmod",
+        "killpg",
+        "getpgid",
+        "setsid",
+        "fork",
+        "getuid",
+        "geteuid",
+        "set_blocking",
+    ],
+    "select": ["poll", "epoll"],
+    "modules": ["resource", "fcntl", "termios", "pwd", "grp"],
+}
+MACOS_LACKS = {
+    "signal": ["SIGRTMIN", "SIGPWR"],
+    "os": ["pipe2", "fdatasync", "memfd_create"],
+    "select": ["epoll"],
+    "modules": [],
+}
 
 PROBE_MISSING = """
 import importlib, json, os, select, signal, socket, sys
@@ -90,8 +119,14 @@ def encoding(platform: str) -> str:
 
 def sim(platform: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """`headcast ARGS` under the simulated platform; output captured as text."""
-    return subprocess.run([sys.executable, "-m", "headcast.app", *args], cwd=REPO, env=sim_env(platform),
-                          capture_output=True, encoding=encoding(platform), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "headcast.app", *args],
+        cwd=REPO,
+        env=sim_env(platform),
+        capture_output=True,
+        encoding=encoding(platform),
+        timeout=timeout,
+    )
 
 
 def last_json(out: str) -> dict:
@@ -105,17 +140,34 @@ def closed_udp_port() -> int:
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_simulation_removes_what_the_platform_lacks(platform):
     lacks = WINDOWS_LACKS if platform == "windows" else MACOS_LACKS
-    shim_lists = ({"signal": [], "os": SHIM.WINDOWS_OS_ABSENT, "select": SHIM.WINDOWS_SELECT_ABSENT,
-                   "modules": SHIM.WINDOWS_MODULES_ABSENT} if platform == "windows" else
-                  {"signal": SHIM.MACOS_SIGNAL_ABSENT, "os": SHIM.MACOS_OS_ABSENT, "select": SHIM.MACOS_SELECT_ABSENT,
-                   "modules": []})
+    shim_lists = (
+        {
+            "signal": [],
+            "os": SHIM.WINDOWS_OS_ABSENT,
+            "select": SHIM.WINDOWS_SELECT_ABSENT,
+            "modules": SHIM.WINDOWS_MODULES_ABSENT,
+        }
+        if platform == "windows"
+        else {
+            "signal": SHIM.MACOS_SIGNAL_ABSENT,
+            "os": SHIM.MACOS_OS_ABSENT,
+            "select": SHIM.MACOS_SELECT_ABSENT,
+            "modules": [],
+        }
+    )
     names = {k: sorted(set(lacks[k]) | set(shim_lists[k])) for k in lacks}
     # Here (Linux) the names the test checks exist, so their absence below is the simulation's doing.
     for module in ("signal", "os", "select"):
         present = [n for n in lacks[module] if hasattr(sys.modules.get(module) or __import__(module), n)]
         assert present == lacks[module], f"{module}: the host lacks {set(lacks[module]) - set(present)}"
-    r = subprocess.run([sys.executable, "-c", PROBE_MISSING, json.dumps(names)], cwd=REPO, env=sim_env(platform),
-                       capture_output=True, encoding=encoding(platform), timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE_MISSING, json.dumps(names)],
+        cwd=REPO,
+        env=sim_env(platform),
+        capture_output=True,
+        encoding=encoding(platform),
+        timeout=30,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     for key in names:
@@ -130,17 +182,36 @@ def test_the_simulation_removes_what_the_platform_lacks(platform):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_run_mock_records_and_replay_streams_to_three_real_servers(platform, tmp_path, q3_server,
-                                                                    netsync_server, sauer_server):
+def test_run_mock_records_and_replay_streams_to_three_real_servers(
+    platform, tmp_path, q3_server, netsync_server, sauer_server
+):
     a = netsync_server.address
     q3 = "%s:%d" % q3_server.address
-    servers = ["--q3", q3, "--netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}",
-               "--sauer", "%s:%d" % sauer_server.address]
+    servers = [
+        "--q3",
+        q3,
+        "--netsync",
+        f"{a.host}:{a.dealer_port}:{a.pub_port}",
+        "--sauer",
+        "%s:%d" % sauer_server.address,
+    ]
     trace = tmp_path / "run.trace"
     mark = q3_server.log_offset()
     name = f"sim{platform}"
-    run = ["run", "--mock", "tour", "--no-mirror", "--json", "--duration", "1.5", "--name", name,
-           "--record", str(trace), *servers]
+    run = [
+        "run",
+        "--mock",
+        "tour",
+        "--no-mirror",
+        "--json",
+        "--duration",
+        "1.5",
+        "--name",
+        name,
+        "--record",
+        str(trace),
+        *servers,
+    ]
     if platform == "macos":
         # pyopenxr has no loader there: `run` says so in one line; the trace comes from Linux
         r = sim(platform, *run)
@@ -191,9 +262,23 @@ def test_probe_three_real_servers_and_a_closed_port(platform, q3_server, netsync
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_swarm_q3_and_netsync_against_real_servers(platform, tmp_path, q3_server, netsync_server):
     a = netsync_server.address
-    r = sim(platform, "swarm", "3", "--q3", "%s:%d" % q3_server.address,
-            "--netsync", f"{a.host}:{a.dealer_port}:{a.pub_port}", "--duration", "2", "--spawn-rate", "20",
-            "--motion", "look_around", "--report", str(tmp_path / "rep"))
+    r = sim(
+        platform,
+        "swarm",
+        "3",
+        "--q3",
+        "%s:%d" % q3_server.address,
+        "--netsync",
+        f"{a.host}:{a.dealer_port}:{a.pub_port}",
+        "--duration",
+        "2",
+        "--spawn-rate",
+        "20",
+        "--motion",
+        "look_around",
+        "--report",
+        str(tmp_path / "rep"),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads((tmp_path / "rep" / "swarm.json").read_text())
     for proto in ("q3", "netsync"):
@@ -212,11 +297,27 @@ def test_swarm_source_addresses_as_the_real_server_logs_them(platform, sauer_ser
     127.0.0.1: every player from there, on its own port (cube2-server logs each connection)."""
     n = 3
     start = len(sauer_server.log_path.read_text(errors="replace"))
-    r = sim(platform, "swarm", str(n), "--sauer", "%s:%d" % sauer_server.address, "--duration", "1.5",
-            "--spawn-rate", "20", "--motion", "look_around")
+    r = sim(
+        platform,
+        "swarm",
+        str(n),
+        "--sauer",
+        "%s:%d" % sauer_server.address,
+        "--duration",
+        "1.5",
+        "--spawn-rate",
+        "20",
+        "--motion",
+        "look_around",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
-    log = wait_for(lambda: (t := sauer_server.log_path.read_text(errors="replace")[start:]).count(
-        "disconnected client") >= n and t, 5, "the server to log every disconnect")
+    log = wait_for(
+        lambda: (
+            (t := sauer_server.log_path.read_text(errors="replace")[start:]).count("disconnected client") >= n and t
+        ),
+        5,
+        "the server to log every disconnect",
+    )
     addrs = sorted(re.findall(r"^client connected \((127\.[\d.]+)\)", log, re.M))
     want = ["127.0.0.1"] * n if platform == "macos" else [f"127.0.0.{2 + i}" for i in range(n)]
     assert addrs == want
@@ -228,10 +329,29 @@ def test_windows_sigbreak_is_a_clean_stop(tmp_path, q3_server):
     out_path = tmp_path / "out"
     mark = q3_server.log_offset()
     with open(out_path, "w", encoding="cp1252") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "run", "--mock", "look_around", "--no-mirror",
-                                 "--json", "--duration", "60", "--name", "simbreak", "--q3", "%s:%d" % q3_server.address],
-                                cwd=REPO, env=sim_env("windows"), stdout=out, stderr=subprocess.PIPE,
-                                encoding="cp1252")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "headcast.app",
+                "run",
+                "--mock",
+                "look_around",
+                "--no-mirror",
+                "--json",
+                "--duration",
+                "60",
+                "--name",
+                "simbreak",
+                "--q3",
+                "%s:%d" % q3_server.address,
+            ],
+            cwd=REPO,
+            env=sim_env("windows"),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            encoding="cp1252",
+        )
     try:
         num = q3_server.wait_for_log(r"^ClientUserinfoChanged: (\d+) n\\simbreak\\", 20, mark).group(1)
         q3_server.wait_for_log(rf"^ClientBegin: {num}$", 20, mark)
@@ -243,7 +363,10 @@ def test_windows_sigbreak_is_a_clean_stop(tmp_path, q3_server):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    assert last_json(out_path.read_text(encoding="cp1252"))["stopped"] == "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
+    assert (
+        last_json(out_path.read_text(encoding="cp1252"))["stopped"]
+        == "stopped by SIGBREAK (Ctrl-Break, or the console closed)"
+    )
     assert "SIGBREAK: stopping cleanly" in err
     q3_server.wait_for_log(rf"^ClientDisconnect: {num}$", 3, mark)
 
@@ -270,8 +393,14 @@ print(result["handled"], result["held"] >= 0.3, result["held"] < 2, flush=True)
 
 
 def test_windows_console_close_is_a_clean_stop_that_waits_for_the_cleanup():
-    r = subprocess.run([sys.executable, "-c", CONSOLE_CLOSE], cwd=REPO, env=sim_env("windows"),
-                       capture_output=True, encoding="cp1252", timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-c", CONSOLE_CLOSE],
+        cwd=REPO,
+        env=sim_env("windows"),
+        capture_output=True,
+        encoding="cp1252",
+        timeout=30,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["interrupted SIGBREAK", "True True True"], r.stdout + r.stderr
 
@@ -282,7 +411,9 @@ def test_windows_refuses_locust_processes_and_more_sockets_than_select_takes(q3_
     assert "Traceback" not in r.stderr
     r = sim("windows", "swarm", "129", "--q3", "%s:%d" % q3_server.address, "--netsync", "127.0.0.1:5555")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert "516 sockets to watch and this system's select() takes at most 512 (Windows): at most 128 players" in r.stderr
+    assert (
+        "516 sockets to watch and this system's select() takes at most 512 (Windows): at most 128 players" in r.stderr
+    )
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

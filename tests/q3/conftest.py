@@ -1,4 +1,5 @@
 """Live Quake 3 fixtures: real dedicated servers on 127.0.0.1 and a client session driver."""
+
 from __future__ import annotations
 
 import time
@@ -43,16 +44,19 @@ class Session:
             self.events += self.client.poll(now)
             time.sleep(0.002)
 
-    def until(self, pred: Callable[[], bool], timeout: float, what: str,
-              each: Callable[[float], None] | None = None) -> None:
+    def until(
+        self, pred: Callable[[], bool], timeout: float, what: str, each: Callable[[float], None] | None = None
+    ) -> None:
         end = time.monotonic() + timeout
         while not pred():
             now = time.monotonic()
             if now >= end:
                 st = self.client.status
-                pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}; state {st.state}, "
-                            f"last drop {st.last_drop!r}, last disconnect {st.last_disconnect!r}, "
-                            f"pure {st.pure_error!r}\nserver log:\n{self.server.log_tail(15)}")
+                pytest.fail(
+                    f"timed out after {timeout:.1f} s waiting for {what}; state {st.state}, "
+                    f"last drop {st.last_drop!r}, last disconnect {st.last_disconnect!r}, "
+                    f"pure {st.pure_error!r}\nserver log:\n{self.server.log_tail(15)}"
+                )
             if each:
                 each(now)
             self.events += self.client.poll(now)

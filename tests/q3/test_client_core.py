@@ -4,6 +4,7 @@ The scripted server speaks protocol 71 on the checksummed netchan and reads our 
 server-side reader rules (`read_client_message`, ioq3 `SV_UserMove`), so these tests check what a
 server decodes, including 32-bit VR buttons that no packaged server can read.
 """
+
 from __future__ import annotations
 
 import struct
@@ -14,9 +15,15 @@ from hypothesis import given, settings, strategies as st
 from headcast.netcode.q3 import huffman, oob, serverparse
 from headcast.netcode.q3.client import ClientConfig, Q3ClientCore, State
 from headcast.netcode.q3.clientmsg import CLC_MOVE, CLC_MOVE_NO_DELTA, read_client_message
-from headcast.netcode.q3.delta import PlayerState, EntityState, write_delta_entity, write_delta_playerstate
-from headcast.netcode.q3.events import (Connected, Disconnected, EnteredWorld, HeadTracking,
-                                        ServerCommand, SnapshotReceived)
+from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
+from headcast.netcode.q3.events import (
+    Connected,
+    Disconnected,
+    EnteredWorld,
+    HeadTracking,
+    ServerCommand,
+    SnapshotReceived,
+)
 from headcast.netcode.q3.msg import BitWriter
 from headcast.netcode.q3.netchan import netchan_checksum
 from headcast.netcode.q3.oob import Family
@@ -34,9 +41,9 @@ class ScriptedServer:
         self.vr_support = vr_support
         self.server_id = server_id
         self.seq = 0
-        self.commands = [""] * 64        # our (server's) reliable commands to the client
+        self.commands = [""] * 64  # our (server's) reliable commands to the client
         self.command_seq = 0
-        self.client_command_seq = 0      # last client command executed
+        self.client_command_seq = 0  # last client command executed
         self.executed: list[str] = []
         self.base_ps: dict[int, PlayerState] = {}
 
@@ -82,8 +89,9 @@ class ScriptedServer:
         self.commands[self.command_seq % 64] = text
 
     def gamestate(self, now: float, sv_pure: bool = False, mapname: str = "oa_dm1") -> None:
-        serverinfo = oob.info_build({"mapname": mapname, "sv_hostname": "scripted",
-                                     **({"vr_support": "1"} if self.vr_support else {})})
+        serverinfo = oob.info_build(
+            {"mapname": mapname, "sv_hostname": "scripted", **({"vr_support": "1"} if self.vr_support else {})}
+        )
         systeminfo = oob.info_build({"sv_serverid": str(self.server_id), "sv_pure": "1" if sv_pure else "0"})
         self.add_command('print "welcome"')
 
@@ -95,14 +103,24 @@ class ScriptedServer:
                 w.write_short(index)
                 w.write_bigstring(text)
             w.write_byte(serverparse.SVC_BASELINE)
-            write_delta_entity(w, None, EntityState.from_dict({"number": 7, "eType": 2, "origin": (1.0, 2.0, 3.0)}), True)
+            write_delta_entity(
+                w, None, EntityState.from_dict({"number": 7, "eType": 2, "origin": (1.0, 2.0, 3.0)}), True
+            )
             w.write_byte(serverparse.SVC_EOF)
-            w.write_long(3)      # clientNum
-            w.write_long(FEED)   # checksumFeed
+            w.write_long(3)  # clientNum
+            w.write_long(FEED)  # checksumFeed
+
         self.send(self.body(ops), now)
 
-    def snapshot(self, now: float, server_time: int, ps: PlayerState, delta_num: int = 0, flags: int = 0,
-                 entities: tuple[EntityState, ...] = ()) -> None:
+    def snapshot(
+        self,
+        now: float,
+        server_time: int,
+        ps: PlayerState,
+        delta_num: int = 0,
+        flags: int = 0,
+        entities: tuple[EntityState, ...] = (),
+    ) -> None:
         def ops(w: BitWriter) -> None:
             w.write_byte(serverparse.SVC_SNAPSHOT)
             w.write_long(server_time)
@@ -114,6 +132,7 @@ class ScriptedServer:
             for e in entities:
                 write_delta_entity(w, None, e, True)
             w.write_bits(1023, 10)
+
         self.send(self.body(ops), now)
         self.base_ps[self.seq] = ps
 
@@ -228,10 +247,17 @@ def test_the_attempt_times_out_into_a_jittered_backoff():
     assert core.state is State.CHALLENGING
 
 
-@pytest.mark.parametrize("vr,vr_support,roll,sent", [
-    (True, True, 70.0, 60.0), (True, True, -95.5, -60.0), (True, True, 42.0, 42.0),
-    (True, False, 70.0, 60.0),     # a VR client on a vanilla server: roll as the VR clients send it
-    (False, False, 70.0, 70.0), (False, True, -95.5, -95.5)])  # a flat client's roll is its own
+@pytest.mark.parametrize(
+    "vr,vr_support,roll,sent",
+    [
+        (True, True, 70.0, 60.0),
+        (True, True, -95.5, -60.0),
+        (True, True, 42.0, 42.0),
+        (True, False, 70.0, 60.0),  # a VR client on a vanilla server: roll as the VR clients send it
+        (False, False, 70.0, 70.0),
+        (False, True, -95.5, -95.5),
+    ],
+)  # a flat client's roll is its own
 def test_a_vr_clients_roll_is_clamped_to_60_degrees_in_the_library(vr, vr_support, roll, sent):
     core, server = make(vr=vr, vr_support=vr_support)
     server.handshake(0.0)
@@ -339,8 +365,10 @@ def test_delta_snapshot_against_acknowledged_one_carries_entities_over():
     server.read(0.0)
     server.gamestate(0.0)
     ps1 = PlayerState.from_dict({"commandTime": 100, "origin": (1.0, 2.0, 3.0)})
-    ents = (EntityState.from_dict({"number": 7, "eType": 2, "origin": (5.0, 6.0, 7.0)}),
-            EntityState.from_dict({"number": 9, "eType": 1}))
+    ents = (
+        EntityState.from_dict({"number": 7, "eType": 2, "origin": (5.0, 6.0, 7.0)}),
+        EntityState.from_dict({"number": 9, "eType": 1}),
+    )
     server.snapshot(0.01, 1000, ps1, entities=ents)
     ps2 = PlayerState.from_dict({"commandTime": 150}, base=ps1)
     server.snapshot(0.06, 1050, ps2, delta_num=1)  # no entity changes: both copied from the base
@@ -464,6 +492,7 @@ def test_close_sends_disconnect_three_times():
 
 def test_pure_server_gets_cp_from_configured_pk3s(tmp_path):
     import zipfile
+
     pk3 = tmp_path / "pak0.pk3"
     with zipfile.ZipFile(pk3, "w") as z:
         z.writestr("vm/cgame.qvm", b"c")
@@ -475,6 +504,7 @@ def test_pure_server_gets_cp_from_configured_pk3s(tmp_path):
     run(core, 0.0, 0.02)
     server.read(0.02)
     from headcast.netcode.q3 import pure
+
     pak = pure.load_pak(pk3)
     assert server.executed == [f"cp 4242 {pak.pure_checksum(FEED)} {pak.pure_checksum(FEED)} @ {FEED}"]
     core2, server2 = make()
@@ -534,7 +564,7 @@ def test_switching_vr_mid_game_changes_the_width_from_the_packet_carrying_the_us
     run(core, 0.05, 0.1)
     msgs = server.read(0.1, button_bits=32)  # the server runs the userinfo first, then reads 32 bits
     assert msgs and all(m.commands and m.commands[-1][1].startswith('userinfo "') for m in msgs)
-    info = oob.info_parse(msgs[0].commands[-1][1][len('userinfo "'):-1])
+    info = oob.info_parse(msgs[0].commands[-1][1][len('userinfo "') : -1])
     assert info["vr"] == "1" and "challenge" not in info and "qport" not in info
     # Every cmd built after the switch carries head bits (the dup of an older cmd need not).
     assert all(unpack_head(m.cmds[-1].buttons) is not None for m in msgs)

@@ -1,24 +1,34 @@
 """The hot-path shortcuts (cached XOR keystreams, ...) agree with the plain per-byte rules."""
+
 from __future__ import annotations
 
 import struct
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError, huffman_bits
-from headcast.netcode.q3.netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_FIELDS
 from headcast.netcode.q3.clientmsg import write_client_message
+from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError, huffman_bits
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, _xor
+from headcast.netcode.q3.netfields import ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, PLAYER_FIELDS
 from headcast.netcode.q3.usercmd import UserCmd
+
 from q3_spec import xor_from_spec
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.binary(max_size=3000), st.sampled_from([4, 12, 5]), st.integers(-2**31, 2**31 - 1),
-                          st.sampled_from([b"", b"\0", b"cs 5 100%", b"say \xff\x80", b"x" * 70, b"ab\0cd"])),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(max_size=3000),
+            st.sampled_from([4, 12, 5]),
+            st.integers(-(2**31), 2**31 - 1),
+            st.sampled_from([b"", b"\0", b"cs 5 100%", b"say \xff\x80", b"x" * 70, b"ab\0cd"]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_cached_xor_matches_the_per_byte_rule(packets) -> None:
     cache: dict = {}  # one cache across packets: streams are reused, grown and evicted
     for body, start, key, text in packets:
@@ -37,7 +47,7 @@ _WIDTHS = st.sampled_from([1, 2, 3, 7, 8, 9, 10, 12, 13, 15, 16, 17, 24, 31, 32]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-2**32, 2**32), _WIDTHS), max_size=80))
+@given(st.lists(st.tuples(st.integers(-(2**32), 2**32), _WIDTHS), max_size=80))
 def test_huffman_bits_equals_the_bit_writer(pairs) -> None:
     w = BitWriter()
     flat: list[int] = []
@@ -48,8 +58,13 @@ def test_huffman_bits_equals_the_bit_writer(pairs) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(-2**31, 2**32 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1),
-       st.lists(st.text(max_size=40), min_size=64, max_size=64), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(-(2**31), 2**32 - 1),
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.lists(st.text(max_size=40), min_size=64, max_size=64),
+    st.integers(0, 2**31 - 1),
+)
 def test_transmit_with_known_longs_matches_the_read_back(server_id, msg_ack, cmd_seq, ring, time) -> None:
     """The client passes the longs it wrote; ioq3 reads them back from the clean buffer: same bytes."""
     cmds = [UserCmd(time, (1, 2, 3), 5, 0, 10, -10, 0), UserCmd(time + 16, (4, 5, 6), 5, 0, 10, -10, 0)]
@@ -61,7 +76,7 @@ def test_transmit_with_known_longs_matches_the_read_back(server_id, msg_ack, cmd
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 1), st.integers(-2**32, 2**32), st.sampled_from([8, 16, 32])), max_size=40))
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(-(2**32), 2**32), st.sampled_from([8, 16, 32])), max_size=40))
 def test_a_flag_merged_with_its_value_is_the_same_bits(pairs) -> None:
     w = BitWriter()
     flat: list[int] = []

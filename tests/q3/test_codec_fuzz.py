@@ -1,13 +1,12 @@
 """Property and fuzz tests: every reader of network bytes fails only with MsgError (or a counted
 drop), never IndexError / KeyError / a hang; and writers round-trip through the readers."""
+
 from __future__ import annotations
 
 import struct
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from support import LONG
 from headcast.netcode.q3 import huffman
 from headcast.netcode.q3.clientmsg import read_client_message, write_client_message
 from headcast.netcode.q3.delta import (
@@ -25,8 +24,9 @@ from headcast.netcode.q3.netchan import FRAGMENT_BIT, Netchan, NetchanMode
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
 from headcast.netcode.q3.usercmd import NULL_CMD, UserCmd, read_delta_usercmd_key
 
-FUZZ = settings(max_examples=2000 if LONG else 150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+from support import LONG
+
+FUZZ = settings(max_examples=2000 if LONG else 150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RING = [f"cmd {i} %\xff" for i in range(64)]
 
 widths = st.sampled_from([1, 2, 3, 7, 8, 10, 13, 16, 19, 24, 31, 32, -8, -16, -5])
@@ -34,8 +34,11 @@ garbage = st.binary(max_size=600)
 
 
 @FUZZ
-@given(garbage, st.lists(st.sampled_from(["bits", "byte", "short", "long", "string", "bigstring", "data"]),
-                         max_size=40), widths)
+@given(
+    garbage,
+    st.lists(st.sampled_from(["bits", "byte", "short", "long", "string", "bigstring", "data"]), max_size=40),
+    widths,
+)
 def test_bitreader_random_bytes_only_msgerror(data: bytes, ops: list[str], width: int) -> None:
     r = BitReader(data)
     try:
@@ -140,10 +143,16 @@ def test_adaptive_round_trip(userinfo: str) -> None:
 packets = st.one_of(
     garbage,
     # Plausible headers so the fuzz reaches the fragment and sequence paths.
-    st.builds(lambda seq, frag, start, n, body: struct.pack("<I", seq | (FRAGMENT_BIT if frag else 0))
-              + struct.pack("<hh", start, n) + body,
-              st.integers(0, 40), st.booleans(), st.integers(-5, 3000), st.integers(-5, 1400),
-              st.binary(max_size=1400)),
+    st.builds(
+        lambda seq, frag, start, n, body: (
+            struct.pack("<I", seq | (FRAGMENT_BIT if frag else 0)) + struct.pack("<hh", start, n) + body
+        ),
+        st.integers(0, 40),
+        st.booleans(),
+        st.integers(-5, 3000),
+        st.integers(-5, 1400),
+        st.binary(max_size=1400),
+    ),
 )
 
 
@@ -164,7 +173,9 @@ cmd_strategy = st.builds(
     st.tuples(*[st.integers(0, 0xFFFF)] * 3),
     st.integers(0, 2**31 - 1),
     st.integers(0, 255),
-    st.integers(-127, 127), st.integers(-127, 127), st.integers(-127, 127),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
 )
 
 
@@ -179,21 +190,26 @@ def test_usercmd_32bit_round_trip(cmds: list[UserCmd], key: int) -> None:
     assert list(got.cmds) == cmds
 
 
-floats = st.one_of(st.integers(-5000, 5000).map(float),
-                   st.floats(-1e6, 1e6, allow_nan=False, width=32))
+floats = st.one_of(st.integers(-5000, 5000).map(float), st.floats(-1e6, 1e6, allow_nan=False, width=32))
 
 
 def _entity(draw_vals: list) -> EntityState:
     return EntityState(77, tuple(draw_vals))
 
 
-entity_values = st.tuples(*[
-    floats if f.bits == 0 else st.integers(0, (1 << abs(f.bits)) - 1) for f in ENTITY_FIELDS
-])
-player_values = st.tuples(*[
-    floats if f.bits == 0 else (st.integers(-(1 << (abs(f.bits) - 1)), (1 << (abs(f.bits) - 1)) - 1)
-                                if f.bits < 0 else st.integers(0, (1 << f.bits) - 1)) for f in PLAYER_FIELDS
-])
+entity_values = st.tuples(*[floats if f.bits == 0 else st.integers(0, (1 << abs(f.bits)) - 1) for f in ENTITY_FIELDS])
+player_values = st.tuples(
+    *[
+        floats
+        if f.bits == 0
+        else (
+            st.integers(-(1 << (abs(f.bits) - 1)), (1 << (abs(f.bits) - 1)) - 1)
+            if f.bits < 0
+            else st.integers(0, (1 << f.bits) - 1)
+        )
+        for f in PLAYER_FIELDS
+    ]
+)
 
 
 @FUZZ
@@ -202,6 +218,7 @@ def test_entity_delta_round_trip(a: tuple, b: tuple) -> None:
     # 32-bit ints are C ints: keep them in the signed range the reader returns.
     def fix(vals: tuple) -> list:
         return [v - (1 << 32) if (f.bits == 32 and v >= 1 << 31) else v for f, v in zip(ENTITY_FIELDS, vals)]
+
     frm, to = _entity(fix(a)), _entity(fix(b))
     w = BitWriter()
     write_delta_entity(w, frm, to, force=True)
@@ -225,11 +242,20 @@ def test_playerstate_delta_round_trip(vals: tuple, stats: list[int]) -> None:
 
 def _valid_stream() -> bytes:
     w = BitWriter()
-    ps = PlayerState.from_dict({"commandTime": 50016, "origin": (512, 512.5, 24), "viewangles": (1.5, 2, 3),
-                                "stats[7]": 5289, "powerups[2]": 99, "eFlags": 0x404})
+    ps = PlayerState.from_dict(
+        {
+            "commandTime": 50016,
+            "origin": (512, 512.5, 24),
+            "viewangles": (1.5, 2, 3),
+            "stats[7]": 5289,
+            "powerups[2]": 99,
+            "eFlags": 0x404,
+        }
+    )
     write_delta_playerstate(w, None, ps)
-    es = EntityState.from_dict({"number": 5, "pos.trBase": (100, -200, 24.125), "eFlags": 0x404,
-                                "angles2": (57.4, 0, 29.0), "time": 123456})
+    es = EntityState.from_dict(
+        {"number": 5, "pos.trBase": (100, -200, 24.125), "eFlags": 0x404, "angles2": (57.4, 0, 29.0), "time": 123456}
+    )
     write_delta_entity(w, NULL_ENTITY, es, force=True)
     return w.to_bytes()
 

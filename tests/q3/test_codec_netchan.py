@@ -3,6 +3,7 @@
 The server side here is written from docs/protocols/quake3.md#netchan directly (ioq3 sv_net_chan.c /
 net_chan.c behaviour), independent of the module's helpers.
 """
+
 from __future__ import annotations
 
 import struct
@@ -13,6 +14,7 @@ from headcast.netcode.q3.clientmsg import read_client_message, write_client_mess
 from headcast.netcode.q3.msg import BitReader, BitWriter
 from headcast.netcode.q3.netchan import FRAGMENT_SIZE, Netchan, NetchanMode, Received
 from headcast.netcode.q3.usercmd import UserCmd
+
 from q3_spec import xor_from_spec
 
 CHALLENGE = 1592594996
@@ -26,17 +28,19 @@ def chk(seq: int, challenge: int = CHALLENGE) -> int:
 
 def server_packets(seq: int, body: bytes, mode: NetchanMode) -> list[bytes]:
     """S→C datagrams as Netchan_Transmit frames them (no qport)."""
+
     def head(s: int) -> bytes:
         h = struct.pack("<I", s)
         if mode is NetchanMode.NEW71:
             h += struct.pack("<i", chk(seq))
         return h
+
     if len(body) < FRAGMENT_SIZE:
         return [head(seq) + body]
     out, start = [], 0
     while True:
         n = min(FRAGMENT_SIZE, len(body) - start)
-        out.append(head(seq | 1 << 31) + struct.pack("<hh", start, n) + body[start:start + n])
+        out.append(head(seq | 1 << 31) + struct.pack("<hh", start, n) + body[start : start + n])
         start += n
         if start == len(body) and n != FRAGMENT_SIZE:
             return out
@@ -58,7 +62,9 @@ def test_in_sequence_messages_and_drop_accounting(mode: NetchanMode) -> None:
     body = server_body(0, 40)
 
     def send(seq: int, b: bytes = body) -> Received | None:
-        (pkt,) = server_packets(seq, xor_from_spec(b, 4, CHALLENGE ^ seq, ring[0]) if mode is NetchanMode.LEGACY else b, mode)
+        (pkt,) = server_packets(
+            seq, xor_from_spec(b, 4, CHALLENGE ^ seq, ring[0]) if mode is NetchanMode.LEGACY else b, mode
+        )
         return chan.process(pkt, ring)
 
     got = send(1)
@@ -89,7 +95,7 @@ def test_fragmenting_both_ways(size: int, pieces: int) -> None:
         seq, qport, c, start, n = struct.unpack_from("<IHihh", out[-1])
         assert seq == 1 | 1 << 31 and qport == QPORT and c == chk(1)
         assert start == FRAGMENT_SIZE * (pieces - 1) and n == size - start
-    assert b"".join(p[10 + (4 if pieces > 1 else 0):] for p in out) == body
+    assert b"".join(p[10 + (4 if pieces > 1 else 0) :] for p in out) == body
     assert all(len(p) <= 1400 for p in out)
 
     rx = Netchan(NetchanMode.NEW71, CHALLENGE, QPORT)
@@ -186,6 +192,7 @@ def test_legacy_ack_is_read_from_the_scrambled_buffer() -> None:
     # Whether the garbled read lands on the right slot decides whether the body survives; the
     # module must agree with a read of the scrambled bytes, not of the clean ones.
     from headcast.netcode.q3.netchan import _ioq3_read_longs
+
     (seen,) = _ioq3_read_longs(scrambled, 0, 1)
     expect = xor_from_spec(scrambled, 4, (CHALLENGE ^ seq) & 0xFF, ring[seen & 63])
     assert got.data == expect
@@ -193,6 +200,7 @@ def test_legacy_ack_is_read_from_the_scrambled_buffer() -> None:
 
 def test_ioq3_lenient_long_read() -> None:
     from headcast.netcode.q3.netchan import _ioq3_read_longs
+
     w = BitWriter()
     w.write_long(123456)
     w.write_long(-5)

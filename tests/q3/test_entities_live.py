@@ -5,6 +5,7 @@ angles as the server's game put them on A's entity: SnapVector truncates to whol
 zero), while A's own playerState keeps SHORT2ANGLE of what A sent (30° → 29.998° for A, 29° for
 B). A vanilla server has no VR head: eFlags 0x400 stays clear and `head` is None.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ import pytest
 from headcast.netcode.q3.client import State
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.vrhead import angle2short, snap_angle, view_angle
+
 from q3.test_live_session import OPEN_FLOOR
 
 pytestmark = pytest.mark.live
@@ -27,8 +29,9 @@ def pump_until(sessions, pred, timeout: float, what: str) -> None:
     end = time.monotonic() + timeout
     while not pred():
         if time.monotonic() >= end:
-            pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}\n"
-                        f"server log:\n{sessions[0].server.log_tail(15)}")
+            pytest.fail(
+                f"timed out after {timeout:.1f} s waiting for {what}\nserver log:\n{sessions[0].server.log_tail(15)}"
+            )
         now = time.monotonic()
         for s in sessions:
             s.events += s.client.poll(now)
@@ -38,7 +41,9 @@ def pump_until(sessions, pred, timeout: float, what: str) -> None:
 def teleport(sessions, s, origin, yaw: float) -> None:
     flags = s.client.status.ps.e_flags
     s.client.send_command("setviewpos {:.0f} {:.0f} {:.0f} {:.0f}".format(*origin, yaw))
-    pump_until(sessions, lambda: (s.client.status.ps.e_flags ^ flags) & EF_TELEPORT_BIT, 4.0, f"{s.client.status} teleport")
+    pump_until(
+        sessions, lambda: (s.client.status.ps.e_flags ^ flags) & EF_TELEPORT_BIT, 4.0, f"{s.client.status} teleport"
+    )
 
 
 def seen_by_others(view: tuple[float, float, float]) -> tuple[float, ...]:
@@ -68,15 +73,18 @@ def test_one_client_sees_the_other_with_snapped_angles(ioq3_server, session_fact
         want = seen_by_others(view)
         own_want = tuple(view_angle(angle2short(v)) for v in view)  # 29.998, not 29
         # the two clients' snapshots arrive independently: wait for both views
-        pump_until(both, lambda: alice() is not None and alice().angles == want
-                   and tuple(a.client.status.ps.viewangles) == own_want, 4.0,
-                   f"bob to see alice's view {view} as {want} (sees {alice()}) and alice's own as {own_want}")
+        pump_until(
+            both,
+            lambda: alice() is not None and alice().angles == want and tuple(a.client.status.ps.viewangles) == own_want,
+            4.0,
+            f"bob to see alice's view {view} as {want} (sees {alice()}) and alice's own as {own_want}",
+        )
         p = alice()
         own = a.client.status.ps.viewangles
         assert tuple(own) == own_want
-        assert abs(own[2]) - abs(p.angles[2]) > 0.99                               # others: whole degrees
+        assert abs(own[2]) - abs(p.angles[2]) > 0.99  # others: whole degrees
         assert p.name == "alice" and p.head is None and not p.eflags & 0x400 and not p.dead
         ents = b.client.core.entities
         assert math.dist(p.origin, OPEN_FLOOR) < 120 and math.dist(ents.origin, p.origin) > 100
-        assert all(q.client_num != ents.client_num for q in ents.players)        # never ourselves
-        assert b.client.core.entities is ents                                     # one record per snapshot
+        assert all(q.client_num != ents.client_num for q in ents.players)  # never ourselves
+        assert b.client.core.entities is ents  # one record per snapshot

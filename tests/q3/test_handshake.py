@@ -5,6 +5,7 @@ test_handshake_live.py).
 The server half is scripted from the wire rules (docs/protocols/quake3.md#connect): OOB replies as text, netchan
 packets framed and (legacy) scrambled by the test itself, not by the client's own netchan.
 """
+
 from __future__ import annotations
 
 import random
@@ -13,14 +14,22 @@ import struct
 import pytest
 
 from headcast.netcode.q3 import huffman, oob, serverparse
-from headcast.netcode.q3.client import (HANDSHAKE_WAIT, JITTER, RESEND_FIRST, RESEND_GROWTH, RESEND_MAX,
-                                        ClientConfig, Q3ClientCore, State)
-from headcast.netcode.q3.events import (Connected, Disconnected, FamilyChanged, GamestateReceived, RateLimited,
-                                        Refused)
+from headcast.netcode.q3.client import (
+    HANDSHAKE_WAIT,
+    JITTER,
+    RESEND_FIRST,
+    RESEND_GROWTH,
+    RESEND_MAX,
+    ClientConfig,
+    Q3ClientCore,
+    State,
+)
+from headcast.netcode.q3.events import Connected, Disconnected, FamilyChanged, GamestateReceived, RateLimited, Refused
 from headcast.netcode.q3.msg import BitWriter
 from headcast.netcode.q3.netchan import netchan_checksum
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.refusal import RefusalKind, classify
+
 from q3_spec import xor_from_spec
 
 CHALLENGE = 1592594996
@@ -60,7 +69,7 @@ def oob_text(d: bytes) -> str:
 def userinfo(d: bytes) -> dict[str, str]:
     text = oob_text(d)
     assert text.startswith("connect ")
-    return oob.info_parse(text[len("connect "):].strip('"'))
+    return oob.info_parse(text[len("connect ") :].strip('"'))
 
 
 def say(core: Q3ClientCore, text: str, now: float) -> None:
@@ -89,14 +98,16 @@ def gamestate_body(server_id: int = 4242) -> bytes:
     w.write_long(0)
     w.write_byte(serverparse.SVC_GAMESTATE)
     w.write_long(0)
-    for index, text in ((0, oob.info_build({"mapname": "oa_dm1"})),
-                        (1, oob.info_build({"sv_serverid": str(server_id), "sv_pure": "0"}))):
+    for index, text in (
+        (0, oob.info_build({"mapname": "oa_dm1"})),
+        (1, oob.info_build({"sv_serverid": str(server_id), "sv_pure": "0"})),
+    ):
         w.write_byte(serverparse.SVC_CONFIGSTRING)
         w.write_short(index)
         w.write_bigstring(text)
     w.write_byte(serverparse.SVC_EOF)
-    w.write_long(0)     # clientNum
-    w.write_long(-99)   # checksumFeed
+    w.write_long(0)  # clientNum
+    w.write_long(-99)  # checksumFeed
     w.write_byte(serverparse.SVC_EOF)
     return w.to_bytes()
 
@@ -226,18 +237,21 @@ def test_the_liveness_answer_after_the_challenge_was_answered_is_not_a_refusal()
 # ---------------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize("text, kind, fatal", [
-    ("Invalid password\n", RefusalKind.PASSWORD, True),
-    ("You are banned from this server.\n", RefusalKind.BANNED, True),
-    ("You have been banned by ^1admin^7 reason: ^3cheating^7 expires: never\n", RefusalKind.BANNED, True),
-    ("Game mismatch: This is a Quake3Arena server\n", RefusalKind.GAME, True),
-    ("Userinfo string length exceeded.  Try removing setu cvars from your config.\n", RefusalKind.USERINFO, True),
-    ("Invalid GUID\n", RefusalKind.USERINFO, True),
-    ("Server is full\n", RefusalKind.FULL, False),
-    ("Server is full.\n", RefusalKind.FULL, False),
-    ("Too many connections.\n", RefusalKind.TOO_MANY, False),
-    ("Server is for low pings only\n", RefusalKind.OTHER, False),
-])
+@pytest.mark.parametrize(
+    "text, kind, fatal",
+    [
+        ("Invalid password\n", RefusalKind.PASSWORD, True),
+        ("You are banned from this server.\n", RefusalKind.BANNED, True),
+        ("You have been banned by ^1admin^7 reason: ^3cheating^7 expires: never\n", RefusalKind.BANNED, True),
+        ("Game mismatch: This is a Quake3Arena server\n", RefusalKind.GAME, True),
+        ("Userinfo string length exceeded.  Try removing setu cvars from your config.\n", RefusalKind.USERINFO, True),
+        ("Invalid GUID\n", RefusalKind.USERINFO, True),
+        ("Server is full\n", RefusalKind.FULL, False),
+        ("Server is full.\n", RefusalKind.FULL, False),
+        ("Too many connections.\n", RefusalKind.TOO_MANY, False),
+        ("Server is for low pings only\n", RefusalKind.OTHER, False),
+    ],
+)
 def test_a_refusal_ends_the_attempt_with_the_servers_words(text, kind, fatal):
     assert classify(text).kind is kind and classify(text).fatal is fatal
     core = core_of(backoff=(1.0, 8.0))
@@ -270,7 +284,7 @@ def test_a_retried_refusal_is_forgotten_once_let_in():
     core = core_of(backoff=(1.0, 8.0))
     to_connect(core)
     say(core, "print\nServer is full\n", 0.01)
-    (t, req), = run(core, core.get_timer())
+    ((t, req),) = run(core, core.get_timer())
     say(core, f"challengeResponse {CHALLENGE} {challenge_of(req)} 71", t)
     core.handle_timer(t)
     drain(core, t)
@@ -305,7 +319,7 @@ def test_please_wait_is_waited_out_and_a_stale_challenge_is_asked_again():
     assert isinstance(ev[-1], Refused) and not ev[-1].fatal and ev[-1].retry_in == pytest.approx(2.2)
     assert core.state is State.CONNECTING and core.status.refusal.startswith("Reconnecting")
     assert run(core, 2.69) == []
-    (t, again), = run(core, 2.7)
+    ((t, again),) = run(core, 2.7)
     assert userinfo(again)["challenge"] == str(CHALLENGE)
     say(core, "print\nIncorrect challenge, please reconnect.\n", 2.8)
     assert core.state is State.CHALLENGING
@@ -359,7 +373,7 @@ def test_a_silent_server_after_connect_response_gets_the_other_family_after_its_
     core = connected(family_guess=Family.LEGACY71)
     sent = run(core, HANDSHAKE_WAIT - 0.01)
     assert sent and all(d[:4] != FF for _, d in sent)  # netchan packets only, about one a second
-    (t, again), = run(core, HANDSHAKE_WAIT)
+    ((t, again),) = run(core, HANDSHAKE_WAIT)
     info = userinfo(again)
     assert t == pytest.approx(HANDSHAKE_WAIT) and info["protocol"] == "71" and info["challenge"] == str(CHALLENGE)
     ev = events(core)

@@ -11,6 +11,7 @@ Servers (one per module, each its own port and home, stopped by PID):
 ioq3 answers 10 getinfo/getstatus/getchallenge/rcon per source address, then one a second: each
 test that counts on that bucket joins from a loopback address of its own (127.0.0.x).
 """
+
 from __future__ import annotations
 
 import re
@@ -99,6 +100,7 @@ class Player:
         def recording(dgrams: list[bytes]) -> None:
             self.requests += [d[4:].split(b" ", 1)[0] for d in dgrams if d[:4] == FF]
             send(dgrams)
+
         self.client._send = recording
         self.started = time.monotonic()
         self.client.start(self.started)
@@ -112,9 +114,11 @@ class Player:
         while not pred():
             if time.monotonic() >= end:
                 st = self.client.status
-                pytest.fail(f"timed out after {timeout:g} s waiting for {what}: state {st.state}, family "
-                            f"{st.family}, refusal {st.refusal!r}, last disconnect {st.last_disconnect!r}, "
-                            f"events {[type(e).__name__ for e in self.events][-8:]}")
+                pytest.fail(
+                    f"timed out after {timeout:g} s waiting for {what}: state {st.state}, family "
+                    f"{st.family}, refusal {st.refusal!r}, last disconnect {st.last_disconnect!r}, "
+                    f"events {[type(e).__name__ for e in self.events][-8:]}"
+                )
             for p in (self, *others):
                 p.poll()
             time.sleep(0.002)
@@ -136,6 +140,7 @@ def players():
         p = Player(server.address, bind, **config)
         made.append(p)
         return p
+
     yield make
     for p in made:
         p.close()
@@ -152,8 +157,8 @@ FAMILY_CASES = [
     ("plain", {}, Family.NEW71, 0),
     ("plain", {"family": Family.NEW71}, Family.NEW71, 0),
     ("plain", {"family": Family.LEGACY68}, Family.LEGACY68, 0),
-    ("plain", {"family_guess": Family.LEGACY71}, Family.NEW71, 1),      # checksummed packets answer it
-    ("openarena", {}, Family.LEGACY71, 1),                              # legacy packets answer the 71 guess
+    ("plain", {"family_guess": Family.LEGACY71}, Family.NEW71, 1),  # checksummed packets answer it
+    ("openarena", {}, Family.LEGACY71, 1),  # legacy packets answer the 71 guess
     ("openarena", {"family": Family.LEGACY71}, Family.LEGACY71, 0),
     ("q3e_style", {}, Family.NEW71, 0),
     ("q3e_style", {"family_guess": Family.LEGACY71}, Family.NEW71, 1),
@@ -161,9 +166,11 @@ FAMILY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("which, config, family, switches", FAMILY_CASES,
-                         ids=[f"{w}-{next(iter(c.values())).value if c else 'auto'}-{next(iter(c), '')}"
-                              for w, c, _, _ in FAMILY_CASES])
+@pytest.mark.parametrize(
+    "which, config, family, switches",
+    FAMILY_CASES,
+    ids=[f"{w}-{next(iter(c.values())).value if c else 'auto'}-{next(iter(c), '')}" for w, c, _, _ in FAMILY_CASES],
+)
 def test_each_family_is_joined_from_the_servers_answers(request, players, which, config, family, switches):
     server = request.getfixturevalue(which)
     p = players(server, name=f"fam{len(config)}", **config)
@@ -175,8 +182,7 @@ def test_each_family_is_joined_from_the_servers_answers(request, players, which,
     assert took < 2.0, f"{took:.2f} s"
 
 
-def test_a_server_silent_after_connect_response_gets_the_other_family_once_its_reconnect_limit_passed(
-        plain, players):
+def test_a_server_silent_after_connect_response_gets_the_other_family_once_its_reconnect_limit_passed(plain, players):
     """ioq3 ignores a second connect from the same address and qport within 3 s; after that it
     reuses the slot. The netchan packets of the first connect are kept from us here."""
     relay = MuteRelay(plain.address)
@@ -239,16 +245,28 @@ class MuteRelay:
         self.back.close()
 
 
-@pytest.mark.parametrize("which, family, words", [
-    ("q3e_style", Family.LEGACY71, "the server speaks protocol 71 on the checksummed netchan (ioq3, Quake3e), "
-                                   "not protocol 71 on the legacy netchan (stock OpenArena)"),
-    ("q3e_style", Family.LEGACY68, "Server uses protocol version 71 (yours is 68)."),
-    ("openarena", Family.NEW71, "the server speaks protocol 71 on the legacy netchan (stock OpenArena), "
-                                "not protocol 71 on the checksummed netchan (ioq3, Quake3e)"),
-    ("openarena", Family.LEGACY68, "Server uses protocol version 71 (yours is 68)."),
-])
+@pytest.mark.parametrize(
+    "which, family, words",
+    [
+        (
+            "q3e_style",
+            Family.LEGACY71,
+            "the server speaks protocol 71 on the checksummed netchan (ioq3, Quake3e), "
+            "not protocol 71 on the legacy netchan (stock OpenArena)",
+        ),
+        ("q3e_style", Family.LEGACY68, "Server uses protocol version 71 (yours is 68)."),
+        (
+            "openarena",
+            Family.NEW71,
+            "the server speaks protocol 71 on the legacy netchan (stock OpenArena), "
+            "not protocol 71 on the checksummed netchan (ioq3, Quake3e)",
+        ),
+        ("openarena", Family.LEGACY68, "Server uses protocol version 71 (yours is 68)."),
+    ],
+)
 def test_a_forced_family_the_server_does_not_speak_ends_at_once_with_what_it_speaks(
-        request, players, which, family, words):
+    request, players, which, family, words
+):
     p = players(request.getfixturevalue(which), name="forced", family=family)
     took = p.until(lambda: p.client.state is State.CLOSED, 5.0, "the refusal")
     (refused,) = p.of(Refused)
@@ -386,7 +404,15 @@ def test_a_vr_clients_roll_reaches_the_server_clamped_to_60_degrees(plain, playe
     while time.perf_counter() < until:
         vr.events += vr.client.run(min(until, time.perf_counter() + 0.05))
         flat.poll()
-    vr.until(lambda: vr.client.status.ps.viewangles[2] == view_angle(angle2short(60.0)), 2.0,
-             "the server's view roll at 60°", flat)
-    flat.until(lambda: flat.client.status.ps.viewangles[2] == view_angle(angle2short(70.0)), 2.0,
-               "the flat client's roll at 70°", vr)
+    vr.until(
+        lambda: vr.client.status.ps.viewangles[2] == view_angle(angle2short(60.0)),
+        2.0,
+        "the server's view roll at 60°",
+        flat,
+    )
+    flat.until(
+        lambda: flat.client.status.ps.viewangles[2] == view_angle(angle2short(70.0)),
+        2.0,
+        "the flat client's roll at 70°",
+        vr,
+    )

@@ -3,6 +3,7 @@
 tests/q3/test_client_core.py's ScriptedServer (the wire rules of docs/protocols/quake3.md#connect, #netchan), fed to
 the core directly, and — in `HostilePureServer` — over UDP on 127.0.0.1 for the app's end-to-end
 test (tests/app/test_hostile_servers.py), bounded in time by its caller."""
+
 from __future__ import annotations
 
 import socket
@@ -47,7 +48,7 @@ class Reassembly:
         if not fragment:
             return d[10:]
         _start, length = struct.unpack_from("<hh", d, 10)
-        self.parts[seq] = self.parts.get(seq, b"") + d[14:14 + length]
+        self.parts[seq] = self.parts.get(seq, b"") + d[14 : 14 + length]
         return self.parts.pop(seq) if length < FRAGMENT_SIZE else None
 
 
@@ -111,6 +112,7 @@ class HostilePureServer(threading.Thread):
         class Wire:  # ScriptedServer hands its datagrams to a "core": here, the client's address
             def receive_datagram(inner, data: bytes, now: float) -> None:
                 self.sock.sendto(data, self._client)
+
         self.script = ScriptedServer(Wire())  # type: ignore[arg-type]
 
     def run(self) -> None:
@@ -167,6 +169,7 @@ def test_hostile_server_over_udp_ends_the_transport_cleanly(tmp_path):
     from headcast.netcode.q3.client import ClientConfig
     from headcast.netcode.q3.oob import Family
     from headcast.netcode.q3.transport import Q3Client
+
     _pk3(tmp_path)
     srv = HostilePureServer(limit=20.0)
     srv.start()
@@ -196,6 +199,7 @@ def test_100k_distinct_bad_datagrams_keep_the_core_bounded():
     drop's text, undrained events, queued datagrams (issue 27, bounded memory)."""
     from headcast.netcode.drops import MAX_DETAIL_LEN, MAX_DROP_REASONS, MAX_REASON_LEN
     from headcast.netcode.q3 import client as qc
+
     core, server = make()
     server.handshake(0.0)
     server.read(0.0)

@@ -2,6 +2,7 @@
 
 Each test starts from servers the fixtures launched; every wait is bounded.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,7 @@ import time
 import pytest
 
 from headcast.netcode.q3.client import State
-from headcast.netcode.q3.events import (Disconnected, EnteredWorld, GamestateReceived, HeadTracking,
-                                        SnapshotReceived)
+from headcast.netcode.q3.events import Disconnected, EnteredWorld, GamestateReceived, HeadTracking, SnapshotReceived
 from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.vrhead import angle2short
@@ -36,9 +36,11 @@ def assert_view(session, intended, what: str) -> None:
 
 def settle_view(session, intended, what: str, timeout: float = 3.0) -> None:
     """Wait (bounded) until the server's playerState shows the intended view, then check it once more."""
+
     def ok() -> bool:
         ps = session.client.status.ps
         return ps is not None and all(short_diff(g, w) <= 1 for g, w in zip(ps.viewangles, intended))
+
     session.until(ok, timeout, what)
     session.pump(0.2)  # it must stay there, not just pass through
     assert_view(session, intended, what)
@@ -61,7 +63,11 @@ def stream_views(driver, set_input, seconds: float) -> float:
     checks = segment = 0
     while time.monotonic() - start < seconds:
         segment += 1
-        intended = (math.fmod(segment * 23.3, 120.0) - 60.0, segment * 47.7 - 180.0, math.fmod(segment * 13.1, 100.0) - 50.0)
+        intended = (
+            math.fmod(segment * 23.3, 120.0) - 60.0,
+            segment * 47.7 - 180.0,
+            math.fmod(segment * 13.1, 100.0) - 50.0,
+        )
         set_input(intended, buttons=0)
         driver.pump(min(1.0, max(0.0, seconds - (time.monotonic() - start))))
         if driver.client.status.ps and time.monotonic() - start < seconds:
@@ -81,8 +87,9 @@ STREAMS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,family,expect_family,seconds", STREAMS,
-                         ids=["openarena-legacy71-pure", "ioq3-new71", "ioq3-legacy68"])
+@pytest.mark.parametrize(
+    "kind,family,expect_family,seconds", STREAMS, ids=["openarena-legacy71-pure", "ioq3-new71", "ioq3-legacy68"]
+)
 def test_stream_60hz_usercmds_then_disconnect(request, session_factory, kind, family, expect_family, seconds):
     server = request.getfixturevalue("oa_server" if kind == "openarena" else "ioq3_server")
     s = session_factory(server, family=family, pure_paks=tuple(pk3_files()), name=f"stream{seconds:.0f}")
@@ -113,8 +120,11 @@ def test_stream_60hz_usercmds_then_disconnect(request, session_factory, kind, fa
     assert s.client.state is State.CLOSED
     assert isinstance(s.events[-1], Disconnected) and not s.events[-1].will_reconnect
     # The server frees the slot on our `disconnect` (not after its 200 s timeout).
-    s.until(lambda: "headcast" not in server.rcon("status") and "stream" not in server.rcon("status"), 5.0,
-            "the server to drop the client after disconnect")
+    s.until(
+        lambda: "headcast" not in server.rcon("status") and "stream" not in server.rcon("status"),
+        5.0,
+        "the server to drop the client after disconnect",
+    )
 
 
 # A known open floor on oa_dm1's lower level (z -120): probed clear for >= 169 units in every
@@ -138,8 +148,13 @@ def standing_still(session) -> bool:
     """Alive, on the ground, no pm_time (teleport/knockback) left, not moving: a move starts clean."""
     ps = session.client.status.ps
     v = ps.velocity
-    return (ps.pm_type == PM_NORMAL and ps["stats[0]"] > 0 and ps.ground_entity_num != ENTITYNUM_NONE
-            and ps.pm_time == 0 and math.hypot(*v) < 1.0)
+    return (
+        ps.pm_type == PM_NORMAL
+        and ps["stats[0]"] > 0
+        and ps.ground_entity_num != ENTITYNUM_NONE
+        and ps.pm_time == 0
+        and math.hypot(*v) < 1.0
+    )
 
 
 def onto_open_floor(driver, intended) -> None:
@@ -198,6 +213,7 @@ def test_forward_moves_in_commanded_direction_and_teleport_keeps_intended_view(i
 
 def test_vr_client_on_vanilla_server_sends_16bit_buttons_and_says_so(oa_server, session_factory, monkeypatch):
     from headcast.netcode.q3.netchan import Netchan
+
     widths = []
     real = Netchan.transmit_client_message
 
@@ -263,8 +279,11 @@ def test_server_kill_and_restart_is_recovered(session_factory, kind):
         s.until(lambda: s.of(Disconnected), 6.0, "noticing the restarted server")
         first = s.of(Disconnected)[0]
         assert first.will_reconnect and "restarted" in first.reason
-        s.until(lambda: len(s.of(EnteredWorld)) >= 2 and s.client.state is State.ACTIVE, 20.0,
-                "reconnecting to the restarted server")
+        s.until(
+            lambda: len(s.of(EnteredWorld)) >= 2 and s.client.state is State.ACTIVE,
+            20.0,
+            "reconnecting to the restarted server",
+        )
         settle_view(s, intended, "view after reconnect")
         assert s.client.status.counters["attempts"] >= 2
         assert any(isinstance(e, SnapshotReceived) for e in s.events[-20:])

@@ -1,4 +1,5 @@
 """LocalQ3Server: real dedicated servers on 127.0.0.1, ready within a bound, stopped by PID."""
+
 from __future__ import annotations
 
 import os

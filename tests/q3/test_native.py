@@ -5,6 +5,7 @@ the extension is in use when built; and the codec tests also pass with it disabl
 (HEADCAST_PURE_PYTHON=1), so the fallback stays tested. The extension is imported directly here,
 so these comparisons run in both modes.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,16 +18,15 @@ import time
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from support import LONG, REPO
 from headcast.netcode.q3 import build_native, clientmsg, msg, netchan, serverparse
 from headcast.netcode.q3.delta import EntityState, PlayerState, write_delta_entity, write_delta_playerstate
-from headcast.netcode.q3.native import NATIVE, PURE_ENV
-from headcast.netcode.q3.native import init as native_init
+from headcast.netcode.q3.native import NATIVE, PURE_ENV, init as native_init
 from headcast.netcode.q3.netfields import ENTITY_WIDTHS, PLAYER_WIDTHS
 from headcast.netcode.q3.usercmd import UserCmd
+
+from support import LONG, REPO
 
 PURE = os.environ.get(PURE_ENV, "") not in ("", "0")
 PROPS = settings(max_examples=2000 if LONG else 250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,6 +98,7 @@ def test_a_build_from_an_older_source_is_not_loaded(monkeypatch) -> None:
     """Like the XR frame helper: a stale extension may no longer match the Python reference, so
     the loader falls back and says why (doctor shows the status)."""
     from headcast.netcode.q3 import native
+
     monkeypatch.delenv(PURE_ENV, raising=False)
     monkeypatch.setattr(build_native, "stale", lambda path=None: True)
     module, status = native._load()
@@ -111,9 +112,27 @@ def test_the_codec_tests_pass_without_the_extension() -> None:
     """The non-live q3 tests (vectors from ioq3, fuzz, properties) once more on the Python fallback."""
     env = dict(os.environ, **{PURE_ENV: "1"})
     me = "tests/q3/test_native.py::test_the_codec_tests_pass_without_the_extension"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/q3", "-m", "not live", "-q", "-x",
-                           "-p", "no:cacheprovider", "--deselect", me],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/q3",
+            "-m",
+            "not live",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            "--deselect",
+            me,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and " failed" not in proc.stdout
 
@@ -128,7 +147,7 @@ def test_an_uninitialised_reader_raises() -> None:
 
 
 @PROPS
-@given(st.lists(st.tuples(st.integers(-2**70, 2**70), st.integers(0, 64)), max_size=60), st.booleans())
+@given(st.lists(st.tuples(st.integers(-(2**70), 2**70), st.integers(0, 64)), max_size=60), st.booleans())
 def test_huffman_bits_matches(pairs, odd) -> None:
     flat = [x for pair in pairs for x in pair] + ([5] if odd else [])
     assert N.huffman_bits(flat) == msg.py_huffman_bits(flat)
@@ -141,15 +160,26 @@ def test_huffman_bits_refuses_widths_beyond_64() -> None:
         N.huffman_bits([1, -1])
 
 
-big = st.integers(-2**40, 2**40)
-texts = st.one_of(st.text(max_size=40), st.binary(max_size=40),
-                  st.sampled_from(["say hi", "cp 123 %s", "a\0b", "\xff\u0100%", "x" * 1022, "y" * 1023, b"z" * 2000]))
+big = st.integers(-(2**40), 2**40)
+texts = st.one_of(
+    st.text(max_size=40),
+    st.binary(max_size=40),
+    st.sampled_from(["say hi", "cp 123 %s", "a\0b", "\xff\u0100%", "x" * 1022, "y" * 1023, b"z" * 2000]),
+)
 cmds = st.builds(UserCmd, big, st.tuples(big, big, big), big, big, big, big, big)
 
 
 @PROPS
-@given(big, big, big, st.lists(st.tuples(big, texts), max_size=3), st.lists(cmds, max_size=34), big,
-       st.sampled_from([16, 32, 8]), st.booleans())
+@given(
+    big,
+    big,
+    big,
+    st.lists(st.tuples(big, texts), max_size=3),
+    st.lists(cmds, max_size=34),
+    big,
+    st.sampled_from([16, 32, 8]),
+    st.booleans(),
+)
 def test_client_message_matches(server_id, msg_seq, cmd_seq, reliable, cmd_list, key, button_bits, no_delta) -> None:
     args = (server_id, msg_seq, cmd_seq, reliable, cmd_list, key, button_bits, no_delta)
     assert outcome(N.write_client_message, *args) == outcome(clientmsg.py_write_client_message, *args)
@@ -159,26 +189,74 @@ ring = st.lists(st.one_of(st.text(max_size=30), st.binary(max_size=30)), min_siz
 
 
 @PROPS
-@given(st.sampled_from(list(netchan.NetchanMode)), st.integers(-2**31, 2**31 - 1), st.integers(1, 2**31 - 1),
-       st.integers(0, 0xFFFF), big, big, big, st.lists(st.tuples(big, texts), max_size=2),
-       st.lists(cmds, max_size=3), big, ring, st.sampled_from([16, 32]), st.booleans(), st.integers(0, 3))
-def test_client_datagram_matches_message_then_transmit(mode, challenge, seq, qport, server_id, msg_seq, cmd_seq,
-                                                       reliable, cmd_list, feed, server_ring, bb, no_delta,
-                                                       big_reliables) -> None:
+@given(
+    st.sampled_from(list(netchan.NetchanMode)),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(1, 2**31 - 1),
+    st.integers(0, 0xFFFF),
+    big,
+    big,
+    big,
+    st.lists(st.tuples(big, texts), max_size=2),
+    st.lists(cmds, max_size=3),
+    big,
+    ring,
+    st.sampled_from([16, 32]),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_client_datagram_matches_message_then_transmit(
+    mode,
+    challenge,
+    seq,
+    qport,
+    server_id,
+    msg_seq,
+    cmd_seq,
+    reliable,
+    cmd_list,
+    feed,
+    server_ring,
+    bb,
+    no_delta,
+    big_reliables,
+) -> None:
     """The per-tick call equals write_client_message + usercmd_key + transmit (fragments included)."""
     reliable = reliable + [(i, "w" * 1000) for i in range(big_reliables)]  # 2+ of these fragment
     got, want = netchan.Netchan(mode, challenge, qport), netchan.Netchan(mode, challenge, qport)
     got.outgoing_sequence = want.outgoing_sequence = seq
     with netchan_native(N):
-        a = outcome(got.transmit_client_message, server_id, msg_seq, cmd_seq, reliable, cmd_list, feed, server_ring,
-                    bb, no_delta)
+        a = outcome(
+            got.transmit_client_message,
+            server_id,
+            msg_seq,
+            cmd_seq,
+            reliable,
+            cmd_list,
+            feed,
+            server_ring,
+            bb,
+            no_delta,
+        )
     with netchan_native(None):
         text = server_ring[cmd_seq & 63]
         s32 = netchan._s32
-        b = outcome(lambda: want.transmit(
-            clientmsg.py_write_client_message(server_id, msg_seq, cmd_seq, reliable, cmd_list,
-                                              clientmsg.usercmd_key(feed, msg_seq, text), bb, no_delta),
-            server_ring, (s32(server_id), s32(msg_seq), s32(cmd_seq))))
+        b = outcome(
+            lambda: want.transmit(
+                clientmsg.py_write_client_message(
+                    server_id,
+                    msg_seq,
+                    cmd_seq,
+                    reliable,
+                    cmd_list,
+                    clientmsg.usercmd_key(feed, msg_seq, text),
+                    bb,
+                    no_delta,
+                ),
+                server_ring,
+                (s32(server_id), s32(msg_seq), s32(cmd_seq)),
+            )
+        )
     assert a == b
     assert got.outgoing_sequence == want.outgoing_sequence
 
@@ -187,7 +265,7 @@ def test_client_datagram_matches_message_then_transmit(mode, challenge, seq, qpo
 
 
 @FUZZ
-@given(st.binary(max_size=200), st.integers(0, 20), st.integers(-2**40, 2**40), texts)
+@given(st.binary(max_size=200), st.integers(0, 20), st.integers(-(2**40), 2**40), texts)
 def test_xor_matches(data, start, key, text) -> None:
     assert N.xor(data, start, key, text) == netchan._xor(data, start, key, text, {})
 
@@ -207,7 +285,7 @@ def test_lenient_long_read_matches(data, start, count) -> None:
 
 
 @FUZZ
-@given(st.binary(max_size=120), st.integers(-2**40, 2**40), ring)
+@given(st.binary(max_size=120), st.integers(-(2**40), 2**40), ring)
 def test_unscramble_matches(data, key, server_ring) -> None:
     (ack,) = netchan._ioq3_read_longs(data, 0, 1)
     want = netchan._xor(data, 4, key, server_ring[ack & 63], {})
@@ -234,12 +312,12 @@ def run_reader(cls, data, start, ops):
         if kind == "netfields":
             _, entity, base = op
             widths = ENTITY_WIDTHS if entity else PLAYER_WIDTHS
-            got = outcome(r.read_netfields, widths, base[:len(widths)] if base else tuple(range(len(widths))), entity)
+            got = outcome(r.read_netfields, widths, base[: len(widths)] if base else tuple(range(len(widths))), entity)
         elif kind == "entity_delta":
             got = outcome(r.read_entity_delta, op[1] or tuple(range(len(ENTITY_WIDTHS))))
         elif kind == "playerstate_delta":
             _, base, arrays = op
-            got = outcome(r.read_playerstate_delta, (base or tuple(range(51)))[:len(PLAYER_WIDTHS)], *arrays)
+            got = outcome(r.read_playerstate_delta, (base or tuple(range(51)))[: len(PLAYER_WIDTHS)], *arrays)
         elif kind in ("bits", "data"):
             got = outcome(getattr(r, "read_" + kind), op[1])
         else:
@@ -249,15 +327,21 @@ def run_reader(cls, data, start, ops):
 
 
 float_bases = st.lists(st.floats(allow_nan=True, width=32), min_size=51, max_size=51).map(tuple)
-reader_ops = st.lists(st.one_of(
-    st.tuples(st.just("bits"), st.one_of(st.integers(-34, 34), st.sampled_from([2**70, -2**70]))),
-    st.tuples(st.sampled_from(["flag", "byte", "short", "long", "string", "bigstring"])),
-    st.tuples(st.just("data"), st.integers(-2, 40)),
-    st.tuples(st.just("netfields"), st.booleans(), st.one_of(st.none(), float_bases)),
-    st.tuples(st.just("entity_delta"), st.one_of(st.none(), float_bases)),
-    st.tuples(st.just("playerstate_delta"), st.one_of(st.none(), float_bases),
-              st.lists(st.lists(st.integers(-5, 5), min_size=15, max_size=17).map(tuple), min_size=4, max_size=4)),
-), max_size=30)
+reader_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("bits"), st.one_of(st.integers(-34, 34), st.sampled_from([2**70, -(2**70)]))),
+        st.tuples(st.sampled_from(["flag", "byte", "short", "long", "string", "bigstring"])),
+        st.tuples(st.just("data"), st.integers(-2, 40)),
+        st.tuples(st.just("netfields"), st.booleans(), st.one_of(st.none(), float_bases)),
+        st.tuples(st.just("entity_delta"), st.one_of(st.none(), float_bases)),
+        st.tuples(
+            st.just("playerstate_delta"),
+            st.one_of(st.none(), float_bases),
+            st.lists(st.lists(st.integers(-5, 5), min_size=15, max_size=17).map(tuple), min_size=4, max_size=4),
+        ),
+    ),
+    max_size=30,
+)
 
 
 @FUZZ
@@ -281,12 +365,22 @@ def test_reader_accepts_bytes_like_and_copies() -> None:
 def _valid_messages() -> list[tuple[bytes, int, dict, dict]]:
     """A gamestate, a full and a delta snapshot with entities, and a server command, as a server writes them."""
     base = {n: EntityState.from_dict({"number": n, "eType": 2, "modelindex": n}) for n in (3, 9, 40)}
-    ps0 = PlayerState.from_dict({"commandTime": 5000, "origin": (1.5, -2.25, 24.0), "stats[0]": 100,
-                                 "delta_angles": (100, 65000, 0), "viewangles": (1e9, -0.0, 3.0)})
-    ps1 = PlayerState.from_dict({"commandTime": 5050, "origin": (9.5, -2.0, 1e-30), "powerups[3]": -7,
-                                 "weaponTime": -300}, ps0)
-    ents0 = {n: EntityState.from_dict({"pos.trBase": (n * 1.5, 2.0, -n * 1e6), "eFlags": 0x404, "solid": 0xFFFFFF},
-                                      base[n]) for n in base}
+    ps0 = PlayerState.from_dict(
+        {
+            "commandTime": 5000,
+            "origin": (1.5, -2.25, 24.0),
+            "stats[0]": 100,
+            "delta_angles": (100, 65000, 0),
+            "viewangles": (1e9, -0.0, 3.0),
+        }
+    )
+    ps1 = PlayerState.from_dict(
+        {"commandTime": 5050, "origin": (9.5, -2.0, 1e-30), "powerups[3]": -7, "weaponTime": -300}, ps0
+    )
+    ents0 = {
+        n: EntityState.from_dict({"pos.trBase": (n * 1.5, 2.0, -n * 1e6), "eFlags": 0x404, "solid": 0xFFFFFF}, base[n])
+        for n in base
+    }
     ents1 = {3: EntityState.from_dict({"pos.trBase": (7.25, 2.0, 3.0), "time": -5}, ents0[3]), 9: ents0[9]}
 
     w = msg.BitWriter()
@@ -329,7 +423,7 @@ def _valid_messages() -> list[tuple[bytes, int, dict, dict]]:
     full = snap(0, None, {}, ents0, "")
     parsed_full = serverparse.parse_server_message(full, 10, lambda n: None, base)
     ring = {10: parsed_full.ops[0]}
-    delta = snap(1, ps0, ents0, ents1, "print \"hi %s\"\n")
+    delta = snap(1, ps0, ents0, ents1, 'print "hi %s"\n')
     return [(gamestate, 9, {}, {}), (full, 10, {}, base), (delta, 11, ring, base)]
 
 
@@ -352,15 +446,19 @@ def test_valid_messages_parse_the_same_and_whole() -> None:
 
 
 @FUZZ
-@given(st.sampled_from(range(len(VALID))), st.lists(st.integers(0, 10**6), max_size=6), st.integers(0, 10**6),
-       st.booleans())
+@given(
+    st.sampled_from(range(len(VALID))),
+    st.lists(st.integers(0, 10**6), max_size=6),
+    st.integers(0, 10**6),
+    st.booleans(),
+)
 def test_mutated_messages_parse_the_same(which, flips, cut, truncate) -> None:
     data, num, ring, baselines = VALID[which]
     buf = bytearray(data)
     for f in flips:
         buf[(f >> 3) % len(buf)] ^= 1 << (f & 7)
     if truncate:
-        buf = buf[:cut % (len(buf) + 1)]
+        buf = buf[: cut % (len(buf) + 1)]
     a = parse_with(N.BitReader, bytes(buf), num, ring, baselines)
     b = parse_with(msg.PyBitReader, bytes(buf), num, ring, baselines)
     assert a[0] == b[0] and a[-1] == b[-1]

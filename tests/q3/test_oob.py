@@ -1,4 +1,5 @@
 """Out-of-band packets: info strings, userinfo, request bytes, reply parsing (incl. fuzz)."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,17 @@ def test_userinfo_has_every_required_key_and_vr_only_when_vr():
     guid = oob.new_guid()
     assert len(guid) == 32 and int(guid, 16) >= 0
     flat = oob.info_parse(oob.build_userinfo(name="bot", challenge=-123, qport=70000, cl_guid=guid))
-    assert flat == {"name": "bot", "rate": "25000", "snaps": "20", "model": "sarge", "handicap": "100",
-                    "cl_guid": guid, "protocol": "71", "qport": str(70000 & 0xFFFF), "challenge": "-123"}
+    assert flat == {
+        "name": "bot",
+        "rate": "25000",
+        "snaps": "20",
+        "model": "sarge",
+        "handicap": "100",
+        "cl_guid": guid,
+        "protocol": "71",
+        "qport": str(70000 & 0xFFFF),
+        "challenge": "-123",
+    }
     assert "vr" not in flat  # flatscreen omits the key (Trinity shows any non-empty vr as VR)
     vr = oob.info_parse(oob.build_userinfo(name="bot", challenge=1, qport=1, cl_guid=guid, vr=True, protocol=68))
     assert vr["vr"] == "1" and vr["protocol"] == "68"
@@ -59,8 +69,12 @@ def test_parse_replies_as_servers_send_them():
     assert oob.parse_oob(b"\xff\xff\xff\xffprint\nInvalid GUID\n") == oob.Print("Invalid GUID\n")
     assert oob.parse_oob(b"\xff\xff\xff\xffdisconnect") == oob.Disconnect("")
     assert oob.parse_oob(b"\xff\xff\xff\xffkeyAuthorize x") == oob.UnknownOob("keyAuthorize")
-    for bad in (b"\x00\x00\x00\x00print", b"\xff\xff\xff\xffchallengeResponse x",
-                b"\xff\xff\xff\xffchallengeResponse", b"\xff\xff\xff\xffchallengeResponse 99999999999"):
+    for bad in (
+        b"\x00\x00\x00\x00print",
+        b"\xff\xff\xff\xffchallengeResponse x",
+        b"\xff\xff\xff\xffchallengeResponse",
+        b"\xff\xff\xff\xffchallengeResponse 99999999999",
+    ):
         with pytest.raises(oob.OobError):
             oob.parse_oob(bad)
 
@@ -74,8 +88,15 @@ def test_family_rule():
         oob.family_for_protocol(43)
 
 
-_REPLY_HEADS = [b"infoResponse\n", b"statusResponse\n", b"challengeResponse ", b"connectResponse ",
-                b"print\n", b"disconnect", b""]
+_REPLY_HEADS = [
+    b"infoResponse\n",
+    b"statusResponse\n",
+    b"challengeResponse ",
+    b"connectResponse ",
+    b"print\n",
+    b"disconnect",
+    b"",
+]
 
 
 @settings(max_examples=400, deadline=None)

@@ -10,6 +10,7 @@ tests/q3/test_client_core.py's (imported, not copied), here behind a UDP socket.
 Tests that need the extension are skipped under HEADCAST_PURE_PYTHON=1 (the extension is absent
 by request then); the Python-loop fallback test runs in both modes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,11 +25,9 @@ from collections import deque
 from dataclasses import astuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from headcast.netcode.q3 import netchan as netchan_module
-from headcast.netcode.q3 import serverparse, transport
+from headcast.netcode.q3 import netchan as netchan_module, serverparse, transport
 from headcast.netcode.q3.client import LINKED, MAX_RELIABLE_COMMANDS, ClientConfig, Q3ClientCore, State
 from headcast.netcode.q3.clientmsg import CLC_MOVE, CLC_MOVE_NO_DELTA, py_write_client_message, read_client_message
 from headcast.netcode.q3.delta import PlayerState, write_delta_playerstate
@@ -39,6 +38,7 @@ from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.usercmd import UserCmd
 from headcast.netcode.q3.vrhead import USER_BUTTON_MASK, unpack_head
+
 from q3.test_client_core import CHALLENGE, FEED, ScriptedServer, make
 
 PURE = os.environ.get(PURE_ENV, "") not in ("", "0")
@@ -48,9 +48,13 @@ native = pytest.mark.skipif(PURE, reason=f"{PURE_ENV}=1: the pump is part of the
 
 # Pump return codes (the C's PUMP_*; transport.RUN_* names the ones run() returns).
 TICKED, READABLE, PYTHON, INTERRUPTED, LOG_FULL, NOT_DUE = -1, 1, 2, 3, 4, 5
-assert (transport.RUN_READABLE, transport.RUN_PYTHON, transport.RUN_INTERRUPTED,
-        transport.RUN_LOG_FULL) == (READABLE, PYTHON, INTERRUPTED, LOG_FULL)
-I32 = st.integers(-2**31, 2**31 - 1)
+assert (transport.RUN_READABLE, transport.RUN_PYTHON, transport.RUN_INTERRUPTED, transport.RUN_LOG_FULL) == (
+    READABLE,
+    PYTHON,
+    INTERRUPTED,
+    LOG_FULL,
+)
+I32 = st.integers(-(2**31), 2**31 - 1)
 U31 = st.integers(0, 2**31 - 1)
 
 
@@ -94,13 +98,37 @@ def snap(message_num: int, server_time: int) -> serverparse.Snapshot:
     return serverparse.Snapshot(message_num, server_time, -1, 0, b"", PlayerState(), {}, True)
 
 
-def in_game_core(legacy=False, challenge=CHALLENGE, qport=31337, server_id=4242, msg_seq=10, cmd_seq=3,
-                 key_text='print "welcome"', reliable=(), reliable_ack=0, feed=FEED, vr_support=False, vr=False,
-                 delta=(0, 0, 0), snapshot=None, snap_time=0.0, cmd_rate=60.0, prev=(), last_cmd_time=0,
-                 timer=0.0, sequence=1, last_packet=None, next_probe=0.0, timeout=10.0) -> Q3ClientCore:
+def in_game_core(
+    legacy=False,
+    challenge=CHALLENGE,
+    qport=31337,
+    server_id=4242,
+    msg_seq=10,
+    cmd_seq=3,
+    key_text='print "welcome"',
+    reliable=(),
+    reliable_ack=0,
+    feed=FEED,
+    vr_support=False,
+    vr=False,
+    delta=(0, 0, 0),
+    snapshot=None,
+    snap_time=0.0,
+    cmd_rate=60.0,
+    prev=(),
+    last_cmd_time=0,
+    timer=0.0,
+    sequence=1,
+    last_packet=None,
+    next_probe=0.0,
+    timeout=10.0,
+) -> Q3ClientCore:
     """A real core put into game state directly (what a handshake + gamestate + snapshots leave)."""
-    core = Q3ClientCore(ClientConfig(family=Family.LEGACY71 if legacy else Family.NEW71, vr=vr, qport=qport,
-                                     cmd_rate=cmd_rate, timeout=timeout))
+    core = Q3ClientCore(
+        ClientConfig(
+            family=Family.LEGACY71 if legacy else Family.NEW71, vr=vr, qport=qport, cmd_rate=cmd_rate, timeout=timeout
+        )
+    )
     nc = Netchan(NetchanMode.LEGACY if legacy else NetchanMode.NEW71, challenge=challenge, qport=qport)
     nc.outgoing_sequence = sequence
     nc.incoming_sequence = msg_seq
@@ -134,17 +162,44 @@ def cmd_tuples(cmds) -> tuple:
 # ---------------------------------------------------------------------------------- 1. property
 
 TEXTS = st.one_of(
-    st.sampled_from(["", "%", "say 100% sure", "\x7f\x80\xff%%", "tell 2 \u00fc\u00f1", "\u65e5\u672c\u8a9e", "a\x00b",
-                     'cs 1 "\\sv_serverid\\5"']),
-    st.text(st.characters(max_codepoint=0x3FF, blacklist_categories=("Cs",)), max_size=40))
-ANGLE = st.one_of(st.integers(0, 65535).map(lambda s: s * 360.0 / 65536.0),
-                  st.floats(-1000.0, 1000.0, allow_nan=False), st.sampled_from([0.0, -0.0, 359.999, -180.0, 720.0]))
+    st.sampled_from(
+        [
+            "",
+            "%",
+            "say 100% sure",
+            "\x7f\x80\xff%%",
+            "tell 2 \u00fc\u00f1",
+            "\u65e5\u672c\u8a9e",
+            "a\x00b",
+            'cs 1 "\\sv_serverid\\5"',
+        ]
+    ),
+    st.text(st.characters(max_codepoint=0x3FF, blacklist_categories=("Cs",)), max_size=40),
+)
+ANGLE = st.one_of(
+    st.integers(0, 65535).map(lambda s: s * 360.0 / 65536.0),
+    st.floats(-1000.0, 1000.0, allow_nan=False),
+    st.sampled_from([0.0, -0.0, 359.999, -180.0, 720.0]),
+)
 INPUTS = st.tuples(
-    st.tuples(ANGLE, ANGLE, ANGLE), st.integers(-200, 200), st.integers(-200, 200), st.integers(-200, 200),
-    st.integers(0, 0xFFFF), st.integers(0, 300),
-    st.one_of(st.none(), st.tuples(st.floats(-90.0, 90.0), st.floats(-180.0, 180.0))))
-PREV_CMD = st.builds(UserCmd, I32, st.tuples(*[st.integers(0, 65535)] * 3), st.integers(0, 0x03FFFFFF),
-                     st.integers(0, 255), st.integers(-127, 127), st.integers(-127, 127), st.integers(-127, 127))
+    st.tuples(ANGLE, ANGLE, ANGLE),
+    st.integers(-200, 200),
+    st.integers(-200, 200),
+    st.integers(-200, 200),
+    st.integers(0, 0xFFFF),
+    st.integers(0, 300),
+    st.one_of(st.none(), st.tuples(st.floats(-90.0, 90.0), st.floats(-180.0, 180.0))),
+)
+PREV_CMD = st.builds(
+    UserCmd,
+    I32,
+    st.tuples(*[st.integers(0, 65535)] * 3),
+    st.integers(0, 0x03FFFFFF),
+    st.integers(0, 255),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
+)
 
 
 @st.composite
@@ -155,28 +210,49 @@ def game_states(draw) -> dict:
     msg_seq = draw(st.integers(1, 2**31 - 1))
     now = draw(st.floats(0.0, 1e6))
     elapsed = draw(st.floats(0.0, 3.0))
-    last_cmd_time = draw(st.one_of(
-        I32, st.sampled_from([2**31 - 1, -2**31, 0]),
-        st.integers(-50, 4000).map(lambda d: max(-2**31, min(2**31 - 1, snap_server_time + d)))))
+    last_cmd_time = draw(
+        st.one_of(
+            I32,
+            st.sampled_from([2**31 - 1, -(2**31), 0]),
+            st.integers(-50, 4000).map(lambda d: max(-(2**31), min(2**31 - 1, snap_server_time + d))),
+        )
+    )
     n_rel = draw(st.integers(0, 3))
     cmd_rate = draw(st.sampled_from([60.0, 20.0, 125.0, 30.5, 90.0]))
     late = draw(st.floats(0.0, 0.9))
     return dict(
-        legacy=draw(st.booleans()), challenge=draw(I32), qport=draw(st.integers(1, 65535)), server_id=draw(I32),
-        msg_seq=msg_seq, cmd_seq=draw(U31), key_text=draw(TEXTS),
+        legacy=draw(st.booleans()),
+        challenge=draw(I32),
+        qport=draw(st.integers(1, 65535)),
+        server_id=draw(I32),
+        msg_seq=msg_seq,
+        cmd_seq=draw(U31),
+        key_text=draw(TEXTS),
         reliable=tuple(draw(st.lists(TEXTS, min_size=n_rel, max_size=n_rel))),
-        reliable_ack=draw(st.integers(0, 2**31 - 10)), feed=draw(I32), vr_support=draw(st.booleans()),
-        vr=draw(st.booleans()), delta=draw(st.tuples(*[st.integers(-32768, 65535)] * 3)),
+        reliable_ack=draw(st.integers(0, 2**31 - 10)),
+        feed=draw(I32),
+        vr_support=draw(st.booleans()),
+        vr=draw(st.booleans()),
+        delta=draw(st.tuples(*[st.integers(-32768, 65535)] * 3)),
         snapshot=snap(msg_seq if draw(st.booleans()) else msg_seq - 1, snap_server_time) if has_snap else None,
-        snap_time=now - elapsed, cmd_rate=cmd_rate, prev=tuple(draw(st.lists(PREV_CMD, max_size=2))),
-        last_cmd_time=last_cmd_time, timer=now - late / cmd_rate, sequence=draw(st.integers(1, 2**31 - 8)),
-        last_packet=now - draw(st.floats(0.0, 1.4)), next_probe=now + 1.0)
+        snap_time=now - elapsed,
+        cmd_rate=cmd_rate,
+        prev=tuple(draw(st.lists(PREV_CMD, max_size=2))),
+        last_cmd_time=last_cmd_time,
+        timer=now - late / cmd_rate,
+        sequence=draw(st.integers(1, 2**31 - 8)),
+        last_packet=now - draw(st.floats(0.0, 1.4)),
+        next_probe=now + 1.0,
+    )
 
 
 @native
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(state=game_states(), inputs=st.lists(INPUTS, min_size=1, max_size=3),
-       lateness=st.lists(st.floats(0.0, 0.99), min_size=3, max_size=3))
+@given(
+    state=game_states(),
+    inputs=st.lists(INPUTS, min_size=1, max_size=3),
+    lateness=st.lists(st.floats(0.0, 0.99), min_size=3, max_size=3),
+)
 def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, lateness):
     core = in_game_core(**state)
     with udp_pair() as (a, b):
@@ -201,7 +277,7 @@ def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, late
     (t_nows, t_times, t_cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, dgrams, arrivals) = taken
     assert t_nows == tuple(nows)
     assert t_times == tuple(t for _, t in list(core._out_packets)[-n:])
-    assert t_cmds == cmd_tuples(list(core._cmds)[-min(n, 2):])
+    assert t_cmds == cmd_tuples(list(core._cmds)[-min(n, 2) :])
     assert (sequence, last_cmd_time, timer) == (core._netchan.outgoing_sequence, core._last_cmd_time, core._timer)
     assert (nbytes, errors, dgrams, arrivals) == (total, 0, (), ())
     assert isinstance(sent_at, float)
@@ -214,8 +290,16 @@ def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, late
         assert twin.counters[k] == core.counters[k], k
 
 
-WIRE = st.tuples(st.integers(0, 65535), st.integers(0, 65535), st.integers(0, 65535), st.integers(-127, 127),
-                 st.integers(-127, 127), st.integers(-127, 127), st.integers(0, 0x03FFFFFF), st.integers(0, 255))
+WIRE = st.tuples(
+    st.integers(0, 65535),
+    st.integers(0, 65535),
+    st.integers(0, 65535),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
+    st.integers(-127, 127),
+    st.integers(0, 0x03FFFFFF),
+    st.integers(0, 255),
+)
 
 
 @native
@@ -245,19 +329,34 @@ def test_raw_wire_input_gives_the_cmds_of_the_make_cmd_rules(state, wire):
                 t = last + int(1000 / state["cmd_rate"])
             t = max(t, last + 1) & 0xFFFFFFFF
             t = t - (1 << 32) if t & 0x80000000 else t
-            cur = UserCmd(t, ((s0 - d0) & 0xFFFF, (s1 - d1) & 0xFFFF, (s2 - d2) & 0xFFFF),
-                          buttons if vr else buttons & USER_BUTTON_MASK, weapon, fwd, right, up)
+            cur = UserCmd(
+                t,
+                ((s0 - d0) & 0xFFFF, (s1 - d1) & 0xFFFF, (s2 - d2) & 0xFFFF),
+                buttons if vr else buttons & USER_BUTTON_MASK,
+                weapon,
+                fwd,
+                right,
+                up,
+            )
             cmds = (cmds + [cur])[-2:]
             with pure_python_send():
                 (want,) = nc.transmit_client_message(
-                    state["server_id"], state["msg_seq"], state["cmd_seq"], core._reliable_in_flight(), cmds,
-                    state["feed"], ring, 32 if vr else 16, ctx[10])
+                    state["server_id"],
+                    state["msg_seq"],
+                    state["cmd_seq"],
+                    core._reliable_in_flight(),
+                    cmds,
+                    state["feed"],
+                    ring,
+                    32 if vr else 16,
+                    ctx[10],
+                )
             assert pump.tick(now) == TICKED
             assert b.recv(65536) == want
             last = t
             now += 1.0 / state["cmd_rate"]
         taken = pump.take()
-    assert taken[2] == cmd_tuples(cmds[-min(len(wire), 2):]) and taken[3] == nc.outgoing_sequence
+    assert taken[2] == cmd_tuples(cmds[-min(len(wire), 2) :]) and taken[3] == nc.outgoing_sequence
 
 
 @native
@@ -299,6 +398,7 @@ def test_the_link_watch_and_a_fragmenting_message_are_the_cores_ticks():
 
 
 # ---------------------------------------------------------------------------------- 2. a scripted session
+
 
 class AckingServer(ScriptedServer):
     """ScriptedServer repeating only the server commands the client has not acknowledged, as ioq3
@@ -357,10 +457,10 @@ class Rig:
         self.ssock.connect(self.client.local_address)
         self.ssock.settimeout(2.0)
         self.batch = batch
-        self.untaken = 0   # datagrams the pump sent that the core has not absorbed yet
+        self.untaken = 0  # datagrams the pump sent that the core has not absorbed yet
         self.ctx = None
         self.pump = None
-        self.stepped = ""      # poll(): app/q3_link.py's calls, by the send call's name
+        self.stepped = ""  # poll(): app/q3_link.py's calls, by the send call's name
         self.unread = False
         if pumped:
             self.pump = self.client._pump = NATIVE.Pump(self.client.fileno())
@@ -444,19 +544,34 @@ class Rig:
 
 def end_state(rig: Rig) -> dict:
     core = rig.core
-    counters = {k: core.counters[k] for k in ("usercmds", "packets_out", "move", "move_nodelta", "snapshots",
-                                              "gamestates")}
-    return dict(counters=counters, bytes_out=core.counters["bytes_out"] - rig.handshake_bytes,
-                sequence=core._netchan.outgoing_sequence, last_cmd_time=core._last_cmd_time, timer=core._timer,
-                cmds=list(core._cmds), out_packets=list(core._out_packets), state=core.state,
-                reliable=(core._reliable_seq, core._reliable_ack), server_id=core._server_id)
+    counters = {
+        k: core.counters[k] for k in ("usercmds", "packets_out", "move", "move_nodelta", "snapshots", "gamestates")
+    }
+    return dict(
+        counters=counters,
+        bytes_out=core.counters["bytes_out"] - rig.handshake_bytes,
+        sequence=core._netchan.outgoing_sequence,
+        last_cmd_time=core._last_cmd_time,
+        timer=core._timer,
+        cmds=list(core._cmds),
+        out_packets=list(core._out_packets),
+        state=core.state,
+        reliable=(core._reliable_seq, core._reliable_ack),
+        server_id=core._server_id,
+    )
 
 
 def frame_input(i: int) -> dict:
     """A different input every frame: view, moves, user buttons, head."""
-    return dict(angles=((i * 7.3) % 170 - 85, (i * 13.1) % 720 - 360, (i * 3.7) % 120 - 60),
-                forward=(i * 37) % 255 - 127, right=(i * 53) % 255 - 127, up=(i % 3) * 60 - 60, buttons=(i * 97) & USER_BUTTON_MASK, weapon=i % 11,
-                head=((i * 11.0) % 180 - 90, (i * 17.0) % 360 - 180))
+    return dict(
+        angles=((i * 7.3) % 170 - 85, (i * 13.1) % 720 - 360, (i * 3.7) % 120 - 60),
+        forward=(i * 37) % 255 - 127,
+        right=(i * 53) % 255 - 127,
+        up=(i % 3) * 60 - 60,
+        buttons=(i * 97) & USER_BUTTON_MASK,
+        weapon=i % 11,
+        head=((i * 11.0) % 180 - 90, (i * 17.0) % 360 - 180),
+    )
 
 
 def scenario(rig: Rig, frames: list[float]) -> None:
@@ -485,10 +600,19 @@ def scenario(rig: Rig, frames: list[float]) -> None:
         if gs_done and now - last_snap_at >= 3 / 60 - 1e-9:
             server.read(now, button_bits=32)
             n_snap += 1
-            ps = PlayerState.from_dict({"commandTime": 900 + 50 * n_snap,
-                                        "delta_angles": ((n_snap * 1000) & 0xFFFF, (n_snap * 7919) & 0xFFFF, 0)})
-            server.snapshot(now, 1000 + 50 * n_snap, ps, delta_num=0 if after_gs or n_snap % 4 == 0 else 1,
-                            flags=serverparse.SNAPFLAG_NOT_ACTIVE if after_gs else 0)
+            ps = PlayerState.from_dict(
+                {
+                    "commandTime": 900 + 50 * n_snap,
+                    "delta_angles": ((n_snap * 1000) & 0xFFFF, (n_snap * 7919) & 0xFFFF, 0),
+                }
+            )
+            server.snapshot(
+                now,
+                1000 + 50 * n_snap,
+                ps,
+                delta_num=0 if after_gs or n_snap % 4 == 0 else 1,
+                flags=serverparse.SNAPFLAG_NOT_ACTIVE if after_gs else 0,
+            )
             last_snap_at, after_gs = now, False
     rig.finish()
     server.read(frames[-1], button_bits=32)
@@ -520,8 +644,9 @@ def test_a_scripted_session_through_the_pump_equals_the_python_loop():
         assert a.client.native_ticks == 0 and b.client.native_ticks > 120
         # The reliable command rode in the pump's packets too (more packets carried it than the
         # core sent itself) until the server acknowledged it.
-        carried = [m for m in (read_client_message(d[10:], FEED, b.server.commands, 32) for d in b.wire.log)
-                   if m.commands]
+        carried = [
+            m for m in (read_client_message(d[10:], FEED, b.server.commands, 32) for d in b.wire.log) if m.commands
+        ]
         assert len(carried) > b.core.counters["usercmds"] - b.client.native_ticks
     finally:
         a.close()
@@ -556,6 +681,7 @@ def test_a_scripted_session_stepped_by_the_frame_loop_equals_the_python_loop():
 
 
 # ---------------------------------------------------------------------------------- 3. early acknowledgement
+
 
 def in_game_rig(batch: float, now: float = 0.0) -> Rig:
     """A pumped rig in game: handshake, gamestate and one snapshot read by the core; pump configured."""
@@ -636,13 +762,16 @@ def test_urgent_datagrams_are_handed_over_at_once_and_not_acknowledged(kind):
             server.server_id = 5151
             server.gamestate(tk(0))
         else:
-            rig.wire.receive_datagram({
-                "oob": b"\xff\xff\xff\xffprint\nhello\n",
-                "fragment": struct.pack("<Ii", (s + 1) | 0x80000000, netchan_checksum(CHALLENGE, s + 1))
-                + b"\0\0\x10\0xx",
-                "short": b"\x05\x00",
-                "checksum": struct.pack("<ii", s + 1, netchan_checksum(CHALLENGE, s + 1) ^ 1) + b"\x01\x02\x03",
-            }[kind], tk(0))
+            rig.wire.receive_datagram(
+                {
+                    "oob": b"\xff\xff\xff\xffprint\nhello\n",
+                    "fragment": struct.pack("<Ii", (s + 1) | 0x80000000, netchan_checksum(CHALLENGE, s + 1))
+                    + b"\0\0\x10\0xx",
+                    "short": b"\x05\x00",
+                    "checksum": struct.pack("<ii", s + 1, netchan_checksum(CHALLENGE, s + 1) ^ 1) + b"\x01\x02\x03",
+                }[kind],
+                tk(0),
+            )
         assert step(rig, tk(1)) == READABLE
         taken = rig.pump.take()
         assert taken[9] == (rig.wire.delivered,) and taken[10] == (tk(1),)
@@ -670,8 +799,15 @@ def test_legacy_snapshots_are_acknowledged_early_when_their_op_precedes_the_scra
     # Legacy netchan: the body is scrambled from its 5th byte (SV_ENCODE_START), so the pump sees
     # the first op only when the acknowledge long and the op take at most 32 Huffman bits (byte
     # 0xF7 takes 11: three of them do not fit; small acknowledges, as in game, always do).
-    core = in_game_core(legacy=True, msg_seq=10, snapshot=snap(10, 1000), timer=1.0, last_packet=1.0,
-                        reliable=("say hi",), reliable_ack=0)
+    core = in_game_core(
+        legacy=True,
+        msg_seq=10,
+        snapshot=snap(10, 1000),
+        timer=1.0,
+        last_packet=1.0,
+        reliable=("say hi",),
+        reliable_ack=0,
+    )
     w = BitWriter()
     w.write_long(reliable_ack)
     w.write_byte(serverparse.SVC_SNAPSHOT)
@@ -687,6 +823,7 @@ def test_legacy_snapshots_are_acknowledged_early_when_their_op_precedes_the_scra
     def ack(d: bytes, message_ack: int) -> int:  # unscramble as the server does (key from the acknowledge)
         body = netchan_module._xor(d[6:], 12, CHALLENGE ^ 4242 ^ message_ack, core._server_commands[3], {})
         return read_client_message(body, FEED, core._server_commands, 16).message_ack
+
     with udp_pair() as (a, b):
         pump = NATIVE.Pump(a.fileno())
         pump.configure(core._pump_context())
@@ -763,6 +900,7 @@ def test_garbage_through_the_pump_is_counted_and_the_link_survives(junk, framed)
         def handled() -> int:
             st_ = rig.core.status
             return sum(st_.drops.values()) + st_.counters.get("messages_in", 0) + st_.counters.get("prints", 0)
+
         before = handled()
         for blob in junk:
             if framed:
@@ -832,6 +970,7 @@ def test_a_vanished_peer_is_counted_as_socket_errors_and_the_ticks_go_on():
 
 # ---------------------------------------------------------------------------------- 4. API errors
 
+
 def good_context(timer: float = 100.0, **kw) -> tuple:
     return in_game_core(timer=timer, **kw)._pump_context()
 
@@ -844,12 +983,16 @@ def test_api_errors_leave_the_pump_usable():
             with pytest.raises(RuntimeError, match="not configured"):
                 call()
         ctx = good_context()
-        bad = [(TypeError, ("x",)), (TypeError, list(ctx)), (TypeError, ctx[:-1]),
-               (ValueError, ctx[:9] + (24,) + ctx[10:]),
-               (ValueError, ctx[:6] + (tuple((i, "say") for i in range(1, 66)),) + ctx[7:]),
-               (ValueError, ctx[:24] + ((UserCmd(),) * 3,) + ctx[25:]),
-               (ValueError, ctx[:6] + (((1, "x" * 1024),),) + ctx[7:]),
-               (ValueError, ctx[:21] + (0.0,) + ctx[22:])]
+        bad = [
+            (TypeError, ("x",)),
+            (TypeError, list(ctx)),
+            (TypeError, ctx[:-1]),
+            (ValueError, ctx[:9] + (24,) + ctx[10:]),
+            (ValueError, ctx[:6] + (tuple((i, "say") for i in range(1, 66)),) + ctx[7:]),
+            (ValueError, ctx[:24] + ((UserCmd(),) * 3,) + ctx[25:]),
+            (ValueError, ctx[:6] + (((1, "x" * 1024),),) + ctx[7:]),
+            (ValueError, ctx[:21] + (0.0,) + ctx[22:]),
+        ]
         for exc, c in bad:
             with pytest.raises(exc):
                 pump.configure(c)
@@ -897,12 +1040,14 @@ def test_client_run_refuses_a_bad_batch_and_set_input_refuses_nan():
 
 # ---------------------------------------------------------------------------------- 5. threads
 
+
 def run_in_thread(pump, until: float, batch: float = 0.0):
     box = {}
 
     def target():
         box["r"] = pump.run(until, None, batch)
         box["at"] = time.monotonic()
+
     th = threading.Thread(target=target, daemon=True)
     th.start()
     return th, box
@@ -950,8 +1095,10 @@ def test_set_input_from_another_thread_changes_the_next_datagrams():
         pump.configure(core._pump_context())
         th, box = run_in_thread(pump, time.monotonic() + 5.0)
         try:
+
             def yaw() -> int:
                 return read_client_message(b.recv(65536)[10:], FEED, core._server_commands, 16).cmds[-1].angles[1]
+
             old, new = (0 - 200) & 0xFFFF, (16384 - 200) & 0xFFFF
             assert yaw() == old
             pump.set_input(0, 16384, 0, 0, 0, 0, 0, 0)
@@ -966,6 +1113,7 @@ def test_set_input_from_another_thread_changes_the_next_datagrams():
 
 
 # ---------------------------------------------------------------------------------- 6. in use, and the fallback
+
 
 def live_client(monkeypatch, native_on: bool) -> tuple[Q3Client, ScriptedServer, socket.socket]:
     """A Q3Client in game on the real clock: handshake and gamestate by the scripted server."""

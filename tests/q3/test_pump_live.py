@@ -6,6 +6,7 @@ thread is the application (the XR loop): it sets the input at ~90 Hz, sends comm
 `status` while `run` pumps. `App` has the shape of test_live_session's Session (client, until,
 pump), so that file's helpers (settle_view, teleport, ...) drive it unchanged. Every wait is bounded.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,38 +21,51 @@ import pytest
 
 from headcast.netcode.q3.client import ClientConfig, State
 from headcast.netcode.q3.clientmsg import read_client_message
-from headcast.netcode.q3.events import (Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking,
-                                        ServerCommand)
+from headcast.netcode.q3.events import Disconnected, EnteredWorld, Event, GamestateReceived, HeadTracking, ServerCommand
 from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.native import NATIVE
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import DEFAULT_BATCH, Q3Client
-from q3.test_live_session import (STREAMS, assert_view, move_and_check, no_drops, onto_open_floor, players,
-                                  settle_view, stream_views)
 
+from q3.test_live_session import (
+    STREAMS,
+    assert_view,
+    move_and_check,
+    no_drops,
+    onto_open_floor,
+    players,
+    settle_view,
+    stream_views,
+)
 from support import wait_for
 
 pytestmark = pytest.mark.live
 
-FRAME = 1.0 / 90.0   # the application's frame (an XR loop at 90 Hz)
-SLICE = 0.25         # run() per call: events reach the application at most this late
+FRAME = 1.0 / 90.0  # the application's frame (an XR loop at 90 Hz)
+SLICE = 0.25  # run() per call: events reach the application at most this late
 INTERRUPT_BOUND = 2.0  # interrupt() returns run() within a tick; generous for a loaded 2-core machine
 
 
 class App:
     """One Q3Client: a thread runs it (`run` in slices of `slice_s`), the caller acts as the app."""
 
-    def __init__(self, server: LocalQ3Server, batch: float = DEFAULT_BATCH, slice_s: float = SLICE,
-                 address: tuple[str, int] | None = None, **config) -> None:
+    def __init__(
+        self,
+        server: LocalQ3Server,
+        batch: float = DEFAULT_BATCH,
+        slice_s: float = SLICE,
+        address: tuple[str, int] | None = None,
+        **config,
+    ) -> None:
         self.server = server
         self.client = Q3Client(address or server.address, ClientConfig(**config), bind=("127.0.0.1", 0))
         self.batch = batch
         self.slice_s = slice_s
         self.events: list[Event] = []  # extended by the run thread only
         self.failure: BaseException | None = None
-        self.run_until = 0.0           # the running slice's `until`, and when the last run() returned
+        self.run_until = 0.0  # the running slice's `until`, and when the last run() returned
         self.returned_at = 0.0
-        self.core_ticks = 0            # usercmd ticks the core ran itself, as of the last return
+        self.core_ticks = 0  # usercmd ticks the core ran itself, as of the last return
         self._input: tuple = ((0.0, 0.0, 0.0), {})
         self._stop = threading.Event()
         self._close = False
@@ -102,15 +116,18 @@ class App:
         while time.monotonic() < end:
             self._frame(each)
 
-    def until(self, pred: Callable[[], object], timeout: float, what: str,
-              each: Callable[[float], None] | None = None) -> None:
+    def until(
+        self, pred: Callable[[], object], timeout: float, what: str, each: Callable[[float], None] | None = None
+    ) -> None:
         end = time.monotonic() + timeout
         while not pred():
             if time.monotonic() >= end:
                 st = self.client.status
-                pytest.fail(f"timed out after {timeout:.1f} s waiting for {what}; state {st.state}, "
-                            f"last drop {st.last_drop!r}, last disconnect {st.last_disconnect!r}, "
-                            f"pure {st.pure_error!r}\nserver log:\n{self.server.log_tail(15)}")
+                pytest.fail(
+                    f"timed out after {timeout:.1f} s waiting for {what}; state {st.state}, "
+                    f"last drop {st.last_drop!r}, last disconnect {st.last_disconnect!r}, "
+                    f"pure {st.pure_error!r}\nserver log:\n{self.server.log_tail(15)}"
+                )
             self._frame(each)
 
     def mark(self) -> tuple[int, dict]:
@@ -125,6 +142,7 @@ class App:
         def in_game() -> bool:
             st = self.client.status
             return st.state is State.ACTIVE and st.ps is not None
+
         self.until(in_game, timeout, "entering the world through run()")
 
     def stop(self, close: bool) -> None:
@@ -188,8 +206,9 @@ def assert_streams(app: App, base: dict, ticks0: int, elapsed: float, what: str)
     # The counters trail the pump by up to a hand-over (batch, plus a snapshot gap and a tick), at
     # either end of the window.
     slack = 60 * (app.batch + 0.1)
-    assert 0.9 * 60 * elapsed - slack <= cmds <= 1.05 * 60 * elapsed + slack, \
+    assert 0.9 * 60 * elapsed - slack <= cmds <= 1.05 * 60 * elapsed + slack, (
         f"{what}: {cmds} usercmds in {elapsed:.2f} s"
+    )
     assert snaps >= 0.8 * 20 * elapsed - 20 * (app.batch + 0.1), f"{what}: {snaps} snapshots in {elapsed:.2f} s"
     assert_native(app.client.native_ticks - ticks0, cmds, what)  # read after the counters: never fewer
     assert st.counters.get("move_nodelta", 0) - base.get("move_nodelta", 0) <= 5, what  # deltas acknowledged
@@ -201,10 +220,14 @@ PUMP_STREAMS = [(*s, DEFAULT_BATCH) for s in STREAMS] + [(*STREAMS[1], 0.0)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,family,expect_family,seconds,batch", PUMP_STREAMS,
-                         ids=["openarena-legacy71-pure", "ioq3-new71", "ioq3-legacy68", "ioq3-new71-batch0"])
-def test_run_streams_60hz_with_the_intended_view_then_closes(request, apps, kind, family, expect_family,
-                                                             seconds, batch):
+@pytest.mark.parametrize(
+    "kind,family,expect_family,seconds,batch",
+    PUMP_STREAMS,
+    ids=["openarena-legacy71-pure", "ioq3-new71", "ioq3-legacy68", "ioq3-new71-batch0"],
+)
+def test_run_streams_60hz_with_the_intended_view_then_closes(
+    request, apps, kind, family, expect_family, seconds, batch
+):
     server = request.getfixturevalue("oa_server" if kind == "openarena" else "ioq3_server")
     name = f"pumped{expect_family.protocol}{'l' if expect_family.legacy_netchan else 'n'}{'b0' if batch == 0 else ''}"
     # Slices longer than the stream: only interrupt() ends the run() in progress at the end.
@@ -275,8 +298,11 @@ def test_run_recovers_from_a_server_kill_and_restart(apps, kind):
         first = app.of(Disconnected)[0]
         assert first.will_reconnect and "restarted" in first.reason, first
         assert app.core_ticks > core0, "no tick ran in the core (the silence probe's should)"
-        app.until(lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE, 20.0,
-                  "reconnecting to the restarted server")
+        app.until(
+            lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE,
+            20.0,
+            "reconnecting to the restarted server",
+        )
         assert app.client.status.counters["attempts"] >= 2
         settle_view(app, intended, "view after reconnect")
         # It streams again, in the pump.
@@ -305,8 +331,11 @@ def test_run_times_out_a_dead_server_and_reconnects_when_it_is_back(apps):
         app.pump(0.5)  # run() goes on, reconnecting into a closed port
         assert app.client.state is not State.ACTIVE
         server.start()
-        app.until(lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE, 20.0,
-                  "reconnecting once the server is back")
+        app.until(
+            lambda: len(app.of(EnteredWorld)) >= 2 and app.client.state is State.ACTIVE,
+            20.0,
+            "reconnecting once the server is back",
+        )
         settle_view(app, intended, "view after reconnect")
         ticks0, base = app.mark()
         start = time.monotonic()

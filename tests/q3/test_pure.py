@@ -1,4 +1,5 @@
 """Pure checksums: our MD4 against RFC 1320, pk3 checksums against a real server's `sv_paks`."""
+
 from __future__ import annotations
 
 import zipfile
@@ -33,6 +34,7 @@ def test_pure_checksum_prepends_the_feed(tmp_path):
     pak = pure.load_pak(path)
     assert len(pak.crcs) == 2
     import struct
+
     assert pak.pure_checksum(77) == pure.block_checksum(struct.pack("<iII", 77, *pak.crcs))
     assert pak.checksum() == pure.block_checksum(struct.pack("<II", *pak.crcs))
     assert pure.cp_command(9, 77, [pak]) == f"cp 9 {pak.pure_checksum(77)} {pak.pure_checksum(77)} @ 77"

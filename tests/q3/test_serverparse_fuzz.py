@@ -5,6 +5,7 @@ full and delta snapshots, server commands); each mutation is parsed against the 
 client had just before the original. The parser must return a result or raise
 ServerParseError — nothing else — and stay within a small memory bound.
 """
+
 from __future__ import annotations
 
 import time
@@ -115,18 +116,18 @@ def test_mutated_real_messages_parse_or_raise_typed_error(captured, data):
             bit = data.draw(st.integers(0, len(buf) * 8 - 1))
             buf[bit >> 3] ^= 1 << (bit & 7)
     elif kind == "truncate":
-        del buf[data.draw(st.integers(0, len(buf) - 1)):]
+        del buf[data.draw(st.integers(0, len(buf) - 1)) :]
     elif kind == "insert":
         at = data.draw(st.integers(0, len(buf)))
         buf[at:at] = data.draw(st.binary(min_size=1, max_size=64))
     elif kind == "overwrite":
         at = data.draw(st.integers(0, len(buf) - 1))
         chunk = data.draw(st.binary(min_size=1, max_size=32))
-        buf[at:at + len(chunk)] = chunk
+        buf[at : at + len(chunk)] = chunk
     else:
         other, _, _, _ = captured[data.draw(st.integers(0, len(captured) - 1))]
         cut = data.draw(st.integers(0, len(buf)))
-        buf = buf[:cut] + bytearray(other[data.draw(st.integers(0, len(other))):])
+        buf = buf[:cut] + bytearray(other[data.draw(st.integers(0, len(other))) :])
     _parse(bytes(buf), num, ring, baselines)
 
 
@@ -139,6 +140,7 @@ def test_random_bytes_parse_or_raise_typed_error(blob, num):
 @pytest.mark.live
 def test_parsing_garbage_is_memory_bounded(captured):
     import random
+
     rng = random.Random(1234)
     tracemalloc.start()
     try:

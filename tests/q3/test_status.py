@@ -1,6 +1,7 @@
 """getinfo/getstatus without a connection (netcode/q3/status.py): request bytes, strict reply
 parsing against replies a live ioq3 1.36 sent, colour codes as ioq3's Q_CleanStr strips them,
 the per-server query (resends, round trips, drops), and fuzz: nothing but StatusError escapes."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,9 +16,11 @@ EXAMPLES = 3000 if LONG else 300
 
 # Captured from /usr/lib/ioquake3/ioq3ded (Debian 1.36) with two headcast clients in game,
 # answering `getinfo n1` and `getstatus n2`.
-IOQ3_INFO = (b"\xff\xff\xff\xffinfoResponse\n\\voip\\opus\\g_needpass\\0\\pure\\0\\gametype\\0\\sv_maxclients\\4"
-             b"\\g_humanplayers\\2\\clients\\2\\mapname\\oa_dm1\\hostname\\^1Red^7 Server\\protocol\\68"
-             b"\\gamename\\Quake3Arena\\challenge\\n1")
+IOQ3_INFO = (
+    b"\xff\xff\xff\xffinfoResponse\n\\voip\\opus\\g_needpass\\0\\pure\\0\\gametype\\0\\sv_maxclients\\4"
+    b"\\g_humanplayers\\2\\clients\\2\\mapname\\oa_dm1\\hostname\\^1Red^7 Server\\protocol\\68"
+    b"\\gamename\\Quake3Arena\\challenge\\n1"
+)
 IOQ3_STATUS = (
     b"\xff\xff\xff\xffstatusResponse\n\\challenge\\n2\\sv_allowDownload\\0\\sv_hostname\\^1Red^7 Server"
     b"\\sv_maxclients\\4\\version\\ioq3 1.36+u20221123.70d07d9+dfsg-1/Debian linux-x86_64 Jan  8 2023"
@@ -29,7 +32,8 @@ IOQ3_STATUS = (
     b"\\g_voteMinTimelimit\\0\\g_voteMaxFraglimit\\0\\g_voteMinFraglimit\\0\\g_obeliskRespawnDelay\\10"
     b"\\g_enableDust\\0\\g_enableBreath\\0\\g_delagHitscan\\0\\elimination_roundtime\\120\\g_rockets\\0"
     b"\\g_instantgib\\0\\g_lms_mode\\0\\g_altExcellent\\0\\g_timestamp\\2026-11-26 17:19:13\n"
-    b'0 48 "^1Red^7Bot"\n0 48 "Pl^^ain^"\n')
+    b'0 48 "^1Red^7Bot"\n0 48 "Pl^^ain^"\n'
+)
 FF = b"\xff\xff\xff\xff"
 
 
@@ -44,7 +48,9 @@ def test_requests_are_quakestats_with_a_nonce():
 def test_real_ioq3_replies_parse_to_every_key_and_player():
     info = status.parse_info_response(IOQ3_INFO)
     assert info.challenge == "n1" and "challenge" not in info.info
-    assert info.info["protocol"] == "68" and info.info["g_needpass"] == "0" and info.info["hostname"] == "^1Red^7 Server"
+    assert (
+        info.info["protocol"] == "68" and info.info["g_needpass"] == "0" and info.info["hostname"] == "^1Red^7 Server"
+    )
     assert len(info.info) == 11
     st_ = status.parse_status_response(IOQ3_STATUS)
     assert st_.challenge == "n2" and "challenge" not in st_.rules
@@ -61,28 +67,41 @@ def test_player_lines_as_servers_write_them():
     assert status.parse_player('0 0 ""') == Player(0, 0, "")
     assert status.parse_player('1 2 "say "hi""') == Player(1, 2, 'say "hi"')  # the last quote ends the name
     assert status.parse_player('1 2 "\xe9\x01x"').name == "\xe9\x01x"  # raw bytes kept (latin-1)
-    for bad in ('1 "x"', '1 2 x', '1 2 "x', 'a 2 "x"', '1  2 "x"', '1 2 "x" "y', '1 2 "x"junk',
-                '1 99999999999 "x"', '1 2 3a "x"', '٣ 2 "x"'):
+    for bad in (
+        '1 "x"',
+        "1 2 x",
+        '1 2 "x',
+        'a 2 "x"',
+        '1  2 "x"',
+        '1 2 "x" "y',
+        '1 2 "x"junk',
+        '1 99999999999 "x"',
+        '1 2 3a "x"',
+        '٣ 2 "x"',
+    ):
         with pytest.raises(StatusError):
             status.parse_player(bad)
 
 
-@pytest.mark.parametrize("packet, needle", [
-    (b"statusResponse\n\\challenge\\x\n", "FF FF FF FF"),
-    (FF + b"statusResponsX\n\\challenge\\x\n", "not a statusResponse"),
-    (FF + b"statusResponse \\challenge\\x\n", "not a statusResponse"),
-    (FF + b"statusResponse\n\\challenge\\x", "does not end with a newline"),
-    (FF + b"statusResponse\n\\challenge\\x\n1 2 \"a\"", "does not end with a newline"),
-    (FF + b"statusResponse\nchallenge\\x\n", "does not start with a backslash"),
-    (FF + b"statusResponse\n\\challenge\\x\\lonely\n", "key without a value"),
-    (FF + b"statusResponse\n\\challenge\\x\\\\v\n", "empty key"),
-    (FF + b"statusResponse\n\\challenge\\x\\k\\1\\k\\2\n", "repeats the key 'k'"),
-    (FF + b"statusResponse\n\\sv_hostname\\x\n", "does not echo a challenge"),
-    (FF + b"statusResponse\n\\challenge\\x\n\n", "is not `score ping"),
-    (FF + b"statusResponse\n\\challenge\\x\0\n", "NUL byte"),
-    (FF + b"infoResponse\n\\challenge\\x\n\\k\\v", "more than one line"),
-    (FF + b"infoResponse\n\\k\\v", "does not echo a challenge"),
-])
+@pytest.mark.parametrize(
+    "packet, needle",
+    [
+        (b"statusResponse\n\\challenge\\x\n", "FF FF FF FF"),
+        (FF + b"statusResponsX\n\\challenge\\x\n", "not a statusResponse"),
+        (FF + b"statusResponse \\challenge\\x\n", "not a statusResponse"),
+        (FF + b"statusResponse\n\\challenge\\x", "does not end with a newline"),
+        (FF + b'statusResponse\n\\challenge\\x\n1 2 "a"', "does not end with a newline"),
+        (FF + b"statusResponse\nchallenge\\x\n", "does not start with a backslash"),
+        (FF + b"statusResponse\n\\challenge\\x\\lonely\n", "key without a value"),
+        (FF + b"statusResponse\n\\challenge\\x\\\\v\n", "empty key"),
+        (FF + b"statusResponse\n\\challenge\\x\\k\\1\\k\\2\n", "repeats the key 'k'"),
+        (FF + b"statusResponse\n\\sv_hostname\\x\n", "does not echo a challenge"),
+        (FF + b"statusResponse\n\\challenge\\x\n\n", "is not `score ping"),
+        (FF + b"statusResponse\n\\challenge\\x\0\n", "NUL byte"),
+        (FF + b"infoResponse\n\\challenge\\x\n\\k\\v", "more than one line"),
+        (FF + b"infoResponse\n\\k\\v", "does not echo a challenge"),
+    ],
+)
 def test_malformed_replies_are_typed_errors_saying_what(packet, needle):
     parse = status.parse_info_response if b"info" in packet else status.parse_status_response
     with pytest.raises(StatusError, match=None) as e:
@@ -95,14 +114,17 @@ def test_lenient_only_where_servers_differ_harmlessly():
     assert status.parse_info_response(FF + b"infoResponse\n\\challenge\\x\\empty\\").info == {"empty": ""}
 
 
-@pytest.mark.parametrize("raw, clean", [
-    ("^1Red^7Bot", "RedBot"),
-    ("^xOdd^!", "Odd^!"),          # ioq3: a colour code is ^ + a letter or digit; ^! is text
-    ("Pl^^ain^", "Pl^in^"),        # ^^ is a caret, then ^a is a colour; a trailing ^ stays
-    ("^^11", "^1"),
-    ("tab\there\x1b[31m\xe9", "tabhere[31m"),  # unprintable bytes go (no terminal escapes)
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ("^1Red^7Bot", "RedBot"),
+        ("^xOdd^!", "Odd^!"),  # ioq3: a colour code is ^ + a letter or digit; ^! is text
+        ("Pl^^ain^", "Pl^in^"),  # ^^ is a caret, then ^a is a colour; a trailing ^ stays
+        ("^^11", "^1"),
+        ("tab\there\x1b[31m\xe9", "tabhere[31m"),  # unprintable bytes go (no terminal escapes)
+        ("", ""),
+    ],
+)
 def test_clean_is_ioq3s_q_cleanstr(raw, clean):
     assert status.clean(raw) == clean
     assert Player(0, 0, raw).clean_name == clean
@@ -127,6 +149,7 @@ def test_fuzz_clean_equals_the_c_loop(text):
 
 
 # ---------------------------------------------------------------------------- the query
+
 
 def fixed_nonces(*names: str):
     it = iter(names)
@@ -167,7 +190,7 @@ def test_query_counts_what_it_cannot_use_and_keeps_waiting():
     q.start(0.0)
     q.datagrams_to_send(0.0)
     q.receive_datagram(status_reply("not-ours"), 0.1)
-    q.receive_datagram(info_reply("s1"), 0.1)          # the status nonce echoed in an infoResponse
+    q.receive_datagram(info_reply("s1"), 0.1)  # the status nonce echoed in an infoResponse
     q.receive_datagram(FF + b"print\nhello\n", 0.1)
     q.receive_datagram(b"\x01\x00\x00\x00garbage", 0.1)
     q.receive_datagram(FF + b"statusResponse\n\\challenge\\s1\n1 2 x\n", 0.1)
@@ -179,6 +202,7 @@ def test_query_counts_what_it_cannot_use_and_keeps_waiting():
 
 
 # ---------------------------------------------------------------------------- fuzz
+
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(st.binary(max_size=300))
@@ -192,14 +216,16 @@ def test_fuzz_random_bytes_only_ever_raise_status_error(data):
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.sampled_from([IOQ3_INFO, IOQ3_STATUS]), st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 255)),
-                                                            min_size=1, max_size=6),
-       st.integers(0, 2000))
+@given(
+    st.sampled_from([IOQ3_INFO, IOQ3_STATUS]),
+    st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 255)), min_size=1, max_size=6),
+    st.integers(0, 2000),
+)
 def test_fuzz_mutated_real_replies_parse_or_raise_status_error(packet, flips, cut):
     data = bytearray(packet)
     for pos, value in flips:
         data[pos % len(data)] = value
-    data = bytes(data[:max(cut, 4)] if cut < len(data) else data)
+    data = bytes(data[: max(cut, 4)] if cut < len(data) else data)
     parse = status.parse_info_response if packet is IOQ3_INFO else status.parse_status_response
     try:
         parse(data)
@@ -216,8 +242,10 @@ _text = st.text(st.characters(min_codepoint=1, max_codepoint=255, blacklist_char
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.dictionaries(_text.filter(bool), _text, max_size=8),
-       st.lists(st.tuples(st.integers(-(1 << 31), (1 << 31) - 1), st.integers(-1, 999), _text), max_size=5))
+@given(
+    st.dictionaries(_text.filter(bool), _text, max_size=8),
+    st.lists(st.tuples(st.integers(-(1 << 31), (1 << 31) - 1), st.integers(-1, 999), _text), max_size=5),
+)
 def test_fuzz_what_a_server_could_send_round_trips(rules, players):
     rules.pop("challenge", None)
     infostring = "".join(f"\\{k}\\{v}" for k, v in {"challenge": "n2", **rules}.items())

@@ -1,5 +1,6 @@
 """What a Quake 3 userinfo can carry (ioq3 Info_SetValueForKey, SV_DirectConnect, the game's
 ClientCleanName): each limit refused by the library with a message naming it."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,12 +8,19 @@ import pytest
 from headcast.netcode.q3 import oob
 
 
-@pytest.mark.parametrize("name, words", [
-    ('a"b', 'holds "'), ("a\\b", "holds \\"), ("a;b", "holds ;"), ("", "is empty"),
-    ("x" * 2000, "is 2000 characters; the game keeps 35 (MAX_NETNAME 36"),
-    ("nul\x00here", "control character"), ("line\nbreak", "control character"),
-    ("李", "not Latin-1"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ('a"b', 'holds "'),
+        ("a\\b", "holds \\"),
+        ("a;b", "holds ;"),
+        ("", "is empty"),
+        ("x" * 2000, "is 2000 characters; the game keeps 35 (MAX_NETNAME 36"),
+        ("nul\x00here", "control character"),
+        ("line\nbreak", "control character"),
+        ("李", "not Latin-1"),
+    ],
+)
 def test_a_name_the_engine_would_mangle_is_refused_naming_the_limit(name, words):
     assert words in oob.player_name_problem(name)
 

@@ -1,11 +1,11 @@
 """The full client packet (CL_WritePacket body + netchan header) against ioq3's output."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from support import VECTORS_FILE
 from headcast.netcode.q3.clientmsg import (
     CLC_MOVE,
     CLC_MOVE_NO_DELTA,
@@ -17,12 +17,15 @@ from headcast.netcode.q3.msg import BitReader, MsgError
 from headcast.netcode.q3.netchan import Netchan, NetchanMode, netchan_checksum
 from headcast.netcode.q3.usercmd import UserCmd, hash_key
 
+from support import VECTORS_FILE
+
 VEC = json.loads(VECTORS_FILE.read_text())["client_packet"]
 
 
 def cmd(d: dict) -> UserCmd:
-    return UserCmd(d["serverTime"], tuple(d["angles"]), d["buttons"], d["weapon"],
-                   d["forwardmove"], d["rightmove"], d["upmove"])
+    return UserCmd(
+        d["serverTime"], tuple(d["angles"]), d["buttons"], d["weapon"], d["forwardmove"], d["rightmove"], d["upmove"]
+    )
 
 
 CMDS = [cmd(c) for c in VEC["cmds"]]
@@ -37,8 +40,16 @@ def test_key_from_vector_inputs() -> None:
 
 
 def test_client_payload_matches_ioq3() -> None:
-    payload = write_client_message(VEC["serverId"], VEC["serverMessageSequence"], VEC["serverCommandSequence"],
-                                   [], CMDS, VEC["key"], button_bits=16, move_no_delta=False)
+    payload = write_client_message(
+        VEC["serverId"],
+        VEC["serverMessageSequence"],
+        VEC["serverCommandSequence"],
+        [],
+        CMDS,
+        VEC["key"],
+        button_bits=16,
+        move_no_delta=False,
+    )
     assert payload.hex() == VEC["payload"]
     assert len(payload) == (VEC["bits"] + 7) // 8
 
@@ -68,10 +79,19 @@ def test_server_reads_back_what_ioq3_reads() -> None:
 def test_reliable_commands_and_32bit_buttons_round_trip() -> None:
     ring = list(RING)
     key = VEC["key"]
-    vr_cmds = [UserCmd(60000 + 16 * i, (1000, 2000 + i, 300), (90 << 19) | (70 << 12) | 1, 1, 127, -127, 0)
-               for i in range(3)]
-    payload = write_client_message(987654, 1234, 7, [(11, 'userinfo "\\name\\x\\vr\\1"'), (12, "say 100% ok\xe9")],
-                                   vr_cmds, key, button_bits=32, move_no_delta=True)
+    vr_cmds = [
+        UserCmd(60000 + 16 * i, (1000, 2000 + i, 300), (90 << 19) | (70 << 12) | 1, 1, 127, -127, 0) for i in range(3)
+    ]
+    payload = write_client_message(
+        987654,
+        1234,
+        7,
+        [(11, 'userinfo "\\name\\x\\vr\\1"'), (12, "say 100% ok\xe9")],
+        vr_cmds,
+        key,
+        button_bits=32,
+        move_no_delta=True,
+    )
     msg = read_client_message(payload, VEC["checksumFeed"], ring, button_bits=32)
     assert msg.commands == ((11, 'userinfo "\\name\\x\\vr\\1"'), (12, "say 100. ok."))
     assert msg.move_op == CLC_MOVE_NO_DELTA

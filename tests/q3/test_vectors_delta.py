@@ -1,11 +1,11 @@
 """Entity and playerState deltas against ioq3's MSG_WriteDelta* output, and the generic walk."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from support import VECTORS_FILE
 from headcast.netcode.q3.delta import (
     NULL_ENTITY,
     NULL_PLAYER,
@@ -18,6 +18,8 @@ from headcast.netcode.q3.delta import (
 )
 from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError
 from headcast.netcode.q3.netfields import ENTITY_FIELDS, PLAYER_FIELDS
+
+from support import VECTORS_FILE
 
 VECTORS = json.loads(VECTORS_FILE.read_text())
 
@@ -75,9 +77,9 @@ def test_playerstate_delta_matches_ioq3() -> None:
 def test_entity_remove_nochange_and_float_forms() -> None:
     base = EntityState.from_dict({"number": 9, "origin": (1.5, -4096, 4095), "eFlags": 0x404, "time": -5})
     w = BitWriter()
-    write_delta_entity(w, base, None, force=False)            # remove
-    write_delta_entity(w, base, base, force=True)             # two bits: no delta
-    write_delta_entity(w, base, base, force=False)            # nothing
+    write_delta_entity(w, base, None, force=False)  # remove
+    write_delta_entity(w, base, base, force=True)  # two bits: no delta
+    write_delta_entity(w, base, base, force=False)  # nothing
     to = EntityState.from_dict({"origin": (0.0, 4096.0, -0.5), "eFlags": 0, "angles2": (57.4016, 0, 29.055)}, base)
     write_delta_entity(w, base, to, force=False)
     r = BitReader(w.to_bytes())
@@ -90,9 +92,17 @@ def test_entity_remove_nochange_and_float_forms() -> None:
 
 
 def test_playerstate_delta_chain_and_arrays() -> None:
-    a = PlayerState.from_dict({"commandTime": 100, "viewangles": (-9.998, 29.998, 19.995),
-                               "delta_angles": (65000, 1, 2), "pm_time": -3, "stats": list(range(16)),
-                               "powerups[5]": -7, "ammo[2]": 200})
+    a = PlayerState.from_dict(
+        {
+            "commandTime": 100,
+            "viewangles": (-9.998, 29.998, 19.995),
+            "delta_angles": (65000, 1, 2),
+            "pm_time": -3,
+            "stats": list(range(16)),
+            "powerups[5]": -7,
+            "ammo[2]": 200,
+        }
+    )
     b = PlayerState.from_dict({"commandTime": 150, "stats[7]": -32768, "eFlags": 0x404, "weapon": 31}, a)
     w = BitWriter()
     write_delta_playerstate(w, None, a)

@@ -1,4 +1,5 @@
 """Static and adaptive Huffman, and message bit I/O, against ioq3's own encoder output."""
+
 from __future__ import annotations
 
 import json
@@ -6,9 +7,10 @@ from collections import Counter
 
 import pytest
 
-from support import VECTORS_FILE
 from headcast.netcode.q3 import huffman
 from headcast.netcode.q3.msg import BitReader, BitWriter, MsgError
+
+from support import VECTORS_FILE
 
 VECTORS = json.loads(VECTORS_FILE.read_text())
 STATIC = VECTORS["huffman_static"]

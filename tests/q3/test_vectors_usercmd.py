@@ -1,11 +1,11 @@
 """Usercmd deltas and MSG_HashKey against ioq3's own writer and reader."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from support import VECTORS_FILE
 from headcast.netcode.q3.msg import BitReader, BitWriter
 from headcast.netcode.q3.usercmd import (
     NULL_CMD,
@@ -15,12 +15,15 @@ from headcast.netcode.q3.usercmd import (
     write_delta_usercmd_key,
 )
 
+from support import VECTORS_FILE
+
 VECTORS = json.loads(VECTORS_FILE.read_text())
 
 
 def cmd(d: dict) -> UserCmd:
-    return UserCmd(d["serverTime"], tuple(d["angles"]), d["buttons"], d["weapon"],
-                   d["forwardmove"], d["rightmove"], d["upmove"])
+    return UserCmd(
+        d["serverTime"], tuple(d["angles"]), d["buttons"], d["weapon"], d["forwardmove"], d["rightmove"], d["upmove"]
+    )
 
 
 @pytest.mark.parametrize("vec", VECTORS["usercmd_delta"]["vectors"], ids=lambda v: v["name"])

@@ -1,10 +1,12 @@
 """Live Sauerbraten fixtures: the real 2020 Edition server (Debian's cube2-server) on 127.0.0.1, and
 the clients of a test (closed after it)."""
+
 from __future__ import annotations
 
 import pytest
 
 from headcast.netcode.sauer import localserver
+
 from sauer_support import Clients, need_server
 
 

@@ -1,6 +1,7 @@
 """SauerClientCore without a network: the server's side is scripted here, byte for byte in the
 layout of the 2020 Edition's server.cpp (sendservinfo, welcomepacket, sendspawn, the N_CLIENT relay,
 the ENet disconnect reasons). The same behaviour against the real server: test_live.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,8 +26,9 @@ def spawnstate(cn, ls):
 
 
 def welcome(cn=0, ls=1, mapname="complex", mode=0):
-    return (build(Msg.N_WELCOME, Msg.N_MAPCHANGE, mapname, mode, 1, Msg.N_TIMEUP, 600, Msg.N_SETTEAM, cn, "good", -1)
-            + spawnstate(cn, ls))
+    return build(
+        Msg.N_WELCOME, Msg.N_MAPCHANGE, mapname, mode, 1, Msg.N_TIMEUP, 600, Msg.N_SETTEAM, cn, "good", -1
+    ) + spawnstate(cn, ls)
 
 
 def events(core):
@@ -55,11 +57,11 @@ def test_handshake_bytes_and_the_spawn_answer():
     out = core.packets_to_send(0.02)
     # N_CONNECT: docs/protocols/sauerbraten.md#connect
     assert out[0] == sc.Outgoing(1, bytes.fromhex("00 76 72 41 00 00 00 00 00"), True)
-    assert out[1].data[0] == Msg.N_PING and not out[1].reliable   # pings from N_SERVINFO on, unreliable
+    assert out[1].data[0] == Msg.N_PING and not out[1].reliable  # pings from N_SERVINFO on, unreliable
     assert core.state is State.JOINING and core.cn == 2
     core.receive(1, welcome(cn=2, ls=1), 0.03)
     out = core.packets_to_send(0.03)
-    assert sc.Outgoing(1, bytes.fromhex("12 01 06"), True) in out     # N_SPAWN lifesequence 1, gun 6
+    assert sc.Outgoing(1, bytes.fromhex("12 01 06"), True) in out  # N_SPAWN lifesequence 1, gun 6
     assert core.state is State.ALIVE and core.lifesequence == 1
     assert [type(e) for e in events(core)] == [sc.Welcomed, sc.Spawned]
 
@@ -86,7 +88,7 @@ def test_positions_at_30_hz_carry_cn_and_the_lifesequence_parity():
         t += 1 / 90
         sent += [o for o in core.packets_to_send(t) if o.channel == 0]
     assert 29 <= len(sent) <= 31 and not any(o.reliable for o in sent)
-    core.pose = None   # tracking lost: nothing, not a stale position
+    core.pose = None  # tracking lost: nothing, not a stale position
     assert [o for o in core.packets_to_send(t + 0.1) if o.channel == 0] == []
 
 
@@ -106,9 +108,9 @@ def test_death_tryspawn_and_respawn_flip_the_lifebit():
     core.receive(1, build(Msg.N_INITCLIENT, 1, "obs", "good", 0), 0.1)
     core.receive(1, build(Msg.N_DIED, 0, 1, 1, 0), 0.2)
     assert core.state is State.DEAD and any(isinstance(e, sc.Killed) and e.by == "obs" for e in events(core))
-    assert [o for o in core.packets_to_send(0.5) if o.channel == 0] == []    # dead: no positions
+    assert [o for o in core.packets_to_send(0.5) if o.channel == 0] == []  # dead: no positions
     tries = [t for t in (1.1, 1.3, 3.0, 3.3) if build(Msg.N_TRYSPAWN) in [o.data for o in core.packets_to_send(t)]]
-    assert tries == [1.3, 3.3]    # 1 s after the death, then every 2 s while still dead
+    assert tries == [1.3, 3.3]  # 1 s after the death, then every 2 s while still dead
     core.receive(1, spawnstate(0, 2), 3.4)
     out = core.packets_to_send(3.4)
     assert build(Msg.N_SPAWN, 2, 6) in [o.data for o in out]
@@ -136,13 +138,13 @@ def test_other_players_records_are_kept_as_the_game_keeps_them():
     core.receive(0, encode_npos(rec(1)), 0.2)  # lifesequence 0 (new client): odd parity dropped
     assert core.players[0].record is None and core.players[0].rejected == 1
     relay = build(Msg.N_SPAWN, 3, 100, 100, 0, 0, 6, 0, 0, 0, 0, 1, 40)
-    core.receive(1, build(Msg.N_CLIENT, 0, len(relay)) + relay, 0.3)   # vrA spawned, lifesequence 3
+    core.receive(1, build(Msg.N_CLIENT, 0, len(relay)) + relay, 0.3)  # vrA spawned, lifesequence 3
     core.receive(0, encode_npos(rec(1)) + encode_npos(rec(0)), 0.4)
     p = core.players[0]
     assert p.record == rec(1) and p.records == 1 and p.rejected == 2 and p.lifesequence == 3
     core.receive(1, build(Msg.N_DIED, 0, 1, 1, 0), 0.5)
     core.receive(0, encode_npos(rec(1)), 0.6)
-    assert p.record is None and p.rejected == 3                       # dead: dropped
+    assert p.record is None and p.rejected == 3  # dead: dropped
     core.receive(1, build(Msg.N_CDIS, 0), 0.7)
     assert 0 not in core.players and any(isinstance(e, sc.PlayerLeft) for e in events(core))
 
@@ -157,7 +159,7 @@ def test_a_kick_reconnects_with_backoff_and_the_reason_named():
     waits = []
     for t in (6.0, 20.0, 40.0, 80.0):
         core.connection_started(t)
-        core.connection_lost(None, t + 1)        # ENet gave up: nothing answered
+        core.connection_lost(None, t + 1)  # ENet gave up: nothing answered
         waits.append(core.last_disconnect.retry_in)
     assert waits == [2.0, 4.0, 8.0, 15.0] and core.last_disconnect.text.startswith("no answer")
     core.connection_started(200.0)
@@ -201,7 +203,7 @@ def test_silence_is_reported_then_the_connection_is_dropped_and_made_again():
 def test_each_phase_has_its_deadline():
     core = SauerClientCore("vrA")
     core.connection_started(0.0)
-    core.packets_to_send(6.1)   # ENet never connected
+    core.packets_to_send(6.1)  # ENet never connected
     assert core.take_drop() == "no ENet connection within 6 s" and core.state is State.WAITING
     core.connection_started(10.0)
     core.connection_made(10.0)

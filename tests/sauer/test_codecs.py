@@ -1,11 +1,11 @@
 """Sauerbraten codecs without a server: strings and the cube charset, the Tiger hash and the password
 hash, the channel-1 parser on packets laid out as the game's server builds them (welcomepacket,
 sendresume, N_CLIENT relays, ctf/collect modes), the info-port replies, and fuzz."""
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.netcode.sauer import info, messages as m
 from headcast.netcode.sauer.messages import build, parse_messages, parse_positions
@@ -13,14 +13,16 @@ from headcast.netcode.sauer.npos import encode_npos, make_npos
 from headcast.netcode.sauer.protocol import Msg, disconnect_text, mode_name
 from headcast.netcode.sauer.tiger import hash_password, hashstring, tiger
 from headcast.netcode.sauer.wire import Reader, decode_cube, encode_cube, plain_text, put_string
+
 from support import LONG
 
 FUZZ = 20_000 if LONG else 800
 
 # The welcome packet the 2020 Edition server sent a fresh client (captured on 127.0.0.1):
 # N_WELCOME, N_MAPCHANGE "complex" ffa items, N_TIMEUP 600, N_SETTEAM 0 "good" -1, N_SPAWNSTATE 0 …
-WELCOME = bytes.fromhex("02 16 63 6f 6d 70 6c 65 78 00 00 01 21 80 58 02 40 00 67 6f 6f 64 00 ff "
-                        "11 00 01 64 64 19 00 06 00 00 00 00 01 28")
+WELCOME = bytes.fromhex(
+    "02 16 63 6f 6d 70 6c 65 78 00 00 01 21 80 58 02 40 00 67 6f 6f 64 00 ff 11 00 01 64 64 19 00 06 00 00 00 00 01 28"
+)
 
 
 def test_strings_are_putints_up_to_a_zero_in_the_cube_charset():
@@ -64,8 +66,13 @@ def test_tiger_vectors_and_the_games_hex():
 def test_welcome_packet_parses_into_the_joins_messages():
     r = parse_messages(WELCOME)
     assert r.stopped == ""
-    assert r.messages == [m.Welcome(), m.MapChange("complex", 0, True), m.TimeUp(600), m.SetTeam(0, "good", -1),
-                          m.SpawnState(0, m.PlayerState(1, 100, 100, 25, 0, 6, (0, 0, 0, 0, 1, 40)))]
+    assert r.messages == [
+        m.Welcome(),
+        m.MapChange("complex", 0, True),
+        m.TimeUp(600),
+        m.SetTeam(0, "good", -1),
+        m.SpawnState(0, m.PlayerState(1, 100, 100, 25, 0, 6, (0, 0, 0, 0, 1, 40))),
+    ]
 
 
 def _state(ls):
@@ -73,8 +80,34 @@ def _state(ls):
 
 
 def test_resume_initclient_and_relayed_spawn_give_the_other_players():
-    pkt = build(Msg.N_RESUME, 3, 0, 2, 0, 1, 0, *_state(5), 7, 5, 0, 0, 0, 0, *_state(2), -1,
-                Msg.N_INITCLIENT, 3, "bob", "evil", 1, Msg.N_INITCLIENT, 7, "amy", "good", 0)
+    pkt = build(
+        Msg.N_RESUME,
+        3,
+        0,
+        2,
+        0,
+        1,
+        0,
+        *_state(5),
+        7,
+        5,
+        0,
+        0,
+        0,
+        0,
+        *_state(2),
+        -1,
+        Msg.N_INITCLIENT,
+        3,
+        "bob",
+        "evil",
+        1,
+        Msg.N_INITCLIENT,
+        7,
+        "amy",
+        "good",
+        0,
+    )
     relayed = build(Msg.N_SPAWN, *_state(6), Msg.N_SOUND, 4, Msg.N_TEXT, "hi", Msg.N_CLIENTPING, 12)
     pkt += build(Msg.N_CLIENT, 3) + bytes([len(relayed)]) + relayed + build(Msg.N_CDIS, 7)
     r = parse_messages(pkt)
@@ -104,23 +137,53 @@ def test_unknown_type_and_truncation_stop_with_a_reason():
 def test_every_fixed_and_listed_message_reads_exactly_its_bytes():
     """Each message then an N_PONG: the parser is in step only if it read each exactly."""
     cases = [
-        build(Msg.N_SHOTFX, *range(9)), build(Msg.N_EXPLODEFX, 1, 2, 3), build(Msg.N_DAMAGE, 1, 2, 3, 4, 5),
-        build(Msg.N_HITPUSH, *range(6)), build(Msg.N_ITEMSPAWN, 3), build(Msg.N_ITEMACC, 3, 1),
-        build(Msg.N_ANNOUNCE, 1), build(Msg.N_NEWMAP, 10), build(Msg.N_GAMESPEED, 50, 1),
-        build(Msg.N_PAUSEGAME, 1, -1), build(Msg.N_ITEMLIST, 1, 8, 2, 9, -1), build(Msg.N_TEAMINFO, "good", 3, ""),
-        build(Msg.N_FORCEDEATH, 2), build(Msg.N_TIMEUP, 0), build(Msg.N_SENDDEMOLIST, 2, "a", "b"),
-        build(Msg.N_DEMOPLAYBACK, 0, 1), build(Msg.N_CURRENTMASTER, 1, 2, 3, -1), build(Msg.N_MASTERMODE, 2),
-        build(Msg.N_SPECTATOR, 1, 1), build(Msg.N_SAYTEAM, 2, "go"), build(Msg.N_BASES, 1, 2, "a", "b", 3, 4),
-        build(Msg.N_BASEINFO, 1, "a", "b", 3, 4), build(Msg.N_BASESCORE, 1, "good", 30), build(Msg.N_REPAMMO, 1, 2),
-        build(Msg.N_BASEREGEN, 1, 2, 3, 4, 5), build(Msg.N_DROPFLAG, *range(6)), build(Msg.N_SCOREFLAG, *range(9)),
-        build(Msg.N_RETURNFLAG, 1, 2, 3), build(Msg.N_TAKEFLAG, 1, 2, 3), build(Msg.N_RESETFLAG, *range(5)),
-        build(Msg.N_INVISFLAG, 1, 0), build(Msg.N_INITFLAGS, 1, 2, 2, 1, 0, -1, 0, 1, 16, 32, 48, 1, 0, 3, 0),
-        build(Msg.N_INITTOKENS, 0, 0, 1, 5, 1, 90, 1, 2, 3, 4, 2, -1), build(Msg.N_TAKETOKEN, 1, 2, 3),
-        build(Msg.N_EXPIRETOKENS, 1, 2, -1), build(Msg.N_DROPTOKENS, 1, 2, 3, 4, 5, 1, 90, -1),
-        build(Msg.N_STEALTOKENS, *range(8), 5, 90, -1), build(Msg.N_DEPOSITTOKENS, *range(6)),
-        build(Msg.N_REQAUTH, "x"), build(Msg.N_AUTHCHAL, "d", 7, "c"), build(Msg.N_INITAI, 130, 0, 1, 50, 2, "b", "g"),
-        build(Msg.N_SERVCMD, "x"), build(Msg.N_CLIPBOARD, 1, 10, 3) + b"abc", build(Msg.N_UNDO, 1, 10, 2) + b"ab",
-        build(Msg.N_DEMOPACKET), build(Msg.N_WELCOME), build(Msg.N_EDITMODE, 1),
+        build(Msg.N_SHOTFX, *range(9)),
+        build(Msg.N_EXPLODEFX, 1, 2, 3),
+        build(Msg.N_DAMAGE, 1, 2, 3, 4, 5),
+        build(Msg.N_HITPUSH, *range(6)),
+        build(Msg.N_ITEMSPAWN, 3),
+        build(Msg.N_ITEMACC, 3, 1),
+        build(Msg.N_ANNOUNCE, 1),
+        build(Msg.N_NEWMAP, 10),
+        build(Msg.N_GAMESPEED, 50, 1),
+        build(Msg.N_PAUSEGAME, 1, -1),
+        build(Msg.N_ITEMLIST, 1, 8, 2, 9, -1),
+        build(Msg.N_TEAMINFO, "good", 3, ""),
+        build(Msg.N_FORCEDEATH, 2),
+        build(Msg.N_TIMEUP, 0),
+        build(Msg.N_SENDDEMOLIST, 2, "a", "b"),
+        build(Msg.N_DEMOPLAYBACK, 0, 1),
+        build(Msg.N_CURRENTMASTER, 1, 2, 3, -1),
+        build(Msg.N_MASTERMODE, 2),
+        build(Msg.N_SPECTATOR, 1, 1),
+        build(Msg.N_SAYTEAM, 2, "go"),
+        build(Msg.N_BASES, 1, 2, "a", "b", 3, 4),
+        build(Msg.N_BASEINFO, 1, "a", "b", 3, 4),
+        build(Msg.N_BASESCORE, 1, "good", 30),
+        build(Msg.N_REPAMMO, 1, 2),
+        build(Msg.N_BASEREGEN, 1, 2, 3, 4, 5),
+        build(Msg.N_DROPFLAG, *range(6)),
+        build(Msg.N_SCOREFLAG, *range(9)),
+        build(Msg.N_RETURNFLAG, 1, 2, 3),
+        build(Msg.N_TAKEFLAG, 1, 2, 3),
+        build(Msg.N_RESETFLAG, *range(5)),
+        build(Msg.N_INVISFLAG, 1, 0),
+        build(Msg.N_INITFLAGS, 1, 2, 2, 1, 0, -1, 0, 1, 16, 32, 48, 1, 0, 3, 0),
+        build(Msg.N_INITTOKENS, 0, 0, 1, 5, 1, 90, 1, 2, 3, 4, 2, -1),
+        build(Msg.N_TAKETOKEN, 1, 2, 3),
+        build(Msg.N_EXPIRETOKENS, 1, 2, -1),
+        build(Msg.N_DROPTOKENS, 1, 2, 3, 4, 5, 1, 90, -1),
+        build(Msg.N_STEALTOKENS, *range(8), 5, 90, -1),
+        build(Msg.N_DEPOSITTOKENS, *range(6)),
+        build(Msg.N_REQAUTH, "x"),
+        build(Msg.N_AUTHCHAL, "d", 7, "c"),
+        build(Msg.N_INITAI, 130, 0, 1, 50, 2, "b", "g"),
+        build(Msg.N_SERVCMD, "x"),
+        build(Msg.N_CLIPBOARD, 1, 10, 3) + b"abc",
+        build(Msg.N_UNDO, 1, 10, 2) + b"ab",
+        build(Msg.N_DEMOPACKET),
+        build(Msg.N_WELCOME),
+        build(Msg.N_EDITMODE, 1),
     ]
     for c in cases:
         r = parse_messages(c + build(Msg.N_PONG, 77))
@@ -129,8 +192,8 @@ def test_every_fixed_and_listed_message_reads_exactly_its_bytes():
 
 def test_initflags_read_the_hold_teams_only_in_hold_modes():
     flags = build(Msg.N_INITFLAGS, 0, 0, 1, 1, 0, -1, 0, 0, 1, 7)  # one flag: not dropped, hold team 1, time 7
-    assert parse_messages(flags + build(Msg.N_PONG, 5), mode=15).messages == [m.Pong(5)]        # hold
-    assert parse_messages(flags + build(Msg.N_PONG, 5), mode=11).messages != [m.Pong(5)]        # ctf: 1 7 are not its
+    assert parse_messages(flags + build(Msg.N_PONG, 5), mode=15).messages == [m.Pong(5)]  # hold
+    assert parse_messages(flags + build(Msg.N_PONG, 5), mode=11).messages != [m.Pong(5)]  # ctf: 1 7 are not its
     # a mode change earlier in the packet counts, as the game's changemapserv before the flags
     pkt = build(Msg.N_MAPCHANGE, "x", 15, 0) + flags + build(Msg.N_PONG, 5)
     assert parse_messages(pkt, mode=0).messages[-1] == m.Pong(5)
@@ -138,9 +201,18 @@ def test_initflags_read_the_hold_teams_only_in_hold_modes():
 
 def test_edits_with_extra_data_inside_a_relay():
     sel = [0] * 13
-    inner = (build(Msg.N_EDITT, *sel, 5, 1) + b"\x03\x00xyz" + build(Msg.N_REPLACE, *sel, 1, 2, 0) + b"\x00\x00"
-             + build(Msg.N_EDITVAR, 1, "fog") + b"\x00\x00\x80\x3f" + build(Msg.N_EDITVAR, 2, "sky", "s")
-             + build(Msg.N_EDITENT, *range(10)) + build(Msg.N_REMIP) + build(Msg.N_SWITCHNAME, "neo"))
+    inner = (
+        build(Msg.N_EDITT, *sel, 5, 1)
+        + b"\x03\x00xyz"
+        + build(Msg.N_REPLACE, *sel, 1, 2, 0)
+        + b"\x00\x00"
+        + build(Msg.N_EDITVAR, 1, "fog")
+        + b"\x00\x00\x80\x3f"
+        + build(Msg.N_EDITVAR, 2, "sky", "s")
+        + build(Msg.N_EDITENT, *range(10))
+        + build(Msg.N_REMIP)
+        + build(Msg.N_SWITCHNAME, "neo")
+    )
     r = parse_messages(build(Msg.N_CLIENT, 2, len(inner)) + inner)
     assert r.stopped == "" and r.messages == [m.SwitchName(2, "neo")]
 
@@ -171,12 +243,24 @@ def test_info_replies():
     req = info.info_request(77)
     reply = req + build(2, 5, 260, 0, 321, 8, 4) + build("complex", "desc")
     r = info.parse_info_reply(reply)
-    assert (r.tag, r.players, r.protocol, r.mode, r.seconds_left, r.max_players, r.password, r.map) == \
-        (77, 2, 260, 0, 321, 8, True, "complex")
+    assert (r.tag, r.players, r.protocol, r.mode, r.seconds_left, r.max_players, r.password, r.map) == (
+        77,
+        2,
+        260,
+        0,
+        321,
+        8,
+        True,
+        "complex",
+    )
     paused = req + build(0, 7, 260, 1, 0, 4, 0, 1, 50) + build("", "")
     assert info.parse_info_reply(paused).paused and info.parse_info_reply(paused).gamespeed == 50
     ids = info.PLAYERSTATS_REQUEST + build(-1, 105, 0, -10, 0, 3)
-    stats = info.PLAYERSTATS_REQUEST + build(-1, 105, 0, -11, 3, 15, "bob", "evil", 4, 0, 2, 0, 50, 100, 0, 6, 0, 0) + b"\0\0\0"
+    stats = (
+        info.PLAYERSTATS_REQUEST
+        + build(-1, 105, 0, -11, 3, 15, "bob", "evil", 4, 0, 2, 0, 50, 100, 0, 6, 0, 0)
+        + b"\0\0\0"
+    )
     q = info.SauerQuery(tag=77)
     q.start(0.0)
     assert q.datagrams_to_send(0.0) == [req, info.PLAYERSTATS_REQUEST]

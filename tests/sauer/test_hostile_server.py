@@ -4,19 +4,20 @@
 scripted here, fed to SauerClientCore's receive path; `HostileSauerServer` sends the nested one
 over real ENet (pyenet, 127.0.0.1) for tests/app/test_hostile_servers.py — no real server sends
 such packets on demand."""
+
 from __future__ import annotations
 
 import threading
 import time
 
+from sauer.test_client_core import connected, servinfo
+
 from headcast.netcode.drops import MAX_DROP_REASONS
+from headcast.netcode.sauer import client as sc
+from headcast.netcode.sauer.client import SauerClientCore, State
 from headcast.netcode.sauer.messages import build, parse_messages
 from headcast.netcode.sauer.protocol import Msg
 from headcast.netcode.sauer.wire import put_uint
-from headcast.netcode.sauer import client as sc
-from headcast.netcode.sauer.client import SauerClientCore, State
-
-from sauer.test_client_core import connected, servinfo
 
 
 def nested_clients(depth: int = 1000, inner: bytes = b"") -> bytes:
@@ -40,7 +41,7 @@ def test_a_thousand_nested_n_client_headers_parse_without_recursion():
 
 def test_nested_relays_stop_inside_and_go_on_outside():
     """A stop inside one relayed buffer ends that buffer only (the game's recursive call returns)."""
-    bad_inner = build(Msg.N_CLIENT, 2, 1) + bytes([0x7f])       # unknown type 127 inside (length 1 < 128)
+    bad_inner = build(Msg.N_CLIENT, 2, 1) + bytes([0x7F])  # unknown type 127 inside (length 1 < 128)
     data = nested_clients(50, bad_inner) + build(Msg.N_SERVMSG, "after")
     result = parse_messages(data)
     assert result.stopped == "" and [m.text for m in result.messages] == ["after"]
@@ -79,6 +80,7 @@ class HostileSauerServer(threading.Thread):
 
     def __init__(self, packet: bytes, limit: float = 30.0) -> None:
         import enet
+
         super().__init__(daemon=True)
         self.host = enet.Host(enet.Address(b"127.0.0.1", 0), 4, 3, 0, 0)
         self.port = self.host.address.port
@@ -89,6 +91,7 @@ class HostileSauerServer(threading.Thread):
 
     def run(self) -> None:
         import enet
+
         end = time.monotonic() + self.limit
         while not self._halt.is_set() and time.monotonic() < end:
             ev = self.host.service(10)

@@ -2,6 +2,7 @@
 cube2-server, protocol 260) on 127.0.0.1: join and spawn, our records relayed byte for byte to a
 second client through a map change and a death, the speed kick at 180 units/s (and none at 179),
 a kick and an IP ban named and reconnected after, a server restart, passwords, the info query."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,6 +18,7 @@ from headcast.netcode.sauer.localserver import LocalSauerServer
 from headcast.netcode.sauer.messages import build
 from headcast.netcode.sauer.npos import encode_npos
 from headcast.netcode.sauer.protocol import DISC_IPBAN, DISC_KICK, DISC_MSGERR, DISC_PASSWORD, MODE_INSTAGIB, Msg
+
 from sauer_support import Clients, claim_admin, force_map, need_server, shoot
 from support import REPO
 
@@ -37,6 +39,7 @@ class Sent:
             step()
             if core.last_record is not None and (not self.records or self.records[-1] is not core.last_record):
                 self.records.append(core.last_record)
+
         core._send_position = wrapped
 
 
@@ -54,13 +57,14 @@ def test_join_spawn_and_our_records_relayed_byte_for_byte(sauer_server, clients)
         p = obs.core.players.get(vr.core.cn)
         if p is not None and p.record is not None and (not seen or p.record is not seen[-1]):
             seen.append(p.record)
+
     clients.until(lambda: len(seen) >= 30, 5, "30 relayed records", each=each)
-    assert all(r in sent.records for r in seen)                              # each one we sent, unchanged
+    assert all(r in sent.records for r in seen)  # each one we sent, unchanged
     assert len({r.yaw for r in seen}) > 10
     rec = seen[-1]
     assert encode_npos(rec) == encode_npos(sent.records[sent.records.index(rec)])
     assert (rec.cn, rec.pitch, rec.roll_deg, rec.move, rec.strafe) == (vr.core.cn, -22, 14, 1, -1)  # int(68.3) - 90
-    assert rec.eye() == (600.0, 700.0, 526.0) and rec.vel == 94   # |(30, 90)| truncated
+    assert rec.eye() == (600.0, 700.0, 526.0) and rec.vel == 94  # |(30, 90)| truncated
     assert obs.core.players[vr.core.cn].name == "vrA"
     assert vr.core.ping_ms is not None and vr.core.ping_ms < 100
 
@@ -72,20 +76,32 @@ def test_map_change_and_a_death_keep_the_relay_going(sauer_server, clients):
     claim_admin(obs, sauer_server)
     clients.pump(0.3)
     force_map(obs, "dust2", MODE_INSTAGIB)
-    clients.until(lambda: vr.core.map == "dust2" and vr.core.state is State.ALIVE
-                  and obs.core.state is State.ALIVE, 5, "the new map's spawn", server=sauer_server)
+    clients.until(
+        lambda: vr.core.map == "dust2" and vr.core.state is State.ALIVE and obs.core.state is State.ALIVE,
+        5,
+        "the new map's spawn",
+        server=sauer_server,
+    )
     assert clients.of(vr, sc.MapChanged)[-1] == sc.MapChanged("dust2", MODE_INSTAGIB)
     theirs = lambda: obs.core.players.get(vr.core.cn)  # noqa: E731
-    clients.until(lambda: theirs() is not None and theirs().record is not None
-                  and theirs().record.lifebit == vr.core.lifesequence & 1, 3, "a record after the map change")
+    clients.until(
+        lambda: (
+            theirs() is not None and theirs().record is not None and theirs().record.lifebit == vr.core.lifesequence & 1
+        ),
+        3,
+        "a record after the map change",
+    )
     life = vr.core.lifesequence
     shoot(obs, vr.core.cn, theirs().lifesequence)  # instagib: one rifle hit kills
     clients.until(lambda: clients.of(vr, sc.Killed), 3, "our death", server=sauer_server)
     assert clients.of(vr, sc.Killed)[-1].by == "admin"
     clients.until(lambda: vr.core.state is State.ALIVE and vr.core.lifesequence != life, 5, "the respawn")
     assert vr.core.lifesequence == (life + 1) & 0x7F
-    clients.until(lambda: theirs().record is not None and theirs().record.lifebit == vr.core.lifesequence & 1,
-                  3, "a record with the new life's parity")
+    clients.until(
+        lambda: theirs().record is not None and theirs().record.lifebit == vr.core.lifesequence & 1,
+        3,
+        "a record with the new life's parity",
+    )
     assert vr.core.counters.deaths == 1 and vr.core.counters.spawns == 3
 
 
@@ -121,8 +137,9 @@ def test_a_kick_and_an_ip_ban_are_named_and_we_come_back(sauer_server, clients):
     assert kick.text == "server disconnected us: kicked/banned (DISC_KICK)"
     assert ban.text == "server disconnected us: ip is banned (DISC_IPBAN)"
     obs.core.send_message(build(Msg.N_CLEARBANS))
-    clients.until(lambda: vr.core.state is State.ALIVE, 12, "the rejoin after the bans were cleared",
-                  server=sauer_server)
+    clients.until(
+        lambda: vr.core.state is State.ALIVE, 12, "the rejoin after the bans were cleared", server=sauer_server
+    )
 
 
 def test_server_restart_is_survived():
@@ -134,9 +151,12 @@ def test_server_restart_is_survived():
             vr.core.pose = POSE
             cs.join(server, vr)
             server.restart()  # SIGKILL, then the same port again
-            cs.until(lambda: cs.of(vr, sc.ServerSilent) or cs.of(vr, sc.Disconnected), 8, "the silence or the disconnect")
-            cs.until(lambda: cs.of(vr, sc.Disconnected) and vr.core.state is State.ALIVE, 15, "the rejoin",
-                     server=server)
+            cs.until(
+                lambda: cs.of(vr, sc.ServerSilent) or cs.of(vr, sc.Disconnected), 8, "the silence or the disconnect"
+            )
+            cs.until(
+                lambda: cs.of(vr, sc.Disconnected) and vr.core.state is State.ALIVE, 15, "the rejoin", server=server
+            )
             # the restarted server may answer our stale ENet peer with a disconnect before our
             # silence timer fires: either way the client names it and joins again
             text = cs.of(vr, sc.Disconnected)[0].text
@@ -151,10 +171,21 @@ def test_passwords():
     with LocalSauerServer(password="s3cret ü") as server:
         cs = Clients()
         try:
-            good, bad, none = (cs.add(server, "good", password="s3cret ü"), cs.add(server, "bad", password="x"),
-                               cs.add(server, "none"))
-            cs.until(lambda: good.core.state is State.ALIVE and bad.core.state is State.CLOSED
-                     and none.core.state is State.CLOSED, 6, "the three answers", server=server)
+            good, bad, none = (
+                cs.add(server, "good", password="s3cret ü"),
+                cs.add(server, "bad", password="x"),
+                cs.add(server, "none"),
+            )
+            cs.until(
+                lambda: (
+                    good.core.state is State.ALIVE
+                    and bad.core.state is State.CLOSED
+                    and none.core.state is State.CLOSED
+                ),
+                6,
+                "the three answers",
+                server=server,
+            )
             for c in (bad, none):
                 assert c.core.last_disconnect.reason == DISC_PASSWORD and c.core.last_disconnect.retry_in is None
             info = server.info()
@@ -167,14 +198,24 @@ def test_probe_sauer_against_the_server(sauer_server, clients):
     vr = clients.add(sauer_server, "probed")
     clients.join(sauer_server, vr)
     clients.pump(0.3)
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "probe", "sauer", "--json", f"127.0.0.1:{sauer_server.port}"],
-                       cwd=REPO, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "probe", "sauer", "--json", f"127.0.0.1:{sauer_server.port}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert (out["protocol"], out["compatible"], out["password"], out["mastermode_name"]) == (260, True, False, "open")
     assert out["description"] == "headcast test" and out["max_players"] == 8 and out["players"] >= 1
     assert "probed" in [p["name"] for p in out["players_listed"]]
-    text = subprocess.run([sys.executable, "-m", "headcast.app", "probe", "sauer", f"127.0.0.1:{sauer_server.port}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=30)
+    text = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "probe", "sauer", f"127.0.0.1:{sauer_server.port}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert text.returncode == 0 and "protocol 260, mastermode open (0), password no" in text.stdout
     assert "probed" in text.stdout

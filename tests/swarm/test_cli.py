@@ -1,4 +1,5 @@
 """`headcast swarm` flags: every bad input is one line and exit 2, before any socket opens."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,20 +7,23 @@ import pytest
 from headcast.app.cli import main
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["swarm", "0", "--q3", "127.0.0.1"], "must be 1..5000"),
-    (["swarm", "many", "--q3", "127.0.0.1"], "not a whole number of players"),
-    (["swarm", "4"], "name at least one server"),
-    (["swarm", "4", "--q3", "127.0.0.1:99999"], "1..65535"),
-    (["swarm", "4", "--netsync", "127.0.0.1:x"], "ports must be numbers"),
-    (["swarm", "4", "--sauer", ":28785"], "HOST"),
-    (["swarm", "4", "--q3", "127.0.0.1", "--spawn-rate", "0"], "more than 0"),
-    (["swarm", "4", "--q3", "127.0.0.1", "--duration", "nan"], "more than 0"),
-    (["swarm", "4", "--q3", "127.0.0.1", "--motion", "nosuch"], "no such motion"),
-    (["swarm", "4", "--q3", "127.0.0.1", "--motion", "walk", "--trace", "t.jsonl"], "not allowed with"),
-    (["swarm", "4", "--q3", "127.0.0.1", "--observers", "65"], "0..64"),
-    (["swarm", "4", "--netsync", "127.0.0.1", "--room", "x" * 300], "255"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["swarm", "0", "--q3", "127.0.0.1"], "must be 1..5000"),
+        (["swarm", "many", "--q3", "127.0.0.1"], "not a whole number of players"),
+        (["swarm", "4"], "name at least one server"),
+        (["swarm", "4", "--q3", "127.0.0.1:99999"], "1..65535"),
+        (["swarm", "4", "--netsync", "127.0.0.1:x"], "ports must be numbers"),
+        (["swarm", "4", "--sauer", ":28785"], "HOST"),
+        (["swarm", "4", "--q3", "127.0.0.1", "--spawn-rate", "0"], "more than 0"),
+        (["swarm", "4", "--q3", "127.0.0.1", "--duration", "nan"], "more than 0"),
+        (["swarm", "4", "--q3", "127.0.0.1", "--motion", "nosuch"], "no such motion"),
+        (["swarm", "4", "--q3", "127.0.0.1", "--motion", "walk", "--trace", "t.jsonl"], "not allowed with"),
+        (["swarm", "4", "--q3", "127.0.0.1", "--observers", "65"], "0..64"),
+        (["swarm", "4", "--netsync", "127.0.0.1", "--room", "x" * 300], "255"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(capsys, argv, says):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

@@ -8,6 +8,7 @@ The live tests run against a real styly-netsync-server (the current release). Th
 lateness is made on purpose (the status callback blocks the loop for STALL s in some seconds),
 so the test does not depend on how busy the machine is.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,6 +27,7 @@ from headcast.app.swarm.metrics import SwarmMetrics
 from headcast.app.swarm.motion import Script
 from headcast.app.swarm.players import Server
 from headcast.netcode.netsync.localserver import LocalNetSyncServer
+
 from support import cli_env
 
 
@@ -35,9 +37,9 @@ def test_server_figures_leave_out_the_seconds_our_ticks_slipped():
         for k in range(10):
             m.tick("netsync", 0.001, 100.0 + s + k / 10)
         m.relay("netsync", 0.020 + 0.001 * s, 100.0 + s + 0.5)
-    m.tick("netsync", 0.300, 103.2)      # second 3: ours ran 300 ms late …
-    m.relay("netsync", 0.900, 103.6)     # … so this relay is ours,
-    m.lost("netsync", 3, 103.7)          # and these losses
+    m.tick("netsync", 0.300, 103.2)  # second 3: ours ran 300 ms late …
+    m.relay("netsync", 0.900, 103.6)  # … so this relay is ours,
+    m.lost("netsync", 3, 103.7)  # and these losses
     r = m.report(110.0)["protocols"]["netsync"]
     view, gen = r["server_view"], r["generator"]
     assert view["seconds"] == 9 and view["of_seconds"] == 10
@@ -48,7 +50,7 @@ def test_server_figures_leave_out_the_seconds_our_ticks_slipped():
     # 1 of 101 ticks (< 1 %): not the bottleneck; the whole-run figures stay in relay_ms
     assert gen["slipped"] == 1 and not gen["bottleneck"] and r["relay_ms"]["max"] == 900.0
     m.tick("netsync", 0.050, 104.1)
-    assert m.report(110.0)["protocols"]["netsync"]["generator"]["bottleneck"]   # 2 of 102: > 1 %
+    assert m.report(110.0)["protocols"]["netsync"]["generator"]["bottleneck"]  # 2 of 102: > 1 %
 
 
 def test_server_view_survives_the_merge_of_locust_workers():
@@ -67,7 +69,7 @@ def test_server_view_survives_the_merge_of_locust_workers():
     assert r["server"] == {"software": "styly-netsync-server 0.17.5", "protocol": 8}
 
 
-STALL = 0.25          # s the loop is held in each stalled second
+STALL = 0.25  # s the loop is held in each stalled second
 PLAYERS, RUN_S = 20, 10.0
 
 
@@ -79,15 +81,22 @@ def test_an_overloaded_generator_says_so_in_its_headline(tmp_path):
     with LocalNetSyncServer(log_dir=tmp_path / "server") as ns:
         a = ns.address
         targets = {"netsync": Server(a.host, a.dealer_port, a.pub_port, a.transform_port)}
-        swarm = Swarm({"netsync": PLAYERS}, targets, Script.load(find_motion("look_around")), spawn_rate=40.0,
-                      observers=1, marked=8, seed=5)
+        swarm = Swarm(
+            {"netsync": PLAYERS},
+            targets,
+            Script.load(find_motion("look_around")),
+            spawn_rate=40.0,
+            observers=1,
+            marked=8,
+            seed=5,
+        )
         stalled: set[int] = set()
 
         def on_status(now: float) -> None:
             s = int(now - swarm.t0)
             if s >= 3 and s % 3 == 0 and s not in stalled:
                 stalled.add(s)
-                time.sleep(STALL)   # the generator itself running late
+                time.sleep(STALL)  # the generator itself running late
 
         try:
             swarm.run(RUN_S, on_status=on_status, status_every=0.1)
@@ -122,13 +131,34 @@ def test_locust_json_host_and_rates(tmp_path):
     only; the report names the server; Locust's own HTML report has the server as its host."""
     with LocalNetSyncServer(log_dir=tmp_path / "server") as ns:
         a = ns.address
-        r = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "6", "--netsync",
-                            f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust", "--json",
-                            "--duration", "8", "--spawn-rate", "12", "--csv", str(tmp_path / "locust"),
-                            "--report", str(tmp_path / "out")],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=150, env=cli_env())
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "headcast.app",
+                "swarm",
+                "6",
+                "--netsync",
+                f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}",
+                "--locust",
+                "--json",
+                "--duration",
+                "8",
+                "--spawn-rate",
+                "12",
+                "--csv",
+                str(tmp_path / "locust"),
+                "--report",
+                str(tmp_path / "out"),
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=150,
+            env=cli_env(),
+        )
     assert r.returncode in (0, 1), r.stderr[-3000:]
-    lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]   # every line is JSON
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]  # every line is JSON
     assert lines and lines[-1]["type"] == "summary", r.stdout[-2000:]
     rep = lines[-1]["report"]
     ns_rep = rep["protocols"]["netsync"]
@@ -151,6 +181,7 @@ def test_locust_json_host_and_rates(tmp_path):
 @pytest.mark.live
 def test_locust_host_field_names_the_server(tmp_path):
     from headcast.app.swarm import locust_run
+
     with LocalNetSyncServer(log_dir=tmp_path / "server") as ns:
         a = ns.address
         server = Server("127.0.0.1", a.dealer_port, a.pub_port, a.transform_port)
@@ -162,5 +193,6 @@ def test_locust_host_field_names_the_server(tmp_path):
             log.close()
     assert rc in (0, 1), (tmp_path / "locust.log").read_text()[-3000:]
     html = (tmp_path / "locust.html").read_text()
-    assert f'"host": "netsync://127.0.0.1:{a.dealer_port}"' in html or \
-        f"netsync://127.0.0.1:{a.dealer_port}" in html, html[:2000]
+    assert f'"host": "netsync://127.0.0.1:{a.dealer_port}"' in html or f"netsync://127.0.0.1:{a.dealer_port}" in html, (
+        html[:2000]
+    )

@@ -11,6 +11,7 @@ logged themselves:
   SIGINT: each player leaves (cube2 logs `disconnected client (ADDRESS)` per client, and
   the players' own source addresses 127.0.0.2… show in its log), the report is written.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,7 @@ from headcast.app.swarm.players import Server
 from headcast.netcode.netsync.localserver import LocalNetSyncServer
 from headcast.netcode.q3.localserver import LocalQ3Server
 from headcast.netcode.sauer.localserver import LocalSauerServer
+
 from support import REPO, wait_for
 
 Q3_PLAYERS, NETSYNC_PLAYERS = 32, 100
@@ -38,20 +40,33 @@ def _numbers(pattern: str, text: str) -> list[int]:
 
 
 def test_32_q3_and_100_netsync_players_match_the_servers_logs():
-    with LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "40", "com_hunkmegs": "128"}) as q3, \
-            LocalNetSyncServer() as ns:
+    with (
+        LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "40", "com_hunkmegs": "128"}) as q3,
+        LocalNetSyncServer() as ns,
+    ):
         a = ns.address
-        targets = {"q3": Server(*q3.address),
-                   "netsync": Server(a.host, a.dealer_port, a.pub_port, a.transform_port)}
-        swarm = Swarm({"q3": Q3_PLAYERS, "netsync": NETSYNC_PLAYERS}, targets, Script.load(find_motion("look_around")),
-                      spawn_rate=25.0, observers=1, marked=24, seed=17)
+        targets = {"q3": Server(*q3.address), "netsync": Server(a.host, a.dealer_port, a.pub_port, a.transform_port)}
+        swarm = Swarm(
+            {"q3": Q3_PLAYERS, "netsync": NETSYNC_PLAYERS},
+            targets,
+            Script.load(find_motion("look_around")),
+            spawn_rate=25.0,
+            observers=1,
+            marked=24,
+            seed=17,
+        )
         try:
             swarm.run(RUN_S)
-            ours = {p: sorted(pl.client_number for pl in swarm.loop.players if pl.proto == p and pl.joined)
-                    for p in ("q3", "netsync")}
+            ours = {
+                p: sorted(pl.client_number for pl in swarm.loop.players if pl.proto == p and pl.joined)
+                for p in ("q3", "netsync")
+            }
             observer_bc = swarm.metrics.stats["netsync"].p_bc[0]
-            ours_ids = [(pl.client_number, pl.core.device_id[:8]) for pl in swarm.loop.players
-                        if pl.proto == "netsync" and pl.joined]
+            ours_ids = [
+                (pl.client_number, pl.core.device_id[:8])
+                for pl in swarm.loop.players
+                if pl.proto == "netsync" and pl.joined
+            ]
         finally:
             swarm.stop()
         report = swarm.report("motion look_around", targets)
@@ -63,9 +78,15 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         assert len(set(ours["q3"])) == Q3_PLAYERS
         log = q3.log_path.read_text(errors="replace")
         assert sorted(_numbers(r"ClientBegin: (\d+)", log)) == ours["q3"]
-        left = wait_for(lambda: sorted(_numbers(r"ClientDisconnect: (\d+)", q3.log_path.read_text(errors="replace")))
-                        if len(_numbers(r"ClientDisconnect: (\d+)", q3.log_path.read_text(errors="replace")))
-                        >= Q3_PLAYERS else None, 5, "ioq3ded to log every disconnect")
+        left = wait_for(
+            lambda: (
+                sorted(_numbers(r"ClientDisconnect: (\d+)", q3.log_path.read_text(errors="replace")))
+                if len(_numbers(r"ClientDisconnect: (\d+)", q3.log_path.read_text(errors="replace"))) >= Q3_PLAYERS
+                else None
+            ),
+            5,
+            "ioq3ded to log every disconnect",
+        )
         assert left == ours["q3"]  # each once: a clean leave, no "Server command overflow" drop
         # sv_fps 20, snaps 20: each player got 20 snapshots a second; 60 usercmd packets went up
         assert 19.0 <= rq["broadcast_hz"]["p50"] <= 20.5
@@ -83,8 +104,10 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         # one line per client when the server numbers it, with its deviceId's first 8 characters
         assigned = re.findall(r"Assigned client number (\d+) to device ID (\w{8})\.\.\. in room default_room", nlog)
         assert sorted((int(n), d) for n, d in assigned) == sorted(ours_ids)
-        assert 9.0 <= rn["broadcast_hz"]["p50"] <= 10.5   # transform_broadcast_rate 10
-        assert rn["relay"]["delivered"] >= 24 * 5 * 8 and rn["relay"]["lost"] <= 0.02 * rn["relay"]["delivered"], rn["relay"]
+        assert 9.0 <= rn["broadcast_hz"]["p50"] <= 10.5  # transform_broadcast_rate 10
+        assert rn["relay"]["delivered"] >= 24 * 5 * 8 and rn["relay"]["lost"] <= 0.02 * rn["relay"]["delivered"], rn[
+            "relay"
+        ]
         assert rn["relay_ms"]["p50"] < 150
         ns.stop()  # SIGINT: the server's own clean stop logs its totals
         stats = re.search(r"Total messages processed: (\d+), Broadcasts sent: (\d+)", ns.log_path.read_text())
@@ -101,13 +124,36 @@ def test_swarm_command_sauer_sigint_leaves_cleanly_and_writes_the_report(tmp_pat
     with LocalSauerServer(max_clients=16) as srv:
         host, port = srv.address
         out = open(tmp_path / "out.txt", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "swarm", str(n), "--sauer", f"{host}:{port}",
-                                 "--duration", "60", "--spawn-rate", "20", "--motion", "look_around",
-                                 "--marked", "4", "--report", str(tmp_path / "rep")],
-                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "headcast.app",
+                "swarm",
+                str(n),
+                "--sauer",
+                f"{host}:{port}",
+                "--duration",
+                "60",
+                "--spawn-rate",
+                "20",
+                "--motion",
+                "look_around",
+                "--marked",
+                "4",
+                "--report",
+                str(tmp_path / "rep"),
+            ],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         try:
-            wait_for(lambda: srv.log_path.read_text(errors="replace").count("client connected") >= n, 20,
-                     "the Sauerbraten server to log every player's connection")
+            wait_for(
+                lambda: srv.log_path.read_text(errors="replace").count("client connected") >= n,
+                20,
+                "the Sauerbraten server to log every player's connection",
+            )
             time.sleep(3.0)  # a few seconds of play: relays to measure
             proc.send_signal(signal.SIGINT)
             rc = proc.wait(timeout=15)
@@ -118,8 +164,11 @@ def test_swarm_command_sauer_sigint_leaves_cleanly_and_writes_the_report(tmp_pat
             out.close()
         text = (tmp_path / "out.txt").read_text(errors="replace")
         assert rc == 0, text
-        log = wait_for(lambda: (t := srv.log_path.read_text(errors="replace")).count("disconnected client") >= n and t,
-                       5, "the server to log every disconnect")
+        log = wait_for(
+            lambda: (t := srv.log_path.read_text(errors="replace")).count("disconnected client") >= n and t,
+            5,
+            "the server to log every disconnect",
+        )
         addrs = sorted(re.findall(r"^client connected \((127\.[\d.]+)\)", log, re.M))
         assert addrs == sorted(re.findall(r"^disconnected client \((127\.[\d.]+)\)", log, re.M))
         assert addrs == sorted(f"127.0.0.{2 + i}" for i in range(n))  # one source address per player

@@ -2,6 +2,7 @@
 127.0.0.1 against a real styly-netsync-server (the current release), and headcast's report
 checked against Locust's own stats (the files it writes: its final --json-file, its --csv) and
 against the server's log."""
+
 from __future__ import annotations
 
 import csv
@@ -15,17 +16,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from headcast.app.swarm import locust_run
 from headcast.app.swarm.locust_stats import row
 from headcast.app.swarm.players import Server
 from headcast.netcode.netsync.localserver import LocalNetSyncServer, free_port
+
 from support import wait_for
 
-
 # --- Locust's files, read as Locust writes them ----------------------------------------------------
+
 
 def locust_percentile(response_times: dict, n: int, percent: float) -> float:
     """Locust's percentile over its rounded response times (its stats.py
@@ -44,29 +45,47 @@ def from_json(path: Path) -> dict:
     rows = []
     for e in json.loads(path.read_text()):
         n = e["num_requests"]
-        rows.append({"type": e["method"], "name": e["name"], "requests": n, "failures": e["num_failures"],
-                     "median_ms": locust_percentile(e["response_times"], n, 0.5) if n else None,
-                     "max_ms": float(e["max_response_time"]) if n else None,
-                     "total_bytes": int(e["total_content_length"])})
+        rows.append(
+            {
+                "type": e["method"],
+                "name": e["name"],
+                "requests": n,
+                "failures": e["num_failures"],
+                "median_ms": locust_percentile(e["response_times"], n, 0.5) if n else None,
+                "max_ms": float(e["max_response_time"]) if n else None,
+                "total_bytes": int(e["total_content_length"]),
+            }
+        )
     return {"rows": rows}
 
 
 def from_csv(prefix: Path) -> dict:
     """The rows of Locust's `--csv PREFIX` (PREFIX_stats.csv, rewritten each second of the run)."""
     with open(f"{prefix}_stats.csv", newline="") as f:
-        return {"rows": [{"type": r["Type"], "name": r["Name"], "requests": int(r["Request Count"]),
-                          "failures": int(r["Failure Count"])}
-                         for r in csv.DictReader(f) if r["Type"]]}
+        return {
+            "rows": [
+                {
+                    "type": r["Type"],
+                    "name": r["Name"],
+                    "requests": int(r["Request Count"]),
+                    "failures": int(r["Failure Count"]),
+                }
+                for r in csv.DictReader(f)
+                if r["Type"]
+            ]
+        }
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=5000), min_size=1, max_size=300),
-       st.sampled_from([0.5, 0.95, 0.99, 1.0]))
+@given(
+    st.lists(st.integers(min_value=0, max_value=5000), min_size=1, max_size=300),
+    st.sampled_from([0.5, 0.95, 0.99, 1.0]),
+)
 def test_locust_percentile_is_an_order_statistic(values, q):
     """The reader's percentile of n times is the (int(n·q)+1)-th smallest (the max for q = 1)."""
     times: dict[str, int] = {}
     for v in values:
-        times[str(v)] = times.get(str(v), 0) + 1            # JSON keys are strings
+        times[str(v)] = times.get(str(v), 0) + 1  # JSON keys are strings
     n = len(values)
     assert locust_percentile(times, n, q) == float(np.sort(values)[min(n, int(n * q) + 1) - 1])
 
@@ -89,9 +108,19 @@ def _run_locust(tmp_path, srv) -> tuple[int, str]:
     a = srv.address
     server = Server("127.0.0.1", a.dealer_port, a.pub_port, a.transform_port)
     port = free_port()
-    master = locust_run.command("netsync", server, USERS, RATE, SECONDS, report=tmp_path / "report",
-                                csv=tmp_path / "locust", json_file=tmp_path / "locust_stats", role="master",
-                                master_port=port, expect_workers=WORKERS)
+    master = locust_run.command(
+        "netsync",
+        server,
+        USERS,
+        RATE,
+        SECONDS,
+        report=tmp_path / "report",
+        csv=tmp_path / "locust",
+        json_file=tmp_path / "locust_stats",
+        role="master",
+        master_port=port,
+        expect_workers=WORKERS,
+    )
     worker = locust_run.command("netsync", server, 0, 0, 0, role="worker", master_port=port)
     logs = [open(tmp_path / f"{name}.log", "w") for name in ("master", "worker1", "worker2")]
     procs: list[subprocess.Popen] = []
@@ -99,9 +128,9 @@ def _run_locust(tmp_path, srv) -> tuple[int, str]:
         procs.append(subprocess.Popen(master, cwd=tmp_path, stdout=logs[0], stderr=subprocess.STDOUT))
         for log in logs[1:]:
             procs.append(subprocess.Popen(worker, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT))
-        rc = procs[0].wait(SECONDS + 60)     # start-up, ramp, run, the workers' final states, report
+        rc = procs[0].wait(SECONDS + 60)  # start-up, ramp, run, the workers' final states, report
         for p in procs[1:]:
-            p.wait(30)                       # workers quit when the master tells them
+            p.wait(30)  # workers quit when the master tells them
     finally:
         for p in procs:
             if p.poll() is None:
@@ -144,7 +173,7 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     for r in rep["locust"]["rows"]:
         f = row(final, r["type"], r["name"])
         assert (r["requests"], r["failures"], r["total_bytes"]) == (f["requests"], f["failures"], f["total_bytes"])
-    assert rc == (1 if sum(r["failures"] for r in final["rows"]) else 0)   # Locust's exit code on failures
+    assert rc == (1 if sum(r["failures"] for r in final["rows"]) else 0)  # Locust's exit code on failures
 
     # Locust's CSV is rewritten each second while it runs, not at the end: it may miss the last
     # second (the steady per-message rows by a second's share at most; the rare events, such as
@@ -162,8 +191,9 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     # The server's view: every player got a client number; every message we sent was processed;
     # every control unicast it sent reached a player (ours is every message that is not a broadcast).
     assert len(re.findall(r"Assigned client number \d+ to device ID", server_log)) == USERS
-    totals = re.search(r"Total messages processed: (\d+), Broadcasts sent: (\d+).*Control unicasts sent: (\d+)",
-                       server_log)
+    totals = re.search(
+        r"Total messages processed: (\d+), Broadcasts sent: (\d+).*Control unicasts sent: (\d+)", server_log
+    )
     assert totals, server_log[-2000:]
     processed, broadcasts_sent, unicasts = map(int, totals.groups())
     # A player's sockets close with LINGER 0: a pose still queued then is discarded (at most its last).
@@ -187,15 +217,33 @@ def test_master_and_two_workers_against_netsync(tmp_path, netsync_server):
     assert "Locust" in "".join(root.itertext()) and len(root.findall(".//svg")) == 5
 
 
-@pytest.mark.parametrize("flags, says", [
-    ((), "headcast: --headcast-port is required"),
-    (("--headcast-port", "27960", "--headcast-motion", "no_such_motion"),
-     "headcast: --headcast-motion no_such_motion: no such motion file or shipped motion"),
-])
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        ((), "headcast: --headcast-port is required"),
+        (
+            ("--headcast-port", "27960", "--headcast-motion", "no_such_motion"),
+            "headcast: --headcast-motion no_such_motion: no such motion file or shipped motion",
+        ),
+    ],
+)
 def test_bad_options_end_locust_with_one_line(tmp_path, flags, says):
     """Checked when Locust starts (on the master or a lone process), before any user."""
-    cmd = [sys.executable, "-m", "locust", "-f", str(locust_run.locustfile()), "--headless", "-u", "1", "-t", "2s",
-           "--headcast-proto", "q3", *flags]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(locust_run.locustfile()),
+        "--headless",
+        "-u",
+        "1",
+        "-t",
+        "2s",
+        "--headcast-proto",
+        "q3",
+        *flags,
+    ]
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and says in r.stderr + r.stdout, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
@@ -206,11 +254,26 @@ def test_swarm_locust_flag_runs_the_players_under_locust(tmp_path, netsync_serve
     real server; headcast's report and Locust's CSV are written, every player joined and left."""
     a = netsync_server.address
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "headcast.app", "swarm", "8", "--netsync",
-           f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust", "--duration", "6",
-           "--spawn-rate", "8", "--report", str(out), "--csv", str(tmp_path / "locust")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "headcast.app",
+        "swarm",
+        "8",
+        "--netsync",
+        f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}",
+        "--locust",
+        "--duration",
+        "6",
+        "--spawn-rate",
+        "8",
+        "--report",
+        str(out),
+        "--csv",
+        str(tmp_path / "locust"),
+    ]
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode in (0, 1), r.stderr[-3000:]      # Locust: 1 when any update was lost or a tick slipped
+    assert r.returncode in (0, 1), r.stderr[-3000:]  # Locust: 1 when any update was lost or a tick slipped
     assert "headcast swarm: Locust:" in r.stderr
     report = json.loads((out / "swarm.json").read_text())
     players = report["protocols"]["netsync"]["players"]
@@ -219,8 +282,12 @@ def test_swarm_locust_flag_runs_the_players_under_locust(tmp_path, netsync_serve
 
 
 def test_swarm_locust_flag_takes_one_protocol():
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "4", "--netsync", "127.0.0.1",
-                        "--q3", "127.0.0.1", "--locust"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "headcast.app", "swarm", "4", "--netsync", "127.0.0.1", "--q3", "127.0.0.1", "--locust"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "one protocol per Locust run" in r.stderr
 
 
@@ -232,20 +299,41 @@ def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path
     "interrupted (Ctrl-C)" in the report, Locust's exit code (not 130)."""
     a = netsync_server.address
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "swarm", "6", "--netsync",
-                             f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust",
-                             "--duration", "60", "--spawn-rate", "20", "--report", str(out)],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headcast.app",
+            "swarm",
+            "6",
+            "--netsync",
+            f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}",
+            "--locust",
+            "--duration",
+            "60",
+            "--spawn-rate",
+            "20",
+            "--report",
+            str(out),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        wait_for(lambda: netsync_server.log_path.read_text(errors="replace").count("Assigned client number") >= 6,
-                 45, "the server to number every player")
+        wait_for(
+            lambda: netsync_server.log_path.read_text(errors="replace").count("Assigned client number") >= 6,
+            45,
+            "the server to number every player",
+        )
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode in (0, 1), stderr[-3000:]   # Locust's: 1 only for a failure it counted
+    assert proc.returncode in (0, 1), stderr[-3000:]  # Locust's: 1 only for a failure it counted
     assert "before the run started" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     report = json.loads((out / "swarm.json").read_text())
     players = report["protocols"]["netsync"]["players"]

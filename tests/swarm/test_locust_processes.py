@@ -8,6 +8,7 @@ report path each Locust process carries on its command line (`--headcast-report 
 by the process group the code under test uses, so a process that left the group is found too.
 Zombies (state Z) are dead processes waiting to be reaped by whoever inherited them: not counted.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,8 @@ from support import cli_env, wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 
-NETSYNC_DEFAULT = (5555, 5556, 5557)   # control, PUB, transform: styly-netsync-server's defaults
-GONE_WITHIN = 10.0                     # s after headcast (or locust_run.run) returns
+NETSYNC_DEFAULT = (5555, 5556, 5557)  # control, PUB, transform: styly-netsync-server's defaults
+GONE_WITHIN = 10.0  # s after headcast (or locust_run.run) returns
 
 
 def _stat(pid: str) -> tuple[str, int, int] | None:
@@ -41,7 +42,7 @@ def _stat(pid: str) -> tuple[str, int, int] | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    f = stat[stat.rindex(")") + 2:].split()
+    f = stat[stat.rindex(")") + 2 :].split()
     return f[0], int(f[1]), int(f[2])
 
 
@@ -67,7 +68,7 @@ def assert_none_left(marker: str) -> None:
     while (left := ours(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     if left:
-        for pid in left:          # ours: the command line holds this test's own temporary path
+        for pid in left:  # ours: the command line holds this test's own temporary path
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -90,11 +91,15 @@ def netsync_default_ports(tmp_path):
     file keeps two test processes from both trying); else on free ports, where the test checks
     the same: the master's port is none of the server's."""
     import fcntl  # POSIX
+
     lock = open(Path(tempfile.gettempdir()) / "headcast-test-netsync-default-ports.lock", "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        ports = dict(zip(("dealer_port", "pub_port", "transform_port"), NETSYNC_DEFAULT)) \
-            if all(_bindable(p) for p in NETSYNC_DEFAULT) else {}
+        ports = (
+            dict(zip(("dealer_port", "pub_port", "transform_port"), NETSYNC_DEFAULT))
+            if all(_bindable(p) for p in NETSYNC_DEFAULT)
+            else {}
+        )
         srv = LocalNetSyncServer(log_dir=tmp_path / "server", **ports)
         srv.start()
         try:
@@ -117,8 +122,11 @@ def netsync_server(tmp_path):
 
 def test_command_never_puts_locust_on_a_servers_port():
     server = Server("127.0.0.1", 5555, 5556, 5557)
-    for role, kw in (("local", {"processes": 2}), ("master", {"expect_workers": 2}),
-                     ("local", {"processes": 2, "headless": False})):
+    for role, kw in (
+        ("local", {"processes": 2}),
+        ("master", {"expect_workers": 2}),
+        ("local", {"processes": 2, "headless": False}),
+    ):
         cmd = locust_run.command("netsync", server, 10, 5, 30, role=role, **kw)
         bind = int(cmd[cmd.index("--master-bind-port") + 1])
         assert bind not in NETSYNC_DEFAULT and bind != 8089
@@ -139,6 +147,7 @@ def test_free_port_avoids_the_servers_ports(monkeypatch):
     class FakeSocket(socket.socket):
         def getsockname(self):
             return ("127.0.0.1", next(picks))
+
     monkeypatch.setattr(locust_run.socket, "socket", FakeSocket)
     assert locust_run.free_port({5555, 5556, 5557}) == 40001
 
@@ -150,11 +159,35 @@ def test_swarm_locust_2_beside_netsync_on_its_default_ports(tmp_path, netsync_de
     srv = netsync_default_ports
     a = srv.address
     out = tmp_path / "out"
-    address = "127.0.0.1" if (a.dealer_port, a.pub_port, a.transform_port) == NETSYNC_DEFAULT else \
-        f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}"
-    r = subprocess.run([sys.executable, "-m", "headcast.app", "swarm", "4", "--netsync", address, "--locust", "2",
-                        "--duration", "8", "--spawn-rate", "10", "--report", str(out)],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=150, env=cli_env())
+    address = (
+        "127.0.0.1"
+        if (a.dealer_port, a.pub_port, a.transform_port) == NETSYNC_DEFAULT
+        else f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "headcast.app",
+            "swarm",
+            "4",
+            "--netsync",
+            address,
+            "--locust",
+            "2",
+            "--duration",
+            "8",
+            "--spawn-rate",
+            "10",
+            "--report",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env=cli_env(),
+    )
     assert "Traceback" not in r.stderr and "bind failure" not in r.stderr, r.stderr[-3000:]
     assert r.returncode in (0, 1), r.stderr[-3000:]
     port = int(re.search(r"--master-bind-port (\d+)", r.stderr)[1])
@@ -189,16 +222,37 @@ def test_workers_are_gone_when_the_master_cannot_start(tmp_path, netsync_server)
 def _start(tmp_path, srv, players: int = 2) -> tuple[subprocess.Popen, str]:
     a = srv.address
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "headcast.app", "swarm", str(players), "--netsync",
-                             f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}", "--locust", "2",
-                             "--duration", "120", "--spawn-rate", "20", "--report", str(out)],
-                            cwd=tmp_path, stdout=open(tmp_path / "headcast.out", "w"), stderr=subprocess.STDOUT,
-                            env=cli_env())
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headcast.app",
+            "swarm",
+            str(players),
+            "--netsync",
+            f"127.0.0.1:{a.dealer_port}:{a.pub_port}:{a.transform_port}",
+            "--locust",
+            "2",
+            "--duration",
+            "120",
+            "--spawn-rate",
+            "20",
+            "--report",
+            str(out),
+        ],
+        cwd=tmp_path,
+        stdout=open(tmp_path / "headcast.out", "w"),
+        stderr=subprocess.STDOUT,
+        env=cli_env(),
+    )
     marker = str(out / "swarm")
     # running: the master and both workers up, every player numbered by the server
     wait_for(lambda: len(ours(marker)) >= 3, 60, "Locust's master and two workers")
-    wait_for(lambda: srv.log_path.read_text(errors="replace").count("Assigned client number") >= players, 60,
-             "the server to number every player")
+    wait_for(
+        lambda: srv.log_path.read_text(errors="replace").count("Assigned client number") >= players,
+        60,
+        "the server to number every player",
+    )
     return proc, marker
 
 

@@ -1,6 +1,7 @@
 """The swarm loop (app/swarm/loop.py) with scripted players over socketpairs: timers run in
 deadline order, a moved deadline leaves no stale call, readable sockets reach their player, a
 player that raises is closed and counted without stopping the others, every player closes."""
+
 from __future__ import annotations
 
 import socket
@@ -124,12 +125,12 @@ def test_join_window_holds_the_ramp_until_players_get_in():
     try:
         loop.run(t0 + 0.2)
         assert [p.started_at is not None for p in joining] == [True, True, False, False, False]
-        assert other.deadline is not None            # behind the held ones in the ramp, started anyway
+        assert other.deadline is not None  # behind the held ones in the ramp, started anyway
         assert loop.waiting == 3
-        joining[1].got_in = True                     # one gets in: the next in order starts
+        joining[1].got_in = True  # one gets in: the next in order starts
         loop.run(time.monotonic() + 0.1)
         assert [p.started_at is not None for p in joining] == [True, True, True, False, False]
-        joining[0].closed = True                     # one gives up (closed): its place frees too
+        joining[0].closed = True  # one gives up (closed): its place frees too
         joining[2].got_in = True
         loop.run(time.monotonic() + 0.1)
         assert all(p.started_at is not None for p in joining) and loop.waiting == 0

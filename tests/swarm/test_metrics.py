@@ -1,21 +1,23 @@
 """The swarm's stats model: histogram percentiles against numpy on the raw values (hypothesis),
 merging, and the per-protocol figures a run of known events must give."""
+
 from __future__ import annotations
 
 import json
 import math
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from headcast.app.swarm.metrics import LogHistogram, SecondHistogram, SwarmMetrics
 
 QS = (1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 100.0)
-in_range = st.floats(min_value=LogHistogram.LO, max_value=LogHistogram.HI * 0.999,
-                     allow_nan=False, allow_infinity=False)
-any_latency = st.one_of(in_range, st.floats(min_value=-1.0, max_value=LogHistogram.LO),
-                        st.floats(min_value=LogHistogram.HI, max_value=1e6))
+in_range = st.floats(
+    min_value=LogHistogram.LO, max_value=LogHistogram.HI * 0.999, allow_nan=False, allow_infinity=False
+)
+any_latency = st.one_of(
+    in_range, st.floats(min_value=-1.0, max_value=LogHistogram.LO), st.floats(min_value=LogHistogram.HI, max_value=1e6)
+)
 
 
 def close(got: float, want: float) -> bool:
@@ -99,12 +101,12 @@ def test_a_known_run_gives_its_figures():
         m.joined("q3", p, 0.1 * (p + 1), now=t0)
     m.join_failed("q3", 4, "server is full", now=t0)
     relays = []
-    for k in range(600):                      # 10 s at 60 Hz
+    for k in range(600):  # 10 s at 60 Hz
         now = t0 + k / 60.0
         for p in range(4):
             m.sent("q3", p, 40, now)
             m.tick("q3", 0.010 if k == 100 and p == 0 else 0.0001)
-        if k % 3 == 0:                        # 20 Hz
+        if k % 3 == 0:  # 20 Hz
             for p in range(3):
                 m.received("q3", p, 200, now)
                 m.broadcast("q3", p, now)
@@ -114,13 +116,21 @@ def test_a_known_run_gives_its_figures():
     m.lost("q3", 5)
     m.kicked("q3", 1, "timed out")
     m.left("q3", 0)
-    m.left("q3", 0)                           # twice: counted, but the player is gone once
+    m.left("q3", 0)  # twice: counted, but the player is gone once
     end = t0 + 10.0
     r = json.loads(json.dumps(m.report(end)))  # JSON-able all the way
     q3 = r["protocols"]["q3"]
-    assert q3["players"] == {"joined": 4, "active": 2, "peak_active": 4, "left": 2, "kicked": 1,
-                             "kick_reasons": {"timed out": 1}, "join_failed": 1,
-                             "join_failed_reasons": {"server is full": 1}, "silent": 1}
+    assert q3["players"] == {
+        "joined": 4,
+        "active": 2,
+        "peak_active": 4,
+        "left": 2,
+        "kicked": 1,
+        "kick_reasons": {"timed out": 1},
+        "join_failed": 1,
+        "join_failed_reasons": {"server is full": 1},
+        "silent": 1,
+    }
     assert q3["join_ms"]["count"] == 4 and q3["join_ms"]["max"] == 400.0
     assert q3["up"]["bytes"] == 600 * 4 * 40 and q3["up"]["bytes_per_s"] == 600 * 4 * 40 / 10
     assert q3["up"]["per_player_bytes_per_s"]["min"] == 2400.0
@@ -191,14 +201,14 @@ def test_merged_states_give_the_report_of_one_process_seeing_everything():
     want["protocols"]["netsync"]["players"].pop("peak_active")
     for key in ("protocols", "series"):
         assert got[key] == want[key], key
-    for name, h in want["histograms"]["netsync"].items():   # the sums add in another order
+    for name, h in want["histograms"]["netsync"].items():  # the sums add in another order
         g = got["histograms"]["netsync"][name]
         assert math.isclose(g.pop("total"), h.pop("total"), rel_tol=1e-12) and g == h, name
     late = SwarmMetrics(["netsync"], 0.0)
     _feed(late, range(20, 22), 0.0, False)
     states.append(late.state(wall_started=1_700_000_002.0))
     s = SwarmMetrics.merged(states).report(1_700_000_000.0 + 7.0)["series"]["netsync"]
-    assert s["up_msgs"][2] == want["series"]["netsync"]["up_msgs"][2] + 10 * 2   # its first second
+    assert s["up_msgs"][2] == want["series"]["netsync"]["up_msgs"][2] + 10 * 2  # its first second
     assert s["active"][-1] == 6 + 2 and s["t"] == list(range(7))
 
 
@@ -206,12 +216,13 @@ def test_relay_figures_in_seconds_with_slipped_ticks_are_counted_apart():
     """A slipped tick is the load generator running late: the relays and losses of its second
     are counted apart (suspect), and the report and the summary say so."""
     from headcast.app.swarm.report import stall_text
+
     m = SwarmMetrics(["q3"], 100.0)
     m.tick("q3", 0.001, 100.2)
     m.relay("q3", 0.030, 100.3)
-    m.tick("q3", 0.020, 101.1)          # slipped, in second 1 …
-    m.relay("q3", 0.120, 101.2)         # … so this spike is suspect,
-    m.lost("q3", 2, 101.5)              # and this loss
+    m.tick("q3", 0.020, 101.1)  # slipped, in second 1 …
+    m.relay("q3", 0.120, 101.2)  # … so this spike is suspect,
+    m.lost("q3", 2, 101.5)  # and this loss
     m.relay("q3", 0.030, 102.5)
     t = m.report(103.0)["protocols"]["q3"]["ticks"]
     assert (t["slipped"], t["seconds_with_slips"], t["relayed_in_them"], t["lost_in_them"]) == (1, 1, 1, 2)

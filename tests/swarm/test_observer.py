@@ -1,6 +1,7 @@
 """Relay matching by content (app/swarm/observer.py): yaw steps (Q3, Sauerbraten) and poseSeqs
 (NetSync) matched to what an observer saw, losses counted only for updates that stood long
 enough to be relayed."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,11 @@ from headcast.app.swarm.observer import MARK_HOLD, MARK_STEP, NETSYNC_STOOD, Boa
 
 def board():
     got = {"relay": [], "lost": 0}
-    b = Board("x", lambda p, s, now: got["relay"].append(round(s, 6)),
-              lambda p, n, now: got.__setitem__("lost", got["lost"] + n))
+    b = Board(
+        "x",
+        lambda p, s, now: got["relay"].append(round(s, 6)),
+        lambda p, n, now: got.__setitem__("lost", got["lost"] + n),
+    )
     return b, got
 
 
@@ -40,15 +44,15 @@ def test_yaw_matching_latency_and_losses():
     m = Marker()
     b.register(7, m)
     sent = [m.yaw(k * (MARK_HOLD + 0.001), -120.0 + 17.0 * k) for k in range(6)]  # step k at 0.201·k s
-    b.saw_yaw(0, 7, q3_view(sent[0]), 0.03)    # step 1 seen 30 ms after it was sent
-    b.saw_yaw(0, 7, q3_view(sent[0]), 0.08)    # the same again: nothing new
+    b.saw_yaw(0, 7, q3_view(sent[0]), 0.03)  # step 1 seen 30 ms after it was sent
+    b.saw_yaw(0, 7, q3_view(sent[0]), 0.08)  # the same again: nothing new
     b.saw_yaw(0, 7, q3_view(sent[1]), 0.225)
-    b.saw_yaw(0, 7, q3_view(sent[4]), 0.84)    # steps 3 and 4 never shown: lost
+    b.saw_yaw(0, 7, q3_view(sent[4]), 0.84)  # steps 3 and 4 never shown: lost
     assert got["relay"] == [0.03, 0.024, 0.036]
     assert got["lost"] == 2
     b.saw_yaw(0, 7, q3_view(sent[5]), 1.0)  # step 5 goes out at 1.005: a yaw seen before is no match
     assert len(got["relay"]) == 3
-    b.saw_yaw(0, 99, 10.0, 1.1)                 # not a marked player
+    b.saw_yaw(0, 99, 10.0, 1.1)  # not a marked player
     assert len(got["relay"]) == 3
 
 
@@ -60,7 +64,7 @@ def test_a_rejoined_sender_starts_over():
     m1.yaw(MARK_HOLD, 0.0)
     b.unregister(3, m1)
     m2 = Marker()
-    b.register(3, m2)               # a new player in slot 3: its steps count from its first
+    b.register(3, m2)  # a new player in slot 3: its steps count from its first
     b.saw_yaw(0, 3, q3_view(m2.yaw(5.0, 90.0)), 5.01)
     assert got["relay"] == [0.02, pytest.approx(0.01)] and got["lost"] == 0
 
@@ -71,15 +75,15 @@ def test_netsync_seq_matching_counts_only_poses_that_stood():
     b.register(4, log)
     log.add(1, 0.0)
     log.add(2, 0.1)
-    log.add(3, 0.13)                 # superseded after 30 ms: the broadcast may skip it
+    log.add(3, 0.13)  # superseded after 30 ms: the broadcast may skip it
     log.add(4, 0.2 + NETSYNC_STOOD)  # 3 stood 0.22 s (its successor came late): it must show
     log.add(5, 0.6)
     b.saw_seq(0, 4, 1, 0.05)
     b.saw_seq(0, 4, 1, 0.15)
     b.saw_seq(0, 4, 2, 0.16)
-    b.saw_seq(0, 4, 2, 0.28)         # a broadcast while 3 was the latest, without it
-    b.saw_seq(0, 4, 4, 0.40)         # 3 skipped: it stood ≥ NETSYNC_STOOD and > the broadcast gap → lost
-    b.saw_seq(0, 4, 2, 0.45)         # older than what was seen: reordered, no news
+    b.saw_seq(0, 4, 2, 0.28)  # a broadcast while 3 was the latest, without it
+    b.saw_seq(0, 4, 4, 0.40)  # 3 skipped: it stood ≥ NETSYNC_STOOD and > the broadcast gap → lost
+    b.saw_seq(0, 4, 2, 0.45)  # older than what was seen: reordered, no news
     assert got["relay"] == [0.05, pytest.approx(0.06), pytest.approx(0.05)]
     assert got["lost"] == 1
     log2 = SeqLog()
@@ -87,7 +91,7 @@ def test_netsync_seq_matching_counts_only_poses_that_stood():
         log2.add(s, t)
     b.register(5, log2)
     b.saw_seq(1, 5, 10, 0.01)
-    b.saw_seq(1, 5, 12, 0.09)        # 11 lived 20 ms: superseded, not lost
+    b.saw_seq(1, 5, 12, 0.09)  # 11 lived 20 ms: superseded, not lost
     assert got["lost"] == 1
 
 
@@ -126,8 +130,8 @@ def test_steps_missed_out_of_sight_are_no_loss_and_back_in_sight_matches_the_new
     b.register(2, m)
     sent = [m.yaw(k * (MARK_HOLD + 0.001), 0.0) for k in range(8)]  # a still motion: two yaws alternate
     b.saw_yaw(0, 2, q3_view(sent[0]), 0.02)
-    b.out_of_sight(0, 2)                            # left the observer's PVS
-    b.saw_yaw(0, 2, q3_view(sent[6]), 1.21)         # back: step 6 (sent 1.206), not step 2 or 4
+    b.out_of_sight(0, 2)  # left the observer's PVS
+    b.saw_yaw(0, 2, q3_view(sent[6]), 1.21)  # back: step 6 (sent 1.206), not step 2 or 4
     assert got["relay"] == [0.02, pytest.approx(0.004)] and got["lost"] == 0
     b.saw_yaw(0, 2, q3_view(sent[7]), 1.42)
     assert got["relay"][-1] == pytest.approx(0.013) and got["lost"] == 0

@@ -3,6 +3,7 @@ before the run), nothing listening at a server's address (exit 3 in well under a
 ICMP port unreachable for UDP, a refused TCP connect for NetSync), and a full server (ioq3ded
 with sv_maxclients 2: the players that never got in are counted, named with the server's words
 and a hint, exit 1)."""
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.motion import Script
 from headcast.app.swarm.players import Server
 from headcast.netcode.q3.localserver import LocalQ3Server
+
 from support import free_port
 
 
@@ -34,8 +36,9 @@ def test_a_bad_report_folder_exits_2_before_the_run(tmp_path, capsys, bad):
     assert list(tmp_path.iterdir()) in ([], [tmp_path / "a-file"])  # the test file went again
 
 
-@pytest.mark.parametrize("flag, kind", [("--q3", socket.SOCK_DGRAM), ("--sauer", socket.SOCK_DGRAM),
-                                        ("--netsync", socket.SOCK_STREAM)])
+@pytest.mark.parametrize(
+    "flag, kind", [("--q3", socket.SOCK_DGRAM), ("--sauer", socket.SOCK_DGRAM), ("--netsync", socket.SOCK_STREAM)]
+)
 def test_nothing_listening_exits_3_at_once_naming_the_address(capsys, flag, kind):
     port = free_port(kind)
     t = time.monotonic()
@@ -48,8 +51,22 @@ def test_nothing_listening_exits_3_at_once_naming_the_address(capsys, flag, kind
 def test_a_full_server_counts_the_players_that_never_got_in(tmp_path, capsys):
     with LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "2"}) as q3:
         host, port = q3.address
-        rc = main(["swarm", "4", "--q3", f"{host}:{port}", "--duration", "4", "--spawn-rate", "20",
-                   "--motion", "look_around", "--report", str(tmp_path / "rep")])
+        rc = main(
+            [
+                "swarm",
+                "4",
+                "--q3",
+                f"{host}:{port}",
+                "--duration",
+                "4",
+                "--spawn-rate",
+                "20",
+                "--motion",
+                "look_around",
+                "--report",
+                str(tmp_path / "rep"),
+            ]
+        )
     out, err = capsys.readouterr()
     assert rc == 1, out + err
     # the server's own words: "Server is full." (ioq3 up to 1.36), "Server is full" (newer ioq3)
@@ -75,5 +92,6 @@ def test_the_same_seed_gives_the_same_variation():
             return swarm.seed, [(p.var.offset, p.var.speed, p.var.spot) for _, p in swarm.loop._ramp]
         finally:
             swarm.stop()
+
     assert variation(7) == variation(7) != variation(8)
     assert variation(None)[0] != variation(None)[0]  # a random one, recorded

@@ -1,5 +1,6 @@
 """The swarm's final report: JSON as the metrics gave it, one self-contained well-formed HTML
 page with its percentiles and per-second plots, both written atomically."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,12 @@ def a_run() -> dict:
     m.kicked("q3", 2, "Server command overflow", now=506.0)
     m.join_failed("netsync", 20, "no answer within 5 s", now=501.0)
     r = m.report(512.0)
-    r["run"] = {"source": "motion tour", "servers": {"q3": "127.0.0.1:27960", "netsync": "127.0.0.1:5555"},
-                "rates_hz": {"q3": 60.0, "netsync": 10.0}, "errors": ["q3 player 3: read: OSError"]}
+    r["run"] = {
+        "source": "motion tour",
+        "servers": {"q3": "127.0.0.1:27960", "netsync": "127.0.0.1:5555"},
+        "rates_hz": {"q3": 60.0, "netsync": 10.0},
+        "errors": ["q3 player 3: read: OSError"],
+    }
     return r
 
 
@@ -65,8 +70,8 @@ def test_report_files_hold_the_run(tmp_path):
     text = "".join(root.itertext())
     for proto in ("q3", "netsync"):
         p = r["protocols"][proto]
-        assert f"{p['relay_ms']['p50']:.1f} ms" in text     # the card shows the JSON's p50
-        assert f"{p['relay_ms']['p99']:.2f}" in text        # the table its p99
+        assert f"{p['relay_ms']['p50']:.1f} ms" in text  # the card shows the JSON's p50
+        assert f"{p['relay_ms']['p99']:.2f}" in text  # the table its p99
     assert "Server command overflow" in text and "no answer within 5 s" in text
     assert "Quake 3 (127.0.0.1:27960), players send at 60 Hz" in text and "motion tour" in text
     assert "q3 player 3: read: OSError" in text
@@ -78,7 +83,7 @@ def test_an_empty_run_renders(tmp_path):
     report.write(r, html_path=tmp_path / "empty.html")
     root = parse((tmp_path / "empty.html").read_text())
     assert "Sauerbraten" in "".join(root.itertext())
-    assert root.findall(".//svg") == []                  # no second, no plot
+    assert root.findall(".//svg") == []  # no second, no plot
 
 
 def test_no_data_chart_says_so():
@@ -93,6 +98,7 @@ def test_a_failed_write_leaves_the_last_report_whole(tmp_path, monkeypatch):
 
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError):
         report.write({"kind": "headcast swarm report", "protocols": {}}, json_path=target)

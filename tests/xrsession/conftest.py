@@ -1,5 +1,6 @@
 """Fixtures for the XR session tests: the mock runtime (built for real, loaded by the real
 loader through pyopenxr) and its control API."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,8 @@ import sys
 import pytest
 
 from headcast.xr import mockrt
-from support import MOCK_ENV_VARS, REPO, mock_control
 
+from support import MOCK_ENV_VARS, REPO, mock_control
 
 
 @pytest.fixture(scope="session")
@@ -32,13 +33,22 @@ def ctl(manifest, monkeypatch):
 def run_script(manifest):
     """Run code in a fresh interpreter (its own loader, glfw and GL state) against the mock."""
 
-    def run(code: str, env_extra: dict[str, str] | None = None, timeout: float = 90,
-            args: list[str] = ()) -> subprocess.CompletedProcess:
+    def run(
+        code: str, env_extra: dict[str, str] | None = None, timeout: float = 90, args: list[str] = ()
+    ) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k not in MOCK_ENV_VARS}
-        env.update({"XR_RUNTIME_JSON": str(manifest), "HEADCAST_MOCK_THROTTLE": "0", "XR_LOADER_DEBUG": "error",
-                    **(env_extra or {})})
-        return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True,
-                              timeout=timeout)
+        env.update(
+            {
+                "XR_RUNTIME_JSON": str(manifest),
+                "HEADCAST_MOCK_THROTTLE": "0",
+                "XR_LOADER_DEBUG": "error",
+                **(env_extra or {}),
+            }
+        )
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
+
     return run
 
 

@@ -1,5 +1,6 @@
 """The native frame helper (xr/fastframe.c): in use when built, and frame for frame, error for
 error, the same as the pure-ctypes path it replaces."""
+
 from __future__ import annotations
 
 import ctypes
@@ -71,9 +72,13 @@ def run(ctl, monkeypatch, motion: str, n: int, native: bool, events=()) -> list:
 
 @pytest.mark.parametrize("motion", ["look_around", "fire", "walk", "tracking_loss", "snap_turns"])
 def test_native_frames_equal_the_ctypes_frames(ctl, monkeypatch, built, motion):
-    events = [(40, ctl.unfocus), (45, ctl.focus),
-              (60, lambda: ctl.set_profile("/interaction_profiles/htc/vive_controller")),
-              (70, lambda: ctl.set_tracking(RIGHT, 0x3)), (80, lambda: ctl.set_tracking(RIGHT, 0xF))]
+    events = [
+        (40, ctl.unfocus),
+        (45, ctl.focus),
+        (60, lambda: ctl.set_profile("/interaction_profiles/htc/vive_controller")),
+        (70, lambda: ctl.set_tracking(RIGHT, 0x3)),
+        (80, lambda: ctl.set_tracking(RIGHT, 0xF)),
+    ]
     native = run(ctl, monkeypatch, motion, 400, True, events)
     by_calls = run(ctl, monkeypatch, motion, 400, False, events)
     assert native == by_calls
@@ -96,13 +101,16 @@ def _fail(function):
     return lambda xs, ctl: ctl.fail(function, int(xr.Result.ERROR_RUNTIME_FAILURE))
 
 
-@pytest.mark.parametrize("breaks, during", [
-    (_break_sync, "reading the controllers: xrSyncActions returned XR_ERROR_VALIDATION_FAILURE"),
-    (_break_locate, "locating the tracked devices: xrLocateSpace returned XR_ERROR_VALIDATION_FAILURE"),
-    (_break_states, "reading the controllers: xrGetActionState* returned XR_ERROR_VALIDATION_FAILURE"),
-    (_fail("xrLocateSpace"), "locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE"),
-    (_fail("xrPollEvent"), "reading runtime events: xrPollEvent returned XR_ERROR_RUNTIME_FAILURE"),
-])
+@pytest.mark.parametrize(
+    "breaks, during",
+    [
+        (_break_sync, "reading the controllers: xrSyncActions returned XR_ERROR_VALIDATION_FAILURE"),
+        (_break_locate, "locating the tracked devices: xrLocateSpace returned XR_ERROR_VALIDATION_FAILURE"),
+        (_break_states, "reading the controllers: xrGetActionState* returned XR_ERROR_VALIDATION_FAILURE"),
+        (_fail("xrLocateSpace"), "locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE"),
+        (_fail("xrPollEvent"), "reading runtime events: xrPollEvent returned XR_ERROR_RUNTIME_FAILURE"),
+    ],
+)
 def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, during):
     """Headless steps; the frame calls of an OpenGL session: test_gl_and_validation.py."""
     seen = []
@@ -116,8 +124,9 @@ def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, 
             with pytest.raises(XRError) as failed:
                 xs.next_frame()
             ctl.fail("", 0)
-            seen.append((type(failed.value), str(failed.value), failed.value.call, failed.value.result,
-                         xs._seq, xs.running))
+            seen.append(
+                (type(failed.value), str(failed.value), failed.value.call, failed.value.result, xs._seq, xs.running)
+            )
     assert seen[0] == seen[1]
     assert seen[0][1].startswith(f"{during}: ")
     assert seen[0][4] == 3  # the failed step made no frame
@@ -175,10 +184,29 @@ def _near_unit(q):
 near_unit = st.tuples(unit, unit, unit, unit, st.floats(0.997, 1.003)).map(_near_unit)
 location = st.one_of(
     st.tuples(flags, f32, f32, f32, f32, f32, f32, f32),
-    st.tuples(flags, near_unit, st.tuples(f32, f32, f32)).map(lambda x: (x[0], *x[1], *x[2])))
+    st.tuples(flags, near_unit, st.tuples(f32, f32, f32)).map(lambda x: (x[0], *x[1], *x[2])),
+)
 bool32 = st.one_of(st.integers(0, 1), st.integers(0, 2**32 - 1))
-states = st.tuples(f32, bool32, f32, bool32, f32, bool32, f32, bool32, f32, f32, bool32, f32, f32, bool32,
-                   bool32, bool32, bool32, bool32)
+states = st.tuples(
+    f32,
+    bool32,
+    f32,
+    bool32,
+    f32,
+    bool32,
+    f32,
+    bool32,
+    f32,
+    f32,
+    bool32,
+    f32,
+    f32,
+    bool32,
+    bool32,
+    bool32,
+    bool32,
+    bool32,
+)
 
 
 @settings(max_examples=300, deadline=None)

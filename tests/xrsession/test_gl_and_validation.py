@@ -2,6 +2,7 @@
 
 Each runs in a fresh interpreter: glfw, GL and the loader's layer selection are process state.
 """
+
 from __future__ import annotations
 
 import json
@@ -92,7 +93,9 @@ DEBIAN_LAYERS = "/usr/share/openxr/1/api_layers/explicit.d"
 DEBIAN_LAYER_LIBRARY = "/usr/lib/x86_64-linux-gnu/openxr/1/api_layers/libXrApiLayer_core_validation.so"
 ONLY_DEBIAN_LAYER = f"import os, xr; os.environ['XR_API_LAYER_PATH'] = {DEBIAN_LAYERS!r}\n"
 
-VALIDATED = ONLY_DEBIAN_LAYER + r"""
+VALIDATED = (
+    ONLY_DEBIAN_LAYER
+    + r"""
 import sys
 from headcast.xr.mockrt import MockControl
 from headcast.xr.errors import SessionEnded
@@ -125,6 +128,7 @@ for native in (True, False):
     with XRSession(mode, native=native) as xs:   # and one closed while running
         xs.next_frame()
 """
+)
 
 
 def validation_complaints(output: str) -> list[str]:
@@ -134,16 +138,23 @@ def validation_complaints(output: str) -> list[str]:
 
 def assert_debian_layer_loaded(ld_log_dir) -> None:
     logs = "".join(p.read_text(errors="replace") for p in ld_log_dir.iterdir())
-    loaded = {line.split("file=", 1)[1].split()[0] for line in logs.splitlines()
-              if "file=" in line and "XrApiLayer_core_validation" in line}
+    loaded = {
+        line.split("file=", 1)[1].split()[0]
+        for line in logs.splitlines()
+        if "file=" in line and "XrApiLayer_core_validation" in line
+    }
     assert loaded == {DEBIAN_LAYER_LIBRARY}, loaded  # Debian's, and not pyopenxr's copy
 
 
 def layer_env(tmp_path, **extra: str) -> dict[str, str]:
     ld = tmp_path / "ld"
     ld.mkdir()
-    return {"XR_ENABLE_API_LAYERS": "XR_APILAYER_LUNARG_core_validation", "LD_DEBUG": "files",
-            "LD_DEBUG_OUTPUT": str(ld / "log"), **extra}
+    return {
+        "XR_ENABLE_API_LAYERS": "XR_APILAYER_LUNARG_core_validation",
+        "LD_DEBUG": "files",
+        "LD_DEBUG_OUTPUT": str(ld / "log"),
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("mode", ["headless", pytest.param("gl", marks=pytest.mark.display)])
@@ -170,8 +181,9 @@ def test_headcast_run_under_the_debian_validation_layer(request, run_script, tmp
     extra = {"HEADCAST_XR_SESSION": session}
     if session == "gl":
         extra.update(DISPLAY=request.getfixturevalue("xvfb_display"), PYGLFW_LIBRARY_VARIANT="x11")
-    proc = run_script(RUN_CLI, layer_env(tmp_path, **extra),
-                      args=["run", "--mock", "tour", "--no-mirror", "--duration", "3"])
+    proc = run_script(
+        RUN_CLI, layer_env(tmp_path, **extra), args=["run", "--mock", "tour", "--no-mirror", "--duration", "3"]
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert f"{'headless' if session == 'headless' else 'OpenGL'} session" in proc.stdout
@@ -180,7 +192,9 @@ def test_headcast_run_under_the_debian_validation_layer(request, run_script, tmp
     assert_debian_layer_loaded(tmp_path / "ld")
 
 
-BAD_CALL = ONLY_DEBIAN_LAYER + r"""
+BAD_CALL = (
+    ONLY_DEBIAN_LAYER
+    + r"""
 import xr
 from headcast.xr.errors import XRError
 from headcast.xr.session import XRSession
@@ -192,6 +206,7 @@ with XRSession() as xs:
     except XRError as e:
         print("failed:", e)
 """
+)
 
 
 def test_the_debian_layer_reports_a_bad_call(run_script, tmp_path):

@@ -2,6 +2,7 @@
 headless xrWaitFrame returns at once with no predicted time, xrBeginFrame then refuses, the session
 stays READY) and the strict profile (headless frame calls refused): no frame calls, our own pacing,
 poses located at the runtime's now, never waiting for FOCUSED."""
+
 from __future__ import annotations
 
 import statistics
@@ -64,12 +65,14 @@ def test_without_a_time_conversion_frames_are_located_by_the_event_clock(ctl, mo
 def test_a_headless_session_that_cannot_begin_without_a_fallback_is_the_error(ctl):
     """mode "headless" asks for exactly that: the runtime's refusal is the error, no OpenGL session."""
     ctl.fail("xrBeginSession", -2, 0, 1)
-    with pytest.raises(session.XRError, match="starting the XR session: xrBeginSession returned "
-                                              "XR_ERROR_RUNTIME_FAILURE"):
+    with pytest.raises(
+        session.XRError, match="starting the XR session: xrBeginSession returned XR_ERROR_RUNTIME_FAILURE"
+    ):
         XRSession("headless")
 
 
 # -- the pacer alone, on a clock of the test's ---------------------------------------------------
+
 
 class FakeClock:
     """A monotonic ns clock whose sleeps overshoot by `late` ns; each read advances `tick` ns (a spin)."""

@@ -1,4 +1,5 @@
 """What a runtime hands back is only marked valid when it is a usable pose."""
+
 from __future__ import annotations
 
 import math

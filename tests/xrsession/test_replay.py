@@ -1,4 +1,5 @@
 """Record a session's TrackingFrames, replay the trace through the mock: the same frames come back."""
+
 from __future__ import annotations
 
 import struct
@@ -56,6 +57,7 @@ def bits(frame) -> tuple:
         if isinstance(x, list):
             return tuple(enc(y) for y in x)
         return x
+
     return enc(row)
 
 
@@ -106,6 +108,9 @@ def test_replay_motion_is_hex_and_sparse(ctl, tmp_path, monkeypatch):
     head = [ln for ln in lines if ln.split()[1:3] == ["/user/head", "pose"]]
     assert head[0].startswith("0 /user/head pose 0x0.0p+0 0x1.99999a0000000p+0 ")
     # Values persist in the runtime: a pose that does not change is not repeated.
-    held = sum(1 for a, b in zip(recorded, recorded[1:]) if a.head.position == b.head.position
-               and a.head.orientation == b.head.orientation)
+    held = sum(
+        1
+        for a, b in zip(recorded, recorded[1:])
+        if a.head.position == b.head.position and a.head.orientation == b.head.orientation
+    )
     assert len(head) == N_FRAMES - held

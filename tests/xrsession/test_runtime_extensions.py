@@ -9,6 +9,7 @@ timespec clock, the Windows performance-counter clock (SteamVR on Windows offers
 with XR_KHR_win32_convert_performance_counter_time and no timespec), a runtime without
 XR_MND_headless (an OpenGL session), and one that focuses a headless session (Monado 25).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -22,6 +23,7 @@ import xr
 from headcast.xr import session
 from headcast.xr.mockrt import RUNTIME_PROFILES
 from headcast.xr.session import XRSession
+
 from support import REPO
 
 GL = "XR_KHR_opengl_enable"
@@ -33,12 +35,12 @@ REFRESH = "XR_FB_display_refresh_rate"
 # Each profile's list, restricted to the extensions headcast uses or checks (the sources: README.md
 # beside mockxr.c; Monado 25's is checked against the real service by tests/monado).
 EXPECTED = {
-    "monado": {GL, HEADLESS, TIMESPEC, REFRESH},      # Monado 25.0.0, measured (21: the same branch crashed)
+    "monado": {GL, HEADLESS, TIMESPEC, REFRESH},  # Monado 25.0.0, measured (21: the same branch crashed)
     "monado25": {GL, HEADLESS, TIMESPEC, REFRESH},
     "strict": {GL, HEADLESS, TIMESPEC, REFRESH},
-    "steamvr": {GL, TIMESPEC, REFRESH},               # SteamVR 2.19 Linux (inventory) without XR_MND_headless
+    "steamvr": {GL, TIMESPEC, REFRESH},  # SteamVR 2.19 Linux (inventory) without XR_MND_headless
     "steamvr-windows": {GL, HEADLESS, WIN32, REFRESH},  # SteamVR 2.19 Windows (inventory)
-    "meta-pc": {GL, TIMESPEC, WIN32, REFRESH},        # Meta PC / Quest Link (inventory)
+    "meta-pc": {GL, TIMESPEC, WIN32, REFRESH},  # Meta PC / Quest Link (inventory)
 }
 
 both_paths = pytest.mark.usefixtures("frame_path")  # native helper and ctypes path alike
@@ -93,14 +95,21 @@ def test_every_extension_headcast_uses_is_offered_by_a_mock_profile(ctl):
     assert set(session.RUNTIME_EXTENSIONS) <= set(named)
     assert {name: where for name, where in named.items() if name not in offered} == {}
     functions = _extension_functions()
-    assert {"xrConvertTimespecTimeToTimeKHR", "xrConvertWin32PerformanceCounterToTimeKHR",
-            "xrGetDisplayRefreshRateFB", "xrGetOpenGLGraphicsRequirementsKHR"} <= set(functions)
+    assert {
+        "xrConvertTimespecTimeToTimeKHR",
+        "xrConvertWin32PerformanceCounterToTimeKHR",
+        "xrGetDisplayRefreshRateFB",
+        "xrGetOpenGLGraphicsRequirementsKHR",
+    } <= set(functions)
     missing = dict(functions)
     for profile in RUNTIME_PROFILES:  # each function resolves on an instance of a profile that offers it
         ctl.set_runtime_profile(profile)
-        inst = xr.create_instance(xr.InstanceCreateInfo(
-            application_info=xr.ApplicationInfo(application_name="ext-check"),
-            enabled_extension_names=list(ctl.profile_extensions(profile))))
+        inst = xr.create_instance(
+            xr.InstanceCreateInfo(
+                application_info=xr.ApplicationInfo(application_name="ext-check"),
+                enabled_extension_names=list(ctl.profile_extensions(profile)),
+            )
+        )
         try:
             for name in list(missing):
                 try:
@@ -208,8 +217,11 @@ def test_a_failing_performance_counter_conversion_is_a_clear_error(ctl, monkeypa
     ctl.set_runtime_profile("steamvr-windows")
     monkeypatch.setattr(session, "_performance_counter", lambda frequency: 0)  # the runtime refuses time 0
     with XRSession() as xs:
-        with pytest.raises(session.XRError, match="reading the runtime's clock: "
-                                                  "xrConvertWin32PerformanceCounterToTimeKHR returned XR_ERROR_TIME_INVALID"):
+        with pytest.raises(
+            session.XRError,
+            match="reading the runtime's clock: "
+            "xrConvertWin32PerformanceCounterToTimeKHR returned XR_ERROR_TIME_INVALID",
+        ):
             for _ in range(3):
                 xs.next_frame()
 
@@ -235,12 +247,16 @@ with XRSession() as xs:
 @pytest.mark.display
 @pytest.mark.parametrize("profile", ["steamvr", "meta-pc"])
 def test_runtimes_without_headless_get_an_opengl_session(run_script, xvfb_display, profile):
-    proc = run_script(GL_FALLBACK, {"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11",
-                                    "HEADCAST_MOCK_PROFILE_RUNTIME": profile})
+    proc = run_script(
+        GL_FALLBACK,
+        {"DISPLAY": xvfb_display, "PYGLFW_LIBRARY_VARIANT": "x11", "HEADCAST_MOCK_PROFILE_RUNTIME": profile},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     first, valid = proc.stdout.splitlines()[-2:]
-    assert first == ("False frame ('XR_KHR_opengl_enable',) 'the OpenXR runtime offers no headless session "
-                     "(XR_MND_headless): using an OpenGL session'")
+    assert first == (
+        "False frame ('XR_KHR_opengl_enable',) 'the OpenXR runtime offers no headless session "
+        "(XR_MND_headless): using an OpenGL session'"
+    )
     assert int(valid) >= 25
 
 
@@ -249,8 +265,11 @@ def test_headcast_run_on_each_headless_profile_under_the_debian_validation_layer
     """The extensions' calls (the win32 clock, the refresh rate) under Khronos' core validation layer."""
     from xrsession.test_gl_and_validation import RUN_CLI, assert_debian_layer_loaded, layer_env, validation_complaints
 
-    proc = run_script(RUN_CLI, layer_env(tmp_path, HEADCAST_MOCK_PROFILE_RUNTIME=profile),
-                      args=["run", "--mock", "tour", "--no-mirror", "--duration", "3"])
+    proc = run_script(
+        RUN_CLI,
+        layer_env(tmp_path, HEADCAST_MOCK_PROFILE_RUNTIME=profile),
+        args=["run", "--mock", "tour", "--no-mirror", "--duration", "3"],
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert "headless session" in proc.stdout and "stopped: ran for 3 s" in proc.stdout
@@ -282,6 +301,7 @@ def test_without_the_refresh_rate_extension_or_its_answer_the_default_paces(ctl,
 
     def refuses(s):
         raise xr.RuntimeFailureError()
+
     monkeypatch.setattr(xr, "get_display_refresh_rate_fb", refuses)
     with XRSession() as xs:
         assert REFRESH in xs.info.extensions and xs.info.rate_hz == 75.0

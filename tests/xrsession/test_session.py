@@ -1,4 +1,5 @@
 """XRSession through real pyopenxr, the real Khronos loader and the mock runtime (headless)."""
+
 from __future__ import annotations
 
 import struct
@@ -85,9 +86,13 @@ def test_headless_session_streams_the_motion(ctl, tmp_path, monkeypatch):
     assert got[4].head == got[3].head  # no key at 4: the value holds
     assert got[1].right_aim.position == (0.5, 1.0, -0.5)  # interpolation off: held until frame 2
     assert (got[2].right_aim.position, got[2].right_aim.orientation) == (
-        tuple(map(f32, RIGHT_AIM[0])), tuple(map(f32, RIGHT_AIM[1])))
+        tuple(map(f32, RIGHT_AIM[0])),
+        tuple(map(f32, RIGHT_AIM[1])),
+    )
     assert (got[0].left_grip.position, got[0].left_grip.orientation) == (
-        tuple(map(f32, LEFT_GRIP[0])), tuple(map(f32, LEFT_GRIP[1])))
+        tuple(map(f32, LEFT_GRIP[0])),
+        tuple(map(f32, LEFT_GRIP[1])),
+    )
     assert [f.controls.trigger_right for f in got] == [0.0, 0.0, 0.0, 0.75, 0.75]
     assert all(f.focused and f.profile_left == f.profile_right == TOUCH for f in got)
 
@@ -128,33 +133,57 @@ def test_lost_tracking_is_flagged_never_stale(ctl):
 # emulated profile -> (physical input, value) set on the mock, and the Controls expected.
 PROFILE_CASES = {
     "/interaction_profiles/khr/simple_controller": (
-        [(f"{LEFT}/input/select/click", 1.0), (f"{RIGHT}/input/menu/click", True),
-         (f"{LEFT}/input/thumbstick", (0.5, 0.5))],  # no stick on this profile: stays at rest
-        Controls(trigger_left=1.0, menu=True)),
+        [
+            (f"{LEFT}/input/select/click", 1.0),
+            (f"{RIGHT}/input/menu/click", True),
+            (f"{LEFT}/input/thumbstick", (0.5, 0.5)),
+        ],  # no stick on this profile: stays at rest
+        Controls(trigger_left=1.0, menu=True),
+    ),
     "/interaction_profiles/oculus/touch_controller": (
-        [(f"{RIGHT}/input/trigger/value", 0.25), (f"{LEFT}/input/squeeze/value", 0.5),
-         (f"{LEFT}/input/thumbstick", (0.5, -0.25)), (f"{RIGHT}/input/thumbstick", (-1.0, 0.125)),
-         (f"{RIGHT}/input/a/click", True), (f"{LEFT}/input/menu/click", True)],
-        Controls(move=(0.5, -0.25), turn=(-1.0, 0.125), trigger_right=0.25, squeeze_left=0.5,
-                 jump=True, menu=True)),
+        [
+            (f"{RIGHT}/input/trigger/value", 0.25),
+            (f"{LEFT}/input/squeeze/value", 0.5),
+            (f"{LEFT}/input/thumbstick", (0.5, -0.25)),
+            (f"{RIGHT}/input/thumbstick", (-1.0, 0.125)),
+            (f"{RIGHT}/input/a/click", True),
+            (f"{LEFT}/input/menu/click", True),
+        ],
+        Controls(move=(0.5, -0.25), turn=(-1.0, 0.125), trigger_right=0.25, squeeze_left=0.5, jump=True, menu=True),
+    ),
     "/interaction_profiles/valve/index_controller": (
-        [(f"{LEFT}/input/trigger/value", 0.625), (f"{RIGHT}/input/squeeze/value", 0.75),
-         (f"{LEFT}/input/thumbstick", (0.0, 1.0)), (f"{RIGHT}/input/thumbstick", (0.75, 0.0)),
-         (f"{RIGHT}/input/a/click", True), (f"{LEFT}/input/b/click", True)],
-        Controls(move=(0.0, 1.0), turn=(0.75, 0.0), trigger_left=0.625, squeeze_right=0.75,
-                 jump=True, menu=True)),
+        [
+            (f"{LEFT}/input/trigger/value", 0.625),
+            (f"{RIGHT}/input/squeeze/value", 0.75),
+            (f"{LEFT}/input/thumbstick", (0.0, 1.0)),
+            (f"{RIGHT}/input/thumbstick", (0.75, 0.0)),
+            (f"{RIGHT}/input/a/click", True),
+            (f"{LEFT}/input/b/click", True),
+        ],
+        Controls(move=(0.0, 1.0), turn=(0.75, 0.0), trigger_left=0.625, squeeze_right=0.75, jump=True, menu=True),
+    ),
     "/interaction_profiles/htc/vive_controller": (
-        [(f"{RIGHT}/input/trigger/value", 0.5), (f"{LEFT}/input/squeeze/click", True),
-         (f"{LEFT}/input/trackpad", (-0.5, 0.5)), (f"{RIGHT}/input/trackpad", (0.25, -0.75)),
-         (f"{RIGHT}/input/trackpad/click", True), (f"{RIGHT}/input/menu/click", True)],
-        Controls(move=(-0.5, 0.5), turn=(0.25, -0.75), trigger_right=0.5, squeeze_left=1.0,
-                 jump=True, menu=True)),
+        [
+            (f"{RIGHT}/input/trigger/value", 0.5),
+            (f"{LEFT}/input/squeeze/click", True),
+            (f"{LEFT}/input/trackpad", (-0.5, 0.5)),
+            (f"{RIGHT}/input/trackpad", (0.25, -0.75)),
+            (f"{RIGHT}/input/trackpad/click", True),
+            (f"{RIGHT}/input/menu/click", True),
+        ],
+        Controls(move=(-0.5, 0.5), turn=(0.25, -0.75), trigger_right=0.5, squeeze_left=1.0, jump=True, menu=True),
+    ),
     "/interaction_profiles/microsoft/motion_controller": (
-        [(f"{LEFT}/input/trigger/value", 1.0), (f"{RIGHT}/input/squeeze/click", True),
-         (f"{LEFT}/input/thumbstick", (0.125, 0.25)), (f"{RIGHT}/input/thumbstick", (-0.25, 0.0)),
-         (f"{RIGHT}/input/thumbstick/click", True), (f"{LEFT}/input/menu/click", True)],
-        Controls(move=(0.125, 0.25), turn=(-0.25, 0.0), trigger_left=1.0, squeeze_right=1.0,
-                 jump=True, menu=True)),
+        [
+            (f"{LEFT}/input/trigger/value", 1.0),
+            (f"{RIGHT}/input/squeeze/click", True),
+            (f"{LEFT}/input/thumbstick", (0.125, 0.25)),
+            (f"{RIGHT}/input/thumbstick", (-0.25, 0.0)),
+            (f"{RIGHT}/input/thumbstick/click", True),
+            (f"{LEFT}/input/menu/click", True),
+        ],
+        Controls(move=(0.125, 0.25), turn=(-0.25, 0.0), trigger_left=1.0, squeeze_right=1.0, jump=True, menu=True),
+    ),
 }
 
 
@@ -221,6 +250,7 @@ def test_profile_change_is_followed(ctl):
 
 
 # -- session state machine ------------------------------------------------------------------
+
 
 def test_focus_loss_and_return(ctl):
     ctl.set_float(f"{RIGHT}/input/trigger/value", 1.0)

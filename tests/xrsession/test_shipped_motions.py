@@ -1,4 +1,5 @@
 """The shipped motion files, streamed through a headless session, give the poses they script."""
+
 from __future__ import annotations
 
 import math
@@ -31,13 +32,20 @@ def stream(ctl, monkeypatch, name: str, n: int) -> list:
 
 def close_quat(a, b, tol=2e-6) -> bool:
     # q and -q are the same rotation
-    return (all(abs(x - y) <= tol for x, y in zip(a, b))
-            or all(abs(x + y) <= tol for x, y in zip(a, b)))
+    return all(abs(x - y) <= tol for x, y in zip(a, b)) or all(abs(x + y) <= tol for x, y in zip(a, b))
 
 
 # look_around.motion keyframes (seconds, axis, degrees) that are pure single-axis rotations
-LOOK_AROUND_KEYS = [(1.0, "y", 120), (2.0, "y", 0), (3.0, "y", -120), (5.0, "x", 85), (7.0, "x", -85),
-                    (9.0, "z", 70), (11.0, "z", -70), (12.0, "y", 0)]
+LOOK_AROUND_KEYS = [
+    (1.0, "y", 120),
+    (2.0, "y", 0),
+    (3.0, "y", -120),
+    (5.0, "x", 85),
+    (7.0, "x", -85),
+    (9.0, "z", 70),
+    (11.0, "z", -70),
+    (12.0, "y", 0),
+]
 
 
 def test_look_around_head_follows_the_script(ctl, monkeypatch):

@@ -1,5 +1,6 @@
 """Trace file format: exact round trip, crash-safe writing (kill -9, torn tails, a full disk),
 clear errors on damaged files."""
+
 from __future__ import annotations
 
 import errno
@@ -14,21 +15,50 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.xr.frame import Controls, Pose, TrackingFrame
 from headcast.xr import trace as trace_mod
+from headcast.xr.frame import Controls, Pose, TrackingFrame
 from headcast.xr.trace import (
-    TraceEndsEarly, TraceError, TraceWriter, cut_short, frame_row, is_complete, iter_trace, read_meta, read_trace,
-    unusable, write_trace,
+    TraceEndsEarly,
+    TraceError,
+    TraceWriter,
+    cut_short,
+    frame_row,
+    is_complete,
+    iter_trace,
+    read_meta,
+    read_trace,
+    unusable,
+    write_trace,
 )
 
 f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 f64 = st.floats(allow_nan=False, allow_infinity=False)
-poses = st.builds(Pose, st.tuples(f32, f32, f32), st.tuples(f32, f32, f32, f32),
-                  st.booleans(), st.booleans(), st.booleans(), st.booleans())
-controls = st.builds(Controls, st.tuples(f64, f64), st.tuples(f64, f64), f64, f64, f64, f64,
-                     st.booleans(), st.booleans())
-frames = st.builds(TrackingFrame, st.integers(0, 2**63), st.integers(0, 2**63), poses, poses, poses,
-                   poses, poses, controls, st.text(max_size=40), st.text(max_size=40), st.booleans())
+poses = st.builds(
+    Pose,
+    st.tuples(f32, f32, f32),
+    st.tuples(f32, f32, f32, f32),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+controls = st.builds(
+    Controls, st.tuples(f64, f64), st.tuples(f64, f64), f64, f64, f64, f64, st.booleans(), st.booleans()
+)
+frames = st.builds(
+    TrackingFrame,
+    st.integers(0, 2**63),
+    st.integers(0, 2**63),
+    poses,
+    poses,
+    poses,
+    poses,
+    poses,
+    controls,
+    st.text(max_size=40),
+    st.text(max_size=40),
+    st.booleans(),
+)
 
 
 def bits(frame: TrackingFrame) -> bytes:
@@ -43,6 +73,7 @@ def bits(frame: TrackingFrame) -> bytes:
                 walk(y)
         else:
             out.append(repr(x).encode())
+
     walk(frame_row(frame))
     return b"".join(out)
 
@@ -60,9 +91,17 @@ def test_round_trip_is_bit_exact(tmp_path_factory, fs):
 
 def sample(n: int = 3) -> list[TrackingFrame]:
     head = Pose((0.1, 1.7, -0.25), (0.0, 0.38268343, 0.0, 0.9238795), True, True, True, True)
-    return [TrackingFrame(i, 1000 + i * 11_111_111, head=head, controls=Controls(trigger_right=0.5),
-                          profile_right="/interaction_profiles/oculus/touch_controller", focused=True)
-            for i in range(n)]
+    return [
+        TrackingFrame(
+            i,
+            1000 + i * 11_111_111,
+            head=head,
+            controls=Controls(trigger_right=0.5),
+            profile_right="/interaction_profiles/oculus/touch_controller",
+            focused=True,
+        )
+        for i in range(n)
+    ]
 
 
 def test_frames_are_in_the_named_file_as_written_and_close_marks_it_complete(tmp_path):
@@ -95,7 +134,7 @@ def test_abort_or_an_exception_keeps_the_frames_as_a_trace_that_ends_early(tmp_p
     w.abort()
     assert read_trace(path, partial=True).frames == tuple(sample())
     with pytest.raises(RuntimeError):
-        with TraceWriter(path) as w:   # rewriting replaces the old file from the start
+        with TraceWriter(path) as w:  # rewriting replaces the old file from the start
             w.write(sample(1)[0])
             raise RuntimeError("recording failed")
     back = read_trace(path, partial=True)
@@ -138,8 +177,9 @@ def test_kill_9_keeps_every_frame_written(tmp_path):
     """The process dies between two frames without a chance to close: every frame it wrote is
     in the file (each is one write(2): the kernel has it), and the reader stops at the end."""
     path = tmp_path / "killed.trace"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 20
         for line in proc.stdout:
@@ -162,16 +202,19 @@ def test_kill_9_keeps_every_frame_written(tmp_path):
 
 # (the file's lines -> the damaged file's lines, whole frames before the damage, why,
 #  whether the tail still ends with the end record: is_complete only looks at the tail)
-@pytest.mark.parametrize("tail, frames, why, end_at_tail", [
-    (lambda lines: lines[:-1], 3, "no end record", False),                                 # killed
-    (lambda lines: lines[:-2] + [lines[-2][:40]], 2, "line 4 is cut off", False),          # torn frame line
-    (lambda lines: lines[:-1] + [lines[-1][:-1]], 3, "line 5 is cut off", False),          # torn end record
-    (lambda lines: lines[:-2] + [b"\0" * 4096], 2, "line 4 holds zero bytes", False),      # power loss
-    (lambda lines: lines[:-2] + [lines[-2][:99] + b"\0" * 900], 2, "line 4 holds zero bytes", False),
-    # a power loss can also zero a block in the last second's data before blocks that reached the disk
-    (lambda lines: lines[:2] + [b"\0" * 500 + b"\n"] + lines[3:], 1, "line 3 holds zero bytes", True),
-    (lambda lines: lines[:1], 0, "no end record", False),                                  # header only
-])
+@pytest.mark.parametrize(
+    "tail, frames, why, end_at_tail",
+    [
+        (lambda lines: lines[:-1], 3, "no end record", False),  # killed
+        (lambda lines: lines[:-2] + [lines[-2][:40]], 2, "line 4 is cut off", False),  # torn frame line
+        (lambda lines: lines[:-1] + [lines[-1][:-1]], 3, "line 5 is cut off", False),  # torn end record
+        (lambda lines: lines[:-2] + [b"\0" * 4096], 2, "line 4 holds zero bytes", False),  # power loss
+        (lambda lines: lines[:-2] + [lines[-2][:99] + b"\0" * 900], 2, "line 4 holds zero bytes", False),
+        # a power loss can also zero a block in the last second's data before blocks that reached the disk
+        (lambda lines: lines[:2] + [b"\0" * 500 + b"\n"] + lines[3:], 1, "line 3 holds zero bytes", True),
+        (lambda lines: lines[:1], 0, "no end record", False),  # header only
+    ],
+)
 def test_a_torn_tail_ends_the_trace_early_after_its_whole_frames(good, tail, frames, why, end_at_tail):
     path = damaged(good, b"".join(tail(good.read_bytes().splitlines(keepends=True))))
     with pytest.raises(TraceEndsEarly) as e:
@@ -187,15 +230,17 @@ def test_disk_full_keeps_the_whole_frames_and_no_torn_line(tmp_path):
     the kernel does not allow it)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (not root?); test_a_failed_write_* injects the error")
     try:
         path = mnt / "full.trace"
         w = TraceWriter(path)
         frames = sample(2000)
         for f in frames:
-            w.write(f)   # queued: the writer's thread meets the full disk
+            w.write(f)  # queued: the writer's thread meets the full disk
         with pytest.raises(OSError) as e:
             w.flush()
         assert e.value.errno == errno.ENOSPC and w.failed is e.value and w.closed
@@ -204,11 +249,11 @@ def test_disk_full_keeps_the_whole_frames_and_no_torn_line(tmp_path):
             w.write(frames[0])
         assert again.value is e.value
         back = read_trace(path, partial=True)
-        assert back.frames == tuple(frames[:w.count]) and back.ends_early.why.startswith("no end record")
-        assert path.read_bytes().endswith(b"\n")   # the torn line was cut away
+        assert back.frames == tuple(frames[: w.count]) and back.ends_early.why.startswith("no end record")
+        assert path.read_bytes().endswith(b"\n")  # the torn line was cut away
         assert [p.name for p in mnt.iterdir()] == ["full.trace"]
         with pytest.raises(OSError):
-            w.close()   # never "complete" after losing frames
+            w.close()  # never "complete" after losing frames
         assert not is_complete(path)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
@@ -226,6 +271,7 @@ def test_a_failed_write_cuts_its_torn_line_and_stops(tmp_path, monkeypatch):
         if len(data) > 100:
             return real_write(fd, bytes(data[:100]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(trace_mod.os, "write", half_then_full)
     w.write(sample(3)[2])
     with pytest.raises(OSError, match="No space left"):
@@ -247,10 +293,11 @@ def test_the_writer_syncs_and_a_failed_sync_stops_the_recording(tmp_path, monkey
         if len(calls) >= 3:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         real(fd)
+
     monkeypatch.setattr(trace_mod.os, "fdatasync", fdatasync)
     path = tmp_path / "rec.trace"
     w = TraceWriter(path, flush_interval=0.005, sync_interval=0.01)
-    assert len(calls) == 1   # the header, synced on opening
+    assert len(calls) == 1  # the header, synced on opening
     w.write(sample(1)[0])
     deadline = time.monotonic() + 10
     while w.failed is None:
@@ -276,20 +323,23 @@ def test_close_writes_every_queued_frame_and_abort_keeps_them(tmp_path):
 
 
 # (bytes, what the message says, the line it names; None: a whole-file fault, named by the path alone)
-@pytest.mark.parametrize("data, message, line", [
-    (b"", "empty file", None),
-    (b"hello\n", "not JSON", 1),
-    (b'{"format": "other"}\n', "not a headcast trace", None),
-    (b'{"format": "headcast-trace", "version": 99, "meta": {}}\n{"end": 0}\n', "version 99", None),
-    (b'\xff\xfe\n', "not JSON", 1),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n{"end": 1}\n', "bad frame", 2),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 5}\n', "does not match", 2),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 0}\nxx\n', "after the end", 3),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n' + b"[" * 100_000 + b"\n", "too long", 2),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n\n{"end": 0}\n', "not JSON", 2),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}', "truncated line", 1),
-    (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n' + b"\0" * 10, "bad frame", 2),
-])
+@pytest.mark.parametrize(
+    "data, message, line",
+    [
+        (b"", "empty file", None),
+        (b"hello\n", "not JSON", 1),
+        (b'{"format": "other"}\n', "not a headcast trace", None),
+        (b'{"format": "headcast-trace", "version": 99, "meta": {}}\n{"end": 0}\n', "version 99", None),
+        (b"\xff\xfe\n", "not JSON", 1),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n{"end": 1}\n', "bad frame", 2),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 5}\n', "does not match", 2),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n{"end": 0}\nxx\n', "after the end", 3),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n' + b"[" * 100_000 + b"\n", "too long", 2),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n\n{"end": 0}\n', "not JSON", 2),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}', "truncated line", 1),
+        (b'{"format": "headcast-trace", "version": 1, "meta": {}}\n[1, 2]\n' + b"\0" * 10, "bad frame", 2),
+    ],
+)
 def test_bad_files(good, data, message, line):
     path = damaged(good, data)
     where = re.escape(f"{path}:{line}: ") if line else re.escape(str(path)) + "(: | is )"
@@ -303,9 +353,13 @@ def test_missing_file(tmp_path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                    lambda c: st.lists(c, max_size=12) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                    max_leaves=40))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+        lambda c: st.lists(c, max_size=12) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+        max_leaves=40,
+    )
+)
 def test_any_json_frame_line_is_a_frame_or_a_trace_error(tmp_path_factory, obj):
     path = tmp_path_factory.mktemp("f") / "t.jsonl"
     header = json.dumps({"format": "headcast-trace", "version": 1, "meta": {}})
@@ -338,5 +392,5 @@ def test_cut_short_is_a_trace_without_its_end_record(good, tmp_path):
     assert not cut_short(good)
     lines = good.read_bytes().splitlines(keepends=True)
     assert cut_short(damaged(good, b"".join(lines[:-1])))
-    assert not cut_short(damaged(good, b"hello\n"))   # not a trace: the reader says what it is
+    assert not cut_short(damaged(good, b"hello\n"))  # not a trace: the reader says what it is
     assert not cut_short(tmp_path / "missing.trace")

@@ -9,6 +9,7 @@ library loaded after `xrDestroyInstance`, control state persists: call `reset()`
 The runtime imitates Monado by default (HEADCAST_MOCK_PROFILE_RUNTIME: RUNTIME_PROFILES);
 xr/mockrt/README.md lists each profile's behaviour and the real runtime it follows.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -19,10 +20,27 @@ from typing import Sequence
 from .build import LIBRARY_NAME, RuntimeBuildError, build, default_build_dir
 
 __all__ = [
-    "ensure_runtime", "library_path", "motion_path", "shipped_motions", "check_motion", "runtime_env",
-    "MockControl", "MockControlError", "RUNTIME_PROFILES", "FRAME_PERIOD_NS", "slot_time",
-    "HapticRecord", "CapturedImage", "RuntimeBuildError", "default_build_dir", "PROFILES", "ORIENTATION_VALID", "POSITION_VALID",
-    "ORIENTATION_TRACKED", "POSITION_TRACKED", "TRACKED",
+    "ensure_runtime",
+    "library_path",
+    "motion_path",
+    "shipped_motions",
+    "check_motion",
+    "runtime_env",
+    "MockControl",
+    "MockControlError",
+    "RUNTIME_PROFILES",
+    "FRAME_PERIOD_NS",
+    "slot_time",
+    "HapticRecord",
+    "CapturedImage",
+    "RuntimeBuildError",
+    "default_build_dir",
+    "PROFILES",
+    "ORIENTATION_VALID",
+    "POSITION_VALID",
+    "ORIENTATION_TRACKED",
+    "POSITION_TRACKED",
+    "TRACKED",
 ]
 
 # XrSpaceLocationFlags bits, as the runtime reports them for a device
@@ -156,19 +174,19 @@ class MockControlError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HapticRecord:
-    count: int          # xrApplyHapticFeedback calls that reached this hand
-    amplitude: float    # of the last one
+    count: int  # xrApplyHapticFeedback calls that reached this hand
+    amplitude: float  # of the last one
     duration_ns: int
     frequency: float
-    stops: int          # xrStopHapticFeedback calls
+    stops: int  # xrStopHapticFeedback calls
 
 
 @dataclass(frozen=True, slots=True)
 class CapturedImage:
-    frame: int          # motion frame index of the xrEndFrame that submitted it
+    frame: int  # motion frame index of the xrEndFrame that submitted it
     width: int
     height: int
-    rgba: bytes         # width*height*4, rows bottom-up (glReadPixels order)
+    rgba: bytes  # width*height*4, rows bottom-up (glReadPixels order)
 
 
 _c = ctypes
@@ -199,11 +217,18 @@ _SIGNATURES: dict[str, tuple[list, object]] = {
     "mockxr_set_stage_supported": ([_c.c_int], None),
     "mockxr_set_hmd_present": ([_c.c_int], None),
     "mockxr_get_haptics": (
-        [_c.c_char_p, _c.POINTER(_c.c_int64), _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64),
-         _c.POINTER(_c.c_float), _c.POINTER(_c.c_int64)], _c.c_int),
+        [
+            _c.c_char_p,
+            _c.POINTER(_c.c_int64),
+            _c.POINTER(_c.c_float),
+            _c.POINTER(_c.c_int64),
+            _c.POINTER(_c.c_float),
+            _c.POINTER(_c.c_int64),
+        ],
+        _c.c_int,
+    ),
     "mockxr_capture_next_frame": ([], None),
-    "mockxr_get_capture": (
-        [_c.c_int, _c.c_char_p, _c.c_int64, _c.POINTER(_c.c_int), _c.POINTER(_c.c_int)], _c.c_int64),
+    "mockxr_get_capture": ([_c.c_int, _c.c_char_p, _c.c_int64, _c.POINTER(_c.c_int), _c.POINTER(_c.c_int)], _c.c_int64),
     "mockxr_frames_ended": ([], _c.c_int64),
     "mockxr_frames_waited": ([], _c.c_int64),
     "mockxr_frame_index": ([], _c.c_int64),
@@ -375,9 +400,17 @@ class MockControl:
         """What the app sent to "/user/hand/left" or "/user/hand/right"."""
         count, dur, stops = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         amp, freq = ctypes.c_float(), ctypes.c_float()
-        self._check(self._lib.mockxr_get_haptics(
-            hand.encode(), ctypes.byref(count), ctypes.byref(amp), ctypes.byref(dur), ctypes.byref(freq),
-            ctypes.byref(stops)), f"haptics {hand}")
+        self._check(
+            self._lib.mockxr_get_haptics(
+                hand.encode(),
+                ctypes.byref(count),
+                ctypes.byref(amp),
+                ctypes.byref(dur),
+                ctypes.byref(freq),
+                ctypes.byref(stops),
+            ),
+            f"haptics {hand}",
+        )
         return HapticRecord(count.value, amp.value, dur.value, freq.value, stops.value)
 
     def capture_next_frame(self) -> None:
@@ -416,4 +449,3 @@ class MockControl:
     @property
     def instance_alive(self) -> bool:
         return bool(self._lib.mockxr_instance_alive())
-

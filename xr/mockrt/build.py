@@ -8,6 +8,7 @@ swaps the new library in atomically so a process that has the old one loaded kee
 `headcast.xr.fastframe` builds the session's frame helper with the same functions. The messages
 say what the user of *this* platform should install (`install_hint`).
 """
+
 from __future__ import annotations
 
 import os
@@ -24,10 +25,15 @@ MANIFEST_TEMPLATE = HERE / "mockxr.json"  # copied next to the library: library_
 LIBRARY_NAME = "libmockxr.so"
 MANIFEST_NAME = "mockxr.json"
 # Where openxr/openxr.h is looked for: $OPENXR_INCLUDE_DIR, then the system's include folders.
-INCLUDE_DIRS = tuple(Path(d) for d in (os.environ.get("OPENXR_INCLUDE_DIR"), "/usr/include", "/usr/local/include",
-                                        "/opt/homebrew/include") if d)
-HEADERS = next((d / "openxr" / "openxr.h" for d in INCLUDE_DIRS if (d / "openxr" / "openxr.h").is_file()),
-               Path("/usr/include/openxr/openxr.h"))
+INCLUDE_DIRS = tuple(
+    Path(d)
+    for d in (os.environ.get("OPENXR_INCLUDE_DIR"), "/usr/include", "/usr/local/include", "/opt/homebrew/include")
+    if d
+)
+HEADERS = next(
+    (d / "openxr" / "openxr.h" for d in INCLUDE_DIRS if (d / "openxr" / "openxr.h").is_file()),
+    Path("/usr/include/openxr/openxr.h"),
+)
 CFLAGS = ["-shared", "-fPIC", "-fvisibility=hidden", "-O2", "-std=c11", "-Wall", "-Wextra"]
 LIBS = ["-lm", "-ldl", "-lpthread"]
 
@@ -37,9 +43,11 @@ _PACKAGES = {
     "openxr": {"debian": "libopenxr-dev", "fedora": "openxr-devel"},
     "python": {"debian": "python3-dev", "fedora": "python3-devel"},
 }
-_GENERIC = {"compiler": "a C compiler (gcc) and the C library headers",
-            "openxr": "the OpenXR SDK headers (openxr/openxr.h; or set OPENXR_INCLUDE_DIR)",
-            "python": "the Python development headers (Python.h)"}
+_GENERIC = {
+    "compiler": "a C compiler (gcc) and the C library headers",
+    "openxr": "the OpenXR SDK headers (openxr/openxr.h; or set OPENXR_INCLUDE_DIR)",
+    "python": "the Python development headers (Python.h)",
+}
 
 
 def in_checkout() -> bool:
@@ -49,7 +57,7 @@ def in_checkout() -> bool:
 
 
 def platform_family() -> str:
-    """"debian" (Debian, Ubuntu and their derivatives), "fedora" (Fedora, RHEL), "linux" (any
+    """ "debian" (Debian, Ubuntu and their derivatives), "fedora" (Fedora, RHEL), "linux" (any
     other), "windows" or "macos": whose install instructions the messages give."""
     if sys.platform == "win32":
         return "windows"
@@ -83,8 +91,10 @@ def install_hint(*needs: str, family: str | None = None) -> str:
     if family == "linux":
         return "install " + ", ".join(_GENERIC[n] for n in needs) + " with your distribution's package manager"
     system = "Windows" if family == "windows" else "macOS"
-    return (f"on {system}, install headcast from its wheel for {system} (pip install headcast), which carries "
-            "what could be built for it; what it lacks runs on the pure-Python path (the same results)")
+    return (
+        f"on {system}, install headcast from its wheel for {system} (pip install headcast), which carries "
+        "what could be built for it; what it lacks runs on the pure-Python path (the same results)"
+    )
 
 
 def rebuild_hint(*needs: str) -> str:
@@ -93,7 +103,11 @@ def rebuild_hint(*needs: str) -> str:
     if in_checkout() and (HERE.parent.parent / "scripts" / "setup.sh").is_file():
         return "bash scripts/setup.sh (needs gcc, python3-dev and libopenxr-dev; rebuilds what is stale)"
     hint = install_hint(*needs)
-    return hint if platform_family() in ("windows", "macos") else f"{hint}, then reinstall headcast (pip install --force-reinstall --no-binary headcast headcast)"
+    return (
+        hint
+        if platform_family() in ("windows", "macos")
+        else f"{hint}, then reinstall headcast (pip install --force-reinstall --no-binary headcast headcast)"
+    )
 
 
 def mock_unsupported() -> str | None:
@@ -101,9 +115,11 @@ def mock_unsupported() -> str | None:
     if sys.platform.startswith("linux"):
         return None
     system = {"win32": "Windows", "darwin": "macOS"}.get(sys.platform, sys.platform)
-    return (f"the mock OpenXR runtime is built for Linux only, not for {system}: `headcast run` here needs a "
-            "real OpenXR runtime (SteamVR, Meta Quest Link, Virtual Desktop; macOS has none), while probe, "
-            "replay and swarm need no runtime at all; `--mock` runs on Linux (its wheel carries the runtime)")
+    return (
+        f"the mock OpenXR runtime is built for Linux only, not for {system}: `headcast run` here needs a "
+        "real OpenXR runtime (SteamVR, Meta Quest Link, Virtual Desktop; macOS has none), while probe, "
+        "replay and swarm need no runtime at all; `--mock` runs on Linux (its wheel carries the runtime)"
+    )
 
 
 class RuntimeBuildError(RuntimeError):
@@ -127,8 +143,9 @@ def stale(target: Path, sources: tuple[Path, ...] = (SOURCE, Path(__file__).reso
     return any(src.stat().st_mtime > built for src in sources)
 
 
-def compile_library(library: Path, say, source: Path = SOURCE, libs: tuple[str, ...] = tuple(LIBS),
-                    flags: tuple[str, ...] = ()) -> None:
+def compile_library(
+    library: Path, say, source: Path = SOURCE, libs: tuple[str, ...] = tuple(LIBS), flags: tuple[str, ...] = ()
+) -> None:
     """gcc `source` (with CFLAGS and `flags`) into the shared library `library`, swapped in atomically.
 
     The compiler is $CC, else gcc, else cc; the OpenXR headers are HEADERS' folder's parent."""

@@ -39,38 +39,154 @@ macOS
   (it ships loaders for Windows, Linux and Android only): the network side (probe, replay to
   servers, swarm) must work without it, and `run` must say why it cannot.
 """
+
 from __future__ import annotations
 
 import os
 
 PLATFORM = os.environ.pop("HEADCAST_SIM_PLATFORM", "")
 
-WINDOWS_SIGNALS = {"SIGINT": 2, "SIGILL": 4, "SIGABRT": 6, "SIGFPE": 8, "SIGSEGV": 11, "SIGTERM": 15,
-                   "SIGBREAK": 21}
-WINDOWS_SIGNAL_FUNCTIONS_ABSENT = ("alarm", "pause", "setitimer", "getitimer", "siginterrupt", "pthread_kill",
-                                   "pthread_sigmask", "sigpending", "sigwait", "sigwaitinfo", "sigtimedwait",
-                                   "pidfd_send_signal", "ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF",
-                                   "SIG_BLOCK", "SIG_UNBLOCK", "SIG_SETMASK", "ItimerError", "Sigmasks")
-WINDOWS_OS_ABSENT = ("pipe2", "fdatasync", "fchmod", "killpg", "getpgid", "setpgid", "setsid", "getsid", "getpgrp",
-                     "setpgrp", "fork", "forkpty", "openpty", "getuid", "geteuid", "getgid", "getegid", "getgroups",
-                     "setuid", "setgid", "getresuid", "getresgid", "initgroups", "get_blocking", "set_blocking",
-                     "O_CLOEXEC", "O_DIRECTORY", "O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_DSYNC", "O_SYNC",
-                     "O_ASYNC", "O_DIRECT", "O_PATH", "O_TMPFILE", "O_NOATIME", "sync", "statvfs", "fstatvfs",
-                     "getloadavg", "sched_getaffinity", "sched_setaffinity", "sched_yield", "nice",
-                     "getpriority", "setpriority", "mkfifo", "mknod", "pread", "pwrite", "sendfile", "memfd_create",
-                     "eventfd", "splice", "copy_file_range", "posix_fadvise", "posix_fallocate", "posix_spawn",
-                     "posix_spawnp", "chown", "fchown", "lchown", "ttyname", "ctermid", "wait3", "wait4",
-                     "WNOHANG", "pidfd_open")
-WINDOWS_SELECT_ABSENT = ("poll", "epoll", "devpoll", "kqueue", "POLLIN", "POLLOUT", "POLLERR", "POLLHUP",
-                         "POLLNVAL", "POLLPRI", "EPOLLIN", "EPOLLOUT", "EPOLLERR", "EPOLLHUP", "EPOLLET")
+WINDOWS_SIGNALS = {"SIGINT": 2, "SIGILL": 4, "SIGABRT": 6, "SIGFPE": 8, "SIGSEGV": 11, "SIGTERM": 15, "SIGBREAK": 21}
+WINDOWS_SIGNAL_FUNCTIONS_ABSENT = (
+    "alarm",
+    "pause",
+    "setitimer",
+    "getitimer",
+    "siginterrupt",
+    "pthread_kill",
+    "pthread_sigmask",
+    "sigpending",
+    "sigwait",
+    "sigwaitinfo",
+    "sigtimedwait",
+    "pidfd_send_signal",
+    "ITIMER_REAL",
+    "ITIMER_VIRTUAL",
+    "ITIMER_PROF",
+    "SIG_BLOCK",
+    "SIG_UNBLOCK",
+    "SIG_SETMASK",
+    "ItimerError",
+    "Sigmasks",
+)
+WINDOWS_OS_ABSENT = (
+    "pipe2",
+    "fdatasync",
+    "fchmod",
+    "killpg",
+    "getpgid",
+    "setpgid",
+    "setsid",
+    "getsid",
+    "getpgrp",
+    "setpgrp",
+    "fork",
+    "forkpty",
+    "openpty",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "getgroups",
+    "setuid",
+    "setgid",
+    "getresuid",
+    "getresgid",
+    "initgroups",
+    "get_blocking",
+    "set_blocking",
+    "O_CLOEXEC",
+    "O_DIRECTORY",
+    "O_NONBLOCK",
+    "O_NOFOLLOW",
+    "O_NOCTTY",
+    "O_DSYNC",
+    "O_SYNC",
+    "O_ASYNC",
+    "O_DIRECT",
+    "O_PATH",
+    "O_TMPFILE",
+    "O_NOATIME",
+    "sync",
+    "statvfs",
+    "fstatvfs",
+    "getloadavg",
+    "sched_getaffinity",
+    "sched_setaffinity",
+    "sched_yield",
+    "nice",
+    "getpriority",
+    "setpriority",
+    "mkfifo",
+    "mknod",
+    "pread",
+    "pwrite",
+    "sendfile",
+    "memfd_create",
+    "eventfd",
+    "splice",
+    "copy_file_range",
+    "posix_fadvise",
+    "posix_fallocate",
+    "posix_spawn",
+    "posix_spawnp",
+    "chown",
+    "fchown",
+    "lchown",
+    "ttyname",
+    "ctermid",
+    "wait3",
+    "wait4",
+    "WNOHANG",
+    "pidfd_open",
+)
+WINDOWS_SELECT_ABSENT = (
+    "poll",
+    "epoll",
+    "devpoll",
+    "kqueue",
+    "POLLIN",
+    "POLLOUT",
+    "POLLERR",
+    "POLLHUP",
+    "POLLNVAL",
+    "POLLPRI",
+    "EPOLLIN",
+    "EPOLLOUT",
+    "EPOLLERR",
+    "EPOLLHUP",
+    "EPOLLET",
+)
 WINDOWS_MODULES_ABSENT = ("resource", "fcntl", "termios", "pwd", "grp", "tty", "pty", "syslog", "crypt", "spwd", "nis")
 
-MACOS_OS_ABSENT = ("pipe2", "fdatasync", "memfd_create", "eventfd", "splice", "copy_file_range", "posix_fadvise",
-                   "posix_fallocate", "sched_getaffinity", "sched_setaffinity", "O_DIRECT", "O_PATH", "O_TMPFILE",
-                   "O_NOATIME", "pidfd_open")
+MACOS_OS_ABSENT = (
+    "pipe2",
+    "fdatasync",
+    "memfd_create",
+    "eventfd",
+    "splice",
+    "copy_file_range",
+    "posix_fadvise",
+    "posix_fallocate",
+    "sched_getaffinity",
+    "sched_setaffinity",
+    "O_DIRECT",
+    "O_PATH",
+    "O_TMPFILE",
+    "O_NOATIME",
+    "pidfd_open",
+)
 MACOS_SELECT_ABSENT = ("epoll", "EPOLLIN", "EPOLLOUT", "EPOLLERR", "EPOLLHUP", "EPOLLET")
-MACOS_SIGNAL_ABSENT = ("SIGRTMIN", "SIGRTMAX", "SIGPOLL", "SIGPWR", "SIGSTKFLT", "SIGCLD", "sigtimedwait",
-                       "sigwaitinfo")
+MACOS_SIGNAL_ABSENT = (
+    "SIGRTMIN",
+    "SIGRTMAX",
+    "SIGPOLL",
+    "SIGPWR",
+    "SIGSTKFLT",
+    "SIGCLD",
+    "sigtimedwait",
+    "sigwaitinfo",
+)
 
 
 def _remove(module, names) -> None:
@@ -81,6 +197,7 @@ def _remove(module, names) -> None:
 
 def _is_socket(fd) -> bool:
     import stat
+
     try:
         fd = fd if isinstance(fd, int) else fd.fileno()
         return stat.S_ISSOCK(_real_fstat(fd).st_mode)
@@ -117,6 +234,7 @@ def _windows() -> None:
         if fd != -1 and not _is_socket(fd):
             raise ValueError(f"the fd {fd} must be a socket (simulated Windows)")
         return real_wakeup(fd, warn_on_full_buffer=warn_on_full_buffer)
+
     signal.set_wakeup_fd = set_wakeup_fd
     subprocess.Popen.kill = lambda self: self.send_signal(9)  # Windows: TerminateProcess
 
@@ -134,6 +252,7 @@ def _windows() -> None:
             if _is_socket(fd):
                 raise OSError(errno.EBADF, f"os.{_name} on a socket (simulated Windows: not a C runtime descriptor)")
             return _real(fd, *args)
+
         setattr(os, name, refuse_sockets)
 
     # --- select / selectors ---
@@ -145,6 +264,7 @@ def _windows() -> None:
             if not _is_socket(obj):
                 raise OSError(errno.ENOTSOCK, "select() on something that is not a socket (simulated Windows)")
         return real_select(rlist, wlist, xlist, *timeout)
+
     select.select = select_sockets
     _remove(selectors, ("PollSelector", "EpollSelector", "DevpollSelector", "KqueueSelector"))
     selectors.DefaultSelector = selectors.SelectSelector
@@ -166,6 +286,7 @@ def _windows() -> None:
                 a.close()
                 raise
         return a, b
+
     socket.socketpair = socketpair
 
     def reset_instead_of_refused(real):
@@ -173,9 +294,13 @@ def _windows() -> None:
             try:
                 return real(self, *args)
             except ConnectionRefusedError:
-                raise ConnectionResetError(errno.ECONNRESET, "An existing connection was forcibly closed by the "
-                                           "remote host (simulated WSAECONNRESET)") from None
+                raise ConnectionResetError(
+                    errno.ECONNRESET,
+                    "An existing connection was forcibly closed by the remote host (simulated WSAECONNRESET)",
+                ) from None
+
         return call
+
     for name in ("recv", "recvfrom", "recv_into", "recvfrom_into"):
         setattr(socket.socket, name, reset_instead_of_refused(getattr(socket.socket, name)))
 
@@ -204,6 +329,7 @@ def _macos() -> None:
             if loopback:
                 raise OSError(errno.EADDRNOTAVAIL, "Can't assign requested address (simulated macOS lo0)")
         return real_bind(self, address)
+
     socket.socket.bind = bind
 
     class NoOpenXRLoader:
@@ -211,11 +337,13 @@ def _macos() -> None:
 
         def find_spec(self, name, path=None, target=None):
             if name == "xr" or name.startswith("xr."):
-                raise NotImplementedError("platform.system() = 'Darwin': pyopenxr has no OpenXR loader for it "
-                                          "(simulated macOS)")
+                raise NotImplementedError(
+                    "platform.system() = 'Darwin': pyopenxr has no OpenXR loader for it (simulated macOS)"
+                )
             return None
 
     import sys
+
     sys.meta_path.insert(0, NoOpenXRLoader())
 
 
