@@ -16,6 +16,7 @@ from headcast.app.errors import AppError, UsageError
 from headcast.app.loop import FrameLoop, SourceEnded
 from headcast.app.outcome import Outcomes
 from headcast.app.rig import Rig, RigSettings
+from headcast.app.sink import shown as sink_shown
 from headcast.app.sink_netsync import NetSyncSink
 from headcast.app.sink_q3 import Q3Sink
 from headcast.app.sink_sauer import SauerSink
@@ -381,6 +382,7 @@ def summary_of(
     sinks = []
     for sink in loop.sinks:
         d = sink.status(now).as_dict()
+        d["shown"] = sink_shown(sink)
         o = outcomes.of(sink.name)
         messages, nbytes = o.sent()
         d.update(sent=messages, sent_bytes=nbytes, outcome=outcome_text(o, now, outcomes))
@@ -442,6 +444,8 @@ def print_summary(summary: dict, json_mode: bool, out=None) -> None:
     if summary.get("recording") is not None:
         print(recording_text(summary["recording"]), file=out)
     for s in summary["sinks"]:
+        if not s.get("shown", True):
+            continue
         last = f"; last {s['packed']}" if s["state"] == "offline" and s["packed"] else ""
         print(f"  {s['name']:8} {s['outcome']}{last}", file=out)
     out.flush()

@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from headcast.app import stop
 from headcast.app.outcome import Outcomes
+from headcast.app.sink import shown as sink_shown
 from headcast.app.telemetry import SinkStatus
 
 PLAIN_PERIOD = 5.0  # seconds between status lines when stdout is not a terminal
@@ -197,7 +198,8 @@ class Console:
         elapsed = now - self.t0
         failed = self.outcomes.update(now)
         self._now = now
-        statuses = [self.shown(s.status(now)) for s in loop.sinks]
+        json_mode = self.mode == "json"  # --json carries every sink; the text only those shown
+        statuses = [self.shown(s.status(now)) for s in loop.sinks if json_mode or sink_shown(s)]
         tracking = "ok" if loop.frame is not None and loop.frame.head.valid else "lost"
         if self.mode == "json":
             self._json(elapsed, tracking, statuses, loop.telemetry.frames)

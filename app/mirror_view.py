@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from headcast.app import farside as fs, scene
 from headcast.app.mirror_labels import plain_name
+from headcast.app.sink import shown as sink_shown
 from headcast.netcode.pose import quake_angles, unity_position, unity_quat
 
 SINK_TITLES = {"q3": "Quake 3", "netsync": "NetSync", "sauer": "Sauerbraten"}
@@ -65,10 +66,7 @@ def _sauer_pose(sauer) -> scene.AvatarPose:
     return scene.AvatarPose(scene.sauer_head_quat(rec.yaw, rec.pitch, rec.roll_deg, turn))
 
 
-def shown(sink) -> bool:
-    """Whether the mirror shows a sink: Sauerbraten only when a server was asked for (--sauer);
-    Quake 3 and NetSync always (offline they show what would be sent)."""
-    return sink.name != "sauer" or sink.link is not None or bool(sink.others)
+shown = sink_shown  # the rule the terminal follows too (app/sink.py)
 
 
 def shown_sinks(loop) -> list:

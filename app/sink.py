@@ -30,3 +30,10 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Disconnect cleanly (bounded: never waits long for a peer)."""
+
+
+def shown(sink) -> bool:
+    """Whether the terminal and the mirror show a sink: Sauerbraten only when a server was asked
+    for (--sauer) or its players are seen; Quake 3 and NetSync always (offline they show what would
+    be sent). `--json` carries every sink, with this as `shown`."""
+    return sink.name != "sauer" or sink.link is not None or bool(getattr(sink, "others", None))

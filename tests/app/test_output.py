@@ -86,8 +86,17 @@ def test_a_pipe_gets_plain_lines_not_a_redrawn_block():
     r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5")
     assert r.returncode == 0 and "\x1b" not in r.stdout
     periodic = [ln for ln in r.stdout.splitlines() if "| q3 " in ln]
-    assert periodic == ["[   0.0 s] tracking ok | q3 offline | netsync offline | sauer offline"]
+    # Sauerbraten is shown only when a server is asked for (--sauer), as in the mirror (issue 25)
+    assert periodic == ["[   0.0 s] tracking ok | q3 offline | netsync offline"]
     assert "  q3       computed and shown only (no server); last buttons 0x" in r.stdout
+    assert "sauer" not in r.stdout
+
+
+def test_json_still_carries_every_sink_with_whether_it_is_shown():
+    r = headcast("run", "--mock", "look_around", "--no-mirror", "--duration", "1.5", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = next(ln for ln in json_lines(r.stdout) if ln["type"] == "summary")
+    assert [(s["name"], s["shown"]) for s in summary["sinks"]] == [("q3", True), ("netsync", True), ("sauer", False)]
 
 
 def test_print_config_names_the_q3_flag():
