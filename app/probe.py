@@ -291,6 +291,11 @@ def cmd_probe_q3(args: argparse.Namespace) -> int:
     raise (UnreachableError if no_answer else AppError)(message)
 
 
+def _all_posed(core, posing: dict, ours: set) -> bool:
+    """Every member the mappings name, neither stealth nor us, has a pose in a broadcast seen."""
+    return all(m.client_no in posing for m in core.members.values() if not m.stealth and m.device_id not in ours)
+
+
 def probe_netsync(address: str, room: str, timeout: float) -> dict:
     """Join `room` as a stealth client that detects the server's protocol (never broadcast, so
     nobody in the room sees us), then report the protocol, the server version and the members:
@@ -304,6 +309,7 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
 
     host, dealer, pub, transform = parse_address(address)
     device = default_device_id() + "-probe"
+    ours = {device, device + PROBE_SUFFIX}
     client = NetSyncClient(host, dealer, pub, room, device, transform_port=transform, protocol=None, stealth=True)
     stealth = PoseFrame(FLAG_STEALTH)
     posing: dict[int, str | None] = {}  # clientNo → deviceId of every member whose pose was broadcast
@@ -329,8 +335,11 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
                     mismatch = ev
             if mismatch is not None:
                 break
+            # Done at the window's end, or once a broadcast came and every visible member named
+            # so far has posed in one (a broadcast may still miss a member whose pose is late).
             if broadcast_until is not None and (
-                now >= broadcast_until or client.counters.room_poses > broadcasts_before
+                now >= broadcast_until
+                or (client.counters.room_poses > broadcasts_before and _all_posed(client.core, posing, ours))
             ):
                 break
             time.sleep(0.02)
@@ -349,7 +358,6 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
             f"no answer from the NetSync server {host} (control {dealer}, pub {pub}) within {timeout:g} s "
             "(not running, wrong ports — default 5555/5556 — or a firewall)"
         )
-    ours = {device, device + PROBE_SUFFIX}
     members = [
         {"client_no": m.client_no, "device_id": m.device_id, "stealth": m.stealth, "pose": m.client_no in posing}
         for m in sorted(core.members.values(), key=lambda m: m.client_no)
