@@ -1,5 +1,5 @@
 """`python -m headcast.app` = the `headcast` command."""
 
-from headcast.app.cli import main
+from headcast.app.commands.cli import main
 
 raise SystemExit(main())

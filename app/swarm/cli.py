@@ -2,7 +2,7 @@
 
 Players join over a ramp (`--spawn-rate` per second, per protocol), play the motion (or trace)
 each at its own time offset, speed and spot in the room, and leave cleanly at `--duration` or
-at the first stop signal (app/stop.py: a second one exits at once). Player 0 of each protocol
+at the first stop signal (app/run/stop.py: a second one exits at once). Player 0 of each protocol
 is a sampled observer (`--observers`), the next `--marked` players send updates it can match
 (observer.py). The terminal shows one line per protocol (console.py's styles: a live block on a
 terminal, a line every 5 s otherwise, JSON lines with --json); the end prints the report's
@@ -30,10 +30,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from headcast.app import stop
-from headcast.app.cli import path, positive, room_id, seconds
-from headcast.app.console import LiveBlock, fit, mode_for, printable
+from headcast.app.commands.cli import path, positive, room_id, seconds
 from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.app.run import stop
+from headcast.app.run.console import LiveBlock, fit, mode_for, printable
 from headcast.app.swarm import report as report_mod
 from headcast.netcode.icmp import PORT_UNREACHABLE
 
@@ -169,7 +169,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def servers(args: argparse.Namespace) -> dict[str, Any]:
     """The protocols asked for and their servers (UsageError for a bad address, or none)."""
-    from headcast.app import netsync_link, q3_link, sauer_link
+    from headcast.app.sinks.netsync import link as netsync_link
+    from headcast.app.sinks.q3 import link as q3_link
+    from headcast.app.sinks.sauer import link as sauer_link
     from headcast.app.swarm.players import Server
 
     out: dict[str, Any] = {}
@@ -188,7 +190,7 @@ def servers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_script(args: argparse.Namespace):
-    from headcast.app.mock import find_motion, shipped_motions
+    from headcast.app.run.mock import find_motion, shipped_motions
     from headcast.app.swarm.motion import MotionError, Script
 
     try:

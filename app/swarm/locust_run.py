@@ -245,14 +245,14 @@ def end_group(pgid: int, grace: float = GROUP_GRACE) -> list[int]:
 
 def run(cmd: list[str], timeout: float, should_stop: Callable[[], bool] = lambda: False, **popen) -> int:
     """Run a locust command to its end, bounded. Locust runs in its own process group, so a
-    terminal's Ctrl-C reaches headcast only: when `should_stop()` says so (app/stop.py's first
+    terminal's Ctrl-C reaches headcast only: when `should_stop()` says so (app/run/stop.py's first
     signal), or past `timeout`, Locust gets one SIGTERM, and `STOP_GRACE` s later a SIGKILL.
     SIGTERM is Locust's clean stop (users leave, the report is written) as SIGINT is, without
     the SIGINT's KeyboardInterrupt raised in gevent's hub, which prints it and a timestamp. A
     second Ctrl-C (stop's exit at once) SIGKILLs its whole group. However the master ends, the
     workers it forked that are still there are ended with it (`end_group`). Returns its exit code
     (Locust: 1 when any request failed — a kick, a lost update, a failed join)."""
-    from headcast.app import stop
+    from headcast.app.run import stop
 
     group, clean_stop = _own_group()
     env = dict(popen.pop("env", None) or os.environ, **{PARENT_ENV: str(os.getpid())})

@@ -35,7 +35,7 @@ from locust import User, constant, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from headcast.app.mock import find_motion, shipped_motions
+from headcast.app.run.mock import find_motion, shipped_motions
 from headcast.app.swarm import locust_run, report as swarm_report
 from headcast.app.swarm.cli import DEFAULT_MOTION
 from headcast.app.swarm.locust_metrics import LocustMetrics

@@ -12,7 +12,7 @@ protocol whose players set `JOIN_WINDOW` (NetSync) starts its next player only w
 that many of its players started in the last `WINDOW_HOLD` s are still waiting to get in, so the
 ramp slows to the pace the server answers at (a player due meanwhile is held, in order, and
 started as soon as one gets in). `run` returns at `until`, or
-when `should_stop()` says so (a stop signal: app/stop.py sets it, the loop notices within one
+when `should_stop()` says so (a stop signal: app/run/stop.py sets it, the loop notices within one
 wake-up, at most `MAX_SLEEP`); `close_all` then leaves the server cleanly for every player.
 A player that raises is closed and counted (`errors`), never the end of the swarm.
 """

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from headcast.app.netsyncmap import pose_frame, xrorigin_delta
-from headcast.app.q3map import Q3Intent, q3_intent
-from headcast.app.rig import Origin, Rig, RigSettings
-from headcast.app.sauermap import DEFAULT_SPAWN, SauerWorld, anchor_at, game_pose
+from headcast.app.run.rig import Origin, Rig, RigSettings
+from headcast.app.sinks.netsync.mapping import pose_frame, xrorigin_delta
+from headcast.app.sinks.q3.mapping import Q3Intent, q3_intent
+from headcast.app.sinks.sauer.mapping import DEFAULT_SPAWN, SauerWorld, anchor_at, game_pose
 from headcast.netcode.netsync.model import PoseFrame
 from headcast.netcode.pose import q_mul
 from headcast.netcode.sauer.client import Pose as SauerPose

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from headcast.app import mirror as mirror_mod
+from headcast.app.mirror import window as mirror_mod
 
 from mirror_shot import save
 
@@ -64,7 +64,7 @@ class ShotMirror(mirror_mod.MirrorWindow):
 
 
 def main(out: Path, args: list[str]) -> None:
-    from headcast.app import cli
+    from headcast.app.commands import cli
 
     ShotMirror.out = out
     shots: list[ShotMirror] = []

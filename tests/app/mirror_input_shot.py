@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from headcast.app.loop import FrameLoop  # noqa: E402
-from headcast.app.mirror import MirrorWindow  # noqa: E402
-from headcast.app.rig import Rig  # noqa: E402
-from headcast.app.sink_netsync import NetSyncSink  # noqa: E402
-from headcast.app.sink_q3 import Q3Sink  # noqa: E402
+from headcast.app.mirror.window import MirrorWindow  # noqa: E402
+from headcast.app.run.loop import FrameLoop  # noqa: E402
+from headcast.app.run.rig import Rig  # noqa: E402
+from headcast.app.sinks.netsync.sink import NetSyncSink  # noqa: E402
+from headcast.app.sinks.q3.sink import Q3Sink  # noqa: E402
 
 from mirror_shot import ConstantHead  # noqa: E402
 

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import MirrorWindow
-from headcast.app.rig import Rig
-from headcast.app.sink_netsync import NetSyncSink
-from headcast.app.sink_q3 import Q3Sink
-from headcast.app.sink_sauer import SauerSink
-from headcast.app.synthetic import orientation
+from headcast.app.mirror.window import MirrorWindow
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import orientation
+from headcast.app.sinks.netsync.sink import NetSyncSink
+from headcast.app.sinks.q3.sink import Q3Sink
+from headcast.app.sinks.sauer.sink import SauerSink
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import Transform
 from headcast.netcode.pose import unity_position, unity_quat

@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import MirrorWindow
-from headcast.app.rig import Rig
-from headcast.app.sink_q3 import Q3Sink
+from headcast.app.mirror.window import MirrorWindow
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.netcode.q3.delta import EntityState
 from headcast.netcode.q3.entities import ET_PLAYER, SnapshotEntities, player_entity
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, unpack7

@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import MirrorWindow
-from headcast.app.rig import Rig
-from headcast.app.sink_sauer import SauerSink
+from headcast.app.mirror.window import MirrorWindow
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.sinks.sauer.sink import SauerSink
 from headcast.netcode.sauer.client import RemotePlayer
 from headcast.netcode.sauer.npos import make_npos
 

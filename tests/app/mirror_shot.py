@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import MirrorWindow
-from headcast.app.rig import Rig
-from headcast.app.sink_netsync import NetSyncSink
-from headcast.app.sink_q3 import Q3Sink
-from headcast.app.synthetic import orientation
+from headcast.app.mirror.window import MirrorWindow
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import orientation
+from headcast.app.sinks.netsync.sink import NetSyncSink
+from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
 PITCHES = (-40.0, 40.0)  # Quake sense: -40 looks up, +40 looks down

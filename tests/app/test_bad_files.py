@@ -64,7 +64,7 @@ def test_motion_with_a_non_utf8_byte_on_a_bad_line(tmp_path):
 
 
 def test_trace_with_a_401_digit_integer_is_a_trace_error(tmp_path):
-    from headcast.app.synthetic import LOOK_AROUND, frame_at
+    from headcast.app.run.synthetic import LOOK_AROUND, frame_at
     from headcast.xr.trace import TraceError, read_trace, write_trace
 
     good = tmp_path / "good.trace"

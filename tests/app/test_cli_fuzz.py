@@ -18,7 +18,8 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from headcast.app import cli, config
+from headcast.app.commands import cli
+from headcast.app.run import config
 
 from support import LONG, REPO
 

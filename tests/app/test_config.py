@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from headcast.app import config
-from headcast.app.config import ConfigError
+from headcast.app.run import config
+from headcast.app.run.config import ConfigError
 
 
 def test_defaults_come_from_the_packaged_file():

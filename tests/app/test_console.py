@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from headcast.app.console import PLAIN_PERIOD, Console, LiveBlock, fit, mode_for, plain_line, printable, sink_line
 from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError
-from headcast.app.outcome import Outcomes, combine
-from headcast.app.telemetry import RateMeter, SinkStatus
+from headcast.app.run.console import PLAIN_PERIOD, Console, LiveBlock, fit, mode_for, plain_line, printable, sink_line
+from headcast.app.run.outcome import Outcomes, combine
+from headcast.app.run.telemetry import RateMeter, SinkStatus
 
 from support import REPO, free_port
 from terminal import PtyRun, Screen, run_in_ptys

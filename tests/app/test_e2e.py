@@ -15,10 +15,11 @@ import time
 
 import pytest
 
-from headcast.app import commands, config
-from headcast.app.demo import NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
-from headcast.app.loop import FrameLoop
-from headcast.app.telemetry import Telemetry
+from headcast.app.commands import run as commands
+from headcast.app.commands.demo import NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
+from headcast.app.run import config
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.telemetry import Telemetry
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.netsync.origin import unity_yaw
 from headcast.netcode.pose import angle_subtract

@@ -1,4 +1,4 @@
-"""The far sides' data (app/farside.py): each view names its source — RELAYED from what a real
+"""The far sides' data (app/sinks/farside.py): each view names its source — RELAYED from what a real
 server sent back, MODEL from our bytes through the receiver's decode, OFFLINE without a server —
 and the join/spawn transients are marked, not reported as error.
 
@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
-from headcast.app.farside import JOINING, FarSideTracker, Source, detail
-from headcast.app.loop import FrameLoop
-from headcast.app.rig import Rig
-from headcast.app.sink_netsync import NetSyncSink
-from headcast.app.sink_q3 import Q3Sink
-from headcast.app.sink_sauer import SauerSink
-from headcast.app.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
-from headcast.app.telemetry import Ring, Telemetry
+from headcast.app.commands.demo import NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import LOOK_AROUND, Keyframe, SyntheticSource
+from headcast.app.run.telemetry import Ring, Telemetry
+from headcast.app.sinks.farside import JOINING, FarSideTracker, Source, detail
+from headcast.app.sinks.netsync.sink import NetSyncSink
+from headcast.app.sinks.q3.sink import Q3Sink
+from headcast.app.sinks.sauer.sink import SauerSink
 
 from q3.test_client_core import ScriptedQ3Client
 
@@ -159,7 +159,7 @@ def test_netsync_only_gives_no_q3_view():
 
 @pytest.mark.live
 def test_vanilla_q3_relays_the_view_and_models_the_head_and_the_spawn_is_a_transient(q3_server):
-    from headcast.app.q3_link import Q3Link
+    from headcast.app.sinks.q3.link import Q3Link
 
     link = Q3Link(*q3_server.address, clock=time.perf_counter)
     sink = Q3Sink(link=link)
@@ -204,7 +204,7 @@ def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
     """`kill` on ioq3ded: while dead (PM_DEAD) the server's view does not follow our usercmds;
     the respawn puts us at a spawn point's heading (delta_angles move under a usercmd already sent).
     Both are marked; the error readout stays the wire's."""
-    from headcast.app.q3_link import Q3Link
+    from headcast.app.sinks.q3.link import Q3Link
 
     link = Q3Link(*q3_server.address, clock=time.perf_counter)
     sink = Q3Sink(link=link)
@@ -234,7 +234,7 @@ def test_q3_death_and_respawn_are_transients_on_a_real_server(q3_server):
 
 @pytest.mark.live
 def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_server):
-    from headcast.app.netsync_link import NetSyncLink
+    from headcast.app.sinks.netsync.link import NetSyncLink
 
     a = netsync_server.address
     link = NetSyncLink(
@@ -278,7 +278,7 @@ def test_netsync_with_a_server_is_relayed_and_the_join_has_no_spike(netsync_serv
 @pytest.mark.live
 @pytest.mark.parametrize("watched", [True, False], ids=["watched", "alone"])
 def test_sauerbraten_is_relayed_when_watched_else_modelled(watched):
-    from headcast.app.sauer_link import SauerLink, SauerWatcher
+    from headcast.app.sinks.sauer.link import SauerLink, SauerWatcher
     from headcast.netcode.sauer.localserver import LocalSauerServer
 
     from sauer_support import need_server
@@ -352,8 +352,8 @@ class VRServerClient(ScriptedQ3Client):
 
 
 def test_a_vr_server_echoes_our_head_in_the_playerstate_relayed(monkeypatch):
-    import headcast.app.q3_link as q3_link
-    from headcast.app.q3map import Q3Intent
+    import headcast.app.sinks.q3.link as q3_link
+    from headcast.app.sinks.q3.mapping import Q3Intent
 
     monkeypatch.setattr(q3_link, "Q3Client", VRServerClient)
     clock = [0.0]
@@ -418,7 +418,7 @@ def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_i
     kept as the detail (the mirror's tooltip; the summary and --json after the plain words)."""
     from types import SimpleNamespace
 
-    from headcast.app import farside as fs
+    from headcast.app.sinks import farside as fs
     from headcast.netcode.q3.vrhead import Receiver
 
     for receiver in Receiver:

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from headcast.app.outcome import JOIN_STRETCH, Outcomes
+from headcast.app.run.outcome import JOIN_STRETCH, Outcomes
 
 from support import headcast
 

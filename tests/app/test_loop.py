@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.loop import FrameLoop, SinkFailed, SourceEnded
-from headcast.app.rig import Rig
-from headcast.app.sink_q3 import Q3Sink
-from headcast.app.synthetic import LOOK_AROUND, SyntheticSource, sample
-from headcast.app.telemetry import RateMeter, Ring, Telemetry
+from headcast.app.run.loop import FrameLoop, SinkFailed, SourceEnded
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import LOOK_AROUND, SyntheticSource, sample
+from headcast.app.run.telemetry import RateMeter, Ring, Telemetry
+from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.xr.errors import SessionEnded
 
 
@@ -255,14 +255,14 @@ def test_a_sink_whose_status_raises_fails_alone_and_shows_its_failure():
 
     class GoodStatus(Recorder):
         def status(self, now):
-            from headcast.app.telemetry import SinkStatus
+            from headcast.app.run.telemetry import SinkStatus
 
             return SinkStatus(self.name, "in game")
 
     bad, good = BadStatus("bad", log), GoodStatus("good", log)
     seen = []
 
-    def on_status(loop, now):  # as app/console.py: every sink's status
+    def on_status(loop, now):  # as app/run/console.py: every sink's status
         seen.append([s.status(now).state for s in loop.sinks])
 
     loop = FrameLoop(Finite(10), Rig(), [bad, good], on_status=on_status, status_interval=0.0, notice=log.append)
@@ -274,7 +274,7 @@ def test_a_sink_whose_status_raises_fails_alone_and_shows_its_failure():
 
 
 def test_a_status_callback_bug_that_is_no_sinks_still_raises():
-    from headcast.app.telemetry import SinkStatus
+    from headcast.app.run.telemetry import SinkStatus
 
     class Fine(Recorder):
         def status(self, now):
@@ -293,7 +293,7 @@ def test_a_status_callback_bug_that_is_no_sinks_still_raises():
 def test_a_sink_that_fails_only_at_close_is_named_in_the_runs_outcome():
     """Its close read the server's last bytes and raised after the last status tick: the summary's
     outcome (Outcomes.final) still names the failure."""
-    from headcast.app.outcome import Outcomes
+    from headcast.app.run.outcome import Outcomes
 
     class Link:
         joined, joined_at, state, failure = True, 0.0, "in game", None

@@ -8,11 +8,11 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.netsyncmap import pose_frame, rotation_error_deg, xrorigin_delta
-from headcast.app.q3map import BUTTON_ATTACK, q3_intent, quake_angles, remote_head, weapon_frame_moves
-from headcast.app.rig import Origin, Rig, RigSettings
-from headcast.app.sink_netsync import NetSyncSink
-from headcast.app.synthetic import orientation
+from headcast.app.run.rig import Origin, Rig, RigSettings
+from headcast.app.run.synthetic import orientation
+from headcast.app.sinks.netsync.mapping import pose_frame, rotation_error_deg, xrorigin_delta
+from headcast.app.sinks.netsync.sink import NetSyncSink
+from headcast.app.sinks.q3.mapping import BUTTON_ATTACK, q3_intent, quake_angles, remote_head, weapon_frame_moves
 from headcast.netcode import pose
 from headcast.netcode.netsync.codec import decode_body, encode_body
 from headcast.netcode.netsync.model import (
@@ -196,7 +196,7 @@ def test_rotation_error():
 
 
 def test_q3_sink_verifies_every_usercmd_only_when_asked():
-    from headcast.app.sink_q3 import Q3Sink
+    from headcast.app.sinks.q3.sink import Q3Sink
 
     frames = [frame(head=(p, 0, 0)) for p in (10.3, -33.7, 51.1)]
     lazy, every = Q3Sink(), Q3Sink(verify=True)
@@ -214,7 +214,7 @@ def test_q3_sink_verifies_every_usercmd_only_when_asked():
     "roll, shown", [(-15.0, "(-15.0°)"), (15.0, "(+15.0°)"), (0.0, "(+0.0°)"), (-70.0, "(-60.0°)")]
 )
 def test_q3_sink_status_shows_the_wire_roll_short_and_its_signed_angle(roll, shown):
-    from headcast.app.sink_q3 import Q3Sink
+    from headcast.app.sinks.q3.sink import Q3Sink
 
     f = frame(head=(0, 0, roll))
     sink = Q3Sink()
@@ -228,7 +228,7 @@ def test_q3_sink_keeps_the_links_refusal_words_while_tracking_is_lost():
     tracking note is added, not swapped in (issue 13: the HUD shows the refusal while it retries)."""
     from types import SimpleNamespace
 
-    from headcast.app.sink_q3 import Q3Sink
+    from headcast.app.sinks.q3.sink import Q3Sink
 
     link = SimpleNamespace(
         due_at=0.0,

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headcast.app import scene
-from headcast.app.synthetic import orientation
+from headcast.app.mirror import scene
+from headcast.app.run.synthetic import orientation
 from headcast.netcode.q3.vrhead import pack7, unpack7
 
 from support import REPO

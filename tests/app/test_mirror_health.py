@@ -1,4 +1,4 @@
-"""The health light heading each sink's panel in the mirror (app/mirror_panels.health): every state
+"""The health light heading each sink's panel in the mirror (app/mirror/panels.py health): every state
 a link can report has a deliberate colour — green streaming, amber on the way in or degraded,
 red lost or refused, grey with no server asked for. (The lights as drawn, on real servers:
 test_mirror_demo.py.)"""
@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from headcast.app import mirror_panels as mp, netsync_link, q3_link, sauer_link
-from headcast.app.telemetry import SinkStatus
+from headcast.app.mirror import panels as mp
+from headcast.app.run.telemetry import SinkStatus
+from headcast.app.sinks.netsync import link as netsync_link
+from headcast.app.sinks.q3 import link as q3_link
+from headcast.app.sinks.sauer import link as sauer_link
 
 
 def _states() -> set[str]:

@@ -1,10 +1,10 @@
-"""Label placement and Quake 3 names (app/mirror_labels.py): pure functions, no display."""
+"""Label placement and Quake 3 names (app/mirror/labels.py): pure functions, no display."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.mirror_labels import Q3_COLORS, Want, inside, intersects, place, plain_name, q3_color_runs
+from headcast.app.mirror.labels import Q3_COLORS, Want, inside, intersects, place, plain_name, q3_color_runs
 
 AREA = (0.0, 0.0, 400.0, 300.0)
 
@@ -50,7 +50,7 @@ def test_placed_labels_never_intersect_and_stay_inside(wants, taken):
 
 def test_panel_text_wraps_at_words_and_cuts_only_what_no_line_holds():
     """mirror_panels.wrap_words with a monospace measure (1 px per character)."""
-    from headcast.app import mirror_panels as mp
+    from headcast.app.mirror import panels as mp
 
     real = mp.text_w
     mp.text_w = lambda s: float(len(s))
@@ -69,7 +69,7 @@ def test_a_crowd_costs_a_bounded_number_of_tries():
     found no spot the rest are left out untried, so the pose loop never waits on a crowd (the
     placement took 200–350 ms a mirror frame with 50 peers, holding the loop: the relay figures
     of 651–1027 ms seen with the NetSync simulator in the room)."""
-    from headcast.app import mirror_labels as ml
+    from headcast.app.mirror import labels as ml
 
     tries = 0
 

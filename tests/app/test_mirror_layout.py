@@ -129,7 +129,7 @@ def test_states_read_as_such(shots, size):
 def test_a_crowd_is_drawn_nearest_first_and_counted(shots, size):
     """50 others in the NetSync room: the 3D view draws the nearest 16 and says how many it left
     to the room map (which has them all), so a mirror frame stays cheap for the pose loop."""
-    from headcast.app.mirror import MAX_SCENE_PEERS
+    from headcast.app.mirror.window import MAX_SCENE_PEERS
 
     _, shot = _load(shots, size, "crowd")
     assert shot["scene_left"] == CROWD - MAX_SCENE_PEERS

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headcast.app import scene
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import _q3_peers
-from headcast.app.mirror_labels import plain_name
-from headcast.app.mirror_panels import q3_lines
-from headcast.app.rig import Rig
-from headcast.app.synthetic import orientation
+from headcast.app.mirror import scene
+from headcast.app.mirror.labels import plain_name
+from headcast.app.mirror.panels import q3_lines
+from headcast.app.mirror.window import _q3_peers
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import orientation
 from headcast.netcode.q3.vrhead import Receiver, roll_views, unpack7
 
 from support import REPO
@@ -147,9 +147,9 @@ def test_the_q3_map_counts_the_servers_players_not_only_those_in_view(q3_server)
     the room map's title says "N of 6 in view"."""
     import time
 
-    from headcast.app import mirror_view as mv
-    from headcast.app.q3_link import Q3Link
-    from headcast.app.sink_q3 import Q3Sink
+    from headcast.app.mirror import view as mv
+    from headcast.app.sinks.q3.link import Q3Link
+    from headcast.app.sinks.q3.sink import Q3Sink
     from headcast.netcode.q3.client import ClientConfig, State
     from headcast.netcode.q3.transport import Q3Client
 

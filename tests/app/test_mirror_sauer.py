@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headcast.app import scene
-from headcast.app.loop import FrameLoop
-from headcast.app.mirror import _sauer_peers
-from headcast.app.rig import Rig
+from headcast.app.mirror import scene
+from headcast.app.mirror.window import _sauer_peers
+from headcast.app.run.loop import FrameLoop
+from headcast.app.run.rig import Rig
 
 from support import REPO
 

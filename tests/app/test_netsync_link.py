@@ -10,8 +10,8 @@ import time
 import pytest
 
 from headcast.app.errors import UsageError
-from headcast.app.netsync_link import NetSyncLink, drop_text, parse_address, parse_protocol
-from headcast.app.sink_netsync import NetSyncSink
+from headcast.app.sinks.netsync.link import NetSyncLink, drop_text, parse_address, parse_protocol
+from headcast.app.sinks.netsync.sink import NetSyncSink
 from headcast.netcode.netsync.client import version_text
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body, encode_room_pose
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
@@ -163,7 +163,7 @@ def test_the_transform_port_defaults_to_control_plus_two():
 def test_other_players_stay_bounded_whatever_client_numbers_the_server_sends():
     """A server's rooms name 65,536 distinct client numbers: the link keeps at most MAX_PEERS
     other players, the latest heard (issue 27, bounded memory)."""
-    from headcast.app.netsync_link import MAX_PEERS
+    from headcast.app.sinks.netsync.link import MAX_PEERS
 
     port = free_port()
     link = NetSyncLink("127.0.0.1", port, port + 1, "room", "me", 10.0, False, protocol=3)

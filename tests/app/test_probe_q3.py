@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from headcast.app import probe
+from headcast.app.commands import probe
 from headcast.app.errors import UsageError
 from headcast.netcode.q3.client import ClientConfig, State
 from headcast.netcode.q3.localserver import LocalQ3Server, free_udp_port

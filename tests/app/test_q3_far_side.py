@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import headcast.app.q3_link as q3_link
-from headcast.app.q3map import Q3Intent
-from headcast.app.sink_q3 import Q3Sink
+import headcast.app.sinks.q3.link as q3_link
+from headcast.app.sinks.q3.mapping import Q3Intent
+from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3.delta import PlayerState
 from headcast.netcode.q3.vrhead import Receiver, pack_head, yaw_offset

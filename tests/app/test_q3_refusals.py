@@ -179,7 +179,7 @@ def test_a_rate_limiting_server_is_named_not_called_unreachable():
             stop.set()
             flooder.join(5)
     # it answered something (our connect without a challenge), so the first join was given up to
-    # JOIN_STRETCH × the 4 s connect timeout before giving up (app/outcome.py)
+    # JOIN_STRETCH × the 4 s connect timeout before giving up (app/run/outcome.py)
     assert r.returncode == 1 and re.match(
         rf"headcast: error: q3: the server at {re.escape(host)}:{port} is rate-limiting this address: it is up but "
         r"answered none of our getchallenge requests within (4|\d+\.\d) s",

@@ -7,8 +7,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from headcast.app.rig import Origin, Rig, RigSettings, pose_to_world
-from headcast.app.synthetic import orientation
+from headcast.app.run.rig import Origin, Rig, RigSettings, pose_to_world
+from headcast.app.run.synthetic import orientation
 from headcast.netcode.pose import quake_angles
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 

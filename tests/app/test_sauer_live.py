@@ -20,11 +20,11 @@ import time
 
 import pytest
 
-from headcast.app.rig import Rig, RigSettings
-from headcast.app.sauer_link import SauerLink
-from headcast.app.sauermap import UNITS_PER_METRE, SauerWorld
-from headcast.app.sink_sauer import SauerSink
-from headcast.app.synthetic import orientation
+from headcast.app.run.rig import Rig, RigSettings
+from headcast.app.run.synthetic import orientation
+from headcast.app.sinks.sauer.link import SauerLink
+from headcast.app.sinks.sauer.mapping import UNITS_PER_METRE, SauerWorld
+from headcast.app.sinks.sauer.sink import SauerSink
 from headcast.netcode.sauer.client import State
 from headcast.netcode.sauer.localserver import LocalSauerServer
 from headcast.netcode.sauer.messages import build

@@ -1,4 +1,4 @@
-"""Rig state → the Sauerbraten player (app/sauermap.py) and the sink without a server: axes, the
+"""Rig state → the Sauerbraten player (app/sinks/sauer/mapping.py) and the sink without a server: axes, the
 spawn anchor and its turn, the eye height, the speed cap, move/strafe, the 30 Hz take and a loss."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from headcast.app.rig import Origin, Rig
-from headcast.app.sauermap import UNITS_PER_METRE, SauerWorld, anchor_at, game_pose
-from headcast.app.sink_sauer import SauerSink, npos_for
-from headcast.app.synthetic import orientation
+from headcast.app.run.rig import Origin, Rig
+from headcast.app.run.synthetic import orientation
+from headcast.app.sinks.sauer.mapping import UNITS_PER_METRE, SauerWorld, anchor_at, game_pose
+from headcast.app.sinks.sauer.sink import SauerSink, npos_for
 from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, encode_npos
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 

@@ -15,7 +15,13 @@ import sys
 
 from support import REPO, cli_env
 
-FORBIDDEN = ("headcast.app.swarm", "headcast.app.mirror", "headcast.app.farside", "headcast.app.scene", "imgui_bundle")
+FORBIDDEN = (
+    "headcast.app.swarm",
+    "headcast.app.mirror",
+    "headcast.app.sinks.farside",
+    "headcast.app.mirror.scene",
+    "imgui_bundle",
+)
 
 
 def imported(stderr: str) -> set[str]:
@@ -48,7 +54,7 @@ def test_run_no_mirror_imports_neither_swarm_nor_mirror(q3_server):
         timeout=120,
     )
     modules = imported(proc.stderr)
-    assert "headcast.app.commands" in modules and "headcast.app.q3_link" in modules, proc.stderr[-2000:]
+    assert "headcast.app.commands.run" in modules and "headcast.app.sinks.q3.link" in modules, proc.stderr[-2000:]
     assert proc.returncode == 0, (
         proc.stdout[-2000:],
         [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")],

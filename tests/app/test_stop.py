@@ -1,4 +1,4 @@
-"""app/stop.py and the frame loop's side of it, in this process: each phase's answer to a stop
+"""app/run/stop.py and the frame loop's side of it, in this process: each phase's answer to a stop
 signal, handlers restored, a recording that fails (disk full) ending the recording and not the
 run. The real `headcast` processes under each signal: test_stop_live.py."""
 
@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from headcast.app import stop
-from headcast.app.loop import FrameLoop, SourceEnded
-from headcast.app.rig import Rig
-from headcast.app.synthetic import SyntheticSource
+from headcast.app.run import stop
+from headcast.app.run.loop import FrameLoop, SourceEnded
+from headcast.app.run.rig import Rig
+from headcast.app.run.synthetic import SyntheticSource
 
 from support import REPO
 
@@ -146,7 +146,7 @@ def test_an_end_record_that_does_not_fit_is_said_not_raised():
 # registered process first.
 BLOCKED = textwrap.dedent("""
     import signal, subprocess, sys, time
-    from headcast.app import stop
+    from headcast.app.run import stop
     child = subprocess.Popen(["sleep", "60"])
     with stop.handled():
         stop.own_process(lambda: child.pid)
@@ -199,7 +199,7 @@ def _state(pid: int) -> str:
 def test_a_second_sighup_never_cuts_the_cleanup_short():
     script = textwrap.dedent("""
         import os, signal, time
-        from headcast.app import stop
+        from headcast.app.run import stop
         with stop.handled():
             stop.stopping()
             os.kill(os.getpid(), signal.SIGHUP)

@@ -1,6 +1,6 @@
 """The demo's and e2e tests' quantisation bounds hold for the protocols' own codecs, and are tight.
 
-Each bound in headcast.app.demo is derived from a protocol's quantisation (see its comments). Here
+Each bound in headcast.app.commands.demo is derived from a protocol's quantisation (see its comments). Here
 the shipped quantisers are driven over random and adversarial inputs: no error may exceed the
 bound (else a real run could fail the check), and the worst error found must come close to it
 (else the bound is a fudge factor that would hide a regression).
@@ -13,10 +13,18 @@ import random
 
 import pytest
 
-from headcast.app.demo import ANGLE_STEP, NS_PHYS_TOL, NS_POS_TOL, NS_ROT_TOL, Q3_HEAD_TOL, Q3_VIEW_TOL, STAGE_RADIUS
-from headcast.app.netsyncmap import rotation_error_deg, xrorigin_delta
-from headcast.app.q3map import remote_head
-from headcast.app.rig import Origin
+from headcast.app.commands.demo import (
+    ANGLE_STEP,
+    NS_PHYS_TOL,
+    NS_POS_TOL,
+    NS_ROT_TOL,
+    Q3_HEAD_TOL,
+    Q3_VIEW_TOL,
+    STAGE_RADIUS,
+)
+from headcast.app.run.rig import Origin
+from headcast.app.sinks.netsync.mapping import rotation_error_deg, xrorigin_delta
+from headcast.app.sinks.q3.mapping import remote_head
 from headcast.netcode.netsync.codec import compress_quat, decode_body, decompress_quat, encode_body
 from headcast.netcode.netsync.model import PoseFrame, Transform
 from headcast.netcode.netsync.origin import receiver_yaw, reconstruct_physical, unity_yaw

@@ -15,8 +15,9 @@ from unittest import mock
 
 import pytest
 
-from headcast.app import cli, config
-from headcast.app.config import ConfigError
+from headcast.app.commands import cli
+from headcast.app.run import config
+from headcast.app.run.config import ConfigError
 
 from support import REPO
 
@@ -299,8 +300,8 @@ def test_demo_refuses_a_bad_value_before_starting_any_server(tmp_path):
     f.write_text("[xr]\nrate = 0\n")
     boom = AssertionError("a server was started")
     with (
-        mock.patch("headcast.app.demo.start_netsync", side_effect=boom),
-        mock.patch("headcast.app.demo.start_q3", side_effect=boom),
+        mock.patch("headcast.app.commands.demo.start_netsync", side_effect=boom),
+        mock.patch("headcast.app.commands.demo.start_q3", side_effect=boom),
     ):
         assert "run.duration = nan" in refused("demo", "--duration", "nan")
         assert "xr.rate = 0" in refused("demo", "--synthetic", "--config", str(f))
@@ -310,7 +311,7 @@ def test_demo_refuses_a_bad_value_before_starting_any_server(tmp_path):
 
 
 def _frames(n=30):
-    from headcast.app.synthetic import LOOK_AROUND, frame_at
+    from headcast.app.run.synthetic import LOOK_AROUND, frame_at
 
     return [frame_at(LOOK_AROUND, i, i / 90, int(i / 90 * 1e9)) for i in range(n)]
 

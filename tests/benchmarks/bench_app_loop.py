@@ -54,7 +54,7 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
     each protocol client and the rest (the app). The timers' own cost is taken out of the app's
     figure as measured warm (a tight loop) and cold (one call per frame period, as a frame runs
     it): (cold, warm) bounds. Also each step's wall time and thread CPU time (arrays, ms)."""
-    from headcast.app.telemetry import Telemetry
+    from headcast.app.run.telemetry import Telemetry
 
     spent = {"XR frame call": 0, "Q3 client (netcode)": 0, "NetSync client (netcode)": 0, "noop": 0}
     calls = [0]
@@ -174,10 +174,11 @@ def main() -> int:
     args = [a for a in argv if a != "--record"]
     seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
-    from headcast.app import commands, config
-    from headcast.app.loop import FrameLoop
-    from headcast.app.mock import activate_mock
-    from headcast.app.telemetry import Telemetry
+    from headcast.app.commands import run as commands
+    from headcast.app.run import config
+    from headcast.app.run.loop import FrameLoop
+    from headcast.app.run.mock import activate_mock
+    from headcast.app.run.telemetry import Telemetry
     from headcast.netcode.netsync.localserver import LocalNetSyncServer
     from headcast.netcode.q3.localserver import LocalQ3Server
     from headcast.netcode.sauer.localserver import LocalSauerServer

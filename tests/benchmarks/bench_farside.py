@@ -1,4 +1,4 @@
-"""The far-side tracker's cost (app/farside.py): what the mirror adds to every loop frame.
+"""The far-side tracker's cost (app/sinks/farside.py): what the mirror adds to every loop frame.
 
 Every sink joined to a real local server (ioq3ded, styly-netsync-server, cube2-server on
 127.0.0.1), the embedded look-around script paced at 90 Hz, the loop stepping as `headcast run`
@@ -26,17 +26,17 @@ TARGET_READS_P50_US = 500.0
 
 def main() -> int:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else (30.0 if os.environ.get("HEADCAST_LONG") else 10.0)
-    from headcast.app.farside import FarSideTracker
-    from headcast.app.loop import FrameLoop
-    from headcast.app.netsync_link import NetSyncLink
-    from headcast.app.q3_link import Q3Link
-    from headcast.app.rig import Rig
-    from headcast.app.sauer_link import SauerLink
-    from headcast.app.sink_netsync import NetSyncSink
-    from headcast.app.sink_q3 import Q3Sink
-    from headcast.app.sink_sauer import SauerSink
-    from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
-    from headcast.app.telemetry import Telemetry
+    from headcast.app.run.loop import FrameLoop
+    from headcast.app.run.rig import Rig
+    from headcast.app.run.synthetic import LOOK_AROUND, SyntheticSource
+    from headcast.app.run.telemetry import Telemetry
+    from headcast.app.sinks.farside import FarSideTracker
+    from headcast.app.sinks.netsync.link import NetSyncLink
+    from headcast.app.sinks.netsync.sink import NetSyncSink
+    from headcast.app.sinks.q3.link import Q3Link
+    from headcast.app.sinks.q3.sink import Q3Sink
+    from headcast.app.sinks.sauer.link import SauerLink
+    from headcast.app.sinks.sauer.sink import SauerSink
     from headcast.netcode.netsync.localserver import LocalNetSyncServer
     from headcast.netcode.q3.localserver import LocalQ3Server
     from headcast.netcode.sauer.localserver import LocalSauerServer

@@ -36,7 +36,7 @@ class LateCounter:
     """The synthetic source, noting how late each frame starts against its 90 Hz slot."""
 
     def __init__(self) -> None:
-        from headcast.app.synthetic import LOOK_AROUND, SyntheticSource
+        from headcast.app.run.synthetic import LOOK_AROUND, SyntheticSource
 
         self.src = SyntheticSource(LOOK_AROUND, 90.0, clock=time.perf_counter)
         self.late: list[float] = []
@@ -56,12 +56,12 @@ class LateCounter:
 
 
 def run(seconds: float, size: tuple[int, int] | None) -> dict:
-    from headcast.app.loop import FrameLoop
-    from headcast.app.mirror import MirrorWindow
-    from headcast.app.rig import Rig
-    from headcast.app.sink_netsync import NetSyncSink
-    from headcast.app.sink_q3 import Q3Sink
-    from headcast.app.sink_sauer import SauerSink
+    from headcast.app.mirror.window import MirrorWindow
+    from headcast.app.run.loop import FrameLoop
+    from headcast.app.run.rig import Rig
+    from headcast.app.sinks.netsync.sink import NetSyncSink
+    from headcast.app.sinks.q3.sink import Q3Sink
+    from headcast.app.sinks.sauer.sink import SauerSink
 
     mirror = None if size is None else MirrorWindow(*size)
     src = LateCounter()

@@ -17,7 +17,7 @@ it short of its wall time) is measured again, so the p99 is the codecs' own tail
 garbage collection, cache misses) rather than the machine's load; per run the ratio of their
 medians and of their p99s. A room decode (≥ 0.5 ms) is timed by the thread's CPU time instead.
 The inputs are built first and frozen out of the garbage collector's sight (gc.freeze(), as
-app/loop.py does with the app's start-up heap), so a full collection costs what it would in
+app/run/loop.py does with the app's start-up heap), so a full collection costs what it would in
 the app, not a walk over this benchmark's own thousands of poses. Goal
 (issue 26 item 4, issue 22 on Python 3.13): ≥ 3× at every protocol, median and p99, each
 run's worst ratio counted; min–max over runs printed. headcast's figures are for the path in
@@ -201,7 +201,7 @@ def main() -> None:
         for label, flags, n in LAYOUTS:
             cases.append((protocol, label, "client", client_case(protocol, flags, n, args.poses, rng)))
         cases.append((protocol, f"room {ROOM}", "room", room_case(protocol, args.rooms, rng)))
-    # As the app's loop does (app/loop.py): what was built before the measuring starts is frozen
+    # As the app's loop does (app/run/loop.py): what was built before the measuring starts is frozen
     # out of the collector's sight, so a full collection walks only what the codecs make.
     gc.collect()
     gc.freeze()

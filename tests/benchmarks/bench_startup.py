@@ -38,7 +38,7 @@ from headcast.netcode.q3.localserver import LocalQ3Server  # noqa: E402
 
 GOAL_S = 0.4
 ROOT = HERE.parents[1]
-HEADCAST = [sys.executable, "-c", "import sys; from headcast.app.cli import main; sys.exit(main())"]
+HEADCAST = [sys.executable, "-c", "import sys; from headcast.app.commands.cli import main; sys.exit(main())"]
 
 
 def cpu_so_far(pid: int) -> float | None:

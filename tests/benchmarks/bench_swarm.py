@@ -52,7 +52,7 @@ import time
 
 from _report import load_now, report  # tests/benchmarks/ is sys.path[0] when run as a script
 
-from headcast.app.mock import find_motion
+from headcast.app.run.mock import find_motion
 from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.metrics import LogHistogram, SwarmMetrics
 from headcast.app.swarm.motion import Script

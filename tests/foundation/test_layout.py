@@ -112,7 +112,7 @@ def test_wheel_ships_the_layout_and_assets(tmp_path):
         "headcast/netcode/sauer/npos.py",
     } <= names
     assert "headcast/xr/__init__.py" not in names and not any(n.startswith("xr/") for n in names)
-    assert "headcast = headcast.app.cli:main" in entry_points
+    assert "headcast = headcast.app.commands.cli:main" in entry_points
     # only the unpacked wheel on the path (-I -S: no site-packages, so no editable finder)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from headcast.xr import mockrt; "

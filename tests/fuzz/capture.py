@@ -265,7 +265,7 @@ def capture_files(found) -> None:
             section.append(ln)
     import tempfile
 
-    from headcast.app.synthetic import LOOK_AROUND, frame_at
+    from headcast.app.run.synthetic import LOOK_AROUND, frame_at
     from headcast.xr.trace import write_trace
 
     with tempfile.TemporaryDirectory() as d:

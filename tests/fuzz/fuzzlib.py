@@ -194,7 +194,7 @@ def _motion():
 
 
 def _config():
-    from headcast.app import config
+    from headcast.app.run import config
 
     return _file_harness(".toml", lambda p: config.load(user_file=p, env={}, warn=None))
 
@@ -314,7 +314,7 @@ def _motion_err():
 
 
 def _config_err():
-    from headcast.app.config import ConfigError
+    from headcast.app.run.config import ConfigError
 
     return (ConfigError,)
 

@@ -50,7 +50,7 @@ def test_exact_samples_must_be_unit_quaternions(manifest, tmp_path):
 
 
 def test_every_shipped_motion_is_within_the_limits(manifest):
-    from headcast.app.mock import find_motion, shipped_motions
+    from headcast.app.run.mock import find_motion, shipped_motions
 
     for name in shipped_motions():
         mockrt.check_motion(find_motion(name), manifest)

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from headcast.app.netsync_link import NetSyncLink
+from headcast.app.sinks.netsync.link import NetSyncLink
 from headcast.netcode.netsync.client import DETECT_ORDER
 from headcast.netcode.netsync.model import PoseFrame, Transform
 

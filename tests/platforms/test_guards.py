@@ -108,7 +108,7 @@ def test_trace_writer_without_fdatasync_cloexec_or_directory(monkeypatch, tmp_pa
     assert trace.frames == tuple(frames) and trace.ends_early is None
 
 
-# --- app/stop.py: signals looked up, a socket pair for the wakeup ------------------------------------
+# --- app/run/stop.py: signals looked up, a socket pair for the wakeup ------------------------------------
 
 STOP_WITHOUT_SIGHUP = """
 import os, signal, socket
@@ -121,7 +121,7 @@ def wakeup(fd, **kw):
         kinds.append(socket.socket(fileno=os.dup(fd)).type.name)
     return real(fd, **kw)
 signal.set_wakeup_fd = wakeup
-from headcast.app import stop
+from headcast.app.run import stop
 print(sorted(signal.Signals(s).name for s in stop.SIGNALS), stop.KILL == signal.SIGTERM, flush=True)
 try:
     with stop.handled():
@@ -139,7 +139,7 @@ def test_stop_without_sighup_sigkill_or_pipe2():
 
 
 def test_console_events_other_than_close_pass_on_to_the_c_runtime():
-    from headcast.app import stop
+    from headcast.app.run import stop
 
     assert stop.on_console_event(0) is False and stop.on_console_event(1) is False  # Ctrl-C, Ctrl-Break
     t = time.monotonic()
@@ -216,7 +216,7 @@ def test_locust_group_per_platform(monkeypatch):
 
 
 def test_locust_processes_refused_without_fork(monkeypatch):
-    from headcast.app import cli
+    from headcast.app.commands import cli
     from headcast.app.errors import UsageError
     from headcast.app.swarm.cli import cmd_swarm
 
@@ -226,7 +226,7 @@ def test_locust_processes_refused_without_fork(monkeypatch):
         cmd_swarm(args)
 
 
-# --- app/mirror.py: a display on Windows and macOS ---------------------------------------------------
+# --- app/mirror/window.py: a display on Windows and macOS ---------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -239,7 +239,7 @@ def test_locust_processes_refused_without_fork(monkeypatch):
     ],
 )
 def test_display_available(monkeypatch, platform, env, expected):
-    from headcast.app import mirror
+    from headcast.app.mirror import window as mirror
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
@@ -249,7 +249,7 @@ def test_display_available(monkeypatch, platform, env, expected):
     assert mirror.display_available() is expected
 
 
-# --- app/console.py: a Windows console takes escape sequences once VT processing is on -------------
+# --- app/run/console.py: a Windows console takes escape sequences once VT processing is on -------------
 
 
 class _FakeKernel32:
@@ -270,7 +270,7 @@ def test_windows_console_gets_vt_processing_or_a_plain_status(monkeypatch, mode,
     import ctypes
     import types
 
-    from headcast.app.console import mode_for
+    from headcast.app.run.console import mode_for
 
     class Tty:
         def isatty(self):

@@ -373,7 +373,7 @@ def test_windows_sigbreak_is_a_clean_stop(tmp_path, q3_server):
 
 CONSOLE_CLOSE = """
 import threading, time
-from headcast.app import stop
+from headcast.app.run import stop
 result = {}
 def close_console():
     t = time.monotonic()

@@ -176,7 +176,7 @@ def events(core: Q3ClientCore) -> list:
 
 
 class ScriptedQ3Client:
-    """Stands in for netcode's Q3Client (e.g. under app/q3_link.py's Q3Link): a real Q3ClientCore
+    """Stands in for netcode's Q3Client (e.g. under app/sinks/q3/link.py's Q3Link): a real Q3ClientCore
     and the scripted server above, a VR-aware one (vr_support 1). No socket: each send_due runs
     the core's timers up to `now`; the test reads what the server got with `self.server`."""
 

@@ -460,7 +460,7 @@ class Rig:
         self.untaken = 0  # datagrams the pump sent that the core has not absorbed yet
         self.ctx = None
         self.pump = None
-        self.stepped = ""  # poll(): app/q3_link.py's calls, by the send call's name
+        self.stepped = ""  # poll(): app/sinks/q3/link.py's calls, by the send call's name
         self.unread = False
         if pumped:
             self.pump = self.client._pump = NATIVE.Pump(self.client.fileno())
@@ -492,7 +492,7 @@ class Rig:
 
     def poll(self, now: float) -> None:
         """One frame at `now`: Q3Client._poll (Python), or the pump's tick and reads; stepped: as
-        app/q3_link.py drives it (`stepped` names the send call: step, or send_due for the Python
+        app/sinks/q3/link.py drives it (`stepped` names the send call: step, or send_due for the Python
         reference): the socket read at the frame after a tick that sent, then the send call."""
         if self.stepped:
             client, core = self.client, self.core
@@ -655,7 +655,7 @@ def test_a_scripted_session_through_the_pump_equals_the_python_loop():
 
 @native
 def test_a_scripted_session_stepped_by_the_frame_loop_equals_the_python_loop():
-    """Q3Client.step (app/q3_link.py's path: the pump stepped on the frame's thread, what it read
+    """Q3Client.step (app/sinks/q3/link.py's path: the pump stepped on the frame's thread, what it read
     handed to the core by receive) sends what the Python loop sends, byte for byte."""
     frames, now, k = [], 0.004, 0
     while now < 3.0:

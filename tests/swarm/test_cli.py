@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from headcast.app.cli import main
+from headcast.app.commands.cli import main
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from headcast.app.mock import find_motion
+from headcast.app.run.mock import find_motion
 from headcast.app.swarm import report as report_mod
 from headcast.app.swarm.cli import Swarm, summary_lines
 from headcast.app.swarm.metrics import SwarmMetrics

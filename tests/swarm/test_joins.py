@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from headcast.app.mock import find_motion
+from headcast.app.run.mock import find_motion
 from headcast.app.swarm import players as players_mod
 from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.motion import Script

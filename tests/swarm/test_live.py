@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from headcast.app.mock import find_motion
+from headcast.app.run.mock import find_motion
 from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.motion import Script
 from headcast.app.swarm.players import Server

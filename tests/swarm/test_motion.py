@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from headcast.app.mock import find_motion, shipped_motions
+from headcast.app.run.mock import find_motion, shipped_motions
 from headcast.app.swarm.motion import MotionError, Script, motion_frames, parse_motion, spots
 from headcast.xr import mockrt
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from headcast.app.cli import main
-from headcast.app.mock import find_motion
+from headcast.app.commands.cli import main
+from headcast.app.run.mock import find_motion
 from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.motion import Script
 from headcast.app.swarm.players import Server

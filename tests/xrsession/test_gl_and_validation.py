@@ -172,7 +172,7 @@ def test_debian_core_validation_layer_is_clean(request, run_script, tmp_path, mo
     assert_debian_layer_loaded(tmp_path / "ld")
 
 
-RUN_CLI = ONLY_DEBIAN_LAYER + "import sys\nfrom headcast.app.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+RUN_CLI = ONLY_DEBIAN_LAYER + "import sys\nfrom headcast.app.commands.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 @pytest.mark.parametrize("session", ["headless", pytest.param("gl", marks=pytest.mark.display)])

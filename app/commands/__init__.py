@@ -1,0 +1,2 @@
+"""The commands: argument parsing (`cli`), `run` and `replay` (`run`), `demo`, `doctor`, `probe`.
+`headcast swarm` lives in `app/swarm/`."""

@@ -1,0 +1,285 @@
+"""The frame loop: one thread, one clock.
+
+Each step: drain every sink's sockets, take the XR frame (the runtime paces us, or a headless
+session its own clock), update the rig, run the sinks, draw the mirror, record telemetry. Nothing
+here blocks except the XR frame wait; a sink that cannot send this frame says so and the loop goes
+on. A runtime failure or a lost session ends the run as a stop does (every sink closed, so every
+server sees us disconnect) and is kept in `failure` for the caller to report.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from headcast.app.errors import AppError, one_line
+from headcast.app.run import stop
+from headcast.app.run.rig import Rig, RigState
+from headcast.app.run.telemetry import Telemetry
+from headcast.app.sinks.base import Sink
+from headcast.xr.errors import SessionEnded, XRError
+from headcast.xr.frame import TrackingFrame
+
+MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
+
+
+class SourceEnded(Exception):
+    """A finite frame source (a replayed trace) has no more frames; the message says why."""
+
+
+class SinkFailed(AppError):
+    """A sink's protocol core raised (on a peer's bytes, whatever the exception's type): that sink
+    is over — closed, so its server gets our disconnect — and the others stream on. Kept on the
+    sink as `sink.fault`; app/run/outcome.py reads it as the sink's failure (status line, summary,
+    --json)."""
+
+    def __init__(self, sink_name: str, phase: str, error: BaseException) -> None:
+        kind = type(error).__name__
+        text = one_line(error) or kind
+        super().__init__(f"{sink_name}: stopped on the server's data ({kind} in {phase}: {text}); disconnected")
+        self.sink_name, self.phase, self.error = sink_name, phase, error
+
+
+def _stderr_line(text: str) -> None:
+    print(f"headcast: {text}", file=sys.stderr, flush=True)
+
+
+class FrameSource(Protocol):
+    def next_frame(self) -> TrackingFrame: ...
+    def close(self) -> None: ...
+
+
+class Recorder(Protocol):
+    """Where the frames are recorded (headcast.xr.trace.TraceWriter)."""
+
+    path: Path
+    count: int  # frames written
+
+    def write(self, frame: TrackingFrame) -> None: ...
+    def close(self) -> object: ...  # (TraceWriter returns its path)
+
+
+class Mirror(Protocol):
+    def draw(self, loop: "FrameLoop", now: float) -> bool:
+        """Draw one frame; False once the user closed the window."""
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class FrameLoop:
+    source: FrameSource
+    rig: Rig
+    sinks: Sequence[Sink]
+    telemetry: Telemetry = field(default_factory=Telemetry)
+    mirror: Mirror | None = None
+    recorder: Recorder | None = None  # headcast.xr.trace.TraceWriter
+    duration: float = 0.0  # seconds; 0 = until stopped
+    clock: Callable[[], float] = time.perf_counter
+    on_status: Callable[["FrameLoop", float], None] | None = None
+    status_interval: float = 0.5
+    notice: Callable[[str], None] = _stderr_line  # one line the user should see (stderr)
+    recording_failure: str = ""  # what the notice said when the recording stopped early
+    frame: TrackingFrame | None = None
+    state: RigState | None = None
+    stop_reason: str = ""
+    failure: XRError | None = None  # the runtime failure (or session loss) that ended the run
+    _prev_time_ns: int | None = None
+    _next_status: float = 0.0
+    _t0: float | None = None
+    _live: list[Sink] | None = None  # the sinks still running (a failed one leaves: _sink_failed)
+
+    def step(self) -> bool:
+        """One frame; False when the run is over (`stop_reason` says why)."""
+        signum = stop.state.signum
+        if signum is not None:  # SIGINT/SIGTERM/SIGHUP: stop between frames, never inside one
+            self.stop_reason = stop.reason(signum)
+            return False
+        clock = self.clock
+        start = clock()
+        if self._t0 is None:
+            self._t0 = start
+            # Everything built so far (modules, sessions, sockets: ~75k objects) lives as long as
+            # the loop: out of the collector's sight, a full collection, rare in the steady state
+            # but ~18 ms over that heap, would take well under a millisecond in a frame.
+            gc.freeze()
+        sinks = self._live
+        if sinks is None:
+            sinks = self._live = list(self.sinks)
+        for s in sinks:
+            poll = s.poll
+            if poll is not None:
+                try:
+                    poll(start)
+                except Exception as e:  # noqa: BLE001 - whatever a core raises ends that sink only
+                    self._sink_failed(s, "poll", e)
+        poll_cost = clock() - start
+        try:
+            frame = self.source.next_frame()
+        except SessionEnded as e:
+            self.stop_reason = f"XR session ended: {e}" if e.lost else "XR session ended by the runtime"
+            if e.lost:
+                self.failure = e
+            return False
+        except XRError as e:  # the runtime failed: the run ends like any other stop (sinks closed)
+            self.stop_reason = f"XR runtime failure: {e}"
+            self.failure = e
+            return False
+        except SourceEnded as e:
+            self.stop_reason = str(e)
+            return False
+        located = clock()
+        prev, t_ns = self._prev_time_ns, frame.time_ns
+        dt = 0.0 if prev is None else min(MAX_DT, max(0.0, (t_ns - prev) / 1e9))
+        self._prev_time_ns = t_ns
+        state = self.rig.update(frame, dt)
+        self.frame, self.state = frame, state
+        tel = self.telemetry
+        head = frame.head
+        if not (head.position_valid and head.orientation_valid):
+            tel.tracking_lost_frames += 1
+        for s in self._live or ():  # re-read: a sink that failed in poll is out (set above)
+            try:
+                t_wire = s.send(state, frame, located)
+            except Exception as e:  # noqa: BLE001
+                self._sink_failed(s, "send", e)
+                continue
+            if t_wire is not None:
+                tel.wire(t_wire - located)
+        if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
+            try:
+                self.recorder.write(frame)
+            except OSError as e:
+                self._recording_failed(e)
+        for s in self._live or ():
+            observe = s.observe
+            if observe is not None:
+                try:
+                    observe(located)
+                except Exception as e:  # noqa: BLE001
+                    self._sink_failed(s, "observe", e)
+        alive = True
+        if self.mirror is not None:
+            alive = self.mirror.draw(self, located)
+        end = clock()
+        tel.frame(poll_cost + (end - located))
+        if self.on_status is not None and end >= self._next_status:
+            self._next_status = end + self.status_interval
+            try:
+                self.on_status(self, end)
+            except AppError:
+                raise  # the console ends the run (no sink can stream, --require-all)
+            except Exception:
+                if not self._status_failed(end):
+                    raise  # not a sink's: the status line's own bug
+        if not alive:
+            self.stop_reason = "mirror window closed"
+            return False
+        if self.duration and end - self._t0 >= self.duration:
+            self.stop_reason = f"ran for {self.duration:g} s"
+            return False
+        return True
+
+    def _sink_failed(self, sink: Sink, phase: str, error: Exception) -> None:
+        """The one guard every call into a sink goes through: `error` (raised in `phase`) ends
+        this sink, not the run. It leaves the loop's live sinks (this frame's remaining calls skip
+        it), keeps the failure as `sink.fault` and is closed at once — its server gets our
+        disconnect; an error closing it is added to the failure, never raised."""
+        live = self._live
+        if live is not None and sink in live:
+            # a new list: the phase iterating the old one goes on with the other sinks
+            self._live = [s for s in live if s is not sink]
+        if getattr(sink, "fault", None) is not None:
+            return
+        fault = SinkFailed(sink.name, phase, error)
+        try:
+            setattr(sink, "fault", fault)  # (not part of Sink: the summary reads it where it is)
+        except AttributeError:  # a sink class with __slots__: the loop still drops it
+            pass
+        self.notice(str(fault) + ("; the other sinks go on" if self._live and phase != "close" else ""))
+        try:
+            sink.close()
+        except Exception as e:  # noqa: BLE001 - the disconnect was attempted; say what stopped it
+            fault.args = (f"{fault.args[0]}; closing it failed too ({type(e).__name__}: {one_line(e)})",)
+
+    def _status_failed(self, now: float) -> bool:
+        """The status callback raised: a sink whose own status() raises (state its server's bytes
+        left) fails as in any other phase, and from then on shows a fixed status naming its
+        failure (the summary reads it too). True when such a sink was found."""
+        from headcast.app.run.telemetry import SinkStatus
+
+        found = False
+        for s in self.sinks:
+            try:
+                s.status(now)
+            except Exception as e:  # noqa: BLE001
+                found = True
+                self._sink_failed(s, "status", e)
+                fault = getattr(s, "fault", None) or SinkFailed(s.name, "status", e)
+                fixed = SinkStatus(s.name, "failed", detail=str(fault).removeprefix(f"{s.name}: "))
+                try:
+                    setattr(s, "status", lambda now, fixed=fixed: fixed)
+                except AttributeError:
+                    pass
+        return found
+
+    def _recording_failed(self, e: OSError, at_close: bool = False) -> None:
+        """A full disk (or a failing one) ends the recording, not the run; the writer has kept
+        every whole frame, so the file reads as a trace that ends early."""
+        rec, self.recorder = self.recorder, None
+        if rec is None:
+            return
+        n = rec.count
+        what = "the recording could not be finished" if at_close else f"recording stopped at frame {n}"
+        self.recording_failure = (
+            f"{what}: {e.strerror or e}; {rec.path} keeps the {n} frames written "
+            f"(replay plays them: the trace ends early)"
+        )
+        self.notice(self.recording_failure + ("" if at_close else "; the run goes on without recording"))
+
+    def run(self) -> str:
+        """Run until the duration, the window, the runtime or a stop signal ends it (SIGINT,
+        SIGTERM, SIGHUP: app/run/stop.py); always closes every sink (disconnecting from its server),
+        the recorder and the source."""
+        try:
+            with stop.running():
+                while self.step():
+                    pass
+        except KeyboardInterrupt:
+            self.stop_reason = "interrupted (Ctrl-C)"
+        finally:
+            self.close()
+        return self.stop_reason
+
+    def close(self) -> None:
+        """Sinks first (each sends its server a disconnect at once), then the recording's end
+        record, the window and the XR source."""
+        errors: list[BaseException] = []
+        for s in self.sinks:  # a sink's close reads its server's last bytes: it fails as that sink
+            if getattr(s, "fault", None) is not None:
+                continue  # closed when it failed
+            try:
+                s.close()
+            except Exception as e:  # noqa: BLE001
+                self._sink_failed(s, "close", e)
+        for closer in [self._close_recorder, getattr(self.mirror, "close", None), self.source.close]:
+            if closer is None:
+                continue
+            try:
+                closer()
+            except Exception as e:  # one failing close must not leave the other servers connected
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def _close_recorder(self) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.close()
+        except OSError as e:
+            self._recording_failed(e, at_close=True)

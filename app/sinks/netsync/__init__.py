@@ -1,0 +1,1 @@
+"""STYLY NetSync: the pose mapping, the live link and the sink."""

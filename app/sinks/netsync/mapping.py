@@ -1,0 +1,62 @@
+"""Rig state → a NetSync PoseFrame (Unity's frame), and the angle the far side sees.
+
+Head absolute (world), hands from the grip poses, the XROrigin Δ from the rig's start and
+current origins. Tracking lost → no head block (HeadValid clear): the receiver keeps no
+stale head, and hands go with it (the protocol only carries hands relative to a head).
+"""
+
+from __future__ import annotations
+
+import math
+
+from headcast.app.run.rig import Origin, RigState
+from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
+from headcast.netcode.netsync.origin import origin_delta
+from headcast.netcode.pose import Quat, q_conj, q_mul
+from headcast.xr.frame import Pose
+
+_new = tuple.__new__  # Transform(...) without its Python-level __new__
+_STEALTH = PoseFrame.build(None, stealth=True)
+
+
+def unity_transform(pose: Pose) -> Transform | None:
+    if not (pose.position_valid and pose.orientation_valid):
+        return None
+    # unity_position / unity_quat inlined (the sends' latency path): p = (x, y, −z), q = (−x, −y, z, w)
+    x, y, z = pose.position
+    qx, qy, qz, qw = pose.orientation
+    return _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
+
+
+def unity_origin(o: Origin) -> tuple[tuple[float, float, float], float]:
+    """An XROrigin as Unity sees it: position (x, y, -z), eulerAngles.y (+ = turn right). The
+    rig's origin stays on the floor (y = 0): it slides and turns, it never climbs."""
+    return (o.x, 0.0, -o.z), -o.yaw
+
+
+def xrorigin_delta(start: Origin, now: Origin) -> OriginDelta:
+    """The Δ from the rig's initial origin to its current one, `dy` included (current origin y −
+    initial origin y: 0 for a rig on the floor). Protocol 3 has no field for dy; from protocol 4
+    on it is sent and receivers subtract it from the head's height."""
+    p0, yaw0 = unity_origin(start)
+    p1, yaw1 = unity_origin(now)
+    return origin_delta(p0, yaw0, p1, yaw1)
+
+
+def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None = None) -> PoseFrame:
+    """`delta`: the XROrigin Δ of `state`, when the caller keeps it (it changes only when the
+    origin moves); else computed here."""
+    if stealth:
+        return _STEALTH
+    return PoseFrame.build(
+        unity_transform(state.head),
+        right=unity_transform(state.right_grip),
+        left=unity_transform(state.left_grip),
+        delta=delta if delta is not None else xrorigin_delta(state.start, state.origin),
+    )
+
+
+def rotation_error_deg(a: Quat, b: Quat) -> float:
+    """The angle of the rotation taking `a` to `b` (degrees, 0..180)."""
+    x, y, z, w = q_mul(q_conj(a), b)
+    return math.degrees(2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w)))

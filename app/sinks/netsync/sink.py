@@ -1,0 +1,301 @@
+"""The NetSync sink: head, hands and XROrigin Δ to a room; everybody else decoded.
+
+Without a server it encodes the body every frame (in the latest protocol) and decodes it back
+the way a receiver would, so the mirror shows the quantised head and the reconstructed physical
+pose anyway. With one, our body as the server relayed it (our own entry of the room broadcast)
+is matched to the frame sent under the same poseSeq: the error shown is what the wire did, not
+network lag. The physical pose is the official receivers' reconstruction (their yaw formula,
+headcast.netcode.netsync.origin), so it is checked against that reconstruction of the bytes we
+sent, in the protocol the link speaks; its yaw's distance from the true (stage) yaw is measured
+and reported, not hidden.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from headcast.app.run.rig import Origin, RigState
+from headcast.app.run.telemetry import RateMeter, SinkStatus
+from headcast.app.sinks.netsync.mapping import pose_frame, rotation_error_deg, xrorigin_delta
+from headcast.netcode.netsync.codec import LATEST_PROTOCOL, decode_body, encode_body
+from headcast.netcode.netsync.model import FLAG_HEAD, OriginDelta, PoseBody, PoseFrame
+from headcast.netcode.netsync.origin import receiver_yaw, unity_yaw
+from headcast.netcode.netsync.policy import SEND_RATE_MAX, SEND_RATE_MIN
+from headcast.netcode.pose import Vec3, unity_position, unity_quat
+from headcast.xr.frame import Pose, TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.sinks.netsync.link import NetSyncLink
+
+SENT_HISTORY = 256
+
+
+@dataclass
+class NetSyncCheck:
+    """Sent vs relayed, accumulated over the run (for the demo's verification summary)."""
+
+    matched: int = 0  # relayed bodies matched to the frame sent with that poseSeq
+    head_rot_max: float = 0.0  # degrees
+    head_pos_max: float = 0.0  # metres
+    physical_max: float = 0.0  # metres: reconstructed physical pose vs the stage head
+    # The relayed physical pose vs the official receivers' reconstruction from the bytes we sent
+    # (position in metres, yaw in degrees): the same bytes decode the same, so any error is a fault.
+    physical_model_pos_max: float = 0.0
+    physical_model_yaw_max: float = 0.0
+    # The receivers' physical yaw vs the true yaw of the stage head (degrees): their formula
+    # ignores the head's pitch and roll, so this grows with them. Measured, not a fault of ours.
+    physical_true_yaw_max: float = 0.0
+    mismatched: int = 0  # relayed bodies that differ from our bytes decoded in our protocol
+    lost_reported: int = 0  # bodies relayed without a head while tracking was lost
+    lost_stale: int = 0  # bodies relayed WITH a head for a frame sent without one
+    dyaws: set = field(default_factory=set)  # distinct XROrigin yaw deltas seen (0.1° steps)
+
+
+def _dist(a: Vec3, b: Vec3) -> float:
+    return math.dist(a, b)
+
+
+def _yaw_diff(a: float, b: float) -> float:
+    return abs(math.remainder(a - b, 360.0))
+
+
+class NetSyncSink:
+    name = "netsync"
+    unit = "poses"  # what the summary counts as sent
+
+    def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link: NetSyncLink | None = None) -> None:
+        self.stealth = stealth
+        self.link = link  # a NetSyncLink, or None = offline
+        # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
+        # to observe per frame: our body as a receiver decodes it is worked out when read (seen,
+        # body_size, last_error: the mirror, the status line), for the frame built last.
+        self.poll = self._poll_linked if link is not None else None
+        self.observe = None
+        # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
+        self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
+        self._last_send: float | None = None
+        self.meter = RateMeter()
+        self._frame: PoseFrame | None = None
+        self._pending: tuple[RigState, TrackingFrame] | None = None  # offline: the last frame, built when read
+        self._body_size = 0
+        self._seen: PoseBody | None = None  # our own body as the far side decodes it
+        self.check = NetSyncCheck()
+        self._last_err: float | None = None
+        self._offline_frame: PoseFrame | None = None  # the frame the offline round trip was for
+        # poseSeq → (frame sent, the stage head pose it was built from, clock time it went out)
+        self._sent: OrderedDict[int, tuple[PoseFrame, Pose, float]] = OrderedDict()
+        self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
+        # The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)
+        self.matched: tuple[PoseFrame, PoseBody, float] | None = None
+        self._delta_start: Origin | None = None  # the rig origins self._delta was computed for
+        self._delta_origin: Origin | None = None
+        self._delta: OriginDelta | None = None
+        self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
+
+    @property
+    def protocol(self) -> int:
+        """The protocol our bodies are encoded in: the link's (the latest while it detects), or the
+        latest offline."""
+        return LATEST_PROTOCOL if self.link is None else self.link.model_protocol
+
+    def _poll_linked(self, now: float) -> None:
+        link = self.link
+        assert link is not None  # the poll of a linked sink
+        link.poll(now)
+        body = link.own_body
+        if body is not None and body is not self.seen:
+            self.seen = body
+            self._verify(body, now)
+
+    def _verify(self, body: PoseBody, now: float) -> None:
+        sent = self._sent.get(body.pose_seq)
+        if sent is None:
+            return
+        frame, stage, t_sent = sent
+        # Includes the wait for the server's next room broadcast (≤ 100 ms) and our poll period.
+        self.relay_ms = (now - t_sent) * 1000.0
+        self.matched = (frame, body, now)
+        c = self.check
+        c.matched += 1
+        # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
+        # protocol the link speaks (the server relays bodies as they came).
+        protocol = self.protocol
+        model = decode_body(encode_body(body.pose_seq, frame, protocol), 0, protocol)[0]
+        if body != model:
+            c.mismatched += 1
+        if body.delta is not None:
+            c.dyaws.add(round(body.delta.dyaw, 1))
+        if not frame.flags & FLAG_HEAD:
+            if body.head is None:
+                c.lost_reported += 1
+            else:
+                c.lost_stale += 1
+            self._last_error = None
+            return
+        if body.head is None:
+            return
+        err = rotation_error_deg(frame.head.rot, body.head.rot)
+        self._last_error = err
+        c.head_rot_max = max(c.head_rot_max, err)
+        c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
+        if body.physical is not None and model.physical is not None:
+            c.physical_model_pos_max = max(c.physical_model_pos_max, _dist(body.physical.pos, model.physical.pos))
+            c.physical_model_yaw_max = max(
+                c.physical_model_yaw_max, _yaw_diff(receiver_yaw(body.physical.rot), receiver_yaw(model.physical.rot))
+            )
+        if body.physical is not None and stage.valid:
+            c.physical_max = max(c.physical_max, _dist(body.physical.pos, unity_position(stage.position)))
+            c.physical_true_yaw_max = max(
+                c.physical_true_yaw_max,
+                _yaw_diff(receiver_yaw(body.physical.rot), unity_yaw(unity_quat(stage.orientation))),
+            )
+
+    @property
+    def frame(self) -> PoseFrame | None:
+        """The last PoseFrame built; offline, built from the last frame when first read (the mirror,
+        the status line): an offline sink does no work per frame."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            self._build(*pending)
+        return self._frame
+
+    def _build(self, state: RigState, frame: TrackingFrame) -> PoseFrame:
+        start, origin = state.start, state.origin
+        if origin is not self._delta_origin or start is not self._delta_start:
+            # The Δ changes only when the rig moves the origin (a snap, the stick): kept between.
+            self._delta_start, self._delta_origin = start, origin
+            self._delta = xrorigin_delta(start, origin)
+            self._built_from = None
+        parts = (frame.head, frame.right_grip, frame.left_grip)
+        pf = self._frame
+        # The same stage poses under the same origin: the same frame (kept). A still headset gives this
+        # until the policy's 1 s heartbeat, each frame past the rate cap, as an unchanged body.
+        if pf is None or parts != self._built_from:
+            pf = self._frame = pose_frame(state, self.stealth, self._delta)
+            self._built_from = parts
+        return pf
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        link = self.link
+        if link is None:  # offline nothing goes out: the PoseFrame is built when read (`frame`)
+            self._pending = (state, frame)
+            return None
+        last = self._last_send
+        if last is not None and now - last < self._interval:
+            return None  # the policy's own test, on the same `now`: it would refuse this frame
+        pf = self._build(state, frame)
+        sent = link.send(pf, now)
+        if sent is None:
+            return None
+        self._last_send = now
+        nbytes, body_size, t_wire, seq = sent
+        self.body_size = body_size
+        self.meter.add(t_wire, nbytes)
+        sent_frames = self._sent
+        sent_frames[seq] = (pf, frame.head, t_wire)
+        sent_frames.move_to_end(seq)
+        if len(sent_frames) > SENT_HISTORY:
+            sent_frames.popitem(last=False)
+        return t_wire
+
+    def _offline(self) -> None:
+        """Offline: our body as a receiver would decode it, for the frame built last, worked out
+        once when first read. (Linked, the server's broadcast shows it, read at poll.)"""
+        frame = self.frame
+        if self.link is not None or frame is None or frame is self._offline_frame:
+            return
+        self._offline_frame = frame
+        body = encode_body(0, frame, LATEST_PROTOCOL)
+        self._body_size = len(body)
+        seen = self._seen = decode_body(body, 0, LATEST_PROTOCOL)[0]
+        self._last_err = rotation_error_deg(frame.head.rot, seen.head.rot) if seen.head is not None else None
+
+    @property
+    def seen(self) -> PoseBody | None:
+        """Our own body as the far side decodes it (offline: as a receiver would decode it)."""
+        self._offline()
+        return self._seen
+
+    @seen.setter
+    def seen(self, body: PoseBody | None) -> None:
+        self._seen = body
+
+    @property
+    def body_size(self) -> int:
+        """Bytes of the last body sent (offline: of the last frame's, encoded in the latest protocol)."""
+        self._offline()
+        return self._body_size
+
+    @body_size.setter
+    def body_size(self, n: int) -> None:
+        self._body_size = n
+
+    @property
+    def _last_error(self) -> float | None:
+        self._offline()
+        return self._last_err
+
+    @_last_error.setter
+    def _last_error(self, err: float | None) -> None:
+        self._last_err = err
+
+    @property
+    def last_error(self) -> float | None:
+        """Head rotation error of the last pair compared (relayed vs sent; offline: the local round
+        trip), degrees; None without a head."""
+        return self._last_error
+
+    @property
+    def others(self) -> dict[int, PoseBody]:
+        return {} if self.link is None else self.link.others
+
+    def status(self, now: float) -> SinkStatus:
+        hz, bps = self.meter.rates(now)
+        pf = self.frame
+        packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
+        values: dict[str, float] | None = None if pf is None else {"body_bytes": self.body_size, "flags": pf.flags}
+        if pf is not None and values is not None and pf.flags & 0x02 and not self.stealth:
+            packed += f" dyaw {pf.delta.dyaw:.1f}"
+            values["dyaw"] = round(pf.delta.dyaw, 3)
+        detail = ""
+        if pf is not None and not self.stealth and not pf.flags & FLAG_HEAD:
+            detail = "tracking lost: head not valid"
+        if self.link is None:
+            return SinkStatus(
+                self.name,
+                "offline",
+                packed=packed,
+                error_deg=self._last_error,
+                detail=detail or "no server (--netsync HOST)",
+                values=values,
+            )
+        link = self.link
+        others = len(link.others)
+        extra = f"; {others} other{'s' if others != 1 else ''} in the room" if others else ""
+        drops = link.drops
+        if drops:
+            extra += "; " + link.drops_text()
+        # no round trip while the server is silent: the last one is stale (issue 25 item 4)
+        relay = self.relay_ms if link.joined and not link.closed and link.state != "server silent" else None
+        return SinkStatus(
+            self.name,
+            link.state,
+            hz,
+            bps,
+            packed,
+            self._last_error,
+            detail + extra if detail else link.detail + extra,
+            drops=drops,
+            ping_ms=relay,
+            values=values,
+            label="relay",
+            live=link.joined and not link.closed,
+        )
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()

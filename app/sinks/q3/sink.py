@@ -1,0 +1,253 @@
+"""The Quake 3 sink: usercmds with VR head bits, and what the far side makes of them.
+
+Without a server (`host` None) it still computes every usercmd field and the receiver's view,
+so the mirror and the demo show the protocol's quantization on any machine.
+
+The far side is what other players see of us (MODEL: our usercmd through the server's code): the
+head as the server's game decodes the buttons — by the build named in `receiver`, Trinity's QVM
+unless told otherwise — and the view angles and roll as SnapVector leaves them on our entity
+(whole degrees), beside the roll our own playerState carries. The yaw offset is the one the link
+sends: both come from vrhead's float AngleSubtract of the same angles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from headcast.app.run.rig import RigState
+from headcast.app.run.telemetry import RateMeter, SinkStatus
+from headcast.app.sinks.q3.mapping import Q3Intent, RemoteHead, q3_intent
+from headcast.netcode.q3.entities import SnapshotEntities
+from headcast.netcode.q3.vrhead import (
+    DEFAULT_RECEIVER,
+    HEAD_PITCH_CLAMP,
+    HEAD_YAW_CLAMP,
+    VR_BUTTON_MASK,
+    HeadSmoother,
+    Receiver,
+    angle2short,
+    clamp_display,
+    roll_views,
+    snap_angle,
+    unpack_head,
+    view_angle,
+    yaw_offset,
+)
+from headcast.xr.frame import TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.sinks.q3.link import Q3Link
+
+
+@dataclass(frozen=True, slots=True)
+class FarSide:
+    """The last usercmd as the server computes it, in degrees (not display-limited)."""
+
+    receiver: Receiver
+    pitch: float | None  # our entity's angles2[PITCH] (None: no head bits in this usercmd)
+    yaw_offset: float | None  # our entity's angles2[ROLL]: head yaw minus weapon yaw
+    sent_offset: float | None  # the yaw offset packed (float AngleSubtract, clamped ±80)
+    roll_own: float  # our playerState's view roll: SHORT2ANGLE of the roll short
+    roll_others: float  # the roll on our entity, as other players draw it (SnapVector)
+
+
+class Q3Sink:
+    name = "q3"
+    unit = "packets"  # what the summary counts as sent (the handshake's, then one per command tick)
+
+    def __init__(
+        self,
+        *,
+        vr: bool = True,
+        move_speed: float = 2.0,
+        link: Q3Link | None = None,
+        verify: bool = False,
+        receiver: Receiver = DEFAULT_RECEIVER,
+    ) -> None:
+        self.vr = vr
+        self.receiver = receiver  # the build assumed to decode the head bits, until one is seen
+        self.verify = verify  # decode every usercmd's head bits (else: when shown)
+        self.move_speed = move_speed
+        self.link = link  # a connected Q3Link, or None = offline
+        self.poll = None if link is None else link.poll  # the link's own: no call in between
+        self.meter = RateMeter()
+        self.smoother = HeadSmoother()
+        self.intent: Q3Intent | None = None
+        self.far_head_smoothed: tuple[float, float, float] | None = None
+        self.lost_frames = 0  # usercmds built while the head was not tracked
+        self.lost_cleared = 0  # ...of which carried no head bits
+        self._fresh = False  # whether send() built an intent this frame
+        self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
+        self._quant_max = 0.0
+
+    @property
+    def head_bits_on_wire(self) -> bool:
+        """Whether the link carries 32-bit buttons (a VR server and vr=1); offline: what we would send."""
+        return self.vr if self.link is None else self.link.head_bits
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        # Connected, a usercmd is built only at the client's command tick: between ticks the
+        # intent would be overwritten unsent (and observe() has nothing new to decode).
+        link = self.link
+        if link is not None and now < link.due_at:
+            self._fresh = False
+            return None
+        self._fresh = True
+        intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
+        self.intent = intent
+        if link is None:
+            return None
+        sent = link.send(intent, now)
+        if sent is None:
+            return None
+        nbytes, t_wire = sent
+        self.meter.add(t_wire, nbytes)
+        return t_wire
+
+    def observe(self, now: float) -> None:
+        """After every sink has sent: count usercmds built without a head and whether they
+        carried head bits. The far side's decode waits until something shows it (`far_head`),
+        unless every usercmd is to be verified."""
+        intent = self.intent
+        if not self._fresh or intent is None:  # (send() built one when fresh)
+            return
+        if intent.head is None:
+            self.lost_frames += 1
+            if not intent.buttons & VR_BUTTON_MASK:
+                self.lost_cleared += 1
+        if self.verify:
+            self._decode()
+
+    @property
+    def far_head(self) -> RemoteHead | None:
+        """The head other players draw from the last usercmd: the server's decode of the 32-bit
+        buttons, the roll on our entity (whole degrees), the cgame's display limits (None: lost or
+        --no-vr). On a 16-bit link it never reaches the server: the mirror labels it hypothetical."""
+        return self._decode()[1]
+
+    @property
+    def far_side(self) -> FarSide | None:
+        """The last usercmd's far side, unrounded for display (the HUD's numbers)."""
+        return self._decode()[0]
+
+    @property
+    def head_quant_max(self) -> float:
+        """Worst 7-bit head error (sent, clamped, vs decoded) over the usercmds decoded so far, degrees."""
+        self._decode()  # the latest usercmd counts too
+        return self._quant_max
+
+    def _decode(self) -> tuple[FarSide | None, RemoteHead | None]:
+        """Decode the last usercmd once, when first asked for (the mirror each drawn frame, the demo
+        at the end): without a window no per-usercmd decoding work."""
+        intent = self.intent
+        if intent is None:
+            return None, None
+        receiver = self.model_receiver
+        known = self._far[1]
+        if self._far[0] is not intent or known is None or known.receiver is not receiver:
+            buttons = intent.buttons
+            own, others = roll_views(intent.roll_short)
+            head = unpack_head(buttons, receiver)
+            tracked = intent.head  # (head bits only with a tracked head: Q3Intent.buttons)
+            if head is None or tracked is None:
+                far, seen = FarSide(receiver, None, None, None, own, others), None
+            else:
+                sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(tracked[1], intent.angles[1])))
+                far = FarSide(receiver, head[0], head[1], sent, own, others)
+                seen = RemoteHead(*clamp_display(head[0], head[1], others))
+                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, tracked[0]))
+                self._quant_max = max(self._quant_max, abs(pitch - head[0]), abs(sent - head[1]))
+            self._far = (intent, far, seen)
+        return self._far[1], self._far[2]
+
+    def smooth(self, now: float) -> tuple[float, float, float] | None:
+        """Step the receiver's EMA towards the latest decoded head, as a VR client does once per
+        rendered frame: called by whoever draws it (the mirror), not per usercmd."""
+        h = self.far_head
+        if h is None:
+            self.smoother.reset()
+            self.far_head_smoothed = None
+        else:
+            self.far_head_smoothed = self.smoother.update(now, h.pitch, h.yaw_offset, h.roll)
+        return self.far_head_smoothed
+
+    def server_view(self) -> tuple[float, float, float] | None:
+        """The server's own view of us (playerState viewangles), once in game."""
+        return None if self.link is None else self.link.view_angles
+
+    def others_view(self) -> tuple[float, float, float]:
+        """Our view (weapon) angles as other players see them on our entity: SnapVector's whole
+        degrees of the server's view (offline: of the view the last usercmd asks for)."""
+        view = self.server_view()
+        if view is None:
+            intent = self.intent
+            if intent is None:
+                view = (0.0, 0.0, 0.0)
+            else:
+                p, y, r = intent.angles
+                view = (view_angle(angle2short(p)), view_angle(angle2short(y)), view_angle(angle2short(r)))
+        return snap_angle(view[0]), snap_angle(view[1]), snap_angle(view[2])
+
+    @property
+    def receiver_seen(self) -> tuple[Receiver, str] | None:
+        """The build the server's game is, betrayed by another VR player's relayed head angles
+        (38 of the 128 decoded values differ between a QVM and a native build), and on whom."""
+        ents = self.others
+        if ents is not None:
+            for p in ents.players:
+                if p.head is not None and p.head.decoded_by is not None:
+                    return p.head.decoded_by, p.name
+        return None
+
+    @property
+    def model_receiver(self) -> Receiver:
+        """The build whose decode the far side models: the one seen on the server, else `receiver`."""
+        seen = self.receiver_seen
+        return self.receiver if seen is None else seen[0]
+
+    @property
+    def others(self) -> SnapshotEntities | None:
+        """The other players in the server's latest snapshot (RELAYED), None offline or before one."""
+        return None if self.link is None else self.link.client.core.entities
+
+    def status(self, now: float) -> SinkStatus:
+        hz, bps = self.meter.rates(now)
+        i = self.intent
+        packed = ""
+        values = None
+        if i is not None:
+            # The wire's roll short (unsigned) and what it means: 62842 reads as -15.0°.
+            roll_deg = (i.roll_short - 65536 if i.roll_short >= 32768 else i.roll_short) * 360 / 65536
+            roll = f"roll {i.roll_short} ({roll_deg:+.1f}°)"
+            wide = self.head_bits_on_wire
+            buttons = i.buttons if wide else i.buttons & 0xFFF
+            packed = (
+                f"buttons {buttons:#010x} {roll}" if wide else f"buttons {buttons:#06x} (16-bit, no head bits) {roll}"
+            )
+            values = {"buttons": buttons, "head_bits": wide, "roll_short": i.roll_short, "roll_deg": round(roll_deg, 3)}
+        error = None if self.link is None else self.link.last_error
+        detail = "tracking lost: head bits cleared" if i is not None and i.head is None else ""
+        if self.link is None:
+            return SinkStatus(
+                self.name, "offline", packed=packed, detail=detail or "no server (--q3 HOST)", values=values
+            )
+        # the link's own words (a refusal, a retry) come first; tracking loss is added, not swapped in
+        detail = "; ".join(d for d in (self.link.detail, detail) if d)
+        return SinkStatus(
+            self.name,
+            self.link.state,
+            hz,
+            bps,
+            packed,
+            error,
+            detail,
+            drops=self.link.drops or None,
+            ping_ms=self.link.ping_ms,
+            values=values,
+            live=self.link.state == "in game",
+        )
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()

@@ -1,0 +1,1 @@
+"""Sauerbraten: the N_POS mapping, the live link and the sink."""

@@ -1,0 +1,113 @@
+"""Rig state → the Sauerbraten player: where the VR player stands in the game's world and what its
+N_POS says (cube units, whole-degree angles, move/strafe bits, a speed the server accepts).
+
+Axes: Sauerbraten is x right, y forward, z up, in cube units; from OpenXR (x, y, z)_sauer =
+(x, −z, y)_xr · 8 (a player's eye is 14 units above its feet: 1.75 m). yaw = Quake yaw (0 faces
++y, growing to the left), pitch = −Quake pitch (up is positive), roll = Quake roll.
+
+The world. The server's spawn state carries no position: the game picks its spawn point from the
+map file, on the client. So the spawn point is configured (`sauer.spawn`, where the feet stand,
+and `sauer.spawn_yaw`), and at every spawn (the first, after a death, after a map change) the
+head's place on the floor and its heading are anchored there: walking — in the room or with the
+stick — moves the player away from the spawn point, turning turns it about that point. The eye is
+14 units above the spawn floor while the head is at its standing height (`sauer.eye_height`, or 0:
+the head's height at the spawn) and rises with the head above it, never sinks below it: the game
+draws the feet 14 units under the eye, so a crouch would put the model into the floor.
+
+Velocity: the locomotion's (the stick's), capped at 179 units/s — the server kicks a player whose
+speed rebuilt from the record stays ≥ 180 horizontally or vertically for 3 s. Head motion, snap
+turns and re-localisation jumps move the position only: the server accepts any jump. move/strafe
+(the walking animation others see) come from the locomotion's direction relative to the head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from headcast.app.run.rig import RigState
+from headcast.netcode.pose import quake_angles
+from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, PHYS_FLOOR, Pose
+
+UNITS_PER_METRE = 8.0
+# A locomotion component within 67.5° of the head's forward (or left) axis sets move (or strafe):
+# diagonal stick moves set both, as two keys held in the game.
+MOVE_SHARE = math.sin(math.radians(22.5))
+DEFAULT_SPAWN = (512.0, 512.0, 512.0)
+
+
+@dataclass(frozen=True, slots=True)
+class SauerWorld:
+    spawn: tuple[float, float, float] = DEFAULT_SPAWN  # feet, cube units
+    spawn_yaw: float = 0.0  # degrees, the game's yaw
+    eye_height: float = 0.0  # metres; 0 = the head's height at each spawn
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Where the spawn point was put in the rig's world: the head's floor point (OpenXR world
+    metres), the turn from the rig's yaw to the game's (degrees) and the standing head height."""
+
+    x: float
+    z: float
+    turn: float
+    standing: float
+
+
+@dataclass(frozen=True, slots=True)
+class GamePose:
+    pose: Pose
+    speed: float  # the locomotion's speed before the cap, units/s
+    capped: bool
+
+
+def anchor_at(state: RigState, world: SauerWorld) -> Anchor | None:
+    """The anchor for a spawn now: None while the head is not tracked (anchor at the next frame)."""
+    head = state.head
+    if not head.valid:
+        return None
+    x, y, z = head.position
+    yaw = quake_angles(head.orientation)[1]
+    return Anchor(x, z, world.spawn_yaw - yaw, world.eye_height or y)
+
+
+def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | None:
+    """This frame's player in the game's world; None while the head is not tracked."""
+    head = state.head
+    if not head.valid:
+        return None
+    u = UNITS_PER_METRE
+    x, y, z = head.position
+    pitch, yaw, roll = quake_angles(head.orientation)
+    t = math.radians(anchor.turn)
+    c, s = math.cos(t), math.sin(t)
+    dx, dy = (x - anchor.x) * u, (anchor.z - z) * u
+    sx, sy, sz = world.spawn
+    eye = (sx + dx * c - dy * s, sy + dx * s + dy * c, sz + EYEHEIGHT + max(0.0, y - anchor.standing) * u)
+    game_yaw = yaw + anchor.turn
+    mx, mz = state.move_world
+    wx, wy = mx * u, -mz * u
+    vx, vy = wx * c - wy * s, wx * s + wy * c
+    speed = math.hypot(vx, vy)
+    capped = speed > MAX_SAFE_SPEED
+    if capped:
+        k = MAX_SAFE_SPEED / speed
+        vx, vy = vx * k, vy * k
+    move = strafe = 0
+    if speed > 0.0:
+        yr = math.radians(game_yaw)
+        fwd = (-vx * math.sin(yr) + vy * math.cos(yr)) / math.hypot(vx, vy)  # · (−sin, cos)
+        left = (-vx * math.cos(yr) - vy * math.sin(yr)) / math.hypot(vx, vy)  # · (−cos, −sin)
+        move = 1 if fwd > MOVE_SHARE else -1 if fwd < -MOVE_SHARE else 0
+        strafe = 1 if left > MOVE_SHARE else -1 if left < -MOVE_SHARE else 0
+    pose = Pose(
+        eye=eye,
+        yaw=game_yaw,
+        pitch=-pitch,
+        roll=roll,
+        vel=(vx, vy, 0.0),
+        move=move,
+        strafe=strafe,
+        physstate=PHYS_FLOOR,
+    )
+    return GamePose(pose, speed, capped)

@@ -1,0 +1,261 @@
+"""The Sauerbraten sink: the VR player as a Cube 2 player (N_POS at 30 Hz), and the players around it.
+
+The mapping to the game's world is app/sinks/sauer/mapping.py. With a server (`link`, app/sinks/sauer/link.py) the
+record goes out at the game's rate with the client number and lifesequence of the current spawn,
+and the world is re-anchored at every spawn (the first, after a death, after a map change). The
+far side: our record as a receiving game decodes it (the server relays it byte for byte), and the
+other players as the server relayed them (`others`). Without a server the record is built the same
+way (cn 0, first life) only when something shows it (status, demo, mirror).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from headcast.app.run.rig import RigState
+from headcast.app.run.telemetry import RateMeter, SinkStatus
+from headcast.app.sinks.sauer.mapping import Anchor, GamePose, SauerWorld, anchor_at, game_pose
+from headcast.netcode.pose import angle_subtract
+from headcast.netcode.sauer.npos import NPos, encode_npos, make_npos
+from headcast.xr.frame import TrackingFrame
+
+if TYPE_CHECKING:
+    from headcast.app.sinks.sauer.link import SauerLink, SauerWatcher
+
+SEND_RATE = 30.0  # the game sends N_POS at most 30 times a second (docs/protocols/sauerbraten.md#connect)
+CAP_SHOWN_FOR = 1.0  # s the status keeps saying the speed cap bit
+SENT_HISTORY = 64
+
+
+def npos_for(gp: GamePose | None, cn: int = 0, lifesequence: int = 0) -> NPos | None:
+    """The record a game pose gives (what SauerClientCore sends for it); None: nothing to send
+    (tracking lost, or a place outside the game's 24-bit world)."""
+    if gp is None:
+        return None
+    p = gp.pose
+    try:
+        return make_npos(
+            cn,
+            eye=p.eye,
+            yaw=p.yaw,
+            pitch=p.pitch,
+            roll=p.roll,
+            vel=p.vel,
+            physstate=p.physstate,
+            lifesequence=lifesequence,
+            move=p.move,
+            strafe=p.strafe,
+        )
+    except ValueError:
+        return None
+
+
+@dataclass
+class SauerCheck:
+    """For the demo's verification: what went out, and what a receiver makes of it."""
+
+    records: int = 0
+    angle_err_max: float = 0.0  # degrees: the record's whole degrees vs the angles sent
+    capped: int = 0  # records whose speed the cap lowered
+    speed_max: float = 0.0  # units/s asked by the locomotion, before the cap
+    spawns: int = 0
+    relayed: int = 0  # records a second client saw that match one we sent (demo, tests)
+    relayed_other: int = 0  # records of ours a second client saw that we did not send
+
+
+def angle_error(gp: GamePose, rec: NPos) -> float:
+    """The largest of yaw, pitch and roll error between the angles and the record's decode."""
+    p = gp.pose
+    return max(abs(angle_subtract(p.yaw, rec.yaw)), abs(p.pitch - rec.pitch), abs(p.roll - rec.roll_deg))
+
+
+class SauerSink:
+    name = "sauer"
+    unit = "positions"  # what the summary counts as sent
+
+    def __init__(
+        self, *, world: SauerWorld = SauerWorld(), link: SauerLink | None = None, watcher: SauerWatcher | None = None
+    ) -> None:
+        self.world = world
+        self.link = link  # a SauerLink, or None = offline
+        self.watcher = watcher  # a SauerWatcher on the same server (the demo), or None
+        self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
+        self.observe = None
+        self.meter = RateMeter()
+        self.check = SauerCheck()
+        self.anchor: Anchor | None = None
+        self.game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
+        self.sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
+        self.relay_ms: float | None = None  # our last record's way to the watcher, through the server
+        self._spawns_anchored = 0
+        self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
+        self._capped_speed = 0.0
+        self._tracked = True  # the head was tracked at the last send()
+        self._next = 0.0  # offline: when the next state is taken
+        self._state: RigState | None = None  # offline: the state taken
+        self._built: tuple[RigState | None, NPos | None] = (None, None)
+        self.last_relayed: NPos | None = None  # our last record as the watcher received it
+
+    # --- the record -------------------------------------------------------------------------
+
+    @property
+    def record(self) -> NPos | None:
+        """Our last record: sent (linked), or the one the last state taken gives (offline)."""
+        if self.link is not None:
+            return self.link.core.last_record if self.link.joined else None
+        if self._built[0] is not self._state:
+            gp = None
+            if self._state is not None:
+                if self.anchor is None:
+                    self.anchor = anchor_at(self._state, self.world)
+                if self.anchor is not None:
+                    gp = game_pose(self._state, self.world, self.anchor)
+            self.game = gp
+            self._built = (self._state, npos_for(gp))
+        return self._built[1]
+
+    @property
+    def data(self) -> bytes:
+        rec = self.record
+        return b"" if rec is None else encode_npos(rec)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def seen(self) -> NPos | None:
+        """Our record as a receiving game decodes it (relayed byte for byte: the record itself)."""
+        return self.record
+
+    @property
+    def others(self) -> dict:
+        return {} if self.link is None else self.link.others
+
+    # --- per frame --------------------------------------------------------------------------
+
+    def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
+        head = frame.head  # the stage pose: as valid as the world one, and no world pose built
+        self._tracked = head.position_valid and head.orientation_valid
+        link = self.link
+        if link is None:
+            self._take_offline(state, frame, now)
+            return None
+        if link.spawns != self._spawns_anchored:
+            anchor = anchor_at(state, self.world)
+            if anchor is not None:  # lost tracking: anchored at the first tracked frame
+                self.anchor, self._spawns_anchored = anchor, link.spawns
+                self.check.spawns = link.spawns
+        due = link.position_due_at
+        if due is None or now < due:
+            return None
+        gp = None if self.anchor is None else game_pose(state, self.world, self.anchor)
+        self.game = gp
+        link.set_pose(None if gp is None else gp.pose)
+        sent = link.send(now)
+        if sent is None:
+            return None
+        nbytes, t_wire = sent
+        self.meter.add(t_wire, nbytes)
+        rec = link.core.last_record
+        if gp is not None and rec is not None:
+            self._count(gp, rec, t_wire)
+        return t_wire
+
+    def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
+        c = self.check
+        c.records += 1
+        self.sent.append((rec, now))
+        c.angle_err_max = max(c.angle_err_max, angle_error(gp, rec))
+        c.speed_max = max(c.speed_max, gp.speed)
+        if gp.capped:
+            c.capped += 1
+            self._capped_at, self._capped_speed = now, gp.speed
+
+    def _take_offline(self, state: RigState, frame: TrackingFrame, now: float) -> None:
+        if now < self._next and self._tracked:  # a loss is taken at once
+            return None
+        self._next = now + 1.0 / SEND_RATE
+        self._state = state
+        return None
+
+    def _poll_watched(self, now: float) -> None:
+        link, watcher = self.link, self.watcher
+        assert link is not None and watcher is not None  # the poll of a linked sink with a watcher
+        link.poll(now)
+        watcher.poll(now)
+        if link.live:
+            rec = watcher.new_record_of(link.core.cn)
+            if rec is not None:
+                self.relayed(rec, now)
+
+    def relayed(self, rec: NPos, now: float | None = None) -> bool:
+        """Count a record of ours as a second client received it (at `now`: its way through the
+        server is timed from the last send of that record): True when it is one we sent."""
+        # the latest send of these bytes (a still player repeats a record)
+        t_sent = next((t for sent, t in reversed(self.sent) if sent == rec), None)
+        ok = t_sent is not None
+        self.last_relayed = rec
+        if t_sent is not None:
+            if now is not None:
+                self.relay_ms = (now - t_sent) * 1000.0
+            self.check.relayed += 1
+        else:
+            self.check.relayed_other += 1
+        return ok
+
+    # --- what is shown ----------------------------------------------------------------------
+
+    def status(self, now: float) -> SinkStatus:
+        rec = self.record
+        gp = self.game
+        packed, values, err = "", None, None
+        if rec is not None:
+            packed = f"N_POS {len(encode_npos(rec))} B yaw {rec.yaw} pitch {rec.pitch} roll {rec.roll_deg}"
+            values = {
+                "npos_bytes": len(encode_npos(rec)),
+                "yaw": rec.yaw,
+                "pitch": rec.pitch,
+                "roll_deg": rec.roll_deg,
+                "vel": rec.vel,
+                "move": rec.move,
+                "strafe": rec.strafe,
+                "lifebit": rec.lifebit,
+            }
+            if gp is not None:
+                err = angle_error(gp, rec)
+        notes = []
+        if not self._tracked or (self.link is None and rec is None):
+            notes.append("tracking lost: no position record")
+        if self._capped_at is not None and now - self._capped_at < CAP_SHOWN_FOR:
+            notes.append(f"speed capped: {self._capped_speed:.0f} → 179 units/s (the server kicks at 180)")
+        link = self.link
+        if link is None:
+            detail = "; ".join(notes) or "computed only (no server: --sauer HOST)"
+            return SinkStatus(self.name, "offline", packed=packed, error_deg=err, detail=detail, values=values)
+        hz, bps = self.meter.rates(now)
+        others = sum(1 for p in link.others.values() if p.record is not None)
+        tail = f"; {others} other player{'s' if others != 1 else ''} seen" if others else ""
+        drops = link.drops
+        detail = "; ".join(notes + [link.detail]) + tail
+        return SinkStatus(
+            self.name,
+            link.state,
+            hz,
+            bps,
+            packed,
+            err,
+            detail,
+            drops=drops or None,
+            ping_ms=link.ping_ms,
+            values=values,
+            live=link.live,
+        )
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+        if self.watcher is not None:
+            self.watcher.close()
