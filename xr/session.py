@@ -166,9 +166,10 @@ def _states_format() -> struct.Struct:
 _STATES = _states_format()
 
 # One XrSpaceLocation as (flags, qx, qy, qz, qw, px, py, pz): XrPosef is orientation, then position.
+_LOC_FLAGS_AT = xr.SpaceLocation.pose.offset - ctypes.sizeof(ctypes.c_uint64)  # locationFlags (XrFlags64), then pose
 _LOC_FMT = (
-    f"{xr.SpaceLocation._location_flags.offset}xQ"
-    f"{xr.SpaceLocation.pose.offset - xr.SpaceLocation._location_flags.offset - 8}x7f"
+    f"{_LOC_FLAGS_AT}xQ"
+    f"{xr.SpaceLocation.pose.offset - _LOC_FLAGS_AT - 8}x7f"
     f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x"
 )
 _LOCATION = struct.Struct("<" + _LOC_FMT)  # iter_unpack over the five: one tuple per space
@@ -928,7 +929,7 @@ class XRSession:
                 # The XrTime the state changed at, just now: the clock a headless session without
                 # XR_KHR_convert_timespec_time locates by (late by the event's delivery).
                 self._time_offset = changed.time - CLOCK_NS()
-            self._on_state(xr.SessionState(changed._state))
+            self._on_state(xr.SessionState(changed.state))
         elif kind == _EV_PROFILE:
             self._read_profiles()
         elif kind == _EV_REFRESH:

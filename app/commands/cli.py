@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import math
 import os
 import re
 import sys
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
+from headcast.app.commands.args import path, room_id, seconds
 from headcast.app.errors import AppError, one_line
 from headcast.app.run import stop  # standard library only: cheap
 
@@ -71,7 +71,17 @@ Sauerbraten server another than 260).
 
 class _Parser(argparse.ArgumentParser):
     """argparse with docs/guide/config.md's promise kept: a bad flag is one line on stderr and exit 2
-    (the usage block is --help's job)."""
+    (the usage block is --help's job). It keeps its commands' parsers for "did you mean"
+    (argparse keeps them only in private fields)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        action = super().add_subparsers(**kwargs)
+        self.commands = action.choices  # the same dict argparse fills as commands are added
+        return action
 
     def error(self, message: str) -> NoReturn:
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
@@ -89,10 +99,10 @@ def _unknown_flags_error(parser: argparse.ArgumentParser, args: argparse.Namespa
     names = [args.command] + ([args.kind] if getattr(args, "kind", None) else [])
     sub = parser
     for name in names:  # the parser of the command given (probe q3 is a command of probe)
-        action = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
-        sub = action.choices[name]
+        assert isinstance(sub, _Parser)
+        sub = sub.commands[name]
     command = sub.prog
-    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+    flags = sorted(set(re.findall(r"(?<![\w-])--[a-z][\w-]*", sub.format_help())))  # what its --help lists
     hints = []
     for extra in extras:
         flag = extra.split("=", 1)[0]
@@ -106,45 +116,6 @@ def _unknown_flags_error(parser: argparse.ArgumentParser, args: argparse.Namespa
             hints.append(f"did you mean {close[0]}?")
     text = f"unrecognized arguments: {' '.join(extras)}" + ("; " + "; ".join(hints) if hints else "")
     return f"headcast: error: {one_line(text)} (`{command} --help` lists the options)"
-
-
-def positive(unit: str) -> Callable[[str], float]:
-    """An argparse type: a finite number of `unit` more than 0 (NaN and -1 would never or at once end)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid number of {unit}: {text!r}") from None
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"{text}: must be a finite number of {unit} more than 0")
-        return value
-
-    return parse
-
-
-seconds = positive("seconds")  # a --timeout
-
-
-def room_id(text: str) -> str:
-    """A NetSync room id the room broadcast can carry (at most 255 bytes of UTF-8)."""
-    from headcast.netcode.netsync.codec import PoseEncodeError, id_bytes
-
-    try:
-        id_bytes(text, "the NetSync room id")
-    except PoseEncodeError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def path(text: str) -> str:
-    """A file name the system can take (NAME_MAX, PATH_MAX, no NUL): checked before any stat."""
-    from headcast.app.run.config import path_problem
-
-    problem = path_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}{'…' if len(text) > 40 else ''} {problem}")
-    return text
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -305,14 +276,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-q3", action="store_true", help="skip the local Quake 3 server")
     p.add_argument("--no-sauer", action="store_true", help="skip the local Sauerbraten server")
     p.add_argument("--no-netsync", action="store_true", help="skip the local NetSync server")
-    p.add_argument(
-        "--netsync-server",
-        metavar="VERSION",
-        choices=_netsync_releases(),
-        help=f"the styly-netsync-server release to run (default: the current one, "
-        f"{_netsync_current()}, protocol 8; one per protocol: {', '.join(_netsync_releases())}; "
-        "an older one is installed into build/netsync/ on first use)",
-    )
+    if command in (None, "demo"):  # start-up: the release table (shutil, subprocess...) only for `demo`
+        p.add_argument(
+            "--netsync-server",
+            metavar="VERSION",
+            choices=_netsync_releases(),
+            help=f"the styly-netsync-server release to run (default: the current one, "
+            f"{_netsync_current()}, protocol 8; one per protocol: {', '.join(_netsync_releases())}; "
+            "an older one is installed into build/netsync/ on first use)",
+        )
     p.add_argument(
         "--synthetic", action="store_true", help="compute frames in Python instead of loading the mock OpenXR runtime"
     )
@@ -417,37 +389,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     _add_common(p)
     return parser
-
-
-def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, str], Any]:
-    """The config keys the flags of `run`/`replay` set (None = not given)."""
-    g = lambda name: getattr(args, name, None)  # noqa: E731 - tiny accessor
-    return {
-        ("xr", "mock"): g("mock"),
-        ("xr", "headless_rate"): g("headless_rate"),
-        ("q3", "host"): g("q3"),
-        ("q3", "vr"): g("vr"),
-        ("q3", "name"): g("name"),
-        ("q3", "pk3"): g("pk3"),
-        ("q3", "password"): g("password"),
-        ("q3", "protocol"): g("q3_protocol"),
-        ("netsync", "host"): g("netsync"),
-        ("netsync", "room"): g("room"),
-        ("netsync", "device_id"): g("device_id"),
-        ("netsync", "send_rate"): g("send_rate"),
-        ("netsync", "stealth"): g("stealth"),
-        ("netsync", "protocol"): g("netsync_protocol"),
-        ("netsync", "transform_port"): g("netsync_transform_port"),
-        ("sauer", "host"): g("sauer"),
-        ("sauer", "password"): g("sauer_password"),
-        ("rig", "move_speed"): g("move_speed"),
-        ("rig", "turn"): g("turn"),
-        ("rig", "snap_angle"): g("snap_angle"),
-        ("mirror", "enabled"): g("mirror"),
-        ("run", "duration"): g("duration"),
-        ("run", "record"): g("record"),
-        ("run", "require_all"): g("require_all"),
-    }
 
 
 def _lenient_stdout() -> None:

@@ -496,7 +496,7 @@ def _check_config(args: argparse.Namespace) -> None:
         )
     except config_mod.ConfigError as e:
         raise UsageError(str(e)) from None
-    if commands._mirror_setting(cfg) == "true":  # asked for: no usable display is the error, before any server
+    if commands.mirror_setting(cfg) == "true":  # asked for: no usable display is the error, before any server
         problem = _display_problem()
         if problem is not None:
             where = cfg.sources[("mirror", "enabled")]

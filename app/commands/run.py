@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from headcast.app.commands.args import flag_overrides
 from headcast.app.errors import AppError, UsageError
 from headcast.app.run import config as config_mod
 from headcast.app.run.console import Console, mode_for
@@ -25,8 +26,6 @@ from headcast.xr.frame import TrackingFrame
 
 
 def load_config(args: argparse.Namespace, flags: dict | None = None) -> config_mod.Config:
-    from headcast.app.commands.cli import flag_overrides
-
     try:
         return config_mod.load(
             Path(args.config) if getattr(args, "config", None) else None,
@@ -193,7 +192,7 @@ def sauer_sink(cfg: config_mod.Config, clock: Callable[[], float], verify: bool 
     return SauerSink(world=world, link=link, watcher=watcher)
 
 
-def _mirror_setting(cfg: config_mod.Config) -> str:
+def mirror_setting(cfg: config_mod.Config) -> str:
     v = str(cfg[("mirror", "enabled")]).lower()
     if v in ("auto", ""):
         return "auto"
@@ -205,7 +204,7 @@ def _mirror_setting(cfg: config_mod.Config) -> str:
 
 
 def want_mirror(cfg: config_mod.Config) -> bool:
-    v = _mirror_setting(cfg)
+    v = mirror_setting(cfg)
     if v != "auto":
         return v == "true"  # start-up: --no-mirror never imports the mirror
     from headcast.app.mirror.window import display_available
@@ -225,7 +224,7 @@ def open_mirror(cfg: config_mod.Config):
     try:
         return MirrorWindow(m["width"], m["height"], m["plot_seconds"])
     except MirrorError as e:
-        if _mirror_setting(cfg) == "true":
+        if mirror_setting(cfg) == "true":
             where = cfg.sources[("mirror", "enabled")]
             where = "--mirror" if where.startswith("--mirror") else where
             raise AppError(f"no mirror window: {e} ({where} asks for one; --no-mirror runs without)") from None

@@ -19,6 +19,7 @@ from headcast.app.mirror import view as mv
 from headcast.app.mirror.labels import Rect, Want, place, plain_name, q3_color_runs
 from headcast.app.mirror.ui import UiText, rgba, u32
 from headcast.app.sinks import farside as fs
+from headcast.app.sinks.q3.farside import RECEIVER_PLAIN
 from headcast.netcode.netsync.model import FLAG_HEAD, FLAG_LEFT, FLAG_PHYSICAL, FLAG_RIGHT
 from headcast.netcode.q3.vrhead import RECEIVER_NAMES
 
@@ -372,7 +373,7 @@ def q3_lines(q3) -> list[tuple[str, int, str]]:
     far = q3.far_side
     if far is not None:
         precise = RECEIVER_NAMES[far.receiver]
-        who = fs.RECEIVER_PLAIN[far.receiver]
+        who = RECEIVER_PLAIN[far.receiver]
         seen = q3.receiver_seen
         if seen is not None:  # another VR player's relayed head told which build the server runs
             who += f", as seen on {plain_name(seen[1]) or 'another player'}"

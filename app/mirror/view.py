@@ -190,7 +190,7 @@ def room_title(sink, members: list[Member]) -> str:
     n = len(members)
     if sink.name == "q3":
         link = sink.link
-        total = None if link is None else link.client.core.player_count
+        total = None if link is None else link.player_count
         if total is not None and total >= n:
             return f"{title} · {n} of {total} in view"
         return f"{title} · {n} in view"

@@ -12,19 +12,8 @@ far side sees, and the source of the second:
   watching client (the server relays it to the others only).
 - OFFLINE: no server; our bytes encoded and decoded here.
 
-Quake 3 has two views: `q3` (the usercmd's view angles and roll, which every server runs and
-echoes in our playerState: RELAYED — on a vanilla server that is the whole of what it carries of
-the head: the roll) and `q3.head` (the VR head bits: RELAYED once a VR server's game has echoed its
-decode in our playerState — EF_VR_PLAYER, stats 7/8 — else MODEL: not sent to a vanilla server, or
-sent and not echoed; OFFLINE without a server).
-
-Transients are named, not reported as error. The one seen at every Quake 3 join: the server's
-first in-game snapshot carries the spawn point's view angles (ClientSpawn sets the view and
-`delta_angles`; its playerState's commandTime is the spawn's, not one of our usercmds), so the
-seen yaw sits at the spawn yaw — ±90–180° off what we aim — until the next snapshot shows the
-first usercmd built against the new delta_angles (one snapshot, 50–100 ms). A respawn or a
-teleport does the same (delta_angles move under a usercmd already sent). Such samples are marked
-`transient` and left out of the error readout, as the link's own check already leaves them out.
+Each protocol's views, sources and words are in its own folder (app/sinks/<protocol>/farside.py, a
+`FarSideModel`); this module holds the records, the plain-words registry and the tracker.
 
 Angles are degrees in the Quake sense for every sink (pitch + down, yaw + left in (−180, 180],
 roll + when the right side dips); positions are metres in the world named by the sample's `frame`.
@@ -34,44 +23,24 @@ numpy rings; `pause()` freezes a copy for the reader while recording goes on.
 
 from __future__ import annotations
 
+import importlib
 import math
-from collections import OrderedDict
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Protocol
 
 import numpy as np
 
 from headcast.app.run.telemetry import Ring
-from headcast.app.sinks.sauer.sink import angle_error
-from headcast.netcode.netsync.model import FLAG_HEAD
-from headcast.netcode.pose import quake_angles
-from headcast.netcode.q3.vrhead import (
-    EF_VR_PLAYER,
-    HEAD_PITCH_CLAMP,
-    HEAD_YAW_CLAMP,
-    RECEIVER_NAMES,
-    angle2short,
-    deg_from_stat,
-    view_angle,
-    yaw_offset,
-)
 
 if TYPE_CHECKING:  # the contract the sinks and links fit (app/sinks/contract.py)
-    from headcast.app.sinks.contract import AnyFarSink, FarSink, NetSyncFarSink, Q3FarLink, Q3FarSink, SauerFarSink
-    from headcast.app.sinks.q3.mapping import Q3Intent
+    from headcast.app.sinks.contract import AnyFarSink, FarSink
 
 NAN = float("nan")
 MAX_RATE = 160.0  # frames per second the rings are sized for (90–144 Hz headsets)
 LINK_PERIOD = 0.1  # seconds between samples of rates and round trips (a status figure)
-CMD_HISTORY = 256  # Q3 usercmds remembered for matching a snapshot's commandTime (4 s at 60/s)
-VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; docs/protocols/quake3.md#vr-head)
 
-# Names of the frames samples are in (positions; the angle sense is the same everywhere).
-Q3_FRAME = "quake 3 view (angles only: the usercmd carries no position)"
-UNITY_FRAME = "netsync room (OpenXR axes, metres)"
-SAUER_FRAME = "sauerbraten world (metres = cube units / 8)"
+# The frame samples are in when no protocol names its own (the angle sense is the same everywhere).
 XR_FRAME = "rig world (OpenXR axes, metres)"
-SAUER_UNITS_PER_METRE = 8.0
 
 # Transients (FarSideView.transient)
 JOINING = "joining"
@@ -81,8 +50,6 @@ DISCONNECTED = "disconnected"
 DEAD = "dead"
 SERVER_SILENT = "server silent"
 INTERMISSION = "intermission"
-# playerState pm_type (bg_public.h) under which the server's view does not follow the usercmd
-_FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DEAD, PM_FREEZE, PM_(SP)INTERMISSION
 
 
 # Plain words first: each view's `why` and each error `basis` is said in words a user reads; the
@@ -91,7 +58,7 @@ _FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DE
 DETAILS: dict[str, str] = {}
 
 
-def _plain(text: str, detail: str) -> str:
+def plain(text: str, detail: str) -> str:
     """`text`, with `detail` registered as its precise term."""
     DETAILS[text] = detail
     return text
@@ -106,10 +73,6 @@ def why_with_detail(text: str) -> str:
     """The plain words, then the precise term in parentheses (the summary, --json)."""
     d = DETAILS.get(text)
     return f"{text} ({d})" if d else text
-
-
-# Plain names of the Q3 head decode's builds (vrhead.RECEIVER_NAMES are the precise ones)
-RECEIVER_PLAIN = {name: ("Trinity" if "Trinity" in text else "native build") for name, text in RECEIVER_NAMES.items()}
 
 
 class Source(Enum):
@@ -193,74 +156,55 @@ def wrap180(a: float) -> float:
     return math.remainder(a, 360.0)
 
 
-def _angle_err(a: HeadSample, b: HeadSample) -> float:
+def angle_err(a: HeadSample, b: HeadSample) -> float:
     return max(abs(a.pitch - b.pitch), abs(wrap180(a.yaw - b.yaw)), abs(wrap180(a.roll - b.roll)))
 
 
-def unity_sample(t) -> HeadSample:
-    """A NetSync Transform (Unity: left-handed, +Z forward) as a sample on OpenXR axes."""
-    ux, uy, uz, uw = t.rot
-    x, y, z = t.pos
-    p, yw, r = quake_angles((-ux, -uy, uz, uw))
-    return HeadSample(p, yw, r, (x, y, -z), UNITY_FRAME)
+class Add(Protocol):
+    """The tracker's row writer: a view and the error of the pair compared this frame (if any)."""
+
+    def __call__(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None = None) -> None: ...
 
 
-def sauer_sample(yaw: float, pitch: float, roll: float, eye) -> HeadSample:
-    """Sauerbraten's angles (yaw + left from +y, pitch + up) and eye (cube units) as a sample."""
-    k = 1.0 / SAUER_UNITS_PER_METRE
-    return HeadSample(-pitch, wrap180(yaw), roll, (eye[0] * k, eye[1] * k, eye[2] * k), SAUER_FRAME)
+class FarSideModel:
+    """One protocol's far side (app/sinks/<protocol>/farside.py `FarSide`): which inputs its views
+    are built from, the views themselves, where their numbers come from and what echoes us."""
+
+    def inputs(self, sink: Any) -> tuple:
+        """What the views are built from, by identity (the sinks build new objects when anything
+        changes): the tracker rebuilds the views only when this changes."""
+        raise NotImplementedError
+
+    def update(self, sink: Any, now: float, add: Add) -> None:
+        """Build this frame's views and hand each to `add(now, view, err_deg, err_m)`."""
+        raise NotImplementedError
+
+    def sources(self, sink: Any) -> list[tuple[str, Source, str]]:
+        """(view key, source, plain why) of every view, in order."""
+        raise NotImplementedError
+
+    def round_trip(self, sink: Any) -> tuple[float | None, str]:
+        """The round trip where the protocol echoes us (ms), and what echoes ("" when nothing)."""
+        raise NotImplementedError
+
+    def round_trip_name(self, sink: Any) -> str:
+        """ "relay" (our own pose back through the server) or "ping" (the server's acknowledgement)."""
+        raise NotImplementedError
 
 
-class _Q3Snapshots:
-    """Which of the Q3 link's snapshots show a usercmd of ours: the link's own check counts a
-    snapshot matched (its commandTime is a cmd we sent, built against the delta_angles it carries)
-    or rebased (spawn, teleport); one that is neither shows the server's placement (the first
-    one in game: the spawn point's view). The state holds until the next matched snapshot."""
+# Each sink's far-side model, imported when a sink of that name first shows up (the terminal-only
+# run never imports the far side: tests/app/test_startup_imports.py).
+MODEL_MODULES = {
+    "q3": "headcast.app.sinks.q3.farside",
+    "netsync": "headcast.app.sinks.netsync.farside",
+    "sauer": "headcast.app.sinks.sauer.farside",
+}
 
-    def __init__(self) -> None:
-        self.snapshots = self.matched = self.rebased = 0
-        self.link: Q3FarLink | None = None
-        self.transient: str | None = JOINING
-        self.fresh_error: float | None = None  # the link's check of the snapshot matched this update
-        self.last_error: float | None = None  # ... of the last matched one
-        self.last_head_error: float | None = None  # a VR server's echo of our head vs the usercmd it ran
-        self.cmds: OrderedDict[int, Any] = OrderedDict()  # usercmd serverTime → the intent it carried
 
-    def sent(self, link: Q3FarLink, intent: Q3Intent) -> None:
-        """Note the intent of the usercmd the link last sent (keyed as the snapshots' commandTime)."""
-        t = link.client.core.last_cmd_time
-        cmds = self.cmds
-        if cmds.get(t) is None:
-            cmds[t] = intent
-            if len(cmds) > CMD_HISTORY:
-                cmds.popitem(last=False)
-
-    def update(self, link: Q3FarLink) -> None:
-        if link is not self.link:
-            _Q3Snapshots.__init__(self)
-            self.link = link
-        self.fresh_error = None
-        n = link.snapshots
-        if n == self.snapshots:
-            return
-        c = link.check
-        ps = link.ps
-        frozen = None if ps is None else _FROZEN_VIEW.get(ps.pm_type)
-        if frozen is not None:
-            # PM_UpdateViewAngles leaves the view alone (dead, frozen, intermission): it does not
-            # follow our usercmds, so the link's check of it says nothing about the wire.
-            self.transient = frozen
-        elif c.matched != self.matched and link.last_error is not None:
-            # The latest check ran on a matched snapshot (a later unmatched one would not have
-            # moved the counter; a rebase after it in the same poll is caught below).
-            self.transient = None if c.rebased == self.rebased else SPAWN
-            if self.transient is None:
-                self.fresh_error = self.last_error = link.last_error
-        elif c.rebased != self.rebased:
-            self.transient = SPAWN
-        else:
-            self.transient = JOINING if self.matched == 0 else SPAWN
-        self.snapshots, self.matched, self.rebased = n, c.matched, c.rebased
+def model_class(name: str) -> type[FarSideModel] | None:
+    """The far-side model of the sink called `name` (None: not a sink with a far side)."""
+    module = MODEL_MODULES.get(name)
+    return None if module is None else importlib.import_module(module).FarSide
 
 
 class _Series:
@@ -318,9 +262,7 @@ class FarSideTracker:
         self._by_sink: dict[str, list[_Series]] = {}
         self._changed: dict[str, tuple] = {}  # sink → the identities of what its views were built from
         self._links: dict[str, _Link] = {}
-        self._q3 = _Q3Snapshots()
-        self._ns_matched: Any = None
-        self._q3_source: tuple = (None, None)
+        self._models: dict[str, FarSideModel] = {}
         self._frozen: dict | None = None
         self._memo: dict[int, tuple[Ring, float, np.ndarray]] = {}
         self._now = 0.0
@@ -333,9 +275,13 @@ class FarSideTracker:
         changed = self._changed
         for sink in loop.sinks:
             name = sink.name
-            key = _inputs(sink)
-            if key is None:
-                continue
+            model = self._models.get(name)
+            if model is None:
+                cls = model_class(name)
+                if cls is None:
+                    continue  # not a sink with a far side
+                model = self._models[name] = cls()
+            key = model.inputs(sink)
             if changed.get(name) == key:
                 # The same sent and seen as the last frame (between Q3 command ticks, NetSync sends
                 # and broadcasts, Sauerbraten's 30 Hz): the rows go on, nothing is rebuilt.
@@ -343,13 +289,8 @@ class FarSideTracker:
                     s.repeat(now)
             else:
                 changed[name] = key
-                if name == "q3":
-                    self._update_q3(sink, now)
-                elif name == "netsync":
-                    self._update_netsync(sink, now)
-                else:
-                    self._update_sauer(sink, now)
-            self._update_link(sink, now)
+                model.update(sink, now, self._add)
+            self._update_link(sink, now, model)
 
     def _add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None = None) -> None:
         s = self._series.get(v.key)
@@ -358,254 +299,7 @@ class FarSideTracker:
             self._by_sink.setdefault(v.sink, []).append(s)
         s.add(now, v, err_deg, err_m)
 
-    def _update_q3(self, sink: Q3FarSink, now: float) -> None:
-        intent = sink.intent
-        if intent is None:
-            return
-        link = sink.link
-        a = intent.angles
-        sent_view = HeadSample(a[0], wrap180(a[1]), a[2], None, Q3_FRAME)
-        on_wire = sink.head_bits_on_wire
-        view_err = None
-        seen_view: HeadSample | None
-        if link is None:
-            p, y, r = (view_angle(angle2short(x)) for x in a)
-            seen_view = HeadSample(p, wrap180(y), r, None, Q3_FRAME)
-            transient = None
-            view_err = _angle_err(sent_view, seen_view)
-        else:
-            snaps = self._q3
-            snaps.update(link)
-            snaps.sent(link, intent)
-            va = link.view_angles
-            seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
-            state = link.state
-            if link.closed:
-                transient = DISCONNECTED
-            elif state != "in game":
-                # not in game (yet, or again): "connecting", "loading" a new map, "reconnecting" ...
-                transient = state if link.entered else JOINING
-            else:
-                transient = snaps.transient
-            view_err = snaps.fresh_error
-        source, why = q3_view_source(sink)
-        title = (
-            "view angles and head roll (usercmd → playerState)"
-            if on_wire or link is None
-            else "view angles and head roll: all of the head a vanilla server carries"
-        )
-        self._add(
-            now,
-            FarSideView(
-                "q3",
-                "q3",
-                title,
-                source,
-                why,
-                sent_view,
-                seen_view,
-                transient,
-                on_wire,
-                ErrorReadout(
-                    BASIS_Q3_VIEW if link is not None else BASIS_LOCAL,
-                    view_err if link is None else self._q3.last_error,
-                    None,
-                ),
-            ),
-            view_err,
-        )
-        self._add_q3_head(sink, now, link, transient, on_wire)
-
-    def _add_q3_head(
-        self, sink: Q3FarSink, now: float, link: Q3FarLink | None, transient: str | None, on_wire: bool
-    ) -> None:
-        intent = sink.intent
-        assert intent is not None  # _update_q3 returns first without one
-        head = intent.head
-        sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
-        # Its words change only with a snapshot (the build another VR player betrays, the echo)
-        # or the link's width: not rebuilt at every usercmd.
-        key = (sink, None if link is None else link.snapshots, on_wire)
-        if self._q3_source[0] != key:
-            self._q3_source = (key, q3_head_source(sink))
-        source, why = self._q3_source[1]
-        if source is Source.RELAYED:
-            seen, err, basis = self._q3_head_relayed(sink, link)
-            if seen is None and transient is None:
-                transient = TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
-        else:
-            seen, err = self._q3_head_model(sink)
-            basis = BASIS_Q3_HEAD_MODEL
-        if head is None:
-            transient = TRACKING_LOST
-        self._add(
-            now,
-            FarSideView(
-                "q3.head",
-                "q3",
-                "VR head (buttons bits 12–25, roll)",
-                source,
-                why,
-                sent,
-                seen,
-                transient,
-                on_wire,
-                ErrorReadout(basis, err if source is not Source.RELAYED else self._q3.last_head_error, None),
-            ),
-            err,
-        )
-
-    @staticmethod
-    def _q3_head_model(sink: Q3FarSink) -> tuple[HeadSample | None, float | None]:
-        far = sink.far_side
-        # (pitch, yaw_offset and sent_offset are None together: no head bits in the usercmd)
-        if far is None or far.pitch is None or far.yaw_offset is None or far.sent_offset is None:
-            return None, None
-        weapon_yaw = sink.others_view()[1]
-        seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
-        intent = sink.intent
-        head = None if intent is None else intent.head
-        if head is None:
-            return seen, None
-        pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
-        return seen, max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
-
-    def _q3_head_relayed(self, sink: Q3FarSink, link: Q3FarLink | None) -> tuple[HeadSample | None, float | None, str]:
-        """A VR server's decode of our head bits, as its game writes it into our playerState each
-        frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
-        docs/protocols/quake3.md#vr-head), with the view yaw and roll the server ran."""
-        basis = BASIS_Q3_HEAD_RELAYED
-        if link is None:  # (RELAYED: there is a link)
-            return None, None, basis
-        ps, va = link.ps, link.view_angles
-        if ps is None or va is None or not link.eflags & EF_VR_PLAYER:
-            return None, None, basis
-        receiver = sink.model_receiver
-        pitch = deg_from_stat(ps.stats[VR_STAT_PITCH], receiver)
-        offset = deg_from_stat(ps.stats[VR_STAT_YAW_OFFSET], receiver)
-        seen = HeadSample(pitch, wrap180(va[1] + offset), va[2], None, Q3_FRAME)
-        snaps = self._q3
-        if snaps.fresh_error is None:
-            return seen, None, basis
-        ran = snaps.cmds.get(ps.commandTime)
-        if ran is None or ran.head is None:
-            return seen, None, basis
-        sent_pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, ran.head[0]))
-        sent_offset = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(ran.head[1], ran.angles[1])))
-        err = max(abs(sent_pitch - pitch), abs(sent_offset - offset))
-        snaps.last_head_error = err
-        return seen, err, basis
-
-    def _update_netsync(self, sink: NetSyncFarSink, now: float) -> None:
-        frame = sink.frame
-        if frame is None:
-            return
-        link = sink.link
-        fresh: tuple = (None, None)  # a pair compared this frame (linked: a new match)
-        has_head = bool(frame.flags & FLAG_HEAD) and not sink.stealth
-        sent = unity_sample(frame.head) if has_head else None
-        err_deg = err_m = None
-        if link is None:
-            body = sink.seen
-            seen = unity_sample(body.head) if body is not None and body.head is not None else None
-            transient = None
-            basis = BASIS_LOCAL
-            err_deg = sink.last_error if sent is not None else None
-            if seen is not None and sent is not None and seen.pos is not None and sent.pos is not None:
-                err_m = math.dist(sent.pos, seen.pos)  # (unity_sample: always a position)
-            fresh = (err_deg, err_m)
-        else:
-            matched = sink.matched
-            body = link.own_body
-            seen = unity_sample(body.head) if body is not None and body.head is not None else None
-            basis = BASIS_NETSYNC
-            state = link.state
-            transient = (
-                DISCONNECTED
-                if link.closed
-                else JOINING
-                if matched is None
-                else SERVER_SILENT
-                if state == "server silent"
-                else None
-            )
-            if matched is not None:
-                f, b, _ = matched
-                if f.flags & FLAG_HEAD and b.head is not None:
-                    err_deg, err_m = sink.last_error, math.dist(f.head.pos, b.head.pos)
-            if matched is not self._ns_matched:
-                self._ns_matched = matched
-                fresh = (err_deg, err_m)
-        if sent is None and transient is None and not sink.stealth:
-            transient = TRACKING_LOST
-        elif sink.stealth and transient == JOINING:
-            transient = None  # never matched: a stealth body is not broadcast
-        source, why = netsync_source(sink)
-        self._add(
-            now,
-            FarSideView(
-                "netsync",
-                "netsync",
-                "head (pose body)",
-                source,
-                why,
-                sent,
-                seen,
-                transient,
-                None,
-                ErrorReadout(basis, err_deg, None, err_m),
-            ),
-            *fresh,
-        )
-
-    def _update_sauer(self, sink: SauerFarSink, now: float) -> None:
-        rec = sink.record
-        gp = sink.game
-        link = sink.link
-        if rec is None and gp is None:
-            return
-        sent = None
-        if gp is not None:
-            p = gp.pose
-            sent = sauer_sample(p.yaw, p.pitch, p.roll, p.eye)
-        err_deg = err_m = None
-        relayed = sink.last_relayed
-        source, why = sauer_source(sink)
-        if link is None:
-            seen_rec, transient = rec, None
-        elif sink.watcher is not None:
-            seen_rec = relayed
-            transient = DISCONNECTED if link.closed else JOINING if relayed is None else None
-        else:
-            seen_rec = rec
-            transient = DISCONNECTED if link.closed else None if link.live else JOINING
-        seen = (
-            None if seen_rec is None else sauer_sample(seen_rec.yaw, seen_rec.pitch, seen_rec.roll_deg, seen_rec.eye())
-        )
-        if gp is not None and rec is not None:
-            err_deg = angle_error(gp, rec)
-            err_m = math.dist(gp.pose.eye, rec.eye()) / SAUER_UNITS_PER_METRE
-        if sent is None and transient is None:
-            transient = TRACKING_LOST
-        self._add(
-            now,
-            FarSideView(
-                "sauer",
-                "sauer",
-                "player (N_POS record)",
-                source,
-                why,
-                sent,
-                seen,
-                transient,
-                None,
-                ErrorReadout(BASIS_SAUER, err_deg, None, err_m),
-            ),
-            err_deg,
-            err_m,
-        )
-
-    def _update_link(self, sink: AnyFarSink, now: float) -> None:
+    def _update_link(self, sink: AnyFarSink, now: float, model: FarSideModel) -> None:
         name = sink.name
         lk = self._links.get(name)
         if lk is None or lk.sink is not sink:
@@ -619,7 +313,7 @@ class FarSideTracker:
             return
         lk.next_sample = now + LINK_PERIOD
         hz, bps = meter.rates(now)
-        rtt, basis = _round_trip(sink)
+        rtt, basis = model.round_trip(sink)
         lk.figures = LinkFigures(name, hz, bps, lk.m2w_ms, rtt, basis)
         lk.ring.add(now, hz, bps, NAN if lk.m2w_ms is None else lk.m2w_ms, NAN if rtt is None else rtt)
 
@@ -715,98 +409,7 @@ class FarSideTracker:
 
 # --- where each view's numbers come from (also the demo's summary) ---------------------------------
 
-BASIS_LOCAL = _plain("sent vs encoded and decoded here (no server)", "local round trip, in this process")
-BASIS_Q3_VIEW = _plain(
-    "the aim the server ran vs the aim we sent (pitch, yaw)",
-    "the server's view vs the usercmd it ran, matched by commandTime (wire only)",
-)
-BASIS_Q3_HEAD_RELAYED = _plain(
-    "the server's own decode of your head vs the head we sent (7-bit steps)",
-    "stats 7/8 in our playerState vs the head of the usercmd it ran, matched by commandTime",
-)
-BASIS_Q3_HEAD_MODEL = _plain(
-    "head pitch and turn (up to ±80°) vs their 7-bit decode",
-    "head pitch and yaw offset, clamped ±80°, vs the 7-bit decode of our buttons",
-)
-BASIS_NETSYNC = _plain(
-    "your pose as the room sent it back vs the pose we sent (rotation, position)",
-    "relayed vs sent under the same poseSeq",
-)
-BASIS_SAUER = _plain(
-    "the game's decode of the record vs the pose we sent",
-    "N_POS decode (whole degrees, 1/16 unit) vs the game pose sent",
-)
-
-WHY_Q3_OFFLINE = _plain(
-    "no server: your aim encoded and decoded here", "the usercmd's angle shorts: ANGLE2SHORT, then SHORT2ANGLE"
-)
-WHY_Q3_RELAYED = _plain(
-    "the aim the server ran, from its snapshot",
-    "the view angles in our playerState, matched to our usercmd by commandTime",
-)
-WHY_Q3_HEAD_RELAYED = _plain(
-    "the server's own decode of your head, sent back to us", "EF_VR_PLAYER and stats 7/8 in our playerState"
-)
-WHY_NETSYNC_OFFLINE = _plain("no server: your pose encoded and decoded here", "the latest NetSync protocol")
-WHY_NETSYNC_RELAYED = _plain(
-    "your pose as the room sent it back", "our body in the room broadcast, matched to the frame sent under its poseSeq"
-)
-WHY_SAUER_OFFLINE = _plain("no server: your position record decoded here", "N_POS: whole degrees, 1/16 unit")
-WHY_SAUER_RELAYED = _plain(
-    "your position as a second client received it", "our N_POS, relayed by the server to a watching client"
-)
-WHY_SAUER_MODEL = _plain(
-    "your position through the game's decode (the server passes it to the others, not back to us)",
-    "our N_POS through the game's decode",
-)
-
-
-def q3_view_source(sink: Q3FarSink) -> tuple[Source, str]:
-    if sink.link is None:
-        return Source.OFFLINE, WHY_Q3_OFFLINE
-    return Source.RELAYED, WHY_Q3_RELAYED
-
-
-def q3_head_source(sink: Q3FarSink) -> tuple[Source, str]:
-    link = sink.link
-    receiver = RECEIVER_NAMES[sink.model_receiver]
-    plain = RECEIVER_PLAIN[sink.model_receiver]
-    if link is None:
-        return Source.OFFLINE, _plain(
-            f"no server: your head as {plain} would decode it, here",
-            f"our buttons' head bits through the {receiver} decode",
-        )
-    if sink.head_bits_on_wire:
-        if link.check.vr_flag_frames:
-            return Source.RELAYED, WHY_Q3_HEAD_RELAYED
-        return Source.MODEL, _plain(
-            f"head sent; the server has not shown its decode yet: {plain}'s decode, here",
-            f"no EF_VR_PLAYER in our playerState yet; our usercmd through the {receiver} decode",
-        )
-    return Source.MODEL, _plain(
-        f"NOT SENT: this server has no VR support (only the roll goes out); shown: "
-        f"what a VR server ({plain}) would see",
-        f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode",
-    )
-
-
-def netsync_source(sink: NetSyncFarSink) -> tuple[Source, str]:
-    if sink.stealth:
-        return (
-            Source.OFFLINE if sink.link is None else Source.RELAYED,
-            "stealth: no pose of ours in the room broadcast — the others see nothing of us",
-        )
-    if sink.link is None:
-        return Source.OFFLINE, WHY_NETSYNC_OFFLINE
-    return Source.RELAYED, WHY_NETSYNC_RELAYED
-
-
-def sauer_source(sink: SauerFarSink) -> tuple[Source, str]:
-    if sink.link is None:
-        return Source.OFFLINE, WHY_SAUER_OFFLINE
-    if sink.watcher is not None:
-        return Source.RELAYED, WHY_SAUER_RELAYED
-    return Source.MODEL, WHY_SAUER_MODEL
+BASIS_LOCAL = plain("sent vs encoded and decoded here (no server)", "local round trip, in this process")
 
 
 def sources(sinks) -> list[tuple[str, Source, str]]:
@@ -814,32 +417,10 @@ def sources(sinks) -> list[tuple[str, Source, str]]:
     words, then its precise term in parentheses."""
     out = []
     for sink in sinks:
-        if sink.name == "q3":
-            out += [("q3", *q3_view_source(sink)), ("q3.head", *q3_head_source(sink))]
-        elif sink.name == "netsync":
-            out.append(("netsync", *netsync_source(sink)))
-        elif sink.name == "sauer":
-            out.append(("sauer", *sauer_source(sink)))
+        cls = model_class(sink.name)
+        if cls is not None:
+            out += cls().sources(sink)
     return [(key, src, why_with_detail(why)) for key, src, why in out]
-
-
-def _inputs(sink) -> tuple | None:
-    """What a sink's views are built from, by identity (the sinks build new objects when anything
-    changes); None: not a sink with a far side."""
-    name, link = sink.name, sink.link
-    if name == "q3":
-        if link is None:
-            return (sink.intent,)
-        return sink.intent, link.snapshots, link.closed, link.entered, link.head_bits
-    if name == "netsync":
-        if link is None:
-            return sink.frame, sink.seen
-        return sink.frame, link.own_body, sink.matched, link.closed, link.joined, link.state
-    if name == "sauer":
-        if link is None:
-            return sink.record, sink.game
-        return sink.record, sink.game, sink.last_relayed, link.closed, link.live
-    return None
 
 
 def _columns(names: Iterable[str], rows: np.ndarray | None) -> dict[str, np.ndarray]:
@@ -849,42 +430,8 @@ def _columns(names: Iterable[str], rows: np.ndarray | None) -> dict[str, np.ndar
     return {n: rows[:, i] for i, n in enumerate(names)}
 
 
-def _round_trip(sink) -> tuple[float | None, str]:
-    """The sink's round trip where its protocol echoes us, and what echoes."""
-    link = sink.link
-    if link is None:
-        return None, ""
-    if sink.name == "q3":
-        return link.ping_ms, RT_Q3
-    if sink.name == "netsync":
-        return (sink.relay_ms if link.joined and not link.closed else None, RT_NETSYNC)
-    if sink.name == "sauer":
-        if sink.watcher is not None:
-            return sink.relay_ms, RT_SAUER_RELAY
-        return link.ping_ms, RT_SAUER_PING
-    return None, ""
-
-
-# What each round trip is called — the same word in the window, the terminal and --json — and
-# what it measures.
-RT_Q3 = _plain(
-    "ping: the server's snapshot acknowledging what we sent", "the snapshot acknowledging our usercmd (commandTime)"
-)
-RT_NETSYNC = _plain(
-    "relay: your pose back in the room broadcast; includes waiting up to 100 ms for the "
-    "server's next broadcast and any time our own loop was late to read it",
-    "our body back in the room broadcast, matched by poseSeq",
-)
-RT_SAUER_RELAY = _plain(
-    "relay: your position through the server to a second client",
-    "our N_POS relayed to a watching client, the record matched",
-)
-RT_SAUER_PING = _plain("ping: the game's ping (the server passes your position to the others only)", "N_PING/N_PONG")
-
-
 def round_trip_name(sink) -> str:
     """What a sink's round trip is called: "relay" (our own pose back through the server) or
     "ping" (the server's acknowledgement)."""
-    if sink.name == "netsync" or (sink.name == "sauer" and getattr(sink, "watcher", None) is not None):
-        return "relay"
-    return "ping"
+    cls = model_class(sink.name)
+    return "ping" if cls is None else cls().round_trip_name(sink)

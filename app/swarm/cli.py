@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from headcast.app.commands.cli import path, positive, room_id, seconds
+from headcast.app.commands.args import path, positive, room_id, seconds
 from headcast.app.errors import AppError, UnreachableError, UsageError
 from headcast.app.run import stop
 from headcast.app.run.console import LiveBlock, fit, mode_for, printable

@@ -419,13 +419,16 @@ def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_i
     from types import SimpleNamespace
 
     from headcast.app.sinks import farside as fs
+    from headcast.app.sinks.netsync import farside as ns_fs
+    from headcast.app.sinks.q3 import farside as q3_fs
+    from headcast.app.sinks.sauer import farside as sauer_fs
     from headcast.netcode.q3.vrhead import Receiver
 
     for receiver in Receiver:
         for on_wire, echoed in ((False, 0), (True, 0), (True, 5)):
             link = SimpleNamespace(check=SimpleNamespace(vr_flag_frames=echoed))
             for lk in (None, link):
-                fs.q3_head_source(SimpleNamespace(link=lk, model_receiver=receiver, head_bits_on_wire=on_wire))
+                q3_fs.head_source(SimpleNamespace(link=lk, model_receiver=receiver, head_bits_on_wire=on_wire))
     assert len(fs.DETAILS) >= 20
     for plain, precise in fs.DETAILS.items():
         assert not any(w.lower() in plain.lower() for w in CODE_WORDS), plain
@@ -433,10 +436,10 @@ def test_every_why_and_basis_speaks_plain_words_first_with_the_precise_term_as_i
         assert fs.why_with_detail(plain) == f"{plain} ({precise})"
     # the round trips carry their one name first: the same word as the terminal's
     for basis, name in (
-        (fs.RT_Q3, "ping"),
-        (fs.RT_NETSYNC, "relay"),
-        (fs.RT_SAUER_RELAY, "relay"),
-        (fs.RT_SAUER_PING, "ping"),
+        (q3_fs.RT_Q3, "ping"),
+        (ns_fs.RT_NETSYNC, "relay"),
+        (sauer_fs.RT_SAUER_RELAY, "relay"),
+        (sauer_fs.RT_SAUER_PING, "ping"),
     ):
         assert basis.startswith(name + ": ")
     assert fs.round_trip_name(SimpleNamespace(name="netsync")) == "relay"

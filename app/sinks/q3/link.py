@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from headcast.app.errors import AppError, RefusedError, UnreachableError, UsageError
 from headcast.app.sinks.q3.mapping import Q3Intent
@@ -35,6 +35,9 @@ from headcast.netcode.q3.refusal import RefusalKind
 from headcast.netcode.q3.serverparse import SNAPFLAG_NOT_ACTIVE
 from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, WireHead, yaw_offset
+
+if TYPE_CHECKING:
+    from headcast.netcode.q3.entities import SnapshotEntities
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
@@ -161,6 +164,21 @@ class Q3Link:
     def joined(self) -> bool:
         """The server has run our usercmds at least once (in game)."""
         return self.entered
+
+    @property
+    def entities(self) -> SnapshotEntities | None:
+        """The other players in the server's latest snapshot (None before one)."""
+        return self.client.core.entities
+
+    @property
+    def player_count(self) -> int | None:
+        """How many players the server says it has (its serverinfo; None before the gamestate)."""
+        return self.client.core.player_count
+
+    @property
+    def last_cmd_time(self) -> int:
+        """The serverTime of the last usercmd sent (what a snapshot's commandTime names)."""
+        return self.client.core.last_cmd_time
 
     @property
     def ping_ms(self) -> float | None:

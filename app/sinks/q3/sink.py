@@ -209,7 +209,7 @@ class Q3Sink:
     @property
     def others(self) -> SnapshotEntities | None:
         """The other players in the server's latest snapshot (RELAYED), None offline or before one."""
-        return None if self.link is None else self.link.client.core.entities
+        return None if self.link is None else self.link.entities
 
     def status(self, now: float) -> SinkStatus:
         hz, bps = self.meter.rates(now)
