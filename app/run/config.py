@@ -493,7 +493,7 @@ def sauer_spawn(text: str) -> tuple[float, float, float]:
 
 
 def _check_sauer(cfg: Config) -> None:
-    from headcast.netcode.sauer.client import MAXNAMELEN
+    from headcast.netcode.sauer.protocol import MAXNAMELEN  # not .client: start-up imports no sauer client
     from headcast.netcode.sauer.wire import encode_cube
 
     name = cfg.values[("sauer", "name")]

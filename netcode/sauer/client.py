@@ -38,6 +38,7 @@ from .protocol import (
     CS_SPECTATOR,
     DISC_NONE,
     DISC_PASSWORD,
+    MAXNAMELEN as MAXNAMELEN,  # re-exported: its home is protocol.py (cheap for the config check)
     PROTOCOL_VERSION,
     disconnect_text,
     mode_name,
@@ -55,7 +56,6 @@ CONNECT_TIMEOUT = 6.0  # ENet connect, then N_SERVINFO and N_WELCOME, each withi
 TRYSPAWN_AFTER = 1.0  # after our death, ask for a spawn this long after…
 TRYSPAWN_EVERY = 2.0  # …and again while still dead (ctf and co. make us wait)
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0)
-MAXNAMELEN = 15  # the server keeps this many characters of a name
 
 
 class State(Enum):

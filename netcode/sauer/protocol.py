@@ -12,6 +12,7 @@ DEFAULT_PORT = 28785  # the game's ENet port; the info/ping port is this + 1
 CHANNELS = 3  # 0 positions, 1 game messages, 2 file transfer
 CHAN_POS, CHAN_MSG, CHAN_FILE = 0, 1, 2
 EYEHEIGHT = 14.0
+MAXNAMELEN = 15  # the server keeps this many characters of a name
 
 
 # The message enum of game.h, in order (N_CONNECT = 0 … N_DEMOPACKET = 114), written out so a

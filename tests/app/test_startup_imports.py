@@ -4,7 +4,9 @@
 q3_server fixture), the mock runtime playing a motion, run as a user runs it with
 `python -X importtime`: the interpreter's own list of every module the process imported. Neither
 the swarm (its options are built only for `headcast swarm`) nor the mirror and its GUI stack
-(imgui_bundle, glfw, OpenGL's mirror side) may be among them; the run itself must have streamed.
+(imgui_bundle, glfw, OpenGL's mirror side) may be among them, nor what only other sinks' links use
+(ZeroMQ and the NetSync transport, the Sauerbraten client: the run joins Quake 3 only) or only
+`demo` (the NetSync release table); the run itself must have streamed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ FORBIDDEN = (
     "headcast.app.sinks.farside",
     "headcast.app.mirror.scene",
     "imgui_bundle",
+    "zmq",
+    "headcast.netcode.netsync.transport",
+    "headcast.netcode.netsync.releases",
+    "headcast.netcode.sauer.client",
 )
 
 

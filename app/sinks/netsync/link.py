@@ -27,7 +27,6 @@ from headcast.netcode.netsync.client import (
 )
 from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
 from headcast.netcode.netsync.model import PoseBody, PoseFrame
-from headcast.netcode.netsync.transport import NetSyncClient
 
 DEFAULT_DEALER_PORT = 5555
 DEFAULT_PUB_PORT = 5556
@@ -153,6 +152,9 @@ class NetSyncLink:
         self.room = room
         self.device_id = device_id
         self.host, self.dealer_port, self.pub_port = host, dealer_port, pub_port
+        # Here, not at the top: ZeroMQ is imported only by a run that joins a NetSync server (start-up).
+        from headcast.netcode.netsync.transport import NetSyncClient
+
         self.client = NetSyncClient(
             host,
             dealer_port,
