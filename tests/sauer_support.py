@@ -64,7 +64,9 @@ class Clients:
         if each:
             each(now)
         for c in self.all:
-            self.events[id(c)] += c.poll(now)
+            c.poll(now)
+            while (ev := c.next_event()) is not None:
+                self.events[id(c)].append(ev)
         time.sleep(0.003)
 
     def join(self, server, *clients: SauerClient, timeout: float = 10.0) -> None:

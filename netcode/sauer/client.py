@@ -1,10 +1,13 @@
-"""The Sauerbraten client as a sans-IO state machine (docs/protocols/sauerbraten.md#connect, #staying).
+"""The Sauerbraten client as a sans-IO state machine (docs/protocols/sauerbraten.md#connect, #staying),
+in the shape of netcode/driver.py's `Core`.
 
-The core never touches a socket or the clock: the transport tells it what ENet did
-(`connection_made`, `receive(channel, data, now)`, `connection_lost(reason, now)`), and takes
-from it what to send (`packets_to_send(now)`), when to call again (`get_timer()`), and whether to
-open (`connect_due(now)`) or drop (`take_drop()`) a connection. Events come out of
-`next_event()`.
+The core never touches a socket or the clock. `connect(now)` starts it; the transport feeds it what
+ENet did (`connection_made(now)`, `receive_datagram(Incoming(channel, data), now)`,
+`connection_lost(reason, now)`), takes what to send (`datagrams_to_send(now)`: `Outgoing(channel,
+data, reliable)`), calls `handle_timer(now)` at `get_timer()`, and reads `next_event()`
+(events.py). Whether an ENet connection should exist follows from `state` alone
+(`wants_connection`): the transport opens one in CONNECTING and drops its peer in WAITING or
+CLOSED (the core has then already reported why).
 
 One connection:
   ENet connect → N_SERVINFO (our client number, protocol 260, session id, password needed?) →
@@ -16,6 +19,9 @@ sets the lifesequence whose parity each N_POS carries; after a death we ask for 
 game's rate); its N_PONG gives the ping. A server that goes silent is dropped and reconnected;
 so is a connection the server closes (its reason, DISC_*, is reported), with backoff; a refusal
 retrying cannot change (a wrong password, another protocol) stops the client.
+
+Every change of `state` is a row of TRANSITIONS (what happened → the next state); a message that
+has no row in the current state is ignored, as the game ignores it.
 """
 
 from __future__ import annotations
@@ -25,8 +31,23 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
+from ..counters import CoreCounters
 from ..drops import DropCounter
 from . import messages as m
+from .errors import ClientError, IllegalTransition
+from .events import (
+    Disconnected,
+    Event,
+    Killed,
+    MapChanged,
+    PlayerJoined,
+    PlayerLeft,
+    ServerBack,
+    ServerSilent,
+    ServerText,
+    Spawned,
+    Welcomed,
+)
 from .npos import NPos, Pose as Pose, encode_npos, make_npos  # Pose: re-exported (its home is npos.py)
 from .protocol import (
     CHAN_MSG,
@@ -59,7 +80,7 @@ BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0)
 
 
 class State(Enum):
-    IDLE = "idle"  # no connection, none due yet
+    IDLE = "idle"  # not started (connect() not called)
     CONNECTING = "connecting"  # ENet connecting
     HANDSHAKE = "handshake"  # ENet up, waiting for N_SERVINFO
     JOINING = "joining"  # N_CONNECT sent, waiting for N_WELCOME
@@ -67,106 +88,66 @@ class State(Enum):
     ALIVE = "alive"  # spawned: positions go out
     DEAD = "dead"  # asking for a spawn
     SPECTATOR = "spectator"
-    EDITING = "editing"
     WAITING = "waiting"  # disconnected, reconnecting later
     CLOSED = "closed"  # stopped for good
 
 
-IN_GAME = (State.ALIVE, State.DEAD, State.SPECTATOR, State.EDITING, State.LOADING)
+class Step(Enum):
+    """What moves the state machine (the columns of TRANSITIONS)."""
+
+    CONNECT = "connect"  # connect(), or a reconnect falling due
+    ENET_UP = "ENet connected"
+    SERVINFO = "N_SERVINFO"  # of our protocol: N_CONNECT answers it
+    WELCOME = "N_WELCOME"
+    MAPCHANGE = "N_MAPCHANGE"
+    SPAWN = "N_SPAWNSTATE"  # for us: N_SPAWN answers it
+    DIE = "died"  # N_DIED / N_FORCEDEATH for us
+    SPECTATE = "spectator on"
+    UNSPECTATE = "spectator off"  # back in the game, dead until a spawn
+    LOST = "lost"  # the connection ended, a reconnect scheduled
+    STOP = "stop"  # ended for good: a refusal retrying cannot change, or close()
 
 
-@dataclass(frozen=True)
+IN_GAME = (State.ALIVE, State.DEAD, State.SPECTATOR, State.LOADING)
+# States in which an ENet connection exists (or is being opened).
+WITH_CONNECTION = (State.CONNECTING, State.HANDSHAKE, State.JOINING, *IN_GAME)
+_PLAYING = (State.LOADING, State.ALIVE, State.DEAD)
+
+S = State
+# (state, what happened) → the next state. The one place the state changes (SauerClientCore._go).
+TRANSITIONS: dict[tuple[State, Step], State] = {
+    (S.IDLE, Step.CONNECT): S.CONNECTING,
+    (S.WAITING, Step.CONNECT): S.CONNECTING,
+    (S.CONNECTING, Step.ENET_UP): S.HANDSHAKE,
+    (S.HANDSHAKE, Step.SERVINFO): S.JOINING,
+    (S.JOINING, Step.WELCOME): S.LOADING,
+    **{(st, Step.MAPCHANGE): S.LOADING for st in _PLAYING},
+    (S.SPECTATOR, Step.MAPCHANGE): S.SPECTATOR,
+    **{(st, Step.SPAWN): S.ALIVE for st in IN_GAME},
+    **{(st, Step.DIE): S.DEAD for st in _PLAYING},
+    **{(st, Step.SPECTATE): S.SPECTATOR for st in IN_GAME},
+    (S.SPECTATOR, Step.UNSPECTATE): S.DEAD,
+    **{(st, Step.LOST): S.WAITING for st in WITH_CONNECTION},
+    **{(st, Step.STOP): S.CLOSED for st in State if st is not S.CLOSED},
+}
+del S
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What ENet received: `data` on `channel` (0 positions, 1 messages, 2 files)."""
+
+    channel: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Outgoing:
+    """What to hand ENet: `data` on `channel`, reliable or not."""
+
     channel: int
     data: bytes
     reliable: bool
-
-
-# --- events -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Welcomed:
-    cn: int
-    description: str
-    map: str
-    mode: int
-
-
-@dataclass(frozen=True)
-class Spawned:
-    """We (re)spawned: N_SPAWNSTATE answered with N_SPAWN. `first`: the first in this connection."""
-
-    lifesequence: int
-    map: str
-    mode: int
-    first: bool
-
-
-@dataclass(frozen=True)
-class MapChanged:
-    map: str
-    mode: int
-
-
-@dataclass(frozen=True)
-class Killed:
-    """We died; `by` is the killer's name ("" for ourselves or unknown)."""
-
-    by: str
-
-
-@dataclass(frozen=True)
-class ServerText:
-    text: str
-
-
-@dataclass(frozen=True)
-class ServerSilent:
-    silent_for: float
-
-
-@dataclass(frozen=True)
-class ServerBack:
-    pass
-
-
-@dataclass(frozen=True)
-class Disconnected:
-    """The connection ended. `reason`: the server's DISC_* code (None when we dropped it or it
-    never answered); `text` says it in words; `retry_in` None = no retry (stopped for good)."""
-
-    reason: int | None
-    text: str
-    was_in_game: bool
-    retry_in: float | None
-
-
-@dataclass(frozen=True)
-class PlayerJoined:
-    cn: int
-    name: str
-
-
-@dataclass(frozen=True)
-class PlayerLeft:
-    cn: int
-    name: str
-
-
-# What next_event() hands the application.
-Event = (
-    Welcomed
-    | Spawned
-    | MapChanged
-    | Killed
-    | ServerText
-    | ServerSilent
-    | ServerBack
-    | Disconnected
-    | PlayerJoined
-    | PlayerLeft
-)
 
 
 # --- other players ----------------------------------------------------------------------------
@@ -191,8 +172,10 @@ class RemotePlayer:
     rejected: int = 0  # dropped as the game drops them (unknown parity, dead)
 
 
-@dataclass
-class Counters:
+@dataclass(eq=False)
+class Counters(CoreCounters):
+    """What the core counted (`counters["packets_in"]` as well as `counters.packets_in`)."""
+
     packets_in: int = 0
     packets_out: int = 0
     bytes_in: int = 0
@@ -205,26 +188,32 @@ class Counters:
     drops: Counter[str] = field(default_factory=DropCounter)  # normalised, capped (netcode/drops.py)
 
 
-class ProtocolError(ValueError):
-    pass
-
-
 class SauerClientCore:
     """`name` as the game keeps it (≤ 15 characters of the cube charset), `model` the player model
     number, `password` the server's (serverpass), `reconnect` whether a lost connection is made
-    again."""
+    again. `read_positions` False: the other players' positions (channel 0) are counted and keep
+    the server alive, not parsed (a load generator's player that watches no one)."""
 
-    def __init__(self, name: str = "headcast", model: int = 0, password: str = "", *, reconnect: bool = True) -> None:
+    def __init__(
+        self,
+        name: str = "headcast",
+        model: int = 0,
+        password: str = "",
+        *,
+        reconnect: bool = True,
+        read_positions: bool = True,
+    ) -> None:
         try:
             encode_cube(name)
             self._password = encode_cube(password)
         except ValueError as e:
-            raise ProtocolError(str(e)) from None
+            raise ClientError(str(e)) from None
         if not name or len(name) > MAXNAMELEN:
-            raise ProtocolError(f"a Sauerbraten name has 1..{MAXNAMELEN} characters: {name!r}")
+            raise ClientError(f"a Sauerbraten name has 1..{MAXNAMELEN} characters: {name!r}")
         self.name, self.model, self.reconnect = name, model, reconnect
-        self.state = State.IDLE
-        self.counters = Counters()
+        self.read_positions = read_positions
+        self._state = State.IDLE
+        self._counters = Counters()
         self.cn = -1
         self.sessionid = 0
         self.description = ""
@@ -240,7 +229,7 @@ class SauerClientCore:
         self.stop_reason = ""
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
         self._out: list[Outgoing] = []
-        self._connect_at: float | None = 0.0  # the first connect is due at once
+        self._connect_at: float | None = None  # WAITING: when the next attempt is due
         self._attempt = 0
         self._phase_deadline: float | None = None
         self._next_ping: float | None = None
@@ -248,42 +237,46 @@ class SauerClientCore:
         self._next_tryspawn: float | None = None
         self._last_rx: float | None = None
         self._silent = False
-        self._drop: str | None = None
         self._spawned_here = False  # spawned at least once in this connection
         self._welcomed = False  # N_WELCOME seen, its N_MAPCHANGE not yet
         self._killer = ""
 
-    # --- what the transport asks --------------------------------------------------------------
+    # --- the driver API (netcode/driver.py Core) ----------------------------------------------
 
-    def connect_due(self, now: float) -> bool:
-        return self.state in (State.IDLE, State.WAITING) and self._connect_at is not None and now >= self._connect_at
+    @property
+    def state(self) -> State:
+        return self._state
 
-    def connection_started(self, now: float) -> None:
-        """The transport opened an ENet connection (3 channels)."""
-        self.state = State.CONNECTING
-        self._connect_at = None
-        self._phase_deadline = now + CONNECT_TIMEOUT
-        self.counters.connects += 1
+    @property
+    def counters(self) -> Counters:
+        return self._counters
+
+    @property
+    def wants_connection(self) -> bool:
+        """Whether an ENet connection should exist now (the transport opens one in CONNECTING and
+        drops the one it has otherwise)."""
+        return self._state in WITH_CONNECTION
+
+    def connect(self, now: float) -> None:
+        """Start: the transport opens the ENet connection (3 channels) now."""
+        self._go(Step.CONNECT)
+        self._connection_started(now)
 
     def connection_made(self, now: float) -> None:
-        self.state = State.HANDSHAKE
-        self._last_rx = now
-        self._phase_deadline = now + CONNECT_TIMEOUT
-
-    def take_drop(self) -> str | None:
-        """Why the transport must drop the connection now (None: keep it). The core has already
-        reported it (Disconnected) and scheduled the next attempt."""
-        why, self._drop = self._drop, None
-        return why
+        """ENet's CONNECT event: the server took the connection; N_SERVINFO comes next."""
+        if self._allowed(Step.ENET_UP):
+            self._go(Step.ENET_UP)
+            self._last_rx = now
+            self._phase_deadline = now + CONNECT_TIMEOUT
 
     def connection_lost(self, reason: int | None, now: float) -> None:
-        """ENet's disconnect event: `reason` the server's DISC_* code (the event's data), or None
+        """ENet's DISCONNECT event: `reason` the server's DISC_* code (the event's data), or None
         when a connect attempt ran out (nothing answered)."""
-        if self.state in (State.IDLE, State.WAITING, State.CLOSED):
+        if self._state not in WITH_CONNECTION:
             return
         if reason is None:
             text = "no answer (ENet connect timed out)"
-        elif self.state in (State.CONNECTING, State.HANDSHAKE) and reason == DISC_NONE:
+        elif self._state in (State.CONNECTING, State.HANDSHAKE) and reason == DISC_NONE:
             text = "the server closed the connection"
         else:
             text = f"server disconnected us: {disconnect_text(reason)}"
@@ -294,7 +287,7 @@ class SauerClientCore:
         timers = [
             t
             for t in (
-                self._connect_at if self.state in (State.IDLE, State.WAITING) else None,
+                self._connect_at if self._state is State.WAITING else None,
                 self._phase_deadline,
                 self._next_ping,
                 self._next_pos,
@@ -309,8 +302,11 @@ class SauerClientCore:
         """Run what is due. `positions` False leaves a due N_POS for a later call (an application
         that sets the pose just before it sends polls first with False: the record then carries
         this frame's pose, not the last one's)."""
-        st = self.state
-        if st in (State.IDLE, State.WAITING, State.CLOSED):
+        st = self._state
+        if st is State.WAITING and self._connect_at is not None and now >= self._connect_at:
+            self.connect(now)
+            return
+        if st not in WITH_CONNECTION:
             return
         if self._phase_deadline is not None and now >= self._phase_deadline:
             what = {
@@ -339,20 +335,22 @@ class SauerClientCore:
             self._next_pos = max(self._next_pos + POS_INTERVAL, now)
             self._send_position()
 
-    def packets_to_send(self, now: float, positions: bool = True) -> list[Outgoing]:
-        self.handle_timer(now, positions)
+    def datagrams_to_send(self, now: float) -> list[Outgoing]:
+        """What to hand ENet now (what handle_timer and the messages received queued)."""
         out, self._out = self._out, []
+        c = self._counters
         for o in out:
-            self.counters.packets_out += 1
-            self.counters.bytes_out += len(o.data)
+            c.packets_out += 1
+            c.bytes_out += len(o.data)
         return out
 
     def send_message(self, data: bytes, reliable: bool = True) -> None:
         """Queue game messages of the application's own (chat, votes, admin commands) on channel 1,
-        built with messages.build; they go out with the next packets_to_send. Only once the server
-        has welcomed us: before that it disconnects a client for anything but N_CONNECT/N_PING."""
-        if self.state not in IN_GAME:
-            raise ProtocolError(f"not in game ({self.state.value}): the server would disconnect us for it")
+        built with messages.build; they go out with the next datagrams_to_send. Only once the
+        server has welcomed us: before that it disconnects a client for anything but
+        N_CONNECT/N_PING."""
+        if self._state not in IN_GAME:
+            raise ClientError(f"not in game ({self._state.value}): the server would disconnect us for it")
         self._send(data, reliable)
 
     def next_event(self) -> Event | None:
@@ -360,40 +358,43 @@ class SauerClientCore:
 
     def close(self, now: float) -> None:
         """Stop for good (the transport disconnects the peer)."""
-        if self.state is not State.CLOSED:
+        if self._state is not State.CLOSED:
             self._reset_connection()
-            self.state = State.CLOSED
+            self._go(Step.STOP)
             self._connect_at = None
             self.stop_reason = self.stop_reason or "closed"
 
     # --- data in ------------------------------------------------------------------------------
 
-    def receive(self, channel: int, data: bytes, now: float) -> None:
-        if self.state in (State.IDLE, State.WAITING, State.CLOSED, State.CONNECTING):
+    def receive_datagram(self, data: Incoming, now: float) -> None:
+        if self._state not in WITH_CONNECTION or self._state is State.CONNECTING:
             return
-        c = self.counters
+        c = self._counters
+        payload = data.data
         c.packets_in += 1
-        c.bytes_in += len(data)
-        self._last_rx = now
+        c.bytes_in += len(payload)
         if self._silent:
             self._silent = False
-            self._events.append(ServerBack())
+            self._events.append(ServerBack(now if self._last_rx is None else now - self._last_rx))
+        self._last_rx = now
+        channel = data.channel
         if channel == CHAN_POS:
-            self._positions(data, now)
+            if self.read_positions:
+                self._positions(payload, now)
         elif channel == CHAN_MSG:
-            result = m.parse_messages(data, self.mode)
+            result = m.parse_messages(payload, self.mode)
             if result.stopped:
                 c.drops[f"channel 1: {result.stopped}"] += 1
             for msg in result.messages:
                 self._message(msg, now)
-                if self.state in (State.WAITING, State.CLOSED):
+                if self._state not in WITH_CONNECTION:
                     return
         # channel 2 carries maps and demos we never asked for
 
     def _positions(self, data: bytes, now: float) -> None:
         records, stopped = m.parse_positions(data)
         if stopped:
-            self.counters.drops[f"channel 0: {stopped}"] += 1
+            self._counters.drops[f"channel 0: {stopped}"] += 1
         for rec in records:
             if not isinstance(rec, NPos):
                 continue
@@ -401,7 +402,7 @@ class SauerClientCore:
             if p is None or p.lifesequence < 0 or rec.lifebit != (p.lifesequence & 1) or p.state == CS_DEAD:
                 if p is not None:
                     p.rejected += 1
-                self.counters.drops["position of an unknown, dead or respawned player"] += 1
+                self._counters.drops["position of an unknown, dead or respawned player"] += 1
                 continue
             p.record, p.record_at = rec, now
             p.records += 1
@@ -414,7 +415,7 @@ class SauerClientCore:
             handler(self, msg, now)
 
     def _on_servinfo(self, msg: m.ServInfo, now: float) -> None:
-        if self.state is not State.HANDSHAKE:
+        if not self._allowed(Step.SERVINFO):
             return
         if msg.protocol != PROTOCOL_VERSION:
             self.stop_reason = (
@@ -427,20 +428,22 @@ class SauerClientCore:
         self.description, self.server_has_password = msg.description, msg.haspassword
         pw = hash_password(msg.cn, msg.sessionid, self._password) if self._password else ""
         self._send(m.connect_message(self.name, self.model, pw))
-        self.state = State.JOINING
+        self._go(Step.SERVINFO)
         self._phase_deadline = now + CONNECT_TIMEOUT
         self._next_ping = now  # sendmessages pings from here on (the server takes N_PING before N_CONNECT)
 
     def _on_welcome(self, msg: m.Welcome, now: float) -> None:
-        if self.state is not State.JOINING:
+        if not self._allowed(Step.WELCOME):
             return
-        self.state = State.LOADING
+        self._go(Step.WELCOME)
         self._phase_deadline = None
         self._attempt = 0  # let in: the next reconnect starts from the shortest wait
         self._welcomed = True  # the welcome packet's N_MAPCHANGE completes it
         self.players.clear()
 
     def _on_mapchange(self, msg: m.MapChange, now: float) -> None:
+        if not self._allowed(Step.MAPCHANGE):
+            return
         first, self._welcomed = self._welcomed, False
         self.map, self.mode = msg.map, msg.mode
         # startgame: every player's lifesequence is unknown until their next spawn
@@ -450,25 +453,24 @@ class SauerClientCore:
         self.lifesequence = -1
         self._next_pos = None
         self._next_tryspawn = None
-        if self.state is not State.SPECTATOR:
-            self.state = State.LOADING
+        self._go(Step.MAPCHANGE)
         if first:
             self._events.append(Welcomed(self.cn, self.description, msg.map, msg.mode))
         else:
             self._events.append(MapChanged(msg.map, msg.mode))
 
     def _on_spawnstate(self, msg: m.SpawnState, now: float) -> None:
-        if msg.cn != self.cn:
-            return  # a bot of ours would be spawned here; we own none
+        if msg.cn != self.cn or not self._allowed(Step.SPAWN):
+            return  # (another cn: a bot of ours would be spawned here; we own none)
         st = msg.state
         self.lifesequence = st.lifesequence
         self._send(m.spawn_message(st.lifesequence, st.gunselect))
         first = not self._spawned_here
         self._spawned_here = True
-        self.state = State.ALIVE
+        self._go(Step.SPAWN)
         self._next_tryspawn = None
         self._next_pos = now  # the first record goes out with the answer
-        self.counters.spawns += 1
+        self._counters.spawns += 1
         self._events.append(Spawned(st.lifesequence, self.map, self.mode, first))
 
     def _on_died(self, msg: m.Died, now: float) -> None:
@@ -488,23 +490,24 @@ class SauerClientCore:
             self._killer = ""
             self._die(now)
 
-    def _die(self, now: float) -> None:
-        if self.state is State.SPECTATOR:
+    def _die(self, now: float, step: Step = Step.DIE) -> None:
+        """Dead (killed, or back from spectating): no positions, ask for a spawn soon."""
+        if not self._allowed(step):
             return
-        self.state = State.DEAD
+        self._go(step)
         self._next_pos = None
         self._next_tryspawn = now + TRYSPAWN_AFTER
-        self.counters.deaths += 1
+        self._counters.deaths += 1
         self._events.append(Killed(self._killer))
 
     def _on_spectator(self, msg: m.Spectator, now: float) -> None:
         if msg.cn == self.cn:
-            if msg.on:
-                self.state = State.SPECTATOR
+            if msg.on and self._allowed(Step.SPECTATE):
+                self._go(Step.SPECTATE)
                 self._next_pos = self._next_tryspawn = None
-            elif self.state is State.SPECTATOR:
+            elif not msg.on:
                 self._killer = ""
-                self._die(now)
+                self._die(now, Step.UNSPECTATE)
             return
         p = self._player(msg.cn)
         if msg.on:
@@ -587,7 +590,7 @@ class SauerClientCore:
         if p is None:
             p = RemotePlayer(cn)
             if len(self.players) >= MAX_PLAYERS:  # client numbers come from the server: keep memory bounded
-                self.counters.drops["player: too many client numbers"] += 1
+                self._counters.drops["player: too many client numbers"] += 1
                 return p  # read, not kept
             self.players[cn] = p
         return p
@@ -601,7 +604,7 @@ class SauerClientCore:
 
     def _send_position(self) -> None:
         pose = self.pose
-        if pose is None or self.state is not State.ALIVE:
+        if pose is None or self._state is not State.ALIVE:
             return
         try:
             rec = make_npos(
@@ -617,13 +620,28 @@ class SauerClientCore:
                 strafe=pose.strafe,
             )
         except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
-            self.counters.drops[f"position not sent: {e}"] += 1
+            self._counters.drops[f"position not sent: {e}"] += 1
             return
         data = encode_npos(rec)
         self.last_record = rec
-        self.counters.positions_sent += 1
-        self.counters.position_bytes += len(data)
+        self._counters.positions_sent += 1
+        self._counters.position_bytes += len(data)
         self._send(data, reliable=False, channel=CHAN_POS)
+
+    def _allowed(self, step: Step) -> bool:
+        return (self._state, step) in TRANSITIONS
+
+    def _go(self, step: Step) -> None:
+        """The one place the state changes: by its row in TRANSITIONS."""
+        new = TRANSITIONS.get((self._state, step))
+        if new is None:
+            raise IllegalTransition(f"{step.value} in state {self._state.value}")
+        self._state = new
+
+    def _connection_started(self, now: float) -> None:
+        self._connect_at = None
+        self._phase_deadline = now + CONNECT_TIMEOUT
+        self._counters.connects += 1
 
     def _reset_connection(self) -> None:
         self._phase_deadline = self._next_ping = self._next_pos = self._next_tryspawn = None
@@ -638,22 +656,22 @@ class SauerClientCore:
         self.players.clear()
 
     def _drop_connection(self, now: float, why: str, fatal: bool = False) -> None:
-        """We end the connection (silence, a phase timed out, a protocol we do not speak)."""
-        self._drop = why
+        """We end the connection (silence, a phase timed out, a protocol we do not speak): the
+        state leaves WITH_CONNECTION, so the transport drops its peer."""
         self._end(now, why, None, fatal=fatal)
 
     def _end(self, now: float, text: str, reason: int | None, *, fatal: bool) -> None:
-        was_in_game = self.state in IN_GAME
+        was_in_game = self._state in IN_GAME
         self._reset_connection()
         retry_in = None
         if fatal or not self.reconnect:
-            self.state = State.CLOSED
+            self._go(Step.STOP)
             self._connect_at = None
             self.stop_reason = self.stop_reason or text
         else:
             retry_in = BACKOFF[min(self._attempt, len(BACKOFF) - 1)]
             self._attempt += 1
-            self.state = State.WAITING
+            self._go(Step.LOST)
             self._connect_at = now + retry_in
         ev = Disconnected(reason, text, was_in_game, retry_in)
         self.last_disconnect = ev
@@ -662,11 +680,11 @@ class SauerClientCore:
     @property
     def position_due_at(self) -> float | None:
         """When the next N_POS goes out (None: none will, not alive)."""
-        return self._next_pos if self.state is State.ALIVE else None
+        return self._next_pos if self._state is State.ALIVE else None
 
     @property
     def in_game(self) -> bool:
-        return self.state in IN_GAME
+        return self._state in IN_GAME
 
     @property
     def mode_name(self) -> str:

@@ -24,8 +24,13 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from ..drops import DropCounter, detail as drop_detail
+from ..resend import ResendSchedule
+from .errors import (
+    InfoError as InfoError,  # re-exported: raised here
+    SauerDecodeError,
+)
 from .protocol import CLIENT_STATES, PRIVILEGES, mastermode_name, mode_name
-from .wire import Reader, SauerDecodeError, put_int
+from .wire import Reader, put_int
 
 MAX_PLAYERS = 256  # client numbers are the server's: the players kept stay bounded
 EXT_ACK, EXT_VERSION = -1, 105
@@ -35,10 +40,6 @@ EXT_UPTIME, EXT_PLAYERSTATS, EXT_TEAMSCORE = 0, 1, 2
 MM_PASSWORD = 4
 FIRST_RESEND = 0.5
 RESEND_FACTOR = 2.0
-
-
-class InfoError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -174,14 +175,6 @@ def parse_playerstats(data: bytes) -> tuple[str, object]:
 
 
 @dataclass
-class _Request:
-    data: bytes
-    next_send: float | None = None
-    interval: float = FIRST_RESEND
-    sent_at: float | None = None
-
-
-@dataclass
 class SauerQuery:
     """The ping query and extinfo player stats with one server."""
 
@@ -194,7 +187,8 @@ class SauerQuery:
     last_drop: str = ""
 
     def __post_init__(self) -> None:
-        self._requests = {"info": _Request(info_request(self.tag)), "players": _Request(PLAYERSTATS_REQUEST)}
+        self._requests = {"info": info_request(self.tag), "players": PLAYERSTATS_REQUEST}
+        self._resend: ResendSchedule[str] = ResendSchedule(self._requests, FIRST_RESEND, RESEND_FACTOR)
 
     @property
     def done(self) -> bool:
@@ -203,23 +197,13 @@ class SauerQuery:
         )
 
     def start(self, now: float) -> None:
-        for req in self._requests.values():
-            req.next_send = now
+        self._resend.start(now)
 
     def get_timer(self) -> float | None:
-        due = [r.next_send for r in self._requests.values() if r.next_send is not None]
-        return min(due) if due else None
+        return self._resend.get_timer()
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
-        out = []
-        for req in self._requests.values():
-            if req.next_send is not None and now >= req.next_send:
-                out.append(req.data)
-                if req.sent_at is not None:
-                    req.interval *= RESEND_FACTOR
-                req.sent_at = now
-                req.next_send = now + req.interval
-        return out
+        return [self._requests[name] for name in self._resend.due(now)]
 
     def receive_datagram(self, data: bytes, now: float) -> None:
         try:
@@ -229,9 +213,10 @@ class SauerQuery:
                     self._drop("foreign", f"a ping reply to tag {reply.tag}, not ours ({self.tag})")
                     return
                 if self.info is None:
-                    req = self._requests["info"]
-                    self.info, req.next_send = reply, None
-                    self.ping_ms = (now - req.sent_at) * 1000.0 if req.sent_at is not None else None
+                    self.info = reply
+                    self._resend.answered("info")
+                    sent_at = self._resend.last_sent("info")
+                    self.ping_ms = (now - sent_at) * 1000.0 if sent_at is not None else None
                 return
             kind, value = parse_playerstats(data)
         except InfoError as e:
@@ -240,7 +225,7 @@ class SauerQuery:
         if kind == "ids":
             ids = self.player_ids = cast("list[int]", value)  # parse_playerstats: ("ids", [cn...])
             if not ids or all(cn in self.players for cn in ids):
-                self._requests["players"].next_send = None
+                self._resend.answered("players")
         elif kind == "player":
             p = cast(PlayerInfo, value)
             if p.cn not in self.players and len(self.players) >= MAX_PLAYERS:
@@ -248,7 +233,7 @@ class SauerQuery:
                 return
             self.players[p.cn] = p
             if self.player_ids is not None and all(cn in self.players for cn in self.player_ids):
-                self._requests["players"].next_send = None
+                self._resend.answered("players")
         else:
             self._drop("error", str(value))
 

@@ -1,115 +1,188 @@
-"""The ENet transport for SauerClientCore (the `enet` module of pyenet-vladfi: ENet 1.3.20, which
-speaks the protocol of the game server's ENet 1.3.17).
+"""The ENet transport for SauerClientCore, a netcode/driver.py `Transport` (the `enet` module of
+pyenet-vladfi: ENet 1.3.20, which speaks the protocol of the game server's ENet 1.3.17).
 
-A few lines around the core: open a connection when the core says so (3 channels, as the game's
-`enet_host_connect(…, 3, 0)`), service ENet without blocking, feed every event to the core, send
-what the core hands out (channel 0 unreliable, as the game's positions; channel 1 reliable where
-the core says so), drop the connection when the core gives up on it. `poll(now)` does all of that once;
-call it every frame — a client that stops servicing ENet is dropped by the server after ~5 s.
+A few lines around the core: open a connection when the core's state wants one (3 channels, as
+the game's `enet_host_connect(…, 3, 0)`), service ENet without blocking, feed every event to the
+core (`connection_made`, `receive_datagram`, `connection_lost`), send what the core hands out
+(channel 0 unreliable, as the game's positions; channel 1 reliable where the core says so), and
+drop the peer when the core has given up on the connection.
+
+Two ways to drive it:
+- from an event loop (`driver.drive`, the swarm): wait on `filenos()` (the ENet host's UDP socket)
+  until `next_deadline()`, then call `on_readable(now)` / `on_timer(now)`; events come from
+  `next_event()`. ENet's own resends and handshake need servicing too: before the server lets us
+  in, the deadline is at most SERVICE_EVERY after the last service.
+- once a frame (the app's link): `poll(now, positions=False)`, set the pose, `send_due(now)`.
+A client that stops servicing ENet is dropped by the server after ~5 s.
+
+`metrics(name, amount)`, when set, hears "sent_datagrams"/"sent_bytes" for every packet handed to
+ENet, "received_datagrams"/"received_bytes" for every packet ENet delivered, "send_errors" for one
+ENet refused, and "position_packets" for every packet on channel 0 (the players' positions the
+server relays). ENet's own acknowledgements and pings are not counted.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import enet
 
-from .client import Event, Outgoing, SauerClientCore, State
-from .protocol import CHANNELS
+from ..driver import MetricsHook
+from .client import Incoming, Outgoing, SauerClientCore, State
+from .errors import TransportError
+from .events import Event
+from .protocol import CHAN_POS, CHANNELS
 
-
-class SauerTransportError(OSError):
-    pass
+SERVICE_EVERY = 0.05  # s: ENet serviced at least this often until the server lets us in
+MAX_EVENTS_PER_SERVICE = 256  # ENet events read per call: a flood is bounded
+_JOINING = (State.CONNECTING, State.HANDSHAKE, State.JOINING, State.LOADING)
 
 
 class SauerClient:
-    """One client: the core plus an ENet host with one peer."""
+    """One client: the core plus an ENet host with one peer. `source` binds the host to that local
+    address (None: the kernel's choice). Connects at once (at `now`, or the clock's time)."""
 
     def __init__(
-        self, address: tuple[str, int], core: SauerClientCore, clock: Callable[[], float] = time.monotonic
+        self,
+        address: tuple[str, int],
+        core: SauerClientCore,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        source: str | None = None,
+        now: float | None = None,
     ) -> None:
         self.host_name, self.port = address
         self.core = core
         self.clock = clock
+        self.metrics: MetricsHook | None = None
         try:
             self._address = enet.Address(self.host_name.encode("idna"), self.port)
-        except (OSError, UnicodeError) as e:
-            raise SauerTransportError(f"cannot resolve {self.host_name!r}: {e}") from None
-        self._host = enet.Host(None, 1, CHANNELS, 0, 0)
-        self._peer = None
+            bind = enet.Address(source.encode("idna"), 0) if source else None
+            self._host: Any = enet.Host(bind, 1, CHANNELS, 0, 0)  # pyenet has no types
+        except (OSError, UnicodeError, MemoryError) as e:
+            raise TransportError(f"cannot open an ENet host for {self.host_name!r}: {e}") from None
+        self._peer: Any = None
         self._connected = False  # the peer's CONNECT event came
+        self._serviced_at = 0.0
         self.sent_at = 0.0  # clock time of the last datagram handed to ENet
+        if core.state is State.IDLE:
+            core.connect(self.clock() if now is None else now)
+        self._sync_peer()
 
-    def poll(self, now: float | None = None, positions: bool = True) -> list[Event]:
-        """Service ENet once (never blocks) and run the core; returns the core's new events.
+    # --- the driver API (netcode/driver.py Transport) ----------------------------------------
+
+    def filenos(self) -> tuple[int, ...]:
+        host = self._host
+        return () if host is None else (host.socket.fileno(),)
+
+    def next_deadline(self) -> float | None:
+        if self._host is None:
+            return None
+        t = self.core.get_timer()
+        if self._peer is not None and self.core.state in _JOINING:
+            service = self._serviced_at + SERVICE_EVERY
+            t = service if t is None else min(t, service)
+        return t
+
+    def on_readable(self, now: float) -> None:
+        self.poll(now)
+
+    def on_timer(self, now: float) -> None:
+        self.poll(now)
+
+    def next_event(self) -> Event | None:
+        return self.core.next_event()
+
+    def close(self, now: float | None = None) -> None:
+        """Leave the server (a disconnect it hears at once) and stop; the last events stay readable
+        with next_event()."""
+        self.core.close(self.clock() if now is None else now)
+        self._drop()
+        self._host = None  # its socket closes with it
+
+    # --- once a frame ------------------------------------------------------------------------
+
+    def poll(self, now: float | None = None, positions: bool = True) -> None:
+        """Service ENet once (never blocks), run the core's timers, send what is due.
         `positions` False: a position tick that is due waits for send_due (see handle_timer)."""
         now = self.clock() if now is None else now
-        core = self.core
-        if self._peer is None and core.connect_due(now):
-            self._peer = self._host.connect(self._address, CHANNELS, 0)
-            self._connected = False
-            core.connection_started(now)
+        if self._host is None:
+            return
         self._service(now)
-        self._flush(now, positions)
-        events = []
-        while (ev := core.next_event()) is not None:
-            events.append(ev)
-        return events
+        self.core.handle_timer(now, positions)
+        self._flush(now)
 
     def send_due(self, now: float) -> None:
         """Hand out what the core has due (a position tick) without reading anything first."""
+        if self._host is None:
+            return
+        self.core.handle_timer(now)
         self._flush(now)
 
+    # --- inside ------------------------------------------------------------------------------
+
     def _service(self, now: float) -> None:
-        core, host = self.core, self._host
-        while True:
+        core, host, metrics = self.core, self._host, self.metrics
+        self._serviced_at = now
+        for _ in range(MAX_EVENTS_PER_SERVICE):
             ev = host.service(0)
             kind = ev.type
             if kind == enet.EVENT_TYPE_NONE:
-                return
+                break
             if kind == enet.EVENT_TYPE_RECEIVE:
-                core.receive(ev.channelID, ev.packet.data, now)
+                data, channel = ev.packet.data, ev.channelID
+                if metrics is not None:
+                    metrics("received_datagrams", 1)
+                    metrics("received_bytes", len(data))
+                    if channel == CHAN_POS:
+                        metrics("position_packets", 1)
+                core.receive_datagram(Incoming(channel, data), now)
             elif kind == enet.EVENT_TYPE_CONNECT:
                 self._connected = True
                 core.connection_made(now)
             elif kind == enet.EVENT_TYPE_DISCONNECT:
                 was_connected, self._peer, self._connected = self._connected, None, False
                 core.connection_lost(ev.data if was_connected else None, now)
+        self._sync_peer()
 
-    def _flush(self, now: float, positions: bool = True) -> None:
-        core = self.core
-        out = core.packets_to_send(now, positions)
-        if core.take_drop() is not None:
-            self._drop()
+    def _flush(self, now: float) -> None:
+        out = self.core.datagrams_to_send(now)
+        self._sync_peer()
         peer = self._peer
-        if peer is not None and self._connected and out:
-            for o in out:
-                self._send(peer, o)
-            self._host.flush()
-            self.sent_at = self.clock()
-        if self._peer is not None and core.state is State.CLOSED:
-            self._drop()
+        if peer is None or not self._connected or not out:
+            return
+        metrics = self.metrics
+        for o in out:
+            failed = self._send(peer, o) < 0
+            if metrics is not None:
+                if failed:
+                    metrics("send_errors", 1)
+                else:
+                    metrics("sent_datagrams", 1)
+                    metrics("sent_bytes", len(o.data))
+        self._host.flush()
+        self.sent_at = self.clock()
 
     @staticmethod
-    def _send(peer: enet.Peer, o: Outgoing) -> None:
+    def _send(peer: Any, o: Outgoing) -> int:
         flags = enet.PACKET_FLAG_RELIABLE if o.reliable else 0
-        peer.send(o.channel, enet.Packet(o.data, flags))
+        result: int = peer.send(o.channel, enet.Packet(o.data, flags))
+        return result
+
+    def _sync_peer(self) -> None:
+        """An ENet peer exactly while the core's state wants a connection."""
+        if self.core.wants_connection:
+            if self._peer is None and self.core.state is State.CONNECTING:
+                self._peer = self._host.connect(self._address, CHANNELS, 0)
+                self._connected = False
+        elif self._peer is not None:
+            self._drop()
 
     def _drop(self) -> None:
         """Let the server know at once (a disconnect command, DISC_NONE) and forget the peer, so
         that a reconnect is a new client there, not a second one beside a stale slot."""
         peer, self._peer, self._connected = self._peer, None, False
-        if peer is not None:
+        if peer is not None and self._host is not None:
             peer.disconnect_now(0)
             self._host.flush()
-
-    def close(self, now: float | None = None) -> list[Event]:
-        """Leave the server (a disconnect it hears at once) and stop; returns the last events."""
-        now = self.clock() if now is None else now
-        self.core.close(now)
-        self._drop()
-        events = []
-        while (ev := self.core.next_event()) is not None:
-            events.append(ev)
-        return events

@@ -9,15 +9,7 @@ from __future__ import annotations
 
 import struct
 
-
-class SauerDecodeError(ValueError):
-    """The peer's bytes are not a valid message; `offset` is where reading failed."""
-
-    def __init__(self, reason: str, offset: int) -> None:
-        super().__init__(f"{reason} (at byte {offset})")
-        self.reason = reason
-        self.offset = offset
-
+from .errors import SauerDecodeError as SauerDecodeError  # its home is errors.py
 
 _F32 = struct.Struct("<f")
 

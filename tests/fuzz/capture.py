@@ -177,14 +177,15 @@ def capture_sauer(found, seconds: float) -> None:
     from headcast.netcode.sauer.localserver import LocalSauerServer
     from headcast.netcode.sauer.transport import SauerClient
 
-    real = sc.SauerClientCore.receive
+    real = sc.SauerClientCore.receive_datagram
 
-    def recv(self, channel, data, now):
+    def recv(self, incoming, now):
+        channel, data = incoming.channel, incoming.data
         found["sauer_messages" if channel == 1 else "sauer_positions"].append(bytes(data))
         found["sauer_core"].append(bytes([channel]) + bytes(data))
-        return real(self, channel, data, now)
+        return real(self, incoming, now)
 
-    sc.SauerClientCore.receive = recv
+    sc.SauerClientCore.receive_datagram = recv
     try:
         with LocalSauerServer() as server:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -210,7 +211,7 @@ def capture_sauer(found, seconds: float) -> None:
             for c in clients:
                 c.close()
     finally:
-        sc.SauerClientCore.receive = real
+        sc.SauerClientCore.receive_datagram = real
 
 
 def capture_q3_delta(found) -> None:

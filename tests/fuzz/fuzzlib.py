@@ -138,7 +138,7 @@ def _sauer_core():
     import sys
 
     sys.path.insert(0, str(REPO / "tests"))
-    from sauer.test_client_core import connected
+    from sauer.test_client_core import connected, feed, step
 
     from headcast.netcode.sauer.client import SauerClientCore
 
@@ -151,8 +151,8 @@ def _sauer_core():
             state.update(core=core, n=0)
         state["n"] += 1
         core = state["core"]
-        core.receive(data[0] % 3 if data else 1, data[1:], 1.0)
-        core.packets_to_send(1.0)
+        feed(core, data[0] % 3 if data else 1, data[1:], 1.0)
+        step(core, 1.0)
         while core.next_event() is not None:
             pass
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from sauer.test_client_core import connected, servinfo
+from sauer.test_client_core import connected, feed, servinfo
 
 from headcast.netcode.drops import MAX_DROP_REASONS
 from headcast.netcode.sauer import client as sc
@@ -50,7 +50,7 @@ def test_nested_relays_stop_inside_and_go_on_outside():
 def test_the_core_takes_the_nested_packet_as_a_packet():
     core = SauerClientCore("vrA")
     connected(core)
-    core.receive(1, nested_clients(1000), 1.0)
+    feed(core, 1, nested_clients(1000), 1.0)
     assert core.state is State.ALIVE
 
 
@@ -63,9 +63,9 @@ def test_100k_distinct_bad_packets_keep_the_drop_counters_bounded():
     for i in range(100_000):
         # an unknown message type after a varying prefix: the reason text carries type and offset;
         # every 10th a player under a new client number, then text the core makes an event of
-        core.receive(1, build(Msg.N_PING, i) * (i % 7) + bytes([0x70 + i % 15]) + bytes(i % 5), 1.0)
+        feed(core, 1, build(Msg.N_PING, i) * (i % 7) + bytes([0x70 + i % 15]) + bytes(i % 5), 1.0)
         if i % 10 == 0:
-            core.receive(1, build(Msg.N_INITCLIENT, 1000 + i, f"p{i}", "good", 0) + build(Msg.N_SERVMSG, f"t{i}"), 1.0)
+            feed(core, 1, build(Msg.N_INITCLIENT, 1000 + i, f"p{i}", "good", 0) + build(Msg.N_SERVMSG, f"t{i}"), 1.0)
     took = time.perf_counter() - t0
     drops = core.counters.drops
     assert len(drops) <= MAX_DROP_REASONS and all(len(k) <= 64 for k in drops), dict(drops)

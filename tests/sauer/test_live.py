@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from headcast.netcode.sauer import client as sc
+from headcast.netcode.sauer import events as sc
 from headcast.netcode.sauer.client import Pose, State
 from headcast.netcode.sauer.localserver import LocalSauerServer
 from headcast.netcode.sauer.messages import build

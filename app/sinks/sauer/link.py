@@ -13,11 +13,12 @@ import time
 from typing import Callable
 
 from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError, UsageError
-from headcast.netcode.sauer import client as sc
+from headcast.netcode.sauer import events as se
 from headcast.netcode.sauer.client import Pose, SauerClientCore, State
+from headcast.netcode.sauer.errors import ClientError, TransportError
 from headcast.netcode.sauer.npos import NPos
 from headcast.netcode.sauer.protocol import DEFAULT_PORT, DISC_PASSWORD
-from headcast.netcode.sauer.transport import SauerClient, SauerTransportError
+from headcast.netcode.sauer.transport import SauerClient
 
 NO_ANSWER_AFTER = 1.0  # s without any packet before the status says "no answer"
 
@@ -30,7 +31,6 @@ STATE_TEXT = {
     State.ALIVE: "in game",
     State.DEAD: "dead",
     State.SPECTATOR: "spectator",
-    State.EDITING: "editing",
     State.WAITING: "reconnecting",
     State.CLOSED: "stopped",
 }
@@ -68,9 +68,9 @@ class SauerLink:
         try:
             self.core = SauerClientCore(name, model, password)
             self.client = SauerClient((host, port), self.core, clock=clock)
-        except sc.ProtocolError as e:
+        except ClientError as e:
             raise UsageError(f"sauer: {e}") from None
-        except SauerTransportError as e:
+        except TransportError as e:
             raise UsageError(f"--sauer {host}:{port}: {e}") from None
         self.counters = self.core.counters
         self.joined_at: float | None = None  # clock time of the first spawn
@@ -92,7 +92,7 @@ class SauerLink:
     @property
     def live(self) -> bool:
         """In game now (positions flowing, or dead and respawning)."""
-        return not self.closed and self.core.state in (State.ALIVE, State.DEAD, State.EDITING)
+        return not self.closed and self.core.state in (State.ALIVE, State.DEAD)
 
     @property
     def ping_ms(self) -> float | None:
@@ -207,31 +207,33 @@ class SauerLink:
     def poll(self, now: float) -> None:
         if self.closed:
             return
-        for ev in self.client.poll(now, positions=False):  # send() takes the position tick
+        client = self.client
+        client.poll(now, positions=False)  # send() takes the position tick
+        while (ev := client.next_event()) is not None:
             self._handle(ev, now)
         if not self._answered and self.counters.packets_in:
             self._answered = True
 
     def _handle(self, ev, now: float) -> None:
-        if isinstance(ev, sc.Spawned):
+        if isinstance(ev, se.Spawned):
             self.spawns += 1
             self.last_spawn = (self.core.cn, self.core.mode_name, self.core.map)
             if self.joined_at is None:
                 self.joined_at = now
             self._detail = self._where()
-        elif isinstance(ev, sc.Welcomed):
+        elif isinstance(ev, se.Welcomed):
             self._detail = f"welcomed as client {ev.cn} by {ev.description!r}; {self._where()}"
-        elif isinstance(ev, sc.MapChanged):
+        elif isinstance(ev, se.MapChanged):
             self._detail = f"map change: {self._where()}"
-        elif isinstance(ev, sc.Killed):
+        elif isinstance(ev, se.Killed):
             self._detail = f"killed{' by ' + ev.by if ev.by else ''}; respawning ({self._where()})"
-        elif isinstance(ev, sc.ServerSilent):
+        elif isinstance(ev, se.ServerSilent):
             self._detail = f"server silent for {ev.silent_for:.0f} s"
-        elif isinstance(ev, sc.ServerBack):
+        elif isinstance(ev, se.ServerBack):
             self._detail = self._where()
-        elif isinstance(ev, sc.ServerText):
+        elif isinstance(ev, se.ServerText):
             self.texts = (self.texts + [ev.text])[-20:]
-        elif isinstance(ev, sc.Disconnected):
+        elif isinstance(ev, se.Disconnected):
             self._detail = ev.text
 
     def _where(self) -> str:
