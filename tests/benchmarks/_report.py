@@ -109,14 +109,77 @@ def table(results: list[dict], missing: list[str]) -> str:
     return "\n".join(lines)
 
 
+# Issue 26's goals, each as the benchmark that measures it and the start of its result line's goal:
+# (the issue's wording, bench, goal prefix, op, target, unit). The second table holds each benchmark
+# to these: a result line whose op or target differs from the issue's counts as not met.
+ISSUE_GOALS = [
+    ("frame p99, each server mix at 90 Hz", "app_loop", "frame p99", "<", 0.25, " ms"),
+    ("motion-to-wire p99", "app_loop", "motion-to-wire p99", "<", 0.25, " ms"),
+    ("app loop CPU", "app_loop", "CPU", "<", 2.0, " %"),
+    ("XR poll cold (after ~11 ms) vs raw pyopenxr", "xr_poll", "XR poll cold", "<=", 0.05, "x"),
+    ("NetSync pose encode+decode vs shipped", "netsync_codec", "client pose", ">=", 3.0, "×"),
+    ("NetSync room of 200 decode vs shipped", "netsync_codec", "room of", ">=", 3.0, "×"),
+    ("Q3 client thread CPU vs the C floor beside it", "q3_session", "Q3 client thread CPU vs", "<=", 1.5, "×"),
+    ("swarm: NetSync players in", "swarm", "netsync:", None, None, ""),
+    ("process start → first Q3 datagram", "startup", "process start", "<", 0.4, " s"),
+    ("RSS over a run, Q3 + NetSync: flat", "rss", "RSS slope", "<", 0.1, " kB/s"),
+]
+
+
+def issue_table(results: list[dict], ran: list[str]) -> tuple[str, bool]:
+    """Issue 26's goals against the result lines (only the benchmarks that ran); whether all are met.
+    A goal whose benchmark ran but printed no line for it, or printed it with another target, is not met."""
+    rows = [("issue 26 goal", "target", "measured (min–max)", "load", "met")]
+    ok = True
+    for label, bench, prefix, op, target, unit in ISSUE_GOALS:
+        if bench not in ran:
+            continue
+        found = [r for r in results if r["bench"] == bench and r["goal"].startswith(prefix)]
+        if not found:
+            rows.append(
+                (label, f"{op or ''} {_fmt(target) if target is not None else ''}{unit}", "no result line", "—", "NO")
+            )
+            ok = False
+            continue
+        for r in found:
+            runs = r.get("runs") or [r["value"]]
+            span = f"{_fmt(min(runs))}–{_fmt(max(runs))}" if len(runs) > 1 else _fmt(runs[0])
+            load = r.get("load") or [0, 0]
+            want_op, want = (op, target) if op is not None else (r["op"], r["target"])
+            same = r["op"] == want_op and float(r["target"]) == float(want)
+            good = bool(r["met"]) and same
+            ok = ok and good
+            rows.append(
+                (
+                    f"{label} — {r['goal'].removeprefix(prefix).strip(' ,:')}" if len(found) > 1 else label,
+                    f"{want_op} {_fmt(want)}{r.get('unit', unit)}",
+                    f"{_fmt(r['value'])}{r.get('unit', '')} ({span})",
+                    f"{load[0]:.1f}–{load[-1]:.1f}",
+                    ("yes" if good else "NO") + ("" if same else f" (bench's target {r['op']} {_fmt(r['target'])})"),
+                )
+            )
+    if len(rows) == 1:
+        return "", True
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines), ok
+
+
 if __name__ == "__main__":
-    # python tests/benchmarks/_report.py LOG... : the table of the result lines in the logs
-    results, missing = [], []
+    # python tests/benchmarks/_report.py LOG... : the table of the result lines in the logs, then
+    # issue 26's goals among them
+    results, missing, ran = [], [], []
     for path in sys.argv[1:]:
         with open(path, encoding="utf-8", errors="replace") as f:
             found = parse(f.read().splitlines())
+        name = os.path.basename(path).removesuffix(".log")
+        ran.append(name)
         if not found:
-            missing.append(os.path.basename(path).removesuffix(".log"))
+            missing.append(name)
         results += found
     print(table(results, missing))
-    sys.exit(0 if results and not missing and all(r["met"] for r in results) else 1)
+    text, issue_ok = issue_table(results, ran)
+    if text:
+        print("\n" + text)
+    sys.exit(0 if results and not missing and issue_ok and all(r["met"] for r in results) else 1)
