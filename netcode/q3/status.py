@@ -28,6 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..resend import ResendSchedule
+
 OOB_PREFIX = b"\xff\xff\xff\xff"
 PORT_SERVER = 27960  # ioq3 qcommon.h: the default server port
 MAX_NONCE = 128  # ioq3 ignores a getinfo/getstatus whose argument is longer
@@ -180,8 +182,6 @@ def parse_status_response(data: bytes) -> StatusResponse:
 @dataclass
 class _Request:
     build: Callable[[str], bytes]
-    next_send: float | None = None  # None: answered (or not started)
-    interval: float = FIRST_RESEND
     sent: dict[str, float] = field(default_factory=dict)  # nonce → when it went out
     rtt: float | None = None
 
@@ -192,6 +192,7 @@ class ServerQuery:
     def __init__(self, nonce: Callable[[], str] = lambda: secrets.token_hex(4)) -> None:
         self._nonce = nonce
         self._requests = {"info": _Request(getinfo_request), "status": _Request(getstatus_request)}
+        self._resend: ResendSchedule[str] = ResendSchedule(self._requests, FIRST_RESEND, RESEND_FACTOR)
         self.info: InfoResponse | None = None
         self.status: StatusResponse | None = None
         self.drops: Counter[str] = Counter()
@@ -213,24 +214,18 @@ class ServerQuery:
         return None if rtt is None else rtt * 1000.0
 
     def start(self, now: float) -> None:
-        for req in self._requests.values():
-            req.next_send = now
+        self._resend.start(now)
 
     def get_timer(self) -> float | None:
         """When `datagrams_to_send` has something again (a resend), or None."""
-        due = [r.next_send for r in self._requests.values() if r.next_send is not None]
-        return min(due) if due else None
+        return self._resend.get_timer()
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         out = []
-        for req in self._requests.values():
-            if req.next_send is not None and now >= req.next_send:
-                nonce = self._nonce()
-                req.sent[nonce] = now
-                out.append(req.build(nonce))
-                if len(req.sent) > 1:
-                    req.interval *= RESEND_FACTOR
-                req.next_send = now + req.interval
+        for kind in self._resend.due(now):
+            req, nonce = self._requests[kind], self._nonce()
+            req.sent[nonce] = now
+            out.append(req.build(nonce))
         return out
 
     def receive_datagram(self, data: bytes, now: float) -> None:
@@ -255,7 +250,7 @@ class ServerQuery:
             self._drop("duplicate", f"a second {kind}Response (challenge {reply.challenge!r})")
             return
         req.rtt = now - sent
-        req.next_send = None
+        self._resend.answered(kind)
         setattr(self, kind, reply)
 
     def _drop(self, reason: str, detail: str) -> None:
