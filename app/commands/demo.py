@@ -507,7 +507,7 @@ def _check_config(args: argparse.Namespace) -> None:
 def _display_problem() -> str | None:
     """Why the mirror window could not open here (the words MirrorWindow uses), or None: glfw
     is started and stopped once, as the window will."""
-    from headcast.app.mirror.window import display_available
+    from headcast.app.mirror.window import MirrorError, display_available, glfw_started
 
     if not display_available():
         return "no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run"
@@ -516,18 +516,12 @@ def _display_problem() -> str | None:
         import glfw
     except Exception as e:  # noqa: BLE001 - a missing library: the window could not open either
         return f"glfw does not load ({e})"
-    errors: list[str] = []
-    glfw.set_error_callback(
-        lambda code, text: errors.append(text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text))
-    )
     try:
-        if not glfw.init():
-            where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "of this desktop"
-            return f"cannot open the display {where} ({'; '.join(errors) or 'glfw could not start'})"
-        glfw.terminate()
-        return None
-    finally:
-        glfw.set_error_callback(None)  # type: ignore[arg-type]  # None: pyGLFW's default (not annotated)
+        with glfw_started(glfw):
+            glfw.terminate()
+    except MirrorError as e:
+        return str(e)
+    return None
 
 
 def _forget(entry, started: list | None = None) -> None:

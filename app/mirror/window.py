@@ -12,6 +12,7 @@ still pumped. Closing the window ends the run. Space (or the Pause button) freez
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -19,7 +20,7 @@ import struct
 import sys
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -64,6 +65,24 @@ def display_available() -> bool:
     if sys.platform in DESKTOP_PLATFORMS:
         return True
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+@contextlib.contextmanager
+def glfw_started(glfw: Any) -> Iterator[list[str]]:
+    """glfw.init() with GLFW's own error text caught (X11: "Failed to open display :99") instead of
+    pyGLFW's warning, which would print a stack location beside our line: MirrorError says why it
+    could not start. The block gets the list later GLFW errors go to, until it ends."""
+    errors: list[str] = []
+    glfw.set_error_callback(
+        lambda code, text: errors.append(text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text))
+    )
+    try:
+        if not glfw.init():
+            where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "of this desktop"
+            raise MirrorError(f"cannot open the display {where} ({'; '.join(errors) or 'glfw could not start'})")
+        yield errors
+    finally:
+        glfw.set_error_callback(None)  # pyGLFW's default again
 
 
 def write_png(path: Path, rgb: np.ndarray) -> Path:
@@ -124,16 +143,7 @@ class MirrorWindow:
         self._pending: tuple | None = None  # a built frame whose GL commands go out next loop frame
         if not display_available():
             raise MirrorError("no display (DISPLAY is not set): use --no-mirror, or run under xvfb-run")
-        # GLFW's own error text says why (X11: Failed to open display :99); caught here instead of
-        # the module's default warning, which would print a stack location beside our line.
-        errors: list[str] = []
-        glfw.set_error_callback(
-            lambda code, text: errors.append(text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text))
-        )
-        try:
-            if not glfw.init():
-                where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "of this desktop"
-                raise MirrorError(f"cannot open the display {where} ({'; '.join(errors) or 'glfw could not start'})")
+        with glfw_started(glfw) as errors:
             glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
             glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
             glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
@@ -146,8 +156,6 @@ class MirrorWindow:
                 raise MirrorError(
                     "cannot create an OpenGL 3.3 window (" + ("; ".join(errors) or "driver too old?") + ")"
                 )
-        finally:
-            glfw.set_error_callback(None)  # type: ignore[arg-type]  # pyGLFW's default again (None: not annotated)
         glfw.make_context_current(self.window)
         glfw.swap_interval(0)  # the XR runtime paces the loop, not the desktop's vsync
         self._init_gl()

@@ -6,20 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from headcast.app.sinks.farside import (
-    BASIS_LOCAL,
-    DISCONNECTED,
-    JOINING,
-    SERVER_SILENT,
-    TRACKING_LOST,
-    Add,
-    ErrorReadout,
-    FarSideModel,
-    FarSideView,
-    HeadSample,
-    Source,
-    plain,
-)
+from headcast.app.sinks import farside as fs
 from headcast.netcode.netsync.model import FLAG_HEAD
 from headcast.netcode.pose import quake_angles
 
@@ -27,30 +14,30 @@ if TYPE_CHECKING:  # the contract the sink and link fit (app/sinks/contract.py)
     from headcast.app.sinks.contract import NetSyncFarSink
 
 UNITY_FRAME = "netsync room (OpenXR axes, metres)"
-BASIS_NETSYNC = plain(
+BASIS_NETSYNC = fs.plain(
     "your pose as the room sent it back vs the pose we sent (rotation, position)",
     "relayed vs sent under the same poseSeq",
 )
-WHY_NETSYNC_OFFLINE = plain("no server: your pose encoded and decoded here", "the latest NetSync protocol")
-WHY_NETSYNC_RELAYED = plain(
+WHY_NETSYNC_OFFLINE = fs.plain("no server: your pose encoded and decoded here", "the latest NetSync protocol")
+WHY_NETSYNC_RELAYED = fs.plain(
     "your pose as the room sent it back", "our body in the room broadcast, matched to the frame sent under its poseSeq"
 )
-RT_NETSYNC = plain(
+RT_NETSYNC = fs.plain(
     "relay: your pose back in the room broadcast; includes waiting up to 100 ms for the "
     "server's next broadcast and any time our own loop was late to read it",
     "our body back in the room broadcast, matched by poseSeq",
 )
 
 
-def unity_sample(t) -> HeadSample:
+def unity_sample(t) -> fs.HeadSample:
     """A NetSync Transform (Unity: left-handed, +Z forward) as a sample on OpenXR axes."""
     ux, uy, uz, uw = t.rot
     x, y, z = t.pos
     p, yw, r = quake_angles((-ux, -uy, uz, uw))
-    return HeadSample(p, yw, r, (x, y, -z), UNITY_FRAME)
+    return fs.HeadSample(p, yw, r, (x, y, -z), UNITY_FRAME)
 
 
-class FarSide(FarSideModel):
+class FarSide(fs.FarSideModel):
     """The NetSync sink's view: rebuilt when a frame is sent or a broadcast shows our body."""
 
     def __init__(self) -> None:
@@ -62,7 +49,7 @@ class FarSide(FarSideModel):
             return sink.frame, sink.seen
         return sink.frame, link.own_body, sink.matched, link.closed, link.joined, link.state
 
-    def update(self, sink: NetSyncFarSink, now: float, add: Add) -> None:
+    def update(self, sink: NetSyncFarSink, now: float, add: fs.Add) -> None:
         frame = sink.frame
         if frame is None:
             return
@@ -75,7 +62,7 @@ class FarSide(FarSideModel):
             body = sink.seen
             seen = unity_sample(body.head) if body is not None and body.head is not None else None
             transient = None
-            basis = BASIS_LOCAL
+            basis = fs.BASIS_LOCAL
             err_deg = sink.last_error if sent is not None else None
             if seen is not None and sent is not None and seen.pos is not None and sent.pos is not None:
                 err_m = math.dist(sent.pos, seen.pos)  # (unity_sample: always a position)
@@ -87,11 +74,11 @@ class FarSide(FarSideModel):
             basis = BASIS_NETSYNC
             state = link.state
             transient = (
-                DISCONNECTED
+                fs.DISCONNECTED
                 if link.closed
-                else JOINING
+                else fs.JOINING
                 if matched is None
-                else SERVER_SILENT
+                else fs.SERVER_SILENT
                 if state == "server silent"
                 else None
             )
@@ -103,13 +90,13 @@ class FarSide(FarSideModel):
                 self._matched = matched
                 fresh = (err_deg, err_m)
         if sent is None and transient is None and not sink.stealth:
-            transient = TRACKING_LOST
-        elif sink.stealth and transient == JOINING:
+            transient = fs.TRACKING_LOST
+        elif sink.stealth and transient == fs.JOINING:
             transient = None  # never matched: a stealth body is not broadcast
         source, why = view_source(sink)
         add(
             now,
-            FarSideView(
+            fs.FarSideView(
                 "netsync",
                 "netsync",
                 "head (pose body)",
@@ -119,12 +106,12 @@ class FarSide(FarSideModel):
                 seen,
                 transient,
                 None,
-                ErrorReadout(basis, err_deg, None, err_m),
+                fs.ErrorReadout(basis, err_deg, None, err_m),
             ),
             *fresh,
         )
 
-    def sources(self, sink: Any) -> list[tuple[str, Source, str]]:
+    def sources(self, sink: Any) -> list[tuple[str, fs.Source, str]]:
         return [("netsync", *view_source(sink))]
 
     def round_trip(self, sink: Any) -> tuple[float | None, str]:
@@ -137,12 +124,12 @@ class FarSide(FarSideModel):
         return "relay"
 
 
-def view_source(sink: NetSyncFarSink) -> tuple[Source, str]:
+def view_source(sink: NetSyncFarSink) -> tuple[fs.Source, str]:
     if sink.stealth:
         return (
-            Source.OFFLINE if sink.link is None else Source.RELAYED,
+            fs.Source.OFFLINE if sink.link is None else fs.Source.RELAYED,
             "stealth: no pose of ours in the room broadcast — the others see nothing of us",
         )
     if sink.link is None:
-        return Source.OFFLINE, WHY_NETSYNC_OFFLINE
-    return Source.RELAYED, WHY_NETSYNC_RELAYED
+        return fs.Source.OFFLINE, WHY_NETSYNC_OFFLINE
+    return fs.Source.RELAYED, WHY_NETSYNC_RELAYED

@@ -20,24 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from headcast.app.sinks.farside import (
-    BASIS_LOCAL,
-    DEAD,
-    DISCONNECTED,
-    INTERMISSION,
-    JOINING,
-    SPAWN,
-    TRACKING_LOST,
-    Add,
-    ErrorReadout,
-    FarSideModel,
-    FarSideView,
-    HeadSample,
-    Source,
-    angle_err,
-    plain,
-    wrap180,
-)
+from headcast.app.sinks import farside as fs
 from headcast.netcode.q3.vrhead import (
     EF_VR_PLAYER,
     HEAD_PITCH_CLAMP,
@@ -57,33 +40,34 @@ CMD_HISTORY = 256  # Q3 usercmds remembered for matching a snapshot's commandTim
 VR_STAT_PITCH, VR_STAT_YAW_OFFSET = 7, 8  # Trinity's ps.stats indexes (baseq3 build; docs/protocols/quake3.md#vr-head)
 Q3_FRAME = "quake 3 view (angles only: the usercmd carries no position)"
 # playerState pm_type (bg_public.h) under which the server's view does not follow the usercmd
-FROZEN_VIEW = {3: DEAD, 4: "frozen", 5: INTERMISSION, 6: INTERMISSION}  # PM_DEAD, PM_FREEZE, PM_(SP)INTERMISSION
+# PM_DEAD, PM_FREEZE, PM_INTERMISSION, PM_SPINTERMISSION
+FROZEN_VIEW = {3: fs.DEAD, 4: "frozen", 5: fs.INTERMISSION, 6: fs.INTERMISSION}
 # Plain names of the Q3 head decode's builds (vrhead.RECEIVER_NAMES are the precise ones)
 RECEIVER_PLAIN = {name: ("Trinity" if "Trinity" in text else "native build") for name, text in RECEIVER_NAMES.items()}
 
-BASIS_Q3_VIEW = plain(
+BASIS_Q3_VIEW = fs.plain(
     "the aim the server ran vs the aim we sent (pitch, yaw)",
     "the server's view vs the usercmd it ran, matched by commandTime (wire only)",
 )
-BASIS_Q3_HEAD_RELAYED = plain(
+BASIS_Q3_HEAD_RELAYED = fs.plain(
     "the server's own decode of your head vs the head we sent (7-bit steps)",
     "stats 7/8 in our playerState vs the head of the usercmd it ran, matched by commandTime",
 )
-BASIS_Q3_HEAD_MODEL = plain(
+BASIS_Q3_HEAD_MODEL = fs.plain(
     "head pitch and turn (up to ±80°) vs their 7-bit decode",
     "head pitch and yaw offset, clamped ±80°, vs the 7-bit decode of our buttons",
 )
-WHY_Q3_OFFLINE = plain(
+WHY_Q3_OFFLINE = fs.plain(
     "no server: your aim encoded and decoded here", "the usercmd's angle shorts: ANGLE2SHORT, then SHORT2ANGLE"
 )
-WHY_Q3_RELAYED = plain(
+WHY_Q3_RELAYED = fs.plain(
     "the aim the server ran, from its snapshot",
     "the view angles in our playerState, matched to our usercmd by commandTime",
 )
-WHY_Q3_HEAD_RELAYED = plain(
+WHY_Q3_HEAD_RELAYED = fs.plain(
     "the server's own decode of your head, sent back to us", "EF_VR_PLAYER and stats 7/8 in our playerState"
 )
-RT_Q3 = plain(
+RT_Q3 = fs.plain(
     "ping: the server's snapshot acknowledging what we sent", "the snapshot acknowledging our usercmd (commandTime)"
 )
 
@@ -97,7 +81,7 @@ class Snapshots:
     def __init__(self) -> None:
         self.snapshots = self.matched = self.rebased = 0
         self.link: Q3FarLink | None = None
-        self.transient: str | None = JOINING
+        self.transient: str | None = fs.JOINING
         self.fresh_error: float | None = None  # the link's check of the snapshot matched this update
         self.last_error: float | None = None  # ... of the last matched one
         self.last_head_error: float | None = None  # a VR server's echo of our head vs the usercmd it ran
@@ -130,17 +114,17 @@ class Snapshots:
         elif c.matched != self.matched and link.last_error is not None:
             # The latest check ran on a matched snapshot (a later unmatched one would not have
             # moved the counter; a rebase after it in the same poll is caught below).
-            self.transient = None if c.rebased == self.rebased else SPAWN
+            self.transient = None if c.rebased == self.rebased else fs.SPAWN
             if self.transient is None:
                 self.fresh_error = self.last_error = link.last_error
         elif c.rebased != self.rebased:
-            self.transient = SPAWN
+            self.transient = fs.SPAWN
         else:
-            self.transient = JOINING if self.matched == 0 else SPAWN
+            self.transient = fs.JOINING if self.matched == 0 else fs.SPAWN
         self.snapshots, self.matched, self.rebased = n, c.matched, c.rebased
 
 
-class FarSide(FarSideModel):
+class FarSide(fs.FarSideModel):
     """The Quake 3 sink's two views, rebuilt when a usercmd or a snapshot changed them."""
 
     def __init__(self) -> None:
@@ -153,33 +137,33 @@ class FarSide(FarSideModel):
             return (sink.intent,)
         return sink.intent, link.snapshots, link.closed, link.entered, link.head_bits
 
-    def update(self, sink: Q3FarSink, now: float, add: Add) -> None:
+    def update(self, sink: Q3FarSink, now: float, add: fs.Add) -> None:
         intent = sink.intent
         if intent is None:
             return
         link = sink.link
         a = intent.angles
-        sent_view = HeadSample(a[0], wrap180(a[1]), a[2], None, Q3_FRAME)
+        sent_view = fs.HeadSample(a[0], fs.wrap180(a[1]), a[2], None, Q3_FRAME)
         on_wire = sink.head_bits_on_wire
         view_err = None
-        seen_view: HeadSample | None
+        seen_view: fs.HeadSample | None
         if link is None:
             p, y, r = (view_angle(angle2short(x)) for x in a)
-            seen_view = HeadSample(p, wrap180(y), r, None, Q3_FRAME)
+            seen_view = fs.HeadSample(p, fs.wrap180(y), r, None, Q3_FRAME)
             transient = None
-            view_err = angle_err(sent_view, seen_view)
+            view_err = fs.angle_err(sent_view, seen_view)
         else:
             snaps = self.snapshots
             snaps.update(link)
             snaps.sent(link, intent)
             va = link.view_angles
-            seen_view = None if va is None else HeadSample(va[0], wrap180(va[1]), va[2], None, Q3_FRAME)
+            seen_view = None if va is None else fs.HeadSample(va[0], fs.wrap180(va[1]), va[2], None, Q3_FRAME)
             state = link.state
             if link.closed:
-                transient = DISCONNECTED
+                transient = fs.DISCONNECTED
             elif state != "in game":
                 # not in game (yet, or again): "connecting", "loading" a new map, "reconnecting" ...
-                transient = state if link.entered else JOINING
+                transient = state if link.entered else fs.JOINING
             else:
                 transient = snaps.transient
             view_err = snaps.fresh_error
@@ -191,7 +175,7 @@ class FarSide(FarSideModel):
         )
         add(
             now,
-            FarSideView(
+            fs.FarSideView(
                 "q3",
                 "q3",
                 title,
@@ -201,8 +185,8 @@ class FarSide(FarSideModel):
                 seen_view,
                 transient,
                 on_wire,
-                ErrorReadout(
-                    BASIS_Q3_VIEW if link is not None else BASIS_LOCAL,
+                fs.ErrorReadout(
+                    BASIS_Q3_VIEW if link is not None else fs.BASIS_LOCAL,
                     view_err if link is None else self.snapshots.last_error,
                     None,
                 ),
@@ -212,30 +196,30 @@ class FarSide(FarSideModel):
         self._add_head(sink, now, add, link, transient, on_wire)
 
     def _add_head(
-        self, sink: Q3FarSink, now: float, add: Add, link: Q3FarLink | None, transient: str | None, on_wire: bool
+        self, sink: Q3FarSink, now: float, add: fs.Add, link: Q3FarLink | None, transient: str | None, on_wire: bool
     ) -> None:
         intent = sink.intent
         assert intent is not None  # update returns first without one
         head = intent.head
-        sent = None if head is None else HeadSample(head[0], wrap180(head[1]), head[2], None, Q3_FRAME)
+        sent = None if head is None else fs.HeadSample(head[0], fs.wrap180(head[1]), head[2], None, Q3_FRAME)
         # Its words change only with a snapshot (the build another VR player betrays, the echo)
         # or the link's width: not rebuilt at every usercmd.
         key = (sink, None if link is None else link.snapshots, on_wire)
         if self._source[0] != key:
             self._source = (key, head_source(sink))
         source, why = self._source[1]
-        if source is Source.RELAYED:
+        if source is fs.Source.RELAYED:
             seen, err, basis = self._head_relayed(sink, link)
             if seen is None and transient is None:
-                transient = TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
+                transient = fs.TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
         else:
             seen, err = self._head_model(sink)
             basis = BASIS_Q3_HEAD_MODEL
         if head is None:
-            transient = TRACKING_LOST
+            transient = fs.TRACKING_LOST
         add(
             now,
-            FarSideView(
+            fs.FarSideView(
                 "q3.head",
                 "q3",
                 "VR head (buttons bits 12–25, roll)",
@@ -245,19 +229,21 @@ class FarSide(FarSideModel):
                 seen,
                 transient,
                 on_wire,
-                ErrorReadout(basis, err if source is not Source.RELAYED else self.snapshots.last_head_error, None),
+                fs.ErrorReadout(
+                    basis, err if source is not fs.Source.RELAYED else self.snapshots.last_head_error, None
+                ),
             ),
             err,
         )
 
     @staticmethod
-    def _head_model(sink: Q3FarSink) -> tuple[HeadSample | None, float | None]:
+    def _head_model(sink: Q3FarSink) -> tuple[fs.HeadSample | None, float | None]:
         far = sink.far_side
         # (pitch, yaw_offset and sent_offset are None together: no head bits in the usercmd)
         if far is None or far.pitch is None or far.yaw_offset is None or far.sent_offset is None:
             return None, None
         weapon_yaw = sink.others_view()[1]
-        seen = HeadSample(far.pitch, wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
+        seen = fs.HeadSample(far.pitch, fs.wrap180(weapon_yaw + far.yaw_offset), far.roll_others, None, Q3_FRAME)
         intent = sink.intent
         head = None if intent is None else intent.head
         if head is None:
@@ -265,7 +251,7 @@ class FarSide(FarSideModel):
         pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
         return seen, max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
 
-    def _head_relayed(self, sink: Q3FarSink, link: Q3FarLink | None) -> tuple[HeadSample | None, float | None, str]:
+    def _head_relayed(self, sink: Q3FarSink, link: Q3FarLink | None) -> tuple[fs.HeadSample | None, float | None, str]:
         """A VR server's decode of our head bits, as its game writes it into our playerState each
         frame (Trinity: stats[7] = pitch, stats[8] = yaw offset, ·182.04 as shorts; reference
         docs/protocols/quake3.md#vr-head), with the view yaw and roll the server ran."""
@@ -278,7 +264,7 @@ class FarSide(FarSideModel):
         receiver = sink.model_receiver
         pitch = deg_from_stat(ps.stats[VR_STAT_PITCH], receiver)
         offset = deg_from_stat(ps.stats[VR_STAT_YAW_OFFSET], receiver)
-        seen = HeadSample(pitch, wrap180(va[1] + offset), va[2], None, Q3_FRAME)
+        seen = fs.HeadSample(pitch, fs.wrap180(va[1] + offset), va[2], None, Q3_FRAME)
         snaps = self.snapshots
         if snaps.fresh_error is None:
             return seen, None, basis
@@ -291,7 +277,7 @@ class FarSide(FarSideModel):
         snaps.last_head_error = err
         return seen, err, basis
 
-    def sources(self, sink: Any) -> list[tuple[str, Source, str]]:
+    def sources(self, sink: Any) -> list[tuple[str, fs.Source, str]]:
         return [("q3", *view_source(sink)), ("q3.head", *head_source(sink))]
 
     def round_trip(self, sink: Any) -> tuple[float | None, str]:
@@ -302,29 +288,29 @@ class FarSide(FarSideModel):
         return "ping"
 
 
-def view_source(sink: Q3FarSink) -> tuple[Source, str]:
+def view_source(sink: Q3FarSink) -> tuple[fs.Source, str]:
     if sink.link is None:
-        return Source.OFFLINE, WHY_Q3_OFFLINE
-    return Source.RELAYED, WHY_Q3_RELAYED
+        return fs.Source.OFFLINE, WHY_Q3_OFFLINE
+    return fs.Source.RELAYED, WHY_Q3_RELAYED
 
 
-def head_source(sink: Q3FarSink) -> tuple[Source, str]:
+def head_source(sink: Q3FarSink) -> tuple[fs.Source, str]:
     link = sink.link
     receiver = RECEIVER_NAMES[sink.model_receiver]
     plain_name = RECEIVER_PLAIN[sink.model_receiver]
     if link is None:
-        return Source.OFFLINE, plain(
+        return fs.Source.OFFLINE, fs.plain(
             f"no server: your head as {plain_name} would decode it, here",
             f"our buttons' head bits through the {receiver} decode",
         )
     if sink.head_bits_on_wire:
         if link.check.vr_flag_frames:
-            return Source.RELAYED, WHY_Q3_HEAD_RELAYED
-        return Source.MODEL, plain(
+            return fs.Source.RELAYED, WHY_Q3_HEAD_RELAYED
+        return fs.Source.MODEL, fs.plain(
             f"head sent; the server has not shown its decode yet: {plain_name}'s decode, here",
             f"no EF_VR_PLAYER in our playerState yet; our usercmd through the {receiver} decode",
         )
-    return Source.MODEL, plain(
+    return fs.Source.MODEL, fs.plain(
         f"NOT SENT: this server has no VR support (only the roll goes out); shown: "
         f"what a VR server ({plain_name}) would see",
         f"no vr_support: 16-bit buttons; the head bits through the {receiver} decode",
