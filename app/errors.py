@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
 # Every character str.splitlines() breaks at: a value quoted into a message (a path, a name)
 # must not split the message's one line.
 _LINE_BREAKS: dict[str, str | int | None] = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
@@ -22,6 +26,15 @@ class UsageError(AppError):
     """A flag or config value is unusable (same exit code as argparse's own usage errors)."""
 
     exit_code = 2
+
+
+def usage(call: Callable[[], T]) -> T:
+    """`call()`, with a ValueError it raises (text from the command line or a config file that
+    does not parse, e.g. netcode.address.AddressError) shown as a UsageError."""
+    try:
+        return call()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 class UnreachableError(AppError):

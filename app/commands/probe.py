@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from headcast.app.errors import AppError, UnreachableError, UsageError
+from headcast.app.errors import AppError, UnreachableError, UsageError, usage
+from headcast.netcode import address as netaddress
 from headcast.netcode.icmp import PORT_UNREACHABLE
 
 
@@ -31,27 +32,8 @@ def parse_q3_target(text: str) -> tuple[str, int]:
     """HOST, HOST:PORT, [IPV6], [IPV6]:PORT, or a bare IPv6 address (default port 27960)."""
     from headcast.netcode.q3.status import PORT_SERVER
 
-    port_text = ""
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")):
-            raise UsageError(f"probe q3 {text!r}: expected [IPV6] or [IPV6]:PORT")
-        port_text = rest[1:] if rest else ""
-        if rest and not port_text:
-            raise UsageError(f"probe q3 {text!r}: no port after the colon")
-    elif text.count(":") > 1:
-        host = text  # a bare IPv6 address: no port can follow it unbracketed
-    else:
-        host, sep, port_text = text.partition(":")
-        if sep and not port_text:
-            raise UsageError(f"probe q3 {text!r}: no port after the colon")
-    if not host:
-        raise UsageError(f"probe q3 {text!r}: expected HOST, HOST:PORT or [IPV6]:PORT")
-    if not port_text:
-        return host, PORT_SERVER
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise UsageError(f"probe q3 {text!r}: the port must be a number 1..65535")
-    return host, int(port_text)
+    host, ports = usage(lambda: netaddress.parse_address(text, PORT_SERVER, option="probe q3", ipv6=True))
+    return host, ports[0]
 
 
 def resolve_q3_target(text: str) -> Q3Target:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from headcast.netcode.address import AddressError, parse_address
 from headcast.netcode.counters import CoreCounters
 from headcast.netcode.resend import ResendSchedule
 
@@ -41,3 +42,31 @@ def test_a_cores_counters_read_as_a_mapping_of_ints():
     assert dict(c) == {"sent": 3, "drops": 3} and len(c) == 2 and c["sent"] == c.sent
     with pytest.raises(KeyError):
         c["other"]
+
+
+def test_one_address_parser_for_every_protocol():
+    assert parse_address("h", 27960) == ("h", (27960,))
+    assert parse_address("h:1", 27960) == ("h", (1,))
+    netsync = ("CONTROL_PORT", "PUB_PORT", "TRANSFORM_PORT")
+    assert parse_address("h:6000:7000", 5555, ports=netsync) == ("h", (6000, 7000))
+    assert parse_address("[::1]:5", 27960, ipv6=True) == ("::1", (5,))
+    assert parse_address("fe80::1", 27960, ipv6=True) == ("fe80::1", (27960,))
+    bad = {
+        ("", ()): "expected HOST or HOST:PORT",
+        ("h:1:2", ()): "expected HOST or HOST:PORT",
+        ("h:x", ()): "the port must be a number",
+        ("h:", ()): "the port must be a number",
+        ("h:²", ()): "the port must be a number",  # a digit to str.isdigit, not to int()
+        ("h:0", ()): "the port must be 1..65535",
+        ("h:1:2:3:4", netsync): "expected HOST, HOST:CONTROL_PORT, HOST:CONTROL_PORT:PUB_PORT or "
+        "HOST:CONTROL_PORT:PUB_PORT:TRANSFORM_PORT",
+        ("h:1:x", netsync): "ports must be numbers",
+    }
+    for (text, names), message in bad.items():
+        with pytest.raises(AddressError) as e:
+            parse_address(text, 1, ports=names or ("PORT",))
+        assert str(e.value) == message, text
+    with pytest.raises(AddressError, match=r"^--sauer 'h:65535': the port must be 1..65534 \(info\)$"):
+        parse_address("h:65535", 28785, option="--sauer", last_port=65534, note=" (info)")
+    with pytest.raises(AddressError, match="expected HOST, HOST:PORT, \\[IPV6\\] or \\[IPV6\\]:PORT"):
+        parse_address("[::1]x", 1, ipv6=True)

@@ -14,7 +14,8 @@ import time
 import uuid
 from typing import Callable
 
-from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError
+from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError, usage
+from headcast.netcode import address
 from headcast.netcode.netsync.client import (
     Dropped,
     Joined,
@@ -53,22 +54,12 @@ def parse_address(text: str) -> tuple[str, int, int, int | None]:
     """HOST[:CONTROL[:PUB[:TRANSFORM]]] → (host, control, pub, transform or None).
 
     PUB defaults to CONTROL + 1; TRANSFORM (used from protocol 7 on) None = not given here."""
-    parts = text.split(":")
-    if not parts[0] or len(parts) > 4:
-        raise UsageError(
-            f"--netsync {text!r}: expected HOST, HOST:CONTROL_PORT, HOST:CONTROL_PORT:PUB_PORT "
-            "or HOST:CONTROL_PORT:PUB_PORT:TRANSFORM_PORT"
-        )
-    try:
-        ports = [int(p) for p in parts[1:]]
-    except ValueError:
-        raise UsageError(f"--netsync {text!r}: ports must be numbers") from None
-    if not all(0 < p < 65536 for p in ports):
-        raise UsageError(f"--netsync {text!r}: ports must be 1..65535")
-    dealer = ports[0] if ports else DEFAULT_DEALER_PORT
+    names = ("CONTROL_PORT", "PUB_PORT", "TRANSFORM_PORT")
+    host, ports = usage(lambda: address.parse_address(text, DEFAULT_DEALER_PORT, option="--netsync", ports=names))
+    dealer = ports[0]
     pub = ports[1] if len(ports) > 1 else dealer + 1
     transform = ports[2] if len(ports) > 2 else None
-    return parts[0], dealer, pub, transform
+    return host, dealer, pub, transform
 
 
 def resolve_transform_port(control: int, in_address: int | None, configured: int, source: str) -> int:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from headcast.app.errors import AppError, RefusedError, UnreachableError, UsageError
+from headcast.app.errors import AppError, RefusedError, UnreachableError, UsageError, usage
 from headcast.app.sinks.q3.mapping import Q3Intent
+from headcast.netcode import address
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3 import oob
 from headcast.netcode.q3.client import LINKED, ClientConfig, State
@@ -74,18 +75,9 @@ class Q3Check:
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = text, str(DEFAULT_PORT)
-    if not host:
-        raise UsageError(f"--q3 {text!r}: expected HOST or HOST:PORT")
-    try:
-        p = int(port)
-    except ValueError:
-        raise UsageError(f"--q3 {text!r}: the port must be a number") from None
-    if not 0 < p < 65536:
-        raise UsageError(f"--q3 {text!r}: the port must be 1..65535")
-    return host, p
+    """--q3 HOST[:PORT] (default 27960)."""
+    host, ports = usage(lambda: address.parse_address(text, DEFAULT_PORT, option="--q3"))
+    return host, ports[0]
 
 
 # What to do about a refusal, after the server's words.

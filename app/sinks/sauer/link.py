@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError, UsageError
+from headcast.app.errors import AppError, ProtocolMismatchError, RefusedError, UnreachableError, UsageError, usage
+from headcast.netcode import address
 from headcast.netcode.sauer import events as se
 from headcast.netcode.sauer.client import Pose, SauerClientCore, State
 from headcast.netcode.sauer.errors import ClientError, TransportError
@@ -37,18 +38,13 @@ STATE_TEXT = {
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = text, str(DEFAULT_PORT)
-    if not host or ":" in host:
-        raise UsageError(f"--sauer {text!r}: expected HOST or HOST:PORT")
-    try:
-        p = int(port)
-    except ValueError:
-        raise UsageError(f"--sauer {text!r}: the port must be a number") from None
-    if not 0 < p < 65535:  # the info port is the next one
-        raise UsageError(f"--sauer {text!r}: the port must be 1..65534 (the server's info port is the next one)")
-    return host, p
+    """--sauer HOST[:PORT] (default 28785), the port at most 65534: the info port is the next one."""
+    host, ports = usage(
+        lambda: address.parse_address(
+            text, DEFAULT_PORT, option="--sauer", last_port=65534, note=" (the server's info port is the next one)"
+        )
+    )
+    return host, ports[0]
 
 
 class SauerLink:
