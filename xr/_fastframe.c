@@ -61,22 +61,40 @@ typedef struct {
 
 /* ---- the runtime calls (no Python: they run without the GIL) ---- */
 
+/* Where a call's time goes, when the session asks (set_timing(True); timings() reads the last call's):
+ * the runtime's own calls, by kind, and the whole C call. Off, nothing is read (ns is NULL). */
+enum { T_OTHER = 0, T_SYNC, T_LOCATE, T_STATES, T_WHOLE, NTIMES };
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int failed(Calls *c, int step, XrResult r) {
     c->result = r;
     return step;
 }
 
-/* Qualified successes (SESSION_NOT_FOCUSED, SESSION_LOSS_PENDING) go on, as in the ctypes path. */
-static int calls_poll(Calls *c, XrTime time) {
+/* Qualified successes (SESSION_NOT_FOCUSED, SESSION_LOSS_PENDING) go on, as in the ctypes path.
+ * ns (or NULL): the runtime's time in sync, the five locates and the eight reads is added there. */
+static int calls_poll(Calls *c, XrTime time, int64_t *ns) {
+    int64_t t0 = ns ? mono_ns() : 0;
     XrResult r = c->sync_actions(c->session, c->sync_info);
     if (r < 0) return failed(c, FF_SYNC, r);
+    int64_t t1 = ns ? mono_ns() : 0;
     for (int i = 0; i < NLOCATE; i++) {
         r = c->locate_space(c->space[i], c->base, time, c->location[i]);
         if (r < 0) return failed(c, FF_LOCATE, r);
     }
+    int64_t t2 = ns ? mono_ns() : 0;
     for (int i = 0; i < NSTATE; i++) {
         r = c->get_state[i](c->session, c->state_info[i], (XrActionStateFloat *)c->state[i]);
         if (r < 0) return failed(c, FF_STATES, r);
+    }
+    if (ns) {
+        int64_t t3 = mono_ns();
+        ns[T_SYNC] += t1 - t0, ns[T_LOCATE] += t2 - t1, ns[T_STATES] += t3 - t2;
     }
     return FF_DONE;
 }
@@ -98,25 +116,31 @@ static int calls_now(Calls *c, int64_t offset, XrTime *now) {
  * The clock is read first, as xrWaitFrame reads it before the frame's events: what changed by then
  * is this frame's. No xrWaitFrame/xrBeginFrame/xrEndFrame: the spec's headless session does not
  * call them, and a runtime may refuse them (Monado's xrBeginFrame). */
-static int calls_step(Calls *c, int64_t offset, XrTime *now) {
+static int calls_step(Calls *c, int64_t offset, XrTime *now, int64_t *ns) {
+    int64_t t0 = ns ? mono_ns() : 0;
     int step = calls_now(c, offset, now);
     if (step) return step;
     c->event->type = XR_TYPE_EVENT_DATA_BUFFER;
     c->event->next = NULL;
     XrResult r = c->poll_event(c->instance, c->event);
+    if (ns) ns[T_OTHER] += mono_ns() - t0;
     if (r != XR_EVENT_UNAVAILABLE) return failed(c, FF_EVENT, r);
-    return calls_poll(c, *now);
+    return calls_poll(c, *now, ns);
 }
 
 /* Begin the waited frame, poll at its predicted display time, end it with no layers. */
-static int calls_run(Calls *c) {
+static int calls_run(Calls *c, int64_t *ns) {
+    int64_t t0 = ns ? mono_ns() : 0;
     XrResult r = c->begin_frame(c->session, c->begin_info); /* FRAME_DISCARDED is a success */
+    if (ns) ns[T_OTHER] += mono_ns() - t0;
     if (r < 0) return failed(c, FF_BEGIN, r);
     XrTime time = c->frame_state->predictedDisplayTime;
-    int step = calls_poll(c, time);
+    int step = calls_poll(c, time, ns);
     if (step) return step;
     c->end_info->displayTime = time;
+    int64_t t1 = ns ? mono_ns() : 0;
     r = c->end_frame(c->session, c->end_info);
+    if (ns) ns[T_OTHER] += mono_ns() - t1;
     if (r < 0) return failed(c, FF_END, r);
     return FF_DONE;
 }
@@ -124,14 +148,16 @@ static int calls_run(Calls *c) {
 /* Wait, then one event poll: events that arrived during the wait describe this frame. A pending
  * event stops the frame there (FF_EVENT, the event in the buffer): the session handles it and the
  * rest of the queue, then calls run() if the session still runs. */
-static int calls_frame(Calls *c) {
+static int calls_frame(Calls *c, int64_t *ns) {
     XrResult r = c->wait_frame(c->session, c->wait_info, c->frame_state);
     if (r < 0) return failed(c, FF_WAIT, r);
+    int64_t t0 = ns ? mono_ns() : 0; /* the wait is the runtime's pacing, not counted */
     c->event->type = XR_TYPE_EVENT_DATA_BUFFER; /* the runtime overwrites the header: reset it */
     c->event->next = NULL;
     r = c->poll_event(c->instance, c->event);
+    if (ns) ns[T_OTHER] += mono_ns() - t0;
     if (r != XR_EVENT_UNAVAILABLE) return failed(c, FF_EVENT, r);
-    return calls_run(c);
+    return calls_run(c, ns);
 }
 
 /* ---- the TrackingFrame ---- */
@@ -144,7 +170,23 @@ typedef struct {
     PyObject *invalid_pose, *identity, *origin;
     PyObject *controls;      /* kept while the states read the same, as session.py does */
     double last[NVALUES];    /* the states it was built from */
+    int timing;              /* set_timing(True): each call fills ns (timings() reads it) */
+    int64_t ns[NTIMES];
 } FrameCalls;
+
+/* The timing array of this call (zeroed, its start noted in T_WHOLE), or NULL when timing is off. */
+static int64_t *timing_start(FrameCalls *s) {
+    if (!s->timing) return NULL;
+    memset(s->ns, 0, sizeof s->ns);
+    s->ns[T_WHOLE] = mono_ns();
+    return s->ns;
+}
+
+/* The whole C call, from timing_start to here (after the frame was built); passes `out` through. */
+static PyObject *timing_end(FrameCalls *s, int64_t *ns, PyObject *out) {
+    if (ns) ns[T_WHOLE] = mono_ns() - ns[T_WHOLE];
+    return out;
+}
 
 static PyObject *StepError;
 
@@ -293,41 +335,49 @@ static int frame_args(Py_ssize_t n, Py_ssize_t want) {
 static PyObject *FrameCalls_frame(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     if (!frame_args(n, 3)) return NULL;
     int step;
+    int64_t *ns = s->timing ? s->ns : NULL;
+    if (ns) memset(ns, 0, sizeof s->ns);
     Py_BEGIN_ALLOW_THREADS /* xrWaitFrame sleeps most of a frame */
-    step = calls_frame(&s->c);
+    step = calls_frame(&s->c, ns);
     Py_END_ALLOW_THREADS
-    return finish(s, step, args[0], args[1], args[2]);
+    int64_t t = ns ? mono_ns() : 0; /* the wait is not counted: the runtime calls after it, then this */
+    PyObject *out = finish(s, step, args[0], args[1], args[2]);
+    if (ns) ns[T_WHOLE] = mono_ns() - t + ns[T_OTHER] + ns[T_SYNC] + ns[T_LOCATE] + ns[T_STATES];
+    return out;
 }
 
 static PyObject *FrameCalls_run(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     if (!frame_args(n, 3)) return NULL;
     int step;
+    int64_t *ns = timing_start(s);
     Py_BEGIN_ALLOW_THREADS
-    step = calls_run(&s->c);
+    step = calls_run(&s->c, ns);
     Py_END_ALLOW_THREADS
-    return finish(s, step, args[0], args[1], args[2]);
+    return timing_end(s, ns, finish(s, step, args[0], args[1], args[2]));
 }
 
 static PyObject *FrameCalls_poll(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    int64_t *ns = timing_start(s);
     if (!frame_args(n, 4)) return NULL;
     XrTime time = PyLong_AsLongLong(args[1]);
     if (time == -1 && PyErr_Occurred()) return NULL;
     int step;
     Py_BEGIN_ALLOW_THREADS
-    step = calls_poll(&s->c, time);
+    step = calls_poll(&s->c, time, ns);
     Py_END_ALLOW_THREADS
     if (step) return step_error(s, step, NULL);
-    return build(s, args[0], new_ref(args[1]), args[2], args[3]);
+    return timing_end(s, ns, build(s, args[0], new_ref(args[1]), args[2], args[3]));
 }
 
 static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    int64_t *ns = timing_start(s);
     if (!frame_args(n, 4)) return NULL;
     int64_t offset = PyLong_AsLongLong(args[1]);
     if (offset == -1 && PyErr_Occurred()) return NULL;
     int step;
     XrTime now = 0;
     Py_BEGIN_ALLOW_THREADS
-    step = calls_step(&s->c, offset, &now);
+    step = calls_step(&s->c, offset, &now, ns);
     Py_END_ALLOW_THREADS
     if (step == FF_EVENT) { /* Step(FF_EVENT, result, now): the session polls at that now next */
         PyObject *t = PyLong_FromLongLong(now);
@@ -336,7 +386,20 @@ static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_
         return NULL;
     }
     if (step) return step_error(s, step, NULL);
-    return build(s, args[0], PyLong_FromLongLong(now), args[2], args[3]);
+    return timing_end(s, ns, build(s, args[0], PyLong_FromLongLong(now), args[2], args[3]));
+}
+
+static PyObject *FrameCalls_set_timing(FrameCalls *s, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    s->timing = on;
+    memset(s->ns, 0, sizeof s->ns);
+    Py_RETURN_NONE;
+}
+
+static PyObject *FrameCalls_timings(FrameCalls *s, PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(LLLLL)", (long long)s->ns[T_OTHER], (long long)s->ns[T_SYNC], (long long)s->ns[T_LOCATE],
+                         (long long)s->ns[T_STATES], (long long)s->ns[T_WHOLE]);
 }
 
 static PyObject *FrameCalls_now(FrameCalls *s, PyObject *arg) {
@@ -359,6 +422,12 @@ static PyMethodDef FrameCalls_methods[] = {
      "poll (pending: Step(FF_EVENT, result, now)), sync, locate at now, read (no frame calls)."},
     {"now", (PyCFunction)FrameCalls_now, METH_O,
      "now(offset) -> XrTime: the runtime's now (see calls_now)."},
+    {"set_timing", (PyCFunction)FrameCalls_set_timing, METH_O,
+     "set_timing(on): from now on each frame/run/poll/step call notes where its time went (off: nothing is read)."},
+    {"timings", (PyCFunction)FrameCalls_timings, METH_NOARGS,
+     "timings() -> (other, sync, locate, states, whole) ns of the last timed call: the runtime's own calls (other: "
+     "the clock conversion and event poll of a step, or a frame's event poll, begin and end; sync; the five "
+     "locates; the eight state reads) and the whole C call (the frame's wait not counted)."},
     {NULL, NULL, 0, NULL},
 };
 

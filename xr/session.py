@@ -39,7 +39,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from itertools import starmap
-from typing import Any
+from typing import Any, Callable
 
 import xr
 
@@ -658,6 +658,19 @@ class XRSession:
     def native(self) -> bool:
         """Frames run through the native frame helper (one call each), not call by call through ctypes."""
         return self._ff_poll is not None
+
+    def native_timing(self, on: bool = True) -> Callable[[], tuple[int, int, int, int, int]] | None:
+        """For benchmarks: the native helper notes where each call's time goes (on), or stops (off).
+        Returns the reader of the last call's figures, in ns — the runtime's own calls (other: a
+        headless step's clock conversion and event poll, or a frame's event poll, begin and end;
+        sync; the five locates; the eight state reads) and the whole C call — or None without the
+        helper. Off by default: then no clock is read."""
+        if self._ff_poll is None:
+            return None
+        calls = self._ff_poll.__self__
+        calls.set_timing(on)
+        timings: Callable[[], tuple[int, int, int, int, int]] = calls.timings  # the C method
+        return timings
 
     @property
     def profiles(self) -> tuple[str, str]:

@@ -247,3 +247,30 @@ def test_native_frames_leak_nothing(ctl, monkeypatch, built):
             tracemalloc.stop()
         assert len(gc.get_objects()) <= objects + 10
     assert grown < 4096, f"{grown} bytes more after 10,000 native frames"
+
+
+def test_timing_splits_a_call_into_the_runtimes_and_ours(ctl, built):
+    """native_timing (the benchmarks' split of a poll's time): off, no clock is read and the figures
+    stay zero; on, each headless step notes the runtime's own calls (the clock and event poll, sync,
+    the five locates, the eight reads: each took some time) inside the whole C call's time."""
+    with XRSession() as xs:
+        assert xs.info.headless
+        timings = xs.native_timing(False)
+        assert timings is not None
+        xs.next_frame()
+        assert timings() == (0, 0, 0, 0, 0)
+        xs.native_timing(True)
+        for _ in range(5):
+            frame = xs.next_frame()
+            other, sync, locate, states, whole = timings()
+            assert min(other, sync, locate, states) > 0, timings()
+            assert other + sync + locate + states <= whole < 1_000_000_000, timings()
+            t = frame.time_ns
+            xs.poll(t)
+            other, sync, locate, states, whole = timings()
+            assert other == 0 and min(sync, locate, states) > 0 and sync + locate + states <= whole, timings()
+        xs.native_timing(False)
+        xs.next_frame()
+        assert timings() == (0, 0, 0, 0, 0)
+    with XRSession(native=False) as xs:
+        assert xs.native_timing(True) is None
