@@ -1,9 +1,13 @@
-"""What every local server process headcast starts has in common (Quake 3 and Sauerbraten):
-stop by PID (SIGTERM, then SIGKILL), a crash on demand, its private home removed on cleanup, and
-its own log read without sending it anything (no cost against a per-address request limit).
+"""What every local server process headcast starts has in common (Quake 3, Sauerbraten, NetSync):
+start it with its log in a file, wait until it answers (polled with a bound, never a sleep in its
+place), stop it by PID (its own shutdown signal, then SIGTERM, then SIGKILL), a crash on demand,
+its private home removed on cleanup, and its own log read without sending it anything (no cost
+against a per-address request limit).
 
-A subclass sets `_proc` (the Popen or None), `_log` (the open log file or None), `_home` (its
-private folder), `log_path`, `server_name` (for messages) and defines `start()`.
+A subclass defines `command()` (the argv), `probe()` (one bounded readiness query: a value once
+the server answers, None while it does not yet) and sets, in its own __init__/__post_init__,
+`self.port` and what `_setup(prefix)` sets; it may override `prepare()` (write config files before
+each start), `env()`, `log_path`, `server_name` and `stop_signals`.
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import IO, Self
+
+READY_POLL = 0.05  # s: readiness is asked at most this often
 
 
 class LocalServerError(RuntimeError):
@@ -22,22 +29,103 @@ class LocalServerError(RuntimeError):
 
 
 class ServerProcess:
+    """One server process on 127.0.0.1. Use as a context manager or call start()/stop()."""
+
+    port: int
+    ready_timeout: float = 10.0
+    #: Signals that ask the server to stop, in order, each given half the stop timeout; SIGKILL last.
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM,)
+    _proc: subprocess.Popen[bytes] | None
+    _log: IO[bytes] | None
+    _home: Path
+
+    def _setup(self, prefix: str) -> None:
+        """A private home (a new temporary folder) and no process yet: call from __init__."""
+        self._home = Path(tempfile.mkdtemp(prefix=prefix))
+        self._proc = None
+        self._log = None
+        self.starts = 0
+
+    # --- what a subclass says ------------------------------------------------------------------
+
     @property
     def server_name(self) -> str:
         """For messages: "ioq3 server", "sauerbraten server"."""
         return "server"
 
-    # Set by the subclass (see the module's docstring).
-    _proc: subprocess.Popen[bytes] | None
-    _log: IO[bytes] | None
-    _home: Path
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def probe(self) -> object | None:
+        """One readiness query, bounded by a fraction of a second: a value once the server
+        answers (wait_ready returns it), None while it does not yet."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Before each start (config files into the home)."""
+
+    def env(self) -> dict[str, str] | None:
+        """The server's environment (None: ours)."""
+        return None
+
+    # --- where it is ---------------------------------------------------------------------------
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def home(self) -> Path:
+        return self._home
 
     @property
     def log_path(self) -> Path:
-        raise NotImplementedError
+        return self._home / "server.log"
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # --- start, stop ---------------------------------------------------------------------------
 
     def start(self) -> Self:
-        raise NotImplementedError
+        """Start and wait until it answers (`ready_timeout`); a server that does not is stopped
+        again, never left half-started."""
+        if self.running():
+            raise LocalServerError(f"{self.server_name} already running")
+        argv = self.command()
+        self.prepare()
+        self._log = open(self.log_path, "ab")
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._home, env=self.env()
+        )
+        self.starts += 1
+        try:
+            self.wait_ready(self.ready_timeout)
+        except LocalServerError:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout: float) -> object:
+        """Poll `probe()` until it answers (its value), the process exits or `timeout` passes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                rc = self._proc and self._proc.returncode
+                raise LocalServerError(f"{self.server_name} exited (rc {rc}); log tail:\n{self.log_tail()}")
+            asked = time.monotonic()
+            answer = self.probe()
+            if answer is not None:
+                return answer
+            if time.monotonic() >= deadline:
+                raise LocalServerError(
+                    f"{self.server_name} did not answer within {timeout:g} s; log tail:\n{self.log_tail()}"
+                )
+            time.sleep(max(0.0, READY_POLL - (time.monotonic() - asked)))
 
     def kill(self) -> None:
         """Hard-kill (SIGKILL) by PID — simulates a crash; the port and home stay for restart()."""
@@ -50,13 +138,19 @@ class ServerProcess:
         return self.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=timeout)
+        """Our PID only: each of `stop_signals` in turn, then SIGKILL. Stopping twice is harmless."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            for sig in self.stop_signals:
+                proc.send_signal(sig)
+                try:
+                    proc.wait(timeout=timeout / len(self.stop_signals))
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            else:
+                proc.kill()
+                proc.wait(timeout=timeout)
         if self._log:
             self._log.close()
             self._log = None
@@ -70,6 +164,8 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+    # --- its log -------------------------------------------------------------------------------
 
     def log_offset(self) -> int:
         """The log's length now: `wait_for_log(..., since=offset)` looks only at what comes after."""

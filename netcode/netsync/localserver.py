@@ -26,14 +26,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Self
 
+from ..serverprocess import LocalServerError, ServerProcess
 from . import releases
 
 LAUNCHER = Path(__file__).with_name("loopback_launcher.py")
@@ -126,8 +125,13 @@ class ServerAddress:
         return self.dealer_port
 
 
-class LocalNetSyncServer:
-    """A styly-netsync-server process. `start()` / `stop()` may alternate (restart on the same ports)."""
+class LocalNetSyncServer(ServerProcess):
+    """A styly-netsync-server process. `start()` / `stop()` may alternate (restart on the same
+    ports). Start, readiness loop and stop are netcode/serverprocess.py's: SIGINT (the server's
+    own clean shutdown), then SIGTERM, then SIGKILL — our PID only."""
+
+    server_name = "styly-netsync-server"
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(
         self,
@@ -170,13 +174,14 @@ class LocalNetSyncServer:
         taken.add(pub)
         rest = rest_port or _free_port_except(taken)
         taken.add(rest)
-        self.address = ServerAddress(HOST, control, pub, rest, transform, self.protocol, v)
+        self._address = ServerAddress(HOST, control, pub, rest, transform, self.protocol, v)
+        self.port = control
 
-        self._tmp = tempfile.TemporaryDirectory(prefix="headcast-netsync-")
-        work = Path(log_dir) if log_dir else Path(self._tmp.name)
+        self._setup("headcast-netsync-")
+        work = Path(log_dir) if log_dir else self._home
         work.mkdir(parents=True, exist_ok=True)
-        self.log_path = work / f"netsync-server-{v or 'unknown'}-{control}.log"
-        self.config_path = Path(self._tmp.name) / "server.toml"
+        self._log_path = work / f"netsync-server-{v or 'unknown'}-{control}.log"
+        self.config_path = self._home / "server.toml"
         if split:  # 0.15.0+: control_port, its alias dealer_port (must be equal), transform_port
             ports = {"control_port": control, "dealer_port": control, "transform_port": transform}
         else:  # before 0.15.0: one ROUTER
@@ -192,7 +197,18 @@ class LocalNetSyncServer:
             **(settings or {}),
         }
         self.config_path.write_text("".join(f"{k} = {_toml_value(val)}\n" for k, val in keys.items()))
-        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> ServerAddress:  # type: ignore[override]  # more than (host, port)
+        return self._address
+
+    @property
+    def log_path(self) -> Path:
+        return self._log_path
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self._proc
 
     def _env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ, **extra)
@@ -216,10 +232,6 @@ class LocalNetSyncServer:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
     def version(self) -> str:
         """The styly-netsync-server version the server's interpreter imports (asked, not assumed)."""
         out = self._ask_version()
@@ -232,55 +244,29 @@ class LocalNetSyncServer:
         a = self.address
         return sorted({p for p in (a.dealer_port, a.transform_port, a.pub_port) if p is not None})
 
-    def start(self, timeout: float = 30.0) -> LocalNetSyncServer:
-        if self.proc is not None and self.proc.poll() is None:
+    def command(self) -> list[str]:
+        return [self.python, str(LAUNCHER), "--config", str(self.config_path), "--no-server-discovery"]
+
+    def env(self) -> dict[str, str]:
+        return self._env(NETSYNC_REST_PORT=str(self.address.rest_port), PYTHONUNBUFFERED="1")
+
+    def probe(self) -> bool | None:
+        """Every ZeroMQ port accepts connections and the REST bridge answers."""
+        ready = all(_accepts(p) for p in self.ports()) and _rest_ok(self.address.rest_port)
+        return True if ready else None
+
+    def start(self, timeout: float = 30.0) -> Self:
+        if self.running():
             return self
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [self.python, str(LAUNCHER), "--config", str(self.config_path), "--no-server-discovery"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self._env(NETSYNC_REST_PORT=str(self.address.rest_port), PYTHONUNBUFFERED="1"),
-            )
-        zmq_ports = self.ports()
-        deadline = time.monotonic() + timeout
-        while not (all(_accepts(p) for p in zmq_ports) and _rest_ok(self.address.rest_port)):
-            if self.proc.poll() is not None:
-                raise ServerStartError(f"styly-netsync-server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ServerStartError(f"styly-netsync-server not ready within {timeout:.0f} s:\n{self.log_tail()}")
-            time.sleep(0.05)
-        return self
+        self.ready_timeout = timeout
+        try:
+            return super().start()
+        except LocalServerError as e:
+            raise ServerStartError(str(e)) from None
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGINT (the server's own clean shutdown), then terminate, then kill — our PID only."""
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        actions: tuple[Callable[[], None], ...] = (lambda: proc.send_signal(signal.SIGINT), proc.terminate, proc.kill)
-        for action in actions:
-            action()
-            try:
-                proc.wait(timeout=timeout / 2)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        proc.wait(timeout=timeout)
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
+        super().stop(timeout)
+        self._proc = None  # pid None: nothing runs
 
     def close(self) -> None:
-        self.stop()
-        self._tmp.cleanup()
-
-    def __enter__(self) -> LocalNetSyncServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.cleanup()

@@ -7,8 +7,9 @@ Two kinds, both from Debian packages (docs/protocols/quake3.md#local-servers):
   checksummed netchan plus legacy 68, ``sv_pure 0``.
 
 Each server gets its own free UDP port, blank master servers, a private ``fs_homepath`` in a
-temporary directory and an rcon password. Readiness is a `getinfo` answer, polled with a bound.
-Processes are stopped by PID only.
+temporary directory and an rcon password. Readiness is a `getinfo` answer, polled with a bound
+(the start, stop and readiness loop are netcode/serverprocess.py's). Processes are stopped by PID
+only.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,28 +64,7 @@ class LocalQ3Server(ServerProcess):
             raise ValueError(f"server kind {self.kind!r} is not one of {KINDS}")
         if not self.port:
             self.port = free_udp_port()
-        self._home = Path(tempfile.mkdtemp(prefix=f"headcast-{self.kind}-"))
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log = None
-        self.starts = 0
-
-    # ------------------------------------------------------------------ process control
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    @property
-    def home(self) -> Path:
-        return self._home
-
-    @property
-    def log_path(self) -> Path:
-        return self._home / "server.log"
+        self._setup(f"headcast-{self.kind}-")
 
     def command(self) -> list[str]:
         pure = self.pure if self.pure is not None else self.kind == "openarena"
@@ -121,37 +99,11 @@ class LocalQ3Server(ServerProcess):
         argv += ["+devmap" if self.devmap else "+map", self.map_name]
         return argv
 
-    def start(self) -> "LocalQ3Server":
-        if self._proc and self._proc.poll() is None:
-            raise LocalServerError("server already running")
-        self._log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._home
-        )
-        self.starts += 1
+    def probe(self) -> dict[str, str] | None:
         try:
-            self.wait_ready(self.ready_timeout)
-        except LocalServerError:
-            self.stop()  # never leave a half-started server behind
-            raise
-        return self
-
-    def wait_ready(self, timeout: float) -> dict[str, str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(
-                    f"{self.kind} server exited (rc {self._proc and self._proc.returncode}); "
-                    f"log tail:\n{self.log_tail()}"
-                )
-            try:
-                return self.getinfo(timeout=0.25)
-            except (TimeoutError, oob.OobError):
-                pass
-            if time.monotonic() >= deadline:
-                raise LocalServerError(
-                    f"{self.kind} server did not answer getinfo within {timeout:.0f} s; log tail:\n{self.log_tail()}"
-                )
+            return self.getinfo(timeout=0.25)
+        except (TimeoutError, oob.OobError):
+            return None
 
     @property
     def server_name(self) -> str:

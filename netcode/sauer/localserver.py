@@ -8,8 +8,8 @@ its own home directory (`-q`, its `server-init.cfg` and log there), the three UD
 a free game port whose info port is free too (`-j`), no master server (`-m` with no name:
 `updatemaster 0`), an admin password, and by default the map rotation ffa on "complex" (the
 speed check is on there; a fresh server without one starts in coop edit, where it is off).
-Readiness is an answer to the info query on the info port, polled with a bound. The process is
-stopped by PID only.
+Readiness is an answer to the info query on the info port, polled with a bound (the start, stop
+and readiness loop are netcode/serverprocess.py's). The process is stopped by PID only.
 """
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from headcast.netcode.serverprocess import LocalServerError, ServerProcess
 
@@ -78,30 +75,11 @@ class LocalSauerServer(ServerProcess):
     def __post_init__(self) -> None:
         if not self.port:
             self.port = free_port_pair()
-        self._home = Path(tempfile.mkdtemp(prefix="headcast-sauer-"))
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log = None
-        self.starts = 0
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
+        self._setup("headcast-sauer-")
 
     @property
     def info_port(self) -> int:
         return self.port + 1
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    @property
-    def home(self) -> Path:
-        return self._home
-
-    @property
-    def log_path(self) -> Path:
-        return self._home / "server.log"
 
     def config(self) -> str:
         lines = [
@@ -123,39 +101,14 @@ class LocalSauerServer(ServerProcess):
             raise LocalServerError(f"{CUBE2_SERVER} is missing: apt-get install {PACKAGE}")
         return [CUBE2_SERVER, "-i127.0.0.1", f"-j{self.port}", "-m", f"-q{self._home}"]
 
-    def start(self) -> "LocalSauerServer":
-        if self._proc and self._proc.poll() is None:
-            raise LocalServerError("server already running")
+    def prepare(self) -> None:
         (self._home / "server-init.cfg").write_text(self.config())
-        self._log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=self._home
-        )
-        self.starts += 1
-        try:
-            self.wait_ready(self.ready_timeout)
-        except LocalServerError:
-            self.stop()
-            raise
-        return self
 
-    def wait_ready(self, timeout: float) -> InfoReply:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._proc is None or self._proc.poll() is not None:
-                raise LocalServerError(
-                    f"sauerbraten server exited (rc {self._proc and self._proc.returncode}); "
-                    f"log tail:\n{self.log_tail()}"
-                )
-            try:
-                return self.info(timeout=0.25)
-            except (TimeoutError, InfoError):
-                pass
-            if time.monotonic() >= deadline:
-                raise LocalServerError(
-                    f"sauerbraten server did not answer the info query within {timeout:g} s; "
-                    f"log tail:\n{self.log_tail()}"
-                )
+    def probe(self) -> InfoReply | None:
+        try:
+            return self.info(timeout=0.25)
+        except (TimeoutError, InfoError):
+            return None
 
     def info(self, timeout: float = 1.0) -> InfoReply:
         """One info query on the info port (blocking, bounded)."""
