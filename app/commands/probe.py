@@ -285,7 +285,8 @@ def probe_netsync(address: str, room: str, timeout: float) -> dict:
     sends a pose."""
     from headcast.app.errors import ProtocolMismatchError
     from headcast.app.sinks.netsync.link import default_device_id, parse_address, version_str
-    from headcast.netcode.netsync.client import PROBE_SUFFIX, Joined, PeerPose, ProtocolDetected, ProtocolMismatch
+    from headcast.netcode.netsync.client import PROBE_SUFFIX
+    from headcast.netcode.netsync.events import Joined, PeerPose, ProtocolDetected, ProtocolMismatch
     from headcast.netcode.netsync.model import FLAG_STEALTH, PoseFrame
     from headcast.netcode.netsync.transport import NetSyncClient
 

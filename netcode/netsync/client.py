@@ -1,10 +1,13 @@
 """Sans-IO NetSync client core, protocols 3–8: poses out through the send policy, hellos and
 probes out on the control lane, mapping and room poses in.
 
-Bytes and `now` in, bytes and events out; no sockets, no clock (docs/architecture.md#one-loop). The transport
-(transport.py) feeds it the frames its sockets receive and sends what it returns:
-`pose_message` goes on the transform lane (the control/dealer socket before protocol 7, the
-separate transform socket from 7 on), `control_messages` on the control lane.
+Bytes and `now` in, bytes and events out; no sockets, no clock (docs/architecture.md#one-loop),
+in netcode/driver.py's shape: the transport (transport.py) hands it each message its sockets
+receive as `Incoming(lane, frames)` (`receive_datagram`) and sends each `Outgoing(lane, frames)`
+that `datagrams_to_send` returns: the pose set last (`set_pose`) on the pose lane (the control
+DEALER before protocol 7, the transform DEALER from 7 on), hellos and probes on the control lane.
+The join state machine is one table (`TRANSITIONS`); the events are in events.py, the errors
+in errors.py.
 
 - Protocols 3–6: joining needs no message: the first pose registers us; the server then
   unicasts the device-ID mapping (6), from which we learn our clientNo.
@@ -36,11 +39,13 @@ separate transform socket from 7 on), `control_messages` on the control lane.
 
 from __future__ import annotations
 
-from collections import Counter
+import enum
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from struct import Struct
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
+from ..counters import CoreCounters
 from ..drops import DropCounter, detail as drop_detail
 from .codec import (
     HELLO_PROTOCOL,
@@ -57,7 +62,19 @@ from .codec import (
     encode_client_pose,
     room_id_bytes,
 )
-from .model import FLAG_STEALTH, DeviceMapping, PoseBody, PoseFrame
+from .events import (
+    Dropped,
+    Event,
+    Joined,
+    MembersChanged,
+    OwnPose,
+    PeerPose,
+    ProtocolDetected,
+    ProtocolMismatch,
+    ServerBack,
+    ServerSilent,
+)
+from .model import FLAG_STEALTH, DeviceMapping, PoseFrame
 from .policy import SendPolicy
 from .releases import protocol_of_version
 
@@ -102,90 +119,10 @@ def version_text(v: tuple[int, int, int] | None, protocol: int | None = None) ->
     return "an unknown version"
 
 
-@dataclass(frozen=True, slots=True)
-class Joined:
-    """We have a clientNo (first mapping, or a new number after a server restart)."""
-
-    client_no: int
-    server_version: tuple[int, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class MembersChanged:
-    members: tuple[DeviceMapping, ...]
-    joined: tuple[int, ...]
-    left: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PeerPose:
-    client_no: int
-    device_id: str | None  # None until a mapping names this clientNo
-    body: PoseBody
-    pose_time: float  # the server's monotonic clock
-    received: float  # our `now` when it arrived
-
-
-@dataclass(frozen=True, slots=True)
-class OwnPose:
-    """Our own entry in a room broadcast (matched by the clientNo the mapping gave us)."""
-
-    body: PoseBody
-    pose_time: float  # the server's monotonic clock
-    received: float  # our `now` when it arrived
-
-
-@dataclass(frozen=True, slots=True)
-class ProtocolDetected:
-    """`protocol=None` found the server's protocol; poses go out from now on."""
-
-    protocol: int
-    server_version: tuple[int, int, int] | None
-    how: str  # "room broadcast" / "device-ID mapping"
-
-
-@dataclass(frozen=True, slots=True)
-class ProtocolMismatch:
-    """The server speaks another protocol than ours (`server_protocol` None: one headcast does
-    not speak at all). `message` says so in words, for the user."""
-
-    ours: int | None
-    server_protocol: int | None
-    server_version: tuple[int, int, int] | None
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSilent:
-    silent_for: float
-
-
-@dataclass(frozen=True, slots=True)
-class ServerBack:
-    silent_for: float
-
-
-@dataclass(frozen=True, slots=True)
-class Dropped:
-    reason: str
-    detail: str
-
-
-Event = (
-    Joined
-    | MembersChanged
-    | PeerPose
-    | OwnPose
-    | ServerSilent
-    | ServerBack
-    | Dropped
-    | ProtocolDetected
-    | ProtocolMismatch
-)
-
-
 @dataclass
-class Counters:
+class Counters(CoreCounters):
+    """What the core counted; reads as a mapping too (`counters["drops"]`: every drop)."""
+
     sends: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
@@ -197,7 +134,73 @@ class Counters:
     drops: DropCounter = field(default_factory=DropCounter)  # reason → count (bad input, lost sends)
 
 
+# ------------------------------------------------------------------ the lanes and their messages
+
+LANE_CONTROL = "control"  # DEALER ↔ the control port: mappings in; hellos, probes (and poses before 7) out
+LANE_TRANSFORM = "transform"  # DEALER → the transform port (protocol 7+): poses out
+LANE_ROOM = "room"  # SUB ← the PUB port: room broadcasts in
+
+
+class Incoming(NamedTuple):
+    """One ZeroMQ message that arrived on `lane` (`LANE_CONTROL` or `LANE_ROOM`): its frames,
+    [roomId, payload] when well-formed."""
+
+    lane: str
+    frames: Sequence[bytes]
+
+
+class Outgoing(NamedTuple):
+    """One ZeroMQ message to send on `lane`: `frames` = (roomId, payload); `kind` is "pose",
+    "hello" or "probe" (what `send_failed` is told back)."""
+
+    lane: str
+    frames: tuple[bytes, bytes]
+    kind: str
+
+
+# ------------------------------------------------------------------ the state machine, one table
+
+
+class State(enum.Enum):
+    """Where the core is in joining the room (the silence of a server is a flag, `silent`, beside it)."""
+
+    IDLE = "idle"  # made, not connected
+    DETECTING = "detecting"  # protocol=None: asking which protocol the server speaks
+    JOINING = "joining"  # protocol known, no clientNo yet
+    JOINED = "joined"  # a device-ID mapping named our clientNo
+    MISMATCH = "mismatch"  # the server speaks another protocol (or never registers us): reported
+    CLOSED = "closed"
+
+
+# (state, what happened) → the next state. A pair not in the table changes nothing (a mapping
+# while closed, a second mismatch); every state change goes through it (`_move`).
+TRANSITIONS: dict[tuple[State, str], State] = {
+    (State.IDLE, "connect"): State.JOINING,
+    (State.IDLE, "connect detecting"): State.DETECTING,
+    (State.DETECTING, "detected"): State.JOINING,
+    (State.DETECTING, "mismatch"): State.MISMATCH,
+    (State.JOINING, "mapped"): State.JOINED,
+    (State.JOINING, "mismatch"): State.MISMATCH,
+    (State.JOINED, "unmapped"): State.JOINING,  # a mapping without us (a server restart forgot us)
+    (State.MISMATCH, "mapped"): State.JOINED,  # mapped after all (a slow server)
+    (State.IDLE, "close"): State.CLOSED,
+    (State.DETECTING, "close"): State.CLOSED,
+    (State.JOINING, "close"): State.CLOSED,
+    (State.JOINED, "close"): State.CLOSED,
+    (State.MISMATCH, "close"): State.CLOSED,
+}
+
+
 class NetSyncClientCore:
+    """The sans-IO NetSync client (netcode/driver.py's `Core`): `connect`, `receive_datagram`,
+    `datagrams_to_send`, `get_timer` / `handle_timer`, `next_event`, `close`, `state`, `counters`.
+
+    `set_pose(frame)` offers the latest frame's pose: the next `datagrams_to_send` puts it
+    through the send policy (rate cap, heartbeat) once. `observe=False` makes a load client: room
+    broadcasts are counted, not decoded, and mappings are decoded only until we have our number;
+    `mismatch_probes=False` never asks an unmapped server which protocol it speaks (the hello
+    heartbeat alone: a swarm's retries ask again instead)."""
+
     def __init__(
         self,
         room_id: str,
@@ -207,14 +210,18 @@ class NetSyncClientCore:
         send_rate: float = 10.0,
         stealth: bool = False,
         silence_timeout: float = 3.0,
+        observe: bool = True,
+        mismatch_probes: bool = True,
     ) -> None:
         self.room_id = room_id
         self.room_topic = room_id_bytes(room_id)  # PoseEncodeError for one the room broadcast cannot carry
         self.device_id = device_id
         self.stealth = stealth
         self.silence_timeout = silence_timeout
+        self.observe = observe
+        self.mismatch_probes = mismatch_probes
         self.policy = SendPolicy(send_rate)
-        self.counters = Counters()
+        self._counters = Counters()
         self.client_no: int | None = None
         self.members: dict[int, DeviceMapping] = {}
         self.server_version: tuple[int, int, int] | None = None
@@ -222,7 +229,9 @@ class NetSyncClientCore:
         self.protocol: int | None = None
         self.mismatch: ProtocolMismatch | None = None
         client_pose_header(device_id)  # validates the deviceId length once (PoseEncodeError)
-        self._events: list[Event] = []
+        self._state = State.IDLE
+        self._events: deque[Event] = deque()
+        self._pose: PoseFrame | None = None  # set_pose's frame, not offered yet
         self._tail_of: PoseFrame | None = None  # the frame self._tail encodes
         self._tail = b""
         self._last_rx: float | None = None
@@ -236,6 +245,7 @@ class NetSyncClientCore:
         self._probe_i = 0  # probes sent this diagnosis: DETECT_ORDER[i % len] goes next
         self._next_hello = 0.0
         self._last_batch = (False, False)  # (a probe, a hello) in the last control batch
+        self._pose_lane = LANE_CONTROL
         if protocol is not None:
             self._use(protocol)
 
@@ -243,26 +253,147 @@ class NetSyncClientCore:
         self.protocol = protocol
         self._header = client_pose_header(self.device_id, protocol)
         self._tail_of = None
+        self._pose_lane = LANE_TRANSFORM if protocol >= HELLO_PROTOCOL else LANE_CONTROL
+
+    def _move(self, what: str) -> None:
+        self._state = TRANSITIONS.get((self._state, what), self._state)
+
+    # ------------------------------------------------------------ the driver API
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def counters(self) -> Counters:
+        return self._counters
+
+    @property
+    def silent(self) -> bool:
+        """No valid message for `silence_timeout` s (a `ServerSilent` was reported, no `ServerBack` yet)."""
+        return self._silent
 
     @property
     def uses_transform_lane(self) -> bool:
         """Poses go to a separate transform socket (protocol 7+)."""
         return self.protocol is not None and self.protocol >= HELLO_PROTOCOL
 
+    @property
+    def pose_seq(self) -> int:
+        """The poseSeq of the last pose that went out."""
+        return self.policy.pose_seq
+
+    def connect(self, now: float) -> None:
+        """Start: silence is measured from here, the first hello / probe is due at once."""
+        if self._state is State.IDLE:
+            self._last_rx = now
+            self._started = now
+            self._move("connect detecting" if self.protocol is None else "connect")
+
+    def set_pose(self, frame: PoseFrame) -> None:
+        """The latest frame's pose: the next `datagrams_to_send` offers it to the send policy once."""
+        self._pose = frame
+
+    def datagrams_to_send(self, now: float) -> list[Outgoing]:
+        """The pose set last (when the policy lets it go), then what is due on the control lane:
+        hellos (protocol 7+, once a second) and, while detecting or diagnosing a mismatch, one
+        protocol's probe at a time. Raises PoseEncodeError for a pose that cannot be encoded."""
+        if self._state is State.IDLE:
+            self.connect(now)
+        elif self._state is State.CLOSED:
+            return []
+        out: list[Outgoing] = []
+        frame = self._pose
+        if frame is not None:
+            self._pose = None
+            msg = self._pose_message(now, frame)
+            if msg is not None:
+                out.append(Outgoing(self._pose_lane, (self.room_topic, msg), "pose"))
+        if now >= self._next_control or (
+            not self._probing and self.client_no is None and self.mismatch is None and self.mismatch_probes
+        ):
+            self._control_messages(now, out)
+        return out
+
+    def send_failed(self, out: Outgoing) -> None:
+        """The transport could not queue `out` (no connection yet, or its queue is full): counted.
+        A pose's poseSeq stays used (receivers see the gap) and the next frame may resend; a
+        refused control message is tried again soon (CONTROL_RETRY), a probe before the next
+        protocol's. Tell it once per batch of control messages."""
+        if out.kind == "pose":
+            self._counters.drops["send: no server connection or queue full"] += 1
+            self.policy.forget_last()
+            return
+        self._counters.drops["control send: no server connection or queue full"] += 1
+        self._next_control = self._control_at + CONTROL_RETRY
+        probed, hello = self._last_batch
+        if probed and self._probe_i:
+            self._probe_i -= 1
+            self._counters.probes -= 1
+        if hello:
+            self._next_hello = self._control_at
+        self._last_batch = (False, False)
+
+    def hello_now(self) -> None:
+        """Say hello (protocol 7+) at the next `datagrams_to_send`: a new control connection
+        needs one to be registered (and answered with a mapping)."""
+        self._next_control = self._next_hello = 0.0
+
+    def receive_datagram(self, data: Incoming, now: float) -> None:
+        """One message from the server: a room broadcast (`LANE_ROOM`) or a control-lane unicast."""
+        if self._state is State.IDLE:
+            self.connect(now)
+        elif self._state is State.CLOSED:
+            return
+        if data.lane == LANE_ROOM:
+            self._receive_broadcast(now, data.frames)
+        else:
+            self._receive_unicast(now, data.frames)
+
+    def get_timer(self) -> float | None:
+        """When `handle_timer` (then `datagrams_to_send`) is next needed: the silence deadline, the
+        next hello or probe, the moment an unmapped client starts asking which protocol the server
+        speaks. None before `connect` and after `close`."""
+        if self._state is State.IDLE or self._state is State.CLOSED:
+            return None
+        times = []
+        if not self._silent and self._last_rx is not None:
+            times.append(self._last_rx + self.silence_timeout)
+        if self._probing:
+            times.append(self._next_control)
+        elif self.uses_transform_lane:  # the hello heartbeat (a refused one: CONTROL_RETRY later)
+            times.append(max(self._next_control, self._next_hello))
+        if not self._probing and self.mismatch_probes and self.client_no is None and self.mismatch is None:
+            times.append((self._started or 0.0) + MISMATCH_PROBE_AFTER)
+        return min(times) if times else None
+
+    def handle_timer(self, now: float) -> None:
+        """Report a server silent for `silence_timeout` s (once per outage)."""
+        if self._state is State.IDLE:
+            self.connect(now)
+        last = self._last_rx
+        if not self._silent and last is not None and now >= last + self.silence_timeout:
+            self._silent = True
+            self._emit(ServerSilent(now - last))
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def close(self, now: float) -> None:
+        """Done (NetSync has no leave message: the server drops a silent client after 5 s)."""
+        self._move("close")
+        self._pose = None
+
     # ------------------------------------------------------------ outgoing
 
-    def pose_message(self, now: float, frame: PoseFrame) -> bytes | None:
-        """The client-pose message to send this frame, or None when the policy skips it.
-
-        Raises PoseEncodeError for a pose that cannot be encoded (NaN, bad flags).
-        """
-        if self._last_rx is None:
-            self._start(now)
+    def _pose_message(self, now: float, frame: PoseFrame) -> bytes | None:
+        """The client-pose message for `frame`, or None when the policy skips it."""
         protocol = self.protocol
+        counters = self._counters
         if protocol is None or (self.stealth and protocol >= HELLO_PROTOCOL):
             # detecting: nothing is sent until we know what to send; stealth from protocol 7 on
-            # is the hello heartbeat alone (control_messages)
-            self.counters.skipped["detecting" if protocol is None else "stealth (hello only)"] += 1
+            # is the hello heartbeat alone (the control lane)
+            counters.skipped["detecting" if protocol is None else "stealth (hello only)"] += 1
             return None
         if self.stealth:
             frame = _STEALTH_FRAME
@@ -274,7 +405,6 @@ class NetSyncClientCore:
         tail = self._tail
         policy = self.policy
         seq = policy.decide(now, tail)
-        counters = self.counters
         if seq is None:
             counters.skipped[policy.last_skip] += 1
             return None
@@ -283,14 +413,11 @@ class NetSyncClientCore:
         counters.bytes_sent += len(msg)
         return msg
 
-    def control_messages(self, now: float) -> list[bytes]:
-        """What goes on the control lane now: hellos (protocol 7+, once a second) and, while
-        detecting or diagnosing a mismatch, every protocol's probe (once a second)."""
-        if self._last_rx is None:
-            self._start(now)
-        started = now if self._started is None else self._started  # (set by _start)
+    def _control_messages(self, now: float, out: list[Outgoing]) -> None:
+        started = now if self._started is None else self._started  # (set by connect)
         if (
             not self._probing
+            and self.mismatch_probes
             and self.client_no is None
             and self.mismatch is None
             and now - started >= MISMATCH_PROBE_AFTER
@@ -300,56 +427,41 @@ class NetSyncClientCore:
             self._probe_i = 0
             self._next_control = now
         if now < self._next_control:
-            return []
-        out = []
+            return
         probed = hello = False
         step = HELLO_PERIOD
+        room, counters = self.room_topic, self._counters
         if self._probing:
-            out += probe_messages(self._probe_id, (DETECT_ORDER[self._probe_i % len(DETECT_ORDER)],))
+            (probe,) = probe_messages(self._probe_id, (DETECT_ORDER[self._probe_i % len(DETECT_ORDER)],))
+            out.append(Outgoing(LANE_CONTROL, (room, probe), "probe"))
             self._probe_i += 1
-            self.counters.probes += 1
+            counters.probes += 1
             probed = True
             step = PROBE_STEP if self._probe_i < len(DETECT_ORDER) else PROBE_PERIOD
         if self.protocol is not None and self.protocol >= HELLO_PROTOCOL and now >= self._next_hello:
-            out.append(encode_client_hello(self.device_id, self.stealth, self.protocol))
-            self.counters.hellos += 1
+            msg = encode_client_hello(self.device_id, self.stealth, self.protocol)
+            out.append(Outgoing(LANE_CONTROL, (room, msg), "hello"))
+            counters.hellos += 1
             self._next_hello = now + HELLO_PERIOD
             hello = True
         self._next_control = now + step
         self._control_at = now
         self._last_batch = (probed, hello)
-        return out
-
-    def control_send_failed(self) -> None:
-        """The control socket refused a message (not connected yet): try again soon, not a
-        whole period later — but not at every poll while the server is away. A probe that did
-        not go out is sent again before the next protocol's."""
-        self.counters.drops["control send: no server connection or queue full"] += 1
-        self._next_control = self._control_at + CONTROL_RETRY
-        probed, hello = self._last_batch
-        if probed and self._probe_i:
-            self._probe_i -= 1
-            self.counters.probes -= 1
-        if hello:
-            self._next_hello = self._control_at
-        self._last_batch = (False, False)
-
-    def send_failed(self, reason: str) -> None:
-        """The transport could not queue the last message (counted; its poseSeq stays used, so
-        receivers see the gap). The server never got that pose, so the next frame may resend."""
-        self.counters.drops[f"send: {reason}"] += 1
-        self.policy.forget_last()
 
     # ------------------------------------------------------------ incoming
 
-    def receive_unicast(self, now: float, frames: list[bytes]) -> None:
+    def _receive_unicast(self, now: float, frames: Sequence[bytes]) -> None:
         """A DEALER message: [roomId, payload]."""
         if not self._envelope(frames, "unicast"):
             return
         payload = frames[1]
         if not payload or payload[0] != MSG_DEVICE_ID_MAPPING:
             self._alive(now)  # the server answered (variables, RPC…): not ours to decode
-            self.counters.drops[f"ignored type {payload[0] if payload else 'empty'}"] += 1
+            self._counters.drops[f"ignored type {payload[0] if payload else 'empty'}"] += 1
+            return
+        if not self.observe and self.client_no is not None:
+            self._alive(now)  # a load client: mappings matter only until it has its number
+            self._counters.mappings += 1
             return
         try:
             mapping = decode_device_id_mapping(payload)
@@ -357,7 +469,7 @@ class NetSyncClientCore:
             self._drop(f"mapping: {type(e).__name__}", str(e))
             return
         self._alive(now)
-        self.counters.mappings += 1
+        self._counters.mappings += 1
         self.server_version = mapping.server_version
         if self._probing:
             mapped = {m.device_id for m in mapping.mappings}
@@ -371,7 +483,7 @@ class NetSyncClientCore:
                 was = self.protocol
                 self._use(named)
                 self._detected_by = "device-ID mapping"
-                self._next_control = self._next_hello = 0.0  # hello (7+) at the next call
+                self.hello_now()  # hello (7+) at the next call
                 self._emit(
                     ProtocolDetected(
                         named, self.server_version, f"device-ID mapping, over a room broadcast in protocol {was}"
@@ -393,16 +505,21 @@ class NetSyncClientCore:
         if mine is not None and mine != self.client_no and version is not None:
             self._emit(Joined(mine, version))
         self.client_no = mine
+        self._move("unmapped" if mine is None else "mapped")
         if mine is not None and self._probing and self._probe_id != self.device_id:
             self._probing = False  # mapped after all (a slow server): nothing to diagnose
 
-    def receive_broadcast(self, now: float, frames: list[bytes]) -> None:
+    def _receive_broadcast(self, now: float, frames: Sequence[bytes]) -> None:
         """A SUB message: [topic, payload]."""
         if not self._envelope(frames, "broadcast"):
             return
         payload = frames[1]
         if not payload or payload[0] != MSG_ROOM_POSE:
-            self.counters.drops[f"ignored type {payload[0] if payload else 'empty'}"] += 1
+            self._counters.drops[f"ignored type {payload[0] if payload else 'empty'}"] += 1
+            return
+        if not self.observe and self.protocol is not None and len(payload) > 1 and payload[1] == self.protocol:
+            self._alive(now)  # a load client counts the room, it does not read it
+            self._counters.room_poses += 1
             return
         if len(payload) > 1 and payload[1] != self.protocol:
             if not self._foreign_protocol(payload[1]):
@@ -416,10 +533,10 @@ class NetSyncClientCore:
             self._drop("room pose: foreign room", f"{room.room_id!r} under topic {self.room_id!r}")
             return
         self._alive(now)
-        self.counters.room_poses += 1
+        self._counters.room_poses += 1
         if self.client_no is None:
             # Without our number we cannot tell our own entry from a peer's.
-            self.counters.drops["room pose: before mapping"] += 1
+            self._counters.drops["room pose: before mapping"] += 1
             return
         for entry in room.entries:
             if entry.client_no == self.client_no:
@@ -448,8 +565,9 @@ class NetSyncClientCore:
                 return  # a server version we have no table entry for: its broadcast will tell
             self._probing = False
             self._use(protocol)
+            self._move("detected")
             self._detected_by = how
-            self._next_control = self._next_hello = 0.0  # hello (7+) at the next call
+            self.hello_now()  # hello (7+) at the next call
             self._emit(ProtocolDetected(protocol, self.server_version, how))
             self._update_own_number()  # the probe may have registered us already
             return
@@ -501,53 +619,38 @@ class NetSyncClientCore:
 
     def _emit_mismatch(self, m: ProtocolMismatch) -> None:
         self.mismatch = m
+        self._move("mismatch")
         self._emit(m)
-
-    def handle_timer(self, now: float) -> None:
-        last = self._last_rx
-        if last is None:
-            self._start(now)
-            last = now
-        if not self._silent and now - last > self.silence_timeout:
-            self._silent = True
-            self._emit(ServerSilent(now - last))
-
-    def events(self) -> list[Event]:
-        out, self._events = self._events, []
-        return out
 
     # ------------------------------------------------------------ internals
 
-    def _start(self, now: float) -> None:
-        if self._last_rx is None:
-            self._last_rx = now  # silence is measured from our first activity
-            self._started = now
-
     def _alive(self, now: float) -> None:
-        self._start(now)
         last = self._last_rx
         if self._silent and last is not None:  # (silent: there was a last)
             self._silent = False
             self._emit(ServerBack(now - last))
         self._last_rx = now
 
-    def _envelope(self, frames: list[bytes], what: str) -> bool:
-        self.counters.bytes_received += sum(len(f) for f in frames)
+    def _envelope(self, frames: Sequence[bytes], what: str) -> bool:
+        counters = self._counters
         if len(frames) != 2:
+            counters.bytes_received += sum(len(f) for f in frames)
             self._drop(f"{what}: frames", f"{len(frames)} frames, expected [roomId, payload]")
             return False
-        if frames[0] != self.room_topic:
+        topic, payload = frames
+        counters.bytes_received += len(topic) + len(payload)
+        if topic != self.room_topic:
             # SUB filters by prefix: room "a" also gets "ab" and "a\x00obj"
-            self.counters.drops[f"{what}: other topic"] += 1
+            counters.drops[f"{what}: other topic"] += 1
             return False
         return True
 
     def _emit(self, event: Event) -> None:
         if len(self._events) >= MAX_PENDING_EVENTS:  # nobody is polling: keep memory bounded
-            self.counters.drops["events: not polled"] += 1
+            self._counters.drops["events: not polled"] += 1
             return
         self._events.append(event)
 
     def _drop(self, reason: str, detail: str) -> None:
-        key = self.counters.drops.add(reason)  # normalised and capped: netcode/drops.py
+        key = self._counters.drops.add(reason)  # normalised and capped: netcode/drops.py
         self._emit(Dropped(key, drop_detail(detail)))

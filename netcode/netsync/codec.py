@@ -42,6 +42,18 @@ from typing import Any, Callable
 
 from headcast.netcode.pose import IDENTITY, Quat
 
+from .errors import (
+    FlagsError as FlagsError,
+    MessageTypeError as MessageTypeError,
+    MissingDeltaEncodingError as MissingDeltaEncodingError,
+    NetSyncDecodeError as NetSyncDecodeError,
+    PoseEncodeError as PoseEncodeError,
+    StringError as StringError,
+    TrailingBytesError as TrailingBytesError,
+    TruncatedError as TruncatedError,
+    UnsupportedProtocolError as UnsupportedProtocolError,
+    VirtualCountError as VirtualCountError,
+)
 from .model import (
     FLAG_HEAD,
     FLAG_LEFT,
@@ -64,7 +76,7 @@ from .model import (
     RoomPose,
     Transform,
 )
-from .origin import _DEG, _RAD, floor_local_physical, receiver_yaw, reconstruct_physical
+from .origin import DEG, RAD, floor_local_physical, receiver_yaw, reconstruct_physical
 
 PROTOCOLS = (3, 4, 5, 6, 7, 8)
 LATEST_PROTOCOL = 8
@@ -101,57 +113,6 @@ _MAP_ENTRY = struct.Struct("<HBB")  # clientNo, stealth, id length
 _REL = struct.Struct("<hhhI")
 _REL_ITER = _REL.iter_unpack
 _HEAD = struct.Struct("<HbHbHbI")  # int24 as low u16 + signed high byte
-
-
-class NetSyncDecodeError(ValueError):
-    """Malformed NetSync bytes from the network; `offset` is where in the message it went wrong."""
-
-    def __init__(self, offset: int, detail: str) -> None:
-        super().__init__(f"offset {offset}: {detail}")
-        self.offset = offset
-        self.detail = detail
-
-
-class TruncatedError(NetSyncDecodeError):
-    pass
-
-
-class TrailingBytesError(NetSyncDecodeError):
-    pass
-
-
-class MissingDeltaEncodingError(NetSyncDecodeError):
-    """PhysicalValid without encoding bit 4: an old-V3 sender (docs/protocols/netsync.md#errata, fail fast)."""
-
-
-class VirtualCountError(NetSyncDecodeError):
-    pass
-
-
-class UnsupportedProtocolError(NetSyncDecodeError):
-    """The message's protocol byte is not one this codec speaks, or not the one expected;
-    `protocol` is the byte the message carried."""
-
-    def __init__(self, offset: int, detail: str, protocol: int) -> None:
-        super().__init__(offset, detail)
-        self.protocol = protocol
-
-
-class MessageTypeError(NetSyncDecodeError):
-    pass
-
-
-class FlagsError(NetSyncDecodeError):
-    """Undefined flag bits, or flags no conforming encoder writes (stealth with blocks, hands
-    without a head, virtual entries without VirtualsValid)."""
-
-
-class StringError(NetSyncDecodeError):
-    pass
-
-
-class PoseEncodeError(ValueError):
-    """The local pose cannot be put on the wire (non-finite number, bad flags, deviceId or roomId too long)."""
 
 
 # ---------------------------------------------------------------- protocols
@@ -843,7 +804,7 @@ def _decoder_source(family: int, flags: int) -> str:
     lines = [
         "def decode(data, offset, size, _st=_st, sqrt=sqrt, _DQ10=_DQ10, _DQ10_SQ=_DQ10_SQ,"
         " _new=_new, Transform=Transform,"
-        " cos=cos, sin=sin, atan2=atan2, _RAD=_RAD, _DEG=_DEG):"
+        " cos=cos, sin=sin, atan2=atan2, _RAD=RAD, _DEG=DEG):"
         f"  # family {family}, flags 0x{flags:02x}",
         f"    end = offset + {st.size}",
         "    if end > size:",
@@ -1155,7 +1116,7 @@ def _load_native() -> tuple[ModuleType | None, str]:
             return None, "built from an older _nscodec.c; run netcode/netsync/build_native.py"
     except OSError:
         pass  # an installed package keeps no source: its extension was built with it
-    _nscodec.init(Transform, OriginDelta, PoseBody, ClientPose, RoomEntry, _DQ10, _DQ10_SQ, _RAD, _DEG)
+    _nscodec.init(Transform, OriginDelta, PoseBody, ClientPose, RoomEntry, _DQ10, _DQ10_SQ, RAD, DEG)
     return _nscodec, "in use"
 
 

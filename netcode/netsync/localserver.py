@@ -34,14 +34,11 @@ from typing import Self
 
 from ..serverprocess import LocalServerError, ServerProcess
 from . import releases
+from .errors import ServerStartError as ServerStartError
 
 LAUNCHER = Path(__file__).with_name("loopback_launcher.py")
 HOST = "127.0.0.1"
 TRANSFORM_PORT_OFFSET = 2  # the servers' and official clients' default: transform = control + 2
-
-
-class ServerStartError(RuntimeError):
-    pass
 
 
 def free_port() -> int:

@@ -25,8 +25,8 @@ from headcast.netcode.pose import Quat, Vec3
 
 from .model import OriginDelta, Transform
 
-_RAD = math.pi / 180.0  # = math.radians' factor: x * _RAD is bit-identical to math.radians(x)
-_DEG = 180.0 / math.pi  # = math.degrees' factor
+RAD = math.pi / 180.0  # = math.radians' factor: x * RAD is bit-identical to math.radians(x)
+DEG = 180.0 / math.pi  # = math.degrees' factor
 _EPS = 1e-12
 _new = tuple.__new__
 
@@ -109,20 +109,20 @@ def reconstruct_physical(head: Transform, delta: OriginDelta) -> Transform:
     """
     (hx, hy, hz), (x, y, z, w) = head
     dx, dz, dyaw, dy = delta
-    r = -dyaw * _RAD
+    r = -dyaw * RAD
     c, s = cos(r), sin(r)
     tx, tz = hx - dx, hz - dz
     m = x * x + y * y + z * z + w * w
     inv = 1.0 / sqrt(m)
     x, y, z, w = x * inv, y * inv, z * inv, w * inv
-    head_yaw = ((atan2(2.0 * (w * y + z * x), 1.0 - 2.0 * (y * y + z * z)) * _DEG + 180.0) % 360.0) - 180.0
+    head_yaw = ((atan2(2.0 * (w * y + z * x), 1.0 - 2.0 * (y * y + z * z)) * DEG + 180.0) % 360.0) - 180.0
     yaw = ((head_yaw - dyaw + 180.0) % 360.0) - 180.0
-    half = yaw * _RAD * 0.5
+    half = yaw * RAD * 0.5
     return _new(Transform, ((c * tx + s * tz, hy - dy, -s * tx + c * tz), (0.0, sin(half), 0.0, cos(half))))
 
 
 def floor_local_physical(x: float, y: float, z: float, yaw: float) -> Transform:
     """The physical block of a MOVING_FLOOR_LOCAL body (protocol 5+), as the receivers read it:
     position as sent, rotation from the yaw (not wrapped)."""
-    half = yaw * _RAD * 0.5
+    half = yaw * RAD * 0.5
     return _new(Transform, ((x, y, z), (0.0, sin(half), 0.0, cos(half))))

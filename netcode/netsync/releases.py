@@ -34,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence
 
+from .errors import ReleaseInstallError as ReleaseInstallError
+
 DIST = "styly-netsync-server"
 
 # version -> NetSync protocol (binary_serializer.PROTOCOL_VERSION), one release per protocol.
@@ -65,10 +67,6 @@ STALE_TMP_SECONDS = 3600
 
 # First release with the control/transform split (config keys control_port, transform_port).
 SPLIT_SOCKETS = (0, 15, 0)
-
-
-class ReleaseInstallError(RuntimeError):
-    pass
 
 
 def parse_version(v: Sequence[Any] | str) -> tuple[int, int, int] | None:

@@ -1,11 +1,22 @@
-"""pyzmq driver for NetSyncClientCore: DEALER → the server's control (dealer) port, from
-protocol 7 on a second DEALER → its transform port (control + 2 by default), SUB ← its PUB port.
+"""pyzmq driver for NetSyncClientCore, a netcode/driver.py `Transport`: DEALER → the server's
+control (dealer) port, from protocol 7 on a second DEALER → its transform port (control + 2 by
+default), SUB ← its PUB port.
 
-Non-blocking throughout: the app calls `send_pose(now, frame)` and `poll(now)` once per frame.
-Every queue is bounded (HWMs; LINGER 0, so close never waits) and IMMEDIATE is on, so while
-the server is away a pose is dropped at once (counted) instead of piling up for a peer that
-may never come back; ZeroMQ reconnects both sockets by itself, and the next pose registers
-us with the restarted server.
+Any event loop drives it: wait for `filenos()` to be readable until `next_deadline()`, then
+call `on_readable(now)` / `on_timer(now)`, and read the core's events with `next_event()`.
+`send_pose(now, frame)` offers a frame's pose and sends what is due at once; `poll(now)` is the
+app's once-a-frame convenience (read, timers, send, the events as a list). The descriptors are
+ZeroMQ's ZMQ_FD: edge-triggered, so `on_readable` drains each socket until ZMQ_EVENTS has no
+POLLIN (at most MAX_MESSAGES_PER_POLL a turn: more left asks for `on_timer` at once), and
+every call that sends reads afterwards (a send can consume the edge of a message that came
+meanwhile). A `metrics(name, amount)` hook counts "sent_datagrams", "sent_bytes",
+"received_datagrams", "received_bytes", "send_errors" and "room_broadcasts" (per message).
+
+Non-blocking throughout. Every queue is bounded (HWMs; LINGER 0, so close never waits) and
+IMMEDIATE is on, so while the server is away a pose is dropped at once (counted) instead of
+piling up for a peer that may never come back; ZeroMQ reconnects the sockets by itself, and the
+next pose registers us with the restarted server. Many clients can share one ZeroMQ context
+(`context=`: a swarm's thousands of sockets, one I/O thread); a shared one is not closed here.
 """
 
 from __future__ import annotations
@@ -18,7 +29,18 @@ from typing import Callable
 
 import zmq
 
-from .client import Counters, Event, Joined, NetSyncClientCore, ProtocolMismatch
+from ..driver import MetricsHook
+from .client import (
+    LANE_CONTROL,
+    LANE_ROOM,
+    LANE_TRANSFORM,
+    Counters,
+    Incoming,
+    NetSyncClientCore,
+    State,
+)
+from .errors import NoAnswerError as NoAnswerError, ServerProtocolError as ServerProtocolError
+from .events import Event, Joined, ProtocolMismatch
 from .model import PoseFrame
 
 # ZeroMQ's socket-monitor message: frame 1 = event id (u16) + value (u32), native byte order; frame
@@ -29,8 +51,11 @@ _MONITOR_EVENT = struct.Struct("=HI")
 # Room poses are latest-wins; a few queued broadcasts are plenty at 10 Hz polled every frame.
 SUB_RCVHWM = 8
 DEALER_HWM = 10  # the official client's value
-MAX_MESSAGES_PER_POLL = 256  # per socket: one poll never loops unboundedly on a flooding peer
+MAX_MESSAGES_PER_POLL = 256  # per socket: one turn never loops unboundedly on a flooding peer
 _SEND_MORE = zmq.SNDMORE | zmq.NOBLOCK
+_NOBLOCK = zmq.NOBLOCK
+_EVENTS = zmq.EVENTS
+_POLLIN = zmq.POLLIN
 
 
 @dataclass(frozen=True)
@@ -43,31 +68,23 @@ class TcpState:
     retry_ms: int | None  # ZeroMQ's wait before its next connect attempt, as last announced
 
 
-class NoAnswerError(TimeoutError):
-    """Nothing came back from the server within the bound (wrong address/port, not running)."""
-
-
-class ProtocolMismatchError(ConnectionError):
-    """The server answered, in another NetSync protocol than the one we were told to speak."""
-
-    def __init__(self, mismatch: ProtocolMismatch) -> None:
-        super().__init__(mismatch.message)
-        self.mismatch = mismatch
-
-
 class NetSyncClient:
     """One NetSync participant on `tcp://host:dealer_port` (control) / `tcp://host:pub_port`,
     and from protocol 7 on `tcp://host:transform_port` (default dealer_port + 2).
 
-    `protocol=None` detects the server's protocol (client.py); an int speaks that one.
+    `protocol=None` detects the server's protocol (client.py); an int speaks that one. `core`
+    drives a core made by the caller instead of one made from the arguments (room, deviceId,
+    protocol, send rate, stealth and silence timeout are then the core's).
     """
+
+    metrics: MetricsHook | None
 
     def __init__(
         self,
         host: str,
         dealer_port: int,
         pub_port: int,
-        room_id: str,
+        room_id: str = "",
         device_id: str | None = None,
         *,
         transform_port: int | None = None,
@@ -76,8 +93,12 @@ class NetSyncClient:
         stealth: bool = False,
         silence_timeout: float = 3.0,
         watch_tcp: bool = False,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        core: NetSyncClientCore | None = None,
+        metrics: MetricsHook | None = None,
+        now: float | None = None,
     ) -> None:
-        self.core = NetSyncClientCore(
+        self.core = core or NetSyncClientCore(
             room_id,
             device_id or str(uuid.uuid4()),
             protocol=protocol,
@@ -85,14 +106,23 @@ class NetSyncClient:
             stealth=stealth,
             silence_timeout=silence_timeout,
         )
+        self.metrics = metrics
         self.host = host
         self.transform_port = dealer_port + 2 if transform_port is None else transform_port
-        self._ctx = zmq.Context(io_threads=1)
-        self._dealer = self._ctx.socket(zmq.DEALER)
-        self._sub = self._ctx.socket(zmq.SUB)
+        self._control_endpoint = f"tcp://{host}:{dealer_port}"
+        self._own_context = context is None
+        self._ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context(io_threads=1) if context is None else context
         self._transform: zmq.Socket[bytes] | None = None
         self._monitor: zmq.Socket[bytes] | None = None
         self._tcp = TcpState(False, False, 0, None)
+        self._more = False  # a socket still had messages when a turn's bound was reached
+        self.closed = False
+        self._dealer = self._ctx.socket(zmq.DEALER)
+        try:
+            self._sub = self._ctx.socket(zmq.SUB)
+        except BaseException:
+            self._dealer.close(linger=0)
+            raise
         try:
             for s in (self._dealer, self._sub):
                 self._common_options(s)
@@ -106,18 +136,20 @@ class NetSyncClient:
                     zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
                 )
                 self._monitor.setsockopt(zmq.LINGER, 0)
-            self._dealer.connect(f"tcp://{host}:{dealer_port}")
+            self._dealer.connect(self._control_endpoint)
             self._sub.connect(f"tcp://{host}:{pub_port}")
+            self._room = self.core.room_topic
+            self._reads = ((self._dealer, LANE_CONTROL), (self._sub, LANE_ROOM))
+            self._lanes: dict[str, zmq.Socket[bytes]] = {LANE_CONTROL: self._dealer, LANE_TRANSFORM: self._dealer}
+            self._lanes_for: int | None = None  # the protocol the pose socket was chosen for
+            if self.core.protocol is not None:
+                self._choose_lanes()
+            self._fds: tuple[int, ...] = (int(self._dealer.getsockopt(zmq.FD)), int(self._sub.getsockopt(zmq.FD)))
         except BaseException:
             self.close()
             raise
-        self._room = self.core.room_topic
-        self._poll_items = [(self._dealer, zmq.POLLIN), (self._sub, zmq.POLLIN)]
-        self._pose_socket: zmq.Socket[bytes] = self._dealer
-        self._lanes_for: int | None = None  # the protocol the pose socket was chosen for
-        if self.core.protocol is not None:
-            self._choose_lanes()
-        self.closed = False
+        if now is not None:  # else at the first call, on the caller's clock
+            self.core.connect(now)
 
     @staticmethod
     def _common_options(s: zmq.Socket[bytes]) -> None:
@@ -130,7 +162,7 @@ class NetSyncClient:
         opened once the protocol is known."""
         self._lanes_for = self.core.protocol
         if not self.core.uses_transform_lane:
-            self._pose_socket = self._dealer
+            self._lanes[LANE_TRANSFORM] = self._dealer
             return
         if self._transform is None:
             t = self._ctx.socket(zmq.DEALER)
@@ -139,57 +171,126 @@ class NetSyncClient:
             t.setsockopt(zmq.IMMEDIATE, 1)
             t.connect(f"tcp://{self.host}:{self.transform_port}")
             self._transform = t
-        self._pose_socket = self._transform
+        self._lanes[LANE_TRANSFORM] = self._transform
 
-    # ------------------------------------------------------------ per frame
+    # ------------------------------------------------------------ the driver API
+
+    def filenos(self) -> tuple[int, ...]:
+        """The control DEALER's and the SUB's ZMQ_FD (edge-triggered; the transform socket receives
+        nothing). Empty once closed."""
+        return () if self.closed else self._fds
+
+    def next_deadline(self) -> float | None:
+        """When `on_timer` is next needed: the core's timer; at once when a turn left messages unread,
+        or before the core started (it starts at the first call, on the caller's clock)."""
+        if self.closed:
+            return None
+        if self._more:
+            return 0.0
+        timer = self.core.get_timer()
+        return 0.0 if timer is None and self.core.state is State.IDLE else timer
+
+    def on_readable(self, now: float) -> None:
+        """Drain both sockets (bounded) into the core."""
+        if self.closed:
+            return
+        core, metrics = self.core, self.metrics
+        more = False
+        for sock, lane in self._reads:
+            for _ in range(MAX_MESSAGES_PER_POLL):
+                if not sock.getsockopt(_EVENTS) & _POLLIN:  # type: ignore[arg-type, operator]
+                    break
+                frames = sock.recv_multipart(_NOBLOCK)
+                if metrics is not None:
+                    metrics("received_datagrams", 1)
+                    metrics("received_bytes", sum(map(len, frames)))
+                    if lane is LANE_ROOM:
+                        metrics("room_broadcasts", 1)
+                core.receive_datagram(Incoming(lane, frames), now)
+            else:
+                more = True
+        self._more = more
+        if self._transform is not None:
+            self._transform.getsockopt(_EVENTS)  # its FD's edge is re-armed only once its state is read
+
+    def on_timer(self, now: float) -> None:
+        """Run the core's timers and send what is due (then read what came meanwhile)."""
+        if self.closed:
+            return
+        self.core.handle_timer(now)
+        self._flush(now)
+
+    def next_event(self) -> Event | None:
+        return self.core.next_event()
+
+    # ------------------------------------------------------------ sending
 
     def send_pose(self, now: float, frame: PoseFrame) -> bool:
-        """Offer this frame's pose; True when a message actually went out."""
-        msg = self.core.pose_message(now, frame)
-        if msg is None:
+        """Offer this frame's pose and send what is due; True when the pose actually went out."""
+        if self.closed:
             return False
-        if self._lanes_for != self.core.protocol:
-            self._choose_lanes()
-        if not self._send(self._pose_socket, msg):
-            self.core.send_failed("no server connection or queue full")
-            return False
-        return True
+        self.core.set_pose(frame)
+        return self._flush(now)
 
-    def _send(self, sock: zmq.Socket[bytes], msg: bytes) -> bool:
-        # send_multipart's two parts, without its Python-level loop and checks. A multipart
-        # message is queued whole or not at all: only the first part can meet a full queue or,
-        # with IMMEDIATE, no connection.
-        try:
-            sock.send(self._room, _SEND_MORE)
-        except zmq.Again:
-            return False
-        sock.send(msg, zmq.NOBLOCK)
-        return True
-
-    def poll(self, now: float) -> list[Event]:
-        """Drain both sockets (bounded), run the silence timer, return what happened."""
+    def _flush(self, now: float) -> bool:
         core = self.core
-        # One zmq_poll over both sockets says which have a message: a receive that finds none
-        # raises zmq.Again, and building that exception costs more than the poll (per socket, per
-        # call, on a cache-cold frame).
-        ready = zmq.zmq_poll(self._poll_items, 0)
-        for _ in range(MAX_MESSAGES_PER_POLL):
-            if not ready:
-                break
-            for sock, _ in ready:  # _poll_items: the SUB and the control DEALER
-                if sock is self._sub:
-                    core.receive_broadcast(now, self._sub.recv_multipart(zmq.NOBLOCK))
-                else:
-                    core.receive_unicast(now, self._dealer.recv_multipart(zmq.NOBLOCK))
-            ready = zmq.zmq_poll(self._poll_items, 0)
-        core.handle_timer(now)
+        out = core.datagrams_to_send(now)
+        if not out:
+            return False
         if self._lanes_for != core.protocol:
             self._choose_lanes()  # detected: from protocol 7 on, open the transform lane now
-        for msg in core.control_messages(now):
-            if not self._send(self._dealer, msg):
-                core.control_send_failed()
-                break
-        return core.events()
+        lanes, metrics = self._lanes, self.metrics
+        posed = control_failed = False
+        for o in out:
+            kind = o.kind
+            if kind != "pose" and control_failed:
+                continue  # the control socket refused this batch: the core retries it whole
+            room, payload = o.frames
+            sock = lanes[o.lane]
+            # send_multipart's two parts, without its Python-level loop and checks. A multipart
+            # message is queued whole or not at all: only the first part can meet a full queue or,
+            # with IMMEDIATE, no connection.
+            try:
+                sock.send(room, _SEND_MORE)
+            except zmq.Again:
+                core.send_failed(o)
+                control_failed = kind != "pose"
+                if metrics is not None:
+                    metrics("send_errors", 1)
+                continue
+            sock.send(payload, _NOBLOCK)
+            if kind == "pose":
+                posed = True
+            if metrics is not None:
+                metrics("sent_datagrams", 1)
+                metrics("sent_bytes", len(room) + len(payload))
+        self.on_readable(now)  # a send can consume a socket's FD edge: read what came meanwhile
+        return posed
+
+    def reconnect_control(self, now: float) -> None:
+        """A new control connection (ZeroMQ gives it a new identity at the server's ROUTER, which
+        the server treats as a reconnect and answers with our mapping), with a hello at once: what
+        a client whose mapping never came does to ask again."""
+        if self.closed:
+            return
+        try:
+            self._dealer.disconnect(self._control_endpoint)
+        except zmq.ZMQError:  # not connected yet: connecting again is what we want
+            pass
+        self._dealer.connect(self._control_endpoint)
+        self.core.hello_now()
+
+    def poll(self, now: float) -> list[Event]:
+        """Read both sockets, run the timers, send what is due; the events that came of it."""
+        if self.closed:
+            return []
+        self.on_readable(now)
+        self.on_timer(now)
+        core = self.core
+        events = []
+        while (e := core.next_event()) is not None:
+            events.append(e)
+        return events
 
     # ------------------------------------------------------------ conveniences
 
@@ -207,7 +308,7 @@ class NetSyncClient:
         """Send `frame` under the send policy until the server names our clientNo.
 
         For start-up only (it sleeps between polls); returns the events seen meanwhile.
-        Raises ProtocolMismatchError when the server speaks another protocol, NoAnswerError
+        Raises ServerProtocolError when the server speaks another protocol, NoAnswerError
         when nothing maps us within `timeout` seconds.
         """
         deadline = clock() + timeout
@@ -221,7 +322,7 @@ class NetSyncClient:
                 if isinstance(e, Joined):
                     return seen
                 if isinstance(e, ProtocolMismatch):
-                    raise ProtocolMismatchError(e)
+                    raise ServerProtocolError(e)
             if now >= deadline:
                 raise NoAnswerError(
                     f"no device-ID mapping from the NetSync server within {timeout:.1f} s "
@@ -236,7 +337,7 @@ class NetSyncClient:
         tells "nothing listens there" from "connected, but the server says nothing". Reads
         ZeroMQ's socket monitor, on a client made with `watch_tcp=True` (else it stays as it
         started); a cheap read, meant for status lines, not every frame."""
-        if self._ctx.closed or self._monitor is None:
+        if self.closed or self._monitor is None:
             return self._tcp
         t = self._tcp
         connected, ever, retries, retry_ms = t.connected, t.ever_connected, t.retries, t.retry_ms
@@ -257,18 +358,21 @@ class NetSyncClient:
         self._tcp = TcpState(connected, ever, retries, retry_ms)
         return self._tcp
 
-    def close(self) -> None:
-        """Close both sockets and the context (LINGER 0: returns at once, no thread left behind)."""
-        if self._ctx.closed:
+    def close(self, now: float | None = None) -> None:
+        """Close the sockets, and the context when it is our own (LINGER 0: returns at once, no
+        thread left behind)."""
+        if self.closed:
             return
+        self.closed = True
+        self.core.close(time.monotonic() if now is None else now)
         if self._monitor is not None:
             self._dealer.disable_monitor()
             self._monitor.close(linger=0)
-        for s in (getattr(self, "_dealer", None), getattr(self, "_sub", None), getattr(self, "_transform", None)):
+        for s in (getattr(self, "_dealer", None), getattr(self, "_sub", None), self._transform):
             if s is not None:
                 s.close(linger=0)
-        self._ctx.term()
-        self.closed = True
+        if self._own_context:
+            self._ctx.term()
 
     def __enter__(self) -> NetSyncClient:
         return self

@@ -12,7 +12,7 @@ import pytest
 from headcast.app.errors import UsageError
 from headcast.app.sinks.netsync.link import NetSyncLink, drop_text, parse_address, parse_protocol
 from headcast.app.sinks.netsync.sink import NetSyncSink
-from headcast.netcode.netsync.client import version_text
+from headcast.netcode.netsync.client import LANE_ROOM, Incoming, version_text
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body, encode_room_pose
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.releases import parse_version
@@ -32,15 +32,16 @@ def test_auto_detects_and_own_body_comes_from_our_broadcast_entry(netsync_releas
     link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-own", "link-me", 10.0, False)  # protocol auto
     viewer = NetSyncClient(a.host, a.dealer_port, a.pub_port, "link-own", "link-viewer", protocol=None, stealth=True)
     sent: dict[int, bytes] = {}
-    orig = link.client.core.pose_message
+    orig = link.client.core.datagrams_to_send
 
-    def record(now, frame):
-        msg = orig(now, frame)
-        if msg is not None:
-            sent[decode_client_pose(msg).body.pose_seq] = msg
-        return msg
+    def record(now):
+        out = orig(now)
+        for o in out:
+            if o.kind == "pose":
+                sent[decode_client_pose(o.frames[1]).body.pose_seq] = o.frames[1]
+        return out
 
-    link.client.core.pose_message = record
+    link.client.core.datagrams_to_send = record
     bodies = []
 
     def step():
@@ -112,8 +113,9 @@ def test_dropped_room_poses_are_counted_and_shown_with_their_reason():
     body = encode_body(7, frame_at(1.0), 8)
     try:
         for i in range(12):
-            core.receive_broadcast(float(i), [b"room", encode_room_pose("room", 0.0, [(1, 0.0, body)], protocol=8)])
-        core.receive_broadcast(12.0, [b"room", b"\x0c\x03\x04ro"])  # protocol 3, cut short
+            room = encode_room_pose("room", 0.0, [(1, 0.0, body)], protocol=8)
+            core.receive_datagram(Incoming(LANE_ROOM, [b"room", room]), float(i))
+        core.receive_datagram(Incoming(LANE_ROOM, [b"room", b"\x0c\x03\x04ro"]), 12.0)  # protocol 3, cut short
         link.poll(12.0)
         st = sink.status(12.0)
     finally:
@@ -174,7 +176,9 @@ def test_other_players_stay_bounded_whatever_client_numbers_the_server_sends():
         for r in range(256):
             entries = [(r * 256 + i, 0.0, body) for i in range(256)]
             now = 1.0 + r * 0.05  # a broadcast every 50 ms, each read at once
-            core.receive_broadcast(now, [b"room", encode_room_pose("room", 0.0, entries, protocol=3)])
+            core.receive_datagram(
+                Incoming(LANE_ROOM, [b"room", encode_room_pose("room", 0.0, entries, protocol=3)]), now
+            )
             link.poll(now)
     finally:
         link.close()

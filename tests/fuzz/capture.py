@@ -106,21 +106,21 @@ def capture_netsync(found, seconds: float) -> None:
     from headcast.netcode.netsync.transport import NetSyncClient
 
     proto = {}
-    real_b, real_u = nsc.NetSyncClientCore.receive_broadcast, nsc.NetSyncClientCore.receive_unicast
+    real = nsc.NetSyncClientCore.receive_datagram
 
-    def rb(self, now, frames):
-        if len(frames) == 2 and frames[1][:1] == b"\x0c":
-            found[f"ns_room_p{proto['p']}"].append(bytes(frames[1]))
-        found["ns_core"].append(b"B" + b"\x00".join(frames))
-        return real_b(self, now, frames)
+    def receive(self, data, now):
+        frames = data.frames
+        if data.lane == nsc.LANE_ROOM:
+            if len(frames) == 2 and frames[1][:1] == b"\x0c":
+                found[f"ns_room_p{proto['p']}"].append(bytes(frames[1]))
+            found["ns_core"].append(b"B" + b"\x00".join(frames))
+        else:
+            if len(frames) == 2:
+                found["ns_mapping"].append(bytes(frames[1]))
+            found["ns_core"].append(b"U" + b"\x00".join(frames))
+        return real(self, data, now)
 
-    def ru(self, now, frames):
-        if len(frames) == 2:
-            found["ns_mapping"].append(bytes(frames[1]))
-        found["ns_core"].append(b"U" + b"\x00".join(frames))
-        return real_u(self, now, frames)
-
-    nsc.NetSyncClientCore.receive_broadcast, nsc.NetSyncClientCore.receive_unicast = rb, ru
+    nsc.NetSyncClientCore.receive_datagram = receive
     try:
         for version in ("0.10.4", "0.11.0", "0.12.0", "0.14.0", "0.15.0", "0.16.0", None):
             if version is not None and not is_installed(version):
@@ -160,7 +160,7 @@ def capture_netsync(found, seconds: float) -> None:
             finally:
                 server.close()
     finally:
-        nsc.NetSyncClientCore.receive_broadcast, nsc.NetSyncClientCore.receive_unicast = real_b, real_u
+        nsc.NetSyncClientCore.receive_datagram = real
     from headcast.netcode.netsync.codec import encode_body
     from headcast.netcode.netsync.model import OriginDelta
 

@@ -115,7 +115,7 @@ def _q3_core():
 
 
 def _ns_core():
-    from headcast.netcode.netsync.client import NetSyncClientCore
+    from headcast.netcode.netsync.client import LANE_CONTROL, LANE_ROOM, Incoming, NetSyncClientCore
 
     state: dict = {}
 
@@ -125,11 +125,9 @@ def _ns_core():
         state["n"] += 1
         core = state["core"]
         frames = data[1:].split(b"\x00", 2)
-        if data[:1] == b"U":
-            core.receive_unicast(1.0, frames)
-        else:
-            core.receive_broadcast(1.0, frames)
-        core.events()
+        core.receive_datagram(Incoming(LANE_CONTROL if data[:1] == b"U" else LANE_ROOM, frames), 1.0)
+        while core.next_event() is not None:
+            pass
 
     return run
 

@@ -12,8 +12,9 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from headcast.netcode.netsync.client import NetSyncClientCore, OwnPose, PeerPose
+from headcast.netcode.netsync.client import LANE_CONTROL, LANE_ROOM, Incoming, NetSyncClientCore
 from headcast.netcode.netsync.codec import decode_room_pose, encode_body, encode_device_id_mapping, encode_room_pose
+from headcast.netcode.netsync.events import OwnPose, PeerPose
 from headcast.netcode.netsync.model import DeviceMapping, OriginDelta, PoseFrame, Transform
 from headcast.netcode.q3 import oob, serverparse
 from headcast.netcode.q3.delta import EntityState, PlayerState, player_field, write_delta_entity
@@ -166,11 +167,11 @@ def test_generated_room_broadcasts_read_back_and_the_core_takes_them(data, proto
     assert room.room_id == room_id and [e.client_no for e in room.entries] == [e[0] for e in entries]
     core = NetSyncClientCore(room_id, "me", protocol=protocol)
     mine = entries[0][0] if entries else 1
-    core.receive_unicast(
-        0.0, [room_id.encode(), encode_device_id_mapping((0, 17, 5), [DeviceMapping(mine, "me", False)])]
-    )
-    core.events()
-    core.receive_broadcast(0.1, [room_id.encode(), payload])
-    ev = core.events()
+    mapping = encode_device_id_mapping((0, 17, 5), [DeviceMapping(mine, "me", False)])
+    core.receive_datagram(Incoming(LANE_CONTROL, [room_id.encode(), mapping]), 0.0)
+    while core.next_event() is not None:
+        pass
+    core.receive_datagram(Incoming(LANE_ROOM, [room_id.encode(), payload]), 0.1)
+    ev = list(iter(core.next_event, None))
     poses = [e for e in ev if isinstance(e, (OwnPose, PeerPose))]
     assert len(poses) == len(entries)

@@ -11,10 +11,10 @@ import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from netsync.coredrive import broadcast, drain, unicast
 from netsync.oracle import oracle, pinned_codec, random_frame
 
 from headcast.netcode.netsync import client
-from headcast.netcode.netsync.client import Dropped
 from headcast.netcode.netsync.codec import (
     FlagsError,
     MessageTypeError,
@@ -28,6 +28,7 @@ from headcast.netcode.netsync.codec import (
     decode_device_id_mapping,
     encode_device_id_mapping,
 )
+from headcast.netcode.netsync.events import Dropped
 from headcast.netcode.netsync.model import DeviceMapping, PoseFrame
 
 from support import LONG
@@ -203,19 +204,20 @@ def test_fuzz_mutated_messages(msg, flips, cut, tail):
 def test_bad_broadcast_leaves_the_client_state_untouched(junk):
     """Nothing partially applied: a broken room pose changes no member, number or pose."""
     core = NetSyncClientCore("room", "me")
-    core.receive_unicast(
+    unicast(
+        core,
         0.0,
         [
             b"room",
             encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "me", False), DeviceMapping(2, "peer", False)]),
         ],
     )
-    core.events()
+    drain(core)
     good = encode_body(1, random_frame(random.Random(1), 0x1E, 0))
     msg = encode_room_pose("room", 1.0, [(2, 1.0, good)]) + junk
     members, client_no = dict(core.members), core.client_no
-    core.receive_broadcast(1.0, [b"room", msg])
-    events = core.events()
+    broadcast(core, 1.0, [b"room", msg])
+    events = drain(core)
     assert all(isinstance(e, Dropped) for e in events) and len(events) == 1
     assert core.members == members and core.client_no == client_no
     assert sum(core.counters.drops.values()) == 1
@@ -226,10 +228,10 @@ def test_junk_from_the_network_never_raises_out_of_the_client_core():
     rng = random.Random(7)
     for i in range(2000):
         frames = [b"room", rng.randbytes(rng.randrange(0, 80))] if i % 3 else [rng.randbytes(3)] * rng.randrange(0, 4)
-        core.receive_broadcast(float(i), frames)
-        core.receive_unicast(float(i), frames)
+        broadcast(core, float(i), frames)
+        unicast(core, float(i), frames)
     assert sum(core.counters.drops.values()) >= 2000
-    assert len(core.events()) <= 4096  # bounded even when nobody polls
+    assert len(drain(core)) <= 4096  # bounded even when nobody polls
     assert core.client_no is None
 
 
@@ -251,12 +253,12 @@ def test_bad_mapping_leaves_the_client_state_untouched(cut, junk):
     """A mapping cut short or with junk after it changes no member and not our number."""
     core = NetSyncClientCore("room", "me")
     good = encode_device_id_mapping((0, 10, 4), [DeviceMapping(1, "me", False), DeviceMapping(2, "peer", False)])
-    core.receive_unicast(0.0, [b"room", good])
-    core.events()
+    unicast(core, 0.0, [b"room", good])
+    drain(core)
     renumbered = encode_device_id_mapping((0, 10, 5), [DeviceMapping(7, "me", False), DeviceMapping(8, "new", True)])
     bad = renumbered[: min(cut, len(renumbered) - 1)] if junk == b"" else renumbered + junk
     members, version = dict(core.members), core.server_version
-    core.receive_unicast(1.0, [b"room", bad])
-    events = core.events()
+    unicast(core, 1.0, [b"room", bad])
+    events = drain(core)
     assert [type(e) for e in events] == [Dropped]
     assert core.members == members and core.client_no == 1 and core.server_version == version == (0, 10, 4)

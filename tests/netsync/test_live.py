@@ -11,13 +11,14 @@ import time
 
 import pytest
 import zmq
+from netsync.coredrive import record_poses
 
-from headcast.netcode.netsync.client import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
 from headcast.netcode.netsync.codec import (
     MissingDeltaEncodingError,
     decode_client_pose,
     encode_client_pose,
 )
+from headcast.netcode.netsync.events import Joined, OwnPose, PeerPose, ServerBack, ServerSilent
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.transport import NetSyncClient, NoAnswerError
 
@@ -135,8 +136,7 @@ def test_relay_integrity(netsync_edge):
             return moving(now)
 
         pump = Pump({"sender-a": a, "viewer-b": b}, frame_for)
-        orig = a.core.pose_message
-        a.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
+        record_poses(a.core, sent)
         pump.until(lambda: a.client_no and b.client_no, 15, "both clients to get a clientNo")
 
         # The server's device-ID mapping is debounced (<= 1 per 0.5 s): A's first poses may reach B
@@ -182,8 +182,7 @@ def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_edge):
     one is the body we sent under that poseSeq, field for field; peers never show up as it."""
     me, other = client(netsync_edge, "self-seer"), client(netsync_edge, "other")
     sent: list[tuple[float, bytes]] = []
-    orig = me.core.pose_message
-    me.core.pose_message = lambda now, f: _record(now, orig(now, f), sent)
+    record_poses(me.core, sent)
     pump = Pump(
         {"me": me, "other": other},
         lambda n, now: moving(now) if n == "me" else PoseFrame.build(Transform((5.0, 1.6, 5.0))),
@@ -206,12 +205,6 @@ def test_own_pose_is_our_body_as_the_server_relayed_it(netsync_edge):
     finally:
         me.close()
         other.close()
-
-
-def _record(now, msg, into):
-    if msg is not None:
-        into.append((now, msg))
-    return msg
 
 
 def test_mixed_client_protection(netsync_edge):

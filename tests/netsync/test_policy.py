@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from netsync.coredrive import send_pose
 
 from headcast.netcode.netsync.client import NetSyncClientCore
 from headcast.netcode.netsync.codec import decode_client_pose, encode_body_tail
@@ -40,7 +41,7 @@ def run(core: NetSyncClientCore, seconds: float, frame_at, t0: float = 0.0) -> l
     sent = []
     for i in range(round(seconds / FRAME)):
         now = t0 + i * FRAME
-        msg = core.pose_message(now, frame_at(now))
+        msg = send_pose(core, now, frame_at(now))
         if msg is not None:
             sent.append((now, msg))
     return sent
@@ -71,10 +72,10 @@ def test_motion_is_capped_at_send_rate(rate):
 
 def test_only_on_change_uses_the_quantised_pose():
     core = NetSyncClientCore("r", "d")
-    assert core.pose_message(0.0, PoseFrame.build(Transform((0.0, 1.7, 0.0))))
+    assert send_pose(core, 0.0, PoseFrame.build(Transform((0.0, 1.7, 0.0))))
     # a 1 mm move is below the 1 cm head quantum: same bytes, no send before the heartbeat
-    assert core.pose_message(0.5, PoseFrame.build(Transform((0.001, 1.7, 0.0)))) is None
-    assert core.pose_message(0.6, PoseFrame.build(Transform((0.02, 1.7, 0.0)))) is not None
+    assert send_pose(core, 0.5, PoseFrame.build(Transform((0.001, 1.7, 0.0)))) is None
+    assert send_pose(core, 0.6, PoseFrame.build(Transform((0.02, 1.7, 0.0)))) is not None
 
 
 def test_pose_seq_increments_only_on_a_send_and_wraps():
@@ -102,8 +103,9 @@ def test_stealth_sends_the_minimal_body_at_the_heartbeat():
 def test_a_lost_send_is_retried_on_the_next_frame_not_the_next_heartbeat():
     core = NetSyncClientCore("r", "d")
     idle = PoseFrame.build(Transform((0, 1.7, 0)))
-    assert core.pose_message(0.0, idle)
-    core.send_failed("no connection")
-    assert core.pose_message(0.05, idle) is None  # rate cap still holds
-    assert core.pose_message(0.1, idle) is not None
-    assert core.counters.drops["send: no connection"] == 1
+    core.set_pose(idle)
+    (out,) = [o for o in core.datagrams_to_send(0.0) if o.kind == "pose"]  # (and the hello)
+    core.send_failed(out)
+    assert send_pose(core, 0.05, idle) is None  # rate cap still holds
+    assert send_pose(core, 0.1, idle) is not None
+    assert core.counters.drops["send: no server connection or queue full"] == 1

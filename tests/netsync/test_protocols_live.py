@@ -21,17 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from headcast.netcode.netsync.client import (
+from headcast.netcode.netsync.codec import decode_client_pose, encode_client_pose
+from headcast.netcode.netsync.events import (
     Dropped,
     Joined,
     OwnPose,
     ProtocolDetected,
     ProtocolMismatch,
 )
-from headcast.netcode.netsync.codec import decode_client_pose, encode_client_pose
 from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
 from headcast.netcode.netsync.releases import release_dir
-from headcast.netcode.netsync.transport import NetSyncClient, ProtocolMismatchError
+from headcast.netcode.netsync.transport import NetSyncClient, ServerProtocolError
 
 from support import wait_for
 
@@ -329,7 +329,7 @@ def test_join_names_the_servers_protocol_when_ours_is_wrong(netsync_edge, speak)
     c = client(srv, f"wrong-{speak}", protocol=speak)
     try:
         t0 = time.monotonic()
-        with pytest.raises(ProtocolMismatchError) as e:
+        with pytest.raises(ServerProtocolError) as e:
             c.join(moving(0.0, speak), timeout=10)
         took = time.monotonic() - t0
         m = e.value.mismatch

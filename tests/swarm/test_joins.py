@@ -15,6 +15,7 @@ from headcast.app.swarm import players as players_mod
 from headcast.app.swarm.cli import Swarm
 from headcast.app.swarm.motion import Script
 from headcast.app.swarm.players import RETRY_FIRST, JoinLatency, Server
+from headcast.netcode.netsync.client import LANE_CONTROL
 from headcast.netcode.netsync.localserver import LocalNetSyncServer
 
 
@@ -62,15 +63,15 @@ def test_a_player_whose_join_answer_is_lost_asks_again(tmp_path):
         )
         ((_, player),) = swarm.loop._ramp
         dropped = []
-        receive = player.core.receive_unicast
+        receive = player.core.receive_datagram
 
-        def lossy(now, frames):
-            if player.retries == 0:
+        def lossy(data, now):
+            if data.lane == LANE_CONTROL and player.retries == 0:
                 dropped.append(now)
                 return None
-            return receive(now, frames)
+            return receive(data, now)
 
-        player.core.receive_unicast = lossy
+        player.core.receive_datagram = lossy
         t0 = time.monotonic()
         try:
             swarm.run(RETRY_FIRST[1] * 1.25 + 5.0, should_stop=lambda: player.got_in)

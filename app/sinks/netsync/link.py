@@ -16,7 +16,8 @@ from typing import Callable
 
 from headcast.app.errors import AppError, ProtocolMismatchError, UnreachableError, UsageError, usage
 from headcast.netcode import address
-from headcast.netcode.netsync.client import (
+from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
+from headcast.netcode.netsync.events import (
     Dropped,
     Joined,
     OwnPose,
@@ -26,7 +27,6 @@ from headcast.netcode.netsync.client import (
     ServerBack,
     ServerSilent,
 )
-from headcast.netcode.netsync.codec import LATEST_PROTOCOL, PROTOCOLS, client_pose_header
 from headcast.netcode.netsync.model import PoseBody, PoseFrame
 
 DEFAULT_DEALER_PORT = 5555
