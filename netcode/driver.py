@@ -79,7 +79,7 @@ class Transport(Protocol):
 
     def next_event(self) -> Any | None: ...
 
-    def close(self, now: float) -> None: ...
+    def close(self, now: float) -> object: ...  # (a transport may return its last events)
 
 
 def drive(

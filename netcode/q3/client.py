@@ -43,6 +43,7 @@ from ..drops import MAX_DROP_REASONS, DropCounter, detail as drop_detail  # noqa
 from . import huffman, oob, pure, serverparse
 from .delta import EntityState, PlayerState, player_field
 from .entities import CS_PLAYERS, MAX_CLIENTS, SnapshotEntities, of_snapshot
+from .errors import ClientError as ClientError, IllegalTransition, ServerMisbehaved as ServerMisbehaved
 from .events import (
     Connected,
     Disconnected,
@@ -115,17 +116,33 @@ class State(StrEnum):
 # Netchan up with the gamestate in: the command timer ticks at cmd_rate.
 LINKED = frozenset((State.PRIMED, State.ACTIVE))
 
-
-class ClientError(RuntimeError):
-    """The application used the core wrongly (e.g. a command while closed, a full queue)."""
-
-
-class ServerMisbehaved(ClientError):
-    """The server's messages leave this connection no way on (it never acknowledges our reliable
-    commands, as a server that keeps resending its gamestate and ignores our `cp`): raised once,
-    out of `receive_datagram`, after the core has sent `disconnect` (three packets, waiting in
-    `datagrams_to_send`) and closed for good (no reconnect). What the server sends afterwards is a
-    counted drop; `close()` has nothing left to do."""
+# The whole state machine: from each state, the states the core may move to (`_enter` refuses any
+# other move with IllegalTransition). Why each move happens:
+#   IDLE/CLOSED -> CHALLENGING   connect()
+#   WAITING -> CHALLENGING       the reconnect backoff ran out: a new attempt
+#   CHALLENGING -> CONNECTING    challengeResponse (the family chosen from it)
+#   CONNECTING -> CONNECTING     the server named another protocol: connect in that family
+#   CONNECTING -> CHALLENGING    "bad challenge": the challenge expired, ask again
+#   CONNECTING -> CONNECTED      connectResponse: the netchan is up
+#   CONNECTED -> CONNECTING      no gamestate in this netchan of "71": connect in the other one
+#   CONNECTED/PRIMED/ACTIVE -> PRIMED   a gamestate (the first, a map change, a map_restart)
+#   PRIMED -> ACTIVE             the first snapshot without SNAPFLAG_NOT_ACTIVE
+#   any but IDLE/WAITING/CLOSED -> WAITING   a timeout, a drop or a refusal worth retrying
+#   any but CLOSED -> CLOSED     close(), a refusal no retry can help, reconnect off
+TRANSITIONS: Mapping[State, frozenset[State]] = MappingProxyType(
+    {
+        State.IDLE: frozenset((State.CHALLENGING, State.CLOSED)),
+        State.CHALLENGING: frozenset((State.CONNECTING, State.WAITING, State.CLOSED)),
+        State.CONNECTING: frozenset(
+            (State.CONNECTING, State.CHALLENGING, State.CONNECTED, State.WAITING, State.CLOSED)
+        ),
+        State.CONNECTED: frozenset((State.CONNECTING, State.PRIMED, State.WAITING, State.CLOSED)),
+        State.PRIMED: frozenset((State.PRIMED, State.ACTIVE, State.WAITING, State.CLOSED)),
+        State.ACTIVE: frozenset((State.PRIMED, State.WAITING, State.CLOSED)),
+        State.WAITING: frozenset((State.CHALLENGING, State.CLOSED)),
+        State.CLOSED: frozenset((State.CHALLENGING,)),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -236,6 +253,34 @@ class Q3ClientCore:
         """The server is up but drops our getchallenge (until one is answered)."""
         return self._rate_limited
 
+    @property
+    def serverinfo(self) -> Mapping[str, str]:
+        """The serverinfo configstring of the current gamestate as a live read-only view (empty
+        before one): `version`, `protocol`, `sv_hostname`, `mapname`, ..."""
+        return MappingProxyType(self._serverinfo)
+
+    @property
+    def latency_ms(self) -> float | None:
+        """Milliseconds from sending a usercmd to the first snapshot that ran it (the newest such
+        pair), None before one: the field itself, no copy (`status` copies the whole state)."""
+        return self._latency_ms
+
+    @property
+    def has_events(self) -> bool:
+        """An event is waiting for `next_event` / `take_events`."""
+        return bool(self._events)
+
+    @property
+    def has_output(self) -> bool:
+        """A datagram is waiting for `datagrams_to_send`."""
+        return bool(self._out)
+
+    def snapshot_at(self, num: int) -> serverparse.Snapshot | None:
+        """The valid snapshot of message `num` if it is still among the last PACKET_BACKUP held,
+        else None (what a delta snapshot's base and an observer's look-up need)."""
+        snap = self._snapshots[num % PACKET_BACKUP]
+        return snap if snap is not None and snap.message_num == num else None
+
     def connect(self, now: float) -> None:
         if self._state not in (State.IDLE, State.CLOSED):
             raise ClientError(f"connect() in state {self._state}")
@@ -317,10 +362,9 @@ class Q3ClientCore:
             self._add_reliable("disconnect")
             for _ in range(DISCONNECT_PACKETS):
                 self._send_packet(now, with_cmds=False)
-        was = self._state
-        self._state = State.CLOSED
         self._timer = None
-        if was is not State.CLOSED:
+        if self._state is not State.CLOSED:
+            self._enter(State.CLOSED)
             self._last_disconnect = reason
             self._emit(Disconnected(reason, False))
 
@@ -468,7 +512,7 @@ class Q3ClientCore:
             server_time=self._last_cmd_time,
             latency_ms=self._latency_ms,
             counters=dict(self._counters),
-            drops=self._all_drops(),
+            drops=self.drop_counts(),
             last_drop=self._last_drop,
             last_disconnect=self._last_disconnect,
             pure_error=self._pure_error,
@@ -478,6 +522,12 @@ class Q3ClientCore:
         )
 
     # ------------------------------------------------------------------ connection lifecycle
+
+    def _enter(self, state: State) -> None:
+        """Move to `state` if TRANSITIONS allows it from the current one; IllegalTransition if not."""
+        if state not in TRANSITIONS[self._state]:
+            raise IllegalTransition(f"no transition {self._state} -> {state} in the state table")
+        self._state = state
 
     def _retire_netchan(self) -> None:
         if self._netchan is not None:  # keep the old link's netchan drops counted
@@ -537,7 +587,7 @@ class Q3ClientCore:
         self._attempt_start = now
         self._counters["attempts"] += 1
         self._family = self.config.family  # auto: named again by this attempt's answers
-        self._state = State.CHALLENGING
+        self._enter(State.CHALLENGING)
         self._timer = now  # send the first request right away
 
     def _fail(self, now: float, reason: str, retry: bool = True, delay: float | None = None) -> None:
@@ -549,13 +599,13 @@ class Q3ClientCore:
         self._counters["disconnects"] += 1
         self._shadow = None
         if not again:
-            self._state = State.CLOSED
+            self._enter(State.CLOSED)
             self._timer = None
             return
         if delay is None:
             delay = self._backoff * self._rng.uniform(*JITTER)
             self._backoff = min(self._backoff * 2, self.config.backoff[1])
-        self._state = State.WAITING
+        self._enter(State.WAITING)
         self._timer = now + delay
 
     def _first_family(self, protocol: int | None) -> Family | None:
@@ -577,7 +627,7 @@ class Q3ClientCore:
     def _connect_as(self, family: Family, now: float) -> None:
         self._family = family
         self._tried.append(family)
-        self._state = State.CONNECTING
+        self._enter(State.CONNECTING)
         self._resend = RESEND_FIRST
         self._timer = now
 
@@ -638,7 +688,7 @@ class Q3ClientCore:
         elif refusal.kind is RefusalKind.CHALLENGE:
             if st is State.CONNECTING:  # the challenge expired or the server restarted: a new one
                 self._client_challenge = random.randrange(1, 0x7FFFFFFF)
-                self._state = State.CHALLENGING
+                self._enter(State.CHALLENGING)
                 self._resend = RESEND_FIRST
                 self._timer = now
             return
@@ -739,7 +789,7 @@ class Q3ClientCore:
                 if other is not None and other not in self._tried and self.config.family is None
                 else None
             )
-            self._state = State.CONNECTED
+            self._enter(State.CONNECTED)
             self._last_packet = now
             self._emit(Connected(family, self._challenge))
             self._timer = now
@@ -785,7 +835,7 @@ class Q3ClientCore:
             sequence = received.sequence
             try:
                 msg = serverparse.parse_server_message(
-                    received.data, received.sequence, self._snapshot_at, self._baselines
+                    received.data, received.sequence, self.snapshot_at, self._baselines
                 )
             except serverparse.ServerParseError as exc:
                 self._drop(f"parse: {exc}")
@@ -820,7 +870,7 @@ class Q3ClientCore:
         msg_num = received.sequence
         payload = received.data
         try:
-            msg = serverparse.parse_server_message(payload, msg_num, self._snapshot_at, self._baselines)
+            msg = serverparse.parse_server_message(payload, msg_num, self.snapshot_at, self._baselines)
         except serverparse.ServerParseError as exc:
             self._drop(f"parse: {exc}")
             return
@@ -841,10 +891,6 @@ class Q3ClientCore:
                 self._on_snapshot(op, now)
             if self._state not in (State.CONNECTED, State.PRIMED, State.ACTIVE):
                 return  # a `disconnect` command ended the link mid-message
-
-    def _snapshot_at(self, num: int) -> serverparse.Snapshot | None:
-        snap = self._snapshots[num % PACKET_BACKUP]
-        return snap if snap is not None and snap.message_num == num else None
 
     def _on_server_command(self, seq: int, text: str, now: float) -> None:
         if seq <= self._server_cmd_seq:
@@ -910,7 +956,7 @@ class Q3ClientCore:
         self._sv_pure = sysinfo.get("sv_pure", "0") not in ("", "0")
         self._vr_support = self._serverinfo.get("vr_support", "0").strip() == "1"
         self._counters["gamestates"] += 1
-        self._state = State.PRIMED
+        self._enter(State.PRIMED)
         # Let in: this family is the first try of any later attempt, and what it was told is past.
         self._known_family = self._family
         self._shadow = self._switch_at = None
@@ -988,7 +1034,7 @@ class Q3ClientCore:
                 break
         if not snap.snap_flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:
             self._entered = True
-            self._state = State.ACTIVE
+            self._enter(State.ACTIVE)
             self._backoff = self.config.backoff[0]
             self._emit(EnteredWorld(snap.server_time, self._client_num))
         self._emit(
@@ -1047,7 +1093,7 @@ class Q3ClientCore:
 
     # ------------------------------------------------------------------ the transport's native tick
 
-    def _wire_input(self) -> tuple[int, int, int, int, int, int, int, int]:
+    def wire_input(self) -> tuple[int, int, int, int, int, int, int, int]:
         """The input as a tick's cmd takes it, before delta_angles: ANGLE2SHORT of the wanted view x3,
         forward, right, up, the buttons with the head bits packed in when a head is given (a non-VR
         link keeps only the user bits, USER_BUTTON_MASK), weapon. For transport's Pump.set_input."""
@@ -1057,7 +1103,7 @@ class Q3ClientCore:
             buttons = pack_head(buttons, head[0], head[1], 0.0)
         return s0, s1, s2, forward, right, up, buttons, weapon
 
-    def _pump_context(self) -> tuple[Any, ...] | None:
+    def pump_context(self) -> tuple[Any, ...] | None:
         """Everything of a tick's datagram that only a server message, a command or a setting
         changes, for transport's Pump.configure, in its order: legacy netchan, challenge, qport,
         server id, message ack, command ack, reliable commands in flight, checksum feed, the command
@@ -1103,7 +1149,7 @@ class Q3ClientCore:
             netchan.incoming_sequence,
         )
 
-    def _absorb_ticks(
+    def absorb_ticks(
         self,
         nows: Sequence[float],
         times: Sequence[int],
@@ -1162,7 +1208,9 @@ class Q3ClientCore:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _all_drops(self) -> dict[str, int]:
+    def drop_counts(self) -> dict[str, int]:
+        """Every drop reason and its count, the netchan's included (`netchan: ...`), as a new dict:
+        what `status.drops` holds, without copying the rest of the state."""
         drops = Counter(self._drops)
         if self._netchan is not None:
             for reason, n in self._netchan.drops.items():

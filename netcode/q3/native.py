@@ -10,6 +10,7 @@ builds it (setup.py: an optional extension, in the wheel or in place for an edit
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from types import ModuleType
@@ -34,8 +35,8 @@ def _load() -> tuple[ModuleType | None, str]:
     checkout = build_native.in_checkout()
     if checkout and build_native.target().exists() and build_native.stale():
         return None, "built from an older _q3native.c; run netcode/q3/build_native.py"
-    try:
-        from . import _q3native
+    try:  # the extension module by its full name: no private name imported from a module
+        native = importlib.import_module(f"{__package__}._q3native")
     except ImportError as exc:
         fix = (
             "run netcode/q3/build_native.py (scripts/setup.sh does)"
@@ -45,8 +46,8 @@ def _load() -> tuple[ModuleType | None, str]:
             + (", then reinstall headcast from its sdist" if sys.platform.startswith("linux") else "")
         )
         return None, f"not built ({exc}); {fix}"
-    init(_q3native)
-    return _q3native, "in use"
+    init(native)
+    return native, "in use"
 
 
 def init(module: ModuleType) -> None:

@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .errors import OobError as OobError  # re-exported: raised here
+
 OOB_PREFIX = b"\xff\xff\xff\xff"
 GAMENAME = "Quake3Arena"  # ioq3 (and OpenArena) reject any other gamename in getchallenge
 MAX_INFO_STRING = 1024
@@ -29,10 +31,6 @@ MAX_USERINFO = MAX_INFO_STRING - 1 - _IP_KEY_TEXT
 # (g_local.h MAX_NETNAME 36, ClientCleanName; the same in ioq3's baseq3 and OpenArena).
 MAX_NETNAME = 36
 MAX_NAME_CHARS = MAX_NETNAME - 1
-
-
-class OobError(ValueError):
-    """A connectionless packet (or an info string) is malformed; the message says how."""
 
 
 # ---------------------------------------------------------------------------- info strings

@@ -17,11 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from .errors import PureError as PureError  # re-exported: raised here
+
 _MASK = 0xFFFFFFFF
-
-
-class PureError(ValueError):
-    """A pk3 cannot be read, or no pk3 holds the cgame/ui module a pure server expects."""
 
 
 def _rotl(x: int, n: int) -> int:

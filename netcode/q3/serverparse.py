@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from . import delta
-from .errors import MsgError
+from .errors import MsgError, ServerParseError as ServerParseError  # re-exported: raised here
 from .msg import BitReader
 
 SVC_BAD, SVC_NOP, SVC_GAMESTATE, SVC_CONFIGSTRING, SVC_BASELINE = 0, 1, 2, 3, 4
@@ -31,10 +31,6 @@ MAX_OPS = 4096  # a 16 kB message cannot hold more ops; bounds a garbage loop
 SNAPFLAG_RATE_DELAYED = 1
 SNAPFLAG_NOT_ACTIVE = 2
 SNAPFLAG_SERVERCOUNT = 4
-
-
-class ServerParseError(ValueError):
-    """A server message is malformed; the text names what was wrong."""
 
 
 @dataclass(frozen=True)

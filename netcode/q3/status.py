@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..resend import ResendSchedule
+from .errors import StatusError as StatusError  # re-exported: raised here
 
 OOB_PREFIX = b"\xff\xff\xff\xff"
 PORT_SERVER = 27960  # ioq3 qcommon.h: the default server port
@@ -41,10 +42,6 @@ _INT = r"-?[0-9]+"
 _PLAYER = re.compile(rf'({_INT}) ({_INT})((?: {_INT})*) "(.*)"((?: [^ "]+)*)')
 _COLOR = re.compile(r"\^[0-9A-Za-z]")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
-
-
-class StatusError(ValueError):
-    """An infoResponse/statusResponse is malformed; the message says how."""
 
 
 @dataclass(frozen=True)

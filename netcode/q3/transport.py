@@ -15,9 +15,19 @@ the previous tick, which ioq3 changes only on spawn, teleport and the pitch clam
 after the last datagrams went to the socket. `wait(now)` sleeps until there is work for `poll`,
 for a loop that has nothing else to wake it.
 
+For an event loop that drives many clients (the swarm, `driver.drive`) a Q3Client is a
+`driver.Transport`: `filenos()` and `next_deadline()` say what to wait for, `on_readable(now)`
+drains the socket into the core and sends its answers, `on_timer(now)` runs the core's due
+timers and sends what they produced, `next_event()` hands out the core's events one by one, and
+the `metrics` hook (when set) is called for every datagram sent or received and every send error:
+("sent_datagrams", 1), ("sent_bytes", n), ("received_datagrams", 1), ("received_bytes", n),
+("send_errors", 1) (a failed send, or an ICMP error queued on the socket for an earlier one). The
+socket can be made here (bound to `bind`, or to `source` port 0) or handed in made (`sock=`);
+either way the client connects it to the server and owns it from then on.
+
 `run(until)` is that loop (`poll` + `wait`) for a thread that has nothing else to do, with the
 in-game command ticks in C when the extension is built (`_q3native.Pump`): the core hands the
-pump what a tick's datagram needs that only a server message changes (`_pump_context`), the pump
+pump what a tick's datagram needs that only a server message changes (`pump_context`), the pump
 sleeps to each tick, builds and sends the datagram as the core would (the same bytes; tests
 compare them) with the GIL released, and reads the socket after each tick's send. A server
 datagram that is the next on the netchan and starts with a snapshot is acknowledged from the next
@@ -26,7 +36,7 @@ it: all the pump needs from it); the datagrams go to the core with their arrival
 oldest has waited `batch` seconds, or at once when one is anything else (out-of-band, a fragment,
 server commands, a gamestate), unacknowledged. The pump also comes back when a tick needs the
 core (the silence probe, the timeout, fragments, a queued command) and at `until`; the core then
-takes over the ticks' state (`_absorb_ticks`). So in game the interpreter wakes at most 1/batch
+takes over the ticks' state (`absorb_ticks`). So in game the interpreter wakes at most 1/batch
 times a second (about 7 at 0.1 s and 20 snapshots/s), not for every usercmd (60/s). While `run`
 runs, other threads may call `set_input`, `send_command` and `interrupt`; call
 `close` from the thread that runs it, or after it returned.
@@ -40,11 +50,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ..driver import MetricsHook
 from ..icmp import icmp_error
 from .client import LINKED, ClientConfig, Q3ClientCore, State, Status
+from .errors import TransportError
 from .events import Event
 from .native import NATIVE
-from .vrhead import WireHead
 
 if TYPE_CHECKING:
     from ._q3native import Pump
@@ -94,16 +105,34 @@ class Q3Client:
         config: ClientConfig | None = None,
         bind: tuple[str, int] = ("0.0.0.0", 0),
         clock: Callable[[], float] = time.perf_counter,
+        *,
+        source: str | None = None,
+        sock: socket.socket | None = None,
+        metrics: MetricsHook | None = None,
     ) -> None:
+        """`source`: the local address to send from (port 0), instead of `bind`. `sock`: a UDP
+        socket made (and bound, or not) by the caller, used instead of a new one. The socket is
+        connected to the server and the client's from then on: `close` closes it, and so does a
+        failure here."""
         host, port = server
-        self.server = (socket.gethostbyname(host), int(port))
         self.core = Q3ClientCore(config)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.setblocking(False)
-        self._sock.bind(bind)
-        self._sock.connect(self.server)
-        self._ready = _readiness(self._sock)
-        self.socket_errors = 0
+        local: tuple[str, int] | None = None  # a socket handed in is bound (or not) as it is
+        if sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            local = (source, 0) if source is not None else bind
+        try:
+            self.server = (socket.gethostbyname(host), int(port))
+            sock.setblocking(False)
+            if local is not None:
+                sock.bind(local)
+            sock.connect(self.server)
+        except OSError:
+            sock.close()
+            raise
+        self._sock = sock
+        self._ready = _readiness(sock)
+        self.socket_errors = 0  # failed sends and ICMP errors (the protocol resends)
+        self.metrics = metrics
         self._clock = clock
         self.sent_at: float | None = None  # clock() right after the last datagrams were sent
         # set_input(angles, forward, right, up, buttons, weapon, head): Q3ClientCore.set_input itself,
@@ -118,6 +147,45 @@ class Q3Client:
     def fileno(self) -> int:
         """The UDP socket's descriptor, for an application's own select/poll loop (-1 once closed)."""
         return self._sock.fileno()
+
+    # ------------------------------------------------------------------ driver.Transport
+
+    def filenos(self) -> tuple[int, ...]:
+        """The descriptors to wait on for reading: the socket's, none once closed."""
+        fd = self._sock.fileno()
+        return (fd,) if fd != -1 else ()
+
+    def next_deadline(self) -> float | None:
+        """When `on_timer` must run next (the core's timer, on this client's clock); None when
+        nothing is scheduled or the client is closed."""
+        return self.core.get_timer() if self._sock.fileno() != -1 else None
+
+    def on_readable(self, now: float) -> None:
+        """Drain the socket into the core (bounded, any state) and send its answers; the events
+        wait for `next_event`."""
+        if self._sock.fileno() == -1:
+            return
+        self._configured = False
+        self._feed_held(now)
+        self._receive(now)
+        self._flush(now)
+
+    def on_timer(self, now: float) -> None:
+        """Run the core's timers that are due (an in-game tick sends one usercmd packet, with the
+        input last given to `set_input`; catch-up after a stall is bounded) and send what they
+        produced. Harmless before the deadline."""
+        if self._sock.fileno() == -1:
+            return
+        timer = self.core.get_timer()
+        if timer is None or now < timer:
+            return
+        self._configured = False
+        self._feed_held(now)
+        self._send(self.core.run_due(now, MAX_TIMER_STEPS))
+
+    def next_event(self) -> Event | None:
+        """The core's oldest event not handed out yet, None when there is none."""
+        return self.core.next_event()
 
     @property
     def local_address(self) -> tuple[str, int]:
@@ -164,13 +232,13 @@ class Q3Client:
         pump = self._pump
         if pump is None and NATIVE is not None and clock in _MONOTONIC_CLOCKS and self._sock.fileno() != -1:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
-            pump.set_input(*core._wire_input())
+            pump.set_input(*core.wire_input())
             self.set_input = self._set_input_pumped
         while not self._stop and self._sock.fileno() != -1:
             now = clock()
             if now >= until:
                 break
-            context = core._pump_context() if pump is not None else None
+            context = core.pump_context() if pump is not None else None
             if context is None or pump is None:  # not in game, or the next tick is the core's: Python
                 events += self._poll(now, read_after=True)
                 self.wait(clock(), until)
@@ -180,9 +248,9 @@ class Q3Client:
             self._pump_datagrams(pump.take())  # what the pump did since its last hand-over
             if why == RUN_PYTHON:  # this tick is the core's (probe, timeout, fragments, a read error)
                 events += self._poll(clock(), read_after=True)
-            if core._events:
+            if core.has_events:
                 events += core.take_events()
-        if core._events:
+        if core.has_events:
             events += core.take_events()
         self._stop = False  # consumed here, not on entry: an interrupt() just before run() counts
         return events
@@ -192,37 +260,23 @@ class Q3Client:
         server datagrams at their arrival times, answers go out, and the next context comes back
         (None: the next tick is the core's own)."""
         core = self.core
-        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals = taken
-        if nows:
-            core._absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
-            self.native_ticks += len(nows)
-            self.sent_at = sent_at
-        if errors:
-            self.socket_errors += errors
+        datagrams, arrivals = self._take_over(taken)
         if datagrams:
             receive = core.receive_datagram
             for data, at in zip(datagrams, arrivals):
                 receive(data, at)
-            if core._out:
+            if core.has_output:
                 self._send(core.datagrams_to_send(self._clock()))
-        return core._pump_context()
+        return core.pump_context()
 
-    def _set_input_pumped(
-        self,
-        angles: Sequence[float] = (0.0, 0.0, 0.0),
-        forward: int = 0,
-        right: int = 0,
-        up: int = 0,
-        buttons: int = 0,
-        weapon: int = 0,
-        head: WireHead | None = None,
-    ) -> None:
-        """set_input once run() made its pump: the core's input and the pump's (thread-safe)."""
+    def _set_input_pumped(self, *args: Any, **kwargs: Any) -> None:
+        """set_input once run() made its pump (Q3ClientCore.set_input's arguments): the core's input
+        and the pump's (thread-safe)."""
         core = self.core
-        core.set_input(angles, forward, right, up, buttons, weapon, head)  # refuses non-finite angles
+        core.set_input(*args, **kwargs)  # refuses non-finite angles
         pump = self._pump
         assert pump is not None  # run() or step() made it before binding this
-        pump.set_input(*core._wire_input())
+        pump.set_input(*core.wire_input())
 
     def poll(self, now: float) -> list[Event]:
         """Send what is due, then (in game: at a tick only) read the socket; the events so far."""
@@ -256,19 +310,34 @@ class Q3Client:
         if pump is None:
             return self.send_due(now)
         why = pump.step(now)
-        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, _ = pump.take()
-        core = self.core
-        if nows:
-            core._absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
-            self.native_ticks += len(nows)
-            self.sent_at = sent_at
-        if errors:
-            self.socket_errors += errors
+        datagrams, _ = self._take_over(pump.take())
         if datagrams:
             self._held += datagrams
         if why == _PUMP_PYTHON:  # this tick (or the read after it) is the core's
             return self.send_due(now)
-        return core.take_events()
+        return self.core.take_events()
+
+    def _take_over(self, taken: tuple[Any, ...]) -> tuple[Sequence[bytes], Sequence[float]]:
+        """The core takes over the state the pump's ticks left (Pump.take), the counts go to the
+        metrics hook; the server datagrams the pump read and their arrival times, for the caller."""
+        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals = taken
+        metrics = self.metrics
+        if nows:
+            self.core.absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
+            self.native_ticks += len(nows)
+            self.sent_at = sent_at
+            if metrics is not None:
+                metrics("sent_datagrams", len(nows))
+                metrics("sent_bytes", nbytes)
+        if errors:
+            self.socket_errors += errors
+            if metrics is not None:
+                metrics("send_errors", errors)
+        if datagrams and metrics is not None:
+            for data in datagrams:
+                metrics("received_datagrams", 1)
+                metrics("received_bytes", len(data))
+        return datagrams, arrivals
 
     def _stepper(self) -> Pump | None:
         """The pump for `step`, configured with the core's context; None when the tick must run in
@@ -279,13 +348,13 @@ class Q3Client:
         if NATIVE is None or self._clock not in _MONOTONIC_CLOCKS or self._sock.fileno() == -1:
             return None
         core = self.core
-        context = core._pump_context()
+        context = core.pump_context()
         if context is None:
             return None
         if pump is None:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
             self.set_input = self._set_input_pumped
-        pump.set_input(*core._wire_input())
+        pump.set_input(*core.wire_input())
         pump.configure(context)
         self._configured = True
         return pump
@@ -310,8 +379,8 @@ class Q3Client:
         self._feed_held(now)
         core = self.core
         # The core's fields read directly (this is its own driver): two calls fewer per frame.
-        if core._state in LINKED:
-            timer = core._timer
+        if core.state in LINKED:
+            timer = core.get_timer()
             if timer is not None and now < timer:
                 return core.take_events()  # between ticks: snapshots wait for the tick (module doc)
             # The tick's usercmd goes out before the socket is read (module doc).
@@ -343,8 +412,13 @@ class Q3Client:
             except OSError as exc:  # an ICMP error queued on the connected socket (POLLERR)
                 if icmp_error(exc):  # Windows: port unreachable is a ConnectionResetError
                     self.socket_errors += 1
+                    if self.metrics is not None:
+                        self.metrics("send_errors", 1)
                     continue
-                raise
+                raise TransportError(exc.errno, f"the Quake 3 client's socket failed: {exc}") from exc
+            if self.metrics is not None:
+                self.metrics("received_datagrams", 1)
+                self.metrics("received_bytes", len(data))
             core.receive_datagram(data, now)
         return n
 
@@ -355,25 +429,26 @@ class Q3Client:
         if self._sock.fileno() == -1:
             return
         core = self.core
-        timer = core._timer
+        timer = core.get_timer()
         deadline = timer if until is None or (timer is not None and timer < until) else until
         if deadline is None:
             return  # neither a timer nor a limit: nothing to wait for
         timeout = deadline - now
         if timeout <= 0:
             return
-        if core._state in LINKED and deadline == timer:
+        if core.state in LINKED and deadline == timer:
             time.sleep(timeout)
         else:
             self._ready.poll(timeout * 1000.0)  # milliseconds, rounded up
 
-    def close(self, now: float) -> list[Event]:
-        """Send `disconnect`, close the socket; returns the final events."""
+    def close(self, now: float, reason: str = "closed by the application") -> list[Event]:
+        """Send `disconnect`, close the socket; returns the final events (`reason`: the one the
+        core's Disconnected event and status give)."""
         if self._sock.fileno() == -1:
             return []
         self._configured = False
         self._feed_held(now)
-        self.core.close(now)
+        self.core.close(now, reason)
         self._flush(now)
         self._sock.close()
         return self.core.take_events()
@@ -384,11 +459,18 @@ class Q3Client:
     def _send(self, dgrams: list[bytes]) -> None:
         if not dgrams:
             return
+        send, metrics = self._sock.send, self.metrics
         for dgram in dgrams:
             try:
-                self._sock.send(dgram)
+                send(dgram)
             except OSError:
                 self.socket_errors += 1  # a full buffer or a vanished route: the protocol resends
+                if metrics is not None:
+                    metrics("send_errors", 1)
+                continue
+            if metrics is not None:
+                metrics("sent_datagrams", 1)
+                metrics("sent_bytes", len(dgram))
         self.sent_at = self._clock()
 
     def __enter__(self) -> "Q3Client":

@@ -267,7 +267,7 @@ def test_a_vr_clients_roll_is_clamped_to_60_degrees_in_the_library(vr, vr_suppor
     run(core, 0.01, 0.1)
     cmds = [c for m in server.read(0.1, button_bits=32 if vr and vr_support else 16) for c in m.cmds]
     assert cmds and {c.angles[2] for c in cmds} == {angle2short(sent)}  # delta_angles are 0 here
-    assert core._wire_input()[2] & 0xFFFF == angle2short(sent)  # the native tick's input (transport.run)
+    assert core.wire_input()[2] & 0xFFFF == angle2short(sent)  # the native tick's input (transport.run)
 
 
 def test_switching_to_vr_clamps_the_roll_already_given():
@@ -277,10 +277,10 @@ def test_switching_to_vr_clamps_the_roll_already_given():
     server.gamestate(0.01)
     core.set_input((0.0, 0.0, 75.0))
     core.set_vr(True)
-    assert core._wire_input()[2] == angle2short(60.0)
+    assert core.wire_input()[2] == angle2short(60.0)
     core.set_vr(False)
     core.set_input((0.0, 0.0, 75.0))
-    assert core._wire_input()[2] == angle2short(75.0)
+    assert core.wire_input()[2] == angle2short(75.0)
 
 
 @pytest.mark.parametrize("vr,vr_support,bits", [(True, True, 32), (True, False, 16), (False, True, 16)])

@@ -134,6 +134,7 @@ def in_game_core(
     nc.incoming_sequence = msg_seq
     core._netchan = nc
     core._state = State.ACTIVE
+    core._entered = True  # ACTIVE: the first active snapshot came (client.TRANSITIONS)
     core._server_id = server_id
     core._server_msg_seq = msg_seq
     core._server_cmd_seq = cmd_seq
@@ -257,12 +258,12 @@ def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, late
     core = in_game_core(**state)
     with udp_pair() as (a, b):
         pump = NATIVE.Pump(a.fileno())
-        pump.configure(core._pump_context())
+        pump.configure(core.pump_context())
         assert pump.tick(core._timer - 1e-3) == NOT_DUE
         nows, total = [], 0
         for (angles, forward, right, up, buttons, weapon, head), late in zip(inputs, lateness):
             core.set_input(angles, forward, right, up, buttons, weapon, head)
-            pump.set_input(*core._wire_input())
+            pump.set_input(*core.wire_input())
             now = core._timer + late / state["cmd_rate"]
             assert pump.tick(now) == TICKED
             got = b.recv(65536)
@@ -283,8 +284,8 @@ def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, late
     assert isinstance(sent_at, float)
     # The core takes the ticks back (as the transport does) into the state its own ticks left.
     twin = in_game_core(**state)
-    twin._absorb_ticks(t_nows, t_times, t_cmds, sequence, last_cmd_time, timer, nbytes)
-    assert twin._pump_context() == core._pump_context()
+    twin.absorb_ticks(t_nows, t_times, t_cmds, sequence, last_cmd_time, timer, nbytes)
+    assert twin.pump_context() == core.pump_context()
     assert (list(twin._cmds), list(twin._out_packets)) == (list(core._cmds), list(core._out_packets))
     for k in ("usercmds", "packets_out", "bytes_out", "move", "move_nodelta"):
         assert twin.counters[k] == core.counters[k], k
@@ -310,7 +311,7 @@ def test_raw_wire_input_gives_the_cmds_of_the_make_cmd_rules(state, wire):
     # expected cmd is computed here with client._make_cmd's rules and sent through a pure-Python
     # Netchan with the context's mode, challenge, qport and outgoing sequence.
     core = in_game_core(**state)
-    ctx = core._pump_context()
+    ctx = core.pump_context()
     vr = state["vr"] and state["vr_support"]
     with udp_pair() as (a, b):
         pump = NATIVE.Pump(a.fileno())
@@ -366,14 +367,14 @@ def test_the_link_watch_and_a_fragmenting_message_are_the_cores_ticks():
         # Silent for SILENCE_PROBE (and the probe due): the probe is the core's, the pump sends nothing.
         for last_packet, next_probe, probes in ((98.5, 100.0, True), (98.5 + 1e-9, 99.0, False), (98.0, 100.1, False)):
             core = in_game_core(timer=100.0, last_packet=last_packet, next_probe=next_probe)
-            pump.configure(core._pump_context())
+            pump.configure(core.pump_context())
             assert pump.tick(100.0) == (PYTHON if probes else TICKED)
             core.handle_timer(100.0)
             assert core.datagrams_to_send(100.0)[0].startswith(b"\xff\xff\xff\xffgetinfo ") is probes
         # Silent for the timeout: the core fails the link.
         for last_packet, fails in ((90.0, True), (90.0 + 1e-9, False)):
             core = in_game_core(timer=100.0, last_packet=last_packet, next_probe=200.0)
-            pump.configure(core._pump_context())
+            pump.configure(core.pump_context())
             assert pump.tick(100.0) == (PYTHON if fails else TICKED)
             core.handle_timer(100.0)
             assert (core.state is State.WAITING) is fails
@@ -381,7 +382,7 @@ def test_the_link_watch_and_a_fragmenting_message_are_the_cores_ticks():
         pump.take()
         # Reliable commands too long for one datagram: the Python netchan fragments them.
         core = in_game_core(timer=100.0, reliable=("say " + "x" * 1000, "say " + "y" * 1000))
-        pump.configure(core._pump_context())
+        pump.configure(core.pump_context())
         assert pump.tick(100.0) == PYTHON
         assert pending(b) == [] and pump.take()[0] == ()
         with pure_python_send():
@@ -389,7 +390,7 @@ def test_the_link_watch_and_a_fragmenting_message_are_the_cores_ticks():
         assert len(core.datagrams_to_send(100.0)) == 2  # two fragments
         # A full log (64 ticks without take): the 65th tick waits for the hand-over.
         core = in_game_core(timer=100.0)
-        pump.configure(core._pump_context())
+        pump.configure(core.pump_context())
         for i in range(64):
             assert pump.tick(100.0 + i / 60 + 1e-6) == TICKED
         assert pump.tick(100.0 + 64 / 60 + 1e-6) == LOG_FULL
@@ -443,7 +444,7 @@ class Wire:
 class Rig:
     """A Q3Client (bound to 127.0.0.1) with make()'s core and ScriptedServer, the server on a UDP
     socket. pumped: the in-game ticks go through a Pump driven with step(), as Q3Client.run drives
-    it with run() (configure from _pump_context, hand-overs through _pump_datagrams)."""
+    it with run() (configure from pump_context, hand-overs through _pump_datagrams)."""
 
     def __init__(self, pumped: bool, batch: float = 0.0, acking: bool = False, **make_args) -> None:
         self.core, self.server = make(**make_args)
@@ -464,7 +465,7 @@ class Rig:
         self.unread = False
         if pumped:
             self.pump = self.client._pump = NATIVE.Pump(self.client.fileno())
-            self.pump.set_input(*self.core._wire_input())
+            self.pump.set_input(*self.core.wire_input())
             self.client.set_input = self.client._set_input_pumped
         self.wire = Wire(self.ssock, lambda: self.core.counters["packets_out"] + self.untaken)
 
@@ -507,7 +508,7 @@ class Rig:
             self.client._poll(now, read_after=True)
             return
         if self.ctx is None:
-            self.ctx = self.core._pump_context()
+            self.ctx = self.core.pump_context()
             if self.ctx is None:
                 self.client._poll(now, read_after=True)
                 return
@@ -693,7 +694,7 @@ def in_game_rig(batch: float, now: float = 0.0) -> Rig:
     rig.core.datagrams_to_send(now)
     rig.server.core = rig.wire
     rig.wire.seen = rig.core.counters["packets_out"]  # those went to the server directly
-    rig.ctx = rig.core._pump_context()
+    rig.ctx = rig.core.pump_context()
     rig.pump.configure(rig.ctx)
     return rig
 
@@ -721,7 +722,7 @@ def test_a_queued_server_datagram_is_acknowledged_from_the_next_tick():
     try:
         seq0 = rig.server.seq
         rig.client.set_input((10.0, 20.0, 30.0))
-        shorts = rig.core._wire_input()[:3]
+        shorts = rig.core.wire_input()[:3]
         assert step(rig, tk(0)) == TICKED and sent(rig)[-1].message_ack == seq0
         rig.server.snapshot(tk(0), 2000, PlayerState.from_dict({"commandTime": 1990}))  # before the next tick
         s = rig.server.seq
@@ -826,17 +827,17 @@ def test_legacy_snapshots_are_acknowledged_early_when_their_op_precedes_the_scra
 
     with udp_pair() as (a, b):
         pump = NATIVE.Pump(a.fileno())
-        pump.configure(core._pump_context())
+        pump.configure(core.pump_context())
         b.send(dgram)
         assert pump.step(tk(0), 0.5) == (TICKED if early else READABLE)
         assert ack(b.recv(65536), 10) == 10
         assert pump.step(tk(1), 0.5) in (TICKED, READABLE)
         assert ack(b.recv(65536), 11 if early else 10) == (11 if early else 10)
         taken = pump.take()
-    core._absorb_ticks(*taken[:7])
+    core.absorb_ticks(*taken[:7])
     for d, at in zip(taken[9], taken[10]):
         core.receive_datagram(d, at)
-    assert core._last_snap.server_time == 2000 and core._pump_context()[4] == 11 and taken[10] == (tk(0),)
+    assert core._last_snap.server_time == 2000 and core.pump_context()[4] == 11 and taken[10] == (tk(0),)
 
 
 @native
@@ -972,7 +973,7 @@ def test_a_vanished_peer_is_counted_as_socket_errors_and_the_ticks_go_on():
 
 
 def good_context(timer: float = 100.0, **kw) -> tuple:
-    return in_game_core(timer=timer, **kw)._pump_context()
+    return in_game_core(timer=timer, **kw).pump_context()
 
 
 @native
@@ -1092,7 +1093,7 @@ def test_set_input_from_another_thread_changes_the_next_datagrams():
     with udp_pair() as (a, b):
         pump = NATIVE.Pump(a.fileno())
         core = in_game_core(timer=time.monotonic(), delta=(100, 200, 300), timeout=30.0)
-        pump.configure(core._pump_context())
+        pump.configure(core.pump_context())
         th, box = run_in_thread(pump, time.monotonic() + 5.0)
         try:
 

@@ -178,7 +178,7 @@ class Q3Link:
         core = self.client.core
         if self.closed or core.state is not State.ACTIVE:
             return None
-        return core._latency_ms  # the field itself: `status` would copy the whole client state
+        return core.latency_ms  # the field itself: `status` would copy the whole client state
 
     @property
     def unreachable(self) -> bool:
@@ -194,7 +194,7 @@ class Q3Link:
     @property
     def drops(self) -> dict[str, int]:
         """Server messages the client dropped undecoded, reason → count."""
-        return self.client.core._all_drops()  # a new dict; `status` would copy the whole client state
+        return self.client.core.drop_counts()  # a new dict; `status` would copy the whole client state
 
     def _silent(self) -> bool:
         """Nothing at all has come from the server yet and the first request was resent."""
