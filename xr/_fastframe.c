@@ -170,6 +170,9 @@ typedef struct {
     PyObject *invalid_pose, *identity, *origin;
     PyObject *controls;      /* kept while the states read the same, as session.py does */
     double last[NVALUES];    /* the states it was built from */
+    PyObject *pose[NLOCATE]; /* each space's last Pose, kept while its location reads the same */
+    XrSpaceLocationFlags pose_flags[NLOCATE];
+    XrPosef pose_at[NLOCATE]; /* the location it was built from */
     int timing;              /* set_timing(True): each call fills ns (timings() reads it) */
     int64_t ns[NTIMES];
 } FrameCalls;
@@ -292,6 +295,21 @@ static PyObject *controls(FrameCalls *s) {
     return made;
 }
 
+/* Space i's Pose: the last one while the runtime reports the same bits (a controller at rest, an
+ * untracked hand: no new objects, as for the controls), else a new one (pose() above). */
+static PyObject *space_pose(FrameCalls *s, int i) {
+    const XrSpaceLocation *loc = s->c.location[i];
+    if (s->pose[i] && loc->locationFlags == s->pose_flags[i] &&
+        memcmp(&loc->pose, &s->pose_at[i], sizeof loc->pose) == 0)
+        return new_ref(s->pose[i]);
+    PyObject *made = pose(s, loc);
+    if (!made) return NULL;
+    Py_XSETREF(s->pose[i], new_ref(made));
+    s->pose_flags[i] = loc->locationFlags;
+    memcpy(&s->pose_at[i], &loc->pose, sizeof loc->pose);
+    return made;
+}
+
 /* The TrackingFrame of the located spaces and read states (time: a new reference, stolen). */
 static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *profiles, PyObject *focused) {
     if (!time) return NULL;
@@ -302,8 +320,7 @@ static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *p
     }
     PyObject *v[NFRAME_FIELDS] = {
         new_ref(seq), time,
-        pose(s, s->c.location[0]), pose(s, s->c.location[1]), pose(s, s->c.location[2]),
-        pose(s, s->c.location[3]), pose(s, s->c.location[4]), controls(s),
+        space_pose(s, 0), space_pose(s, 1), space_pose(s, 2), space_pose(s, 3), space_pose(s, 4), controls(s),
         new_ref(PyTuple_GET_ITEM(profiles, 0)), new_ref(PyTuple_GET_ITEM(profiles, 1)), new_ref(focused),
     };
     return make(s->frame_type, s->frame_fields, v, NFRAME_FIELDS);
@@ -474,6 +491,7 @@ static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
     Py_XSETREF(s->identity, new_ref(idn));
     Py_XSETREF(s->origin, new_ref(org));
     Py_CLEAR(s->controls);
+    for (int i = 0; i < NLOCATE; i++) Py_CLEAR(s->pose[i]);
     return 0;
 }
 
@@ -488,6 +506,7 @@ static void FrameCalls_dealloc(FrameCalls *s) {
     Py_XDECREF(s->identity);
     Py_XDECREF(s->origin);
     Py_XDECREF(s->controls);
+    for (int i = 0; i < NLOCATE; i++) Py_XDECREF(s->pose[i]);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 

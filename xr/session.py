@@ -725,9 +725,13 @@ class XRSession:
             self._pump_events()
         else:
             try:
-                return self._counted(step(self._seq, self._time_offset or 0, self._profiles, self._focused))
+                frame = step(self._seq, self._time_offset or 0, self._profiles, self._focused)
             except self._ff_stop as stopped:
                 step_, result, now = stopped.args
+            else:
+                self._seq += 1  # _counted(), inline: right after the pacer's sleep each Python call is slow
+                self._last_time = frame.time_ns
+                return frame
             if step_ != fastframe.FF_EVENT:
                 raise self._failure(result, *_DURING[step_])
             self._on_event(result)  # the event is in the buffer
@@ -813,10 +817,13 @@ class XRSession:
         native = self._ff_poll
         if native is not None:
             try:
-                return self._counted(native(self._seq, time_ns, self._profiles, self._focused))
+                frame = native(self._seq, time_ns, self._profiles, self._focused)
             except self._ff_stop as stopped:
                 step, result, _ = stopped.args
-            raise self._failure(result, *_DURING[step])
+                raise self._failure(result, *_DURING[step]) from None
+            self._seq += 1  # _counted(), inline: cold, each Python call costs microseconds
+            self._last_time = time_ns
+            return frame
         session = self._session_h
         # SESSION_NOT_FOCUSED is a qualified success (> 0): the states then read inactive.
         r = self._xrSyncActions(session, self._sync_p)

@@ -228,6 +228,27 @@ def test_controls_object_kept_while_the_states_read_the_same(builder):
     assert pulled is not first and pulled.trigger_left == 0.5
 
 
+def test_pose_object_kept_while_its_location_reads_the_same(builder):
+    """A space the runtime reports with the same bits (a controller at rest) keeps its Pose object;
+    one that moved, or whose flags changed, gets a new one; -0.0 is not 0.0 (the bits differ)."""
+    rest = (0.0, 1) * 4 + (0.0, 0.0, 1, 0.0, 0.0, 1, 0, 1, 0, 1)
+    still = (0xF, 0.0, 0.0, 0.0, 1.0, 0.2, 1.3, -0.3)
+    builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.6, 0.0)] + [still] * 4, rest)
+    a = builder.calls.poll(0, 1, ("", ""), True)
+    builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.7, 0.0)] + [still] * 4, rest)  # the head moved
+    b = builder.calls.poll(1, 2, ("", ""), True)
+    assert b.head is not a.head and b.head.position[1] == pytest.approx(1.7)
+    assert all(getattr(b, n) is getattr(a, n) for n in ("left_aim", "left_grip", "right_aim", "right_grip"))
+    builder.write(
+        [(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.7, 0.0), (0x3, *still[1:]), (0xF, -0.0, *still[2:])] + [still] * 2,
+        rest,
+    )
+    c = builder.calls.poll(2, 3, ("", ""), True)
+    assert c.head is b.head and c.right_aim is b.right_aim
+    assert c.left_aim is not b.left_aim and not c.left_aim.position_tracked and c.left_aim.position_valid
+    assert c.left_grip is not b.left_grip and repr(c.left_grip) == repr(builder.python_frame(2, 3).left_grip)
+
+
 def test_native_frames_leak_nothing(ctl, monkeypatch, built):
     """Every object the C code makes is owned by a frame (or the kept Controls): none outlive them."""
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path("fire")))  # inputs change: Controls rebuilt
