@@ -1,20 +1,22 @@
-"""A headless session's own frame clock: absolute deadlines, a sleep, then a short spin.
+"""A headless session's own frame clock: absolute deadlines and a sleep that aims at them.
 
 A headless session (XR_MND_headless) has no xrWaitFrame to block on: the spec leaves the pacing to
 the app. Each frame's deadline is the previous one plus the period (never "now + period", which
-drifts by every wake-up's lateness), so the rate holds to the clock's accuracy. The sleep ends a
-margin before the deadline and the rest is spun.
+drifts by every wake-up's lateness), so the rate holds to the clock's accuracy.
 
-The margin is sized from the measured wake-up lateness: a percentile tracker keeps the last
-LATE_WINDOW oversleeps and the margin is their LATE_QUANTILE (plus a little), so most frames wake
-before the deadline and spin only the difference, and the rest come a little late (the next ones
-stay on the grid). The spin is bounded by a share of the period (SPIN_SHARE: the app's whole CPU
-goal is 2 % of a core): a wake-up later than that is the scheduler preempting us on a busy
-machine, which a spin cannot undo and would only make worse. On Linux the pacing thread's timer
-slack is set to 1 ns (PR_SET_TIMERSLACK; the default, 50 us, is added to every sleep), which on this
-VM halves the median oversleep. A frame that came late runs at once and the next ones catch up
-with the grid (the rate holds); a loop more than MAX_LAG periods behind (a real stall) starts
-again from now rather than bursting through the frames it missed.
+The sleep ends a margin before the deadline, sized from the measured wake-up lateness: a
+percentile tracker keeps the last LATE_WINDOW oversleeps. By default (`spin=False`) the margin is
+their median and nothing is spun: the wake-ups land around the deadline, as many a little early as
+a little late, and the thread burns no CPU waiting (the app's whole CPU goal is 2 % of a core, and
+on this VM a sleep and its wake-up alone cost ~55 us of it per frame). With `spin=True` the margin
+is their LATE_QUANTILE (plus a little) and the rest is spun, so most frames start on the deadline
+itself, at the cost of the spin; the spin is bounded by a share of the period (SPIN_SHARE): a
+wake-up later than that is the scheduler preempting us on a busy machine, which a spin cannot undo.
+Either margin stays within MAX_LEAD_SHARE of the period. On Linux the pacing thread's timer slack
+is set to 1 ns (PR_SET_TIMERSLACK; the default, 50 us, is added to every sleep), which on this VM
+halves the median oversleep. A frame that came late runs at once and the next ones catch up with
+the grid (the rate holds); a loop more than MAX_LAG periods behind (a real stall) starts again from
+now rather than bursting through the frames it missed.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ DEFAULT_RATE_HZ = 90.0
 # CLOCK_MONOTONIC on Linux; on Windows time.monotonic_ns ticks every 15.6 ms before Python 3.13, the
 # performance counter (QueryPerformanceCounter) does not.
 CLOCK_NS = time.perf_counter_ns if sys.platform == "win32" else time.monotonic_ns
-MIN_MARGIN_NS = 10_000  # the spin starts at least this before the deadline (a clock read or two)
-SPIN_SHARE = 0.01  # nor earlier than this share of the period (111 us at 90 Hz)
-LATE_QUANTILE = 0.75  # the oversleep the margin covers: 3 frames in 4 wake before their deadline
+MIN_MARGIN_NS = 10_000  # spin=True: the spin starts at least this before the deadline (a clock read or two)
+SPIN_SHARE = 0.01  # spin=True: nor earlier than this share of the period (111 us at 90 Hz)
+MAX_LEAD_SHARE = 0.1  # spin=False: the sleep ends at most this share of the period early (1.1 ms at 90 Hz)
+LATE_QUANTILE = 0.75  # spin=True: the oversleep the margin covers: 3 frames in 4 wake before their deadline
 LATE_WINDOW = 128  # oversleeps tracked (about 1.4 s at 90 Hz)
 _RESORT = 16  # the quantile is recomputed every this many samples
 _SLACK_NS = 10_000  # margin over the quantile
@@ -56,10 +59,17 @@ def set_timer_slack(ns: int = TIMER_SLACK_NS) -> bool:
 
 
 class Pacer:
-    """wait() returns at each frame's deadline; the first call returns at once."""
+    """wait() returns at each frame's deadline (spin=False: about it, the median wake-up on it); the
+    first call returns at once."""
 
     def __init__(
-        self, rate_hz: float = DEFAULT_RATE_HZ, *, clock=None, sleep=time.sleep, timer_slack: bool = True
+        self,
+        rate_hz: float = DEFAULT_RATE_HZ,
+        *,
+        clock=None,
+        sleep=time.sleep,
+        timer_slack: bool = True,
+        spin: bool = False,
     ) -> None:
         if not rate_hz > 0:
             raise ValueError(f"rate must be positive, not {rate_hz!r}")
@@ -70,13 +80,17 @@ class Pacer:
         self._late: list[int] = []  # the last LATE_WINDOW oversleeps (ns), a ring
         self._at = 0  # the ring's next slot
         self._fresh = 0  # samples since the quantile was last computed
-        self.margin_ns = MIN_MARGIN_NS
+        self.spin = spin
+        self._quantile = LATE_QUANTILE if spin else 0.5
+        self.margin_ns = MIN_MARGIN_NS if spin else 0
         self._slack = timer_slack  # set the waiting thread's timer slack (once per thread)
         self._slack_thread: int | None = None
         self.timer_slack_set = False
 
     @property
     def max_margin_ns(self) -> int:
+        if not self.spin:
+            return int(self.period_ns * MAX_LEAD_SHARE)
         return max(MIN_MARGIN_NS, int(self.period_ns * SPIN_SHARE))
 
     def set_rate(self, rate_hz: float) -> None:
@@ -90,9 +104,10 @@ class Pacer:
         self.margin_ns = min(self.margin_ns, self.max_margin_ns)
 
     def lateness_quantile(self) -> int | None:
-        """The tracked oversleeps' LATE_QUANTILE (ns), None before any."""
+        """The tracked oversleeps' quantile the margin is (ns; LATE_QUANTILE with spin, else the
+        median), None before any."""
         late = sorted(self._late)
-        return late[min(len(late) - 1, int(len(late) * LATE_QUANTILE))] if late else None
+        return late[min(len(late) - 1, int(len(late) * self._quantile))] if late else None
 
     def _learn(self, over: int) -> None:
         late = self._late
@@ -106,10 +121,14 @@ class Pacer:
             self._fresh = 0
             q = self.lateness_quantile()
             if q is not None:  # (it is: a lateness was just recorded)
-                self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
+                if self.spin:
+                    self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
+                else:
+                    self.margin_ns = min(self.max_margin_ns, max(0, q))
 
     def wait(self) -> int:
-        """Block until this frame's deadline; returns the deadline (monotonic ns)."""
+        """Block until this frame's deadline (spin=False: until about it); returns the deadline
+        (monotonic ns)."""
         if self._slack:
             ident = threading.get_ident()
             if ident != self._slack_thread:
@@ -124,7 +143,8 @@ class Pacer:
         if target > now:
             self._sleep((target - now) / 1e9)
             self._learn(clock() - target)
-        while clock() < deadline:
-            pass
+        if self.spin:
+            while clock() < deadline:
+                pass
         self._next = deadline + self.period_ns
         return deadline

@@ -1,10 +1,19 @@
 """The frame loop: one thread, one clock.
 
-Each step: drain every sink's sockets, take the XR frame (the runtime paces us, or a headless
-session its own clock), update the rig, run the sinks, draw the mirror, record telemetry. Nothing
-here blocks except the XR frame wait; a sink that cannot send this frame says so and the loop goes
-on. A runtime failure or a lost session ends the run as a stop does (every sink closed, so every
-server sees us disconnect) and is kept in `failure` for the caller to report.
+Each step: take the XR frame (the runtime paces us, or a headless session its own clock), update
+the rig, run the sinks' sends, drain their sockets, let them observe, draw the mirror, record
+telemetry. Nothing here blocks except the XR frame wait; a sink that cannot send this frame says so
+and the loop goes on. A runtime failure or a lost session ends the run as a stop does (every sink
+closed, so every server sees us disconnect) and is kept in `failure` for the caller to report.
+
+The frame budget (issue 26; docs/performance.md): each step is one wake-up, and the work is spread
+over them rather than piled on some. Sends come first, right after the pose is located
+(motion-to-wire). A sink marked `deferrable` (a rate-capped stream: NetSync, Sauerbraten linked)
+skips its send on a frame where an earlier sink's bytes already went out, for at most MAX_DEFER
+frames in a row, so its bytes do not wait behind another protocol's; the sockets are drained on a
+frame that sent nothing (a Quake 3 command tick sends on 60 of the 90 frames a second), again
+waiting at most MAX_DEFER frames. What the polls read reaches the next frame's sends as before:
+drained after this frame's sends, before the next frame's.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from headcast.xr.errors import SessionEnded, XRError
 from headcast.xr.frame import TrackingFrame
 
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
+MAX_DEFER = 2  # frames the polls, or a deferrable sink's send, may wait in a row for a frame with nothing sent
 
 
 class SourceEnded(Exception):
@@ -92,6 +102,9 @@ class FrameLoop:
     _next_status: float = 0.0
     _t0: float | None = None
     _live: list[Sink] | None = None  # the sinks still running (a failed one leaves: _sink_failed)
+    _deferrable: list[bool] = field(default_factory=list)  # per live sink: its send may wait (set with _live)
+    _held: list[int] = field(default_factory=list)  # per live sink: frames its send has waited in a row
+    _polls_held = 0  # steps the polls have waited in a row
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -100,24 +113,15 @@ class FrameLoop:
             self.stop_reason = stop.reason(signum)
             return False
         clock = self.clock
-        start = clock()
         if self._t0 is None:
-            self._t0 = start
+            self._t0 = clock()
             # Everything built so far (modules, sessions, sockets: ~75k objects) lives as long as
             # the loop: out of the collector's sight, a full collection, rare in the steady state
             # but ~18 ms over that heap, would take well under a millisecond in a frame.
             gc.freeze()
         sinks = self._live
         if sinks is None:
-            sinks = self._live = list(self.sinks)
-        for s in sinks:
-            poll = s.poll
-            if poll is not None:
-                try:
-                    poll(start)
-                except Exception as e:  # noqa: BLE001 - whatever a core raises ends that sink only
-                    self._sink_failed(s, "poll", e)
-        poll_cost = clock() - start
+            sinks = self._set_live(list(self.sinks))
         try:
             frame = self.source.next_frame()
         except SessionEnded as e:
@@ -142,19 +146,39 @@ class FrameLoop:
         head = frame.head
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
-        for s in self._live or ():  # re-read: a sink that failed in poll is out (set above)
+        busy = False
+        deferrable, held = self._deferrable, self._held
+        for i, s in enumerate(sinks):
+            if busy and deferrable[i] and held[i] < MAX_DEFER:
+                held[i] += 1  # another protocol's bytes went out this frame: this one's next frame
+                continue
             try:
                 t_wire = s.send(state, frame, located)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - whatever a core raises ends that sink only
                 self._sink_failed(s, "send", e)
                 continue
+            if held[i]:
+                held[i] = 0
             if t_wire is not None:
+                busy = True
                 tel.wire(t_wire - located)
         if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
             try:
                 self.recorder.write(frame)
             except OSError as e:
                 self._recording_failed(e)
+        if busy and self._polls_held < MAX_DEFER:
+            self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
+        else:
+            self._polls_held = 0
+            now = clock()
+            for s in self._live or ():  # re-read: a sink that failed in send is out
+                poll = s.poll
+                if poll is not None:
+                    try:
+                        poll(now)
+                    except Exception as e:  # noqa: BLE001
+                        self._sink_failed(s, "poll", e)
         for s in self._live or ():
             observe = s.observe
             if observe is not None:
@@ -166,7 +190,7 @@ class FrameLoop:
         if self.mirror is not None:
             alive = self.mirror.draw(self, located)
         end = clock()
-        tel.frame(poll_cost + (end - located))
+        tel.frame(end - located)
         if self.on_status is not None and end >= self._next_status:
             self._next_status = end + self.status_interval
             try:
@@ -184,6 +208,12 @@ class FrameLoop:
             return False
         return True
 
+    def _set_live(self, live: list[Sink]) -> list[Sink]:
+        self._live = live
+        self._deferrable = [bool(getattr(s, "deferrable", False)) for s in live]
+        self._held = [0] * len(live)
+        return live
+
     def _sink_failed(self, sink: Sink, phase: str, error: Exception) -> None:
         """The one guard every call into a sink goes through: `error` (raised in `phase`) ends
         this sink, not the run. It leaves the loop's live sinks (this frame's remaining calls skip
@@ -192,7 +222,7 @@ class FrameLoop:
         live = self._live
         if live is not None and sink in live:
             # a new list: the phase iterating the old one goes on with the other sinks
-            self._live = [s for s in live if s is not sink]
+            self._set_live([s for s in live if s is not sink])
         if getattr(sink, "fault", None) is not None:
             return
         fault = SinkFailed(sink.name, phase, error)

@@ -65,11 +65,11 @@ def test_order_per_frame_and_stop_reasons():
     src = Finite(2)
     loop = FrameLoop(src, Rig(), [a, b])
     assert loop.run() == "no more frames"
-    assert log[:6] == [
-        ("poll", "a"),
-        ("poll", "b"),
+    assert log[:6] == [  # the sends first (motion-to-wire), then the sockets drained, then the far side
         ("send", "a", 0),
         ("send", "b", 0),
+        ("poll", "a"),
+        ("poll", "b"),
         ("observe", "a"),
         ("observe", "b"),
     ]
@@ -180,6 +180,48 @@ class NullMirror:
 
     def close(self):
         pass
+
+
+class Ticking(Recorder):
+    """A sink whose bytes go out on the frames in `sends` (a Quake 3 command tick's pattern)."""
+
+    def __init__(self, name, log, sends, deferrable=False):
+        super().__init__(name, log)
+        self.sends, self.deferrable = sends, deferrable
+
+    def send(self, state, frame, now):
+        super().send(state, frame, now)
+        return now if frame.seq in self.sends else None
+
+
+def test_the_frames_work_is_spread_polls_and_deferrable_sends_wait_for_a_quiet_frame():
+    """Issue 26 (the frame budget): after a frame whose sends put bytes on a wire, the polls wait
+    for a frame that sent nothing, and a deferrable sink's send for a frame where no earlier sink
+    sent, each at most MAX_DEFER frames in a row; a sink not marked deferrable sends every frame."""
+    from headcast.app.run.loop import MAX_DEFER
+
+    assert MAX_DEFER == 2
+    log = []
+    tick = Ticking("q3", log, sends={0, 2, 3, 5, 6, 7, 8, 9})  # 10 frames
+    rate = Ticking("ns", log, sends=set(range(10)), deferrable=True)
+    plain = Recorder("plain", log)
+    loop = FrameLoop(Finite(10), Rig(), [tick, rate, plain])
+    assert loop.run() == "no more frames"
+    frames: dict[int, list] = {}
+    seq = -1
+    for e in log:
+        if e[:2] == ("send", "q3"):
+            seq = e[2]
+        frames.setdefault(seq, []).append(e[:2])
+    sent_ns = [k for k, v in frames.items() if ("send", "ns") in v]
+    polled = [k for k, v in frames.items() if ("poll", "q3") in v]
+    # ns waits out q3's frames, two at most: 0 (q3 sent) held, 1 quiet, 2-3 held, 4 quiet,
+    # 5-6 held, 7 sent anyway (held twice), 8-9 held.
+    assert sent_ns == [1, 4, 7]
+    # polls: on a frame that sent nothing, or after two frames held (the ns send makes a frame busy)
+    assert polled == [2, 5, 8]
+    assert all(("send", "plain") in v for v in frames.values())  # not deferrable: every frame
+    assert all(("observe", "ns") in v for v in frames.values())  # observing is never held
 
 
 def test_latency_is_recorded_every_frame():

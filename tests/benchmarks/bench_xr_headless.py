@@ -1,16 +1,19 @@
 """The headless session's own pacing beside the OpenGL session's xrWaitFrame, on the mock runtime.
 
 A headless session (XR_MND_headless) makes no frame calls: XRSession paces it itself
-(xr/pacing.py: absolute deadlines, a sleep, then a short spin) and locates at the runtime's now.
+(xr/pacing.py: absolute deadlines, a sleep aimed at them by the median oversleep, no spin) and
+locates at the runtime's now.
 For each loop, at 90 Hz:
   * rate achieved over the run, and the jitter of the frame-to-frame interval (|interval - 1/90 s|,
     p50/p99), measured where the app sees it: when next_frame() returns;
   * the main thread's CPU per next_frame() (sleep and wake, the spin, the runtime calls, the frame);
   * the XR poll: next_frame()'s work after the wake-up (cold caches), p50/p99.
 The headless loop on the native frame helper is run with the pacer and, interleaved in the same
-window (rounds of both), with the former pacer as the anchor (a decaying peak of the oversleep
-capped at 500 us, the system's 50 us timer slack; kept below as FormerPacer): jitter and CPU
-before/after, median with min–max over the rounds, and the load average with each round.
+window (rounds of all three), with two anchors: the spinning pacer (`Pacer(spin=True)`, the
+default before issue 26 item 2's second step: the sleep ends at the oversleep's 75th percentile
+and the rest is spun, at most 1 % of the period) and the former pacer (a decaying peak of the
+oversleep capped at 500 us, the system's 50 us timer slack; kept below as FormerPacer): jitter
+and CPU before/after, median with min–max over the rounds, and the load average with each round.
 The OpenGL loop is paced by the mock's xrWaitFrame (a 90 Hz grid, clock_nanosleep) under a private
 Xvfb, as a headset's runtime would pace it. The mock imitates Monado (its default profile); the
 session is given focus so that every action is live (Monado leaves a headless one unfocused).
@@ -70,7 +73,11 @@ def pct(values: list[float], q: float) -> float:
     return v[min(len(v) - 1, int(len(v) * q))]
 
 
-def loop(ctl, mode: str, native: bool, seconds: float, former: bool = False) -> tuple[float, float, float]:
+VARIANTS = ("former", "spin", "pacer")  # the headless pacers compared, anchors first
+NAMES = {"former": "former pacer (anchor)", "spin": "spinning pacer (anchor)", "pacer": "pacer"}
+
+
+def loop(ctl, mode: str, native: bool, seconds: float, variant: str = "pacer") -> tuple[float, float, float]:
     """One loop; (rate, p99 jitter ms, median CPU per frame us)."""
     import threading
 
@@ -81,7 +88,7 @@ def loop(ctl, mode: str, native: bool, seconds: float, former: bool = False) -> 
 
     def run() -> None:  # a thread of its own: each pacer sets (or leaves) its own thread's timer slack
         try:
-            result.append(_loop(ctl, mode, native, seconds, former, XRSession))
+            result.append(_loop(ctl, mode, native, seconds, variant, XRSession))
         except BaseException as e:  # noqa: BLE001 - raised again in the main thread
             result.append(e)
 
@@ -93,12 +100,16 @@ def loop(ctl, mode: str, native: bool, seconds: float, former: bool = False) -> 
     return result[0]
 
 
-def _loop(ctl, mode: str, native: bool, seconds: float, former: bool, XRSession) -> tuple[float, float, float]:
+def _loop(ctl, mode: str, native: bool, seconds: float, variant: str, XRSession) -> tuple[float, float, float]:
+    from headcast.xr.pacing import Pacer
+
     with XRSession(mode, native=native, rate_hz=RATE) as xs:
         if xs.native != native:
             raise SystemExit("the native frame helper is not built: run scripts/setup.sh")
-        if former and xs._pacer is not None:
+        if variant == "former" and xs._pacer is not None:
             xs._pacer = FormerPacer(RATE)
+        elif variant == "spin" and xs._pacer is not None:
+            xs._pacer = Pacer(RATE, spin=True)
         ctl.focus()
         woke: list[int] = []  # when the pacing wait returned (headless: our pacer; GL: measured below)
         if xs.info.headless:
@@ -126,9 +137,9 @@ def _loop(ctl, mode: str, native: bool, seconds: float, former: bool, XRSession)
     jitter = [abs((b - a) / 1e6 - PERIOD_MS) for a, b in zip(done, done[1:])]
     kind = f"{'headless' if mode == 'headless' else 'OpenGL'}, {'native helper' if native else 'ctypes path'}"
     if mode == "headless":
-        kind += ", former pacer" if former else ", pacer"
+        kind += {"former": ", former pacer", "spin": ", spinning pacer", "pacer": ", pacer"}[variant]
     line = (
-        f"  {kind:<28} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
+        f"  {kind:<33} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
         f"interval jitter p50 {pct(jitter, 0.5) * 1000:6.0f} us "
         f"p99 {pct(jitter, 0.99) * 1000:6.0f} us  CPU/frame median {pct(cpu, 0.5) / 1000:4.0f} us"
     )
@@ -167,18 +178,18 @@ def main() -> int:
     os.environ["XR_RUNTIME_JSON"] = str(ensure_runtime())
     os.environ["HEADCAST_MOCK_MOTION"] = str(motion_path("look_around"))
     xvfb, display = start_xvfb()
-    runs: dict[bool, list] = {False: [], True: []}
+    runs: dict[str, list] = {v: [] for v in VARIANTS}
     try:
         ctl = MockControl()
         ctl.reset()
         load0 = float(load().split()[0])
         print(
             f"load average {load()}; {seconds:g} s per loop at {RATE:g} Hz; headless native: {rounds} rounds of "
-            "the former pacer and the pacer, interleaved"
+            "the former pacer, the spinning pacer and the pacer, interleaved"
         )
         for _ in range(rounds):
-            for former in (True, False):
-                runs[former].append(loop(ctl, "headless", True, seconds, former))
+            for variant in VARIANTS:
+                runs[variant].append(loop(ctl, "headless", True, seconds, variant))
         ctypes_run = loop(ctl, "headless", False, seconds)
         if display:
             os.environ.update(DISPLAY=display, PYGLFW_LIBRARY_VARIANT="x11")
@@ -192,14 +203,14 @@ def main() -> int:
             xvfb.terminate()
             xvfb.wait()
     print(f"headless, native helper, over {rounds} rounds, median (min–max); load average now {load()}:")
-    for former in (True, False):
-        r = runs[former]
+    for variant in VARIANTS:
+        r = runs[variant]
         print(
-            f"  {'former pacer (anchor)' if former else 'pacer':<22} p99 interval jitter "
+            f"  {NAMES[variant]:<24} p99 interval jitter "
             f"{spread([x[1] for x in r], 1000)} us   CPU per frame {spread([x[2] for x in r])} us   "
             f"rate {spread([x[0] for x in r], 1, '{:.2f}')} Hz"
         )
-    worst = runs[False] + [ctypes_run]
+    worst = runs["pacer"] + [ctypes_run]
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
 
     loads = (load0, float(load().split()[0]))
@@ -225,9 +236,12 @@ def main() -> int:
         " ms",
         jit,
         loads,
-        f"former pacer's (anchor, same window): {', '.join(f'{j:.3f}' for _, j, _ in runs[True])} ms; CPU per frame "
-        f"{', '.join(f'{c:.0f}' for _, _, c in runs[False])} us "
-        f"vs former {', '.join(f'{c:.0f}' for _, _, c in runs[True])} us",
+        "anchors in the same window: spinning pacer "
+        f"{', '.join(f'{j:.3f}' for _, j, _ in runs['spin'])} ms, former pacer "
+        f"{', '.join(f'{j:.3f}' for _, j, _ in runs['former'])} ms; CPU per frame "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs['pacer'])} us vs spinning "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs['spin'])} us vs former "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs['former'])} us",
     )
     rate_ok = all(abs(r / RATE - 1) <= TARGET_RATE_TOLERANCE for r, _, _ in worst)
     jitter_ok = all(j < TARGET_P99_JITTER_MS for _, j, _ in worst)

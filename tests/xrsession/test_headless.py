@@ -91,7 +91,7 @@ class FakeClock:
 
 def test_pacer_holds_absolute_deadlines_and_learns_the_oversleep():
     clock = FakeClock(late=50_000)
-    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep, timer_slack=False)
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep, timer_slack=False, spin=True)
     deadlines = [pacer.wait() for _ in range(200)]
     period = pacer.period_ns
     assert period == 11_111_111
@@ -108,12 +108,36 @@ def test_pacer_holds_absolute_deadlines_and_learns_the_oversleep():
 def test_pacer_margin_is_a_quantile_of_the_oversleep_not_its_peak():
     """One wake-up in ten preempted by 3 ms: the margin covers the usual 40 us, not the spikes."""
     clock = FakeClock(late=40_000)
-    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep, timer_slack=False)
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep, timer_slack=False, spin=True)
     for i in range(300):
         clock.late = 3_000_000 if i % 10 == 0 else 40_000
         pacer.wait()
     assert 40_000 < pacer.margin_ns <= 40_000 + 20_000
     assert 40_000 <= pacer.lateness_quantile() <= 42_000  # (the fake clock advances 1 us a read)
+
+
+def test_pacer_by_default_aims_its_sleep_at_the_deadline_and_spins_not():
+    """Issue 26 item 2: the default pacer sleeps to the deadline less the median oversleep and
+    returns when it wakes: no clock reads in a spin, the wake-ups centred on the grid, which holds."""
+    clock = FakeClock(late=60_000)
+    pacer = pacing.Pacer(90, clock=clock, sleep=clock.sleep, timer_slack=False)
+    assert not pacer.spin
+    woke = []
+    deadlines = []
+    for i in range(300):
+        clock.late = 3_000_000 if i % 10 == 0 else 60_000 + (i % 3) * 10_000  # 60-80 us, a preemption in ten
+        deadlines.append(pacer.wait())
+        woke.append(clock.t)
+    period = pacer.period_ns
+    assert all(b - a == period for a, b in zip(deadlines, deadlines[1:]))  # the grid holds
+    assert 60_000 <= pacer.margin_ns <= 82_000  # the median oversleep, not the 3 ms spikes
+    assert pacer.margin_ns <= pacer.max_margin_ns == round(period * pacing.MAX_LEAD_SHARE)
+    off = sorted(w - d for w, d in zip(woke[100:], deadlines[100:]) if w - d < 1_000_000)
+    assert off[0] < 0 < off[-1] and abs(off[len(off) // 2]) <= 12_000  # around the deadline, both sides
+    clock.late = 0  # a wake-up right on time comes a margin early: returned at once, not spun out
+    reads = clock.t
+    pacer.wait()
+    assert clock.t - reads - round(clock.sleeps[-1] * 1e9) <= 3 * clock.tick  # now, after the sleep
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_TIMERSLACK is Linux's")

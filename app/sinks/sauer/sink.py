@@ -80,6 +80,9 @@ class SauerSink:
     ) -> None:
         self.world = world
         self.link = link  # a SauerLink, or None = offline
+        # A rate-capped stream: the loop may hold its send a frame or two (app/run/loop.py), off a
+        # frame whose wake-up already sent another protocol's bytes.
+        self.deferrable = link is not None
         self.watcher = watcher  # a SauerWatcher on the same server (the demo), or None
         self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
         self.observe = None
