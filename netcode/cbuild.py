@@ -1,6 +1,13 @@
 """The build of headcast's optional C extensions in place (netcode/q3/_q3native.c,
 netcode/netsync/_nscodec.c): one mechanism, each extension's build_native.py says only its source,
-its flags and its libraries.
+its flags and its libraries, and is its own script:
+
+    EXT: Any = runpy.run_path(str(HERE.parent / "cbuild.py"))["Extension"](SOURCE, CFLAGS, script=__file__, doc=__doc__)
+    if __name__ == "__main__":
+        sys.exit(EXT.main(sys.argv[1:]))
+
+Its callers use `build_native.EXT` (`.build()`, `.stale()`, `.target()`, `.in_checkout()`,
+`.install_hint()`, `.Error`).
 
 Standard library only, and run by file path (`runpy.run_path` in each build_native.py), because
 it runs where the package cannot be imported: as a script from scripts/setup.sh (`python netcode/q3/build_native.py`)
@@ -45,14 +52,27 @@ def install_hint(*needs: str) -> str:
 
 
 class Extension:
-    """One C extension built next to its source: `name` is the module's name (`_q3native`)."""
+    """One C extension built next to its source: `name` is the module's name (`_q3native`);
+    `script` the build_native.py that says so (its `doc` is the script's --help)."""
 
-    def __init__(self, source: Path, cflags: Sequence[str], *, libs: Sequence[str] = (), script: Path) -> None:
+    Error = NativeBuildError
+    install_hint = staticmethod(install_hint)
+
+    def __init__(
+        self,
+        source: Path,
+        cflags: Sequence[str],
+        *,
+        libs: Sequence[str] = (),
+        script: str | Path,
+        doc: str | None = None,
+    ) -> None:
         self.source = source
         self.name = source.stem
         self.cflags = list(cflags)
         self.libs = list(libs)
-        self.inputs = (source, script.resolve(), Path(__file__).resolve())  # a newer one: rebuild
+        self.doc = doc
+        self.inputs = (source, Path(script).resolve(), Path(__file__).resolve())  # a newer one: rebuild
 
     def in_checkout(self) -> bool:
         """The source's folder is a repository checkout's (an editable install), not an installed package."""
@@ -102,10 +122,11 @@ class Extension:
             say(f"{out} is up to date")
         return out
 
-    def main(self, argv: list[str], doc: str | None, tag: str) -> int:
-        """The build_native.py script: [--force], -h/--help prints `doc`; lines prefixed [tag]."""
+    def main(self, argv: list[str]) -> int:
+        """The build_native.py script: [--force], -h/--help prints its doc; lines say [q3native] …"""
+        tag = self.name.lstrip("_")
         if "-h" in argv or "--help" in argv:
-            print((doc or "").strip())
+            print((self.doc or "").strip())
             return 0
         try:
             self.build(force="--force" in argv, say=lambda msg: print(f"[{tag}] {msg}"))

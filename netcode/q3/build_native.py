@@ -15,7 +15,7 @@ from __future__ import annotations
 import runpy
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_q3native.c"
@@ -32,21 +32,8 @@ CFLAGS = [
     "-fno-strict-aliasing",
 ]
 
-# The mechanism is netcode/cbuild.py's, shared with the other extension; run by path (see there why).
-_cbuild = runpy.run_path(str(HERE.parent / "cbuild.py"), run_name="_headcast_cbuild")
-_EXT = _cbuild["Extension"](SOURCE, CFLAGS, libs=[], script=Path(__file__))
-NativeBuildError: type[RuntimeError] = _cbuild["NativeBuildError"]
-install_hint: Callable[..., str] = _cbuild["install_hint"]
-in_checkout: Callable[[], bool] = _EXT.in_checkout
-target: Callable[[], Path] = _EXT.target
-stale: Callable[..., bool] = _EXT.stale
-build: Callable[..., Path] = _EXT.build
-
-
-def main(argv: list[str]) -> int:
-    rc: int = _EXT.main(argv, __doc__, "q3native")
-    return rc
-
+# How to build is netcode/cbuild.py's (run by path: see there why); what, this file's.
+EXT: Any = runpy.run_path(str(HERE.parent / "cbuild.py"))["Extension"](SOURCE, CFLAGS, script=__file__, doc=__doc__)
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(EXT.main(sys.argv[1:]))

@@ -32,8 +32,8 @@ def _load() -> tuple[ModuleType | None, str]:
     # A build from an older source may not match the Python reference any more. Only a checkout
     # can tell: an installed package's extension was built with it, and the install does not keep
     # the file times.
-    checkout = build_native.in_checkout()
-    if checkout and build_native.target().exists() and build_native.stale():
+    checkout = build_native.EXT.in_checkout()
+    if checkout and build_native.EXT.target().exists() and build_native.EXT.stale():
         return None, "built from an older _q3native.c; run netcode/q3/build_native.py"
     try:  # the extension module by its full name: no private name imported from a module
         native = importlib.import_module(f"{__package__}._q3native")
@@ -42,7 +42,7 @@ def _load() -> tuple[ModuleType | None, str]:
             "run netcode/q3/build_native.py (scripts/setup.sh does)"
             if checkout
             else f"this install has none (the pure-Python codecs run, with the same bytes); to build it, "
-            f"{build_native.install_hint('compiler', 'python')}"
+            f"{build_native.EXT.install_hint('compiler', 'python')}"
             + (", then reinstall headcast from its sdist" if sys.platform.startswith("linux") else "")
         )
         return None, f"not built ({exc}); {fix}"

@@ -85,8 +85,8 @@ def test_the_extension_is_in_use_when_built() -> None:
         assert NATIVE is None and msg.BitReader is msg.PyBitReader and msg.huffman_bits is msg.py_huffman_bits
         assert clientmsg.write_client_message is clientmsg.py_write_client_message
         return
-    assert build_native.target().exists(), "run netcode/q3/build_native.py (scripts/setup.sh does)"
-    assert not build_native.stale(), "_q3native.c is newer than the built extension: run netcode/q3/build_native.py"
+    assert build_native.EXT.target().exists(), "run netcode/q3/build_native.py (scripts/setup.sh does)"
+    assert not build_native.EXT.stale(), "_q3native.c is newer than the built extension: run netcode/q3/build_native.py"
     assert NATIVE is not None
     assert msg.BitReader is NATIVE.BitReader
     assert msg.huffman_bits is NATIVE.huffman_bits
@@ -100,10 +100,10 @@ def test_a_build_from_an_older_source_is_not_loaded(monkeypatch) -> None:
     from headcast.netcode.q3 import native
 
     monkeypatch.delenv(PURE_ENV, raising=False)
-    monkeypatch.setattr(build_native, "stale", lambda path=None: True)
+    monkeypatch.setattr(build_native.EXT, "stale", lambda path=None: True)
     module, status = native._load()
     assert module is None and status == "built from an older _q3native.c; run netcode/q3/build_native.py"
-    monkeypatch.setattr(build_native, "stale", lambda path=None: False)
+    monkeypatch.setattr(build_native.EXT, "stale", lambda path=None: False)
     module, status = native._load()
     assert status == "in use" and module is not None
 
@@ -489,9 +489,9 @@ def test_garbage_flood_only_typed_errors() -> None:
 
 def test_build_is_idempotent_and_says_what_is_missing(monkeypatch) -> None:
     said: list[str] = []
-    if not build_native.stale():
-        assert build_native.build(say=said.append) == build_native.target()
+    if not build_native.EXT.stale():
+        assert build_native.EXT.build(say=said.append) == build_native.EXT.target()
         assert said and "up to date" in said[0]
     monkeypatch.setenv("CC", "/nonexistent/cc")
-    with pytest.raises(build_native.NativeBuildError, match="gcc not found"):
-        build_native.build(force=True)
+    with pytest.raises(build_native.EXT.Error, match="gcc not found"):
+        build_native.EXT.build(force=True)
