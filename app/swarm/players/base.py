@@ -207,6 +207,23 @@ class Player:
     def fileno(self) -> int:
         return self.filenos()[0]
 
+    # The transports' metrics hook (netcode/driver.py): set `client.metrics = self.count` and
+    # `self.now` to the time of the call in progress before each call into the client.
+    broadcast_counter = ""  # the transport's counter for one relayed update (SwarmMetrics.broadcast)
+    now = 0.0
+    send_errors = 0  # sends the socket refused (a full buffer, an ICMP error): the protocol resends
+
+    def count(self, name: str, amount: int) -> None:
+        """A transport's traffic into the swarm's metrics, at `self.now`."""
+        if name == "sent_bytes":
+            self.metrics.sent(self.proto, self.index, amount, self.now)
+        elif name == "received_bytes":
+            self.metrics.received(self.proto, self.index, amount, self.now)
+        elif name == self.broadcast_counter:
+            self.metrics.broadcast(self.proto, self.index, self.now)
+        elif name == "send_errors":
+            self.send_errors += amount
+
     def motion_time(self, now: float) -> float:
         return self.var.offset + (now - (self.started_at or now)) * self.var.speed
 

@@ -19,6 +19,7 @@ class SauerPlayer(Player):
     positions, the others count the position packets (the core's liveness still sees them)."""
 
     proto = "sauer"
+    broadcast_counter = "position_packets"  # the other players' N_POS, relayed on channel 0
 
     def __init__(self, proto, index, server, script, metrics, variation) -> None:
         super().__init__(proto, index, server, script, metrics, variation)
@@ -28,7 +29,6 @@ class SauerPlayer(Player):
         self.poses = script.sauer(variation.spot)
         self.marker: Marker | None = None  # (a Sauerbraten player's board marker is a Marker)
         self.client: SauerClient | None = None  # from start()
-        self._now = 0.0  # the time of the call in progress (for the metrics hook)
 
     def filenos(self) -> list[int]:
         return list(self.client.filenos()) if self.client is not None else []
@@ -44,26 +44,17 @@ class SauerPlayer(Player):
     def start(self, now: float) -> None:
         from headcast.netcode.sauer.transport import SauerClient
 
-        self.started_at = self._attempt_at = self._now = now
+        self.started_at = self._attempt_at = self.now = now
         address = (self.server.host, self.server.port)
         self.client = client = SauerClient(address, self.core, source=self.var.source, now=now)
-        client.metrics = self._count
+        client.metrics = self.count
         self._step(client, now)
-
-    def _count(self, name: str, amount: int) -> None:
-        """The transport's metrics hook: its traffic into the swarm's metrics."""
-        if name == "sent_bytes":
-            self.metrics.sent("sauer", self.index, amount, self._now)
-        elif name == "received_bytes":
-            self.metrics.received("sauer", self.index, amount, self._now)
-        elif name == "position_packets":
-            self.metrics.broadcast("sauer", self.index, self._now)
 
     def _step(self, client: SauerClient, now: float) -> None:
         """Service ENet and the core's timers; a position tick that is due carries the motion's
         pose at `now` (set between the two calls, as the app's link does)."""
         core = self.core
-        self._now = now
+        self.now = now
         client.poll(now, positions=False)
         due = core.position_due_at
         if due is not None and now >= due and self.joined:
@@ -111,7 +102,7 @@ class SauerPlayer(Player):
         client = self.client
         if client is None:
             return
-        self._now = now
+        self.now = now
         client.close(now)
         while client.next_event() is not None:
             pass
