@@ -71,16 +71,24 @@ def _check_width(nbits: int) -> int:
 
 
 # Huffman code and length of every byte value, and of every 16-bit value (low byte first), packed
-# as `code << 5 | length`: a short takes one lookup, a long two (a 256 kB table, built once).
+# as `code << 5 | length`: a short takes one lookup, a long two (a 256 kB table, built once, on
+# first use: tens of ms that start-up would pay, and a process with the C extension never needs).
 _CODE8 = tuple((c << 5) | n for c, n in zip(ENCODE_CODE, ENCODE_LEN))
-_CODE16 = array.array(
-    "I",
-    [
-        ((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << ENCODE_LEN[v & 0xFF])) << 5)
-        | (ENCODE_LEN[v & 0xFF] + ENCODE_LEN[v >> 8])
-        for v in range(0x10000)
-    ],
-)
+_CODE16: array.array[int] | None = None
+
+
+def _code16() -> array.array[int]:
+    global _CODE16
+    if _CODE16 is None:
+        _CODE16 = array.array(
+            "I",
+            [
+                ((ENCODE_CODE[v & 0xFF] | (ENCODE_CODE[v >> 8] << ENCODE_LEN[v & 0xFF])) << 5)
+                | (ENCODE_LEN[v & 0xFF] + ENCODE_LEN[v >> 8])
+                for v in range(0x10000)
+            ],
+        )
+    return _CODE16
 
 
 def py_huffman_bits(fields: Sequence[int]) -> bytes:
@@ -94,7 +102,7 @@ def py_huffman_bits(fields: Sequence[int]) -> bytes:
     (the C twin, `huffman_bits` when the extension is built, takes widths 0..64 only).
     """
     t8 = _CODE8
-    t16 = _CODE16
+    t16 = _CODE16 if _CODE16 is not None else _code16()
     acc = 0
     nacc = 0
     it = iter(fields)
