@@ -115,6 +115,9 @@ class State(StrEnum):
 
 # Netchan up with the gamestate in: the command timer ticks at cmd_rate.
 LINKED = frozenset((State.PRIMED, State.ACTIVE))
+NETCHAN_UP = frozenset((State.CONNECTED, State.PRIMED, State.ACTIVE))  # server messages are read
+OOB_PREFIX = oob.OOB_PREFIX
+_SNAPSHOT, _SERVER_COMMAND = serverparse.Snapshot, serverparse.ServerCommandOp
 
 # The whole state machine: from each state, the states the core may move to (`_enter` refuses any
 # other move with IllegalTransition). Why each move happens:
@@ -369,11 +372,12 @@ class Q3ClientCore:
             self._emit(Disconnected(reason, False))
 
     def receive_datagram(self, data: bytes, now: float) -> None:
-        self._counters["packets_in"] += 1
-        self._counters["bytes_in"] += len(data)
-        if data[:4] == oob.OOB_PREFIX:
+        counters = self._counters
+        counters["packets_in"] += 1
+        counters["bytes_in"] += len(data)
+        if data[:4] == OOB_PREFIX:
             self._on_oob(data, now)
-        elif self._state in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+        elif self._state in NETCHAN_UP:
             self._on_netchan(data, now)
         else:
             self._drop("netchan packet while not connected")
@@ -883,13 +887,14 @@ class Q3ClientCore:
         if self._reliable_seq - MAX_RELIABLE_COMMANDS <= ack <= self._reliable_seq:
             self._reliable_ack = max(self._reliable_ack, ack)
         for op in msg.ops:
-            if isinstance(op, serverparse.ServerCommandOp):
+            if isinstance(op, _SNAPSHOT):  # the common case first: most messages are one snapshot
+                if self._state in LINKED:
+                    self._on_snapshot(op, now)
+            elif isinstance(op, _SERVER_COMMAND):
                 self._on_server_command(op.seq, op.text, now)
-            elif isinstance(op, serverparse.Gamestate):
+            else:
                 self._on_gamestate(op, now)
-            elif self._state in (State.PRIMED, State.ACTIVE):
-                self._on_snapshot(op, now)
-            if self._state not in (State.CONNECTED, State.PRIMED, State.ACTIVE):
+            if self._state not in NETCHAN_UP:
                 return  # a `disconnect` command ended the link mid-message
 
     def _on_server_command(self, seq: int, text: str, now: float) -> None:
@@ -1163,7 +1168,7 @@ class Q3ClientCore:
         n = len(nows)
         if not n:
             return
-        for c in cmds:
+        for c in cmds[-2:]:  # the deque keeps two (cl_packetdup 1): only those are made
             self._cmds.append(UserCmd(*c))
         self._out_packets.extend(zip(nows, times))
         assert self._netchan is not None
