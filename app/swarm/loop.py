@@ -4,7 +4,7 @@ Each player says when it next needs `on_timer` (`next_deadline()`) and which des
 watch (`filenos()`); the loop sleeps in the selector until the earliest deadline or a readable
 socket, runs what is due, and asks the player again after every call. The heap holds
 (deadline, n, player) entries; a player whose deadline moved leaves its old entry behind, which
-is skipped when it comes up (its `_scheduled` no longer matches), so no entry is ever searched
+is skipped when it comes up (its `scheduled_at` no longer matches), so no entry is ever searched
 for or removed.
 
 Players start over a ramp (`add(player, start_at)`), in order, and within a join window: a
@@ -77,8 +77,8 @@ class SwarmLoop:
 
     def _schedule(self, p) -> None:
         d = p.next_deadline()
-        if d is not None and d != p._scheduled:
-            p._scheduled = d
+        if d is not None and d != p.scheduled_at:
+            p.scheduled_at = d
             self._n += 1
             heapq.heappush(self._heap, (d, self._n, p))
 
@@ -91,12 +91,12 @@ class SwarmLoop:
             pass
 
     def _unregister(self, p) -> None:
-        for fd in getattr(p, "_fds", ()):
+        for fd in getattr(p, "registered_fds", ()):
             try:
                 self.selector.unregister(fd)
             except (KeyError, ValueError, OSError):
                 pass
-        p._fds = ()
+        p.registered_fds = ()
 
     def _start_due(self, now: float) -> None:
         for proto, held in self._held.items():  # the held first, in their order
@@ -114,14 +114,14 @@ class SwarmLoop:
     def _start(self, p, now: float) -> None:
         if getattr(p, "JOIN_WINDOW", None) is not None:
             self._joining.setdefault(p.proto, []).append((now, p))
-        p._scheduled = None
-        p._fds = ()
+        p.scheduled_at = None
+        p.registered_fds = ()
         try:
             p.start(now)
             fds = tuple(p.filenos())
             for fd in fds:
                 self.selector.register(fd, selectors.EVENT_READ, p)
-            p._fds = fds
+            p.registered_fds = fds
         except Exception:  # noqa: BLE001
             self._failed(p, now, "start")
             return
@@ -150,9 +150,9 @@ class SwarmLoop:
                 if not heap or heap[0][0] > now:
                     break
                 d, _, p = heapq.heappop(heap)
-                if p._scheduled != d or p.closed:
+                if p.scheduled_at != d or p.closed:
                     continue  # superseded by a later entry
-                p._scheduled = None
+                p.scheduled_at = None
                 try:
                     p.on_timer(now)
                 except Exception:  # noqa: BLE001

@@ -154,8 +154,8 @@ class Player:
     proto = ""
     # The swarm loop's bookkeeping (app/swarm/loop.py): the deadline of this player's heap entry
     # and the descriptors registered for it.
-    _scheduled: float | None = None
-    _fds: tuple[int, ...] = ()
+    scheduled_at: float | None = None
+    registered_fds: tuple[int, ...] = ()
 
     def __new__(cls, proto: str = "", *args, **kwargs):
         if cls is Player:
