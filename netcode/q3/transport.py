@@ -479,3 +479,11 @@ class Q3Client:
     def __exit__(self, *exc: object) -> None:
         if self._sock.fileno() != -1:
             self._sock.close()
+
+
+if TYPE_CHECKING:
+    from ..driver import Core, Transport
+
+    def _conforms(core: Q3ClientCore, client: Q3Client) -> tuple[Core[bytes, bytes], Transport]:
+        """Checked by mypy, never run: the core is a driver.Core, the client a driver.Transport."""
+        return core, client
