@@ -24,7 +24,7 @@ server relays). ENet's own acknowledgements and pings are not counted.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import enet
 
@@ -186,3 +186,11 @@ class SauerClient:
         if peer is not None and self._host is not None:
             peer.disconnect_now(0)
             self._host.flush()
+
+
+if TYPE_CHECKING:
+    from ..driver import Core, Transport
+
+    def _conforms(core: SauerClientCore, client: SauerClient) -> tuple[Core[Incoming, Outgoing], Transport]:
+        """Checked by mypy, never run: the core is a driver.Core, the client a driver.Transport."""
+        return core, client
