@@ -298,7 +298,23 @@ def live_session(config: ClientConfig, floor_exe: str | None) -> dict:
             client.wait(time.monotonic(), time.monotonic() + 0.05)
         base = dict(client.status.counters)
         seconds = max(SECONDS, 1.0 + WINDOWS * (WINDOW_SECONDS + 0.5) + 1.0) if floor_exe is not None else SECONDS
+        # Where the client thread's CPU goes: its Python part is the pump's hand-overs (the server
+        # datagrams into the core, the ticks' state taken over), timed on the thread's own clock.
+        handover = {"cpu": 0.0, "n": 0}
+        inner = client._pump_datagrams
+
+        def timed(taken):
+            c0 = time.thread_time()
+            try:
+                return inner(taken)
+            finally:
+                handover["cpu"] += time.thread_time() - c0
+                handover["n"] += 1
+
+        client._pump_datagrams = timed
         out = {"threaded": threaded_run(client, seconds, batch=0.1, floor_exe=floor_exe)}
+        del client._pump_datagrams
+        out["threaded"]["handover"] = handover
         st = client.status
         counts = {
             k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")
@@ -469,6 +485,13 @@ def main() -> None:
         f"     beside it: the application thread setting input {FRAME_HZ:.0f} times a second "
         f"{100.0 * th['app_cpu'] / th['elapsed']:.2f} %, "
         f"the whole process {100.0 * th['process_cpu'] / th['elapsed']:.2f} %"
+    )
+    ho = th["handover"]
+    print(
+        f"     of the client thread: the Python hand-overs (server datagrams into the core) "
+        f"{100.0 * ho['cpu'] / th['elapsed']:.3f} % ({ho['n'] / th['elapsed']:.1f}/s, "
+        f"{1e6 * ho['cpu'] / max(1, ho['n']):.0f} µs each), the C ticks, reads, sleeps and wake-ups the other "
+        f"{100.0 * (th['client_cpu'] - ho['cpu']) / th['elapsed']:.3f} %"
     )
     t0 = live["threaded0"]
     print(
