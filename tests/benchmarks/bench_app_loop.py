@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -49,11 +50,14 @@ CONFIGS = {1: "Q3", 2: "Q3 + NetSync", 3: "Q3 + NetSync + Sauerbraten"}
 ORDER = (3, 1, 2)  # each round; the further phase follows the last round's 2-server loop
 
 
-def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[float, float], np.ndarray, np.ndarray]:
+def cpu_split(
+    loop, session, seconds: float
+) -> tuple[dict[str, float], tuple[float, float], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """A further phase of the same loop with timers: thread CPU per frame (us) spent in the XR call,
     each protocol client and the rest (the app). The timers' own cost is taken out of the app's
     figure as measured warm (a tight loop) and cold (one call per frame period, as a frame runs
-    it): (cold, warm) bounds. Also each step's wall time and thread CPU time (arrays, ms)."""
+    it): (cold, warm) bounds. Also each step's wall time and thread CPU time (arrays, ms), and each
+    linked sink's motion-to-wire (ms): which protocol's sends make the tail."""
     from headcast.app.run.telemetry import Telemetry
 
     spent = {"XR frame call": 0, "Q3 client (netcode)": 0, "NetSync client (netcode)": 0, "noop": 0}
@@ -100,6 +104,18 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
             timed(q3, name, "Q3 client (netcode)")
     for name in ("poll", "send_pose"):
         timed(ns, name, "NetSync client (netcode)")
+    wires: dict[str, list[float]] = {}
+    for s in loop.sinks:
+        if getattr(s, "link", None) is None:
+            continue
+
+        def send(state, frame, now, inner=s.send, into=wires.setdefault(s.name, [])):
+            t = inner(state, frame, now)
+            if t is not None:
+                into.append(t - now)
+            return t
+
+        s.send = send
     if loop.recorder is not None:
         spent["trace recording (JSON line + write)"] = 0
         timed(loop.recorder, "write", "trace recording (JSON line + write)")
@@ -115,7 +131,37 @@ def cpu_split(loop, session, seconds: float) -> tuple[dict[str, float], tuple[fl
     out = {k: v / n / 1e3 for k, v in spent.items()}
     # the step timers (two thread_time calls a frame) are not the app's either
     cold, warm = ((total - (calls[0] + 2 * n) * o) / n / 1e3 - sum(out.values()) for o in outside)
-    return out, (cold, warm), np.array(step_wall) * 1e3, np.array(step_cpu) * 1e3
+    wire = {k: np.array(v) * 1e3 for k, v in wires.items() if v}
+    return out, (cold, warm), np.array(step_wall) * 1e3, np.array(step_cpu) * 1e3, wire
+
+
+def thread_cpu() -> dict[int, tuple[str, int]]:
+    """Each thread of this process: (name, ns on a CPU so far) from /proc (Linux; {} elsewhere)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = (name, int(f.read().split()[0]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def by_thread(before: dict, after: dict, frames: int) -> str:
+    """CPU per frame (us) of each thread that ran, the loop's own thread named "loop"."""
+    main = threading.get_native_id()
+    parts = []
+    for tid, (name, ns) in sorted(after.items()):
+        spent = ns - before.get(tid, (name, 0))[1]
+        if spent > 0:
+            parts.append(f"{'loop' if tid == main else name} {spent / 1e3 / max(1, frames):.0f}")
+    return ", ".join(parts)
 
 
 def lower_priority(pid: int) -> None:
@@ -207,7 +253,7 @@ def main() -> int:
             f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
             f"servers (interleaved); load average at start {load()}"
         )
-        split = app = step_wall = step_cpu = None
+        split = app = step_wall = step_cpu = wire = None
         syncs: list[float] = []
         rec_loop = None
         for r in range(rounds):
@@ -247,11 +293,13 @@ def main() -> int:
                     # Nothing but the loop in the measured phase: its own telemetry has the frame cost and
                     # latency; per-step timers (and their syscalls) run in the further phase only.
                     before = load()
+                    threads0 = thread_cpu()
                     wall0, cpu0 = time.perf_counter(), time.process_time()
                     end = wall0 + seconds
                     while time.perf_counter() < end:
                         loop.step()
                     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+                    threads1 = thread_cpu()
                     tel = loop.telemetry
                     cost = tel.frame_cost.values()[:, 0] * 1e3
                     lat = tel.latency.values()[:, 0] * 1e3
@@ -266,18 +314,19 @@ def main() -> int:
                         cpu=100.0 * cpu / wall,
                         load=f"{before} → {load()}",
                         states=", ".join(f"{s.name} {s.status(time.perf_counter()).state}" for s in linked),
+                        threads=by_thread(threads0, threads1, tel.frames),
                     )
                     results[n].append(res)
                     print(
                         f"  round {r + 1}, {n} server{'s' if n > 1 else ''} ({CONFIGS[n]}): {res['frames']} frames "
                         f"{res['hz']:.1f} Hz; frame p50 {res['cost50']:.3f} p99 {res['cost99']:.3f} ms; motion-to-wire "
                         f"p50 {res['lat50']:.3f} p99 {res['lat99']:.3f} ms ({res['sends']} sends); "
-                        f"CPU {res['cpu']:.2f} %; "
+                        f"CPU {res['cpu']:.2f} % (us per frame by thread: {res['threads'] or 'n/a'}); "
                         f"{res['states']}; load {res['load']}",
                         flush=True,
                     )
                     if n == 2 and r == rounds - 1:
-                        split, app, step_wall, step_cpu = cpu_split(loop, session, min(5.0, seconds))
+                        split, app, step_wall, step_cpu, wire = cpu_split(loop, session, min(5.0, seconds))
                 finally:
                     loop.close()
         p = lambda v, q: float(np.percentile(v, q)) if len(v) else float("nan")  # noqa: E731
@@ -353,6 +402,10 @@ def main() -> int:
                 + ", ".join(f"{k} {v:.0f} us" for k, v in split.items())
                 + f", app (rig, sinks, telemetry, loop) {app[0]:.0f}-{app[1]:.0f} us (timers' own cost taken out "
                 "as measured cold-warm)"
+            )
+            print(
+                "  motion-to-wire by sink: "
+                + "; ".join(f"{k} {len(v)} sends, p50 {p(v, 50):.3f} p99 {p(v, 99):.3f} ms" for k, v in wire.items())
             )
         if record and rec_loop is not None:
             s_ = np.array(syncs) * 1e3
