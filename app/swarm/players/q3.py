@@ -3,7 +3,7 @@ address, usercmds at 60 Hz from the script.
 
 The client is a `driver.Transport`: the swarm loop waits on its `filenos()` until its
 `next_deadline()`, and calls `on_readable` / `on_timer`; its `metrics` hook counts every datagram
-in the swarm's metrics (socket errors, ICMP included, in `socket_errors`)."""
+in the swarm's metrics (socket errors, ICMP included, in `send_errors`)."""
 
 from __future__ import annotations
 
@@ -35,17 +35,6 @@ class Q3Player(Player):
         self.marker: Marker | None = None  # (a Q3 player's board marker is a Marker)
         self.client: Q3Client | None = None  # made by start()
         self._attempt_at = 0.0
-        self._now = 0.0  # the time of the call in progress, for the metrics hook
-        self.socket_errors = 0
-
-    def _count(self, name: str, amount: int) -> None:
-        """The client's metrics hook: its datagrams into the swarm's metrics."""
-        if name == "sent_bytes":
-            self.metrics.sent("q3", self.index, amount, self._now)
-        elif name == "received_bytes":
-            self.metrics.received("q3", self.index, amount, self._now)
-        elif name == "send_errors":
-            self.socket_errors += amount  # a full buffer, an ICMP error: the protocol resends
 
     def filenos(self) -> list[int]:
         return list(self.client.filenos()) if self.client is not None else []
@@ -60,9 +49,9 @@ class Q3Player(Player):
         }
 
     def start(self, now: float) -> None:
-        self.started_at = self._attempt_at = self._now = now
+        self.started_at = self._attempt_at = self.now = now
         self.client = Q3Client(
-            (self.server.host, self.server.port), self.config, source=self.var.source, metrics=self._count
+            (self.server.host, self.server.port), self.config, source=self.var.source, metrics=self.count
         )
         self.client.start(now)
 
@@ -70,7 +59,7 @@ class Q3Player(Player):
         client = self.client
         if client is None:
             return
-        self._now = now
+        self.now = now
         client.on_readable(now)
         self._events(now)
 
@@ -94,7 +83,7 @@ class Q3Player(Player):
             if head is not None:
                 head = (head[0], yaw_offset(head[1], angles[1]))
             client.set_input(angles, intent.forwardmove, intent.rightmove, intent.upmove, intent.user_buttons, 0, head)
-        self._now = now
+        self.now = now
         client.on_timer(now)
         self._events(now)
 
@@ -127,7 +116,7 @@ class Q3Player(Player):
             self.closed = True
             return
         self.closed = True
-        self._now = now
+        self.now = now
         self.client.close(now, "swarm stopped")  # its events: the swarm's own leave, counted next
         self._out(now, None)
         self.client = None
