@@ -58,10 +58,13 @@ class SauerClient:
         self.metrics: MetricsHook | None = None
         try:
             self._address = enet.Address(self.host_name.encode("idna"), self.port)
+        except (OSError, UnicodeError) as e:
+            raise TransportError(f"cannot resolve {self.host_name!r}: {e}") from None
+        try:
             bind = enet.Address(source.encode("idna"), 0) if source else None
             self._host: Any = enet.Host(bind, 1, CHANNELS, 0, 0)  # pyenet has no types
         except (OSError, UnicodeError, MemoryError) as e:
-            raise TransportError(f"cannot open an ENet host for {self.host_name!r}: {e}") from None
+            raise TransportError(f"cannot open an ENet host (source {source or 'any'}): {e}") from None
         self._peer: Any = None
         self._connected = False  # the peer's CONNECT event came
         self._serviced_at = 0.0

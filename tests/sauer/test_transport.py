@@ -14,6 +14,7 @@ import pytest
 from headcast.netcode import driver
 from headcast.netcode.sauer import events as se
 from headcast.netcode.sauer.client import Pose, SauerClientCore, State
+from headcast.netcode.sauer.errors import SauerError, TransportError
 from headcast.netcode.sauer.transport import SauerClient
 
 pytestmark = pytest.mark.live
@@ -88,3 +89,11 @@ def test_the_peer_follows_the_core_state(sauer_server):
     finally:
         c.close()
         obs.close()
+
+
+def test_a_name_that_does_not_resolve_is_a_transport_error():
+    core = SauerClientCore("drvC")
+    with pytest.raises(TransportError, match="cannot resolve 'nosuchhost.invalid'") as e:
+        SauerClient(("nosuchhost.invalid", 28785), core)
+    assert isinstance(e.value, SauerError) and isinstance(e.value, OSError)
+    assert core.state is State.IDLE  # nothing was started
