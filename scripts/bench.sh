@@ -4,7 +4,7 @@
 # then issue 26's goals among them (a benchmark whose target is not the issue's counts as not met).
 # Each benchmark prints its goals as BENCH-RESULT lines (tests/benchmarks/_report.py); its whole
 # output is kept in build/bench/<name>.log. Benchmarks are bounded (tens of seconds to minutes each).
-# --long: the long forms too (bench_rss: a 30-minute run instead of 2 minutes).
+# --long: the long forms too (bench_rss: a 30-minute run instead of 4 minutes).
 # Exit status: 0 when every goal is met, 1 otherwise (a benchmark that fails or reports nothing counts).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

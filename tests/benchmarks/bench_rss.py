@@ -3,21 +3,24 @@
 Real servers on 127.0.0.1 (ioq3ded from Debian's openarena-server, not pure, and the venv's
 styly-netsync-server). `headcast run --mock look_around --q3 … --netsync … --no-mirror --duration D`
 runs as its own process; this one reads its resident set (/proc/PID/status VmRSS, and RssAnon: the
-heap, not the mapped files) once a second. After a warm-up (the first fifth of the run, at least
-30 s: arenas, caches and the servers' first snapshots settle) a least-squares line is fitted to the
-samples; its slope is the figure (kB/s). Goal (issue 26 item 7): flat — a slope under 0.1 kB/s
-(360 kB an hour; the leak found in the last session was 1.4 kB/s). The run is repeated `--runs`
-times; the verdict is the worst run's.
+heap, not the mapped files) once a second (all samples kept in LOG_DIR/runN.csv). After a warm-up
+(the first fifth of the run, at least 150 s: arenas, caches and the servers' first snapshots
+settle — a 2-minute run still rose 60 kB between 30 and 120 s, while the 30-minute run did not
+grow by one page from 150 s to 1,793 s) a least-squares line is fitted to the samples; its slope
+is the figure (kB/s). Goal (issue 26 item 7): flat — a slope under 0.1 kB/s (360 kB an hour; the
+leak found in the last session was 1.4 kB/s). The run is repeated `--runs` times; the verdict is
+the worst run's.
 
 `--trace` runs the app under tracemalloc instead: it dumps a snapshot every `--snap` seconds, and
 this script diffs the first snapshot after the warm-up against the last (by traceback line, the
 biggest growths first) — what grows in Python's own allocations. Tracemalloc's own tables grow RSS,
 so a traced run gives no RSS verdict.
 
-Bounded: the default (bash scripts/bench.sh) is one 120-s run; `bash scripts/bench.sh --long` (BENCH_LONG=1, or
+Bounded: the default (bash scripts/bench.sh) is one 4-minute run (150 s of warm-up, 90 s measured:
+0.1 kB/s would be 9 kB, two pages); `bash scripts/bench.sh --long` (BENCH_LONG=1, or
 `--minutes 30`) makes it the 30-minute run of the issue.
 
-    .venv/bin/python tests/benchmarks/bench_rss.py [--minutes 2] [--runs 1] [--trace]
+    .venv/bin/python tests/benchmarks/bench_rss.py [--minutes 4] [--runs 1] [--trace]
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from headcast.netcode.netsync.localserver import LocalNetSyncServer  # noqa: E40
 from headcast.netcode.q3.localserver import LocalQ3Server  # noqa: E402
 
 GOAL_KB_S = 0.1
+WARM_S = 150.0
 ROOT = HERE.parents[1]
 
 # The app under tracemalloc: a daemon thread dumps a snapshot every SNAP seconds into DIR.
@@ -153,14 +157,14 @@ def diff_snapshots(snap_dir: str, warm: float, every: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     long_run = os.environ.get("BENCH_LONG") == "1"
-    ap.add_argument("--minutes", type=float, default=30.0 if long_run else 2.0)
+    ap.add_argument("--minutes", type=float, default=30.0 if long_run else 4.0)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--trace", action="store_true", help="tracemalloc snapshots, diffed (no RSS verdict)")
     ap.add_argument("--snap", type=float, default=30.0, help="seconds between tracemalloc snapshots")
     ap.add_argument("--log-dir", default=None, help="where the app's stderr goes (default: a temporary folder)")
     args = ap.parse_args()
     seconds = args.minutes * 60
-    warm = max(30.0, seconds / 5)
+    warm = max(WARM_S, seconds / 5)
     logs = Path(args.log_dir or tempfile.mkdtemp(prefix="headcast-rss-log-"))
     logs.mkdir(parents=True, exist_ok=True)
     load0 = load_now()
@@ -168,6 +172,8 @@ def main() -> None:
     with LocalQ3Server(kind="ioq3", pure=False) as q3, LocalNetSyncServer(None, log_dir=logs) as ns:
         for run in range(args.runs):
             samples, snap_dir, summary = one_run(q3, ns, seconds, args.trace, args.snap, logs / f"run{run + 1}.err")
+            with open(logs / f"run{run + 1}.csv", "w") as f:
+                f.write("t_s,vmrss_kb,rssanon_kb\n" + "".join(f"{t:.2f},{v},{an}\n" for t, v, an in samples))
             kept = [s for s in samples if s[0] >= warm]
             if len(kept) < 10:
                 raise SystemExit(f"only {len(kept)} RSS samples after the {warm:.0f}-s warm-up")
