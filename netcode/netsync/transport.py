@@ -52,10 +52,12 @@ _MONITOR_EVENT = struct.Struct("=HI")
 SUB_RCVHWM = 8
 DEALER_HWM = 10  # the official client's value
 MAX_MESSAGES_PER_POLL = 256  # per socket: one turn never loops unboundedly on a flooding peer
-_SEND_MORE = zmq.SNDMORE | zmq.NOBLOCK
-_NOBLOCK = zmq.NOBLOCK
-_EVENTS = zmq.EVENTS
-_POLLIN = zmq.POLLIN
+# Plain ints: pyzmq's constants are enums, and `int & IntFlag` builds a new enum member each time
+# (a third of a swarm player's read cost).
+_SEND_MORE = int(zmq.SNDMORE | zmq.NOBLOCK)
+_NOBLOCK = int(zmq.NOBLOCK)
+_EVENTS = int(zmq.EVENTS)
+_POLLIN = int(zmq.POLLIN)
 
 
 @dataclass(frozen=True)
@@ -194,29 +196,32 @@ class NetSyncClient:
         """Drain both sockets (bounded) into the core."""
         if self.closed:
             return
+        more = self._drain(self._dealer, LANE_CONTROL, now)
+        self._more = self._drain(self._sub, LANE_ROOM, now) or more
+
+    def _drain(self, sock: zmq.Socket[bytes], lane: str, now: float) -> bool:
+        """Read `sock` until ZMQ_EVENTS shows no POLLIN (its FD's edge is re-armed only then);
+        True when MAX_MESSAGES_PER_POLL were read and more may wait."""
         core, metrics = self.core, self.metrics
-        more = False
-        for sock, lane in self._reads:
-            for _ in range(MAX_MESSAGES_PER_POLL):
-                if not sock.getsockopt(_EVENTS) & _POLLIN:  # type: ignore[arg-type, operator]
-                    break
-                frames = sock.recv_multipart(_NOBLOCK)
-                if metrics is not None:
-                    metrics("received_datagrams", 1)
-                    metrics("received_bytes", sum(map(len, frames)))
-                    if lane is LANE_ROOM:
-                        metrics("room_broadcasts", 1)
-                core.receive_datagram(Incoming(lane, frames), now)
-            else:
-                more = True
-        self._more = more
-        if self._transform is not None:
-            self._transform.getsockopt(_EVENTS)  # its FD's edge is re-armed only once its state is read
+        for _ in range(MAX_MESSAGES_PER_POLL):
+            if not sock.getsockopt(_EVENTS) & _POLLIN:  # type: ignore[operator]
+                return False
+            frames = sock.recv_multipart(_NOBLOCK)
+            if metrics is not None:
+                metrics("received_datagrams", 1)
+                metrics("received_bytes", sum(map(len, frames)))
+                if lane is LANE_ROOM:
+                    metrics("room_broadcasts", 1)
+            core.receive_datagram(Incoming(lane, frames), now)
+        return True
 
     def on_timer(self, now: float) -> None:
-        """Run the core's timers and send what is due (then read what came meanwhile)."""
+        """Run the core's timers and send what is due (then read what came meanwhile); the rest
+        of a read that stopped at its bound."""
         if self.closed:
             return
+        if self._more:
+            self.on_readable(now)
         self.core.handle_timer(now)
         self._flush(now)
 
@@ -239,14 +244,15 @@ class NetSyncClient:
             return False
         if self._lanes_for != core.protocol:
             self._choose_lanes()  # detected: from protocol 7 on, open the transform lane now
-        lanes, metrics = self._lanes, self.metrics
-        posed = control_failed = False
+        lanes, metrics, dealer = self._lanes, self.metrics, self._dealer
+        posed = control_failed = on_dealer = False
         for o in out:
             kind = o.kind
             if kind != "pose" and control_failed:
                 continue  # the control socket refused this batch: the core retries it whole
             room, payload = o.frames
             sock = lanes[o.lane]
+            on_dealer = on_dealer or sock is dealer
             # send_multipart's two parts, without its Python-level loop and checks. A multipart
             # message is queued whole or not at all: only the first part can meet a full queue or,
             # with IMMEDIATE, no connection.
@@ -264,7 +270,11 @@ class NetSyncClient:
             if metrics is not None:
                 metrics("sent_datagrams", 1)
                 metrics("sent_bytes", len(room) + len(payload))
-        self.on_readable(now)  # a send can consume a socket's FD edge: read what came meanwhile
+        if on_dealer and self._drain(dealer, LANE_CONTROL, now):
+            # A call into a socket processes its pending commands and can consume its FD's edge:
+            # read what came meanwhile. Only the control DEALER both sends and receives (the SUB
+            # never sends, the transform DEALER never receives).
+            self._more = True
         return posed
 
     def reconnect_control(self, now: float) -> None:

@@ -36,9 +36,15 @@ rooms one after another, and a player not answered asks again on a new control c
 ramp runs until every player is in (bounded: RAMP_BOUND s beyond the nominal ramp).
 
 Targets (issue 26): ≥ 64 Q3 VR players and ≥ 500 NetSync players on one core, all in, with no
-slipped tick. Each goal is printed as a BENCH-RESULT line (tests/benchmarks/_report.py) with the
-load at the start and end of its step; slipped ticks on a loaded machine are the scheduler's
-(other work): the load says how far to trust that figure.
+slipped tick; then ≥ 1,000 NetSync players per core of CPU: players ÷ the swarm's CPU (its
+process time over wall time, the ZeroMQ I/O thread included) at the largest step where every
+player is in and no tick slipped (a small step's fixed costs are not a player's); the min–max is
+over the steps of SCALE players or more that qualify. Each goal is printed as a BENCH-RESULT
+line (tests/benchmarks/_report.py) with the load at the start and end of its step; slipped ticks
+on a loaded machine are the scheduler's (other work): the load says how far to trust that
+figure. The NetSync players are real
+NetSyncClients (netcode/netsync/transport.py) sharing one ZeroMQ context, ticking on a 10 ms
+grid (app/swarm/players/netsync.py).
 
     .venv/bin/python tests/benchmarks/bench_swarm.py [--seconds 8] [--only q3|netsync|sauer]
 """
@@ -62,10 +68,12 @@ from headcast.app.swarm.players import RATES, Server
 # rooms what the swarm drives when every player gets in.
 STEPS = {
     "q3": ((8, 1), (32, 1), (64, 1)),
-    "netsync": ((8, 1), (32, 1), (64, 1), (128, 1), (256, 1), (500, 1), (500, 5)),
+    "netsync": ((8, 1), (32, 1), (64, 1), (128, 1), (256, 1), (500, 1), (500, 5), (500, 25), (1000, 50)),
     "sauer": ((8, 1), (32, 1), (64, 1), (128, 1)),
 }
 TARGETS = {"q3": 64, "netsync": 500}
+PER_CORE = {"netsync": 1000}  # players per core of the swarm's CPU, all in, 0 slipped ticks
+SCALE = 256  # steps this large show a player's cost, not the swarm's fixed costs
 MARKED = {"q3": 63}  # a Q3 observer sees only the players in its PVS: mark them all
 # styly-netsync-server 0.17.5 sends every member two control unicasts per join (its network
 # variables) through a 1024-message queue: at 100 joins/s a few hundred players never get their
@@ -180,6 +188,42 @@ def servers(proto: str):
     return srv, Server(*srv.address), srv.pid, srv.stop
 
 
+def per_core(proto: str, results: dict[tuple[int, int], dict]) -> None:
+    """Players per core of the swarm's CPU at the largest step with every player in and no
+    slipped tick (the min–max over the qualifying steps of SCALE players or more)."""
+    clean = {
+        k: r for k, r in results.items() if k[0] >= SCALE and r["joined"] == k[0] and r["slipped"] == 0 and r["cpu"] > 0
+    }
+    all_in = {k: r for k, r in results.items() if r["joined"] == k[0] and r["cpu"] > 0}
+    steps = [f"{k[0]}/{k[1]}r {k[0] / r['cpu']:.0f} ({r['slipped']} slipped)" for k, r in sorted(all_in.items())]
+    print(f"{proto}: players per core of CPU (all in): " + (", ".join(steps) or "no step had every player in"))
+    if clean:
+        figures = [k[0] / r["cpu"] for k, r in sorted(clean.items())]
+        top = max(clean, key=lambda k: (k[0], k[1]))
+        loads = list(clean[top]["load"])
+        note = "steps with every player in and 0 slipped ticks: " + ", ".join(
+            f"{k[0]} players/{k[1]} rooms at {r['cpu'] * 100:.0f} % CPU" for k, r in sorted(clean.items())
+        )
+        value, load = top[0] / clean[top]["cpu"], (loads[0], loads[-1])
+    else:
+        figures, value, load = [0.0], 0.0, None
+        note = "no step with every player in and 0 slipped ticks (the load says whether the scheduler slipped them)"
+        if all_in:
+            best = max(all_in, key=lambda k: k[0] / all_in[k]["cpu"])
+            note += f"; all in, ticks slipped: {best[0]} players at {all_in[best]['cpu'] * 100:.0f} % CPU"
+    report(
+        "swarm",
+        f"{proto}: players per core of CPU, all in, 0 slipped",
+        ">=",
+        PER_CORE[proto],
+        round(value),
+        " players",
+        runs=[round(f) for f in figures],
+        load=load,
+        note=note,
+    )
+
+
 def fmt(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
@@ -280,6 +324,8 @@ def main() -> int:
                     f"late p99 {fmt(r['late_p99'], '.1f')} ms",
                 )
                 report("swarm", f"{proto} players driven from one core", ">=", TARGETS[proto], best, " players")
+            if proto in PER_CORE:
+                per_core(proto, results)
         finally:
             stop()
     print("\n" + "\n".join(verdicts))
