@@ -72,6 +72,10 @@ STEPS = {
     "sauer": ((8, 1), (32, 1), (64, 1), (128, 1)),
 }
 TARGETS = {"q3": 64, "netsync": 500}
+# The step each "N players in / slipped ticks" goal is read at: the target's players, spread over
+# rooms where the server needs it. (1,000 over 50 rooms is what one styly-netsync-server on one
+# core takes: on this 2-core machine it is the server that runs out, at ~95 % of its core.)
+GOAL_STEP = {"q3": (64, 1), "netsync": (500, 5)}
 PER_CORE = {"netsync": 1000}  # players per core of the swarm's CPU, all in, 0 slipped ticks
 SCALE = 256  # steps this large show a player's cost, not the swarm's fixed costs
 MARKED = {"q3": 63}  # a Q3 observer sees only the players in its PVS: mark them all
@@ -233,6 +237,11 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=8.0, help="measured seconds per step (default 8)")
     ap.add_argument("--only", choices=tuple(STEPS), action="append", help="protocols to run (default all)")
     ap.add_argument("--pin", action="store_true", help="pin the swarm to one CPU and the server to another")
+    ap.add_argument(
+        "--steps",
+        metavar="N/R,...",
+        help="only these steps, players/rooms (e.g. 500/25,1000/50; default each protocol's STEPS)",
+    )
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     swarm_cpu, server_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 and args.pin else (None, None)
@@ -258,7 +267,10 @@ def main() -> int:
                 f"{'lost':>4} {'up kB/s':>8} {'down kB/s':>9}"
             )
             best = 0
-            for n, rooms in STEPS[proto]:
+            chosen = STEPS[proto]
+            if args.steps:
+                chosen = tuple(tuple(int(x) for x in (step + "/1").split("/")[:2]) for step in args.steps.split(","))
+            for n, rooms in chosen:
                 if proto == "netsync" and results:
                     # a fresh server per step: NetSync has no leave message, the last step's players
                     # time out on the server 5 s later, each removal a room-wide mapping again
@@ -298,7 +310,7 @@ def main() -> int:
                     + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})")
                 )
                 # the target step: the most players, spread over rooms where the server needs it
-                key = max(results, key=lambda k: (k[0], k[1]))
+                key = GOAL_STEP[proto] if GOAL_STEP[proto] in results else max(results)
                 r = results[key]
                 where = f"{key[0]} players" + (f" over {key[1]} rooms" if key[1] > 1 else "")
                 report(
