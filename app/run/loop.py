@@ -8,11 +8,13 @@ closed, so every server sees us disconnect) and is kept in `failure` for the cal
 
 The frame budget (issue 26; docs/performance.md): each step is one wake-up, and the work is spread
 over them rather than piled on some. Sends come first, right after the pose is located
-(motion-to-wire). A sink marked `deferrable` (a rate-capped stream: NetSync, Sauerbraten linked)
-skips its send on a frame where an earlier sink's bytes already went out, for at most MAX_DEFER
-frames in a row, so its bytes do not wait behind another protocol's; the sockets are drained on a
-frame that sent nothing (a Quake 3 command tick sends on 60 of the 90 frames a second), again
-waiting at most MAX_DEFER frames. What the polls read reaches the next frame's sends as before:
+(motion-to-wire). A sink marked `deferrable` (a stream on a grid of its own that a frame's delay
+does not slow: Sauerbraten's 30 Hz positions, linked) skips its send on a frame where an earlier
+sink's bytes already went out, for at most MAX_DEFER frames in a row, so its bytes do not wait
+behind another protocol's (NetSync's send policy counts its rate cap from the last send: held, it
+would send less often, so it is not deferrable); the sockets are drained on a frame that sent
+nothing (a Quake 3 command tick sends on 60 of the 90 frames a second), again waiting at most
+MAX_DEFER frames. What the polls read reaches the next frame's sends as before:
 drained after this frame's sends, before the next frame's.
 """
 

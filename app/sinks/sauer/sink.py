@@ -80,8 +80,8 @@ class SauerSink:
     ) -> None:
         self.world = world
         self.link = link  # a SauerLink, or None = offline
-        # A rate-capped stream: the loop may hold its send a frame or two (app/run/loop.py), off a
-        # frame whose wake-up already sent another protocol's bytes.
+        # The loop may hold its send a frame or two (app/run/loop.py), off a frame whose wake-up
+        # already sent another protocol's bytes: the positions' 30 Hz grid holds (the core's timer).
         self.deferrable = link is not None
         self.watcher = watcher  # a SauerWatcher on the same server (the demo), or None
         self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
