@@ -17,8 +17,8 @@ Runs headcast's test suite (pytest) after scripts/setup.sh. Two tiers:
                2. the `serial` tests (they measure rates, latencies and time bounds) after
                   it, two at a time (they wait on real time, using little CPU), so the
                   CPU-heavy tests of phase 1 cannot decide them;
-               3. the few tests that change a file others read (tests/tiers.py ALONE),
-                  one at a time.
+               3. the few tests that change a file others read or need the machine
+                  to themselves (tests/tiers.py ALONE), one at a time.
              About 9 minutes on 2 cores (one test at a time: 15-19 minutes).
   --fast     Only what needs no live server, no display, no real-time measurement and no
              long run (markers live, slow, display, fuzz, monado, platform_sim, heavy,
@@ -127,7 +127,7 @@ echo "test.sh: phase 2 of 3: the serial tests, two at a time, none of phase 1 be
 run serial ${serial_xdist[@]+"${serial_xdist[@]}"} ${args[@]+"${args[@]}"}
 rc2=$?
 t2=$(date +%s)
-echo "test.sh: phase 3 of 3: the tests that change what others read, one at a time" >&2
+echo "test.sh: phase 3 of 3: the tests that change what others read or need the machine alone, one at a time" >&2
 run alone ${args[@]+"${args[@]}"}
 rc3=$?
 t3=$(date +%s)

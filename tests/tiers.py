@@ -42,9 +42,15 @@ SERIAL: tuple[str, ...] = (
     "tests/monado/test_monado25.py",
 )
 
-# Tests that change a file other tests read (serial as well, and run in a phase of their own,
-# one at a time, with nothing beside them).
+# Tests that change a file other tests read, or whose real-time floors need the machine to
+# themselves (serial as well, and run in a phase of their own, one at a time, with nothing beside them).
 ALONE: tuple[str, ...] = (
+    # 133 players (32 Q3 at 60 Hz, 100 NetSync) on one loop beside ioq3ded and styly-netsync-server
+    # (11 s of CPU in 22 s, servers included), rates floored (60 Hz usercmds, 20 / 10 Hz relays).
+    # At load 3-5 on 2 cores the generator flagged slipped ticks in every second (12-36 % of its Q3
+    # ticks), so its own rule (the report's server_view: only the seconds without a slip) leaves
+    # no second to judge, and a starved ioq3ded sent fewer snapshots (18.2 Hz): the neighbours'.
+    "tests/swarm/test_live.py::test_32_q3_and_100_netsync_players_match_the_servers_logs",
     # ages the built xr/_fastframe*.so for a moment: beside it, fastframe.build() rebuilds it and
     # fastframe.load() refuses it (a test of the native path would run on ctypes)
     "tests/app/test_cli.py::test_doctor_says_when_a_native_helper_is_switched_off_or_missing",
