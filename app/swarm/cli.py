@@ -124,7 +124,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=16,
         metavar="M",
         help="players per protocol whose updates the observers match (default 16; a Quake 3 "
-        "observer sees only the players in its potentially visible set)",
+        "observer sees only the players alive in its potentially visible set: a map with fewer "
+        "spawn points than players kills one at each join beyond them)",
     )
     p.add_argument("--room", default="default_room", type=room_id, help="NetSync room (default default_room)")
     p.add_argument(
