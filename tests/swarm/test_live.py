@@ -102,8 +102,10 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         )
         assert left == ours["q3"]  # each once: a clean leave, no "Server command overflow" drop
         # sv_fps 20, snaps 20: each player got 20 snapshots a second; 60 usercmd packets went up
-        assert 19.0 <= rq["broadcast_hz"]["p50"] <= 20.5
-        assert 0.9 * 60 * Q3_PLAYERS * 8 < rq["up"]["messages"]
+        # (a floor missed: the generator's own slips and late ticks say whether it was starved; the
+        # test runs alone, tests/tiers.py)
+        assert 19.0 <= rq["broadcast_hz"]["p50"] <= 20.5, (rq["broadcast_hz"], rq["generator"])
+        assert 0.9 * 60 * Q3_PLAYERS * 8 < rq["up"]["messages"], (rq["up"]["messages"], rq["generator"])
         # the observer matched the marked players' yaw steps (5 a second each, of those in its
         # PVS), relayed within the server's 50 ms frame plus our tick
         assert rq["relay"]["delivered"] >= 50, rq["relay"]
@@ -117,7 +119,7 @@ def test_32_q3_and_100_netsync_players_match_the_servers_logs():
         # one line per client when the server numbers it, with its deviceId's first 8 characters
         assigned = re.findall(r"Assigned client number (\d+) to device ID (\w{8})\.\.\. in room default_room", nlog)
         assert sorted((int(n), d) for n, d in assigned) == sorted(ours_ids)
-        assert 9.0 <= rn["broadcast_hz"]["p50"] <= 10.5  # transform_broadcast_rate 10
+        assert 9.0 <= rn["broadcast_hz"]["p50"] <= 10.5, (rn["broadcast_hz"], rn["generator"])  # broadcast rate 10
         assert rn["relay"]["delivered"] >= 24 * 5 * 8 and rn["relay"]["lost"] <= 0.02 * rn["relay"]["delivered"], rn[
             "relay"
         ]
