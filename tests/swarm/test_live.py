@@ -11,12 +11,13 @@ logged themselves:
   The Quake 3 map has a spawn point for every player: czest1tourney (OpenArena's 0.8.1 maps,
   95 `info_player_deathmatch`), not the default oa_dm1 (7). With every spawn point taken, ioq3
   spawns the next player on the map's first one and kills whoever stands there (`Kill: … by
-  MOD_TELEFRAG`); swarm players never press fire to respawn, so on oa_dm1 about 25 of the 32
-  stayed corpses for the whole run, and a corpse's view is no relay of ours. The observer then
-  matched the yaw of the few alive in its potentially visible set, and in some runs of none of
-  them: `delivered 0, lost 0` (observer.py counts a corpse as out of sight, rightly). On
-  czest1tourney nobody dies (the log holds no telefrag: checked) and the observer saw all 24
-  marked players in every snapshot of the runs measured.
+  MOD_TELEFRAG`); swarm players never press fire to respawn, so on oa_dm1 24 of the 32 (in
+  each of 4 runs) stayed corpses to the end, and a corpse's view is no relay of ours. The
+  observer then matched the yaw of the few alive in its potentially visible set (1 to 4 of the
+  marked for more than a moment in those runs), in some runs of none: `delivered 0, lost 0`
+  (observer.py counts a corpse as out of sight, rightly). On czest1tourney nobody dies (the log
+  holds no telefrag: checked) and the observer saw all 24 marked players in every snapshot of
+  the 8 runs measured.
 - `headcast swarm 6 --sauer` (the command, in a subprocess) against cube2-server, stopped by
   SIGINT: each player leaves (cube2 logs `disconnected client (ADDRESS)` per client, and
   the players' own source addresses 127.0.0.2… show in its log), the report is written.
