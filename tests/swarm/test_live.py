@@ -17,7 +17,7 @@ logged themselves:
   marked for more than a moment in those runs), in some runs of none: `delivered 0, lost 0`
   (observer.py counts a corpse as out of sight, rightly). On czest1tourney nobody dies (the log
   holds no telefrag: checked) and the observer saw all 24 marked players in every snapshot of
-  the 8 runs measured.
+  the 6 runs where that was recorded.
 - `headcast swarm 6 --sauer` (the command, in a subprocess) against cube2-server, stopped by
   SIGINT: each player leaves (cube2 logs `disconnected client (ADDRESS)` per client, and
   the players' own source addresses 127.0.0.2… show in its log), the report is written.
