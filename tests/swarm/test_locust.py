@@ -291,6 +291,15 @@ def test_swarm_locust_flag_takes_one_protocol():
     assert r.returncode == 2 and "one protocol per Locust run" in r.stderr
 
 
+def numbered_and_told(log_path, players: int = 6) -> bool:
+    """The server numbered `players` clients and has sent the room its device-ID mappings since the
+    last number (it assigns a number at once and sends the mappings up to 0.5 s later, debounced:
+    a player is in only once its mapping came)."""
+    log = log_path.read_text(errors="replace")
+    last = log.rfind("Assigned client number")
+    return log.count("Assigned client number") >= players and "Broadcasted ID mappings" in log[last:]
+
+
 def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path, netsync_server):
     """Ctrl-C (SIGINT to headcast's PID; Locust runs in its own process group, so a terminal's
     Ctrl-C reaches headcast only) mid-run: headcast sends Locust one SIGTERM (its clean stop, without
@@ -323,9 +332,7 @@ def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path
     )
     try:
         wait_for(
-            lambda: netsync_server.log_path.read_text(errors="replace").count("Assigned client number") >= 6,
-            45,
-            "the server to number every player",
+            lambda: numbered_and_told(netsync_server.log_path), 45, "the server to number every player and tell them"
         )
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=40)
