@@ -165,6 +165,10 @@ def main() -> None:
     args = ap.parse_args()
     seconds = args.minutes * 60
     warm = max(WARM_S, seconds / 5)
+    if seconds < warm + 60:
+        ap.error(
+            f"--minutes {args.minutes:g}: at least {(WARM_S + 60) / 60:g} ({WARM_S:g} s of warm-up, 60 s measured)"
+        )
     logs = Path(args.log_dir or tempfile.mkdtemp(prefix="headcast-rss-log-"))
     logs.mkdir(parents=True, exist_ok=True)
     load0 = load_now()
