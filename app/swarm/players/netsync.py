@@ -43,6 +43,7 @@ class NetSyncPlayer(Player):
     map it): the hello heartbeat alone, and this player's retries (`_ask_again`)."""
 
     proto = "netsync"
+    broadcast_counter = "room_broadcasts"  # the transport's counter for one room broadcast
     context: Any = None  # the shared zmq.Context, made on first use
     latency = JoinLatency()  # this process's recent joins: the retries' first wait
     # The loop starts a new NetSync player only while fewer than this many are waiting for their
@@ -70,7 +71,6 @@ class NetSyncPlayer(Player):
         self.marker: SeqLog | None = None  # (a NetSync player's board marker is a SeqLog)
         self._next: float | None = None
         self._attempt_at = 0.0
-        self._now = 0.0  # the time of the call being served (the metrics hook has none)
         self.silent = False
         self._join_failed = False  # counted once per attempt
         self._retry_at: float | None = None
@@ -98,7 +98,7 @@ class NetSyncPlayer(Player):
             NetSyncPlayer.context = zmq.Context(io_threads=1)
             # ZeroMQ's default is 1023 sockets per context: 341 players of three sockets each.
             NetSyncPlayer.context.set(zmq.MAX_SOCKETS, ZMQ_MAX_SOCKETS)
-        self.started_at = self._attempt_at = self._now = now
+        self.started_at = self._attempt_at = self.now = now
         srv = self.server
         self.client = NetSyncClient(
             srv.host,
@@ -107,28 +107,18 @@ class NetSyncPlayer(Player):
             transform_port=srv.transform_port or srv.port + 2,
             context=NetSyncPlayer.context,
             core=self.core,
-            metrics=self._count,
+            metrics=self.count,
             now=now,
         )
         self._retry_wait = self.latency.first_retry()
         self._retry_at = now + self._retry_wait * (1.0 + self._rng.uniform(-RETRY_JITTER, RETRY_JITTER))
         self._next = math.ceil(now / TICK_GRID) * TICK_GRID
 
-    def _count(self, name: str, n: int) -> None:
-        """The transport's metrics hook → the swarm's metrics (per message; the datagram counts
-        are implied by the byte counts' calls)."""
-        if name == "received_bytes":
-            self.metrics.received("netsync", self.index, n, self._now)
-        elif name == "sent_bytes":
-            self.metrics.sent("netsync", self.index, n, self._now)
-        elif name == "room_broadcasts":
-            self.metrics.broadcast("netsync", self.index, self._now)
-
     def on_readable(self, now: float) -> None:
         client = self.client
         if self.closed or client is None:
             return
-        self._now = now
+        self.now = now
         client.on_readable(now)
         self._events(now)
 
@@ -141,7 +131,7 @@ class NetSyncPlayer(Player):
         client = self.client
         if self.closed or client is None or self._next is None:
             return
-        self._now = now
+        self.now = now
         if now >= self._next:
             self._tick(now, self._next, client)
         if not self.joined:
