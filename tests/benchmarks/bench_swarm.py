@@ -178,7 +178,11 @@ def servers(proto: str):
     if proto == "q3":
         from headcast.netcode.q3.localserver import LocalQ3Server
 
-        srv = LocalQ3Server(kind="ioq3", extra_cvars={"sv_maxclients": "64", "com_hunkmegs": "192"}).start()
+        # czest1tourney: 95 spawn points, so 64 players all spawn alive (oa_dm1 has 7: the rest are
+        # telefragged and stay dead, out of every observer's sight: tests/swarm/test_live.py).
+        srv = LocalQ3Server(
+            kind="ioq3", map_name="czest1tourney", extra_cvars={"sv_maxclients": "64", "com_hunkmegs": "192"}
+        ).start()
         return srv, Server(*srv.address), srv.pid, srv.stop
     if proto == "netsync":
         from headcast.netcode.netsync.localserver import LocalNetSyncServer
