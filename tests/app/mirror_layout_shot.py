@@ -96,13 +96,9 @@ class VanillaQ3Link:
         names = {1: "^1Vera", 2: "vr\\1", 3: LONG_NAME}
         players = tuple(player_entity(es, names[es.number]) for es in states)
         # six on the server: us, the three in this snapshot and two out of our view
-        self.client = SimpleNamespace(
-            core=SimpleNamespace(
-                entities=SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players),
-                last_cmd_time=0,
-                player_count=6,
-            )
-        )
+        self.entities = SnapshotEntities(1, 1000, 0, OWN_ORIGIN, (0.0, 0.0, 0.0), players)
+        self.last_cmd_time = 0
+        self.player_count = 6
         self.view_angles = None
         self.ps = None  # a vanilla server's playerState carries no head decode
         self.eflags = 0
@@ -115,7 +111,7 @@ class VanillaQ3Link:
     def send(self, intent, now: float):
         """The server runs the usercmd at once: its snapshot shows our view, matched."""
         self.view_angles = tuple(view_angle(angle2short(a)) for a in intent.angles)
-        self.client.core.last_cmd_time += 16
+        self.last_cmd_time += 16
         self.snapshots += 1
         self.check.matched += 1
         self.last_error = 0.0
