@@ -297,10 +297,12 @@ def test_run_detects_each_servers_protocol_and_joins(netsync_release):
             msg = json.loads(line)
             if msg["type"] == "status":
                 ns = next(s for s in msg["sinks"] if s["name"] == "netsync")
-                if ns["state"] == "connected":
+                # connected and sending: the frame loop sends before it reads the sockets, so the
+                # status line can say "connected" before the first pose has gone out
+                if ns["state"] == "connected" and ns["send_hz"] > 0:
                     joined = ns
                     break
-            assert time.monotonic() < deadline, "not connected within 20 s"
+            assert time.monotonic() < deadline, "not connected and sending within 20 s"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
