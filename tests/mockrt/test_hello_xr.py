@@ -82,8 +82,13 @@ def start(hello_xr: str, space: str, manifest: Path, display: str, shim: Path, t
 
 
 def mock_log(tmp_path: Path) -> list[dict]:
+    """The mock runtime's log so far: its complete lines (the runtime may be writing the last one
+    while a poll reads the file; that line is read whole on the next poll)."""
     file = tmp_path / "mock.jsonl"
-    return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
+    if not file.exists():
+        return []
+    text = file.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
 
 
 def rendered(events: list[dict]) -> int:
