@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable
 
-from .wire import UINT_MAX, UINT_MIN, Reader, SauerDecodeError, put_int, put_uint
+from .wire import UINT_MAX, UINT_MIN, Reader, SauerDecodeError, put_uint
 
 N_POS = 4
 DMF = 16  # coordinate scale
@@ -41,6 +41,8 @@ _COORD_MIN, _COORD_MAX = -(1 << 23), (1 << 23) - 1  # 3 bytes, sign-extended fro
 Vec3 = tuple[float, float, float]
 
 _F32 = struct.Struct("<f")
+_F32_8 = struct.Struct("<8f")
+_U16_4 = struct.Struct("<4H")
 
 
 def _f32(x: float) -> float:
@@ -104,6 +106,28 @@ class NPos:
     gameclip: bool = False
 
     def __post_init__(self) -> None:
+        o, falldir = self.o, self.falldir
+        if (  # one expression for the common case: every field in range (the loop below names the first not)
+            UINT_MIN <= self.cn <= UINT_MAX
+            and 0 <= self.physstate <= 7
+            and (self.lifebit == 0 or self.lifebit == 1)
+            and -1 <= self.move <= 1
+            and -1 <= self.strafe <= 1
+            and len(o) == 3
+            and _COORD_MIN <= o[0] <= _COORD_MAX
+            and _COORD_MIN <= o[1] <= _COORD_MAX
+            and _COORD_MIN <= o[2] <= _COORD_MAX
+            and 0 <= self.dir <= 0xFFFF
+            and 0 <= self.roll <= 0xFF
+            and 0 <= self.vel <= 0xFFFF
+            and 0 <= self.veldir <= 0xFFFF
+            and 0 <= self.fall <= 0xFFFF
+            and (falldir is None or (0 <= falldir <= 0xFFFF and self.fall > 0))
+            and type(self.move) is int  # (a float move in range would pass the comparisons)
+            and type(self.strafe) is int
+            and type(self.lifebit) is int
+        ):
+            return
         checks = (
             (UINT_MIN <= self.cn <= UINT_MAX, "cn"),
             (0 <= self.physstate <= 7, "physstate"),
@@ -291,32 +315,56 @@ def make_npos(
     `eye` is the player's `o` (eye position); z is sent as feet height `o.z − eyeheight`.
     The view yaw is first brought into [0, 360) as the game's fixcamerarange keeps it.
     Raises ValueError for non-finite input or a position outside the 24-bit coordinate range.
+
+    A client sends one 30 times a second on the app's frame thread (issue 26), where every Python
+    call costs microseconds: the float32 steps are taken several values per struct call and the
+    common cases (no velocity, no fall) written out; the results are the step-by-step ones.
     """
-    if not all(math.isfinite(v) for v in (*eye, yaw, pitch, roll, *vel, *falling, eyeheight)):
+    x0, y0, z0 = eye
+    vx, vy, vz = vel
+    fx, fy, fz = falling
+    # x - x is 0.0 for every finite x and NaN for an infinity or a NaN: one test for all of them
+    if ((x0 - x0) + (y0 - y0) + (z0 - z0) + (yaw - yaw) + (pitch - pitch) + (roll - roll) + (vx - vx) + (vy - vy)) + (
+        (vz - vz) + (fx - fx) + (fy - fy) + (fz - fz) + (eyeheight - eyeheight)
+    ) != 0.0:
         raise ValueError("make_npos: non-finite player state")
-    ex, ey, ez = (_f32(c) for c in eye)
-    feet = (ex, ey, _f32(ez - _f32(eyeheight)))
-    o = (
-        _trunc(feet[0] * DMF, "position"),
-        _trunc(feet[1] * DMF, "position"),
-        _trunc(feet[2] * DMF, "position"),
-    )  # ·16 of a float is exact
-    if not all(_COORD_MIN <= c <= _COORD_MAX for c in o):
+    try:
+        ex, ey, ez, eh, r32, vx, vy, vz = _F32_8.unpack(_F32_8.pack(x0, y0, z0, eyeheight, roll, vx, vy, vz))
+        fz32 = _F32.unpack(_F32.pack(ez - eh))[0]
+        roll_part = int(_F32.unpack(_F32.pack(r32 + 90.0))[0])
+    except OverflowError:
+        for v in (*eye, eyeheight, roll, *vel):
+            _f32(v)  # raises the ValueError naming the value
+        _f32(_f32(eye[2]) - _f32(eyeheight))
+        raise
+    feet = (ex, ey, fz32)
+    o = (int(ex * DMF), int(ey * DMF), int(fz32 * DMF))  # ·16 of a float is exact
+    if not (_COORD_MIN <= o[0] <= _COORD_MAX and _COORD_MIN <= o[1] <= _COORD_MAX and _COORD_MIN <= o[2] <= _COORD_MAX):
         raise ValueError(f"position {feet} is outside Sauerbraten's 24-bit coordinate range")
-    speed, veldir, _ = _speed_dir(vel, "vel")
-    fall, fall_dir, (fx, fy, fz) = _speed_dir(falling, "falling")
-    falldir: int | None = fall_dir
-    if fall == 0 or (fx == 0.0 and fy == 0.0 and fz <= 0.0):
-        falldir = None  # no fall block, or straight down: the receiver assumes (0, 0, −1)
+    if vx == 0.0 and vy == 0.0 and vz == 0.0:
+        speed, veldir = 0, _ZERO_DIR
+    else:
+        speed, veldir, _ = _speed_dir((vx, vy, vz), "vel")  # (already float32: unchanged)
+    if fx == 0.0 and fy == 0.0 and fz == 0.0:
+        fall, falldir = 0, None  # no fall block
+    else:
+        fall, fall_dir, (fx, fy, fz) = _speed_dir(falling, "falling")
+        falldir = fall_dir
+        if fall == 0 or (fx == 0.0 and fy == 0.0 and fz <= 0.0):
+            falldir = None  # no fall block, or straight down: the receiver assumes (0, 0, −1)
+    b = move & 3
+    m = -1 if b & 2 else b
+    b = strafe & 3
+    s = -1 if b & 2 else b
     return NPos(
         cn=cn,
         physstate=physstate & 7,
         lifebit=lifesequence & 1,
-        move=_two_bit(move),
-        strafe=_two_bit(strafe),
+        move=m,
+        strafe=s,
         o=o,
         dir=pack_dir(normalize_yaw(yaw), pitch),
-        roll=min(max(_trunc(_f32(_f32(roll) + 90.0), "roll"), 0), 180),
+        roll=min(max(roll_part, 0), 180),
         vel=speed,
         veldir=veldir,
         fall=fall,
@@ -336,35 +384,45 @@ def _two_bit(v: int) -> int:
 
 def encode_npos(rec: NPos) -> bytes:
     """The record's bytes, from the N_POS type byte on, with sendposition's field layout."""
-    out = bytearray()
-    put_int(out, N_POS)
-    put_uint(out, rec.cn)
+    cn, (x, y, z), vel, fall, falldir = rec.cn, rec.o, rec.vel, rec.fall, rec.falldir
+    out = bytearray((N_POS,))  # putint(N_POS): one byte
+    if 0 <= cn < 1 << 7:
+        out.append(cn)  # putuint's one-byte form (client numbers are small)
+    else:
+        put_uint(out, cn)
     out.append(rec.physstate | rec.lifebit << 3 | (rec.move & 3) << 4 | (rec.strafe & 3) << 6)
     flags = 0
-    for bit, c in zip(_F_XYZ3, rec.o):
-        if c < 0 or c > 0xFFFF:
-            flags |= bit
-    if rec.vel > 0xFF:
+    if x < 0 or x > 0xFFFF:
+        flags |= 1  # _F_XYZ3
+    if y < 0 or y > 0xFFFF:
+        flags |= 2
+    if z < 0 or z > 0xFFFF:
+        flags |= 4
+    if vel > 0xFF:
         flags |= _F_VEL2
-    if rec.fall > 0:
+    if fall > 0:
         flags |= _F_FALL
-        if rec.fall > 0xFF:
+        if fall > 0xFF:
             flags |= _F_FALL2
-        if rec.falldir is not None:
+        if falldir is not None:
             flags |= _F_FALLDIR
     if rec.gameclip:
         flags |= _F_GAMECLIP
-    put_uint(out, flags)
-    for bit, c in zip(_F_XYZ3, rec.o):
-        out += (c & 0xFFFFFF).to_bytes(3 if flags & bit else 2, "little")
-    out += rec.dir.to_bytes(2, "little")
+    put_uint(out, flags)  # (flags ≥ 128 with gameclip: two bytes)
+    if flags & 7 == 0:  # the common case: three 2-byte coordinates and the direction word in one go
+        out += _U16_4.pack(x, y, z, rec.dir)
+    else:
+        out += (x & 0xFFFFFF).to_bytes(3 if flags & 1 else 2, "little")
+        out += (y & 0xFFFFFF).to_bytes(3 if flags & 2 else 2, "little")
+        out += (z & 0xFFFFFF).to_bytes(3 if flags & 4 else 2, "little")
+        out += rec.dir.to_bytes(2, "little")
     out.append(rec.roll)
-    out += rec.vel.to_bytes(2 if flags & _F_VEL2 else 1, "little")
+    out += vel.to_bytes(2 if flags & _F_VEL2 else 1, "little")
     out += rec.veldir.to_bytes(2, "little")
-    if rec.fall > 0:
-        out += rec.fall.to_bytes(2 if flags & _F_FALL2 else 1, "little")
-        if rec.falldir is not None:
-            out += rec.falldir.to_bytes(2, "little")
+    if fall > 0:
+        out += fall.to_bytes(2 if flags & _F_FALL2 else 1, "little")
+        if falldir is not None:
+            out += falldir.to_bytes(2, "little")
     return bytes(out)
 
 
