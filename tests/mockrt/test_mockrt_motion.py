@@ -339,3 +339,26 @@ def test_stopped_and_step_clocks(mock, session, tmp_path):
     mock.set_clock(0)
     with pytest.raises(mockrt.MockControlError, match="real clock"):
         mock.advance_clock(1)
+
+
+def test_a_time_located_again_sees_every_change(mock, session, tmp_path):
+    """The runtime samples its devices once per time asked for and answers a frame's locates at that
+    time from the sample (as a tracker does per display time); a pose or tracking change, a motion
+    loaded or cleared shows at that same time at once."""
+    all_flags = 0xF
+    motion = tmp_path / "up.motion"
+    motion.write_text("timebase frames\n0 /user/head pos 0 5 0\n")
+    with session() as h:
+        t = h.at(5)
+        assert pos(h.locate(h.view, t).pose) == pytest.approx((0, 1.6, 0))
+        assert pos(h.locate(h.view, t).pose) == pytest.approx((0, 1.6, 0))
+        mock.set_pose("/user/head", (1, 2, 3))
+        assert pos(h.locate(h.view, t).pose) == pytest.approx((1, 2, 3))
+        mock.set_tracking("/user/head", 0)
+        assert h.locate(h.view, t).location_flags == 0
+        mock.set_tracking("/user/head", all_flags)
+        assert h.locate(h.view, t).location_flags == all_flags
+        mock.load_motion(motion)
+        assert pos(h.locate(h.view, t).pose) == pytest.approx((0, 5, 0))  # the track sets all three
+        mock.clear_motion()
+        assert pos(h.locate(h.view, t).pose) == pytest.approx((1, 2, 3))

@@ -338,6 +338,9 @@ typedef struct {
     float in[2][NIN][2];
 } Devices;
 static Devices g_dev;
+/* Bumped whenever g_dev or a motion file changes: devices_at() keeps the devices it computed for
+ * one time while this and the time stay the same. */
+static uint64_t g_dev_gen = 1;
 
 typedef struct {
     int64_t count, stops, duration;
@@ -346,6 +349,7 @@ typedef struct {
 static Haptic g_haptic[2];
 
 static void devices_default(void) {
+    g_dev_gen++;
     static const float pos[NPOSE][3] = {
         {0, 1.6f, 0}, {-0.2f, 1.3f, -0.3f}, {-0.2f, 1.3f, -0.25f}, {0.2f, 1.3f, -0.3f},
         {0.2f, 1.3f, -0.25f}};
@@ -632,6 +636,7 @@ static Motion g_motion[NSLOTS];
 static int g_motion_by_control[NSLOTS];
 
 static void motion_free(Motion *m) {
+    g_dev_gen++; /* (also a successful load: it frees the slot's old motion) */
     for (int i = 0; i < m->ntracks; i++) free(m->tracks[i].keys);
     free(m->tracks);
     free(m->cues);
@@ -1170,8 +1175,14 @@ static XrTime clock_query(void) {
 }
 
 /* Motion commands (!focus, !exit, ...) that fell due by the runtime clock. */
-static void session_tick(void) {
-    if (g_session && g_session->running) motion_cues(runtime_now() - g_session->epoch);
+static int cues_pending(void) {
+    for (int s = 0; s < NSLOTS; s++)
+        if (g_motion[s].loaded && g_motion[s].next_cue < g_motion[s].ncues) return 1;
+    return 0;
+}
+
+static void session_tick(void) { /* no cue left (most motions have none): no clock read */
+    if (g_session && g_session->running && cues_pending()) motion_cues(runtime_now() - g_session->epoch);
 }
 
 /* Time since the running session's begin (motion time), -1 when no session runs. */
@@ -2235,8 +2246,24 @@ static XrSpaceLocationFlags space_world(XrSpace sp, const Devices *d, XrPosef *o
     return flags;
 }
 
-/* The devices at XrTime t: the motions at that time of the running session. */
-static void devices_at(XrTime t, Devices *d) { motions_at(session_dt(t), d); }
+/* The devices at XrTime t: the motions at that time of the running session. A frame asks for one
+ * time over and over (xrLocateSpace per space at its predicted display time, as a real runtime
+ * samples its tracker once per display time and answers every locate from that sample): the
+ * devices are computed once per time and kept while the time, the devices and the motions stay the
+ * same (g_dev_gen). The pointer is valid until the next call. */
+static const Devices *devices_at(XrTime t) {
+    static struct {
+        uint64_t gen;
+        XrTime dt;
+        Devices d;
+    } memo;
+    XrTime dt = session_dt(t);
+    if (memo.gen != g_dev_gen || memo.dt != dt) {
+        motions_at(dt, &memo.d);
+        memo.gen = g_dev_gen, memo.dt = dt;
+    }
+    return &memo.d;
+}
 
 /* strict: poses are known from 1 s before the runtime clock to 0.5 s after it; outside that the
  * runtime cannot locate (the spec lets it clear the valid bits), as a real tracker's history and
@@ -2268,9 +2295,8 @@ API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
     CHECK_TYPE(loc, XR_TYPE_SPACE_LOCATION);
     if (t <= 0) return XR_ERROR_TIME_INVALID;
     session_tick();
-    Devices d;
-    devices_at(t, &d);
-    loc->locationFlags = locate(sp, base, &d, time_locatable(t), &loc->pose);
+    const Devices *d = devices_at(t);
+    loc->locationFlags = locate(sp, base, d, time_locatable(t), &loc->pose);
     for (XrBaseOutStructure *n = loc->next; n; n = n->next)
         if (n->type == XR_TYPE_SPACE_VELOCITY) {
             XrSpaceVelocity *v = (XrSpaceVelocity *)n;
@@ -2293,11 +2319,10 @@ API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocat
     for (uint32_t i = 0; i < info->spaceCount; i++)
         if (!obj_live(info->spaces[i], OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
     session_tick();
-    Devices d;
-    devices_at(info->time, &d);
+    const Devices *d = devices_at(info->time);
     int known = time_locatable(info->time);
     for (uint32_t i = 0; i < info->spaceCount; i++)
-        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, &d, known, &locs->locations[i].pose);
+        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, d, known, &locs->locations[i].pose);
     return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
@@ -2313,10 +2338,9 @@ API xrLocateViews(XrSession s, const XrViewLocateInfo *info, XrViewState *vs, ui
     if (info->displayTime <= 0) return XR_ERROR_TIME_INVALID;
     TWO_CALL(capacity, countOut, 2, views);
     session_tick();
-    Devices d;
-    devices_at(info->displayTime, &d);
-    XrPosef head = d.pose[P_HEAD], wb, inv;
-    XrSpaceLocationFlags f = d.flags[F_HEAD] & space_world(info->space, &d, &wb);
+    const Devices *d = devices_at(info->displayTime);
+    XrPosef head = d->pose[P_HEAD], wb, inv;
+    XrSpaceLocationFlags f = d->flags[F_HEAD] & space_world(info->space, d, &wb);
     if (!time_locatable(info->displayTime)) f = 0;
     inv = pose_inverse(&wb);
     vs->viewStateFlags = f;
@@ -2716,14 +2740,13 @@ API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
     int focused = s->state == XR_SESSION_STATE_FOCUSED;
     /* inputs as they are now by the runtime clock, as a real runtime samples its controllers */
     XrTime t = runtime_now();
-    Devices d;
-    devices_at(t, &d);
+    const Devices *d = devices_at(t);
     for (int k = 0; k < s->nattached; k++) {
         XrActionSet set = s->attached[k];
         int active = 0;
         for (uint32_t i = 0; i < info->countActiveActionSets; i++)
             active |= info->activeActionSets[i].actionSet == set;
-        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], &d, t, active && focused);
+        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], d, t, active && focused);
     }
     return focused ? XR_SUCCESS : XR_SESSION_NOT_FOCUSED;
 }
@@ -3009,6 +3032,7 @@ EXPORT int mockxr_set_pose(const char *path, float px, float py, float pz, float
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
     g_dev.pose[i] = (XrPosef){{qx, qy, qz, qw}, {px, py, pz}};
+    g_dev_gen++;
     return 0;
 }
 
@@ -3016,9 +3040,8 @@ EXPORT int mockxr_get_pose(const char *path, float out[7]) {
     LOCKED;
     int i = path ? pose_index(path) : -1;
     if (i < 0) return set_error("not a pose path: %s", path ? path : "(null)"), -1;
-    Devices d;
-    devices_at(runtime_now(), &d);
-    const XrPosef *p = &d.pose[i];
+    const Devices *d = devices_at(runtime_now());
+    const XrPosef *p = &d->pose[i];
     float v[7] = {p->position.x, p->position.y, p->position.z, p->orientation.x, p->orientation.y,
                   p->orientation.z, p->orientation.w};
     memcpy(out, v, sizeof v);
@@ -3031,6 +3054,7 @@ static int set_input(const char *path, int want_dims, float x, float y) {
     if (dims != want_dims) return set_error("%s takes %d value(s)", path, dims), -1;
     g_dev.in[i / NIN][i % NIN][0] = x;
     g_dev.in[i / NIN][i % NIN][1] = y;
+    g_dev_gen++;
     return 0;
 }
 
@@ -3043,6 +3067,7 @@ EXPORT int mockxr_set_tracking(const char *path, uint64_t flags) {
     int i = path ? flags_index(path) : -1;
     if (i < 0) return set_error("tracking flags take /user/head, /user/hand/left or /user/hand/right"), -1;
     g_dev.flags[i] = flags & ALL_FLAGS;
+    g_dev_gen++;
     return 0;
 }
 
