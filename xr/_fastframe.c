@@ -18,6 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <openxr/openxr.h>
 #include <string.h>
@@ -175,6 +176,12 @@ typedef struct {
     XrPosef pose_at[NLOCATE]; /* the location it was built from */
     int timing;              /* set_timing(True): each call fills ns (timings() reads it) */
     int64_t ns[NTIMES];
+    /* The session's frame state, for the calls made without it (poll(time_ns), step(offset),
+     * frame(), run()): each frame returned counts (seq += 1, last_time = its time), so the session's
+     * poll can be this C method itself, with no Python call around it (cold, one costs ~8 us). */
+    long long seq, last_time;
+    PyObject *profiles, *focused; /* the (left, right) tuple and the bool the frames carry */
+    PyObject *on_failure;         /* None, or on_failure(step, result): raises the session's error */
 } FrameCalls;
 
 /* The timing array of this call (zeroed, its start noted in T_WHOLE), or NULL when timing is off. */
@@ -344,13 +351,53 @@ static PyObject *finish(FrameCalls *s, int step, PyObject *seq, PyObject *profil
 }
 
 static int frame_args(Py_ssize_t n, Py_ssize_t want) {
-    if (n == want) return 1;
-    PyErr_Format(PyExc_TypeError, "expected %zd arguments, got %zd", want, n);
+    if (n == want || n == want - 3) return 1;
+    PyErr_Format(PyExc_TypeError, "expected %zd arguments (or %zd: the state's), got %zd", want, want - 3, n);
     return 0;
+}
+
+/* The call's (seq, profiles, focused): its own arguments, or (stateful: NULL) the object's state. */
+typedef struct {
+    PyObject *seq, *profiles, *focused;
+    int owned; /* seq is a new reference (the state's) */
+} FrameArgs;
+
+static int state_args(FrameCalls *s, FrameArgs *a) {
+    if (!s->profiles || !s->focused) {
+        PyErr_SetString(PyExc_AttributeError, "FrameCalls: profiles and focused must be set");
+        return 0;
+    }
+    a->seq = PyLong_FromLongLong(s->seq);
+    a->profiles = s->profiles, a->focused = s->focused, a->owned = 1;
+    return a->seq != NULL;
+}
+
+/* A stateful call's frame counts (the session's _counted); drops the args' references. */
+static PyObject *counted(FrameCalls *s, FrameArgs *a, PyObject *frame, long long time) {
+    if (a->owned) {
+        Py_DECREF(a->seq);
+        if (frame) s->seq++, s->last_time = time;
+    }
+    return frame;
+}
+
+/* A failed stateful call: the session's error (on_failure raises it), else Step as stateless. */
+static PyObject *failure(FrameCalls *s, FrameArgs *a, int step) {
+    if (!a->owned || s->on_failure == NULL || s->on_failure == Py_None || !PyErr_ExceptionMatches(StepError))
+        return NULL;
+    PyErr_Clear();
+    PyObject *r = PyObject_CallFunction(s->on_failure, "ii", step, (int)s->c.result);
+    if (r) { /* it did not raise: the Step error again */
+        Py_DECREF(r);
+        return step_error(s, step, NULL);
+    }
+    return NULL;
 }
 
 static PyObject *FrameCalls_frame(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     if (!frame_args(n, 3)) return NULL;
+    FrameArgs a = {n ? args[0] : NULL, n ? args[1] : NULL, n ? args[2] : NULL, 0};
+    if (!n && !state_args(s, &a)) return NULL;
     int step;
     int64_t *ns = s->timing ? s->ns : NULL;
     if (ns) memset(ns, 0, sizeof s->ns);
@@ -358,39 +405,50 @@ static PyObject *FrameCalls_frame(FrameCalls *s, PyObject *const *args, Py_ssize
     step = calls_frame(&s->c, ns);
     Py_END_ALLOW_THREADS
     int64_t t = ns ? mono_ns() : 0; /* the wait is not counted: the runtime calls after it, then this */
-    PyObject *out = finish(s, step, args[0], args[1], args[2]);
+    PyObject *out = counted(s, &a, finish(s, step, a.seq, a.profiles, a.focused), s->c.frame_state->predictedDisplayTime);
     if (ns) ns[T_WHOLE] = mono_ns() - t + ns[T_OTHER] + ns[T_SYNC] + ns[T_LOCATE] + ns[T_STATES];
     return out;
 }
 
 static PyObject *FrameCalls_run(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     if (!frame_args(n, 3)) return NULL;
+    FrameArgs a = {n ? args[0] : NULL, n ? args[1] : NULL, n ? args[2] : NULL, 0};
+    if (!n && !state_args(s, &a)) return NULL;
     int step;
     int64_t *ns = timing_start(s);
     Py_BEGIN_ALLOW_THREADS
     step = calls_run(&s->c, ns);
     Py_END_ALLOW_THREADS
-    return timing_end(s, ns, finish(s, step, args[0], args[1], args[2]));
+    PyObject *frame = finish(s, step, a.seq, a.profiles, a.focused);
+    return timing_end(s, ns, counted(s, &a, frame, s->c.frame_state->predictedDisplayTime));
 }
 
 static PyObject *FrameCalls_poll(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     int64_t *ns = timing_start(s);
     if (!frame_args(n, 4)) return NULL;
-    XrTime time = PyLong_AsLongLong(args[1]);
+    PyObject *t = args[n == 1 ? 0 : 1];
+    XrTime time = PyLong_AsLongLong(t);
     if (time == -1 && PyErr_Occurred()) return NULL;
+    FrameArgs a = {n > 1 ? args[0] : NULL, n > 1 ? args[2] : NULL, n > 1 ? args[3] : NULL, 0};
+    if (n == 1 && !state_args(s, &a)) return NULL;
     int step;
     Py_BEGIN_ALLOW_THREADS
     step = calls_poll(&s->c, time, ns);
     Py_END_ALLOW_THREADS
-    if (step) return step_error(s, step, NULL);
-    return timing_end(s, ns, build(s, args[0], new_ref(args[1]), args[2], args[3]));
+    if (step) {
+        counted(s, &a, step_error(s, step, NULL), 0);
+        return failure(s, &a, step);
+    }
+    return timing_end(s, ns, counted(s, &a, build(s, a.seq, new_ref(t), a.profiles, a.focused), time));
 }
 
 static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     int64_t *ns = timing_start(s);
     if (!frame_args(n, 4)) return NULL;
-    int64_t offset = PyLong_AsLongLong(args[1]);
+    int64_t offset = PyLong_AsLongLong(args[n == 1 ? 0 : 1]);
     if (offset == -1 && PyErr_Occurred()) return NULL;
+    FrameArgs a = {n > 1 ? args[0] : NULL, n > 1 ? args[2] : NULL, n > 1 ? args[3] : NULL, 0};
+    if (n == 1 && !state_args(s, &a)) return NULL;
     int step;
     XrTime now = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -400,10 +458,10 @@ static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_
         PyObject *t = PyLong_FromLongLong(now);
         if (t) step_error(s, step, t);
         Py_XDECREF(t);
-        return NULL;
+        return counted(s, &a, NULL, 0);
     }
-    if (step) return step_error(s, step, NULL);
-    return timing_end(s, ns, build(s, args[0], PyLong_FromLongLong(now), args[2], args[3]));
+    if (step) return counted(s, &a, step_error(s, step, NULL), 0);
+    return timing_end(s, ns, counted(s, &a, build(s, a.seq, PyLong_FromLongLong(now), a.profiles, a.focused), now));
 }
 
 static PyObject *FrameCalls_set_timing(FrameCalls *s, PyObject *arg) {
@@ -427,15 +485,27 @@ static PyObject *FrameCalls_now(FrameCalls *s, PyObject *arg) {
     return PyLong_FromLongLong(now);
 }
 
+static PyMemberDef FrameCalls_members[] = {
+    {"seq", T_LONGLONG, offsetof(FrameCalls, seq), 0, "the next frame's seq (the stateful calls count)"},
+    {"last_time", T_LONGLONG, offsetof(FrameCalls, last_time), 0, "the last counted frame's time_ns"},
+    {"profiles", T_OBJECT_EX, offsetof(FrameCalls, profiles), 0, "(left, right) profile paths, for the frames"},
+    {"focused", T_OBJECT_EX, offsetof(FrameCalls, focused), 0, "the session's focus (a bool), for the frames"},
+    {"on_failure", T_OBJECT, offsetof(FrameCalls, on_failure), 0,
+     "None, or on_failure(step, result): raises the error a failed stateful poll() raises instead of Step"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyMethodDef FrameCalls_methods[] = {
     {"frame", (PyCFunction)(void (*)(void))FrameCalls_frame, METH_FASTCALL,
-     "frame(seq, profiles, focused) -> TrackingFrame: wait, poll one event, begin, sync, locate, read, end."},
+     "frame(seq, profiles, focused) -> TrackingFrame: wait, poll one event, begin, sync, locate, read, end. "
+     "Without arguments (this for each call below): the object's seq, profiles and focused, and the frame counts."},
     {"run", (PyCFunction)(void (*)(void))FrameCalls_run, METH_FASTCALL,
-     "run(seq, profiles, focused) -> TrackingFrame: the frame after a wait whose events were handled."},
+     "run(seq, profiles, focused) or run() -> TrackingFrame: the frame after a wait whose events were handled."},
     {"poll", (PyCFunction)(void (*)(void))FrameCalls_poll, METH_FASTCALL,
-     "poll(seq, time_ns, profiles, focused) -> TrackingFrame: sync, locate at time_ns, read."},
+     "poll(seq, time_ns, profiles, focused) -> TrackingFrame: sync, locate at time_ns, read. poll(time_ns): "
+     "stateful; a failure raises through on_failure when set."},
     {"step", (PyCFunction)(void (*)(void))FrameCalls_step, METH_FASTCALL,
-     "step(seq, offset, profiles, focused) -> TrackingFrame: a headless step: the runtime's now, one event "
+     "step(seq, offset, profiles, focused) or step(offset) -> TrackingFrame: a headless step: the runtime's now, one event "
      "poll (pending: Step(FF_EVENT, result, now)), sync, locate at now, read (no frame calls)."},
     {"now", (PyCFunction)FrameCalls_now, METH_O,
      "now(offset) -> XrTime: the runtime's now (see calls_now)."},
@@ -492,7 +562,11 @@ static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
     Py_XSETREF(s->origin, new_ref(org));
     Py_CLEAR(s->controls);
     for (int i = 0; i < NLOCATE; i++) Py_CLEAR(s->pose[i]);
-    return 0;
+    s->seq = s->last_time = 0;
+    Py_XSETREF(s->profiles, Py_BuildValue("(ss)", "", ""));
+    Py_XSETREF(s->focused, new_ref(Py_False));
+    Py_CLEAR(s->on_failure);
+    return s->profiles ? 0 : -1;
 }
 
 static void FrameCalls_dealloc(FrameCalls *s) {
@@ -507,6 +581,9 @@ static void FrameCalls_dealloc(FrameCalls *s) {
     Py_XDECREF(s->origin);
     Py_XDECREF(s->controls);
     for (int i = 0; i < NLOCATE; i++) Py_XDECREF(s->pose[i]);
+    Py_XDECREF(s->profiles);
+    Py_XDECREF(s->focused);
+    Py_XDECREF(s->on_failure);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -520,6 +597,7 @@ static PyTypeObject FrameCallsType = {
     .tp_init = (initproc)FrameCalls_init,
     .tp_dealloc = (destructor)FrameCalls_dealloc,
     .tp_methods = FrameCalls_methods,
+    .tp_members = FrameCalls_members,
 };
 
 static struct PyModuleDef module = {

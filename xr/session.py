@@ -37,6 +37,7 @@ import struct
 import sys
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from itertools import starmap
 from typing import Any, Callable
@@ -311,6 +312,29 @@ class _GLContext:
             self.own_window = None
 
 
+def _failure_hook(session: Callable[[], XRSession | None]) -> Callable[[int, int], None]:
+    """The native poll's on_failure: raises the session's typed error for the failed call."""
+
+    def failed(step: int, result: int) -> None:
+        xs = session()
+        if xs is not None:
+            xs._poll_failed(step, result)
+
+    return failed
+
+
+class _FrameState:
+    """The frame state the session's frames carry, without the native helper (its FrameCalls has
+    the same attributes and keeps them in C, so that its calls need no Python around them)."""
+
+    __slots__ = ("seq", "last_time", "focused", "profiles")
+
+    def __init__(self) -> None:
+        self.seq = self.last_time = 0
+        self.focused = False
+        self.profiles = ("", "")
+
+
 class XRSession:
     """One OpenXR session producing immutable TrackingFrames.
 
@@ -336,8 +360,7 @@ class XRSession:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if not (rate_hz == 0 or 0 < rate_hz <= 1000):
             raise ValueError(f"rate_hz must be 0 (auto) or in (0, 1000], not {rate_hz!r}")
-        self._seq = 0
-        self._last_time = 0
+        self._st: Any = _FrameState()  # seq, last_time, focused, profiles: the native helper's own once in use
         self._reset()
         try:
             with xr_errors("looking for an OpenXR runtime", "xrEnumerateInstanceExtensionProperties"):
@@ -380,9 +403,10 @@ class XRSession:
         self._spaces: list[xr.Space] = []
         self._gl: _GLContext | None = None
         self._running = False
-        self._focused = False
+        self._st.focused = False
         self._ended: SessionEnded | None = None
-        self._profiles = ("", "")
+        self._st.profiles = ("", "")
+        self.__dict__.pop("poll", None)  # the native helper's poll, when in use
         self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
         self._pacer: Pacer | None = None  # a headless session's clock
         self._convert: Any = None  # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
@@ -636,6 +660,12 @@ class XRSession:
             if self._convert is not None and not self._counter_hz:
                 ctx.convert_time = _entry(inst, "xrConvertTimespecTimeToTimeKHR")
             calls = _frame_calls(helper, ctx)
+            st = self._st  # the helper keeps the frame state from now on: its calls count the frames
+            calls.seq, calls.last_time, calls.focused, calls.profiles = st.seq, st.last_time, st.focused, st.profiles
+            calls.on_failure = _failure_hook(weakref.ref(self))  # weak: the helper is no GC object
+            self._st = calls
+            # poll() is the C method itself: no Python call around it (cold, one costs ~8 us)
+            self.poll = calls.poll  # type: ignore[method-assign]
             self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
             self._ff_step, self._ff_now = calls.step, calls.now
             if self.info.headless:
@@ -652,7 +682,7 @@ class XRSession:
 
     @property
     def focused(self) -> bool:
-        return self._focused
+        return self._st.focused
 
     @property
     def native(self) -> bool:
@@ -675,7 +705,7 @@ class XRSession:
     @property
     def profiles(self) -> tuple[str, str]:
         """Active interaction profile paths (left, right); "" when none."""
-        return self._profiles
+        return self._st.profiles
 
     def next_frame(self) -> TrackingFrame:
         """Run one frame and return what was tracked: in an OpenGL session a frame's wait/begin/end,
@@ -699,43 +729,42 @@ class XRSession:
                 self._pump_events()
             if not self._running:
                 return self._idle_frame()
-        if self._pacer is not None:
-            return self._headless_step()
+        pacer = self._pacer
+        if pacer is not None:  # a headless frame: our own pacing, then one C call (no Python call between:
+            pacer.wait()  # right after the pacer's sleep each one costs microseconds)
+            step = self._ff_step
+            if step is None:
+                return self._headless_step()
+            try:
+                return step(self._time_offset or 0)  # the helper counts the frame (seq, last_time)
+            except self._ff_stop as stopped:
+                return self._headless_stopped(*stopped.args)
         run = self._ff_frame
         if run is None:
             return self._frame_by_calls()
         try:
-            frame = run(self._seq, self._profiles, self._focused)
+            return run()  # counted by the helper
         except self._ff_stop as stopped:
-            step, result, frame = stopped.args
-        else:
-            self._seq += 1
-            self._last_time = frame.time_ns
-            return frame
-        return self._native_stopped(step, result, frame)
+            step_, result, frame = stopped.args
+        return self._native_stopped(step_, result, frame)
 
     def _headless_step(self) -> TrackingFrame:
-        """A headless frame: our own pacing, the runtime's events, then sync and locate at its now."""
-        pacer = self._pacer
-        assert pacer is not None  # a headless session has one
-        pacer.wait()
-        step = self._ff_step
-        if step is None:
-            now = self._now()  # first, as xrWaitFrame reads the clock before the frame's events
-            self._pump_events()
-        else:
-            try:
-                frame = step(self._seq, self._time_offset or 0, self._profiles, self._focused)
-            except self._ff_stop as stopped:
-                step_, result, now = stopped.args
-            else:
-                self._seq += 1  # _counted(), inline: right after the pacer's sleep each Python call is slow
-                self._last_time = frame.time_ns
-                return frame
-            if step_ != fastframe.FF_EVENT:
-                raise self._failure(result, *_DURING[step_])
-            self._on_event(result)  # the event is in the buffer
-            self._pump_events()
+        """A headless frame without the native helper (the pacer waited): the runtime's events, then
+        sync and locate at its now."""
+        now = self._now()  # first, as xrWaitFrame reads the clock before the frame's events
+        self._pump_events()
+        return self._headless_polled(now)
+
+    def _headless_stopped(self, step: int, result: int, now: int) -> TrackingFrame:
+        """The native headless step stopped: an event to handle (then poll at that now), or a failure."""
+        if step != fastframe.FF_EVENT:
+            raise self._failure(result, *_DURING[step])
+        self._on_event(result)  # the event is in the buffer
+        self._pump_events()
+        return self._headless_polled(now)
+
+    def _headless_polled(self, now: int) -> TrackingFrame:
+        """A headless frame once its events are handled: polled at `now` while the session runs."""
         if self._ended is not None:
             raise self._ended
         if not self._running:
@@ -775,16 +804,20 @@ class XRSession:
             if not self._running:
                 return self._idle_frame()
             try:
-                return self._counted(self._ff_run(self._seq, self._profiles, self._focused))
+                return self._ff_run()  # counted by the helper
             except self._ff_stop as stopped:
                 step, result, frame = stopped.args
         if frame is not None:  # xrEndFrame failed after the frame was read: it counts, as in the ctypes path
             self._counted(frame)
         raise self._failure(result, *_DURING[step])
 
+    def _poll_failed(self, step: int, result: int) -> None:
+        """The native poll's on_failure: raises the typed error for its failed call."""
+        raise self._failure(result, *_DURING[step])
+
     def _counted(self, frame: TrackingFrame) -> TrackingFrame:
-        self._seq += 1
-        self._last_time = frame.time_ns
+        self._st.seq += 1
+        self._st.last_time = frame.time_ns
         return frame
 
     def _frame_by_calls(self) -> TrackingFrame:
@@ -817,12 +850,12 @@ class XRSession:
         native = self._ff_poll
         if native is not None:
             try:
-                frame = native(self._seq, time_ns, self._profiles, self._focused)
+                frame = native(self._st.seq, time_ns, self._st.profiles, self._st.focused)
             except self._ff_stop as stopped:
                 step, result, _ = stopped.args
                 raise self._failure(result, *_DURING[step]) from None
-            self._seq += 1  # _counted(), inline: cold, each Python call costs microseconds
-            self._last_time = time_ns
+            self._st.seq += 1  # _counted(), inline: cold, each Python call costs microseconds
+            self._st.last_time = time_ns
             return frame
         session = self._session_h
         # SESSION_NOT_FOCUSED is a qualified success (> 0): the states then read inactive.
@@ -848,7 +881,7 @@ class XRSession:
             self._controls = _controls(*states)
         head, left_aim, left_grip, right_aim, right_grip = starmap(_pose, _LOCATION.iter_unpack(self._locations))
         frame = TrackingFrame(  # positional, in field order: keywords cost a third more
-            self._seq,
+            self._st.seq,
             time_ns,
             head,
             left_aim,
@@ -856,12 +889,12 @@ class XRSession:
             right_aim,
             right_grip,
             self._controls,
-            self._profiles[0],
-            self._profiles[1],
-            self._focused,
+            self._st.profiles[0],
+            self._st.profiles[1],
+            self._st.focused,
         )
-        self._seq += 1
-        self._last_time = time_ns
+        self._st.seq += 1
+        self._st.last_time = time_ns
         return frame
 
     def request_exit(self) -> None:
@@ -925,7 +958,7 @@ class XRSession:
     def _end(self, err: SessionEnded) -> None:
         self._ended = err
         self._running = False
-        self._focused = False
+        self._st.focused = False
 
     def _pump_events(self) -> None:
         ev = self._event
@@ -976,7 +1009,7 @@ class XRSession:
 
     def _on_state(self, state: xr.SessionState) -> None:
         self.state = state
-        self._focused = state == xr.SessionState.FOCUSED
+        self._st.focused = state == xr.SessionState.FOCUSED
         S = xr.SessionState
         if state == S.READY and not self._running:
             self._call(
@@ -1015,7 +1048,7 @@ class XRSession:
             path = state.interaction_profile if state is not None else 0
             name = self._call(during, "xrPathToString", xr.path_to_string, self._instance, path) if path else ""
             names.append(name or "")
-        self._profiles = (names[0], names[1])
+        self._st.profiles = (names[0], names[1])
 
     def _call(self, during: str, call: str, fn: Any, *args: Any) -> Any:
         """A pyopenxr call off the per-frame path; None when the session is about to be lost."""
@@ -1031,9 +1064,12 @@ class XRSession:
 
     def _idle_frame(self) -> TrackingFrame:
         frame = TrackingFrame(
-            seq=self._seq, time_ns=self._last_time, profile_left=self._profiles[0], profile_right=self._profiles[1]
+            seq=self._st.seq,
+            time_ns=self._st.last_time,
+            profile_left=self._st.profiles[0],
+            profile_right=self._st.profiles[1],
         )
-        self._seq += 1
+        self._st.seq += 1
         return frame
 
 

@@ -35,6 +35,34 @@ def test_helper_is_in_use_when_built(ctl, built):
         assert not xs.native
 
 
+def test_the_native_poll_is_the_helper_itself_and_counts_as_the_session_does(ctl, built):
+    """XRSession.poll is the helper's C method when in use (no Python call around it: cold, one
+    costs microseconds); it keeps seq, time and focus as the session's own frames do, and a failing
+    call raises the same typed error on both paths."""
+    seen = []
+    for native in (True, False):
+        ctl.reset()
+        with XRSession(native=native) as xs:
+            assert isinstance(xs.poll, type(len)) is native  # a builtin method only on the native path
+            ctl.focus()
+            frame = xs.next_frame()
+            while not xs.focused:
+                frame = xs.next_frame()
+            polled = xs.poll(frame.time_ns + 1000)
+            after = xs.next_frame()
+            assert (polled.seq, after.seq) == (frame.seq + 1, frame.seq + 2)
+            assert polled.time_ns == frame.time_ns + 1000 and polled.focused and after.focused
+            assert polled.profile_right == after.profile_right != ""
+            ctl.fail("xrSyncActions", int(xr.Result.ERROR_RUNTIME_FAILURE))
+            with pytest.raises(XRError) as failed:
+                xs.poll(after.time_ns)
+            ctl.fail("", 0)
+            assert xs.poll(after.time_ns).seq == after.seq + 1  # the failed poll made no frame
+            seen.append((type(failed.value), str(failed.value), failed.value.call, failed.value.result))
+    assert seen[0] == seen[1]
+    assert seen[0][1].startswith("reading the controllers: xrSyncActions returned XR_ERROR_RUNTIME_FAILURE")
+
+
 def test_build_is_idempotent_and_load_needs_a_library(tmp_path):
     assert fastframe.load(tmp_path) is None
     said = []
@@ -125,7 +153,7 @@ def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, 
                 xs.next_frame()
             ctl.fail("", 0)
             seen.append(
-                (type(failed.value), str(failed.value), failed.value.call, failed.value.result, xs._seq, xs.running)
+                (type(failed.value), str(failed.value), failed.value.call, failed.value.result, xs._st.seq, xs.running)
             )
     assert seen[0] == seen[1]
     assert seen[0][1].startswith(f"{during}: ")
