@@ -1310,7 +1310,10 @@ typedef struct {
     Py_ssize_t qlen, qoff[PUMP_QUEUE + 1];
     int qn, urgent, read_failed;
     double qtime[PUMP_QUEUE];
+    struct SnapDec *snap;          /* snapshots decoded here (_q3snap.c), made on first use */
 } Pump;
+
+#include "_q3snap.c"
 
 static double mono_now(void)
 {
@@ -1349,6 +1352,7 @@ static void Pump_dealloc(Pump *self)
     PyMem_Free(self->buf);
     PyMem_RawFree(self->rbuf);
     PyMem_RawFree(self->qbuf);
+    PyMem_RawFree(self->snap);
     pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1730,6 +1734,8 @@ static int first_op(const uint8_t *body, Py_ssize_t len, int legacy)
  * queue is full. */
 static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
 {
+    if (self->snap != NULL && pump_snap(self, d, n, now))
+        return 0;   /* a snapshot decoded in C (_q3snap.c): the core takes it at a hand-over */
     if (self->qn == PUMP_QUEUE || self->qlen + n > (Py_ssize_t)PUMP_QUEUE * PUMP_DATAGRAM)
         return -1;
     memcpy(self->qbuf + self->qlen, d, (size_t)n);
@@ -1799,6 +1805,8 @@ static int pump_step(Pump *self, double now)
     if (self->read_failed)
         return PUMP_PYTHON;
     if (self->qn && (self->urgent || self->qn == PUMP_QUEUE || now - self->qtime[0] >= self->batch))
+        return PUMP_READABLE;
+    if (pump_snap_due(self, now))
         return PUMP_READABLE;
     return PUMP_TICKED;
 }
@@ -2015,6 +2023,12 @@ static PyMethodDef Pump_methods[] = {
     {"step", (PyCFunction)Pump_step, METH_VARARGS, "step(now, batch=0): run()'s tick and reads at `now`, if due."},
     {"interrupt", (PyCFunction)Pump_interrupt, METH_NOARGS, "Make a running run() return (thread-safe)."},
     {"take", (PyCFunction)Pump_take, METH_NOARGS, "The ticks since the last take and the state they left."},
+    {"snap_reset", (PyCFunction)Pump_snap_reset, METH_VARARGS, "A gamestate's baselines (_q3snap.c)."},
+    {"snap_enable", (PyCFunction)Pump_snap_enable, METH_VARARGS, "Consume in-game snapshots (_q3snap.c)."},
+    {"snap_put", (PyCFunction)Pump_snap_put, METH_VARARGS, "A snapshot the core decoded, as a base."},
+    {"snap_take", (PyCFunction)Pump_snap_take, METH_NOARGS, "The snapshots consumed since the last take."},
+    {"snap_get", (PyCFunction)Pump_snap_get, METH_O, "A held snapshot with its entities, or None."},
+    {"snap_parse", (PyCFunction)Pump_snap_parse, METH_VARARGS, "Decode one message body (tests)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -45,6 +45,29 @@ class Pump:
     def step(self, now: float, batch: float = 0.0, /) -> Any: ...
     def interrupt(self) -> None: ...
     def take(self) -> Any: ...
+    # the snapshot decoder (_q3snap.c)
+    def snap_reset(
+        self, baselines: dict[int, tuple[Any, ...]], delta_angles_ix: tuple[int, int, int], command_time_ix: int, /
+    ) -> None: ...
+    def snap_enable(self, on: bool, reliable_ack: int, reliable_seq: int, absorb: float, /) -> None: ...
+    def snap_put(
+        self,
+        message_num: int,
+        server_time: int,
+        delta_num: int,
+        flags: int,
+        areamask: bytes,
+        ps_values: tuple[Any, ...],
+        stats: tuple[int, ...],
+        persistant: tuple[int, ...],
+        ammo: tuple[int, ...],
+        powerups: tuple[int, ...],
+        entities: dict[int, tuple[Any, ...]],
+        /,
+    ) -> None: ...
+    def snap_take(self) -> tuple[tuple[Any, ...], ...]: ...
+    def snap_get(self, message_num: int, /) -> Any: ...
+    def snap_parse(self, body: bytes, sequence: int, /) -> bool: ...
 
 def init(
     msg_error: type[Exception], static_codes: Any, entity_widths: tuple[int, ...], player_widths: tuple[int, ...], /

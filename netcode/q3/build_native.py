@@ -34,6 +34,8 @@ CFLAGS = [
 
 # How to build is netcode/cbuild.py's (run by path: see there why); what, this file's.
 EXT: Any = runpy.run_path(str(HERE.parent / "cbuild.py"))["Extension"](SOURCE, CFLAGS, script=__file__, doc=__doc__)
+# _q3snap.c (the snapshot decoder) is #included by _q3native.c: a newer one rebuilds too.
+EXT.inputs = (*EXT.inputs, HERE / "_q3snap.c")
 
 if __name__ == "__main__":
     sys.exit(EXT.main(sys.argv[1:]))

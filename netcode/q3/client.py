@@ -58,6 +58,7 @@ from .events import (
     SnapshotReceived,
 )
 from .netchan import FRAGMENT_BIT, Netchan, NetchanMode, netchan_checksum
+from .netfields import PLAYER_FIELDS
 from .oob import Family
 from .refusal import Refusal, RefusalKind, classify
 from .usercmd import UserCmd
@@ -88,6 +89,10 @@ MAX_EVENTS = 1024
 MAX_QUEUED_DATAGRAMS = 256
 _PS_DELTA_ANGLES = player_field("delta_angles")  # per snapshot: no attribute-lookup calls
 _PS_COMMAND_TIME = player_field("commandTime")
+# Where the C snapshot decoder (_q3snap.c) finds delta_angles and commandTime in a playerState.
+_PS_IX = {f.name: i for i, f in enumerate(PLAYER_FIELDS)}
+_SNAP_DELTA_IX = (_PS_IX["delta_angles[0]"], _PS_IX["delta_angles[1]"], _PS_IX["delta_angles[2]"])
+_SNAP_COMMAND_TIME_IX = _PS_IX["commandTime"]
 _F32X3 = struct.Struct("<3f")  # three C floats: angle2short's rounding, batched
 
 
@@ -202,6 +207,7 @@ class Q3ClientCore:
     _nonce: str
     _last_packet: float
     _next_probe: float
+    _last_snap: serverparse.Snapshot | None  # set by _reset_gamestate (absorb_snapshots is above it)
 
     def __init__(self, config: ClientConfig | None = None) -> None:
         self.config = config or ClientConfig()
@@ -226,6 +232,10 @@ class Q3ClientCore:
         self._refusal: Refusal | None = None  # the last refusal since a gamestate
         self._refusal_fatal = False
         self._rate_limited = False  # proven, until a getchallenge is answered
+        self._gamestate_gen = 0  # counts _reset_gamestate: what a native snapshot ring belongs to
+        self._snap_pump: Any = None  # transport's Pump decoding snapshots in C (attach_snapshots)
+        self._snap_pump_gen = -1  # the gamestate generation the pump's ring and baselines are of
+        self._snap_pump_num = -1  # the newest snapshot the pump's ring holds
         self._reset_connection()
         self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
@@ -282,7 +292,79 @@ class Q3ClientCore:
         """The valid snapshot of message `num` if it is still among the last PACKET_BACKUP held,
         else None (what a delta snapshot's base and an observer's look-up need)."""
         snap = self._snapshots[num % PACKET_BACKUP]
-        return snap if snap is not None and snap.message_num == num else None
+        if snap is not None and snap.message_num == num:
+            return snap
+        pump = self._snap_pump
+        if pump is not None and self._snap_pump_gen == self._gamestate_gen:
+            return self._native_snapshot(pump.snap_get(num))  # one the pump decoded in C
+        return None
+
+    @staticmethod
+    def _native_snapshot(got: Any) -> serverparse.Snapshot | None:
+        """A serverparse.Snapshot from Pump.snap_get's tuple (None: not held)."""
+        if got is None:
+            return None
+        (num, server_time, delta_num, flags, areamask, ps, _), ents = got
+        entities = {n: EntityState(n, v) for n, v in ents.items()}
+        return serverparse.Snapshot(num, server_time, delta_num, flags, areamask, PlayerState(*ps), entities, True)
+
+    def attach_snapshots(self, pump: Any, absorb: float) -> None:
+        """Let transport's native Pump decode the in-game snapshot messages in C (_q3snap.c) from
+        its next run on, handing them over (absorb_snapshots) at most `absorb` s after the first
+        came: its ring gets this gamestate's baselines and the newest snapshot decoded here, and it
+        consumes only while this core is ACTIVE on the protocol-71 netchan. Called before each run."""
+        if self._snap_pump is not pump or self._snap_pump_gen != self._gamestate_gen:
+            pump.snap_reset({n: e.values for n, e in self._baselines.items()}, _SNAP_DELTA_IX, _SNAP_COMMAND_TIME_IX)
+            self._snap_pump, self._snap_pump_gen, self._snap_pump_num = pump, self._gamestate_gen, -1
+        last = self._last_snap
+        if last is not None and last.message_num != self._snap_pump_num:
+            ps = last.ps
+            pump.snap_put(
+                last.message_num,
+                last.server_time,
+                last.delta_num,
+                last.snap_flags,
+                last.areamask,
+                ps.values,
+                ps.stats,
+                ps.persistant,
+                ps.ammo,
+                ps.powerups,
+                {n: e.values for n, e in last.entities.items()},
+            )
+            self._snap_pump_num = last.message_num
+        netchan = self._netchan
+        on = self._state is State.ACTIVE and netchan is not None and netchan.mode is NetchanMode.NEW71
+        pump.snap_enable(on, self._reliable_ack, self._reliable_seq, absorb)
+
+    def absorb_snapshots(self, taken: Sequence[tuple[Any, ...]]) -> None:
+        """The snapshot messages the pump consumed (Pump.snap_take, oldest first), as receive_datagram
+        would have taken each at its arrival: counters, netchan sequence, the snapshot's effects and
+        events; the newest becomes the last snapshot (its entities fetched from the pump's ring)."""
+        if not taken:
+            return
+        netchan = self._netchan
+        assert netchan is not None
+        counters = self._counters
+        for seq, at, nbytes, head in taken:
+            counters["packets_in"] += 1
+            counters["bytes_in"] += nbytes
+            dropped = seq - (netchan.incoming_sequence + 1)
+            if dropped > 0:
+                netchan.drops["lost packets"] += dropped
+            netchan.incoming_sequence = seq
+            self._last_packet = at
+            self._server_msg_seq = seq
+            counters["messages_in"] += 1
+            if self._state not in LINKED:
+                continue
+            num, server_time, delta_num, flags, _, ps_parts, nent = head
+            self._took_snapshot(num, server_time, delta_num, flags, PlayerState(*ps_parts), nent, at)
+        last = self._native_snapshot(self._snap_pump.snap_get(taken[-1][0]))
+        if last is not None and self._state in LINKED:
+            self._snapshots[last.message_num % PACKET_BACKUP] = last
+            self._last_snap = last
+            self._snap_pump_num = last.message_num
 
     def connect(self, now: float) -> None:
         if self._state not in (State.IDLE, State.CLOSED):
@@ -564,6 +646,7 @@ class Q3ClientCore:
         self._reset_gamestate()
 
     def _reset_gamestate(self) -> None:
+        self._gamestate_gen += 1  # a native ring (attach_snapshots) is stale from here on
         self._server_id = 0
         self._client_num = -1
         self._checksum_feed = 0
@@ -576,7 +659,7 @@ class Q3ClientCore:
         self._pure_error = ""
         self._bcs = ""
         self._snapshots: list[serverparse.Snapshot | None] = [None] * PACKET_BACKUP
-        self._last_snap: serverparse.Snapshot | None = None
+        self._last_snap = None
         self._delta_angles: tuple[int, int, int] = (0, 0, 0)  # the last snapshot's ps.delta_angles
         self._last_snap_time = 0.0
         self._server_msg_seq = 0
@@ -1028,7 +1111,14 @@ class Q3ClientCore:
             return
         self._snapshots[snap.message_num % PACKET_BACKUP] = snap
         self._last_snap = snap
-        ps = snap.ps
+        self._took_snapshot(
+            snap.message_num, snap.server_time, snap.delta_num, snap.snap_flags, snap.ps, len(snap.entities), now
+        )
+
+    def _took_snapshot(
+        self, num: int, server_time: int, delta_num: int, flags: int, ps: PlayerState, nent: int, now: float
+    ) -> None:
+        """A new valid snapshot's effects (decoded here or by the pump in C)."""
         self._delta_angles = _PS_DELTA_ANGLES(ps.values)
         self._last_snap_time = now
         self._counters["snapshots"] += 1
@@ -1037,16 +1127,12 @@ class Q3ClientCore:
             if command_time >= cmd_time:
                 self._latency_ms = (now - sent_at) * 1000.0
                 break
-        if not snap.snap_flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:
+        if not flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:
             self._entered = True
             self._enter(State.ACTIVE)
             self._backoff = self.config.backoff[0]
-            self._emit(EnteredWorld(snap.server_time, self._client_num))
-        self._emit(
-            SnapshotReceived(
-                snap.message_num, snap.server_time, snap.snap_flags, ps, len(snap.entities), snap.delta_num >= 0
-            )
-        )
+            self._emit(EnteredWorld(server_time, self._client_num))
+        self._emit(SnapshotReceived(num, server_time, flags, ps, nent, delta_num >= 0))
 
     # ------------------------------------------------------------------ netchan out
 

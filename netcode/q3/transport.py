@@ -67,6 +67,9 @@ MAX_TIMER_STEPS = 8  # catch-up ticks per poll after a stall (the core re-grids 
 RUN_UNTIL, RUN_READABLE, RUN_PYTHON, RUN_INTERRUPTED, RUN_LOG_FULL = range(5)
 _PUMP_PYTHON = RUN_PYTHON  # Pump.step: the tick (or the read after it) needs the core
 DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 snapshots at 20/s)
+# run(): in game, the pump decodes the snapshot messages in C (_q3snap.c) and hands them to the core
+# at most this long after the first came (the core's status, entities and events lag by this).
+DEFAULT_ABSORB = 0.5
 # The pump sleeps on CLOCK_MONOTONIC: it can drive a client whose clock is that one.
 _MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
 
@@ -142,6 +145,7 @@ class Q3Client:
         self._configured = False  # step(): the pump holds the core's current context
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
+        self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
         self._stop = False  # interrupt(): run() returns
 
     def fileno(self) -> int:
@@ -244,8 +248,10 @@ class Q3Client:
                 self.wait(clock(), until)
                 continue
             pump.configure(context)
+            core.attach_snapshots(pump, DEFAULT_ABSORB)
             why = pump.run(until, self._pump_datagrams, batch)
             self._pump_datagrams(pump.take())  # what the pump did since its last hand-over
+            pump.snap_enable(False, 0, 0, 0.0)  # step() hands every datagram to the core
             if why == RUN_PYTHON:  # this tick is the core's (probe, timeout, fragments, a read error)
                 events += self._poll(clock(), read_after=True)
             if core.has_events:
@@ -261,13 +267,26 @@ class Q3Client:
         (None: the next tick is the core's own)."""
         core = self.core
         datagrams, arrivals = self._take_over(taken)
+        pump = self._pump
+        if pump is not None:
+            snaps = pump.snap_take()
+            if snaps:  # decoded in C (_q3snap.c): before the datagrams that followed them
+                core.absorb_snapshots(snaps)
+                self.native_snapshots += len(snaps)
+                metrics = self.metrics
+                if metrics is not None:
+                    metrics("received_datagrams", len(snaps))
+                    metrics("received_bytes", sum(s[2] for s in snaps))
         if datagrams:
             receive = core.receive_datagram
             for data, at in zip(datagrams, arrivals):
                 receive(data, at)
             if core.has_output:
                 self._send(core.datagrams_to_send(self._clock()))
-        return core.pump_context()
+        context = core.pump_context()
+        if context is not None and pump is not None:
+            core.attach_snapshots(pump, DEFAULT_ABSORB)
+        return context
 
     def _set_input_pumped(self, *args: Any, **kwargs: Any) -> None:
         """set_input once run() made its pump (Q3ClientCore.set_input's arguments): the core's input
