@@ -166,7 +166,12 @@ class build_native(build_ext):
 
 setup(
     ext_modules=[
-        Extension(Q3, ["netcode/q3/_q3native.c"], depends=["netcode/q3/_q3snap.c", "netcode/q3/build_native.py"], optional=True),
+        Extension(
+            Q3,
+            ["netcode/q3/_q3native.c"],
+            depends=["netcode/q3/_q3snap.c", "netcode/q3/build_native.py"],
+            optional=True,
+        ),
         Extension(NSCODEC, ["netcode/netsync/_nscodec.c"], depends=["netcode/netsync/build_native.py"], optional=True),
         Extension(FASTFRAME, ["xr/_fastframe.c"], depends=["xr/fastframe.py", "xr/mockrt/build.py"], optional=True),
     ],
