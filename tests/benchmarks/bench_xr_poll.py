@@ -27,7 +27,10 @@ Targets: poll p99 under 0.5 ms (4.5 % of a 90 Hz frame) on the path in use; cold
 pyopenxr's.
 
     .venv/bin/python tests/benchmarks/bench_xr_poll.py [frames] [paced_seconds] [cold_frames]
-        [--rounds 3] [--runtime mock|monado]
+        [--rounds 3] [--runtime mock|monado] [--session headless|gl]
+
+`--session gl`: the cold part in an OpenGL session (a private Xvfb, as bench_xr_headless runs it;
+the warm part is skipped), the issue's other row.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
     return p99
 
 
-def cold(xr, ctl, frames: int, rounds: int) -> list[float]:
+def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[float]:
     """The poll after an 11 ms sleep (module doc): the native helper's XRSession.poll() and pyopenxr's
     wrappers interleaved frame by frame, `rounds` rounds; where the native poll's time goes (the
     helper's own clock around the runtime's calls); then the same fourteen runtime calls through
@@ -148,10 +151,11 @@ def cold(xr, ctl, frames: int, rounds: int) -> list[float]:
     if ctl is not None:
         ctl.set_throttle(False)
     ratios = []
-    with XRSession("headless", native=True) as xs:
+    with XRSession(mode, native=True) as xs:
         if not xs.native:
             raise SystemExit("the native frame helper is not built: run scripts/setup.sh")
-        xs._pacer = Pacer(1e9)
+        if mode == "headless":
+            xs._pacer = Pacer(1e9)  # (an OpenGL session's frames wait for the runtime: unthrottled here)
         if ctl is not None:
             ctl.focus()
         frame = xs.next_frame()
@@ -302,7 +306,23 @@ def main() -> int:
     ap.add_argument(
         "--runtime", choices=("mock", "monado"), default="mock", help="monado: Monado 25's service (Debian 13)"
     )
+    ap.add_argument(
+        "--session",
+        choices=("headless", "gl"),
+        default="headless",
+        help="the cold part's session: headless, or OpenGL (in a private Xvfb; the mock only)",
+    )
     args = ap.parse_args()
+    xvfb = None
+    if args.session == "gl":
+        if args.runtime != "mock":
+            raise SystemExit("--session gl: the mock runtime only")
+        from bench_xr_headless import start_xvfb  # tests/benchmarks/ is sys.path[0] when run as a script
+
+        xvfb, display = start_xvfb()
+        if not display:
+            raise SystemExit("--session gl needs Xvfb (apt-get install xvfb)")
+        os.environ.update(DISPLAY=display, PYGLFW_LIBRARY_VARIANT="x11")
     service = None
     if args.runtime == "monado":
         service = monado_service()
@@ -321,17 +341,20 @@ def main() -> int:
         print(f"runtime: {args.runtime}; load average {open('/proc/loadavg').read().split()[:3]}")
         load0 = float(open("/proc/loadavg").read().split()[0])
         p99 = None
-        if ctl is not None:  # the warm comparison needs the mock's focus and throttle control
+        if ctl is not None and args.session == "headless":  # needs the mock's focus and throttle control
             p99 = measure(xr, ctl, True, args.frames, args.paced_seconds)
             measure(xr, ctl, False, args.frames, args.paced_seconds)
         print(
             f"cold (after a {COLD_SLEEP_S * 1000:g} ms sleep, as the app calls it), {args.rounds} rounds of "
             f"{args.cold_frames} frames, interleaved:"
         )
-        ratios = cold(xr, ctl, args.cold_frames, args.rounds)
+        ratios = cold(xr, ctl, args.cold_frames, args.rounds, args.session)
     finally:
         if service is not None:
             service.stop()
+        if xvfb is not None:
+            xvfb.terminate()
+            xvfb.wait()
     print(f"load average {open('/proc/loadavg').read().split()[:3]}")
     from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
 
@@ -344,6 +367,7 @@ def main() -> int:
         )
         report("xr_poll", "XR poll p99, native helper, warm", "<", TARGET_P99_MS, round(p99, 4), " ms", load=loads)
     suffix = "" if args.runtime == "mock" else f", {args.runtime}"
+    suffix += ", OpenGL session" if args.session == "gl" else ""
     report(
         "xr_poll",
         f"XR poll cold (after 11 ms) vs raw pyopenxr{suffix}",
