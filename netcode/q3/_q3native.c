@@ -1352,6 +1352,8 @@ static void Pump_dealloc(Pump *self)
     PyMem_Free(self->buf);
     PyMem_RawFree(self->rbuf);
     PyMem_RawFree(self->qbuf);
+    if (self->snap != NULL)
+        PyMem_RawFree(self->snap->rtext);
     PyMem_RawFree(self->snap);
     pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);

@@ -57,6 +57,9 @@ typedef struct SnapDec {
     int enabled;               /* consume (snap_enable): the core is in game and attached */
     int64_t rel_ack, rel_seq;  /* the core's reliable acknowledge and sequence (an ack past it: the core's) */
     double absorb;             /* the longest consumed snapshots wait for the core */
+    uint8_t *rtext;            /* legacy netchan: the core's 64 reliable command texts, sanitized */
+    Py_ssize_t roff[65];       /* slot i is rtext[roff[i] .. roff[i + 1]) (>= 1 byte: a NUL for "") */
+    uint8_t clear[SNAP_MSGLEN + PAD];   /* a legacy message unscrambled */
     uint8_t has_base[SNAP_GENTITIES];
     SnapEnt base[SNAP_GENTITIES];
     CSnap ring[SNAP_BACKUP];
@@ -508,7 +511,8 @@ static PyObject *Pump_snap_enable(Pump *self, PyObject *args)
     int on;
     long long ack, seq;
     double absorb;
-    if (!PyArg_ParseTuple(args, "pLLd:snap_enable", &on, &ack, &seq, &absorb))
+    PyObject *ring = Py_None;
+    if (!PyArg_ParseTuple(args, "pLLd|O:snap_enable", &on, &ack, &seq, &absorb, &ring))
         return NULL;
     SnapDec *d;
     if (snap_not_running(self) < 0 || (d = snap_dec(self)) == NULL)
@@ -516,6 +520,47 @@ static PyObject *Pump_snap_enable(Pump *self, PyObject *args)
     if (!(absorb >= 0.0 && absorb <= 10.0)) {
         PyErr_SetString(PyExc_ValueError, "snap_enable: absorb must be within 0..10 s");
         return NULL;
+    }
+    if (ring != Py_None) {   /* the legacy netchan's unscrambling texts (netchan._unscramble) */
+        PyObject *fast = PySequence_Tuple(ring);
+        if (fast == NULL)
+            return NULL;
+        if (PyTuple_GET_SIZE(fast) != RING) {
+            PyErr_Format(PyExc_ValueError, "snap_enable: a %d-slot command ring, not %zd", RING, PyTuple_GET_SIZE(fast));
+            Py_DECREF(fast);
+            return NULL;
+        }
+        Py_ssize_t total = 0;
+        for (int i = 0; i < RING; i++) {
+            Py_ssize_t n = text_size(PyTuple_GET_ITEM(fast, i));
+            if (n < 0) {
+                Py_DECREF(fast);
+                return NULL;
+            }
+            total += n + 1;
+        }
+        uint8_t *text = PyMem_RawMalloc((size_t)total + 1);
+        if (text == NULL) {
+            Py_DECREF(fast);
+            return PyErr_NoMemory();
+        }
+        Py_ssize_t at = 0;
+        for (int i = 0; i < RING; i++) {
+            Py_ssize_t m = sanitize_into(PyTuple_GET_ITEM(fast, i), text + at, total - at);
+            if (m < 0) {
+                PyMem_RawFree(text);
+                Py_DECREF(fast);
+                return NULL;
+            }
+            if (m == 0)
+                text[at + m++] = 0;   /* xor_scramble's rule: an empty text keys with one NUL */
+            d->roff[i] = at;
+            at += m;
+        }
+        d->roff[RING] = at;
+        Py_DECREF(fast);
+        PyMem_RawFree(d->rtext);
+        d->rtext = text;
     }
     d->enabled = on;
     d->rel_ack = ack;
@@ -699,16 +744,36 @@ static PyObject *Pump_snap_parse(Pump *self, PyObject *args)
 static int pump_snap(Pump *self, const uint8_t *p, Py_ssize_t n, double now)
 {
     SnapDec *d = self->snap;
-    if (!d->enabled || self->legacy || self->qn || n < 8)
+    int header = self->legacy ? 4 : 8;
+    if (!d->enabled || self->qn || n < header || (self->legacy && d->rtext == NULL))
         return 0;
     uint32_t raw = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     if (raw & 0x80000000u)
         return 0;   /* out-of-band or a fragment */
-    uint32_t sum = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
     int64_t seq = raw;
-    if (sum != (uint32_t)(self->challenge ^ ((uint64_t)seq * self->challenge)) || seq <= self->in_seq)
+    if (!self->legacy) {
+        uint32_t sum = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        if (sum != (uint32_t)(self->challenge ^ ((uint64_t)seq * self->challenge)))
+            return 0;
+    }
+    if (seq <= self->in_seq)
         return 0;
-    if (!snap_consume(d, p + 8, n - 8, seq, now, n))
+    const uint8_t *body = p + header;
+    Py_ssize_t len = n - header;
+    if (self->legacy) {   /* netchan._unscramble, as native_legacy_unscramble does it */
+        if (len > SNAP_MSGLEN)
+            return 0;
+        memcpy(d->clear, body, (size_t)len);
+        if (len > SV_ENCODE_START) {
+            int64_t ack;
+            lenient_longs(body, len, 0, 1, &ack);
+            int slot = (int)(ack & (RING - 1));
+            xor_chars(d->clear, SV_ENCODE_START, len, self->challenge ^ (uint64_t)seq, d->rtext + d->roff[slot],
+                      d->roff[slot + 1] - d->roff[slot]);
+        }
+        body = d->clear;
+    }
+    if (!snap_consume(d, body, len, seq, now, n))
         return 0;
     const CSnap *s = &d->scratch;
     self->in_seq = seq;

@@ -236,6 +236,7 @@ class Q3ClientCore:
         self._snap_pump: Any = None  # transport's Pump decoding snapshots in C (attach_snapshots)
         self._snap_pump_gen = -1  # the gamestate generation the pump's ring and baselines are of
         self._snap_pump_num = -1  # the newest snapshot the pump's ring holds
+        self._snap_ring_key: tuple[int, int] = (0, -1)  # the reliable command ring the pump holds
         self._reset_connection()
         self._userinfo(0)  # a name or model the engine would mangle raises OobError here, not mid-poll
 
@@ -311,11 +312,13 @@ class Q3ClientCore:
     def attach_snapshots(self, pump: Any, absorb: float) -> None:
         """Let transport's native Pump decode the in-game snapshot messages in C (_q3snap.c) from
         its next run on, handing them over (absorb_snapshots) at most `absorb` s after the first
-        came: its ring gets this gamestate's baselines and the newest snapshot decoded here, and it
-        consumes only while this core is ACTIVE on the protocol-71 netchan. Called before each run."""
+        came: its ring gets this gamestate's baselines and the newest snapshot decoded here (and,
+        for the legacy netchan, our reliable command ring), and it consumes only while this core
+        is ACTIVE. Called before each run."""
         if self._snap_pump is not pump or self._snap_pump_gen != self._gamestate_gen:
             pump.snap_reset({n: e.values for n, e in self._baselines.items()}, _SNAP_DELTA_IX, _SNAP_COMMAND_TIME_IX)
             self._snap_pump, self._snap_pump_gen, self._snap_pump_num = pump, self._gamestate_gen, -1
+            self._snap_ring_key = (0, -1)
         last = self._last_snap
         if last is not None and last.message_num != self._snap_pump_num:
             ps = last.ps
@@ -333,9 +336,11 @@ class Q3ClientCore:
                 {n: e.values for n, e in last.entities.items()},
             )
             self._snap_pump_num = last.message_num
-        netchan = self._netchan
-        on = self._state is State.ACTIVE and netchan is not None and netchan.mode is NetchanMode.NEW71
-        pump.snap_enable(on, self._reliable_ack, self._reliable_seq, absorb)
+        # The legacy netchan unscrambles with our reliable command ring: the pump gets it when it changed.
+        ring_key = (id(self._reliable), self._reliable_seq)
+        ring = self._reliable if ring_key != self._snap_ring_key else None
+        self._snap_ring_key = ring_key
+        pump.snap_enable(self._state is State.ACTIVE, self._reliable_ack, self._reliable_seq, absorb, ring)
 
     def absorb_snapshots(self, taken: Sequence[tuple[Any, ...]]) -> None:
         """The snapshot messages the pump consumed (Pump.snap_take, oldest first), as receive_datagram

@@ -69,7 +69,7 @@ _PUMP_PYTHON = RUN_PYTHON  # Pump.step: the tick (or the read after it) needs th
 DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 snapshots at 20/s)
 # run(): in game, the pump decodes the snapshot messages in C (_q3snap.c) and hands them to the core
 # at most this long after the first came (the core's status, entities and events lag by this).
-DEFAULT_ABSORB = 0.5
+DEFAULT_ABSORB = 1.0
 # The pump sleeps on CLOCK_MONOTONIC: it can drive a client whose clock is that one.
 _MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
 
@@ -146,6 +146,7 @@ class Q3Client:
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
         self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
+        self._absorb: float | None = DEFAULT_ABSORB  # run()'s: how long C-decoded snapshots wait
         self._stop = False  # interrupt(): run() returns
 
     def fileno(self) -> int:
@@ -220,14 +221,19 @@ class Q3Client:
         if self._pump is not None:
             self._pump.interrupt()
 
-    def run(self, until: float, batch: float = DEFAULT_BATCH) -> list[Event]:
+    def run(self, until: float, batch: float = DEFAULT_BATCH, absorb: float | None = DEFAULT_ABSORB) -> list[Event]:
         """Drive the client until `until` (its clock) and return the events: `poll` and `wait` in a
         loop, with the in-game ticks in C when the extension is built (module doc). In game, server
         datagrams reach the core at most `batch` seconds after they arrived (0: at the tick that
-        read them); the ticks acknowledge each one from the tick after it arrived either way.
+        read them); the ticks acknowledge each one from the tick after it arrived either way. The
+        plain snapshot messages are decoded in C and reach the core at most `absorb` seconds after
+        they arrived (None: they go to the core as datagrams, like the rest).
         Returns early after `interrupt()`."""
         if not 0.0 <= batch <= 1.0:
             raise ValueError(f"batch must be within 0..1 s, not {batch!r}")
+        if absorb is not None and not 0.0 <= absorb <= 10.0:
+            raise ValueError(f"absorb must be within 0..10 s or None, not {absorb!r}")
+        self._absorb = absorb
         events: list[Event] = []
         core = self.core
         clock = self._clock
@@ -248,7 +254,8 @@ class Q3Client:
                 self.wait(clock(), until)
                 continue
             pump.configure(context)
-            core.attach_snapshots(pump, DEFAULT_ABSORB)
+            if absorb is not None:
+                core.attach_snapshots(pump, absorb)
             why = pump.run(until, self._pump_datagrams, batch)
             self._pump_datagrams(pump.take())  # what the pump did since its last hand-over
             pump.snap_enable(False, 0, 0, 0.0)  # step() hands every datagram to the core
@@ -284,8 +291,8 @@ class Q3Client:
             if core.has_output:
                 self._send(core.datagrams_to_send(self._clock()))
         context = core.pump_context()
-        if context is not None and pump is not None:
-            core.attach_snapshots(pump, DEFAULT_ABSORB)
+        if context is not None and pump is not None and self._absorb is not None:
+            core.attach_snapshots(pump, self._absorb)
         return context
 
     def _set_input_pumped(self, *args: Any, **kwargs: Any) -> None:

@@ -61,7 +61,7 @@ from headcast.netcode.q3.localserver import LocalQ3Server, pk3_files
 from headcast.netcode.q3.msg import BitWriter
 from headcast.netcode.q3.native import NATIVE_STATUS
 from headcast.netcode.q3.oob import Family
-from headcast.netcode.q3.transport import Q3Client
+from headcast.netcode.q3.transport import DEFAULT_ABSORB, Q3Client
 
 SECONDS = 60.0 if os.environ.get("HEADCAST_LONG") == "1" else 20.0
 WINDOWS = 12 if os.environ.get("HEADCAST_LONG") == "1" else 5  # client vs C floor, one ratio each
@@ -95,7 +95,9 @@ def dedicated_loop(client: Q3Client, seconds: float) -> tuple[float, float, int]
     return time.process_time() - cpu0, time.monotonic() - t0, wakes
 
 
-def threaded_run(client: Q3Client, seconds: float, batch: float, floor_exe: str | None = None) -> dict:
+def threaded_run(
+    client: Q3Client, seconds: float, batch: float, floor_exe: str | None = None, absorb: float | None = DEFAULT_ABSORB
+) -> dict:
     """The client in its own thread (`run`), the application thread setting input at FRAME_HZ.
     With `floor_exe`: from 1 s in, WINDOWS windows in a row in which the C floor program runs
     while the client thread's CPU over the same window is read ("windows": (client %, floor %,
@@ -110,7 +112,7 @@ def threaded_run(client: Q3Client, seconds: float, batch: float, floor_exe: str 
             cpu0, t0 = time.thread_time(), time.perf_counter()
             end = t0 + seconds
             while time.perf_counter() < end:
-                client.run(end, batch=batch)
+                client.run(end, batch=batch, absorb=absorb)
             result["client_cpu"], result["elapsed"] = time.thread_time() - cpu0, time.perf_counter() - t0
         except BaseException as exc:  # reported by the application thread
             failure.append(exc)
@@ -296,25 +298,38 @@ def live_session(config: ClientConfig, floor_exe: str | None) -> dict:
                 raise SystemExit(f"did not enter the world: {client.status}")
             client.poll(time.monotonic())
             client.wait(time.monotonic(), time.monotonic() + 0.05)
+        # c. and d. first, recorded from the handshake on: the replay (2.) needs every server datagram,
+        # and in a. and b. the pump decodes the snapshot messages in C before the core sees them.
+        out: dict = {"dedicated": dedicated_loop(client, OTHER_SECONDS)}
+        out["frame"] = frame_loop(client, OTHER_SECONDS, FRAME_HZ)
+        del client.core.receive_datagram  # the recording ends
         base = dict(client.status.counters)
         seconds = max(SECONDS, 1.0 + WINDOWS * (WINDOW_SECONDS + 0.5) + 1.0) if floor_exe is not None else SECONDS
-        # Where the client thread's CPU goes: its Python part is the pump's hand-overs (the server
-        # datagrams into the core, the ticks' state taken over), timed on the thread's own clock.
-        handover = {"cpu": 0.0, "n": 0}
-        inner = client._pump_datagrams
 
-        def timed(taken):
-            c0 = time.thread_time()
-            try:
-                return inner(taken)
-            finally:
-                handover["cpu"] += time.thread_time() - c0
-                handover["n"] += 1
+        def measured(absorb: float | None) -> dict:
+            # Where the client thread's CPU goes: its Python part is the pump's hand-overs (server
+            # datagrams or C-decoded snapshots into the core, the ticks' state taken over), timed on
+            # the thread's own clock.
+            handover = {"cpu": 0.0, "n": 0}
+            inner = client._pump_datagrams
 
-        client._pump_datagrams = timed
-        out = {"threaded": threaded_run(client, seconds, batch=0.1, floor_exe=floor_exe)}
-        del client._pump_datagrams
-        out["threaded"]["handover"] = handover
+            def timed(taken):
+                c0 = time.thread_time()
+                try:
+                    return inner(taken)
+                finally:
+                    handover["cpu"] += time.thread_time() - c0
+                    handover["n"] += 1
+
+            client._pump_datagrams = timed  # type: ignore[method-assign]
+            snaps0 = client.native_snapshots
+            result = threaded_run(client, seconds, batch=0.1, floor_exe=floor_exe, absorb=absorb)
+            del client._pump_datagrams
+            result["handover"] = handover
+            result["native_snapshots"] = client.native_snapshots - snaps0
+            return result
+
+        out["threaded"] = measured(DEFAULT_ABSORB)
         st = client.status
         counts = {
             k: st.counters.get(k, 0) - base.get(k, 0) for k in ("usercmds", "snapshots", "packets_out", "packets_in")
@@ -322,9 +337,9 @@ def live_session(config: ClientConfig, floor_exe: str | None) -> dict:
         counts["drops"] = sum(st.drops.values())
         out["counts"] = counts
         out["latency_ms"] = st.latency_ms
+        # The same without the C snapshot decoder (every server datagram to the Python core), for comparison.
+        out["threaded_py"] = measured(None)
         out["threaded0"] = threaded_run(client, OTHER_SECONDS, batch=0.0)
-        out["dedicated"] = dedicated_loop(client, OTHER_SECONDS)
-        out["frame"] = frame_loop(client, OTHER_SECONDS, FRAME_HZ)
         out["state"] = client.state
         out["drops"] = dict(client.status.drops)
         client.close(time.monotonic())
@@ -477,7 +492,9 @@ def main() -> None:
     )
     print(
         f"  a. client thread, Q3Client.run (command ticks in C, {th['native_ticks']} of {counts['usercmds']} ticks; "
-        f"server messages to the core within 0.1 s): {th['client_cpu'] * 60.0 / th['elapsed']:.3f} CPU s per minute "
+        f"snapshots decoded in C, {th['native_snapshots']} of {counts['snapshots']}, to the core within "
+        f"{DEFAULT_ABSORB} s; other server messages within 0.1 s): {th['client_cpu'] * 60.0 / th['elapsed']:.3f} "
+        "CPU s per minute "
         f"= {percent:.2f} % of one core (target < {TARGET_PERCENT:.0f} %: "
         f"{'MEETS' if percent < TARGET_PERCENT else 'MISSES'})"
     )
@@ -488,7 +505,7 @@ def main() -> None:
     )
     ho = th["handover"]
     print(
-        f"     of the client thread: the Python hand-overs (server datagrams into the core) "
+        f"     of the client thread: the Python hand-overs (C-decoded snapshots and server datagrams into the core) "
         f"{100.0 * ho['cpu'] / th['elapsed']:.3f} % ({ho['n'] / th['elapsed']:.1f}/s, "
         f"{1e6 * ho['cpu'] / max(1, ho['n']):.0f} µs each), the C ticks, reads, sleeps and wake-ups the other "
         f"{100.0 * (th['client_cpu'] - ho['cpu']) / th['elapsed']:.3f} %"
@@ -555,6 +572,23 @@ def main() -> None:
                 f"C floor's over the same window; client {statistics.median(w[0] for w in windows):.3f} %, "
                 f"C floor {statistics.median(w[1] for w in windows):.3f} % (medians)"
             ),
+        )
+    py = live["threaded_py"]
+    py_windows = py["windows"]
+    py_ho = py["handover"]
+    print(
+        f"  a'. the same without the C snapshot decoder (run(absorb=None): every server datagram to the Python "
+        f"core within 0.1 s), right after a.: client thread {100.0 * py['client_cpu'] / py['elapsed']:.2f} %, "
+        f"its hand-overs {100.0 * py_ho['cpu'] / py['elapsed']:.3f} % ({py_ho['n'] / py['elapsed']:.1f}/s, "
+        f"{1e6 * py_ho['cpu'] / max(1, py_ho['n']):.0f} µs each)"
+    )
+    if py_windows:
+        py_ratios = [c / f for c, f, _ in py_windows]
+        print(
+            f"     vs the C floor in the same window: median {statistics.median(py_ratios):.2f}× (min–max "
+            f"{min(py_ratios):.2f}–{max(py_ratios):.2f}×, load {py_windows[0][2]:.2f}–{load_now():.2f}); "
+            f"client {statistics.median(w[0] for w in py_windows):.3f} %, "
+            f"C floor {statistics.median(w[1] for w in py_windows):.3f} % (medians)"
         )
     f_cpu, f_inside, f_el, frames = live["frame"]
     print(
