@@ -207,35 +207,42 @@ def model_class(name: str) -> type[FarSideModel] | None:
     return None if module is None else importlib.import_module(module).FarSide
 
 
+_NAN3 = (NAN, NAN, NAN)
+_NAN6 = _NAN3 + _NAN3
+
+
 class _Series:
     """One view's rows: the last `size` frames."""
 
     def __init__(self, size: int) -> None:
         self.ring = Ring(size, len(COLUMNS))
         self.last: FarSideView | None = None
-        self._row: tuple = ()  # the last row's sent/seen/transient values (repeated unchanged)
+        self._rep: tuple = ()  # the last row's values after its time, no pair compared (repeated unchanged)
 
     def add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None) -> None:
         s, o = v.sent, v.seen
-        sp = (s.pitch, s.yaw, s.roll) if s is not None else (NAN, NAN, NAN)
-        spos = s.pos if s is not None and s.pos is not None else (NAN, NAN, NAN)
-        op = (o.pitch, o.yaw, o.roll) if o is not None else (NAN, NAN, NAN)
-        opos = o.pos if o is not None and o.pos is not None else (NAN, NAN, NAN)
-        transient = v.transient is not None
-        self._row = (*sp, *spos, *op, *opos)
-        self._transient = 1.0 if transient else 0.0
-        self.ring.add(
-            now,
-            *self._row,
-            NAN if err_deg is None or transient else err_deg,
-            NAN if err_m is None or transient else err_m,
-            self._transient,
-        )
+        row: tuple[float, ...]
+        if s is None:
+            row = _NAN6
+        else:
+            pos = s.pos
+            row = (s.pitch, s.yaw, s.roll, *(_NAN3 if pos is None else pos))
+        if o is None:
+            row += _NAN6
+        else:
+            pos = o.pos
+            row += (o.pitch, o.yaw, o.roll, *(_NAN3 if pos is None else pos))
+        if v.transient is None:
+            self._rep = (*row, NAN, NAN, 0.0)
+            self.ring.add(now, *row, NAN if err_deg is None else err_deg, NAN if err_m is None else err_m, 0.0)
+        else:
+            self._rep = (*row, NAN, NAN, 1.0)
+            self.ring.add(now, *self._rep)
         self.last = v
 
     def repeat(self, now: float) -> None:
         """Nothing changed since the last row: the same values at `now`, no new pair compared."""
-        self.ring.add(now, *self._row, NAN, NAN, self._transient)
+        self.ring.add(now, *self._rep)
 
 
 class _Link:
@@ -246,6 +253,22 @@ class _Link:
         self.m2w_ms: float | None = None
         self.next_sample = -math.inf
         self.figures: LinkFigures | None = None
+
+
+class _Sink:
+    """One sink's far side in the tracker: its model, the identities its views were last built
+    from, its views' series and its link."""
+
+    __slots__ = ("model", "key", "series", "link")
+
+    def __init__(self, model: FarSideModel, series: list[_Series]) -> None:
+        self.model = model
+        self.key: tuple | None = None
+        self.series = series
+        self.link: _Link | None = None
+
+
+_UNSEEN: Any = object()  # a sink name the tracker has not met yet
 
 
 class FarSideTracker:
@@ -260,9 +283,8 @@ class FarSideTracker:
         self._size = int(math.ceil(plot_seconds * MAX_RATE)) + 16
         self._series: dict[str, _Series] = {}
         self._by_sink: dict[str, list[_Series]] = {}
-        self._changed: dict[str, tuple] = {}  # sink → the identities of what its views were built from
+        self._sinks: dict[str, _Sink | None] = {}  # sink name → its far side (None: a sink without one)
         self._links: dict[str, _Link] = {}
-        self._models: dict[str, FarSideModel] = {}
         self._frozen: dict | None = None
         self._memo: dict[int, tuple[Ring, float, np.ndarray]] = {}
         self._now = 0.0
@@ -270,27 +292,45 @@ class FarSideTracker:
     # --- recording ---------------------------------------------------------------------------
 
     def update(self, loop, now: float) -> None:
-        """Record this frame; `now` is the frame's located time (what the loop passes the mirror)."""
+        """Record this frame; `now` is the frame's located time (what the loop passes the mirror).
+        Once per loop frame: one loop over the sinks, no call it can do without."""
         self._now = now
-        changed = self._changed
+        entries = self._sinks
         for sink in loop.sinks:
             name = sink.name
-            model = self._models.get(name)
-            if model is None:
-                cls = model_class(name)
-                if cls is None:
-                    continue  # not a sink with a far side
-                model = self._models[name] = cls()
+            e = entries.get(name, _UNSEEN)
+            if e is None:
+                continue  # not a sink with a far side
+            if e is _UNSEEN:
+                e = self._entry(name)
+                if e is None:
+                    continue
+            model = e.model
             key = model.inputs(sink)
-            if changed.get(name) == key:
+            if key == e.key:
                 # The same sent and seen as the last frame (between Q3 command ticks, NetSync sends
                 # and broadcasts, Sauerbraten's 30 Hz): the rows go on, nothing is rebuilt.
-                for s in self._by_sink.get(name, ()):
+                for s in e.series:
                     s.repeat(now)
             else:
-                changed[name] = key
+                e.key = key
                 model.update(sink, now, self._add)
-            self._update_link(sink, now, model)
+            lk = e.link
+            if lk is None or lk.sink is not sink:
+                lk = e.link = self._links[name] = _Link(self._size, sink)
+            meter = sink.meter
+            total = meter.total_messages
+            if total != lk.messages:
+                lk.messages = total
+                last = meter.last_time  # (set: a message went out)
+                lk.m2w_ms = None if last is None else (last - now) * 1000.0
+            if not now < lk.next_sample:
+                self._sample_link(lk, sink, now, model)
+
+    def _entry(self, name: str) -> _Sink | None:
+        cls = model_class(name)
+        e = self._sinks[name] = None if cls is None else _Sink(cls(), self._by_sink.setdefault(name, []))
+        return e
 
     def _add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None = None) -> None:
         s = self._series.get(v.key)
@@ -299,22 +339,12 @@ class FarSideTracker:
             self._by_sink.setdefault(v.sink, []).append(s)
         s.add(now, v, err_deg, err_m)
 
-    def _update_link(self, sink: AnyFarSink, now: float, model: FarSideModel) -> None:
-        name = sink.name
-        lk = self._links.get(name)
-        if lk is None or lk.sink is not sink:
-            lk = self._links[name] = _Link(self._size, sink)
-        meter = sink.meter
-        if meter.total_messages != lk.messages:
-            lk.messages = meter.total_messages
-            last = meter.last_time  # (set: a message went out)
-            lk.m2w_ms = None if last is None else (last - now) * 1000.0
-        if now < lk.next_sample:
-            return
+    def _sample_link(self, lk: _Link, sink: AnyFarSink, now: float, model: FarSideModel) -> None:
+        """The link's figures, every LINK_PERIOD."""
         lk.next_sample = now + LINK_PERIOD
-        hz, bps = meter.rates(now)
+        hz, bps = sink.meter.rates(now)
         rtt, basis = model.round_trip(sink)
-        lk.figures = LinkFigures(name, hz, bps, lk.m2w_ms, rtt, basis)
+        lk.figures = LinkFigures(sink.name, hz, bps, lk.m2w_ms, rtt, basis)
         lk.ring.add(now, hz, bps, NAN if lk.m2w_ms is None else lk.m2w_ms, NAN if rtt is None else rtt)
 
     # --- reading -------------------------------------------------------------------------------

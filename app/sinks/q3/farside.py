@@ -17,6 +17,7 @@ teleport does the same (delta_angles move under a usercmd already sent). Such sa
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,12 @@ RT_Q3 = fs.plain(
 )
 
 
+_new = tuple.__new__  # a NamedTuple from a tuple of every field, without its Python-level __new__
+_wrap = math.remainder  # fs.wrap180(a) is math.remainder(a, 360.0)
+_RELAYED = fs.Source.RELAYED
+HEAD_TITLE = "VR head (buttons bits 12–25, roll)"
+
+
 class Snapshots:
     """Which of the Q3 link's snapshots show a usercmd of ours: the link's own check counts a
     snapshot matched (its commandTime is a cmd we sent, built against the delta_angles it carries)
@@ -125,11 +132,20 @@ class Snapshots:
 
 
 class FarSide(fs.FarSideModel):
-    """The Quake 3 sink's two views, rebuilt when a usercmd or a snapshot changed them."""
+    """The Quake 3 sink's two views, rebuilt when a usercmd or a snapshot changed them.
+
+    A usercmd comes at 60 of every 90 frames, a snapshot at 20: what depends on the snapshot only
+    (the view the server ran, the head's words, a VR server's decode of the head, the view the
+    others see) is kept until the next one, and the records are built with `tuple.__new__` (a
+    NamedTuple's own constructor is a Python call: microseconds each, cache-cold)."""
 
     def __init__(self) -> None:
         self.snapshots = Snapshots()
-        self._source: tuple = (None, None)
+        # What the latest snapshot gives, by (sink, link, snapshots, head bits on the wire): the
+        # seen view, the title, the head's (source, why) and the weapon yaw the others see (None:
+        # not asked yet, or not the server's: offline_view of the usercmd).
+        self._snap: tuple = (None,)
+        self._offline: tuple = (None, None)  # (sink, head bits wanted) → the head's (source, why)
 
     def inputs(self, sink: Any) -> tuple:
         link = sink.link
@@ -142,96 +158,164 @@ class FarSide(fs.FarSideModel):
         if intent is None:
             return
         link = sink.link
-        a = intent.angles
-        sent_view = fs.HeadSample(a[0], fs.wrap180(a[1]), a[2], None, Q3_FRAME)
-        on_wire = sink.head_bits_on_wire
-        view_err = None
-        seen_view: fs.HeadSample | None
         if link is None:
-            p, y, r = (view_angle(angle2short(x)) for x in a)
-            seen_view = fs.HeadSample(p, fs.wrap180(y), r, None, Q3_FRAME)
-            transient = None
-            view_err = fs.angle_err(sent_view, seen_view)
+            self._update_offline(sink, now, add, intent)
+            return
+        a = intent.angles
+        sent_view = _new(fs.HeadSample, (a[0], _wrap(a[1], 360.0), a[2], None, Q3_FRAME))
+        on_wire = link.head_bits  # (the sink's head_bits_on_wire, linked)
+        snaps = self.snapshots
+        n = link.snapshots
+        if link is snaps.link and n == snaps.snapshots:
+            snaps.fresh_error = None  # (what Snapshots.update does without a new snapshot)
         else:
-            snaps = self.snapshots
             snaps.update(link)
-            snaps.sent(link, intent)
+        if on_wire:
+            # snaps.sent(link, intent), inline. Only a usercmd with head bits can be matched to a VR
+            # server's decode (the server clears EF_VR_PLAYER for one without: _head_relayed stops
+            # there), and reading the cmd's time makes the client take over its C ticks at once.
+            t = link.last_cmd_time
+            cmds = snaps.cmds
+            if cmds.get(t) is None:
+                cmds[t] = intent
+                if len(cmds) > CMD_HISTORY:
+                    cmds.popitem(last=False)
+        c = self._snap
+        if c[0] is not sink or c[1] is not link or c[2] != n or c[3] != on_wire:
             va = link.view_angles
-            seen_view = None if va is None else fs.HeadSample(va[0], fs.wrap180(va[1]), va[2], None, Q3_FRAME)
+            seen_view = None if va is None else _new(fs.HeadSample, (va[0], _wrap(va[1], 360.0), va[2], None, Q3_FRAME))
+            title = (
+                "view angles and head roll (usercmd → playerState)"
+                if on_wire
+                else "view angles and head roll: all of the head a vanilla server carries"
+            )
+            c = self._snap = (sink, link, n, on_wire, seen_view, title, head_source(sink), None)
+        transient: str | None
+        if link.closed:
+            transient = fs.DISCONNECTED
+        else:
             state = link.state
-            if link.closed:
-                transient = fs.DISCONNECTED
-            elif state != "in game":
+            if state != "in game":
                 # not in game (yet, or again): "connecting", "loading" a new map, "reconnecting" ...
                 transient = state if link.entered else fs.JOINING
             else:
                 transient = snaps.transient
-            view_err = snaps.fresh_error
-        source, why = view_source(sink)
-        title = (
-            "view angles and head roll (usercmd → playerState)"
-            if on_wire or link is None
-            else "view angles and head roll: all of the head a vanilla server carries"
+        view_err = snaps.fresh_error
+        add(
+            now,
+            _new(
+                fs.FarSideView,
+                (
+                    "q3",
+                    "q3",
+                    c[5],
+                    _RELAYED,
+                    WHY_Q3_RELAYED,
+                    sent_view,
+                    c[4],
+                    transient,
+                    on_wire,
+                    _new(fs.ErrorReadout, (BASIS_Q3_VIEW, snaps.last_error, None, None, None, 0)),
+                ),
+            ),
+            view_err,
         )
+        # the head
+        head = intent.head
+        sent = None if head is None else _new(fs.HeadSample, (head[0], _wrap(head[1], 360.0), head[2], None, Q3_FRAME))
+        source, why = c[6]
+        if source is _RELAYED:
+            seen, err, basis = self._head_relayed(sink, link)
+            if seen is None and transient is None:
+                transient = fs.TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
+            shown = snaps.last_head_error
+        else:
+            far = sink.far_side
+            # (pitch, yaw_offset and sent_offset are None together: no head bits in the usercmd)
+            if far is None or far.pitch is None or far.yaw_offset is None or far.sent_offset is None:
+                seen = err = None
+            else:
+                weapon_yaw = c[7]
+                if weapon_yaw is None:
+                    weapon_yaw = sink.others_view()[1]
+                    if link.view_angles is not None:  # the server's view: until the next snapshot
+                        self._snap = (*c[:7], weapon_yaw)
+                seen = _new(
+                    fs.HeadSample,
+                    (far.pitch, _wrap(weapon_yaw + far.yaw_offset, 360.0), far.roll_others, None, Q3_FRAME),
+                )
+                if head is None:
+                    err = None
+                else:
+                    pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, head[0]))
+                    err = max(abs(pitch - far.pitch), abs(far.sent_offset - far.yaw_offset))
+            basis = BASIS_Q3_HEAD_MODEL
+            shown = err
+        if head is None:
+            transient = fs.TRACKING_LOST
+        add(
+            now,
+            _new(
+                fs.FarSideView,
+                (
+                    "q3.head",
+                    "q3",
+                    HEAD_TITLE,
+                    source,
+                    why,
+                    sent,
+                    seen,
+                    transient,
+                    on_wire,
+                    _new(fs.ErrorReadout, (basis, shown, None, None, None, 0)),
+                ),
+            ),
+            err,
+        )
+
+    def _update_offline(self, sink: Q3FarSink, now: float, add: fs.Add, intent: Q3Intent) -> None:
+        a = intent.angles
+        sent_view = fs.HeadSample(a[0], fs.wrap180(a[1]), a[2], None, Q3_FRAME)
+        on_wire = sink.head_bits_on_wire
+        p, y, r = (view_angle(angle2short(x)) for x in a)
+        seen_view = fs.HeadSample(p, fs.wrap180(y), r, None, Q3_FRAME)
+        view_err = fs.angle_err(sent_view, seen_view)
+        source, why = view_source(sink)
         add(
             now,
             fs.FarSideView(
                 "q3",
                 "q3",
-                title,
+                "view angles and head roll (usercmd → playerState)",
                 source,
                 why,
                 sent_view,
                 seen_view,
-                transient,
+                None,
                 on_wire,
-                fs.ErrorReadout(
-                    BASIS_Q3_VIEW if link is not None else fs.BASIS_LOCAL,
-                    view_err if link is None else self.snapshots.last_error,
-                    None,
-                ),
+                fs.ErrorReadout(fs.BASIS_LOCAL, view_err, None),
             ),
             view_err,
         )
-        self._add_head(sink, now, add, link, transient, on_wire)
-
-    def _add_head(
-        self, sink: Q3FarSink, now: float, add: fs.Add, link: Q3FarLink | None, transient: str | None, on_wire: bool
-    ) -> None:
-        intent = sink.intent
-        assert intent is not None  # update returns first without one
         head = intent.head
         sent = None if head is None else fs.HeadSample(head[0], fs.wrap180(head[1]), head[2], None, Q3_FRAME)
-        # Its words change only with a snapshot (the build another VR player betrays, the echo)
-        # or the link's width: not rebuilt at every usercmd.
-        key = (sink, None if link is None else link.snapshots, on_wire)
-        if self._source[0] != key:
-            self._source = (key, head_source(sink))
-        source, why = self._source[1]
-        if source is fs.Source.RELAYED:
-            seen, err, basis = self._head_relayed(sink, link)
-            if seen is None and transient is None:
-                transient = fs.TRACKING_LOST  # the server clears EF_VR_PLAYER for a usercmd without head bits
-        else:
-            seen, err = self._head_model(sink)
-            basis = BASIS_Q3_HEAD_MODEL
-        if head is None:
-            transient = fs.TRACKING_LOST
+        if self._offline[0] != (sink, on_wire):
+            self._offline = ((sink, on_wire), head_source(sink))
+        source, why = self._offline[1]
+        seen, err = self._head_model(sink)
         add(
             now,
             fs.FarSideView(
                 "q3.head",
                 "q3",
-                "VR head (buttons bits 12–25, roll)",
+                HEAD_TITLE,
                 source,
                 why,
                 sent,
                 seen,
-                transient,
+                fs.TRACKING_LOST if head is None else None,
                 on_wire,
-                fs.ErrorReadout(
-                    basis, err if source is not fs.Source.RELAYED else self.snapshots.last_head_error, None
-                ),
+                fs.ErrorReadout(BASIS_Q3_HEAD_MODEL, err, None),
             ),
             err,
         )
