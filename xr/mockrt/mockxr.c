@@ -258,6 +258,10 @@ static void quat_slerp(const float a[4], const float b[4], double f, float o[4])
 
 #define MAX_PATHS 4096
 static char *g_paths[MAX_PATHS]; /* XrPath = index + 1 */
+/* Each path's action state slot (sub_slot: 0 for none, 1 left hand, 2 right, 3 head, 4 gamepad, -1
+ * any other path), found once when the path is interned: the state reads and the locates of action
+ * spaces ask for it on every call, and a string compare there reads the path's text each time. */
+static signed char g_path_slot[MAX_PATHS];
 static uint32_t g_npaths;
 
 static int path_well_formed(const char *s) {
@@ -286,10 +290,19 @@ static XrPath path_lookup(const char *s) {
     return XR_NULL_PATH;
 }
 
+static int slot_of(const char *s) {
+    if (strcmp(s, "/user/hand/left") == 0) return 1;
+    if (strcmp(s, "/user/hand/right") == 0) return 2;
+    if (strcmp(s, "/user/head") == 0) return 3;
+    if (strcmp(s, "/user/gamepad") == 0) return 4;
+    return -1;
+}
+
 static XrPath path_intern(const char *s) {
     XrPath p = path_lookup(s);
     if (p != XR_NULL_PATH || g_npaths >= MAX_PATHS) return p;
     g_paths[g_npaths] = strdup(s);
+    g_path_slot[g_npaths] = (signed char)slot_of(s);
     return ++g_npaths;
 }
 
@@ -1017,25 +1030,27 @@ typedef struct {
 
 #define MAX_SUB 4
 #define MAX_SOURCES 16
+/* What xrSyncActions and the state reads touch each frame first (fewer cache lines, cold); the
+ * names, read only when actions are made, last. */
 struct XrAction_T {
     XrActionSet set;
-    char name[XR_MAX_ACTION_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_NAME_SIZE];
     XrActionType type;
-    XrPath sub[MAX_SUB];
     uint32_t nsub;
-    Source src[MAX_SOURCES];
     int nsrc;
+    XrPath sub[MAX_SUB];
     ActState st[NSLOT];
+    Source src[MAX_SOURCES];
+    char name[XR_MAX_ACTION_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_NAME_SIZE];
 };
 
 #define MAX_ACTIONS 64
 struct XrActionSet_T {
     XrInstance inst;
-    char name[XR_MAX_ACTION_SET_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_SET_NAME_SIZE];
     uint32_t priority;
     int attached;
-    XrAction actions[MAX_ACTIONS];
     int nactions;
+    XrAction actions[MAX_ACTIONS];
+    char name[XR_MAX_ACTION_SET_NAME_SIZE], lname[XR_MAX_LOCALIZED_ACTION_SET_NAME_SIZE];
 };
 
 typedef struct {
@@ -2167,14 +2182,8 @@ API xrGetReferenceSpaceBoundsRect(XrSession s, XrReferenceSpaceType t, XrExtent2
 }
 
 static int sub_slot(XrPath sub) {
-    const char *s = path_str(sub);
     if (sub == XR_NULL_PATH) return 0;
-    if (!s) return -1;
-    if (strcmp(s, "/user/hand/left") == 0) return 1;
-    if (strcmp(s, "/user/hand/right") == 0) return 2;
-    if (strcmp(s, "/user/head") == 0) return 3;
-    if (strcmp(s, "/user/gamepad") == 0) return 4;
-    return -1;
+    return sub <= g_npaths ? g_path_slot[sub - 1] : -1; /* (slot_of, noted when interned) */
 }
 
 static int action_has_sub(XrAction a, XrPath sub) {
