@@ -6,7 +6,7 @@
  * here the calls and the objects are one call. The calls go to the runtime's own entry points
  * (xrGetInstanceProcAddr) on the structs the session built once, so the same code runs a
  * headset's runtime and the mock one. The objects are the session's own frozen dataclasses,
- * filled through their slot descriptors (what object.__setattr__ in their __init__ does), with the
+ * filled at their slot descriptors' offsets (what object.__setattr__ in their __init__ does, with no call per field), with the
  * values and validity rules of session.py's _pose and _controls: the pure-Python path and this
  * one give equal frames, float for float. A failing step raises Step(step, XrResult, frame) and
  * the session raises the typed error the ctypes path raises for that call.
@@ -168,6 +168,7 @@ typedef struct {
     Calls c;
     PyTypeObject *pose_type, *controls_type, *frame_type;
     PyObject *pose_fields, *controls_fields, *frame_fields; /* tuples of slot descriptors, field order */
+    Py_ssize_t pose_at_[NPOSE_FIELDS], controls_at_[NCONTROLS_FIELDS], frame_at_[NFRAME_FIELDS]; /* slot_offsets */
     PyObject *invalid_pose, *identity, *origin;
     PyObject *controls;      /* kept while the states read the same, as session.py does */
     double last[NVALUES];    /* the states it was built from */
@@ -200,12 +201,30 @@ static PyObject *timing_end(FrameCalls *s, int64_t *ns, PyObject *out) {
 
 static PyObject *StepError;
 
+/* Where each field's slot lies in its object, when every field is a plain object slot (a slots
+ * dataclass's member descriptors): a new object's slots are then filled directly, as the
+ * descriptors would, with no call per field. offsets[0] = 0: set through the descriptors. */
+static void slot_offsets(PyObject *fields, int n, Py_ssize_t *offsets) {
+    offsets[0] = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(fields, i);
+        if (Py_TYPE(d) != &PyMemberDescr_Type) return;
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY) || m->offset <= 0) return;
+    }
+    for (int i = 0; i < n; i++) offsets[i] = ((PyMemberDescrObject *)PyTuple_GET_ITEM(fields, i))->d_member->offset;
+}
+
 /* A new `type` object with `values` (references stolen, NULL when their creation failed). */
-static PyObject *make(PyTypeObject *type, PyObject *fields, PyObject **values, int n) {
+static PyObject *make(PyTypeObject *type, PyObject *fields, const Py_ssize_t *offsets, PyObject **values, int n) {
     PyObject *obj = NULL;
     for (int i = 0; i < n; i++)
         if (!values[i]) goto done;
     obj = type->tp_alloc(type, 0);
+    if (obj && offsets[0]) {
+        for (int i = 0; i < n; i++) *(PyObject **)((char *)obj + offsets[i]) = values[i]; /* stolen */
+        return obj;
+    }
     for (int i = 0; obj && i < n; i++) {
         PyObject *descr = PyTuple_GET_ITEM(fields, i);
         if (Py_TYPE(descr)->tp_descr_set(descr, obj, values[i]) < 0) Py_CLEAR(obj);
@@ -259,7 +278,7 @@ static PyObject *pose(FrameCalls *s, const XrSpaceLocation *loc) {
         boolean(pos_valid), boolean(ori_valid),
         boolean(pos_valid && (flags & POS_TRACKED)), boolean(ori_valid && (flags & ORI_TRACKED)),
     };
-    return make(s->pose_type, s->pose_fields, v, NPOSE_FIELDS);
+    return make(s->pose_type, s->pose_fields, s->pose_at_, v, NPOSE_FIELDS);
 }
 
 /* session._value: a non-finite analog value from a misbehaving runtime reads as rest. */
@@ -295,7 +314,7 @@ static PyObject *controls(FrameCalls *s) {
         PyFloat_FromDouble(v[5] != 0 ? value(v[4]) : 0.0), PyFloat_FromDouble(v[7] != 0 ? value(v[6]) : 0.0),
         boolean(v[14] != 0 && v[15] != 0), boolean(v[16] != 0 && v[17] != 0),
     };
-    PyObject *made = make(s->controls_type, s->controls_fields, c, NCONTROLS_FIELDS);
+    PyObject *made = make(s->controls_type, s->controls_fields, s->controls_at_, c, NCONTROLS_FIELDS);
     if (!made) return NULL;
     Py_XSETREF(s->controls, new_ref(made));
     memcpy(s->last, v, sizeof v);
@@ -330,7 +349,7 @@ static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *p
         space_pose(s, 0), space_pose(s, 1), space_pose(s, 2), space_pose(s, 3), space_pose(s, 4), controls(s),
         new_ref(PyTuple_GET_ITEM(profiles, 0)), new_ref(PyTuple_GET_ITEM(profiles, 1)), new_ref(focused),
     };
-    return make(s->frame_type, s->frame_fields, v, NFRAME_FIELDS);
+    return make(s->frame_type, s->frame_fields, s->frame_at_, v, NFRAME_FIELDS);
 }
 
 static PyObject *step_error(FrameCalls *s, int step, PyObject *frame) {
@@ -557,6 +576,9 @@ static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
     Py_XSETREF(s->pose_fields, new_ref(pf));
     Py_XSETREF(s->controls_fields, new_ref(cf));
     Py_XSETREF(s->frame_fields, new_ref(ff));
+    slot_offsets(pf, NPOSE_FIELDS, s->pose_at_);
+    slot_offsets(cf, NCONTROLS_FIELDS, s->controls_at_);
+    slot_offsets(ff, NFRAME_FIELDS, s->frame_at_);
     Py_XSETREF(s->invalid_pose, new_ref(inv));
     Py_XSETREF(s->identity, new_ref(idn));
     Py_XSETREF(s->origin, new_ref(org));
