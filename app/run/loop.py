@@ -16,11 +16,19 @@ would send less often, so it is not deferrable); the sockets are drained on a fr
 nothing (a Quake 3 command tick sends on 60 of the 90 frames a second), again waiting at most
 MAX_DEFER frames. What the polls read reaches the next frame's sends as before:
 drained after this frame's sends, before the next frame's.
+
+No call where nothing is due (on this VM a cold Python call costs ~8 us): a sink may keep two plain
+attributes the loop reads each frame, `send_at` and `poll_at` (clock seconds; a sink without them is
+called every frame). Its send is called only from `send_at` on, its poll only from `poll_at` on, and
+its observe only on a frame whose send was called or held (deferred), not on one it was not due. An
+offline sink with `follow(loop)` is handed the loop once and reads the latest frame from it when
+something shows it (`loop.state`, `loop.frame`): it sets `send_at` to +inf and costs nothing per frame.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,6 +45,8 @@ from headcast.xr.frame import TrackingFrame
 
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
 MAX_DEFER = 2  # frames the polls, or a deferrable sink's send, may wait in a row for a frame with nothing sent
+FLUSH_EVERY = 256  # frames between the telemetry rings' batch writes (app/run/telemetry.py Ring)
+_INF = math.inf
 
 
 class SourceEnded(Exception):
@@ -106,7 +116,10 @@ class FrameLoop:
     _live: list[Sink] | None = None  # the sinks still running (a failed one leaves: _sink_failed)
     _deferrable: list[bool] = field(default_factory=list)  # per live sink: its send may wait (set with _live)
     _held: list[int] = field(default_factory=list)  # per live sink: frames its send has waited in a row
+    _timed: list[bool] = field(default_factory=list)  # per live sink: it keeps send_at/poll_at (set with _live)
+    _polled: list[tuple[Sink, bool]] = field(default_factory=list)  # live sinks with a poll: (sink, keeps poll_at)
     _polls_held = 0  # steps the polls have waited in a row
+    _flush_in = FLUSH_EVERY  # frames until the telemetry's next batch write
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -149,8 +162,12 @@ class FrameLoop:
         if not (head.position_valid and head.orientation_valid):
             tel.tracking_lost_frames += 1
         busy = False
-        deferrable, held = self._deferrable, self._held
+        deferrable, held, timed = self._deferrable, self._held, self._timed
+        idle = 0  # bit i: sink i was not due this frame (its send and observe are skipped)
         for i, s in enumerate(sinks):
+            if timed[i] and located < s.send_at:  # type: ignore[attr-defined]
+                idle |= 1 << i
+                continue
             if busy and deferrable[i] and held[i] < MAX_DEFER:
                 held[i] += 1  # another protocol's bytes went out this frame: this one's next frame
                 continue
@@ -171,19 +188,26 @@ class FrameLoop:
                 self._recording_failed(e)
         if busy and self._polls_held < MAX_DEFER:
             self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
-        else:
+        elif self._polled:
             self._polls_held = 0
             now = clock()
-            for s in self._live or ():  # re-read: a sink that failed in send is out
+            for s, timed_poll in self._polled:  # re-read: a sink that failed in send is out
+                if timed_poll and now < s.poll_at:  # type: ignore[attr-defined]
+                    continue
                 poll = s.poll
                 if poll is not None:
                     try:
                         poll(now)
                     except Exception as e:  # noqa: BLE001
                         self._sink_failed(s, "poll", e)
-        for s in self._live or ():
+        else:
+            self._polls_held = 0
+        live = self._live or ()
+        if live is not sinks:
+            idle = 0  # a sink failed this frame: the indices moved
+        for i, s in enumerate(live):
             observe = s.observe
-            if observe is not None:
+            if observe is not None and not idle >> i & 1:
                 try:
                     observe(located)
                 except Exception as e:  # noqa: BLE001
@@ -193,6 +217,10 @@ class FrameLoop:
             alive = self.mirror.draw(self, located)
         end = clock()
         tel.frame(end - located)
+        self._flush_in -= 1
+        if not self._flush_in:  # the rings' batch write, every FLUSH_EVERY frames (bounded memory)
+            self._flush_in = FLUSH_EVERY
+            tel.flush()
         if self.on_status is not None and end >= self._next_status:
             self._next_status = end + self.status_interval
             try:
@@ -211,9 +239,16 @@ class FrameLoop:
         return True
 
     def _set_live(self, live: list[Sink]) -> list[Sink]:
+        if self._live is None:  # the first frame: offline sinks that follow the loop read it from now on
+            for s in live:
+                follow = getattr(s, "follow", None)
+                if follow is not None:
+                    follow(self)
         self._live = live
         self._deferrable = [bool(getattr(s, "deferrable", False)) for s in live]
         self._held = [0] * len(live)
+        self._timed = [hasattr(s, "send_at") for s in live]
+        self._polled = [(s, hasattr(s, "poll_at")) for s in live if s.poll is not None]
         return live
 
     def _sink_failed(self, sink: Sink, phase: str, error: Exception) -> None:

@@ -22,6 +22,9 @@ class Ring:
     conversion and slice assignment per BATCH rows, or when read): a numpy row write per frame
     costs more than the frame's own bookkeeping, and a flat list of floats converts several
     times faster than a list of row tuples. Readers (HUD, status, summary) see every value added.
+    A one-column ring's `append` is the list's own (a C call, no Python frame: the frame loop's
+    per-frame figures); whoever appends that way calls `flush()` now and then (the loop: every
+    FLUSH_EVERY frames), else the list grows until the next read.
     """
 
     BATCH = 256
@@ -32,9 +35,10 @@ class Ring:
             import numpy as np
         self.data = np.zeros((size, columns))
         self.size, self.columns, self.n, self.i = size, columns, 0, 0
-        self._pending: list[float] = []
+        self._pending: list[float] = []  # the same list for the ring's life (`append` is bound to it)
         self._flush_at = self.BATCH * columns
         self._flushed = 0
+        self.append = self._pending.append  # one value, one-column rings only
 
     def add(self, *values: float) -> None:
         """One row: exactly `columns` values."""
@@ -44,11 +48,11 @@ class Ring:
             self.flush()
 
     def flush(self) -> None:
-        flat = self._pending
-        if not flat:
+        pending = self._pending
+        if not pending:
             return
-        self._pending = []
-        rows = np.array(flat, dtype=np.float64).reshape(-1, self.columns)
+        rows = np.array(pending, dtype=np.float64).reshape(-1, self.columns)
+        pending.clear()
         block = rows[-self.size :]
         k = len(block)
         first = min(k, self.size - self.i)
@@ -176,9 +180,15 @@ class Telemetry:
         self.frame_cost = Ring(history)  # seconds of work per frame (excluding the XR wait)
         self.latency = Ring(history)  # pose located → bytes handed to a socket, seconds
         self.tracking_lost_frames = 0
-        # frame(cost) and wire(latency), once per frame: the rings' own add, one call each
-        self.frame = self.frame_cost.add
-        self.wire = self.latency.add
+        # frame(cost) and wire(latency), once per frame: the rings' list appends (C calls, no Python
+        # frame); the loop calls flush() every FLUSH_EVERY frames
+        self.frame = self.frame_cost.append
+        self.wire = self.latency.append
+
+    def flush(self) -> None:
+        """Write what frame() and wire() appended into the rings (readers do it too)."""
+        self.frame_cost.flush()
+        self.latency.flush()
 
     @property
     def frames(self) -> int:

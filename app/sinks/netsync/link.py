@@ -176,7 +176,7 @@ class NetSyncLink:
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
         self._drop_reasons: dict[str, str] = {}  # reason → the latest detail (Dropped events)
-        self._next_poll = 0.0
+        self.next_poll = 0.0  # the clock time poll() next reads (the sink's poll_at)
 
     @property
     def protocol(self) -> int | None:
@@ -301,9 +301,9 @@ class NetSyncLink:
         return nbytes, nbytes - self._header_len, t_wire, self._policy.pose_seq
 
     def poll(self, now: float) -> None:
-        if now < self._next_poll or self.closed:
+        if now < self.next_poll or self.closed:
             return
-        self._next_poll = now + POLL_PERIOD
+        self.next_poll = now + POLL_PERIOD
         for ev in self.client.poll(now):
             if isinstance(ev, OwnPose):  # the common one first: every broadcast carries it
                 self.own_body = ev.body

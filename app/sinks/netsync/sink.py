@@ -77,6 +77,12 @@ class NetSyncSink:
         # body_size, last_error: the mirror, the status line), for the frame built last.
         self.poll = self._poll_linked if link is not None else None
         self.observe = None
+        # What the loop reads each frame (app/run/loop.py): no call before the rate cap lets a pose go
+        # (`send_at`) nor before the link's next poll (`poll_at`); offline (`follow`), none at all.
+        self.send_at = -math.inf
+        self.poll_at = -math.inf
+        self._loop = None  # offline, once the loop is followed: its latest frame is read from it
+        self._followed: TrackingFrame | None = None  # the loop's frame self._frame was built from
         # The send policy's rate cap, mirrored so a frame that cannot go out is not even built.
         self._interval = 1.0 / min(max(float(send_rate), SEND_RATE_MIN), SEND_RATE_MAX)
         self._last_send: float | None = None
@@ -104,10 +110,18 @@ class NetSyncSink:
         latest offline."""
         return LATEST_PROTOCOL if self.link is None else self.link.model_protocol
 
+    def follow(self, loop) -> None:
+        """Offline: the frame loop (app/run/loop.py) is handed once; it calls this sink no more, and
+        the PoseFrame is built from its latest frame when something reads it."""
+        if self.link is None:
+            self._loop = loop
+            self.send_at = math.inf
+
     def _poll_linked(self, now: float) -> None:
         link = self.link
         assert link is not None  # the poll of a linked sink
         link.poll(now)
+        self.poll_at = link.next_poll
         body = link.own_body
         if body is not None and body is not self.seen:
             self.seen = body
@@ -164,6 +178,12 @@ class NetSyncSink:
         if pending is not None:
             self._pending = None
             self._build(*pending)
+        loop = self._loop
+        if loop is not None:
+            frame, state = loop.frame, loop.state
+            if frame is not None and state is not None and frame is not self._followed:
+                self._followed = frame
+                self._build(state, frame)
         return self._frame
 
     def _build(self, state: RigState, frame: TrackingFrame) -> PoseFrame:
@@ -195,6 +215,8 @@ class NetSyncSink:
         if sent is None:
             return None
         self._last_send = now
+        # the loop's test, a hair before the cap's own (above, on the same `now`): never later than it
+        self.send_at = now + self._interval * (1.0 - 1e-9)
         nbytes, body_size, t_wire, seq = sent
         self.body_size = body_size
         self.meter.add(t_wire, nbytes)

@@ -9,6 +9,7 @@ or another protocol stops it for good (`failure`).
 
 from __future__ import annotations
 
+import select
 import time
 from typing import Callable
 
@@ -22,6 +23,7 @@ from headcast.netcode.sauer.protocol import DEFAULT_PORT, DISC_PASSWORD
 from headcast.netcode.sauer.transport import SauerClient
 
 NO_ANSWER_AFTER = 1.0  # s without any packet before the status says "no answer"
+POLL_EVERY = 0.05  # s: in game, the longest a poll waits without a datagram (the core's timers)
 
 STATE_TEXT = {
     State.IDLE: "connecting",
@@ -77,6 +79,13 @@ class SauerLink:
         self._why_at_close = ""
         self.texts: list[str] = []  # the server's messages (N_SERVMSG), latest last
         self.spawns = 0  # spawns seen (the sink re-anchors the world at each)
+        self._in_game = False  # alive or dead at the last poll: polls may wait for a datagram
+        self._poll_by = 0.0  # in game, the next poll even without a datagram
+        self._readable: select.poll | None = None  # the ENet socket's readiness (where poll() exists)
+        if hasattr(select, "poll"):
+            self._readable = select.poll()
+            for fd in self.client.filenos():
+                self._readable.register(fd, select.POLLIN)
         self.last_spawn: tuple[int, str, str] | None = None  # (client number, mode, map) of the latest
 
     # --- what the sink and the outcome ask ---------------------------------------------------
@@ -200,15 +209,26 @@ class SauerLink:
         sent = self.counters.position_bytes - before
         return (sent, self.client.sent_at) if sent else None
 
-    def poll(self, now: float) -> None:
+    def poll(self, now: float, full: bool = False) -> bool:
+        """Service ENet, run the core's timers and take the events: True when it did. In game, and
+        unless `full`, only when the ENet socket has a datagram or POLL_EVERY since the last time
+        (the core's timers are pings every 250 ms and silences of seconds; ENet's own resends and
+        pings go out with every position's flush): on most frames a readiness check is all."""
         if self.closed:
-            return
+            return False
+        if not full and self._in_game and now < self._poll_by:
+            readable = self._readable
+            if readable is not None and not readable.poll(0):
+                return False
         client = self.client
         client.poll(now, positions=False)  # send() takes the position tick
         while (ev := client.next_event()) is not None:
             self._handle(ev, now)
         if not self._answered and self.counters.packets_in:
             self._answered = True
+        self._poll_by = now + POLL_EVERY
+        self._in_game = self.live
+        return True
 
     def _handle(self, ev, now: float) -> None:
         if isinstance(ev, se.Spawned):

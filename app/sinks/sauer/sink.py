@@ -10,6 +10,7 @@ way (cn 0, first life) only when something shows it (status, demo, mirror).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -84,8 +85,12 @@ class SauerSink:
         # already sent another protocol's bytes: the positions' 30 Hz grid holds (the core's timer).
         self.deferrable = link is not None
         self.watcher = watcher  # a SauerWatcher on the same server (the demo), or None
-        self.poll = None if link is None else link.poll if watcher is None else self._poll_watched
+        self.poll = None if link is None else self._poll_linked if watcher is None else self._poll_watched
         self.observe = None
+        # What the loop reads each frame (app/run/loop.py): send() is called from the next position
+        # tick on (every frame from a spawn until anchored); offline (`follow`), never.
+        self.send_at = -math.inf
+        self._loop = None  # offline, once the loop is followed: its latest state is taken from it
         self.meter = RateMeter()
         self.check = SauerCheck()
         self.anchor: Anchor | None = None
@@ -108,6 +113,11 @@ class SauerSink:
         """Our last record: sent (linked), or the one the last state taken gives (offline)."""
         if self.link is not None:
             return self.link.core.last_record if self.link.joined else None
+        loop = self._loop
+        if loop is not None and loop.frame is not None and loop.state is not self._state:
+            head = loop.frame.head  # what send() takes offline, taken when shown
+            self._tracked = head.position_valid and head.orientation_valid
+            self._state = loop.state
         if self._built[0] is not self._state:
             gp = None
             if self._state is not None:
@@ -139,6 +149,29 @@ class SauerSink:
 
     # --- per frame --------------------------------------------------------------------------
 
+    def follow(self, loop) -> None:
+        """Offline: the frame loop (app/run/loop.py) is handed once; it calls this sink no more, and
+        the record is built from its latest state when something shows it."""
+        if self.link is None:
+            self._loop = loop
+            self.send_at = math.inf
+
+    def _due(self) -> float:
+        """The loop's `send_at`: at once while a spawn waits to be anchored, else the next position
+        tick (none while not alive: a poll sets it again)."""
+        link = self.link
+        assert link is not None  # a linked sink's
+        if link.spawns != self._spawns_anchored:
+            return -math.inf
+        due = link.position_due_at
+        return math.inf if due is None else due
+
+    def _poll_linked(self, now: float) -> None:
+        link = self.link
+        assert link is not None  # the poll of a linked sink
+        if link.poll(now):
+            self.send_at = self._due()
+
     def send(self, state: RigState, frame: TrackingFrame, now: float) -> float | None:
         head = frame.head  # the stage pose: as valid as the world one, and no world pose built
         self._tracked = head.position_valid and head.orientation_valid
@@ -153,11 +186,13 @@ class SauerSink:
                 self.check.spawns = link.spawns
         due = link.position_due_at
         if due is None or now < due:
+            self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
             return None
         gp = None if self.anchor is None else game_pose(state, self.world, self.anchor)
         self.game = gp
         link.set_pose(None if gp is None else gp.pose)
         sent = link.send(now)
+        self.send_at = self._due()
         if sent is None:
             return None
         nbytes, t_wire = sent
@@ -187,7 +222,8 @@ class SauerSink:
     def _poll_watched(self, now: float) -> None:
         link, watcher = self.link, self.watcher
         assert link is not None and watcher is not None  # the poll of a linked sink with a watcher
-        link.poll(now)
+        link.poll(now, True)
+        self.send_at = self._due()
         watcher.poll(now)
         if link.live:
             rec = watcher.new_record_of(link.core.cn)
