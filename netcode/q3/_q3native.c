@@ -12,7 +12,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1310,6 +1312,10 @@ typedef struct {
     Py_ssize_t qlen, qoff[PUMP_QUEUE + 1];
     int qn, urgent, read_failed;
     double qtime[PUMP_QUEUE];
+    /* send_input: the input as given, for take_input (the core's set_input arguments) */
+    int roll_clamp, fresh, fresh_head;   /* roll_clamp: Q3ClientCore.roll_clamped */
+    double fresh_angles[3], fresh_head_pa[2];
+    int64_t fresh_moves[5];          /* forward, right, up (clamped), buttons & USER_BUTTONS, weapon & 0xFF */
     struct SnapDec *snap;          /* snapshots decoded here (_q3snap.c), made on first use */
 } Pump;
 
@@ -1551,6 +1557,7 @@ static PyObject *Pump_set_input(Pump *self, PyObject *args)
     for (int i = 0; i < 8; i++)
         self->input[i] = v[i];
     pthread_mutex_unlock(&self->lock);
+    self->fresh = 0;   /* the core holds a newer input than send_input's (take_input: None) */
     Py_RETURN_NONE;
 }
 
@@ -1933,6 +1940,203 @@ static PyObject *Pump_step(Pump *self, PyObject *args)
     return PyLong_FromLong(pump_step(self, now));
 }
 
+/* send_input(now, angles, buttons, forward, right, up, weapon, head): the frame thread's one call
+ * per command tick (transport.Q3Client.send_input). The input from plain numbers, as
+ * Q3ClientCore.set_input + wire_input would give it (angles (pitch, yaw, roll) in degrees, the
+ * roll clamped to +-ROLL_CLAMP when `roll_clamp`, moves clamped to +-127, buttons & 0xFFF, weapon
+ * & 0xFF; head: None, or the tracked head's (pitch, yaw[, roll]) in absolute degrees, packed into
+ * the buttons as vrhead.pack_head(buttons, pitch, yaw_offset(yaw, view yaw), 0) does), then, if
+ * the timer is due, step()'s tick and reads. Returns (bytes sent, sent_at, the next tick's time,
+ * the cmd's server time, whether the core must come in: datagrams read or a read failed) when the
+ * tick went out; else an int (NOT_DUE, PYTHON, LOG_FULL...), the input then left as it was.
+ * take_input() hands the input given here to the core (None when set_input came later). */
+
+static int fin_error;   /* f32's overflow flag (set with the GIL held: send_input only) */
+
+static double f32(double x)   /* struct.pack('<f') then unpack: OverflowError when it overflows */
+{
+    float y = (float)x;
+    if (isinf(y) && !isinf(x))
+        fin_error = 1;
+    return (double)y;
+}
+
+static double yaw_offset_f(double a1, double a2)   /* vrhead.yaw_offset (both finite) */
+{
+    double a = f32(f32(a1) - f32(a2));
+    if (a > 1080.0 || a < -1080.0)
+        a = f32(fmod(a, 360.0));
+    while (a > 180.0)
+        a = f32(a - 360.0);
+    while (a < -180.0)
+        a = f32(a + 360.0);
+    return a;
+}
+
+static int64_t pack7_f(double deg, double limit)   /* vrhead.pack7 */
+{
+    double v = f32(deg);
+    v = v < -limit ? -limit : v > limit ? limit : v;
+    return (int64_t)f32(f32(f32(v + 90.0) * 127.0) / 180.0) & 0x7F;
+}
+
+static int64_t short_f(double x)   /* client._view_shorts: int(f32(f32(x) * 65536 / 360)), low bits kept */
+{
+    double s = f32(f32(x) * 65536.0 / 360.0);
+    if (s >= 4e18 || s <= -4e18)
+        s = fmod(s, 65536.0);   /* an integer that large: exact, the same low 16 bits */
+    return (int64_t)s;
+}
+
+static int move_arg(PyObject *o, int64_t *out)   /* max(-127, min(127, int(o))) */
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow)
+        v = overflow > 0 ? 127 : -127;
+    *out = v > 127 ? 127 : v < -127 ? -127 : v;
+    return 0;
+}
+
+static PyObject *Pump_send_input(Pump *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "send_input takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    double now, a[3], hp = 0.0, hy = 0.0;
+    if (parse_time(args[0], &now) < 0)
+        return NULL;
+    PyObject *angles = args[1], *head = args[7];
+    if (!PyTuple_Check(angles) || PyTuple_GET_SIZE(angles) != 3) {
+        PyErr_SetString(PyExc_TypeError, "send_input: angles must be a (pitch, yaw, roll) tuple");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        a[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(angles, i));
+        if (a[i] == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    int has_head = head != Py_None;
+    if (has_head) {
+        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 2) {
+            PyErr_SetString(PyExc_TypeError, "send_input: head must be None or a (pitch, yaw[, roll]) tuple");
+            return NULL;
+        }
+        hp = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+        if (hp == -1.0 && PyErr_Occurred())
+            return NULL;
+        hy = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 1));
+        if (hy == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    uint64_t buttons, weapon;
+    int64_t mv[3];
+    if (low64(args[2], &buttons) < 0 || move_arg(args[3], &mv[0]) < 0 || move_arg(args[4], &mv[1]) < 0
+            || move_arg(args[5], &mv[2]) < 0 || low64(args[6], &weapon) < 0)
+        return NULL;
+    if (!(isfinite(a[0]) && isfinite(a[1]) && isfinite(a[2])) || (has_head && !(isfinite(hp) && isfinite(hy)))) {
+        PyErr_Format(PyExc_ValueError, "non-finite angle in %R (head %R)", angles, head);
+        return NULL;
+    }
+    if (!self->configured || self->running || self->fd < 0)
+        return PyLong_FromLong(PUMP_PYTHON);
+    if (now < self->timer)
+        return PyLong_FromLong(PUMP_NOT_DUE);
+    if (pump_buffers(self) < 0)
+        return NULL;
+    /* Q3ClientCore.set_input, then wire_input */
+    double r = a[2];
+    if (self->roll_clamp)
+        r = r > 60.0 ? 60.0 : r < -60.0 ? -60.0 : r;   /* vrhead.ROLL_CLAMP */
+    fin_error = 0;
+    int64_t in[8], user = (int64_t)(buttons & USER_BUTTONS);
+    in[0] = short_f(a[0]);
+    in[1] = short_f(a[1]);
+    in[2] = short_f(r);
+    in[3] = mv[0];
+    in[4] = mv[1];
+    in[5] = mv[2];
+    double offset = 0.0;
+    in[6] = user;
+    if (has_head) {
+        offset = yaw_offset_f(hy, a[1]);   /* Q3Link: the tracked yaw as an offset from the view's */
+        in[6] = user | pack7_f(hp, 80.0) << 12 | pack7_f(yaw_offset_f(offset, 0.0), 80.0) << 19;
+    }
+    in[7] = (int64_t)(weapon & 0xFF);
+    if (fin_error) {
+        PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
+        return NULL;
+    }
+    int64_t saved[8];
+    pthread_mutex_lock(&self->lock);
+    memcpy(saved, self->input, sizeof saved);
+    memcpy(self->input, in, sizeof in);
+    pthread_mutex_unlock(&self->lock);
+    int nlog = self->nlog;
+    uint64_t bytes = self->bytes;
+    self->batch = 0.0;
+    int why = pump_step(self, now);
+    if (self->nlog == nlog) {   /* no tick: the input stays what it was (the caller's slow path sets it) */
+        pthread_mutex_lock(&self->lock);
+        memcpy(self->input, saved, sizeof saved);
+        pthread_mutex_unlock(&self->lock);
+        return PyLong_FromLong(why);
+    }
+    self->fresh = 1;
+    self->fresh_head = has_head;
+    memcpy(self->fresh_angles, a, sizeof a);
+    self->fresh_head_pa[0] = hp;
+    self->fresh_head_pa[1] = offset;
+    self->fresh_moves[0] = mv[0];
+    self->fresh_moves[1] = mv[1];
+    self->fresh_moves[2] = mv[2];
+    self->fresh_moves[3] = user;
+    self->fresh_moves[4] = in[7];
+    return Py_BuildValue("(KddLO)", (unsigned long long)(self->bytes - bytes), self->sent_at, self->timer,
+                         (long long)self->last_cmd_time, why == PUMP_TICKED ? Py_False : Py_True);
+}
+
+/* take_input(): the input send_input last gave, as Q3ClientCore.set_input's arguments (angles,
+ * forward, right, up, buttons, weapon, head as (pitch, yaw offset) or None), once; None when
+ * there is none newer than the core's (set_input since). */
+static PyObject *Pump_take_input(Pump *self, PyObject *unused)
+{
+    if (!self->fresh)
+        Py_RETURN_NONE;
+    self->fresh = 0;
+    const double *a = self->fresh_angles;
+    const int64_t *m = self->fresh_moves;
+    if (self->fresh_head)
+        return Py_BuildValue("((ddd)LLLLL(dd))", a[0], a[1], a[2], (long long)m[0], (long long)m[1],
+                             (long long)m[2], (long long)m[3], (long long)m[4], self->fresh_head_pa[0],
+                             self->fresh_head_pa[1]);
+    return Py_BuildValue("((ddd)LLLLLO)", a[0], a[1], a[2], (long long)m[0], (long long)m[1], (long long)m[2],
+                         (long long)m[3], (long long)m[4], Py_None);
+}
+
+/* pending: ticks, datagrams or an input that the core has not taken over yet (take, take_input);
+ * False while run() runs (its hand-overs are its own). */
+static PyObject *Pump_get_pending(Pump *self, void *closure)
+{
+    return PyBool_FromLong(!self->running
+                           && (self->nlog || self->qn || self->fresh || self->urgent || self->read_failed));
+}
+
+static PyMemberDef Pump_members[] = {
+    {"timer", T_DOUBLE, offsetof(Pump, timer), READONLY, "When the next tick is due (CLOCK_MONOTONIC)."},
+    {"roll_clamp", T_INT, offsetof(Pump, roll_clamp), 0,
+     "send_input clamps the roll to +-60 (Q3ClientCore.roll_clamped)."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef Pump_getset[] = {
+    {"pending", (getter)Pump_get_pending, NULL, "The core has something to take over.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 /* run(until, on_datagrams=None, batch=0): the loop (module comment above), on CLOCK_MONOTONIC
  * (time.monotonic and time.perf_counter on Linux). Server datagrams read at ticks wait here at
  * most `batch` seconds (and while fewer than PUMP_QUEUE); then, with on_datagrams, they go to
@@ -2025,6 +2229,9 @@ static PyMethodDef Pump_methods[] = {
     {"step", (PyCFunction)Pump_step, METH_VARARGS, "step(now, batch=0): run()'s tick and reads at `now`, if due."},
     {"interrupt", (PyCFunction)Pump_interrupt, METH_NOARGS, "Make a running run() return (thread-safe)."},
     {"take", (PyCFunction)Pump_take, METH_NOARGS, "The ticks since the last take and the state they left."},
+    {"send_input", (PyCFunction)(void (*)(void))Pump_send_input, METH_FASTCALL,
+     "send_input(now, angles, buttons, forward, right, up, weapon, head): the input, and the tick if due."},
+    {"take_input", (PyCFunction)Pump_take_input, METH_NOARGS, "The input send_input gave, for the core; or None."},
     {"snap_reset", (PyCFunction)Pump_snap_reset, METH_VARARGS, "A gamestate's baselines (_q3snap.c)."},
     {"snap_enable", (PyCFunction)Pump_snap_enable, METH_VARARGS, "Consume in-game snapshots (_q3snap.c)."},
     {"snap_put", (PyCFunction)Pump_snap_put, METH_VARARGS, "A snapshot the core decoded, as a base."},
@@ -2044,6 +2251,8 @@ static PyTypeObject PumpType = {
     .tp_init = (initproc)Pump_init,
     .tp_dealloc = (destructor)Pump_dealloc,
     .tp_methods = Pump_methods,
+    .tp_members = Pump_members,
+    .tp_getset = Pump_getset,
 };
 
 /* ------------------------------------------------------------------ module */

@@ -45,6 +45,24 @@ class Pump:
     def step(self, now: float, batch: float = 0.0, /) -> Any: ...
     def interrupt(self) -> None: ...
     def take(self) -> Any: ...
+    def send_input(
+        self,
+        now: float,
+        angles: tuple[float, float, float],
+        buttons: int,
+        forward: int,
+        right: int,
+        up: int,
+        weapon: int,
+        head: tuple[float, ...] | None,
+        /,
+    ) -> tuple[int, float, float, int, bool] | int: ...
+    def take_input(self) -> tuple[Any, ...] | None: ...
+    @property
+    def pending(self) -> bool: ...
+    @property
+    def timer(self) -> float: ...
+    roll_clamp: int
     # the snapshot decoder (_q3snap.c)
     def snap_reset(
         self, baselines: dict[int, tuple[Any, ...]], delta_angles_ix: tuple[int, int, int], command_time_ix: int, /

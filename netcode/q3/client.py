@@ -1199,6 +1199,11 @@ class Q3ClientCore:
             buttons = pack_head(buttons, head[0], head[1], 0.0)
         return s0, s1, s2, forward, right, up, buttons, weapon
 
+    @property
+    def roll_clamped(self) -> bool:
+        """set_input clamps the roll to ±ROLL_CLAMP (a VR userinfo): so must transport's Pump.send_input."""
+        return self._userinfo_vr
+
     def pump_context(self) -> tuple[Any, ...] | None:
         """Everything of a tick's datagram that only a server message, a command or a setting
         changes, for transport's Pump.configure, in its order: legacy netchan, challenge, qport,

@@ -142,7 +142,9 @@ class Q3Client:
         # bound here so a frame pays one call for it, not two (run() rebinds it to feed its pump too).
         self.set_input = self.core.set_input
         self._pump: Pump | None = None  # the native tick (run, step), made on first use
-        self._configured = False  # step(): the pump holds the core's current context
+        # The pump's send_input while it holds the core's current context (step() made it so; receive()
+        # keeps it so), else None: in game, a frame's one call per command tick (see send_input).
+        self.send_input: Callable[..., Any] | None = None
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
         self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
@@ -170,7 +172,7 @@ class Q3Client:
         wait for `next_event`."""
         if self._sock.fileno() == -1:
             return
-        self._configured = False
+        self.send_input = None
         self._feed_held(now)
         self._receive(now)
         self._flush(now)
@@ -184,7 +186,7 @@ class Q3Client:
         timer = self.core.get_timer()
         if timer is None or now < timer:
             return
-        self._configured = False
+        self.send_input = None
         self._feed_held(now)
         self._send(self.core.run_due(now, MAX_TIMER_STEPS))
 
@@ -199,6 +201,7 @@ class Q3Client:
 
     @property
     def status(self) -> Status:
+        self.sync()
         return self.core.status
 
     @property
@@ -210,7 +213,7 @@ class Q3Client:
         self._flush(now)
 
     def send_command(self, text: str) -> None:
-        self._configured = False
+        self.send_input = None
         self.core.send_command(text)
         if self._pump is not None:
             self._pump.interrupt()  # a running run() hands the ticks back to the core, which sends it
@@ -238,7 +241,7 @@ class Q3Client:
         core = self.core
         clock = self._clock
         self._feed_held(clock())
-        self._configured = False  # run() configures the pump itself
+        self.send_input = None  # run() configures the pump itself
         pump = self._pump
         if pump is None and NATIVE is not None and clock in _MONOTONIC_CLOCKS and self._sock.fileno() != -1:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
@@ -314,14 +317,31 @@ class Q3Client:
         return self._poll(now, read_after=False)
 
     def receive(self, now: float) -> list[Event]:
-        """Read the socket now (bounded), send any answer, return the events. After `step`: the
-        datagrams its tick read first, as read now."""
+        """Read the socket now (bounded), send any answer, return the events. After `step` or
+        `send_input`: the datagrams their ticks read first, as read now. In game with the pump, it
+        then takes the core's new context (`send_input` armed again), so the next tick's frame does
+        not pay for that."""
         if self._sock.fileno() == -1:
             return []
         if self._feed_held(now) + self._receive(now):
-            self._configured = False  # the core moved on: the pump takes its context again
+            self.send_input = None  # the core moved on: the pump takes its context again
         self._flush(now)
+        if self.send_input is None and self._pump is not None:
+            self._stepper()
         return self.core.take_events()
+
+    def sync(self) -> None:
+        """The core takes over what `send_input`'s ticks left in the pump (its counters, timer, last
+        cmd, the input given): for a reader of the core between two `receive` calls. Every other
+        call into this client does it first."""
+        pump = self._pump
+        if pump is not None and pump.pending:
+            datagrams, _ = self._take_over(pump.take())
+            if datagrams:
+                self._held += datagrams
+            given = pump.take_input()
+            if given is not None:
+                self.core.set_input(*given)
 
     def step(self, now: float) -> list[Event]:
         """`send_due` for a frame loop, with an in-game tick in C when the extension is built and
@@ -335,6 +355,8 @@ class Q3Client:
         pump = self._stepper()
         if pump is None:
             return self.send_due(now)
+        if pump.pending:  # send_input's ticks and reads first (its log could be full)
+            self.sync()
         why = pump.step(now)
         datagrams, _ = self._take_over(pump.take())
         if datagrams:
@@ -369,7 +391,7 @@ class Q3Client:
         """The pump for `step`, configured with the core's context; None when the tick must run in
         Python (no extension, another clock, out of game, commands waiting)."""
         pump = self._pump
-        if self._configured:
+        if self.send_input is not None:
             return pump
         if NATIVE is None or self._clock not in _MONOTONIC_CLOCKS or self._sock.fileno() == -1:
             return None
@@ -382,12 +404,15 @@ class Q3Client:
             self.set_input = self._set_input_pumped
         pump.set_input(*core.wire_input())
         pump.configure(context)
-        self._configured = True
+        pump.roll_clamp = core.roll_clamped
+        self.send_input = pump.send_input
         return pump
 
     def _feed_held(self, now: float) -> int:
-        """The datagrams `step` read go to the core, as read `now` (as `send_due` then `receive`
-        would have read them: the same timers and bytes); how many."""
+        """The datagrams `step` and `send_input` read go to the core, as read `now` (as `send_due`
+        then `receive` would have read them: the same timers and bytes); how many. The core first
+        takes over the pump's ticks (`sync`)."""
+        self.sync()
         held = self._held
         if not held:
             return 0
@@ -401,7 +426,7 @@ class Q3Client:
     def _poll(self, now: float, read_after: bool) -> list[Event]:
         if self._sock.fileno() == -1:
             return []  # closed
-        self._configured = False  # the core may tick or read: the pump's context would be stale
+        self.send_input = None  # the core may tick or read: the pump's context would be stale
         self._feed_held(now)
         core = self.core
         # The core's fields read directly (this is its own driver): two calls fewer per frame.
@@ -472,7 +497,7 @@ class Q3Client:
         core's Disconnected event and status give)."""
         if self._sock.fileno() == -1:
             return []
-        self._configured = False
+        self.send_input = None
         self._feed_held(now)
         self.core.close(now, reason)
         self._flush(now)

@@ -180,6 +180,8 @@ class ScriptedQ3Client:
     and the scripted server above, a VR-aware one (vr_support 1). No socket: each send_due runs
     the core's timers up to `now`; the test reads what the server got with `self.server`."""
 
+    send_input = None  # Q3Client's native tick from plain numbers: never armed here (the core runs every tick)
+
     def __init__(self, address=None, config=None, clock=None, **_):
         self.core, self.server = make(vr=True, vr_support=True)
         self.sent_at: float | None = None
@@ -202,6 +204,9 @@ class ScriptedQ3Client:
 
     def set_input(self, *args) -> None:
         self.core.set_input(*args)
+
+    def sync(self) -> None:
+        """Q3Client.sync: nothing is left in a pump here."""
 
     def send_due(self, now: float) -> list:
         run(self.core, self.now, now)

@@ -146,7 +146,7 @@ class Q3Link:
         # cmd serverTime → (angles, the delta_angles the cmd was built against)
         self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
         self._delta_angles: tuple = (0, 0, 0)
-        self._unread = False  # a tick was sent and its snapshots are not read yet
+        self.unread = False  # a tick was sent and what it read is not taken yet: poll() has work
         self._counters = self.client.core.counters  # a live view: Status would copy everything each frame
         self.due_at = -math.inf
         self._linked = False
@@ -170,6 +170,7 @@ class Q3Link:
     @property
     def last_cmd_time(self) -> int:
         """The serverTime of the last usercmd sent (what a snapshot's commandTime names)."""
+        self.client.sync()
         return self.client.core.last_cmd_time
 
     @property
@@ -329,8 +330,8 @@ class Q3Link:
     def poll(self, now: float) -> None:
         """Read the snapshots of the last tick: send() leaves them in the socket, so reading them
         delays no sink's send (motion-to-wire); this is still before the next tick's usercmd."""
-        if self._unread:
-            self._unread = False
+        if self.unread:
+            self.unread = False
             events = self.client.receive(now)
             if events:
                 self._handle(events)
@@ -346,6 +347,29 @@ class Q3Link:
         self.due_at = timer if timer is not None and self._linked else -math.inf
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
+        fast = self.client.send_input
+        if fast is not None:
+            # In game with the extension: the input from plain numbers and the tick's datagram in one
+            # C call (the core takes the ticks over at the next poll that has something to read).
+            angles = intent.angles
+            r = fast(
+                now, angles, intent.user_buttons, intent.forwardmove, intent.rightmove, intent.upmove, 0, intent.head
+            )
+            if r.__class__ is tuple:
+                nbytes, sent_at, self.due_at, cmd_time, attention = r
+                if attention:  # datagrams read after the tick (or a read failed): the next poll's
+                    self.unread = True
+                history = self._sent
+                history[cmd_time] = (angles, self._delta_angles)
+                if len(history) > SENT_HISTORY:
+                    history.popitem(last=False)
+                return nbytes, sent_at
+        return self._send(intent, now)
+
+    def _send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
+        """send() through the core: out of game, without the extension, or when the pump hands the
+        tick to the core."""
+        self.client.sync()  # what send_input's ticks left, before the counters are read
         tracked = intent.head  # (pitch, yaw, roll) as tracked; the usercmd's is (pitch, yaw offset)
         head: WireHead | None = None
         if tracked is not None:
@@ -371,7 +395,7 @@ class Q3Link:
         sent = counters["bytes_out"] - before
         if sent <= 0:
             return None
-        self._unread = linked
+        self.unread = linked
         self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
             self._sent.popitem(last=False)

@@ -12,6 +12,7 @@ sends: both come from vrhead's float AngleSubtract of the same angles.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,7 +71,11 @@ class Q3Sink:
         self.verify = verify  # decode every usercmd's head bits (else: when shown)
         self.move_speed = move_speed
         self.link = link  # a connected Q3Link, or None = offline
-        self.poll = None if link is None else link.poll  # the link's own: no call in between
+        self.poll = None if link is None else self._poll
+        # The loop calls send() from send_at on and poll() from poll_at on (app/run/loop.py): in game
+        # the command ticks and the frames after a tick that read something; offline, every frame.
+        self.send_at = -math.inf
+        self.poll_at = math.inf
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
         self.intent: Q3Intent | None = None
@@ -99,11 +104,23 @@ class Q3Sink:
         if link is None:
             return None
         sent = link.send(intent, now)
+        self.send_at = link.due_at
         if sent is None:
             return None
+        if link.unread:  # (set only by a send that sent)
+            self.poll_at = -math.inf
         nbytes, t_wire = sent
         self.meter.add(t_wire, nbytes)
         return t_wire
+
+    def _poll(self, now: float) -> None:
+        """The link's poll (what the last tick read goes to the client's core), then when to call
+        send and poll again."""
+        link = self.link
+        assert link is not None  # (poll is None offline)
+        link.poll(now)
+        self.poll_at = math.inf
+        self.send_at = link.due_at
 
     def observe(self, now: float) -> None:
         """After every sink has sent: count usercmds built without a head and whether they
