@@ -232,8 +232,8 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
             f"helper's own clock, four reads more than the polls above): runtime {med['runtime']:.1f} us "
             f"(sync {med['sync']:.1f}, 5 locates {med['locate']:.1f}, "
             f"8 state reads {med['states']:.1f}); the C call's own work (the frame's objects, the GIL) "
-            f"{med['C call'] - med['runtime']:.1f} us; Python around it (XRSession.poll, the call, the two "
-            f"clock reads) {med['wall'] - med['C call']:.1f} us; whole {med['wall']:.1f} us"
+            f"{med['C call'] - med['runtime']:.1f} us; Python around it (the call into XRSession.poll, the C "
+            f"method itself, and the two clock reads) {med['wall'] - med['C call']:.1f} us; whole {med['wall']:.1f} us"
         )
         floor = statistics.median(floor_ns) / 1000
         per_poll = [w - rt - floor for w, rt in zip(parts["wall"], parts["runtime"])]
