@@ -68,8 +68,9 @@ RUN_UNTIL, RUN_READABLE, RUN_PYTHON, RUN_INTERRUPTED, RUN_LOG_FULL = range(5)
 _PUMP_PYTHON = RUN_PYTHON  # Pump.step: the tick (or the read after it) needs the core
 DEFAULT_BATCH = 0.1  # run(): server datagrams reach the core within this (2 snapshots at 20/s)
 # run(): in game, the pump decodes the snapshot messages in C (_q3snap.c) and hands them to the core
-# at most this long after the first came (the core's status, entities and events lag by this).
-DEFAULT_ABSORB = 1.0
+# at most this long after the first came (the core's status, entities and events lag by this: an
+# application reading the status while run() runs in its thread sees the server's view this late).
+DEFAULT_ABSORB = 0.5
 # The pump sleeps on CLOCK_MONOTONIC: it can drive a client whose clock is that one.
 _MONOTONIC_CLOCKS = (time.perf_counter, time.monotonic) if sys.platform.startswith("linux") else ()
 

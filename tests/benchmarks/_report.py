@@ -7,12 +7,15 @@ A benchmark prints one line per goal it measures:
                   "load": [1.2, 1.9], "note": "..."}
 
 - `value` is the figure the verdict is taken on (the worst run's, unless the benchmark says
-  otherwise in `note`); `runs` the per-run figures (the table prints their min–max);
+  otherwise in `note`; left out, `report` takes the worst of `runs` itself); `runs` the per-run
+  figures, every one (the table prints their min–max and how many; a single run is flagged);
 - `op` is "<", "<=", ">" or ">=": met = value op target (computed here, never by hand);
 - `load` is the 1-minute load average at the start and at the end of the measurement.
 
-Standard library only; a benchmark imports it as `from _report import report, load_now`
-(tests/benchmarks/ is on sys.path when a benchmark runs as a script).
+Standard library only; a benchmark imports it as `from _report import report, load_now, span`
+(tests/benchmarks/ is on sys.path when a benchmark runs as a script). A benchmark measures each
+goal over several runs, prints the load at its start and end and each figure's min–max
+(`span`), and hands every run to `report`.
 """
 
 from __future__ import annotations
@@ -37,20 +40,38 @@ def met(value: float, op: str, target: float) -> bool:
     return _OPS[op](float(value), float(target))
 
 
+def worst(runs, op: str) -> float:
+    """The run the verdict is taken on: the highest for a "<"/"<=" goal, the lowest for ">"/">="."""
+    if op not in _OPS:
+        raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
+    return max(runs) if op in ("<", "<=") else min(runs)
+
+
+def span(runs, digits: int = 1) -> str:
+    """ "min–max" of the runs (one run: its figure), `digits` after the point."""
+    lo, hi = min(runs), max(runs)
+    return f"{lo:.{digits}f}" if lo == hi and len(runs) == 1 else f"{lo:.{digits}f}–{hi:.{digits}f}"
+
+
 def report(
     bench: str,
     goal: str,
     op: str,
     target: float,
-    value: float,
+    value: float | None = None,
     unit: str = "",
     runs: list[float] | None = None,
     load: tuple[float, float] | None = None,
     note: str = "",
 ) -> dict:
-    """Print the result line of one goal and return it as a dict."""
+    """Print the result line of one goal and return it as a dict. Without `value`, the verdict is
+    on the worst of `runs`."""
     if op not in _OPS:
         raise ValueError(f"op must be one of {sorted(_OPS)}, not {op!r}")
+    if value is None:
+        if not runs:
+            raise ValueError("report: a value or the runs")
+        value = worst(runs, op)
     now = load_now()
     line = {
         "bench": bench,
@@ -84,19 +105,25 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
 
 
+def _runs(r: dict) -> str:
+    """ "min–max, N runs"; one run is said to be one (its min–max says nothing of the spread)."""
+    runs = r.get("runs") or [r["value"]]
+    if len(runs) == 1:
+        return f"{_fmt(runs[0])}, 1 run only"
+    return f"{_fmt(min(runs))}–{_fmt(max(runs))}, {len(runs)} runs"
+
+
 def table(results: list[dict], missing: list[str]) -> str:
     """The closing table: goal / measured (min–max over runs) / met, with the load."""
-    rows = [("benchmark", "goal", "measured (min–max)", "load", "met")]
+    rows = [("benchmark", "goal", "measured (min–max over runs)", "load", "met")]
     for r in results:
         unit = r.get("unit", "")
-        runs = r.get("runs") or [r["value"]]
-        span = f"{_fmt(min(runs))}–{_fmt(max(runs))}" if len(runs) > 1 else _fmt(runs[0])
         load = r.get("load") or [0, 0]
         rows.append(
             (
                 r["bench"],
                 f"{r['goal']} {r['op']} {_fmt(r['target'])}{unit}",
-                f"{_fmt(r['value'])}{unit} ({span})",
+                f"{_fmt(r['value'])}{unit} ({_runs(r)})",
                 f"{load[0]:.1f}–{load[-1]:.1f}",
                 "yes" if r["met"] else "NO",
             )
@@ -130,7 +157,7 @@ ISSUE_GOALS = [
 def issue_table(results: list[dict], ran: list[str]) -> tuple[str, bool]:
     """Issue 26's goals against the result lines (only the benchmarks that ran); whether all are met.
     A goal whose benchmark ran but printed no line for it, or printed it with another target, is not met."""
-    rows = [("issue 26 goal", "target", "measured (min–max)", "load", "met")]
+    rows = [("issue 26 goal", "target", "measured (min–max over runs)", "load", "met")]
     ok = True
     for label, bench, prefix, op, target, unit in ISSUE_GOALS:
         if bench not in ran:
@@ -143,8 +170,6 @@ def issue_table(results: list[dict], ran: list[str]) -> tuple[str, bool]:
             ok = False
             continue
         for r in found:
-            runs = r.get("runs") or [r["value"]]
-            span = f"{_fmt(min(runs))}–{_fmt(max(runs))}" if len(runs) > 1 else _fmt(runs[0])
             load = r.get("load") or [0, 0]
             want_op, want = (op, target) if op is not None else (r["op"], r["target"])
             same = r["op"] == want_op and float(r["target"]) == float(want)
@@ -154,7 +179,7 @@ def issue_table(results: list[dict], ran: list[str]) -> tuple[str, bool]:
                 (
                     r["goal"] if len(found) > 1 else label,
                     f"{want_op} {_fmt(want)}{r.get('unit', unit)}",
-                    f"{_fmt(r['value'])}{r.get('unit', '')} ({span})",
+                    f"{_fmt(r['value'])}{r.get('unit', '')} ({_runs(r)})",
                     f"{load[0]:.1f}–{load[-1]:.1f}",
                     ("yes" if good else "NO") + ("" if same else f" (bench's target {r['op']} {_fmt(r['target'])})"),
                 )
