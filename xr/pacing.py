@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+_get_ident = threading.get_ident
+
 DEFAULT_RATE_HZ = 90.0
 # CLOCK_MONOTONIC on Linux; on Windows time.monotonic_ns ticks every 15.6 ms before Python 3.13, the
 # performance counter (QueryPerformanceCounter) does not.
@@ -118,19 +120,27 @@ class Pacer:
             self._at = (self._at + 1) % LATE_WINDOW
         self._fresh += 1
         if self._fresh >= _RESORT or len(late) < _RESORT:
-            self._fresh = 0
-            q = self.lateness_quantile()
-            if q is not None:  # (it is: a lateness was just recorded)
-                if self.spin:
-                    self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
-                else:
-                    self.margin_ns = min(self.max_margin_ns, max(0, q))
+            self._relearn()
+
+    def _relearn(self) -> None:
+        """The margin from the tracked oversleeps' quantile (every _RESORT samples)."""
+        self._fresh = 0
+        q = self.lateness_quantile()
+        if q is not None:  # (it is: a lateness was just recorded)
+            if self.spin:
+                self.margin_ns = min(self.max_margin_ns, max(MIN_MARGIN_NS, q + _SLACK_NS))
+            else:
+                self.margin_ns = min(self.max_margin_ns, max(0, q))
 
     def wait(self) -> int:
         """Block until this frame's deadline (spin=False: until about it); returns the deadline
-        (monotonic ns)."""
+        (monotonic ns).
+
+        Right after the sleep every Python call costs microseconds of a cold cache (issue 26: on
+        this VM ~8 us each), so the common path is written out here: one clock read before and one
+        after the sleep, the oversleep stored in the ring, the quantile sorted every _RESORT frames."""
         if self._slack:
-            ident = threading.get_ident()
+            ident = _get_ident()
             if ident != self._slack_thread:
                 self._slack_thread = ident
                 self.timer_slack_set = set_timer_slack()
@@ -141,8 +151,19 @@ class Pacer:
             deadline = now
         target = deadline - self.margin_ns
         if target > now:
-            self._sleep((target - now) / 1e9)
-            self._learn(clock() - target)
+            self._sleep((target - now) * 1e-9)
+            over = clock() - target
+            late = self._late  # _learn, written out
+            if len(late) < LATE_WINDOW:
+                late.append(over)
+            else:
+                at = self._at
+                late[at] = over
+                self._at = at + 1 if at + 1 < LATE_WINDOW else 0
+            fresh = self._fresh + 1
+            self._fresh = fresh
+            if fresh >= _RESORT or len(late) < _RESORT:
+                self._relearn()
         if self.spin:
             while clock() < deadline:
                 pass
