@@ -300,6 +300,18 @@ def numbered_and_told(log_path, players: int = 6) -> bool:
     return log.count("Assigned client number") >= players and "Broadcasted ID mappings" in log[last:]
 
 
+def joined_in_stats(prefix: Path, players: int = 6) -> bool:
+    """The players themselves have joined: Locust's stats (its --csv, rewritten each second) count
+    `players` successful "join" events, each fired when a player read its own device-ID mapping.
+    The server's log says only that the mappings went out: on a loaded machine a player reads its
+    own later, and a Ctrl-C in between ends the run with that player never in."""
+    try:
+        rows = from_csv(prefix)["rows"]
+    except (OSError, KeyError, ValueError):  # not written yet, or caught mid-rewrite
+        return False
+    return sum(r["requests"] - r["failures"] for r in rows if r["name"] == "join") >= players
+
+
 def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path, netsync_server):
     """Ctrl-C (SIGINT to headcast's PID; Locust runs in its own process group, so a terminal's
     Ctrl-C reaches headcast only) mid-run: headcast sends Locust one SIGTERM (its clean stop, without
@@ -324,6 +336,8 @@ def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path
             "20",
             "--report",
             str(out),
+            "--csv",
+            str(tmp_path / "locust"),
         ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -334,6 +348,8 @@ def test_swarm_locust_ctrl_c_stops_locust_cleanly_and_counts_the_leaves(tmp_path
         wait_for(
             lambda: numbered_and_told(netsync_server.log_path), 45, "the server to number every player and tell them"
         )
+        # mid-run means every player in, as the players see it (not only as the server's log says)
+        wait_for(lambda: joined_in_stats(tmp_path / "locust"), 30, "Locust's stats to count every player's join")
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=40)
     finally:
