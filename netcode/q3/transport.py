@@ -184,6 +184,7 @@ class Q3Client:
         produced. Harmless before the deadline."""
         if self._sock.fileno() == -1:
             return
+        self.sync()
         timer = self.core.get_timer()
         if timer is None or now < timer:
             return
@@ -241,6 +242,7 @@ class Q3Client:
         events: list[Event] = []
         core = self.core
         clock = self._clock
+        self.sync()
         self._feed_held(clock())
         self.send_input = None  # run() configures the pump itself
         pump = self._pump
@@ -333,13 +335,24 @@ class Q3Client:
 
     def sync(self) -> None:
         """The core takes over what `send_input`'s ticks left in the pump (its counters, timer, last
-        cmd, the input given): for a reader of the core between two `receive` calls. Every other
-        call into this client does it first."""
+        cmd, the input given): for a reader of the core between two `receive` calls. The other
+        calls into this client do what they need of it first."""
+        self._take_ticks()
+        self._take_input()
+
+    def _take_ticks(self) -> None:
+        """sync's first half: the ticks' state to the core, the datagrams read to `_held`."""
         pump = self._pump
         if pump is not None and pump.pending:
             datagrams, _ = self._take_over(pump.take())
             if datagrams:
                 self._held += datagrams
+
+    def _take_input(self) -> None:
+        """sync's second half, for a tick in Python: the core's input becomes send_input's last (the
+        pump holds it already: the core's input only changes through set_input, which gives both)."""
+        pump = self._pump
+        if pump is not None:
             given = pump.take_input()
             if given is not None:
                 self.core.set_input(*given)
@@ -357,7 +370,7 @@ class Q3Client:
         if pump is None:
             return self.send_due(now)
         if pump.pending:  # send_input's ticks and reads first (its log could be full)
-            self.sync()
+            self._take_ticks()
         why = pump.step(now)
         datagrams, _ = self._take_over(pump.take())
         if datagrams:
@@ -403,7 +416,7 @@ class Q3Client:
         if pump is None:
             pump = self._pump = NATIVE.Pump(self._sock.fileno())
             self.set_input = self._set_input_pumped
-        pump.set_input(*core.wire_input())
+            pump.set_input(*core.wire_input())  # from now on set_input gives both (send_input: the pump's)
         pump.configure(context)
         pump.roll_clamp = core.roll_clamped
         self.send_input = pump.send_input
@@ -413,7 +426,7 @@ class Q3Client:
         """The datagrams `step` and `send_input` read go to the core, as read `now` (as `send_due`
         then `receive` would have read them: the same timers and bytes); how many. The core first
         takes over the pump's ticks (`sync`)."""
-        self.sync()
+        self._take_ticks()
         held = self._held
         if not held:
             return 0
@@ -428,6 +441,7 @@ class Q3Client:
         if self._sock.fileno() == -1:
             return []  # closed
         self.send_input = None  # the core may tick or read: the pump's context would be stale
+        self._take_input()
         self._feed_held(now)
         core = self.core
         # The core's fields read directly (this is its own driver): two calls fewer per frame.
@@ -499,6 +513,7 @@ class Q3Client:
         if self._sock.fileno() == -1:
             return []
         self.send_input = None
+        self.sync()
         self._feed_held(now)
         self.core.close(now, reason)
         self._flush(now)
