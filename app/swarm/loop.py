@@ -1,8 +1,9 @@
 """One selector and one timer heap over every player of a swarm: no thread per player.
 
 Each player says when it next needs `on_timer` (`next_deadline()`) and which descriptors to
-watch (`filenos()`); the loop sleeps in the selector until the earliest deadline or a readable
-socket, runs what is due, and asks the player again after every call. The heap holds
+watch (`filenos()`); the loop sleeps in the selector until the earliest deadline (plus
+TIMER_SLACK, so the timers due close together share a wake-up) or a readable socket, runs what
+is due, and asks the player again after every call. The heap holds
 (deadline, n, player) entries; a player whose deadline moved leaves its old entry behind, which
 is skipped when it comes up (its `scheduled_at` no longer matches), so no entry is ever searched
 for or removed.
@@ -36,6 +37,12 @@ MAX_DUE_PER_WAKE = 100_000  # timers run per wake-up before the selector is look
 LEAVE_PAUSE = 0.1  # between two batches of leaving players (close_all)
 WINDOW_HOLD = 10.0  # s a player waiting to get in holds its place in the join window
 HELD_RECHECK = 0.02  # s between two looks at the join window while players are held
+# A timer may run this late so one wake-up serves the timers due close together: 64 Q3 players
+# on their own 60 Hz grids are 3,840 timers a second, and a wake-up costs tens of µs before any
+# work (the selector's syscall, the loop's cold code): with the slack about 1/TIMER_SLACK
+# wake-ups a second serve them, each running a few ticks warm. Far below a tick's slip (a whole
+# period late: 16.7 ms at 60 Hz).
+TIMER_SLACK = 0.002
 
 
 class SwarmLoop:
@@ -163,8 +170,8 @@ class SwarmLoop:
                 on_status(now)
                 next_status = now + status_every
             wake = min(until, now + MAX_SLEEP)
-            if heap and heap[0][0] < wake:
-                wake = heap[0][0]
+            if heap and heap[0][0] + TIMER_SLACK < wake:
+                wake = heap[0][0] + TIMER_SLACK
             if self._ramp and self._ramp[0][0] < wake:
                 wake = self._ramp[0][0]
             if held and now + HELD_RECHECK < wake:
