@@ -21,6 +21,7 @@ next pose registers us with the restarted server. Many clients can share one Zer
 
 from __future__ import annotations
 
+import select
 import struct
 import time
 import uuid
@@ -99,6 +100,7 @@ class NetSyncClient:
         core: NetSyncClientCore | None = None,
         metrics: MetricsHook | None = None,
         now: float | None = None,
+        drain_after_send: bool = True,
     ) -> None:
         self.core = core or NetSyncClientCore(
             room_id,
@@ -118,6 +120,12 @@ class NetSyncClient:
         self._monitor: zmq.Socket[bytes] | None = None
         self._tcp = TcpState(False, False, 0, None)
         self._more = False  # a socket still had messages when a turn's bound was reached
+        # False (the app's once-a-frame `poll`): a send does not read the control socket at once; the
+        # next poll() does, whatever its descriptor says (the send may have taken its edge), so the
+        # pose's send is only its two zmq_send calls (motion-to-wire).
+        self._drain_after_send = drain_after_send
+        self._recheck = False  # the control socket was sent on since it was last drained
+        self._ready: select.poll | None = None  # poll(): the descriptors' readiness (where it exists)
         self.closed = False
         self._dealer = self._ctx.socket(zmq.DEALER)
         try:
@@ -187,7 +195,7 @@ class NetSyncClient:
         or before the core started (it starts at the first call, on the caller's clock)."""
         if self.closed:
             return None
-        if self._more:
+        if self._more or self._recheck:
             return 0.0
         timer = self.core.get_timer()
         return 0.0 if timer is None and self.core.state is State.IDLE else timer
@@ -227,7 +235,8 @@ class NetSyncClient:
         of a read that stopped at its bound."""
         if self.closed:
             return
-        if self._more:
+        if self._more or self._recheck:
+            self._recheck = False
             self.on_readable(now)
         self.core.handle_timer(now)
         self._flush(now)
@@ -277,11 +286,14 @@ class NetSyncClient:
             if metrics is not None:
                 metrics("sent_datagrams", 1)
                 metrics("sent_bytes", len(room) + len(payload))
-        if on_dealer and self._drain(dealer, LANE_CONTROL, now):
+        if on_dealer:
             # A call into a socket processes its pending commands and can consume its FD's edge:
-            # read what came meanwhile. Only the control DEALER both sends and receives (the SUB
-            # never sends, the transform DEALER never receives).
-            self._more = True
+            # read what came meanwhile (now, or at the next poll()). Only the control DEALER both
+            # sends and receives (the SUB never sends, the transform DEALER never receives).
+            if not self._drain_after_send:
+                self._recheck = True
+            elif self._drain(dealer, LANE_CONTROL, now):
+                self._more = True
         return posed
 
     def reconnect_control(self, now: float) -> None:
@@ -295,13 +307,24 @@ class NetSyncClient:
         except zmq.ZMQError:  # not connected yet: connecting again is what we want
             pass
         self._dealer.connect(self._control_endpoint)
+        self._recheck = True  # (calls into the socket: its edge may be taken)
         self.core.hello_now()
 
     def poll(self, now: float) -> list[Event]:
-        """Read both sockets, run the timers, send what is due; the events that came of it."""
+        """Read both sockets, run the timers, send what is due; the events that came of it. The
+        sockets are asked (zmq_poll, their ZMQ_EVENTS) only when a descriptor is readable, a send
+        may have taken the control socket's edge, or the last read stopped at its bound: each
+        descriptor's edge is re-armed by the drain that read its socket empty."""
         if self.closed:
             return []
-        self.on_readable(now)
+        ready = self._ready
+        if ready is None and hasattr(select, "poll"):
+            ready = self._ready = select.poll()
+            for fd in self._fds:
+                ready.register(fd, select.POLLIN)
+        if self._recheck or self._more or ready is None or ready.poll(0):
+            self._recheck = False
+            self.on_readable(now)
         self.on_timer(now)
         core = self.core
         events = []

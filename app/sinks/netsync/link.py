@@ -157,6 +157,7 @@ class NetSyncLink:
             send_rate=send_rate,
             stealth=stealth,
             watch_tcp=True,
+            drain_after_send=False,  # poll() reads the control socket: a pose's send is only its send
         )
         self._core = self.client.core
         self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
