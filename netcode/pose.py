@@ -89,11 +89,36 @@ def quake_angles(q: Quat) -> tuple[float, float, float]:
     (Xq = −Z, Yq = −X, Zq = +Y), pitch = atan2(−f.z, |f.xy|), yaw = atan2(f.y, f.x),
     roll = atan2(−r.z, u.z). Looking straight up or down, yaw is taken from the right
     vector and roll is 0.
+
+    q_normalize and the three q_rotate calls are written out (the same operations in the same
+    order, zero terms included: the same bits): it runs on the frame thread, where each Python
+    call costs microseconds cache-cold (issue 26).
     """
-    q = q_normalize(q)
-    fx, fy, fz = q_rotate(q, (0.0, 0.0, -1.0))
-    rx, ry, rz = q_rotate(q, (1.0, 0.0, 0.0))
-    ux, uy, uz = q_rotate(q, (0.0, 1.0, 0.0))
+    x, y, z, w = q
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if not math.isfinite(n) or n == 0.0:
+        qx, qy, qz, qw = IDENTITY
+    else:
+        qx, qy, qz, qw = x / n, y / n, z / n, w / n
+    # q_rotate(q, (0, 0, -1)): forward
+    tx = 2.0 * (qy * -1.0 - qz * 0.0)
+    ty = 2.0 * (qz * 0.0 - qx * -1.0)
+    tz = 2.0 * (qx * 0.0 - qy * 0.0)
+    fx = 0.0 + qw * tx + (qy * tz - qz * ty)
+    fy = 0.0 + qw * ty + (qz * tx - qx * tz)
+    fz = -1.0 + qw * tz + (qx * ty - qy * tx)
+    # q_rotate(q, (1, 0, 0)): right
+    rtx = 2.0 * (qy * 0.0 - qz * 0.0)
+    rty = 2.0 * (qz * 1.0 - qx * 0.0)
+    rtz = 2.0 * (qx * 0.0 - qy * 1.0)
+    rx = 1.0 + qw * rtx + (qy * rtz - qz * rty)
+    ry = 0.0 + qw * rty + (qz * rtx - qx * rtz)
+    rz = 0.0 + qw * rtz + (qx * rty - qy * rtx)
+    # q_rotate(q, (0, 1, 0)): up (its y only is used)
+    utx = 2.0 * (qy * 0.0 - qz * 1.0)
+    uty = 2.0 * (qz * 0.0 - qx * 0.0)
+    utz = 2.0 * (qx * 1.0 - qy * 0.0)
+    uy = 1.0 + qw * uty + (qz * utx - qx * utz)
     # into Quake axes: (x, y, z)_q = (−z, −x, y)_xr
     fqx, fqy, fqz = -fz, -fx, fy
     rqx, rqy, rqz = -rz, -rx, ry

@@ -139,6 +139,15 @@ class RigState:
         qx, qy, qz, qw = stage.orientation  # as pose_to_world
         return cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
 
+    def world_position(self, stage: Pose) -> Vec3:
+        """The world position of one of `frame`'s stage poses (as `pose_to_world`, valid or not),
+        without building its world Pose: what a Sauerbraten position tick reads of the head."""
+        ox, oz, c, s = self._trig[0], self._trig[1], self._trig[2], self._trig[3]
+        px, py, pz = stage.position
+        if stage.position_valid:
+            px, pz = ox + px * c + pz * s, oz - px * s + pz * c
+        return px, py, pz
+
     # The left aim pose drives nothing, so it is not mapped.
     @property
     def head(self) -> Pose:
