@@ -2238,6 +2238,7 @@ static PyMethodDef Pump_methods[] = {
     {"snap_take", (PyCFunction)Pump_snap_take, METH_NOARGS, "The snapshots consumed since the last take."},
     {"snap_get", (PyCFunction)Pump_snap_get, METH_O, "A held snapshot with its entities, or None."},
     {"snap_parse", (PyCFunction)Pump_snap_parse, METH_VARARGS, "Decode one message body (tests)."},
+    {"snap_parse_cmds", (PyCFunction)Pump_snap_parse_cmds, METH_VARARGS, "snap_parse, server commands first too."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,6 +28,7 @@
 #define SNAP_MAX_OPS 4096
 #define SNAP_LOG 24            /* consumed snapshots held between two hand-overs (< SNAP_BACKUP: all in the ring) */
 #define SNAP_MSGLEN (16384 + 8)
+#define SNAP_MAX_CMDS 64       /* server commands before a snapshot (snap_parse_cmds) */
 
 typedef struct {
     uint32_t f[SNAP_ENT_FIELDS];
@@ -60,6 +61,10 @@ typedef struct SnapDec {
     uint8_t *rtext;            /* legacy netchan: the core's 64 reliable command texts, sanitized */
     Py_ssize_t roff[65];       /* slot i is rtext[roff[i] .. roff[i + 1]) (>= 1 byte: a NUL for "") */
     uint8_t clear[SNAP_MSGLEN + PAD];   /* a legacy message unscrambled */
+    int cmds_ok, ncmd;         /* snap_parse_cmds: server commands before the snapshot are read too */
+    int64_t cmd_seq[SNAP_MAX_CMDS];
+    Py_ssize_t cmd_off[SNAP_MAX_CMDS + 1];
+    uint8_t cmd_text[SNAP_MAX_CMDS * MAX_STRING_CHARS];
     uint8_t has_base[SNAP_GENTITIES];
     SnapEnt base[SNAP_GENTITIES];
     CSnap ring[SNAP_BACKUP];
@@ -315,9 +320,27 @@ static int snap_consume(SnapDec *d, const uint8_t *body, Py_ssize_t len, int64_t
     if (d->rel_seq - 64 <= ack && ack <= d->rel_seq && ack > d->rel_ack)
         return 0;
     int snaps = 0;
+    d->ncmd = 0;
+    d->cmd_off[0] = 0;
     for (int i = 0; i < SNAP_MAX_OPS; i++) {
         if (sr_bits(&r, 8, 0, &op) < 0)
             return 0;
+        if (op == 5 && d->cmds_ok && !snaps) {   /* svc_serverCommand: seq, then msg.read_string's rules */
+            int64_t cs, c;
+            if (d->ncmd == SNAP_MAX_CMDS || sr_bits(&r, 32, 0, &cs) < 0)
+                return 0;
+            Py_ssize_t at = d->cmd_off[d->ncmd], n = 0;
+            for (;;) {
+                if (sr_bits(&r, 8, 0, &c) < 0)
+                    return 0;
+                if (c == 0 || n >= MAX_STRING_CHARS - 1)
+                    break;   /* like ioq3: the char after a full buffer is consumed and the read stops */
+                d->cmd_text[at + n++] = (c > 127 || c == '%') ? '.' : (uint8_t)c;
+            }
+            d->cmd_seq[d->ncmd] = cs;
+            d->cmd_off[++d->ncmd] = at + n;
+            continue;
+        }
         if (op == 8) {   /* svc_EOF */
             if (snaps != 1)
                 return 0;
@@ -794,4 +817,41 @@ static int pump_snap_due(Pump *self, double now)
 {
     const SnapDec *d = self->snap;
     return d != NULL && d->nlog && (d->nlog == SNAP_LOG || now - d->log[0].at >= d->absorb);
+}
+
+/* snap_parse_cmds(payload, sequence): snap_parse for a core reading its own datagrams
+ * (Q3ClientCore.use_native_snapshots): server commands before the snapshot are read here too.
+ * None when the message is the Python parser's, else the commands' (seq, text) in order (the
+ * snapshot then in snap_take / snap_get). */
+static PyObject *Pump_snap_parse_cmds(Pump *self, PyObject *args)
+{
+    Py_buffer body;
+    long long seq;
+    if (!PyArg_ParseTuple(args, "y*L:snap_parse_cmds", &body, &seq))
+        return NULL;
+    SnapDec *d;
+    PyObject *out = NULL;
+    if (snap_not_running(self) < 0 || (d = snap_dec(self)) == NULL)
+        goto done;
+    d->cmds_ok = 1;
+    int consumed = snap_consume(d, body.buf, body.len, seq, 0.0, body.len + 8);
+    d->cmds_ok = 0;
+    if (!consumed) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    out = PyTuple_New(d->ncmd);
+    for (int i = 0; out != NULL && i < d->ncmd; i++) {
+        PyObject *e = Py_BuildValue("(LN)", (long long)d->cmd_seq[i],
+                                    PyUnicode_DecodeASCII((const char *)d->cmd_text + d->cmd_off[i],
+                                                          d->cmd_off[i + 1] - d->cmd_off[i], NULL));
+        if (e == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, e);
+    }
+done:
+    PyBuffer_Release(&body);
+    return out;
 }

@@ -386,8 +386,9 @@ class Q3ClientCore:
         return True
 
     def _native_message(self, seq: int, payload: bytes, now: float) -> bool:
-        """use_native_snapshots: the message `seq` decoded in C if it is a plain snapshot message
-        (_on_message's effects then applied here); False: the Python parser's."""
+        """use_native_snapshots: the message `seq` decoded in C if it is a snapshot message, server
+        commands before it allowed (_on_message's effects then applied here); False: the Python
+        parser's."""
         dec = self._inline
         last = self._last_snap
         key = (
@@ -399,12 +400,19 @@ class Q3ClientCore:
         if key != self._inline_key:
             self.attach_snapshots(dec, 0.0)
             self._inline_key = key
-        if not dec.snap_parse(payload, seq):
+        commands = dec.snap_parse_cmds(payload, seq)
+        if commands is None:
             return False
         ((_, _, _, head),) = dec.snap_take()
         num, server_time, delta_num, flags, areamask, ps_parts, nent = head
         self._server_msg_seq = seq
         self._counters["messages_in"] += 1
+        for cmd_seq, text in commands:  # before the snapshot, in order (_on_message)
+            self._on_server_command(cmd_seq, text, now)
+            if self._state not in NETCHAN_UP:
+                return True  # a `disconnect` command ended the link mid-message
+        if self._state not in LINKED:
+            return True
         ps = PlayerState(*ps_parts)
         snap = serverparse.Snapshot(num, server_time, delta_num, flags, areamask, ps, _NativeEntities(dec, num), True)
         self._snapshots[num % PACKET_BACKUP] = snap
