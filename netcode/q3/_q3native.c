@@ -2117,12 +2117,14 @@ static PyObject *Pump_take_input(Pump *self, PyObject *unused)
                          (long long)m[3], (long long)m[4], Py_None);
 }
 
-/* pending: ticks, datagrams or an input that the core has not taken over yet (take, take_input);
+/* pending: ticks, datagrams, snapshots decoded here or an input that the core has not taken over
+ * yet (take, snap_take, take_input);
  * False while run() runs (its hand-overs are its own). */
 static PyObject *Pump_get_pending(Pump *self, void *closure)
 {
     return PyBool_FromLong(!self->running
-                           && (self->nlog || self->qn || self->fresh || self->urgent || self->read_failed));
+                           && (self->nlog || self->qn || self->fresh || self->urgent || self->read_failed
+                               || (self->snap != NULL && self->snap->nlog)));
 }
 
 static PyMemberDef Pump_members[] = {

@@ -146,6 +146,9 @@ class Q3Client:
         # The pump's send_input while it holds the core's current context (step() made it so; receive()
         # keeps it so), else None: in game, a frame's one call per command tick (see send_input).
         self.send_input: Callable[..., Any] | None = None
+        # step()/send_input in game: the snapshot messages decoded in C (_q3snap.c) and handed to the
+        # core at most this long after the first came (None: every datagram goes to the core).
+        self.step_absorb: float | None = None
         self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
         self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
@@ -341,10 +344,20 @@ class Q3Client:
         self._take_input()
 
     def _take_ticks(self) -> None:
-        """sync's first half: the ticks' state to the core, the datagrams read to `_held`."""
+        """sync's first half: the ticks' state and the snapshots decoded in C (step_absorb) to the
+        core, the datagrams read to `_held` (they came after those snapshots)."""
         pump = self._pump
         if pump is not None and pump.pending:
             datagrams, _ = self._take_over(pump.take())
+            snaps = pump.snap_take()
+            if snaps:
+                self.core.absorb_snapshots(snaps)
+                self.native_snapshots += len(snaps)
+                self.send_input = None  # the core moved on: the pump takes its context again
+                metrics = self.metrics
+                if metrics is not None:
+                    metrics("received_datagrams", len(snaps))
+                    metrics("received_bytes", sum(s[2] for s in snaps))
             if datagrams:
                 self._held += datagrams
 
@@ -366,15 +379,19 @@ class Q3Client:
         would show it: the same bytes go out, tests/q3/test_pump.py). The core takes the tick's
         state over at once (timer, counters, `sent_at`). Out of game, or when the tick is the
         core's (the silence probe, the timeout, fragments, a queued command): `send_due`."""
+        pump = self._pump
+        if pump is not None and pump.pending:  # send_input's ticks and reads first (its log could be full)
+            self._take_ticks()
         pump = self._stepper()
         if pump is None:
             return self.send_due(now)
-        if pump.pending:  # send_input's ticks and reads first (its log could be full)
-            self._take_ticks()
         why = pump.step(now)
         datagrams, _ = self._take_over(pump.take())
         if datagrams:
             self._held += datagrams
+            if self.step_absorb is not None:  # the core reads them before the pump consumes anything
+                pump.snap_enable(False, 0, 0, 0.0)
+                self.send_input = None
         if why == _PUMP_PYTHON:  # this tick (or the read after it) is the core's
             return self.send_due(now)
         return self.core.take_events()
@@ -419,6 +436,8 @@ class Q3Client:
             pump.set_input(*core.wire_input())  # from now on set_input gives both (send_input: the pump's)
         pump.configure(context)
         pump.roll_clamp = core.roll_clamped
+        if self.step_absorb is not None and not self._held:
+            core.attach_snapshots(pump, self.step_absorb)
         self.send_input = pump.send_input
         return pump
 

@@ -60,6 +60,11 @@ STATE_TEXT = {
 
 
 SENT_HISTORY = 256
+# In game with the extension, the snapshot messages are decoded in C as the tick's read finds them
+# (the next usercmds use them at once) and reach the core, and this link's view of the server
+# (playerState, entities, ping, the view check), in batches at most this long after the first came
+# (~2 snapshots at 20/s): the far side sees a spawn's view for "a snapshot or two", as before.
+STEP_ABSORB = 0.1
 PM_DEAD = 3  # bg_public.h pmtype_t: PM_DEAD and above (freeze, intermission) keep the view still
 
 
@@ -120,6 +125,7 @@ class Q3Link:
             raise UsageError(f"--q3 {host}:{port}: {e.strerror or e}") from None
         except oob.OobError as e:  # a name or model the engine would mangle (the password is checked before)
             raise UsageError(f"q3: {e}") from None
+        self.client.step_absorb = STEP_ABSORB
         self.client.start(clock())
         self.view_angles: tuple[float, float, float] | None = None
         self.ps = None  # the latest snapshot's playerState (a VR server's decode of our head is in its stats)
