@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark in tests/benchmarks/ (or the ones named: bash scripts/bench.sh q3_session app_loop)
-# and ends with two tables: each goal, the figure measured (min–max over runs), the load, met or not;
+# and ends with two tables: each goal, the figure measured (min–max over its runs, how many), load, met;
 # then issue 26's goals among them (a benchmark whose target is not the issue's counts as not met).
 # Each benchmark prints its goals as BENCH-RESULT lines (tests/benchmarks/_report.py); its whole
 # output is kept in build/bench/<name>.log. Benchmarks are bounded (tens of seconds to minutes each).

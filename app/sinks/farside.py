@@ -217,7 +217,7 @@ class _Series:
     def __init__(self, size: int) -> None:
         self.ring = Ring(size, len(COLUMNS))
         self.last: FarSideView | None = None
-        self._rep: tuple = ()  # the last row's values after its time, no pair compared (repeated unchanged)
+        self.rep: tuple = ()  # the last row's values after its time, no pair compared (repeated unchanged)
 
     def add(self, now: float, v: FarSideView, err_deg: float | None, err_m: float | None) -> None:
         s, o = v.sent, v.seen
@@ -233,16 +233,16 @@ class _Series:
             pos = o.pos
             row += (o.pitch, o.yaw, o.roll, *(_NAN3 if pos is None else pos))
         if v.transient is None:
-            self._rep = (*row, NAN, NAN, 0.0)
+            self.rep = (*row, NAN, NAN, 0.0)
             self.ring.add(now, *row, NAN if err_deg is None else err_deg, NAN if err_m is None else err_m, 0.0)
         else:
-            self._rep = (*row, NAN, NAN, 1.0)
-            self.ring.add(now, *self._rep)
+            self.rep = (*row, NAN, NAN, 1.0)
+            self.ring.add(now, *self.rep)
         self.last = v
 
     def repeat(self, now: float) -> None:
         """Nothing changed since the last row: the same values at `now`, no new pair compared."""
-        self.ring.add(now, *self._rep)
+        self.ring.add(now, *self.rep)
 
 
 class _Link:
@@ -311,7 +311,7 @@ class FarSideTracker:
                 # The same sent and seen as the last frame (between Q3 command ticks, NetSync sends
                 # and broadcasts, Sauerbraten's 30 Hz): the rows go on, nothing is rebuilt.
                 for s in e.series:
-                    s.repeat(now)
+                    s.ring.add(now, *s.rep)  # s.repeat(now), a call less
             else:
                 e.key = key
                 model.update(sink, now, self._add)
@@ -337,7 +337,26 @@ class FarSideTracker:
         if s is None:
             s = self._series[v.key] = _Series(self._size)
             self._by_sink.setdefault(v.sink, []).append(s)
-        s.add(now, v, err_deg, err_m)
+        # _Series.add, inline (a call less per view built)
+        sent, seen = v.sent, v.seen
+        row: tuple[float, ...]
+        if sent is None:
+            row = _NAN6
+        else:
+            pos = sent.pos
+            row = (sent.pitch, sent.yaw, sent.roll, *(_NAN3 if pos is None else pos))
+        if seen is None:
+            row += _NAN6
+        else:
+            pos = seen.pos
+            row += (seen.pitch, seen.yaw, seen.roll, *(_NAN3 if pos is None else pos))
+        if v.transient is None:
+            s.rep = (*row, NAN, NAN, 0.0)
+            s.ring.add(now, *row, NAN if err_deg is None else err_deg, NAN if err_m is None else err_m, 0.0)
+        else:
+            s.rep = (*row, NAN, NAN, 1.0)
+            s.ring.add(now, *s.rep)
+        s.last = v
 
     def _sample_link(self, lk: _Link, sink: AnyFarSink, now: float, model: FarSideModel) -> None:
         """The link's figures, every LINK_PERIOD."""

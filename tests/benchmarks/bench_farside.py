@@ -127,6 +127,33 @@ def main() -> int:
                 f"load {start_load:.2f} → {load_now():.2f}"
             )
         load1 = load_now()
+        # Afterwards, no verdict: how much of an update is the Q3 sink's own decode of the usercmd's
+        # head bits (Q3Sink.far_side, asked for once per usercmd for the q3.head view's model).
+        decode: list[float] = []
+        sink_cls = type(sinks[0])
+        far_side = sink_cls.far_side
+
+        def timed_far_side(self):
+            t0 = clock()
+            try:
+                return far_side.fget(self)
+            finally:
+                decode.append(clock() - t0)
+
+        sink_cls.far_side = property(timed_far_side)
+        try:
+            costs.clear()
+            end = time.monotonic() + min(5.0, seconds)
+            while time.monotonic() < end:
+                loop.step()
+        finally:
+            sink_cls.far_side = far_side
+        if decode:
+            print(
+                f"  then {min(5.0, seconds):g} s with the Q3 sink's decode timed (no verdict): Q3Sink.far_side "
+                f"median {np.median(decode) * 1e6:.1f} us, asked at {len(decode)} of {len(costs)} updates "
+                f"(update median {np.median(costs) * 1e6:.1f} us with the timer)"
+            )
         print(
             f"over {RUNS} runs (min–max), verdict on the worst run; load average {load0:.2f} → {load1:.2f}:\n"
             f"  update per loop frame: median {span(p50s)} us (target {TARGET_UPDATE_P50_US:g}), "
