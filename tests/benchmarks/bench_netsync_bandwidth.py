@@ -16,9 +16,9 @@ client pose message (headcast's counters; for 0.8.0 its own serializer with the 
 uuid4 deviceId), the typical room message and room bytes/s. Target (docs/protocols/netsync.md#acceptance, for protocol
 3): ≥ 55 % fewer room bytes/s than protocol 2; protocol 8 is reported against it too.
 
-Each server's measurement is split into RUNS windows of equal length (each printed with the load
-at its start and end); window i of each protocol is compared with window i of protocol 2, and the
-verdict is on the worst window.
+The three servers run side by side (a thread each) and are measured in the same RUNS windows
+(each printed with the load at its start and end): each protocol's window is compared with
+protocol 2's in the same window, and the verdict is on the worst window.
 
     .venv/bin/python tests/benchmarks/bench_netsync_bandwidth.py [--seconds 30]
 """
@@ -31,6 +31,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -51,6 +52,40 @@ ROOM = "bench-room"
 CLIENTS = 10
 TARGET = 0.55
 RUNS = 3  # measurement windows per server
+
+
+_PRINT = threading.Lock()
+
+
+def say(text: str) -> None:
+    """One whole line, from whichever measurement's thread (print writes the end on its own)."""
+    with _PRINT:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+class Windows:
+    """The measurement windows the three servers share: each measurement says when it is warmed up
+    and goes on; once all are, the windows start together and end at the same clock times, so each
+    protocol's window i is measured beside protocol 2's window i (the same load, the same time)."""
+
+    def __init__(self, parties: int, seconds: float) -> None:
+        self.parties, self.window = parties, seconds / RUNS
+        self.lock = threading.Lock()
+        self.warm = 0
+        self.t0: float | None = None
+
+    def ready(self) -> None:
+        with self.lock:
+            self.warm += 1
+            if self.warm == self.parties:
+                self.t0 = time.monotonic()
+
+    def end(self, k: int) -> float | None:
+        """When window k (1-based) ends; None until every measurement is warm."""
+        return None if self.t0 is None else self.t0 + self.window * k
+
+
 CURRENT = (8, "0.17.5")  # the current protocol and its release
 PROTOCOL_3 = (3, "0.10.4")
 
@@ -153,11 +188,10 @@ class RoomMeter:
             self.with_topic / dt,
             uplink,
         )
-        print(
+        say(
             f"  protocol {protocol}: {f.room_rate:5.1f} room msgs/s, typical {f.room_msg} B, {f.room_bps:8.0f} B/s "
             f"({f.room_bps_topic:8.0f} B/s with the topic frame; {self.other} other msgs); body {f.body} B, "
-            f"client message {client_msg} B",
-            flush=True,
+            f"client message {client_msg} B"
         )
         return f
 
@@ -183,7 +217,7 @@ def frame_for(i: int, t: float) -> PoseFrame:
     )
 
 
-def measure_headcast(protocol: int, version: str, seconds: float, warmup: float) -> list[Figures]:
+def measure_headcast(protocol: int, version: str, windows: Windows, warmup: float) -> list[Figures]:
     """10 NetSyncClient(protocol=…) against that release; the room traffic at one subscriber."""
     with LocalNetSyncServer(version=version) as srv:
         a = srv.address
@@ -197,10 +231,9 @@ def measure_headcast(protocol: int, version: str, seconds: float, warmup: float)
             if a.transform_port != a.dealer_port
             else f"dealer {a.dealer_port}"
         )
-        print(
+        say(
             f"protocol {protocol}: styly-netsync-server {running} on 127.0.0.1 ({lanes}, pub {a.pub_port}), "
-            f"{CLIENTS} headcast clients at 10 Hz",
-            flush=True,
+            f"{CLIENTS} headcast clients at 10 Hz"
         )
         meter = RoomMeter(a.pub_port)
         clients = [
@@ -216,10 +249,9 @@ def measure_headcast(protocol: int, version: str, seconds: float, warmup: float)
             for i in range(CLIENTS)
         ]
         try:
-            t_end = None
+            warm = False
             start = time.monotonic()
             sends0 = bytes0 = 0
-            window = seconds / RUNS
             out: list[Figures] = []
             while True:
                 now = time.monotonic()
@@ -227,21 +259,23 @@ def measure_headcast(protocol: int, version: str, seconds: float, warmup: float)
                     c.send_pose(now, frame_for(i, now))
                     c.poll(now)
                 meter.drain()
-                if t_end is None and now - start >= warmup:
+                if not warm and now - start >= warmup:
                     if not all(c.client_no for c in clients):
                         raise SystemExit(f"protocol {protocol}: not every client joined during the warm-up")
-                    meter.reset()
+                    warm = True
+                    windows.ready()
+                if warm and windows.t0 is not None and sends0 == 0 and not out:
+                    meter.reset()  # the first window starts
                     sends0 = sum(c.counters.sends for c in clients)
                     bytes0 = sum(c.counters.bytes_sent for c in clients)
-                    t_end = now + window
-                if t_end is not None and now >= t_end:
+                t_end = windows.end(len(out) + 1)
+                if sends0 and t_end is not None and now >= t_end:
                     sends = sum(c.counters.sends for c in clients) - sends0
                     sent = sum(c.counters.bytes_sent for c in clients) - bytes0
                     uplink = sends / (now - meter.t0) / CLIENTS
-                    print(
-                        f"  window {len(out) + 1} (load {meter.load0:.2f} → {load_now():.2f}): "
-                        f"uplink {uplink:.1f} poses/s per client",
-                        flush=True,
+                    say(
+                        f"  protocol {protocol} window {len(out) + 1} (load {meter.load0:.2f} → {load_now():.2f}): "
+                        f"uplink {uplink:.1f} poses/s per client"
                     )
                     out.append(meter.figures(protocol, running, f"headcast ×{CLIENTS}", round(sent / sends), uplink))
                     if len(out) == RUNS:
@@ -249,7 +283,8 @@ def measure_headcast(protocol: int, version: str, seconds: float, warmup: float)
                     meter.reset()
                     sends0 += sends
                     bytes0 += sent
-                    t_end = now + window
+                if now - start > warmup + 180 + windows.window * RUNS:
+                    raise SystemExit(f"protocol {protocol}: the other servers were not warm within 180 s")
                 # a fine loop: the policy sends on the first iteration ≥ 100 ms after the last
                 # send, so a coarse loop would undershoot 10 Hz and flatter the comparison
                 time.sleep(0.002)
@@ -268,17 +303,16 @@ print(len(b.serialize_client_transform({"deviceId": str(uuid.uuid4()), "poseSeq"
 """
 
 
-def measure_baseline(seconds: float, warmup: float) -> list[Figures]:
+def measure_baseline(windows: Windows, warmup: float) -> list[Figures]:
     py = baseline_python()
     client_msg = int(
         subprocess.run([str(py), "-c", CLIENT_MESSAGE_0_8_0], check=True, capture_output=True, text=True).stdout
     )
     with LocalNetSyncServer(python=py) as srv:
         a = srv.address
-        print(
+        say(
             f"protocol 2: styly-netsync-server {srv.version()} on 127.0.0.1:{a.dealer_port}/{a.pub_port}, "
-            f"its client simulator, {CLIENTS} clients at 10 Hz, no virtuals",
-            flush=True,
+            f"its client simulator, {CLIENTS} clients at 10 Hz, no virtuals"
         )
         meter = RoomMeter(a.pub_port)
         sim = subprocess.Popen(
@@ -313,15 +347,24 @@ def measure_baseline(seconds: float, warmup: float) -> list[Figures]:
                 time.sleep(0.01)
             if sim.poll() is not None:
                 raise SystemExit(f"the 0.8.0 client simulator exited with {sim.returncode}")
+            windows.ready()
+            deadline = time.monotonic() + 180
+            while windows.t0 is None:
+                meter.drain()
+                time.sleep(0.01)
+                if time.monotonic() > deadline:
+                    raise SystemExit("protocol 2: the other servers were not warm within 180 s")
             out = []
+            meter.reset()
             for n in range(1, RUNS + 1):
-                meter.reset()
-                t_end = time.monotonic() + seconds / RUNS
+                t_end = windows.end(n)
+                assert t_end is not None
                 while time.monotonic() < t_end:
                     meter.drain()
                     time.sleep(0.01)
-                print(f"  window {n} (load {meter.load0:.2f} → {load_now():.2f}):", flush=True)
+                say(f"  protocol 2 window {n} (load {meter.load0:.2f} → {load_now():.2f}):")
                 out.append(meter.figures(2, srv.version(), f"its simulator ×{CLIENTS}", client_msg))
+                meter.reset()
             return out
         finally:
             for action in (lambda: sim.send_signal(signal.SIGINT), sim.terminate, sim.kill):
@@ -337,17 +380,38 @@ def measure_baseline(seconds: float, warmup: float) -> list[Figures]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--seconds", type=float, default=30.0, help=f"measurement per server, in {RUNS} windows (default 30)"
+        "--seconds", type=float, default=30.0, help=f"measurement, in {RUNS} windows the servers share (default 30)"
     )
     ap.add_argument("--warmup", type=float, default=4.0)
     args = ap.parse_args()
     load0 = load_now()
-    print(f"load average {load0:.2f}; {RUNS} windows of {args.seconds / RUNS:g} s per server")
-    windows = [
-        measure_headcast(*PROTOCOL_3, args.seconds, args.warmup),
-        measure_headcast(*CURRENT, args.seconds, args.warmup),
-        measure_baseline(args.seconds, args.warmup),
+    print(
+        f"load average {load0:.2f}; the three servers side by side, {RUNS} common windows of {args.seconds / RUNS:g} s"
+    )
+    shared = Windows(3, args.seconds)
+    jobs = [
+        lambda: measure_headcast(*PROTOCOL_3, shared, args.warmup),
+        lambda: measure_headcast(*CURRENT, shared, args.warmup),
+        lambda: measure_baseline(shared, args.warmup),
     ]
+    done: list[list[Figures] | None] = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            done[i] = jobs[i]()
+        except BaseException as e:  # SystemExit included: said once all have ended
+            errors.append(e)
+            shared.ready()  # the others do not wait for this one
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors or any(d is None for d in done):
+        raise SystemExit(f"a measurement failed: {errors[0] if errors else 'no figures'}")
+    windows = [d for d in done if d is not None]
     load1 = load_now()
     runs = [w[-1] for w in windows]  # the table: each server's last window
     base = runs[-1]
@@ -375,7 +439,7 @@ def main() -> None:
             " %",
             reductions,
             (load0, load1),
-            note=f"{f.server}; window i against protocol 2's window i; worst window",
+            note=f"{f.server}; each window against protocol 2's in the same window (side by side); worst window",
         )
         verdict = "MEETS" if r["met"] else f"MISSES by {TARGET * 100 - r['value']:.1f} pt"
         target = (
