@@ -83,6 +83,10 @@ def cpu_split(
             pass
 
     noop = Noop()
+
+    def timed_holder():
+        return type("Holder", (), {"f": None, "raw": None})()
+
     timed(noop, "f", "noop")
     outside = []
     for n, pause in ((300, 1 / 90), (20000, 0.0)):
@@ -99,9 +103,28 @@ def cpu_split(
     loop.telemetry = Telemetry()
     q3, ns = (next(s for s in loop.sinks if s.name == n).link.client for n in ("q3", "netsync"))
     timed(session, "next_frame", "XR frame call")
-    for name in ("set_input", "step", "receive"):  # what Q3Link calls on the frame path
+    for name in ("set_input", "step", "receive", "sync"):  # what Q3Link calls on the frame path
         if hasattr(q3, name):
             timed(q3, name, "Q3 client (netcode)")
+    if "send_input" in vars(q3):  # the pump's C call per tick, (re)bound by the client: timed as it is bound
+        holder = timed_holder()
+        holder.f = q3.send_input
+        timed(holder, "f", "Q3 client (netcode)")
+
+        class TimedSendInput(type(q3)):  # type: ignore[misc]
+            @property
+            def send_input(self):
+                return None if holder.raw is None else holder.f
+
+            @send_input.setter
+            def send_input(self, f) -> None:
+                holder.raw = f
+                if f is not None:
+                    holder.f = f
+                    timed(holder, "f", "Q3 client (netcode)")
+
+        holder.raw = vars(q3).pop("send_input")
+        q3.__class__ = TimedSendInput
     for name in ("poll", "send_pose"):
         timed(ns, name, "NetSync client (netcode)")
     wires: dict[str, list[float]] = {}
