@@ -324,13 +324,17 @@ class Q3Client:
 
     def receive(self, now: float) -> list[Event]:
         """Read the socket now (bounded), send any answer, return the events. After `step` or
-        `send_input`: the datagrams their ticks read first, as read now. In game with the pump, it
-        then takes the core's new context (`send_input` armed again), so the next tick's frame does
-        not pay for that."""
+        `send_input`: the datagrams their ticks read first, as read now (with `step_absorb`, in game,
+        only those: the pump reads at its ticks). In game with the pump, it then takes the core's
+        new context (`send_input` armed again), so the next tick's frame does not pay for that."""
         if self._sock.fileno() == -1:
             return []
-        if self._feed_held(now) + self._receive(now):
+        if self._feed_held(now):
             self.send_input = None  # the core moved on: the pump takes its context again
+        # With step_absorb, in game only the pump reads (at its ticks, snapshots decoded in C).
+        if self.step_absorb is None or self._pump is None or self._stepper() is None:
+            if self._receive(now):
+                self.send_input = None
         self._flush(now)
         if self.send_input is None and self._pump is not None:
             self._stepper()
