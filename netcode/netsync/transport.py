@@ -58,6 +58,9 @@ MAX_MESSAGES_PER_POLL = 256  # per socket: one turn never loops unboundedly on a
 _SEND_MORE = int(zmq.SNDMORE | zmq.NOBLOCK)
 _NOBLOCK = int(zmq.NOBLOCK)
 _EVENTS = int(zmq.EVENTS)
+# pyzmq's own send: its Python-level wrapper (zmq.Socket.send) adds only the DRAFT routing_id/group
+# handling, and costs a Python call per part on the pose's way to the wire
+_send = zmq.backend.Socket.send
 _POLLIN = int(zmq.POLLIN)
 
 
@@ -221,7 +224,13 @@ class NetSyncClient:
         for _ in range(MAX_MESSAGES_PER_POLL):
             if not sock.getsockopt(_EVENTS) & _POLLIN:  # type: ignore[operator]
                 return False
-            frames = sock.recv_multipart(_NOBLOCK)
+            # recv_multipart without its Python-level loop and its RCVMORE reads (each getsockopt looks
+            # its option up in a Python enum): a frame says whether more follow
+            part = sock.recv(_NOBLOCK, copy=False)
+            frames = [part.bytes]
+            while part.more:
+                part = sock.recv(_NOBLOCK, copy=False)
+                frames.append(part.bytes)
             if metrics is not None:
                 metrics("received_datagrams", 1)
                 metrics("received_bytes", sum(map(len, frames)))
@@ -273,14 +282,14 @@ class NetSyncClient:
             # message is queued whole or not at all: only the first part can meet a full queue or,
             # with IMMEDIATE, no connection.
             try:
-                sock.send(room, _SEND_MORE)
+                _send(sock, room, _SEND_MORE)
             except zmq.Again:
                 core.send_failed(o)
                 control_failed = kind != "pose"
                 if metrics is not None:
                     metrics("send_errors", 1)
                 continue
-            sock.send(payload, _NOBLOCK)
+            _send(sock, payload, _NOBLOCK)
             if kind == "pose":
                 posed = True
             if metrics is not None:

@@ -123,8 +123,8 @@ class NetSyncSink:
         link.poll(now)
         self.poll_at = link.next_poll
         body = link.own_body
-        if body is not None and body is not self.seen:
-            self.seen = body
+        if body is not None and body is not self._seen:  # (the fields: the properties are offline's)
+            self._seen = body
             self._verify(body, now)
 
     def _verify(self, body: PoseBody, now: float) -> None:
@@ -150,12 +150,12 @@ class NetSyncSink:
                 c.lost_reported += 1
             else:
                 c.lost_stale += 1
-            self._last_error = None
+            self._last_err = None
             return
         if body.head is None:
             return
         err = rotation_error_deg(frame.head.rot, body.head.rot)
-        self._last_error = err
+        self._last_err = err
         c.head_rot_max = max(c.head_rot_max, err)
         c.head_pos_max = max(c.head_pos_max, _dist(frame.head.pos, body.head.pos))
         if body.physical is not None and model.physical is not None:
@@ -218,7 +218,7 @@ class NetSyncSink:
         # the loop's test, a hair before the cap's own (above, on the same `now`): never later than it
         self.send_at = now + self._interval * (1.0 - 1e-9)
         nbytes, body_size, t_wire, seq = sent
-        self.body_size = body_size
+        self._body_size = body_size
         self.meter.add(t_wire, nbytes)
         sent_frames = self._sent
         sent_frames[seq] = (pf, frame.head, t_wire)
