@@ -130,6 +130,7 @@ class RoomLink:
     closed = False
     drops: dict = {}
     model_protocol = 8
+    next_poll = 0.0  # the clock time the real link next reads (NetSyncSink's poll_at): every frame
     detail = f"client #1 in room '{ROOM}', protocol 8, server 0.17.5"
 
     def __init__(self) -> None:
