@@ -1976,6 +1976,8 @@ static double yaw_offset_f(double a1, double a2)   /* vrhead.yaw_offset (both fi
 static int64_t pack7_f(double deg, double limit)   /* vrhead.pack7 */
 {
     double v = f32(deg);
+    if (isnan(v))
+        return 0;   /* only after an overflow fin_error already holds: no NaN-to-int cast (UB) */
     v = v < -limit ? -limit : v > limit ? limit : v;
     return (int64_t)f32(f32(f32(v + 90.0) * 127.0) / 180.0) & 0x7F;
 }
@@ -1983,6 +1985,8 @@ static int64_t pack7_f(double deg, double limit)   /* vrhead.pack7 */
 static int64_t short_f(double x)   /* client._view_shorts: int(f32(f32(x) * 65536 / 360)), low bits kept */
 {
     double s = f32(f32(x) * 65536.0 / 360.0);
+    if (!isfinite(s))
+        return 0;   /* an overflow: fin_error is set, send_input raises; no inf/NaN-to-int cast (UB) */
     if (s >= 4e18 || s <= -4e18)
         s = fmod(s, 65536.0);   /* an integer that large: exact, the same low 16 bits */
     return (int64_t)s;

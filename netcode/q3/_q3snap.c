@@ -308,8 +308,8 @@ static void snap_store(SnapDec *d, const CSnap *s)
  * consumed here (stored in the ring and logged), 0 when it is the core's. No GIL needed. */
 static int snap_consume(SnapDec *d, const uint8_t *body, Py_ssize_t len, int64_t seq, double now, Py_ssize_t nbytes)
 {
-    if (!d->enabled || d->nlog == SNAP_LOG || len > SNAP_MSGLEN)
-        return 0;
+    if (!d->enabled || d->nlog == SNAP_LOG || len > SNAP_MSGLEN || seq < 0 || seq > 0x7FFFFFFF)
+        return 0;   /* a netchan sequence is 31 bits: snap_store indexes ring[seq % SNAP_BACKUP] */
     memcpy(d->msg, body, (size_t)len);
     memset(d->msg + len, 0, PAD);
     SR r = {d->msg, 0, (int64_t)len * 8};
@@ -512,18 +512,21 @@ static PyObject *Pump_snap_reset(Pump *self, PyObject *args)
     while (PyDict_Next(baselines, &pos, &key, &value)) {
         long num = PyLong_AsLong(key);
         if (num == -1 && PyErr_Occurred())
-            return NULL;
+            goto fail;
         if (num < 0 || num >= SNAP_GENTITIES) {
             PyErr_Format(PyExc_ValueError, "baseline number %ld out of range", num);
-            return NULL;
+            goto fail;
         }
         if (snap_values_from_py(value, d->ent_w, SNAP_ENT_FIELDS, d->base[num].f) < 0)
-            return NULL;
+            goto fail;
         d->has_base[num] = 1;
     }
     memcpy(d->ix_delta, ix, sizeof d->ix_delta);
     d->ix_command_time = ix[3];
     Py_RETURN_NONE;
+fail:
+    memset(d->has_base, 0, sizeof d->has_base);   /* no half-taken gamestate (consumption stays off) */
+    return NULL;
 }
 
 /* snap_enable(on, reliable_ack, reliable_seq, absorb): consume in-game snapshots from the next
@@ -753,6 +756,11 @@ static PyObject *Pump_snap_parse(Pump *self, PyObject *args)
     long long seq;
     if (!PyArg_ParseTuple(args, "y*L:snap_parse", &body, &seq))
         return NULL;
+    if (seq < 0 || seq > 0x7FFFFFFF) {
+        PyBuffer_Release(&body);
+        PyErr_SetString(PyExc_ValueError, "snap_parse: the sequence must be within 0..2**31-1");
+        return NULL;
+    }
     SnapDec *d;
     PyObject *out = NULL;
     if (snap_not_running(self) >= 0 && (d = snap_dec(self)) != NULL)
@@ -779,8 +787,8 @@ static int pump_snap(Pump *self, const uint8_t *p, Py_ssize_t n, double now)
         if (sum != (uint32_t)(self->challenge ^ ((uint64_t)seq * self->challenge)))
             return 0;
     }
-    if (seq <= self->in_seq)
-        return 0;
+    if (seq <= self->in_seq || n - header > SV_MAX_MSGLEN)
+        return 0;   /* the core drops it (netchan: "oversized message") */
     const uint8_t *body = p + header;
     Py_ssize_t len = n - header;
     if (self->legacy) {   /* netchan._unscramble, as native_legacy_unscramble does it */
@@ -829,6 +837,11 @@ static PyObject *Pump_snap_parse_cmds(Pump *self, PyObject *args)
     long long seq;
     if (!PyArg_ParseTuple(args, "y*L:snap_parse_cmds", &body, &seq))
         return NULL;
+    if (seq < 0 || seq > 0x7FFFFFFF) {
+        PyBuffer_Release(&body);
+        PyErr_SetString(PyExc_ValueError, "snap_parse_cmds: the sequence must be within 0..2**31-1");
+        return NULL;
+    }
     SnapDec *d;
     PyObject *out = NULL;
     if (snap_not_running(self) < 0 || (d = snap_dec(self)) == NULL)
