@@ -130,10 +130,11 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
             xs.next_frame()
             spent.append(cpu() - a)
         spent.sort()
-        print(
-            f"  paced at 90 Hz, {n} frames: main-thread CPU per next_frame() median {spent[n // 2] / 1000:.0f} us, "
-            f"mean {sum(spent) / n / 1000:.0f} us (the pacer's sleep, spin and wake included)"
-        )
+        if n:
+            print(
+                f"  paced at 90 Hz, {n} frames: main-thread CPU per next_frame() median {spent[n // 2] / 1000:.0f} us, "
+                f"mean {sum(spent) / n / 1000:.0f} us (the pacer's sleep, spin and wake included)"
+            )
     return p99
 
 
@@ -341,8 +342,11 @@ def main() -> int:
         print(f"runtime: {args.runtime}; load average {open('/proc/loadavg').read().split()[:3]}")
         load0 = float(open("/proc/loadavg").read().split()[0])
         p99 = None
+        warm: list[float] = []  # the native poll's warm p99, one per round (ms)
         if ctl is not None and args.session == "headless":  # needs the mock's focus and throttle control
-            p99 = measure(xr, ctl, True, args.frames, args.paced_seconds)
+            for r in range(args.rounds):  # the paced part once: it is printed, not judged
+                warm.append(measure(xr, ctl, True, args.frames, args.paced_seconds if r == 0 else 0.0))
+            p99 = max(warm)
             measure(xr, ctl, False, args.frames, args.paced_seconds)
         print(
             f"cold (after a {COLD_SLEEP_S * 1000:g} ms sleep, as the app calls it), {args.rounds} rounds of "
@@ -365,7 +369,17 @@ def main() -> int:
             f"target: poll p99 < {TARGET_P99_MS} ms ({TARGET_P99_MS / FRAME_90HZ_MS:.1%} of a 90 Hz frame) "
             f"on the native path: {verdict} it ({p99 * 1000:.1f} us)"
         )
-        report("xr_poll", "XR poll p99, native helper, warm", "<", TARGET_P99_MS, round(p99, 4), " ms", load=loads)
+        report(
+            "xr_poll",
+            "XR poll p99, native helper, warm",
+            "<",
+            TARGET_P99_MS,
+            round(p99, 4),
+            " ms",
+            [round(v, 4) for v in warm],
+            load=loads,
+            note="worst of the rounds",
+        )
     suffix = "" if args.runtime == "mock" else f", {args.runtime}"
     suffix += ", OpenGL session" if args.session == "gl" else ""
     report(
