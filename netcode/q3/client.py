@@ -431,6 +431,7 @@ class Q3ClientCore:
         netchan = self._netchan
         assert netchan is not None
         counters = self._counters
+        last = None
         for seq, at, nbytes, head in taken:
             counters["packets_in"] += 1
             counters["bytes_in"] += nbytes
@@ -442,14 +443,20 @@ class Q3ClientCore:
             self._server_msg_seq = seq
             counters["messages_in"] += 1
             if self._state not in LINKED:
+                last = None
                 continue
-            num, server_time, delta_num, flags, _, ps_parts, nent = head
-            self._took_snapshot(num, server_time, delta_num, flags, PlayerState(*ps_parts), nent, at)
-        last = self._native_snapshot(self._snap_pump.snap_get(taken[-1][0]))
+            num, server_time, delta_num, flags, areamask, ps_parts, nent = head
+            ps = PlayerState(*ps_parts)
+            self._took_snapshot(num, server_time, delta_num, flags, ps, nent, at)
+            last = (num, server_time, delta_num, flags, areamask, ps)
         if last is not None and self._state in LINKED:
-            self._snapshots[last.message_num % PACKET_BACKUP] = last
-            self._last_snap = last
-            self._snap_pump_num = last.message_num
+            # The newest becomes the last snapshot; its entities are built from the pump's ring when
+            # first read (a delta base, the mirror's look): a hand-over builds no entity records.
+            num = last[0]
+            snap = serverparse.Snapshot(*last, _NativeEntities(self._snap_pump, num), True)
+            self._snapshots[num % PACKET_BACKUP] = snap
+            self._last_snap = snap
+            self._snap_pump_num = num
 
     def connect(self, now: float) -> None:
         if self._state not in (State.IDLE, State.CLOSED):

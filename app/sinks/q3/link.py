@@ -21,6 +21,7 @@ from headcast.netcode import address
 from headcast.netcode.pose import angle_subtract
 from headcast.netcode.q3 import oob
 from headcast.netcode.q3.client import LINKED, ClientConfig, State
+from headcast.netcode.q3.delta import player_field
 from headcast.netcode.q3.events import (
     Disconnected,
     EnteredWorld,
@@ -57,7 +58,7 @@ STATE_TEXT = {
     State.WAITING: "reconnecting",
     State.CLOSED: "closed",
 }
-
+IN_GAME = STATE_TEXT[State.ACTIVE]
 
 SENT_HISTORY = 256
 # In game with the extension, the snapshot messages are decoded in C as the tick's read finds them
@@ -65,6 +66,12 @@ SENT_HISTORY = 256
 # (playerState, entities, ping, the view check), in batches at most this long after the first came
 # (~2 snapshots at 20/s): the far side sees a spawn's view for "a snapshot or two", as before.
 STEP_ABSORB = 0.1
+# playerState fields read per snapshot, by index (delta.player_field: no attribute-lookup calls)
+_PS_VIEWANGLES = player_field("viewangles")
+_PS_EFLAGS = player_field("eFlags")
+_PS_DELTA_ANGLES = player_field("delta_angles")
+_PS_COMMAND_TIME = player_field("commandTime")
+_PS_PM_TYPE = player_field("pm_type")
 PM_DEAD = 3  # bg_public.h pmtype_t: PM_DEAD and above (freeze, intermission) keep the view still
 
 
@@ -255,11 +262,14 @@ class Q3Link:
             return REFUSED
         if self.client.core.rate_limited:
             return RATE_LIMITED
-        if self.pure_error and self.client.state is State.PRIMED:
+        state = self.client.state
+        if state is State.ACTIVE:  # (neither pure_error's PRIMED nor _silent's CHALLENGING/WAITING)
+            return IN_GAME
+        if self.pure_error and state is State.PRIMED:
             return PURE_FAILED
         if self._silent():
             return NO_ANSWER
-        return STATE_TEXT.get(self.client.state, str(self.client.state))
+        return STATE_TEXT.get(state, str(state))
 
     def _refusal_tail(self, refused: Refused) -> str:
         if refused.fatal:
@@ -417,18 +427,20 @@ class Q3Link:
 
     def _handle(self, events) -> None:
         for ev in events:
-            if isinstance(ev, SnapshotReceived):
+            if ev.__class__ is SnapshotReceived:
                 ps = ev.ps
                 self.ps = ps
                 self.snapshots += 1
-                pitch, yaw, roll = ps.viewangles
+                values = ps.values  # (the fields read by index: PlayerState's attributes cost two calls each)
+                pitch, yaw, roll = _PS_VIEWANGLES(values)
                 self.view_angles = (float(pitch), float(yaw), float(roll))
-                self.eflags = ps.eFlags
+                self.eflags = _PS_EFLAGS(values)
+                delta_angles = _PS_DELTA_ANGLES(values)
                 if not ev.snap_flags & SNAPFLAG_NOT_ACTIVE:
                     # Not active: the server has run none of our usercmds yet (a zeroed playerState,
                     # commandTime 0 — which matched a usercmd sent while joining, at serverTime 0).
-                    self._verify(ps)
-                self._delta_angles = tuple(ps.delta_angles)
+                    self._verify(values, delta_angles)
+                self._delta_angles = delta_angles
             elif isinstance(ev, HeadTracking):
                 self.head_bits = ev.sent
                 self.head_reason = ev.reason
@@ -454,16 +466,17 @@ class Q3Link:
                     self.refused = None  # this attempt ended otherwise (silence): the refusal is old news
                 self._detail = f"disconnected: {ev.reason}" + (" (reconnecting)" if ev.will_reconnect else "")
 
-    def _verify(self, ps) -> None:
-        sent = self._sent.get(ps.commandTime)
+    def _verify(self, values: tuple, delta_angles: tuple[int, int, int]) -> None:
+        """One snapshot's view check: its playerState's values (PlayerState.values), its delta_angles."""
+        sent = self._sent.get(_PS_COMMAND_TIME(values))
         if sent is None or self.view_angles is None:
             return
         angles, delta = sent
-        if ps.pm_type >= PM_DEAD:
+        if _PS_PM_TYPE(values) >= PM_DEAD:
             # PM_UpdateViewAngles leaves the view alone (a dead player looks at the killer).
             self.check.frozen += 1
             return
-        if tuple(ps.delta_angles) != delta:
+        if delta_angles != delta:
             # Spawn, teleport or the pitch clamp moved delta_angles after the cmd was built:
             # the server's view then differs by design, not by a wire error.
             self.check.rebased += 1

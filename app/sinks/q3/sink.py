@@ -21,17 +21,18 @@ from headcast.app.run.telemetry import RateMeter, SinkStatus
 from headcast.app.sinks.q3.mapping import Q3Intent, RemoteHead, q3_intent
 from headcast.netcode.q3.entities import SnapshotEntities
 from headcast.netcode.q3.vrhead import (
+    DECODED,
     DEFAULT_RECEIVER,
+    DISPLAY_LIMITS,
     HEAD_PITCH_CLAMP,
     HEAD_YAW_CLAMP,
     VR_BUTTON_MASK,
     HeadSmoother,
     Receiver,
     angle2short,
-    clamp_display,
+    pack7,
     roll_views,
     snap_angle,
-    unpack_head,
     view_angle,
     yaw_offset,
 )
@@ -85,6 +86,7 @@ class Q3Sink:
         self._fresh = False  # whether send() built an intent this frame
         self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
         self._quant_max = 0.0
+        self._seen: tuple[SnapshotEntities | None, tuple[Receiver, str] | None] = (None, None)
 
     @property
     def head_bits_on_wire(self) -> bool:
@@ -161,22 +163,29 @@ class Q3Sink:
         if intent is None:
             return None, None
         receiver = self.model_receiver
-        known = self._far[1]
-        if self._far[0] is not intent or known is None or known.receiver is not receiver:
-            buttons = intent.buttons
-            own, others = roll_views(intent.roll_short)
-            head = unpack_head(buttons, receiver)
-            tracked = intent.head  # (head bits only with a tracked head: Q3Intent.buttons)
-            if head is None or tracked is None:
-                far, seen = FarSide(receiver, None, None, None, own, others), None
-            else:
-                sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, yaw_offset(tracked[1], intent.angles[1])))
-                far = FarSide(receiver, head[0], head[1], sent, own, others)
-                seen = RemoteHead(*clamp_display(head[0], head[1], others))
-                pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, tracked[0]))
-                self._quant_max = max(self._quant_max, abs(pitch - head[0]), abs(sent - head[1]))
-            self._far = (intent, far, seen)
-        return self._far[1], self._far[2]
+        cached = self._far
+        known = cached[1]
+        if cached[0] is intent and known is not None and known.receiver is receiver:
+            return known, cached[2]
+        own, others = roll_views(intent.roll_short)
+        tracked = intent.head
+        if tracked is None or not intent.vr:  # no head bits (Q3Intent.buttons): nothing to decode
+            far, seen = FarSide(receiver, None, None, None, own, others), None
+        else:
+            # Q3Intent.buttons' pack_head and unpack_head, the yaw offset computed once: the same
+            # functions on the same numbers. Packed values are 7..119, so the head bits are never clear.
+            offset = yaw_offset(tracked[1], intent.angles[1])
+            table = DECODED[receiver]
+            p = table[pack7(tracked[0], HEAD_PITCH_CLAMP)]
+            y = table[pack7(offset, HEAD_YAW_CLAMP)]
+            sent = max(-HEAD_YAW_CLAMP, min(HEAD_YAW_CLAMP, offset))
+            far = FarSide(receiver, p, y, sent, own, others)
+            lp, ly, lr = DISPLAY_LIMITS  # vrhead.clamp_display
+            seen = RemoteHead(min(lp, max(-lp, p)), min(ly, max(-ly, y)), min(lr, max(-lr, others)))
+            pitch = max(-HEAD_PITCH_CLAMP, min(HEAD_PITCH_CLAMP, tracked[0]))
+            self._quant_max = max(self._quant_max, abs(pitch - p), abs(sent - y))
+        self._far = (intent, far, seen)
+        return far, seen
 
     def smooth(self, now: float) -> tuple[float, float, float] | None:
         """Step the receiver's EMA towards the latest decoded head, as a VR client does once per
@@ -211,11 +220,18 @@ class Q3Sink:
         """The build the server's game is, betrayed by another VR player's relayed head angles
         (38 of the 128 decoded values differ between a QVM and a native build), and on whom."""
         ents = self.others
-        if ents is not None:
-            for p in ents.players:
-                if p.head is not None and p.head.decoded_by is not None:
-                    return p.head.decoded_by, p.name
-        return None
+        if ents is None:
+            return None
+        cached = self._seen
+        if cached[0] is ents:  # (the core gives the same frozen record per snapshot: entities.of_snapshot)
+            return cached[1]
+        seen = None
+        for p in ents.players:
+            if p.head is not None and p.head.decoded_by is not None:
+                seen = p.head.decoded_by, p.name
+                break
+        self._seen = (ents, seen)
+        return seen
 
     @property
     def model_receiver(self) -> Receiver:
