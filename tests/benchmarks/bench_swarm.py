@@ -46,7 +46,12 @@ figure. The NetSync players are real
 NetSyncClients (netcode/netsync/transport.py) sharing one ZeroMQ context, ticking on a 10 ms
 grid (app/swarm/players/netsync.py).
 
-    .venv/bin/python tests/benchmarks/bench_swarm.py [--seconds 8] [--only q3|netsync|sauer]
+The goal step (GOAL_STEP, or the largest step run) is measured `--runs` times (each on a fresh
+swarm, NetSync on a fresh server too): every run's figures go to `report`, the verdict on the
+worst; "driven from one core" is per run the largest step driven, that run standing for the goal
+step.
+
+    .venv/bin/python tests/benchmarks/bench_swarm.py [--seconds 8] [--runs 3] [--only q3|netsync|sauer]
 """
 
 from __future__ import annotations
@@ -240,6 +245,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=8.0, help="measured seconds per step (default 8)")
     ap.add_argument("--only", choices=tuple(STEPS), action="append", help="protocols to run (default all)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each protocol's goal step (default 3)")
     ap.add_argument("--pin", action="store_true", help="pin the swarm to one CPU and the server to another")
     ap.add_argument(
         "--steps",
@@ -247,6 +253,8 @@ def main() -> int:
         help="only these steps, players/rooms (e.g. 500/25,1000/50; default each protocol's STEPS)",
     )
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be 1 or more")
     cpus = sorted(os.sched_getaffinity(0))
     swarm_cpu, server_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 and args.pin else (None, None)
     script = Script.load(find_motion("look_around"))
@@ -274,7 +282,12 @@ def main() -> int:
             chosen = STEPS[proto]
             if args.steps:
                 chosen = tuple(tuple(int(x) for x in (step + "/1").split("/")[:2]) for step in args.steps.split(","))
-            for n, rooms in chosen:
+            goal_key = GOAL_STEP[proto] if GOAL_STEP.get(proto) in chosen else max(chosen)
+            # every run of the goal step: (its result, whether it was driven)
+            goal_runs: list[tuple[dict, bool]] = []
+            step_driven: dict[tuple[int, int], bool] = {}
+            plan = [step for step in chosen for _ in range(args.runs if step == goal_key else 1)]
+            for n, rooms in plan:
                 if proto == "netsync" and results:
                     # a fresh server per step: NetSync has no leave message, the last step's players
                     # time out on the server 5 s later, each removal a room-wide mapping again
@@ -297,9 +310,13 @@ def main() -> int:
                 # Driven: every player in, within one core, and the loop's own wake-ups short
                 # enough (p99 under half a tick) that no tick waits a period behind the swarm's
                 # own work; slips beyond that are the machine's other load (the late columns).
-                if r["joined"] == n and r["cpu"] < 0.9 and r["burst_p99"] < 500.0 / RATES[proto]:
-                    if n >= best:
-                        best, per_player = n, r["cpu"] / n
+                driven = r["joined"] == n and r["cpu"] < 0.9 and r["burst_p99"] < 500.0 / RATES[proto]
+                if (n, rooms) == goal_key:
+                    goal_runs.append((r, driven))
+                    driven = driven and all(d for _, d in goal_runs)  # every run of it
+                step_driven[(n, rooms)] = driven
+                if driven and n >= best:
+                    best, per_player = n, r["cpu"] / n
             if best:
                 print(
                     f"{proto}: {best} players driven from one core at {per_player * best * 100:.0f} % of it "
@@ -314,32 +331,50 @@ def main() -> int:
                     + ("met" if best >= TARGETS[proto] else f"NOT met (best {best})")
                 )
                 # the target step: the most players, spread over rooms where the server needs it
-                key = GOAL_STEP[proto] if GOAL_STEP[proto] in results else max(results)
-                r = results[key]
+                key = goal_key
+                rs = [r for r, _ in goal_runs]
+                load = (rs[0]["load"][0], rs[-1]["load"][-1])
                 where = f"{key[0]} players" + (f" over {key[1]} rooms" if key[1] > 1 else "")
                 report(
                     "swarm",
                     f"{proto}: {where} in",
                     ">=",
                     TARGETS[proto],
-                    r["joined"],
-                    " players",
-                    load=r["load"],
-                    note=f"in after {r['ramp_s']:.0f} s"
-                    + (f", {r['retries']} join retries" if proto == "netsync" else ""),
+                    runs=[r["joined"] for r in rs],
+                    unit=" players",
+                    load=load,
+                    note="in after "
+                    + ", ".join(f"{r['ramp_s']:.0f}" for r in rs)
+                    + " s"
+                    + (f", {sum(r['retries'] for r in rs)} join retries" if proto == "netsync" else ""),
                 )
                 report(
                     "swarm",
                     f"{proto}: {where}, slipped ticks",
                     "<=",
                     0,
-                    r["slipped"],
-                    "",
-                    load=r["load"],
-                    note=f"a tick a whole period ({1000 / RATES[proto]:.0f} ms) late; "
-                    f"late p99 {fmt(r['late_p99'], '.1f')} ms",
+                    runs=[r["slipped"] for r in rs],
+                    load=load,
+                    note=f"a tick a whole period ({1000 / RATES[proto]:.0f} ms) late; late p99 "
+                    + ", ".join(fmt(r["late_p99"], ".1f") for r in rs)
+                    + " ms; burst p99 "
+                    + ", ".join(f"{r['burst_p99']:.1f}" for r in rs)
+                    + " ms; CPU "
+                    + ", ".join(f"{r['cpu'] * 100:.0f}" for r in rs)
+                    + " %",
                 )
-                report("swarm", f"{proto} players driven from one core", ">=", TARGETS[proto], best, " players")
+                # per run: the goal step's players when that run was driven, else (and when more)
+                # the most players another step drove
+                below = max((k[0] for k, d in step_driven.items() if k != key and d), default=0)
+                report(
+                    "swarm",
+                    f"{proto} players driven from one core",
+                    ">=",
+                    TARGETS[proto],
+                    runs=[max(below, key[0] if d else 0) for _, d in goal_runs],
+                    unit=" players",
+                    load=load,
+                )
             if proto in PER_CORE:
                 per_core(proto, results)
         finally:
