@@ -331,8 +331,14 @@ class Q3Client:
             return []
         if self._feed_held(now):
             self.send_input = None  # the core moved on: the pump takes its context again
-        # With step_absorb, in game only the pump reads (at its ticks, snapshots decoded in C).
-        if self.step_absorb is None or self._pump is None or self._stepper() is None:
+        # With step_absorb, in game only the pump reads (at its ticks, snapshots decoded in C). Not
+        # while PRIMED: a server that resends its gamestate there must be read (and counted) here.
+        if (
+            self.step_absorb is None
+            or self._pump is None
+            or self.core.state is not State.ACTIVE
+            or self._stepper() is None
+        ):
             if self._receive(now):
                 self.send_input = None
         self._flush(now)
