@@ -224,6 +224,51 @@ def test_the_frames_work_is_spread_polls_and_deferrable_sends_wait_for_a_quiet_f
     assert all(("observe", "ns") in v for v in frames.values())  # observing is never held
 
 
+class CatchingUp(Ticking):
+    """A deferrable sink whose rate counts from its last send (NetSync's): it keeps `held_from`."""
+
+    def __init__(self, name, log, sends):
+        super().__init__(name, log, sends, deferrable=True)
+        self.held_from = None
+        self.seen = []  # (frame seq, now, held_from) per send
+
+    def send(self, state, frame, now):
+        self.seen.append((frame.seq, now, self.held_from))
+        return super().send(state, frame, now)
+
+
+class Stamped(Ticking):
+    """Ticking, keeping each frame's `now` (the loop's clock time of the frame)."""
+
+    def __init__(self, name, log, sends):
+        super().__init__(name, log, sends)
+        self.now_of = {}
+
+    def send(self, state, frame, now):
+        self.now_of[frame.seq] = now
+        return super().send(state, frame, now)
+
+
+def test_a_held_send_is_told_the_frame_it_was_due_on():
+    """Issue 26: a deferrable sink with `held_from` is told, at the send that was held, the clock
+    time of the frame it was first held on (its rate counts from there: the send rate is the same
+    as never held); a send that was not held reads None, and after each send it is None again."""
+    log = []
+    tick = Stamped("q3", log, sends={0, 2, 3, 5, 6, 7, 8, 9})
+    ns = CatchingUp("ns", log, sends=set(range(10)))
+    times = iter(i * 0.001 for i in range(100_000))
+    loop = FrameLoop(Finite(10), Rig(), [tick, ns, Recorder("plain", log)], clock=lambda: next(times))
+    assert loop.run() == "no more frames"
+    at = tick.now_of
+    # held on 0 (sent on 1), on 2-3 (sent on 4), on 5-6 (7: sent anyway), on 8-9 (the run ended)
+    assert ns.seen == [(1, at[1], at[0]), (4, at[4], at[2]), (7, at[7], at[5])]
+    assert ns.held_from == at[8]  # held when the run ended: set, never read
+    plain = Ticking("ns", [], sends=set(range(10)))  # no held_from: none is set on it
+    loop = FrameLoop(Finite(4), Rig(), [Ticking("q3", [], sends={0, 1, 2, 3}), plain])
+    plain.deferrable = True
+    assert loop.run() == "no more frames" and not hasattr(plain, "held_from")
+
+
 def test_latency_is_recorded_every_frame():
     loop = FrameLoop(Finite(30), Rig(), [Recorder(wire_delay=0.0005), Q3Sink()], mirror=NullMirror())
     loop.run()

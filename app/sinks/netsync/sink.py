@@ -69,9 +69,12 @@ class NetSyncSink:
     def __init__(self, *, stealth: bool = False, send_rate: float = 10.0, link: NetSyncLink | None = None) -> None:
         self.stealth = stealth
         self.link = link  # a NetSyncLink, or None = offline
-        # Not deferrable (app/run/loop.py): the send policy's rate cap counts from the last send, so
-        # every frame held would come off the send rate (10 Hz measured 9.4 -> 8.4 with it held).
-        self.deferrable = False
+        # Deferrable while linked (app/run/loop.py): a frame where another protocol's bytes went out
+        # holds this send for at most two frames, so each frame's motion-to-wire is one send's. The
+        # send policy's rate cap counts from the last send: held, it counts from the frame the send
+        # was due on (`held_from`, set by the loop), so the send rate is the same as never held.
+        self.deferrable = link is not None
+        self.held_from: float | None = None
         # Per frame the loop calls only what has work: poll while linked. Offline there is nothing
         # to observe per frame: our body as a receiver decodes it is worked out when read (seen,
         # body_size, last_error: the mirror, the status line), for the frame built last.
@@ -207,6 +210,9 @@ class NetSyncSink:
         if link is None:  # offline nothing goes out: the PoseFrame is built when read (`frame`)
             self._pending = (state, frame)
             return None
+        held = self.held_from
+        if held is not None:  # held by the loop: the rate counts from the frame it was due on
+            now = held
         last = self._last_send
         if last is not None and now - last < self._interval:
             return None  # the policy's own test, on the same `now`: it would refuse this frame
