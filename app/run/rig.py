@@ -148,6 +148,26 @@ class RigState:
             px, pz = ox + px * c + pz * s, oz - px * s + pz * c
         return px, py, pz
 
+    def world_head(self) -> tuple[float, float, float, float, float, float, float] | None:
+        """The head's world (x, y, z) and orientation (qx, qy, qz, qw) in one call: world_position
+        and world_orientation of `frame.head`, the same operations; None unless both are valid
+        (a Sauerbraten position tick's one read of the rig)."""
+        stage = self.frame.head
+        if not (stage.position_valid and stage.orientation_valid):
+            return None
+        ox, oz, c, s, cy, sy = self._trig[0], self._trig[1], self._trig[2], self._trig[3], self._trig[4], self._trig[5]
+        px, py, pz = stage.position
+        qx, qy, qz, qw = stage.orientation
+        return (
+            ox + px * c + pz * s,
+            py,
+            oz - px * s + pz * c,
+            cy * qx + sy * qz,
+            cy * qy + sy * qw,
+            cy * qz - sy * qx,
+            cy * qw - sy * qy,
+        )
+
     # The left aim pose drives nothing, so it is not mapped.
     @property
     def head(self) -> Pose:

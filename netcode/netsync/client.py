@@ -43,7 +43,7 @@ import enum
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from struct import Struct
-from typing import NamedTuple, Sequence
+from typing import Literal, NamedTuple, Sequence
 
 from ..counters import CoreCounters
 from ..drops import DropCounter, detail as drop_detail
@@ -51,6 +51,7 @@ from .codec import (
     HELLO_PROTOCOL,
     MSG_DEVICE_ID_MAPPING,
     MSG_ROOM_POSE,
+    NATIVE,
     PROTOCOLS,
     NetSyncDecodeError,
     check_protocol,
@@ -80,6 +81,7 @@ from .releases import protocol_of_version
 
 _STEALTH_FRAME = PoseFrame(FLAG_STEALTH)
 _SEQ = Struct("<H")
+_NATIVE = NATIVE  # the C codec (codec.py), or None: the pure-Python paths
 MAX_PENDING_EVENTS = 4096
 HELLO_PERIOD = 1.0  # protocol 7+: hello once a second (the official stealth heartbeat period)
 PROBE_PERIOD = 1.0  # detection / mismatch probes after a first round went unanswered
@@ -245,7 +247,7 @@ class NetSyncClientCore:
         self._probe_i = 0  # probes sent this diagnosis: DETECT_ORDER[i % len] goes next
         self._next_hello = 0.0
         self._last_batch = (False, False)  # (a probe, a hello) in the last control batch
-        self._pose_lane = LANE_CONTROL
+        self.pose_lane = LANE_CONTROL
         if protocol is not None:
             self._use(protocol)
 
@@ -253,7 +255,7 @@ class NetSyncClientCore:
         self.protocol = protocol
         self._header = client_pose_header(self.device_id, protocol)
         self._tail_of = None
-        self._pose_lane = LANE_TRANSFORM if protocol >= HELLO_PROTOCOL else LANE_CONTROL
+        self.pose_lane = LANE_TRANSFORM if protocol >= HELLO_PROTOCOL else LANE_CONTROL
 
     def _move(self, what: str) -> None:
         self._state = TRANSITIONS.get((self._state, what), self._state)
@@ -294,6 +296,23 @@ class NetSyncClientCore:
         """The latest frame's pose: the next `datagrams_to_send` offers it to the send policy once."""
         self._pose = frame
 
+    def pose_now(self, now: float, frame: PoseFrame) -> bytes | Literal[False] | None:
+        """The frame loop's pose in one call, when nothing else is due (the common frame): the
+        client-pose message for `pose_lane`, None when the policy skips it (counted as
+        `datagrams_to_send` counts it), or False when `set_pose` + `datagrams_to_send` must run
+        instead (not connected yet, closed, a pose already set, a hello or probe due). The same
+        bytes and counts as that path."""
+        state = self._state
+        if (
+            state is State.IDLE
+            or state is State.CLOSED
+            or self._pose is not None
+            or now >= self._next_control
+            or (not self._probing and self.client_no is None and self.mismatch is None and self.mismatch_probes)
+        ):
+            return False
+        return self._pose_message(now, frame)
+
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
         """The pose set last (when the policy lets it go), then what is due on the control lane:
         hellos (protocol 7+, once a second) and, while detecting or diagnosing a mismatch, one
@@ -308,7 +327,7 @@ class NetSyncClientCore:
             self._pose = None
             msg = self._pose_message(now, frame)
             if msg is not None:
-                out.append(Outgoing(self._pose_lane, (self.room_topic, msg), "pose"))
+                out.append(Outgoing(self.pose_lane, (self.room_topic, msg), "pose"))
         if now >= self._next_control or (
             not self._probing and self.client_no is None and self.mismatch is None and self.mismatch_probes
         ):
@@ -399,8 +418,10 @@ class NetSyncClientCore:
             frame = _STEALTH_FRAME
         if frame is not self._tail_of:
             # A PoseFrame is immutable: the same object offered again (a still headset, frame after
-            # frame until the heartbeat) has the same bytes, so they are not encoded again.
-            self._tail = encode_body_tail(frame, protocol)
+            # frame until the heartbeat) has the same bytes, so they are not encoded again. The C
+            # codec straight away (encode_body_tail's own first step: one call, not three).
+            tail = None if _NATIVE is None else _NATIVE.encode(b"", frame, -1, protocol)
+            self._tail = encode_body_tail(frame, protocol) if tail is None else tail
             self._tail_of = frame
         tail = self._tail
         policy = self.policy

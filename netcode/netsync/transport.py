@@ -38,6 +38,7 @@ from .client import (
     Counters,
     Incoming,
     NetSyncClientCore,
+    Outgoing,
     State,
 )
 from .errors import NoAnswerError as NoAnswerError, ServerProtocolError as ServerProtocolError
@@ -259,7 +260,30 @@ class NetSyncClient:
         """Offer this frame's pose and send what is due; True when the pose actually went out."""
         if self.closed:
             return False
-        self.core.set_pose(frame)
+        core = self.core
+        if self.metrics is None and self._lanes_for == core.protocol:
+            # The common frame: only the pose is due (core.pose_now), sent as _flush sends it.
+            msg = core.pose_now(now, frame)
+            if msg is None:
+                return False  # the policy's skip (rate cap, unchanged), counted by the core
+            if msg is not False:
+                lane = core.pose_lane
+                sock, room = self._lanes[lane], core.room_topic
+                posed = True
+                try:
+                    _send(sock, room, _SEND_MORE)
+                except zmq.Again:
+                    core.send_failed(Outgoing(lane, (room, msg), "pose"))
+                    posed = False
+                else:
+                    _send(sock, msg, _NOBLOCK)
+                if sock is self._dealer:  # (before protocol 7 poses share the control socket)
+                    if not self._drain_after_send:
+                        self._recheck = True
+                    elif self._drain(sock, LANE_CONTROL, now):
+                        self._more = True
+                return posed
+        core.set_pose(frame)
         return self._flush(now)
 
     def _flush(self, now: float) -> bool:

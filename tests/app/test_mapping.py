@@ -114,6 +114,51 @@ def test_netsync_frame_flags_and_stealth():
     assert pose_frame(rig_state(f), stealth=True).flags == FLAG_STEALTH
 
 
+@pytest.mark.parametrize("head_ok", [True, False])
+@pytest.mark.parametrize("right_ok", [True, False])
+@pytest.mark.parametrize("left_ok", [True, False])
+def test_netsync_frame_written_out_is_pose_frame_build(head_ok, right_ok, left_ok):
+    """Issue 26: pose_frame builds the PoseFrame in one call; it is the tuple PoseFrame.build
+    makes from the three Unity transforms and the Δ (a hand without a head kept, unflagged)."""
+    from headcast.app.sinks.netsync.mapping import unity_transform
+
+    def pose(p, ok):
+        return Pose(p, orientation(10, 20, 30), ok, ok, ok, ok)
+
+    f = TrackingFrame(
+        0,
+        0,
+        head=pose((0.1, 1.6, 0.2), head_ok),
+        right_grip=pose((0.3, 1.1, -0.2), right_ok),
+        left_grip=pose((-0.3, 1.2, -0.1), left_ok),
+        right_aim=pose((0.3, 1.1, -0.25), True),
+    )
+    st_ = rig_state(f, yaw=30.0)
+    built = PoseFrame.build(
+        unity_transform(st_.head),
+        right=unity_transform(st_.right_grip),
+        left=unity_transform(st_.left_grip),
+        delta=xrorigin_delta(st_.start, st_.origin),
+    )
+    got = pose_frame(st_)
+    assert type(got) is PoseFrame and got == built and got.flags == built.flags
+    assert encode_body(7, got) == encode_body(7, built)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.floats(-720, 720), st.floats(-180, 180), st.booleans())
+def test_rig_world_head_is_world_position_and_orientation(x, z, yaw, head_yaw, valid):
+    rig = Rig()
+    rig.origin = Origin(x, z, yaw)
+    f = frame(head=(5, head_yaw, -7), head_ok=valid, pos=(0.4, 1.7, -0.9))
+    state = rig.update(f, 0.0)
+    got = state.world_head()
+    if not valid:
+        assert got is None
+        return
+    assert got == (*state.world_position(f.head), *state.world_orientation(f.head))
+
+
 def test_netsync_sink_builds_a_frame_once_per_pose_and_origin():
     """Equal stage poses under the same origin give the same PoseFrame object (the client then
     skips encoding it again); any pose or origin change builds a new, correct one."""

@@ -42,6 +42,15 @@ def test_auto_detects_and_own_body_comes_from_our_broadcast_entry(netsync_releas
         return out
 
     link.client.core.datagrams_to_send = record
+    pose_now = link.client.core.pose_now  # the transport's one call when only the pose is due
+
+    def record_pose(now, frame):
+        msg = pose_now(now, frame)
+        if msg:
+            sent[decode_client_pose(msg).body.pose_seq] = msg
+        return msg
+
+    link.client.core.pose_now = record_pose
     bodies = []
 
     def step():

@@ -47,3 +47,12 @@ def record_poses(core: NetSyncClientCore, into: list[tuple[float, bytes]]) -> No
         return out
 
     core.datagrams_to_send = recording  # type: ignore[method-assign]
+    pose_now = core.pose_now  # the transport's one-call way for a frame where only the pose is due
+
+    def recording_pose(now: float, frame):
+        msg = pose_now(now, frame)
+        if msg:
+            into.append((now, msg))
+        return msg
+
+    core.pose_now = recording_pose  # type: ignore[method-assign]

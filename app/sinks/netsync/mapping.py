@@ -10,12 +10,23 @@ from __future__ import annotations
 import math
 
 from headcast.app.run.rig import Origin, RigState
-from headcast.netcode.netsync.model import OriginDelta, PoseFrame, Transform
+from headcast.netcode.netsync.model import (
+    FLAG_HEAD,
+    FLAG_LEFT,
+    FLAG_PHYSICAL,
+    FLAG_RIGHT,
+    ORIGIN,
+    OriginDelta,
+    PoseFrame,
+    Transform,
+)
 from headcast.netcode.netsync.origin import origin_delta
 from headcast.netcode.pose import Quat, q_conj, q_mul
 from headcast.xr.frame import Pose
 
 _new = tuple.__new__  # Transform(...) without its Python-level __new__
+_new_object = object.__new__
+_set = object.__setattr__  # (a frozen dataclass's own way to set its fields)
 _STEALTH = PoseFrame.build(None, stealth=True)
 
 
@@ -48,12 +59,48 @@ def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None
     origin moves); else computed here."""
     if stealth:
         return _STEALTH
-    return PoseFrame.build(
-        unity_transform(state.head),
-        right=unity_transform(state.right_grip),
-        left=unity_transform(state.left_grip),
-        delta=delta if delta is not None else xrorigin_delta(state.start, state.origin),
-    )
+    if delta is None:
+        delta = xrorigin_delta(state.start, state.origin)
+    # PoseFrame.build(unity_transform(head), right=..., left=..., delta=delta) written out: one
+    # call on the send path, not six (the same tuple: a hand is kept without a head, unflagged).
+    flags = FLAG_PHYSICAL
+    p = state.head
+    if p.position_valid and p.orientation_valid:
+        x, y, z = p.position
+        qx, qy, qz, qw = p.orientation
+        head = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
+        flags = FLAG_PHYSICAL | FLAG_HEAD
+    else:
+        head = ORIGIN
+    p = state.right_grip
+    if p.position_valid and p.orientation_valid:
+        x, y, z = p.position
+        qx, qy, qz, qw = p.orientation
+        right = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
+        if flags & FLAG_HEAD:
+            flags |= FLAG_RIGHT
+    else:
+        right = ORIGIN
+    p = state.left_grip
+    if p.position_valid and p.orientation_valid:
+        x, y, z = p.position
+        qx, qy, qz, qw = p.orientation
+        left = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
+        if flags & FLAG_HEAD:
+            flags |= FLAG_LEFT
+    else:
+        left = ORIGIN
+    # PoseFrame(flags, head, right, left, (), delta, ORIGIN): its frozen dataclass __init__'s own
+    # object.__setattr__ calls, without the Python frame around them
+    frame: PoseFrame = _new_object(PoseFrame)
+    _set(frame, "flags", flags)
+    _set(frame, "head", head)
+    _set(frame, "right", right)
+    _set(frame, "left", left)
+    _set(frame, "virtuals", ())
+    _set(frame, "delta", delta)
+    _set(frame, "physical", ORIGIN)
+    return frame
 
 
 def rotation_error_deg(a: Quat, b: Quat) -> float:

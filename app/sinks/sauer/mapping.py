@@ -73,12 +73,12 @@ def anchor_at(state: RigState, world: SauerWorld) -> Anchor | None:
 
 def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | None:
     """This frame's player in the game's world; None while the head is not tracked."""
-    stage = state.frame.head  # its world position and orientation as state.head's, without the Pose
-    if not (stage.position_valid and stage.orientation_valid):
+    head = state.world_head()  # its world position and orientation as state.head's, without the Pose
+    if head is None:
         return None
     u = UNITS_PER_METRE
-    x, y, z = state.world_position(stage)
-    pitch, yaw, roll = quake_angles(state.world_orientation(stage))  # type: ignore[arg-type]  # (valid)
+    x, y, z, qx, qy, qz, qw = head
+    pitch, yaw, roll = quake_angles((qx, qy, qz, qw))
     t = math.radians(anchor.turn)
     c, s = math.cos(t), math.sin(t)
     dx, dy = (x - anchor.x) * u, (anchor.z - z) * u
