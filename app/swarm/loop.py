@@ -1,12 +1,12 @@
 """One selector and one timer heap over every player of a swarm: no thread per player.
 
 Each player says when it next needs `on_timer` (`next_deadline()`) and which descriptors to
-watch (`filenos()`: asked again after a call that set the player's `fds_changed`); the loop
-sleeps in the selector until the earliest deadline (plus TIMER_SLACK, so the timers due close
-together share a wake-up) or a readable socket, runs what is due, and asks the player again
-after every call. The heap holds (deadline, n, player) entries; a player whose deadline moved
-leaves its old entry behind, which is skipped when it comes up (its `scheduled_at` no longer
-matches), so no entry is ever searched for or removed.
+watch (`filenos()`); the loop sleeps in the selector until the earliest deadline (plus
+TIMER_SLACK, so the timers due close together share a wake-up) or a readable socket, runs what
+is due, and asks the player again after every call. The heap holds
+(deadline, n, player) entries; a player whose deadline moved leaves its old entry behind, which
+is skipped when it comes up (its `scheduled_at` no longer matches), so no entry is ever searched
+for or removed.
 
 Players start over a ramp (`add(player, start_at)`), in order, and within a join window: a
 protocol whose players set `JOIN_WINDOW` (NetSync) starts its next player only while fewer than
@@ -83,8 +83,6 @@ class SwarmLoop:
         return len(joining) < size
 
     def _schedule(self, p) -> None:
-        if p.__dict__.get("fds_changed"):  # its sockets to watch changed (a Q3 player's pump)
-            self._rewatch(p)
         d = p.next_deadline()
         if d is not None and d != p.scheduled_at:
             p.scheduled_at = d
@@ -98,14 +96,6 @@ class SwarmLoop:
             p.close(now)
         except Exception:  # noqa: BLE001 - a broken player must not take the swarm down
             pass
-
-    def _rewatch(self, p) -> None:
-        p.fds_changed = False
-        self._unregister(p)
-        fds = tuple(p.filenos())
-        for fd in fds:
-            self.selector.register(fd, selectors.EVENT_READ, p)
-        p.registered_fds = fds
 
     def _unregister(self, p) -> None:
         for fd in getattr(p, "registered_fds", ()):
