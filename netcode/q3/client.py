@@ -349,12 +349,19 @@ class Q3ClientCore:
         came: its ring gets this gamestate's baselines and the newest snapshot decoded here (and,
         for the legacy netchan, our reliable command ring), and it consumes only while this core
         is ACTIVE. Called before each run."""
-        if self._snap_pump is not pump or self._snap_pump_gen != self._gamestate_gen:
+        last = self._last_snap
+        reset = self._snap_pump is not pump or self._snap_pump_gen != self._gamestate_gen
+        put = last is not None and (reset or last.message_num != self._snap_pump_num)
+        if put:
+            # Its entities may be read from this very decoder's ring (_NativeEntities): before a reset.
+            assert last is not None
+            last_entities = {n: e.values for n, e in last.entities.items()}
+        if reset:
             pump.snap_reset({n: e.values for n, e in self._baselines.items()}, _SNAP_DELTA_IX, _SNAP_COMMAND_TIME_IX)
             self._snap_pump, self._snap_pump_gen, self._snap_pump_num = pump, self._gamestate_gen, -1
             self._snap_ring_key = (0, -1)
-        last = self._last_snap
-        if last is not None and last.message_num != self._snap_pump_num:
+        if put:
+            assert last is not None
             ps = last.ps
             pump.snap_put(
                 last.message_num,
@@ -367,7 +374,7 @@ class Q3ClientCore:
                 ps.persistant,
                 ps.ammo,
                 ps.powerups,
-                {n: e.values for n, e in last.entities.items()},
+                last_entities,
             )
             self._snap_pump_num = last.message_num
         # The legacy netchan unscrambles with our reliable command ring: the pump gets it when it changed.
