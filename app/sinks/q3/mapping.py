@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from math import atan2, hypot, isfinite, sqrt
 from typing import NamedTuple
 
 from headcast.app.run.rig import RigState
-from headcast.netcode.pose import IDENTITY, Quat
+from headcast.netcode.pose import quake_angles
 from headcast.netcode.q3 import vrhead
 from headcast.xr.frame import Controls
 
@@ -54,46 +53,6 @@ class Q3Intent(NamedTuple):
 
 _new = tuple.__new__
 _ROLL_CLAMP = vrhead.ROLL_CLAMP
-_DEG = 180.0 / math.pi  # math.degrees' own factor: x * _DEG is bit-identical to math.degrees(x)
-_GIMBAL_EPS = 1e-9  # pose.quake_angles' own
-
-
-def quake_angles(q: Quat) -> tuple[float, float, float]:
-    """`headcast.netcode.pose.quake_angles` with its q_normalize and three q_rotate calls inlined:
-    the same operations in the same order, zero terms included, so the same bits (tested against
-    it). It runs twice per command tick, where each Python call costs microseconds cache-cold."""
-    x, y, z, w = q
-    n = sqrt(x * x + y * y + z * z + w * w)
-    if not isfinite(n) or n == 0.0:
-        qx, qy, qz, qw = IDENTITY
-    else:
-        qx, qy, qz, qw = x / n, y / n, z / n, w / n
-    # q_rotate(q, (0, 0, -1)): forward
-    tx = 2.0 * (qy * -1.0 - qz * 0.0)
-    ty = 2.0 * (qz * 0.0 - qx * -1.0)
-    tz = 2.0 * (qx * 0.0 - qy * 0.0)
-    fx = 0.0 + qw * tx + (qy * tz - qz * ty)
-    fy = 0.0 + qw * ty + (qz * tx - qx * tz)
-    fz = -1.0 + qw * tz + (qx * ty - qy * tx)
-    # q_rotate(q, (1, 0, 0)): right (its x and z only when looking straight up or down)
-    rtx = 2.0 * (qy * 0.0 - qz * 0.0)
-    rty = 2.0 * (qz * 1.0 - qx * 0.0)
-    rtz = 2.0 * (qx * 0.0 - qy * 1.0)
-    ry = 0.0 + qw * rty + (qz * rtx - qx * rtz)
-    # q_rotate(q, (0, 1, 0)): up, y only
-    utx = 2.0 * (qy * 0.0 - qz * 1.0)
-    uty = 2.0 * (qz * 0.0 - qx * 0.0)
-    utz = 2.0 * (qx * 1.0 - qy * 0.0)
-    uy = 1.0 + qw * uty + (qz * utx - qx * utz)
-    # into Quake axes: (x, y, z)_q = (−z, −x, y)_xr
-    fqx, fqy, fqz = -fz, -fx, fy
-    horiz = hypot(fqx, fqy)
-    pitch = atan2(-fqz, horiz) * _DEG
-    if horiz < _GIMBAL_EPS:
-        rx = 1.0 + qw * rtx + (qy * rtz - qz * rty)
-        rz = 0.0 + qw * rtz + (qx * rty - qy * rtx)
-        return pitch, atan2(-rz, rx) * _DEG, 0.0  # atan2(rqx, −rqy) with (rqx, rqy) = (−rz, −rx)
-    return pitch, atan2(fqy, fqx) * _DEG, atan2(-ry, uy) * _DEG
 
 
 def q3_intent(state: RigState, controls: Controls, vr: bool, move_speed: float) -> Q3Intent:
