@@ -104,11 +104,10 @@ def _parse(data: bytes, num: int, ring: dict, baselines: dict) -> None:
         pass
 
 
-@pytest.mark.live
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_mutated_real_messages_parse_or_raise_typed_error(captured, data):
-    payload, num, ring, baselines = captured[data.draw(st.integers(0, len(captured) - 1))]
+def mutate(data: st.DataObject, payload: bytes, captured: list) -> bytes:
+    """One real server message mutated: bits flipped, cut short, bytes inserted or overwritten, or
+    spliced with another captured message (`captured`: tuples whose first item is a message).
+    Shared with tests/q3/test_snapdecode.py, which feeds the same mutations to both decoders."""
     buf = bytearray(payload)
     kind = data.draw(st.sampled_from(["flip", "truncate", "insert", "overwrite", "splice"]))
     if kind == "flip":
@@ -125,10 +124,18 @@ def test_mutated_real_messages_parse_or_raise_typed_error(captured, data):
         chunk = data.draw(st.binary(min_size=1, max_size=32))
         buf[at : at + len(chunk)] = chunk
     else:
-        other, _, _, _ = captured[data.draw(st.integers(0, len(captured) - 1))]
+        other = captured[data.draw(st.integers(0, len(captured) - 1))][0]
         cut = data.draw(st.integers(0, len(buf)))
         buf = buf[:cut] + bytearray(other[data.draw(st.integers(0, len(other))) :])
-    _parse(bytes(buf), num, ring, baselines)
+    return bytes(buf)
+
+
+@pytest.mark.live
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_real_messages_parse_or_raise_typed_error(captured, data):
+    payload, num, ring, baselines = captured[data.draw(st.integers(0, len(captured) - 1))]
+    _parse(mutate(data, payload, captured), num, ring, baselines)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

@@ -31,6 +31,7 @@ from headcast.netcode.q3.netfields import PLAYER_FIELDS
 from headcast.netcode.q3.oob import Family
 from headcast.netcode.q3.transport import Q3Client
 
+from q3.test_serverparse_fuzz import mutate as _mutate
 from support import LONG
 
 pytestmark = pytest.mark.skipif(
@@ -193,29 +194,6 @@ def test_c_decodes_every_captured_snapshot_as_python_does(captured, cmds):
     assert outcomes["consumed"] >= 40, outcomes
     assert outcomes["python ops"] >= 1, outcomes
     assert outcomes["python error"] == 0, outcomes
-
-
-def _mutate(data: st.DataObject, payload: bytes, captured: list) -> bytes:
-    buf = bytearray(payload)
-    kind = data.draw(st.sampled_from(["flip", "truncate", "insert", "overwrite", "splice"]))
-    if kind == "flip":
-        for _ in range(data.draw(st.integers(1, 8))):
-            bit = data.draw(st.integers(0, len(buf) * 8 - 1))
-            buf[bit >> 3] ^= 1 << (bit & 7)
-    elif kind == "truncate":
-        del buf[data.draw(st.integers(0, len(buf) - 1)) :]
-    elif kind == "insert":
-        at = data.draw(st.integers(0, len(buf)))
-        buf[at:at] = data.draw(st.binary(min_size=1, max_size=64))
-    elif kind == "overwrite":
-        at = data.draw(st.integers(0, len(buf) - 1))
-        chunk = data.draw(st.binary(min_size=1, max_size=32))
-        buf[at : at + len(chunk)] = chunk
-    else:
-        other = captured[data.draw(st.integers(0, len(captured) - 1))][0]
-        cut = data.draw(st.integers(0, len(buf)))
-        buf = buf[:cut] + bytearray(other[data.draw(st.integers(0, len(other))) :])
-    return bytes(buf)
 
 
 MUTATED: Counter[str] = Counter()
