@@ -21,8 +21,14 @@
 #include <structmember.h>
 #include <math.h>
 #include <openxr/openxr.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#define HAVE_PACER 1 /* clock_nanosleep(TIMER_ABSTIME) and PR_SET_TIMERSLACK: elsewhere pacing.Pacer paces */
+#endif
 
 enum { NLOCATE = 5, NSTATE = 8 };
 enum { NPOSE_FIELDS = 6, NCONTROLS_FIELDS = 8, NFRAME_FIELDS = 11, NVALUES = 18 };
@@ -160,6 +166,265 @@ static int calls_frame(Calls *c, int64_t *ns) {
     if (r != XR_EVENT_UNAVAILABLE) return failed(c, FF_EVENT, r);
     return calls_run(c, ns);
 }
+
+/* ---- the pacer: pacing.Pacer in C (Linux) ----
+ *
+ * The same deadlines, lateness ring, quantile and margins as pacing.Pacer (its constants are given
+ * by pacing.py at construction: one source), so that a headless frame is one call: FrameCalls.paced()
+ * sleeps to the deadline less the margin (clock_nanosleep, TIMER_ABSTIME, without the GIL), learns
+ * the oversleep, spins when asked, and makes the step, with no Python between the wake-up and the
+ * runtime's calls (right after the sleep each Python call costs microseconds of cold caches).
+ * The pacer is the session's frame thread's: its state is changed without the GIL, by that thread. */
+#ifdef HAVE_PACER
+#define NS_PER_S 1000000000LL
+
+typedef struct {
+    PyObject_HEAD
+    double rate_hz, quantile, spin_share, max_lead_share;
+    long long period_ns, margin_ns, min_margin_ns, slack_ns, timer_slack_ns, max_lag, next, woke_ns;
+    int has_next, spin, slack, timer_slack_set, window, resort, nlate, at, fresh;
+    unsigned long slack_thread;
+    int slack_thread_known;
+    int64_t *late, *sorted; /* the ring of the last `window` oversleeps (ns); scratch to sort them */
+} Pacer;
+
+static PyTypeObject PacerType;
+
+static int period_of(double rate_hz, long long *period) {
+    if (!(rate_hz > 0)) {
+        PyObject *r = PyFloat_FromDouble(rate_hz);
+        if (r) PyErr_Format(PyExc_ValueError, "rate must be positive, not %R", r);
+        Py_XDECREF(r);
+        return 0;
+    }
+    double p = nearbyint(1e9 / rate_hz); /* Python's round(): to nearest, ties to even */
+    if (!(p < 9.2e18)) {
+        PyErr_SetString(PyExc_ValueError, "rate too low: its period does not fit in 64 bits of ns");
+        return 0;
+    }
+    *period = (long long)p;
+    return 1;
+}
+
+static long long max_margin(const Pacer *p) {
+    if (!p->spin) return (long long)((double)p->period_ns * p->max_lead_share);
+    long long m = (long long)((double)p->period_ns * p->spin_share);
+    return m > p->min_margin_ns ? m : p->min_margin_ns;
+}
+
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* pacing.Pacer.lateness_quantile: 0 when none is tracked (*some = 0). */
+static int64_t quantile(Pacer *p, int *some) {
+    int n = p->nlate;
+    *some = n > 0;
+    if (!n) return 0;
+    memcpy(p->sorted, p->late, n * sizeof *p->late);
+    qsort(p->sorted, n, sizeof *p->sorted, cmp64);
+    int i = (int)(n * p->quantile);
+    return p->sorted[i < n - 1 ? i : n - 1];
+}
+
+/* pacing.Pacer._relearn */
+static void relearn(Pacer *p) {
+    int some;
+    p->fresh = 0;
+    int64_t q = quantile(p, &some);
+    if (!some) return;
+    long long top = max_margin(p), m;
+    if (p->spin) m = q + p->slack_ns > p->min_margin_ns ? q + p->slack_ns : p->min_margin_ns;
+    else m = q > 0 ? q : 0;
+    p->margin_ns = m < top ? m : top;
+}
+
+/* pacing.Pacer._learn: one oversleep into the ring. */
+static void learn(Pacer *p, int64_t over) {
+    if (p->nlate < p->window) p->late[p->nlate++] = over;
+    else {
+        p->late[p->at] = over;
+        p->at = p->at + 1 < p->window ? p->at + 1 : 0;
+    }
+    p->fresh++;
+    if (p->fresh >= p->resort || p->nlate < p->resort) relearn(p);
+}
+
+/* This frame's deadline from the clock read before the sleep; *target: where the sleep ends. */
+static long long plan(Pacer *p, long long now, long long *target) {
+    long long deadline = p->next;
+    if (!p->has_next || now - deadline > p->max_lag * p->period_ns) deadline = now;
+    *target = deadline - p->margin_ns;
+    return deadline;
+}
+
+static void advance(Pacer *p, long long deadline, long long woke) {
+    p->woke_ns = woke;
+    p->next = deadline + p->period_ns, p->has_next = 1;
+}
+
+/* The wait (no Python: runs without the GIL). 0, or EINTR: a signal came during the sleep and the
+ * state is as before (the caller checks the signals, then calls again, as time.sleep does). */
+static int pacer_wait(Pacer *p, long long *deadline_out) {
+    long long now = mono_ns(), target, deadline = plan(p, now, &target), woke = now;
+    if (target > now) {
+        struct timespec ts = {(time_t)(target / NS_PER_S), (long)(target % NS_PER_S)};
+        int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        if (r == EINTR) return EINTR;
+        woke = mono_ns();
+        learn(p, woke - target);
+    }
+    if (p->spin)
+        while ((woke = mono_ns()) < deadline) {
+        }
+    advance(p, deadline, woke);
+    *deadline_out = deadline;
+    return 0;
+}
+
+/* The waiting thread's timer slack, set once per thread (pacing.set_timer_slack). */
+static void pacer_slack(Pacer *p) {
+    if (!p->slack) return;
+    unsigned long ident = PyThread_get_thread_ident();
+    if (p->slack_thread_known && ident == p->slack_thread) return;
+    p->slack_thread = ident, p->slack_thread_known = 1;
+    p->timer_slack_set = prctl(PR_SET_TIMERSLACK, (unsigned long)p->timer_slack_ns, 0UL, 0UL, 0UL) == 0;
+}
+
+/* Pacer(rate_hz, spin, timer_slack, (MIN_MARGIN_NS, SPIN_SHARE, MAX_LEAD_SHARE, LATE_QUANTILE,
+ * LATE_WINDOW, _RESORT, _SLACK_NS, MAX_LAG, TIMER_SLACK_NS)) */
+static int Pacer_init(Pacer *p, PyObject *args, PyObject *kwds) {
+    double rate;
+    int spin, slack, window, resort;
+    long long min_margin, slack_ns, max_lag, timer_slack;
+    double spin_share, lead_share, q;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Pacer takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "dpp(LdddiiLLL)", &rate, &spin, &slack, &min_margin, &spin_share, &lead_share, &q,
+                          &window, &resort, &slack_ns, &max_lag, &timer_slack))
+        return -1;
+    if (window < 1 || resort < 1) {
+        PyErr_SetString(PyExc_ValueError, "LATE_WINDOW and _RESORT must be positive");
+        return -1;
+    }
+    long long period;
+    if (!period_of(rate, &period)) return -1;
+    int64_t *late = PyMem_Calloc(2 * (size_t)window, sizeof *late);
+    if (!late) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyMem_Free(p->late);
+    p->late = late, p->sorted = late + window;
+    p->rate_hz = rate, p->period_ns = period, p->spin = spin, p->slack = slack;
+    p->min_margin_ns = min_margin, p->spin_share = spin_share, p->max_lead_share = lead_share;
+    p->quantile = spin ? q : 0.5;
+    p->window = window, p->resort = resort, p->slack_ns = slack_ns, p->max_lag = max_lag;
+    p->timer_slack_ns = timer_slack;
+    p->margin_ns = spin ? min_margin : 0;
+    p->has_next = 0, p->next = 0, p->woke_ns = 0;
+    p->nlate = p->at = p->fresh = 0;
+    p->slack_thread_known = 0, p->timer_slack_set = 0;
+    return 0;
+}
+
+static void Pacer_dealloc(Pacer *p) {
+    PyMem_Free(p->late);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *Pacer_wait(Pacer *p, PyObject *Py_UNUSED(ignored)) {
+    pacer_slack(p);
+    long long deadline;
+    int r;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        r = pacer_wait(p, &deadline);
+        Py_END_ALLOW_THREADS
+        if (!r) return PyLong_FromLongLong(deadline);
+        if (PyErr_CheckSignals() < 0) return NULL;
+    }
+}
+
+static PyObject *Pacer_advance(Pacer *p, PyObject *args) {
+    long long now, woke, target;
+    if (!PyArg_ParseTuple(args, "LL", &now, &woke)) return NULL;
+    long long deadline = plan(p, now, &target);
+    if (target > now) learn(p, woke - target);
+    else woke = now;
+    if (p->spin && woke < deadline) woke = deadline;
+    advance(p, deadline, woke);
+    return PyLong_FromLongLong(deadline);
+}
+
+static PyObject *Pacer_set_rate(Pacer *p, PyObject *arg) {
+    double rate = PyFloat_AsDouble(arg);
+    if (rate == -1.0 && PyErr_Occurred()) return NULL;
+    long long period;
+    if (!period_of(rate, &period)) return NULL;
+    if (p->has_next) p->next += period - p->period_ns;
+    p->rate_hz = rate, p->period_ns = period;
+    long long top = max_margin(p);
+    if (p->margin_ns > top) p->margin_ns = top;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Pacer_lateness_quantile(Pacer *p, PyObject *Py_UNUSED(ignored)) {
+    int some;
+    int64_t q = quantile(p, &some);
+    if (!some) Py_RETURN_NONE;
+    return PyLong_FromLongLong(q);
+}
+
+static PyObject *Pacer_max_margin(Pacer *p, void *Py_UNUSED(closure)) { return PyLong_FromLongLong(max_margin(p)); }
+
+static PyObject *Pacer_rate(Pacer *p, void *Py_UNUSED(closure)) { return PyFloat_FromDouble(p->rate_hz); }
+
+static PyGetSetDef Pacer_getset[] = {
+    {"max_margin_ns", (getter)Pacer_max_margin, NULL, "the margin's bound (pacing.Pacer.max_margin_ns)", NULL},
+    {"rate_hz", (getter)Pacer_rate, NULL, "frames a second (set_rate changes it)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef Pacer_members[] = {
+    {"period_ns", T_LONGLONG, offsetof(Pacer, period_ns), READONLY, "the frame period (ns)"},
+    {"margin_ns", T_LONGLONG, offsetof(Pacer, margin_ns), 0, "how long before the deadline the sleep ends (ns)"},
+    {"spin", T_BOOL, offsetof(Pacer, spin), READONLY, "the rest of the margin is spun"},
+    {"timer_slack_set", T_BOOL, offsetof(Pacer, timer_slack_set), READONLY, "the waiting thread's slack was set"},
+    {"woke_ns", T_LONGLONG, offsetof(Pacer, woke_ns), READONLY,
+     "when the last wait returned (monotonic ns: the clock read after the sleep, or the spin)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef Pacer_methods[] = {
+    {"wait", (PyCFunction)Pacer_wait, METH_NOARGS,
+     "wait() -> deadline ns: pacing.Pacer.wait (the sleep without the GIL, to an absolute time)."},
+    {"set_rate", (PyCFunction)Pacer_set_rate, METH_O, "set_rate(rate_hz): pacing.Pacer.set_rate."},
+    {"lateness_quantile", (PyCFunction)Pacer_lateness_quantile, METH_NOARGS,
+     "lateness_quantile() -> ns or None: pacing.Pacer.lateness_quantile."},
+    {"advance", (PyCFunction)Pacer_advance, METH_VARARGS,
+     "advance(now, woke) -> deadline: a wait's bookkeeping with the clock read before (now) and after the sleep "
+     "(woke), no sleep (for tests: the same state as pacing.Pacer's on those reads)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PacerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "headcast.xr._fastframe.Pacer",
+    .tp_basicsize = sizeof(Pacer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "pacing.Pacer in C: a headless session's frame clock (see pacing.native_pacer).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Pacer_init,
+    .tp_dealloc = (destructor)Pacer_dealloc,
+    .tp_methods = Pacer_methods,
+    .tp_members = Pacer_members,
+    .tp_getset = Pacer_getset,
+};
+#endif
 
 /* ---- the TrackingFrame ---- */
 
@@ -461,6 +726,8 @@ static PyObject *FrameCalls_poll(FrameCalls *s, PyObject *const *args, Py_ssize_
     return timing_end(s, ns, counted(s, &a, build(s, a.seq, new_ref(t), a.profiles, a.focused), time));
 }
 
+static PyObject *stepped(FrameCalls *s, FrameArgs *a, int step, XrTime now, int64_t *ns);
+
 static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
     int64_t *ns = timing_start(s);
     if (!frame_args(n, 4)) return NULL;
@@ -473,6 +740,12 @@ static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_
     Py_BEGIN_ALLOW_THREADS
     step = calls_step(&s->c, offset, &now, ns);
     Py_END_ALLOW_THREADS
+    return stepped(s, &a, step, now, ns);
+}
+
+/* A headless step's outcome: its frame, counted, or Step (FF_EVENT: with the now to poll at). */
+static PyObject *stepped(FrameCalls *s, FrameArgs *a_, int step, XrTime now, int64_t *ns) {
+    FrameArgs a = *a_;
     if (step == FF_EVENT) { /* Step(FF_EVENT, result, now): the session polls at that now next */
         PyObject *t = PyLong_FromLongLong(now);
         if (t) step_error(s, step, t);
@@ -481,6 +754,48 @@ static PyObject *FrameCalls_step(FrameCalls *s, PyObject *const *args, Py_ssize_
     }
     if (step) return counted(s, &a, step_error(s, step, NULL), 0);
     return timing_end(s, ns, counted(s, &a, build(s, a.seq, PyLong_FromLongLong(now), a.profiles, a.focused), now));
+}
+
+/* paced(pacer, offset): the pacer's wait, then step(offset); with pacing's C Pacer the wait and the
+ * step are one stretch without the GIL (the timing, when on, starts at the wake-up). */
+static PyObject *FrameCalls_paced(FrameCalls *s, PyObject *const *args, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_Format(PyExc_TypeError, "paced(pacer, offset): expected 2 arguments, got %zd", n);
+        return NULL;
+    }
+    int64_t offset = PyLong_AsLongLong(args[1]);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    FrameArgs a;
+    if (!state_args(s, &a)) return NULL;
+    int step = 0;
+    XrTime now = 0;
+    int64_t *ns = s->timing ? s->ns : NULL;
+#ifdef HAVE_PACER
+    if (Py_TYPE(args[0]) == &PacerType) {
+        Pacer *p = (Pacer *)args[0];
+        pacer_slack(p);
+        long long deadline;
+        for (int r = EINTR; r;) {
+            Py_BEGIN_ALLOW_THREADS
+            r = pacer_wait(p, &deadline);
+            if (!r) {
+                if (ns) memset(ns, 0, sizeof s->ns), ns[T_WHOLE] = mono_ns();
+                step = calls_step(&s->c, offset, &now, ns);
+            }
+            Py_END_ALLOW_THREADS
+            if (r && PyErr_CheckSignals() < 0) return counted(s, &a, NULL, 0);
+        }
+        return stepped(s, &a, step, now, ns);
+    }
+#endif
+    PyObject *waited = PyObject_CallMethod(args[0], "wait", NULL);
+    if (!waited) return counted(s, &a, NULL, 0);
+    Py_DECREF(waited);
+    ns = timing_start(s);
+    Py_BEGIN_ALLOW_THREADS
+    step = calls_step(&s->c, offset, &now, ns);
+    Py_END_ALLOW_THREADS
+    return stepped(s, &a, step, now, ns);
 }
 
 static PyObject *FrameCalls_set_timing(FrameCalls *s, PyObject *arg) {
@@ -526,6 +841,9 @@ static PyMethodDef FrameCalls_methods[] = {
     {"step", (PyCFunction)(void (*)(void))FrameCalls_step, METH_FASTCALL,
      "step(seq, offset, profiles, focused) or step(offset) -> TrackingFrame: a headless step: the runtime's now, one event "
      "poll (pending: Step(FF_EVENT, result, now)), sync, locate at now, read (no frame calls)."},
+    {"paced", (PyCFunction)(void (*)(void))FrameCalls_paced, METH_FASTCALL,
+     "paced(pacer, offset) -> TrackingFrame: pacer.wait(), then step(offset); with the C Pacer both in one call, "
+     "the GIL released from the sleep to the frame's objects."},
     {"now", (PyCFunction)FrameCalls_now, METH_O,
      "now(offset) -> XrTime: the runtime's now (see calls_now)."},
     {"set_timing", (PyCFunction)FrameCalls_set_timing, METH_O,
@@ -629,6 +947,9 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__fastframe(void) {
     if (PyType_Ready(&FrameCallsType) < 0) return NULL;
+#ifdef HAVE_PACER
+    if (PyType_Ready(&PacerType) < 0) return NULL;
+#endif
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (!StepError) /* one class however often the module is initialised */
@@ -637,6 +958,9 @@ PyMODINIT_FUNC PyInit__fastframe(void) {
                                               NULL, NULL);
     if (!StepError || PyModule_AddObjectRef(m, "Step", StepError) < 0 ||
         PyModule_AddObjectRef(m, "FrameCalls", (PyObject *)&FrameCallsType) < 0 ||
+#ifdef HAVE_PACER
+        PyModule_AddObjectRef(m, "Pacer", (PyObject *)&PacerType) < 0 ||
+#endif
         PyModule_AddIntConstant(m, "CONTEXT_SIZE", (long)sizeof(Calls)) < 0) {
         Py_DECREF(m);
         return NULL;

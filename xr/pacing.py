@@ -169,3 +169,16 @@ class Pacer:
                 pass
         self._next = deadline + self.period_ns
         return deadline
+
+
+def native_pacer(helper, rate_hz: float, *, spin: bool = False, timer_slack: bool = True):
+    """The frame helper's Pacer (xr/_fastframe.c, Linux): this module's Pacer in C, on its constants
+    (the same deadlines, oversleep ring, quantile, margins and timer slack, on CLOCK_MONOTONIC), whose
+    sleep is one clock_nanosleep to the absolute time without the GIL, and which the helper's
+    `paced(pacer, offset)` runs with the headless step in one call: no Python between the wake-up
+    and the runtime's calls. None when the helper has none (elsewhere, an older build): Pacer then."""
+    native = getattr(helper, "Pacer", None)
+    if native is None or CLOCK_NS is not time.monotonic_ns:
+        return None
+    constants = (MIN_MARGIN_NS, SPIN_SHARE, MAX_LEAD_SHARE, LATE_QUANTILE, LATE_WINDOW, _RESORT, _SLACK_NS, MAX_LAG)
+    return native(rate_hz, spin, timer_slack, (*constants, TIMER_SLACK_NS))

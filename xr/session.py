@@ -48,7 +48,7 @@ from . import fastframe
 from .actions import ActionSet
 from .errors import GraphicsError, NoHeadsetError, NoRuntimeError, SessionEnded, XRError, translate, xr_errors
 from .frame import IDENTITY, INVALID_POSE, ORIGIN, Controls, Pose, TrackingFrame
-from .pacing import CLOCK_NS, DEFAULT_RATE_HZ, Pacer
+from .pacing import CLOCK_NS, DEFAULT_RATE_HZ, Pacer, native_pacer
 
 _ORI_VALID = int(xr.SPACE_LOCATION_ORIENTATION_VALID_BIT)
 _POS_VALID = int(xr.SPACE_LOCATION_POSITION_VALID_BIT)
@@ -408,6 +408,7 @@ class XRSession:
         self._st.profiles = ("", "")
         self.__dict__.pop("poll", None)  # the native helper's poll, when in use
         self._ff_frame = self._ff_poll = self._ff_step = self._ff_now = None  # the native helper's, when in use
+        self._ff_paced = None  # its pacer's wait and headless step in one call
         self._pacer: Pacer | None = None  # a headless session's clock
         self._convert: Any = None  # xrConvertTimespecTimeToTimeKHR or xrConvertWin32..., when enabled
         self._counter_hz = 0  # the win32 performance counter's frequency, when that converts
@@ -667,11 +668,13 @@ class XRSession:
             # poll() is the C method itself: no Python call around it (cold, one costs ~8 us)
             self.poll = calls.poll  # type: ignore[method-assign]
             self._ff_frame, self._ff_run, self._ff_poll, self._ff_stop = calls.frame, calls.run, calls.poll, helper.Step
-            self._ff_step, self._ff_now = calls.step, calls.now
+            self._ff_step, self._ff_now, self._ff_paced = calls.step, calls.now, calls.paced
             if self.info.headless:
                 self._ff_frame = None  # a headless session makes no frame calls: step() instead
             if self._counter_hz:  # the helper converts only timespecs: the win32 clock is read here, then poll()
-                self._ff_step = self._ff_now = None
+                self._ff_step = self._ff_now = self._ff_paced = None
+            elif self._pacer is not None:  # the pacer in C: its wait and the step are one C call (paced)
+                self._pacer = native_pacer(helper, self._pacer.rate_hz) or self._pacer
 
     # -- public --------------------------------------------------------------------------
 
@@ -730,13 +733,13 @@ class XRSession:
             if not self._running:
                 return self._idle_frame()
         pacer = self._pacer
-        if pacer is not None:  # a headless frame: our own pacing, then one C call (no Python call between:
-            pacer.wait()  # right after the pacer's sleep each one costs microseconds)
-            step = self._ff_step
-            if step is None:
+        if pacer is not None:  # a headless frame: our own pacing and the step in one C call (no Python
+            paced = self._ff_paced  # call between: right after the sleep each one costs microseconds)
+            if paced is None:
+                pacer.wait()
                 return self._headless_step()
             try:
-                return step(self._time_offset or 0)  # the helper counts the frame (seq, last_time)
+                return paced(pacer, self._time_offset or 0)  # the helper counts the frame (seq, last_time)
             except self._ff_stop as stopped:
                 return self._headless_stopped(*stopped.args)
         run = self._ff_frame

@@ -8,8 +8,12 @@ For each loop, at 90 Hz:
     p50/p99), measured where the app sees it: when next_frame() returns;
   * the main thread's CPU per next_frame() (sleep and wake, the spin, the runtime calls, the frame);
   * the XR poll: next_frame()'s work after the wake-up (cold caches), p50/p99.
-The headless loop on the native frame helper is run with the pacer and, interleaved in the same
-window (rounds of all three), with two anchors: the spinning pacer (`Pacer(spin=True)`, the
+The headless loop on the native frame helper is run with the pacer (with the helper: pacing's
+Pacer in C, its wait and the step one call, FrameCalls.paced) and, interleaved in the same window
+(rounds of all four), with three anchors: the same pacer in Python (pacing.Pacer: its wait a
+Python call before the step; "XR poll after wake" of the C pacer counts from its own clock read
+at the wake-up, so it includes the oversleep bookkeeping the Python pacer does before its
+timestamp), the spinning pacer (`Pacer(spin=True)`, the
 default before issue 26 item 2's second step: the sleep ends at the oversleep's 75th percentile
 and the rest is spun, at most 1 % of the period) and the former pacer (a decaying peak of the
 oversleep capped at 500 us, the system's 50 us timer slack; kept below as FormerPacer): jitter
@@ -73,8 +77,13 @@ def pct(values: list[float], q: float) -> float:
     return v[min(len(v) - 1, int(len(v) * q))]
 
 
-VARIANTS = ("former", "spin", "pacer")  # the headless pacers compared, anchors first
-NAMES = {"former": "former pacer (anchor)", "spin": "spinning pacer (anchor)", "pacer": "pacer"}
+VARIANTS = ("former", "spin", "python", "pacer")  # the headless pacers compared, anchors first
+NAMES = {
+    "former": "former pacer (anchor)",
+    "spin": "spinning pacer (anchor)",
+    "python": "pacing.Pacer, wait in Python (anchor)",
+    "pacer": "pacer",
+}
 
 
 def loop(ctl, mode: str, native: bool, seconds: float, variant: str = "pacer") -> tuple[float, float, float]:
@@ -110,9 +119,12 @@ def _loop(ctl, mode: str, native: bool, seconds: float, variant: str, XRSession)
             xs._pacer = FormerPacer(RATE)
         elif variant == "spin" and xs._pacer is not None:
             xs._pacer = Pacer(RATE, spin=True)
+        elif variant == "python" and xs._pacer is not None:
+            xs._pacer = Pacer(RATE)  # the same pacer in Python: its wait a Python call before the step
         ctl.focus()
         woke: list[int] = []  # when the pacing wait returned (headless: our pacer; GL: measured below)
-        if xs.info.headless:
+        native_woke = xs.info.headless and hasattr(xs._pacer, "woke_ns")  # the C pacer notes its wake-up
+        if xs.info.headless and not native_woke:
             wait = xs._pacer.wait
 
             def timed_wait() -> int:
@@ -132,12 +144,21 @@ def _loop(ctl, mode: str, native: bool, seconds: float, variant: str, XRSession)
             xs.next_frame()
             done.append(clock())
             cpu.append(thread() - c)
+            if native_woke:
+                woke.append(xs._pacer.woke_ns)
         assert xs.running and xs.next_frame().head.valid
     rate = (n - 1) / ((done[-1] - done[0]) / 1e9)
     jitter = [abs((b - a) / 1e6 - PERIOD_MS) for a, b in zip(done, done[1:])]
     kind = f"{'headless' if mode == 'headless' else 'OpenGL'}, {'native helper' if native else 'ctypes path'}"
     if mode == "headless":
-        kind += {"former": ", former pacer", "spin": ", spinning pacer", "pacer": ", pacer"}[variant]
+        kind += {
+            "former": ", former pacer",
+            "spin": ", spinning pacer",
+            "python": ", Python pacer",
+            "pacer": ", pacer",
+        }[variant]
+        if variant == "pacer" and native_woke:
+            kind += " in C"
     line = (
         f"  {kind:<33} {rate:7.3f} Hz ({(rate / RATE - 1):+.2%})  "
         f"interval jitter p50 {pct(jitter, 0.5) * 1000:6.0f} us "
@@ -206,7 +227,7 @@ def main() -> int:
     for variant in VARIANTS:
         r = runs[variant]
         print(
-            f"  {NAMES[variant]:<24} p99 interval jitter "
+            f"  {NAMES[variant]:<38} p99 interval jitter "
             f"{spread([x[1] for x in r], 1000)} us   CPU per frame {spread([x[2] for x in r])} us   "
             f"rate {spread([x[0] for x in r], 1, '{:.2f}')} Hz"
         )
@@ -239,7 +260,8 @@ def main() -> int:
         "anchors in the same window: spinning pacer "
         f"{', '.join(f'{j:.3f}' for _, j, _ in runs['spin'])} ms, former pacer "
         f"{', '.join(f'{j:.3f}' for _, j, _ in runs['former'])} ms; CPU per frame "
-        f"{', '.join(f'{c:.0f}' for _, _, c in runs['pacer'])} us vs spinning "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs['pacer'])} us vs the pacer in Python "
+        f"{', '.join(f'{c:.0f}' for _, _, c in runs['python'])} us vs spinning "
         f"{', '.join(f'{c:.0f}' for _, _, c in runs['spin'])} us vs former "
         f"{', '.join(f'{c:.0f}' for _, _, c in runs['former'])} us",
     )

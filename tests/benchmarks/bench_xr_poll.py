@@ -121,20 +121,32 @@ def measure(xr, ctl, native: bool, frames: int, paced_s: float) -> float:
             figures("pyopenxr wrappers, same calls", naive)
         figures("XRSession.next_frame()", whole)
 
-        xs._pacer = paced  # 90 Hz
+        # 90 Hz, the session's pacer (native: the C one, its wait and the step one call) and, with the
+        # native helper, pacing.Pacer (its wait a Python call) alternated second by second in one window
+        pacers = {"session's pacer": paced}
+        if native and not isinstance(paced, Pacer):
+            pacers["pacing.Pacer"] = Pacer(90.0)
         cpu = time.thread_time_ns
         n = round(paced_s * 90)
-        spent = []
-        for _ in range(n):
-            a = cpu()
-            xs.next_frame()
-            spent.append(cpu() - a)
-        spent.sort()
-        if n:
-            print(
-                f"  paced at 90 Hz, {n} frames: main-thread CPU per next_frame() median {spent[n // 2] / 1000:.0f} us, "
-                f"mean {sum(spent) / n / 1000:.0f} us (the pacer's sleep, spin and wake included)"
-            )
+        spent: dict[str, list[int]] = {name: [] for name in pacers}
+        for block in range(max(1, n // 90)):
+            for name, pacer in pacers.items():
+                xs._pacer = pacer
+                xs.next_frame()  # (a pacer swapped in starts its grid from now)
+                for _ in range(min(90, n)):
+                    a = cpu()
+                    xs.next_frame()
+                    spent[name].append(cpu() - a)
+        xs._pacer = paced
+        for name, values in spent.items():
+            values.sort()
+            if values:
+                k, now_load = len(values), open("/proc/loadavg").read().split()[0]
+                print(
+                    f"  paced at 90 Hz ({name}: {type(pacers[name]).__module__}.{type(pacers[name]).__name__}), "
+                    f"{k} frames: main-thread CPU per next_frame() median {values[k // 2] / 1000:.0f} us, "
+                    f"mean {sum(values) / k / 1000:.0f} us (the pacer's sleep, spin and wake included), load {now_load}"
+                )
     return p99
 
 
