@@ -92,7 +92,10 @@ def quake_angles(q: Quat) -> tuple[float, float, float]:
 
     q_normalize and the three q_rotate calls are written out (the same operations in the same
     order, zero terms included: the same bits): it runs on the frame thread, where each Python
-    call costs microseconds cache-cold (issue 26).
+    call costs microseconds cache-cold (issue 26). The Q3 sink's tick in C (Pump.send_pose in
+    netcode/q3/_q3native.c) repeats it operation for operation and must give the same floats: so
+    the horizontal length is sqrt of the sum of squares, not math.hypot (CPython's own algorithm,
+    which differs between versions), and the C is built without fused multiply-adds.
     """
     x, y, z, w = q
     n = math.sqrt(x * x + y * y + z * z + w * w)
@@ -123,7 +126,7 @@ def quake_angles(q: Quat) -> tuple[float, float, float]:
     fqx, fqy, fqz = -fz, -fx, fy
     rqx, rqy, rqz = -rz, -rx, ry
     uqz = uy
-    horiz = math.hypot(fqx, fqy)
+    horiz = math.sqrt(fqx * fqx + fqy * fqy)
     pitch = math.degrees(math.atan2(-fqz, horiz))
     if horiz < _GIMBAL_EPS:
         # Quake's right vector with roll 0 is (sin yaw, −cos yaw, 0).

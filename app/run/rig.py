@@ -101,7 +101,7 @@ class RigState:
         "snapped",
         "move_world",
         "frame",
-        "_trig",
+        "trig",
         "_head",
         "_right_aim",
         "_left_grip",
@@ -127,7 +127,7 @@ class RigState:
         self.snapped = snapped  # degrees turned by a snap this frame (0 if none)
         self.move_world = move_world  # left-stick velocity in world x, z (m/s), for the sinks
         self.frame = frame  # the stage poses
-        self._trig = trig  # origin.trig()
+        self.trig = trig  # origin.trig(): (x, z, cos, sin of the yaw and of half of it)
         self._head = self._right_aim = self._left_grip = self._right_grip = None
 
     def world_orientation(self, stage: Pose) -> Quat | None:
@@ -135,14 +135,14 @@ class RigState:
         without building its world Pose: all a Q3 command tick reads of the head and the aim."""
         if not stage.orientation_valid:
             return None
-        cy, sy = self._trig[4], self._trig[5]
+        cy, sy = self.trig[4], self.trig[5]
         qx, qy, qz, qw = stage.orientation  # as pose_to_world
         return cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
 
     def world_position(self, stage: Pose) -> Vec3:
         """The world position of one of `frame`'s stage poses (as `pose_to_world`, valid or not),
         without building its world Pose: what a Sauerbraten position tick reads of the head."""
-        ox, oz, c, s = self._trig[0], self._trig[1], self._trig[2], self._trig[3]
+        ox, oz, c, s = self.trig[0], self.trig[1], self.trig[2], self.trig[3]
         px, py, pz = stage.position
         if stage.position_valid:
             px, pz = ox + px * c + pz * s, oz - px * s + pz * c
@@ -155,7 +155,7 @@ class RigState:
         stage = self.frame.head
         if not (stage.position_valid and stage.orientation_valid):
             return None
-        ox, oz, c, s, cy, sy = self._trig[0], self._trig[1], self._trig[2], self._trig[3], self._trig[4], self._trig[5]
+        ox, oz, c, s, cy, sy = self.trig[0], self.trig[1], self.trig[2], self.trig[3], self.trig[4], self.trig[5]
         px, py, pz = stage.position
         qx, qy, qz, qw = stage.orientation
         return (
@@ -173,28 +173,28 @@ class RigState:
     def head(self) -> Pose:
         p = self._head
         if p is None:
-            p = self._head = pose_to_world(self.frame.head, self._trig)
+            p = self._head = pose_to_world(self.frame.head, self.trig)
         return p
 
     @property
     def right_aim(self) -> Pose:
         p = self._right_aim
         if p is None:
-            p = self._right_aim = pose_to_world(self.frame.right_aim, self._trig)
+            p = self._right_aim = pose_to_world(self.frame.right_aim, self.trig)
         return p
 
     @property
     def left_grip(self) -> Pose:
         p = self._left_grip
         if p is None:
-            p = self._left_grip = pose_to_world(self.frame.left_grip, self._trig)
+            p = self._left_grip = pose_to_world(self.frame.left_grip, self.trig)
         return p
 
     @property
     def right_grip(self) -> Pose:
         p = self._right_grip
         if p is None:
-            p = self._right_grip = pose_to_world(self.frame.right_grip, self._trig)
+            p = self._right_grip = pose_to_world(self.frame.right_grip, self.trig)
         return p
 
 

@@ -2004,6 +2004,78 @@ static int move_arg(PyObject *o, int64_t *out)   /* max(-127, min(127, int(o))) 
     return 0;
 }
 
+/* send_input's work once its arguments are read: the finiteness check, the input set, the tick
+ * (send_tick). 1 when the tick went out (*why: pump_step's), 0 when it did not (*why: why; the
+ * input then left as it was, nothing else changed), -1 on an error. `angles`, `head`: the Python
+ * objects the numbers came from, for the error's text. */
+static int send_tick(Pump *self, double now, const double a[3], int has_head, double hp, double hy,
+                     uint64_t buttons, const int64_t mv[3], uint64_t weapon, PyObject *angles, PyObject *head,
+                     int *why)
+{
+    if (!(isfinite(a[0]) && isfinite(a[1]) && isfinite(a[2])) || (has_head && !(isfinite(hp) && isfinite(hy)))) {
+        PyErr_Format(PyExc_ValueError, "non-finite angle in %R (head %R)", angles, head);
+        return -1;
+    }
+    if (!self->configured || self->running || self->fd < 0) {
+        *why = PUMP_PYTHON;
+        return 0;
+    }
+    if (now < self->timer) {
+        *why = PUMP_NOT_DUE;
+        return 0;
+    }
+    if (pump_buffers(self) < 0)
+        return -1;
+    /* Q3ClientCore.set_input, then wire_input */
+    double r = a[2];
+    if (self->roll_clamp)
+        r = r > 60.0 ? 60.0 : r < -60.0 ? -60.0 : r;   /* vrhead.ROLL_CLAMP */
+    fin_error = 0;
+    int64_t in[8], user = (int64_t)(buttons & USER_BUTTONS);
+    in[0] = short_f(a[0]);
+    in[1] = short_f(a[1]);
+    in[2] = short_f(r);
+    in[3] = mv[0];
+    in[4] = mv[1];
+    in[5] = mv[2];
+    double offset = 0.0;
+    in[6] = user;
+    if (has_head) {
+        offset = yaw_offset_f(hy, a[1]);   /* Q3Link: the tracked yaw as an offset from the view's */
+        in[6] = user | pack7_f(hp, 80.0) << 12 | pack7_f(yaw_offset_f(offset, 0.0), 80.0) << 19;
+    }
+    in[7] = (int64_t)(weapon & 0xFF);
+    if (fin_error) {
+        PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
+        return -1;
+    }
+    int64_t saved[8];
+    pthread_mutex_lock(&self->lock);
+    memcpy(saved, self->input, sizeof saved);
+    memcpy(self->input, in, sizeof in);
+    pthread_mutex_unlock(&self->lock);
+    int nlog = self->nlog;
+    self->batch = 0.0;
+    *why = pump_step(self, now);
+    if (self->nlog == nlog) {   /* no tick: the input stays what it was (the caller's slow path sets it) */
+        pthread_mutex_lock(&self->lock);
+        memcpy(self->input, saved, sizeof saved);
+        pthread_mutex_unlock(&self->lock);
+        return 0;
+    }
+    self->fresh = 1;
+    self->fresh_head = has_head;
+    memcpy(self->fresh_angles, a, sizeof self->fresh_angles);
+    self->fresh_head_pa[0] = hp;
+    self->fresh_head_pa[1] = offset;
+    self->fresh_moves[0] = mv[0];
+    self->fresh_moves[1] = mv[1];
+    self->fresh_moves[2] = mv[2];
+    self->fresh_moves[3] = user;
+    self->fresh_moves[4] = in[7];
+    return 1;
+}
+
 static PyObject *Pump_send_input(Pump *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8) {
@@ -2041,66 +2113,302 @@ static PyObject *Pump_send_input(Pump *self, PyObject *const *args, Py_ssize_t n
     if (low64(args[2], &buttons) < 0 || move_arg(args[3], &mv[0]) < 0 || move_arg(args[4], &mv[1]) < 0
             || move_arg(args[5], &mv[2]) < 0 || low64(args[6], &weapon) < 0)
         return NULL;
-    if (!(isfinite(a[0]) && isfinite(a[1]) && isfinite(a[2])) || (has_head && !(isfinite(hp) && isfinite(hy)))) {
-        PyErr_Format(PyExc_ValueError, "non-finite angle in %R (head %R)", angles, head);
-        return NULL;
-    }
-    if (!self->configured || self->running || self->fd < 0)
-        return PyLong_FromLong(PUMP_PYTHON);
-    if (now < self->timer)
-        return PyLong_FromLong(PUMP_NOT_DUE);
-    if (pump_buffers(self) < 0)
-        return NULL;
-    /* Q3ClientCore.set_input, then wire_input */
-    double r = a[2];
-    if (self->roll_clamp)
-        r = r > 60.0 ? 60.0 : r < -60.0 ? -60.0 : r;   /* vrhead.ROLL_CLAMP */
-    fin_error = 0;
-    int64_t in[8], user = (int64_t)(buttons & USER_BUTTONS);
-    in[0] = short_f(a[0]);
-    in[1] = short_f(a[1]);
-    in[2] = short_f(r);
-    in[3] = mv[0];
-    in[4] = mv[1];
-    in[5] = mv[2];
-    double offset = 0.0;
-    in[6] = user;
-    if (has_head) {
-        offset = yaw_offset_f(hy, a[1]);   /* Q3Link: the tracked yaw as an offset from the view's */
-        in[6] = user | pack7_f(hp, 80.0) << 12 | pack7_f(yaw_offset_f(offset, 0.0), 80.0) << 19;
-    }
-    in[7] = (int64_t)(weapon & 0xFF);
-    if (fin_error) {
-        PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
-        return NULL;
-    }
-    int64_t saved[8];
-    pthread_mutex_lock(&self->lock);
-    memcpy(saved, self->input, sizeof saved);
-    memcpy(self->input, in, sizeof in);
-    pthread_mutex_unlock(&self->lock);
-    int nlog = self->nlog;
     uint64_t bytes = self->bytes;
-    self->batch = 0.0;
-    int why = pump_step(self, now);
-    if (self->nlog == nlog) {   /* no tick: the input stays what it was (the caller's slow path sets it) */
-        pthread_mutex_lock(&self->lock);
-        memcpy(self->input, saved, sizeof saved);
-        pthread_mutex_unlock(&self->lock);
+    int why, ticked = send_tick(self, now, a, has_head, hp, hy, buttons, mv, weapon, angles, head, &why);
+    if (ticked < 0)
+        return NULL;
+    if (!ticked)
         return PyLong_FromLong(why);
-    }
-    self->fresh = 1;
-    self->fresh_head = has_head;
-    memcpy(self->fresh_angles, a, sizeof a);
-    self->fresh_head_pa[0] = hp;
-    self->fresh_head_pa[1] = offset;
-    self->fresh_moves[0] = mv[0];
-    self->fresh_moves[1] = mv[1];
-    self->fresh_moves[2] = mv[2];
-    self->fresh_moves[3] = user;
-    self->fresh_moves[4] = in[7];
     return Py_BuildValue("(KddLO)", (unsigned long long)(self->bytes - bytes), self->sent_at, self->timer,
                          (long long)self->last_cmd_time, why == PUMP_TICKED ? Py_False : Py_True);
+}
+
+/* ---- send_pose: the Q3 sink's whole command tick (app/sinks/q3/sink.py Q3Sink.send) in one call.
+ *
+ * From the frame's raw inputs it does what q3_intent (app/sinks/q3/mapping.py: RigState's
+ * world_orientation, pose.quake_angles, the roll clamp, weapon_frame_moves), Q3Link.send and
+ * send_input do: the same operations in the same order on doubles, so the same floats and the
+ * same datagram (tests/q3/test_send_pose.py checks both against the Python path). The build
+ * compiles this file with -ffp-contract=off (build_native.py): no fused multiply-adds. */
+
+static const double deg_to_rad = Py_MATH_PI / 180.0;   /* CPython's math.radians */
+static const double rad_to_deg = 180.0 / Py_MATH_PI;   /* CPython's math.degrees */
+
+static double py_atan2(double y, double x)   /* CPython's math.atan2 (m_atan2), special cases first */
+{
+    if (isnan(x) || isnan(y))
+        return Py_NAN;
+    if (isinf(y)) {
+        if (isinf(x))
+            return copysign(copysign(1., x) == 1. ? 0.25 * Py_MATH_PI : 0.75 * Py_MATH_PI, y);
+        return copysign(0.5 * Py_MATH_PI, y);
+    }
+    if (isinf(x) || y == 0.) {
+        if (copysign(1., x) == 1.)
+            return copysign(0., y);
+        return copysign(Py_MATH_PI, y);
+    }
+    return atan2(y, x);
+}
+
+/* pose.quake_angles of (x, y, z, w), line by line (zero terms included: the same bits). */
+static void quake_angles_c(double x, double y, double z, double w, double out[3])
+{
+    double qx, qy, qz, qw;
+    double n = sqrt(x * x + y * y + z * z + w * w);
+    if (!isfinite(n) || n == 0.0) {
+        qx = 0.0, qy = 0.0, qz = 0.0, qw = 1.0;
+    } else {
+        qx = x / n, qy = y / n, qz = z / n, qw = w / n;
+    }
+    double tx = 2.0 * (qy * -1.0 - qz * 0.0);
+    double ty = 2.0 * (qz * 0.0 - qx * -1.0);
+    double tz = 2.0 * (qx * 0.0 - qy * 0.0);
+    double fx = 0.0 + qw * tx + (qy * tz - qz * ty);
+    double fy = 0.0 + qw * ty + (qz * tx - qx * tz);
+    double fz = -1.0 + qw * tz + (qx * ty - qy * tx);
+    double rtx = 2.0 * (qy * 0.0 - qz * 0.0);
+    double rty = 2.0 * (qz * 1.0 - qx * 0.0);
+    double rtz = 2.0 * (qx * 0.0 - qy * 1.0);
+    double rx = 1.0 + qw * rtx + (qy * rtz - qz * rty);
+    double rz = 0.0 + qw * rtz + (qx * rty - qy * rtx);
+    double utx = 2.0 * (qy * 0.0 - qz * 1.0);
+    double uty = 2.0 * (qz * 0.0 - qx * 0.0);
+    double utz = 2.0 * (qx * 1.0 - qy * 0.0);
+    double uy = 1.0 + qw * uty + (qz * utx - qx * utz);
+    double fqx = -fz, fqy = -fx, fqz = fy;
+    double rqx = -rz, rqy = -rx;
+    double horiz = sqrt(fqx * fqx + fqy * fqy);
+    out[0] = py_atan2(-fqz, horiz) * rad_to_deg;
+    if (horiz < 1e-9) {   /* pose._GIMBAL_EPS */
+        out[1] = py_atan2(rqx, -rqy) * rad_to_deg;
+        out[2] = 0.0;
+        return;
+    }
+    /* (the right vector's y, ry, is Quake's rqz: used only off the gimbal) */
+    double ry = 0.0 + qw * rty + (qz * rtx - qx * rtz);
+    out[1] = py_atan2(fqy, fqx) * rad_to_deg;
+    out[2] = py_atan2(-ry, uy) * rad_to_deg;
+}
+
+/* A number argument as Python's float arithmetic would see it: 0, or 1 when it is neither a float
+ * nor an int a double holds (the caller then leaves the tick to Python, which meets it there). */
+static int num_arg(PyObject *o, double *out)
+{
+    if (PyFloat_CheckExact(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        *out = PyLong_AsDouble(o);
+        if (*out == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *s_orientation, *s_orientation_valid;
+
+/* RigState.world_orientation(pose) then quake_angles: 1 with the angles in out, 0 when the pose's
+ * orientation is not valid, 2 when Python must do it (not a 4-tuple of numbers), -1 on an error. */
+static int pose_angles(PyObject *pose, double cy, double sy, double out[3])
+{
+    PyObject *v = PyObject_GetAttr(pose, s_orientation_valid);
+    if (v == NULL)
+        return -1;
+    int valid = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (valid <= 0)
+        return valid;
+    PyObject *q = PyObject_GetAttr(pose, s_orientation);
+    if (q == NULL)
+        return -1;
+    double c[4];
+    int odd = !PyTuple_CheckExact(q) || PyTuple_GET_SIZE(q) != 4;
+    for (int i = 0; !odd && i < 4; i++)
+        odd = num_arg(PyTuple_GET_ITEM(q, i), &c[i]);
+    Py_DECREF(q);
+    if (odd)
+        return 2;
+    double qx = c[0], qy = c[1], qz = c[2], qw = c[3];
+    quake_angles_c(cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy, out);
+    return 1;
+}
+
+/* mapping.weapon_frame_moves' clamp(v): 0, or 1 when int(round(v * 127)) would raise. */
+static int move_clamp(double v, int64_t *out)
+{
+    double m = v * 127.0;
+    if (!isfinite(m))
+        return 1;
+    m = nearbyint(m);   /* round(): half to even, the default rounding mode's */
+    *out = m > 127.0 ? 127 : m < -127.0 ? -127 : (int64_t)m;
+    return 0;
+}
+
+#define SENT_HISTORY 256   /* app/sinks/q3/link.py SENT_HISTORY */
+
+/* The intent of q3_intent from args (head, aim, cy, sy, yaw, trigger, jump, vx, vz, move_speed,
+ * vr: see send_pose): the view angles, the tracked head (*has_head), the user buttons and the moves.
+ * 0, 1 when Python must do it (an input not a float or an int, or one its code raises on: the
+ * caller then runs q3_intent, which meets it as before), -1 on an error. */
+static int pose_intent(PyObject *const *args, double a[3], double head[3], int *has_head, uint64_t *user,
+                       int64_t mv[3])
+{
+    double cy, sy, trigger, vx, vz, speed, aim[3];
+    if (num_arg(args[2], &cy) || num_arg(args[3], &sy) || !PyFloat_CheckExact(args[4])
+            || num_arg(args[5], &trigger) || num_arg(args[7], &vx) || num_arg(args[8], &vz)
+            || num_arg(args[9], &speed))
+        return 1;   /* (a yaw that is not a float would be the intent's own object) */
+    int jump = PyObject_IsTrue(args[6]), vr = PyObject_IsTrue(args[10]);
+    if (jump < 0 || vr < 0)
+        return -1;
+    int h = pose_angles(args[0], cy, sy, head);
+    if (h < 0 || h == 2)
+        return h < 0 ? -1 : 1;
+    int has_aim = pose_angles(args[1], cy, sy, aim);
+    if (has_aim < 0 || has_aim == 2)
+        return has_aim < 0 ? -1 : 1;
+    *has_head = h;
+    if (has_aim) {
+        a[0] = aim[0], a[1] = aim[1];
+    } else if (h) {   /* no right controller: aim where the head looks */
+        a[0] = head[0], a[1] = head[1];
+    } else {
+        a[0] = 0.0, a[1] = PyFloat_AS_DOUBLE(args[4]);
+    }
+    *user = trigger >= 0.5 ? 1 : 0;   /* BUTTON_ATTACK past TRIGGER_PRESSED */
+    if (vr && h) {
+        double r = head[2] < 60.0 ? head[2] : 60.0;   /* vrhead.ROLL_CLAMP in q3_intent's order */
+        a[2] = r > -60.0 ? r : -60.0;
+    } else {
+        a[2] = 0.0;
+    }
+    mv[0] = mv[1] = 0;
+    mv[2] = jump ? 127 : 0;   /* MOVE_MAX */
+    if ((vx != 0.0 || vz != 0.0) && !(speed <= 0.0)) {   /* weapon_frame_moves (a NaN speed: Python's error) */
+        double y = a[1] * deg_to_rad;
+        double fx = -sin(y), fz = -cos(y);
+        double rx = cos(y), rz = -sin(y);
+        double f = (vx * fx + vz * fz) / speed;
+        double r = (vx * rx + vz * rz) / speed;
+        if (move_clamp(f, &mv[0]) || move_clamp(r, &mv[1]))
+            return 1;
+    }
+    return 0;
+}
+
+/* The intent's angles and head tuples (head: None when not tracked); 0, or -1 on an error. */
+static int intent_tuples(const double a[3], const double head[3], int has_head, PyObject **angles, PyObject **ohead)
+{
+    *angles = Py_BuildValue("(ddd)", a[0], a[1], a[2]);
+    if (*angles == NULL)
+        return -1;
+    *ohead = has_head ? Py_BuildValue("(ddd)", head[0], head[1], head[2]) : (Py_INCREF(Py_None), Py_None);
+    if (*ohead == NULL) {
+        Py_CLEAR(*angles);
+        return -1;
+    }
+    return 0;
+}
+
+/* pose_intent(head, aim, cy, sy, yaw, trigger, jump, vx, vz, move_speed, vr): send_pose's intent
+ * alone, (angles, head, user buttons, forward, right, up) or None when Python must do it (tests
+ * hold it against q3_intent). */
+static PyObject *native_pose_intent(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "pose_intent takes 11 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    double a[3], head[3] = {0.0, 0.0, 0.0};
+    int has_head = 0;
+    uint64_t user;
+    int64_t mv[3];
+    int r = pose_intent(args, a, head, &has_head, &user, mv);
+    if (r < 0)
+        return NULL;
+    if (r)
+        Py_RETURN_NONE;
+    PyObject *angles, *ohead;
+    if (intent_tuples(a, head, has_head, &angles, &ohead) < 0)
+        return NULL;
+    return Py_BuildValue("(NNKLLL)", angles, ohead, (unsigned long long)user, (long long)mv[0], (long long)mv[1],
+                         (long long)mv[2]);
+}
+
+/* send_pose(now, head, aim, cy, sy, yaw, trigger, jump, vx, vz, move_speed, vr, history, delta):
+ * head, aim: the frame's stage head and right-aim poses (their `orientation_valid` and
+ * `orientation` are read); cy, sy: the rig's half-yaw cosine and sine (RigState.trig[4:6]); yaw:
+ * the origin's yaw (the aim when neither pose is valid); trigger, jump: the right trigger and the
+ * jump button; vx, vz: the rig's world move; move_speed, vr: the sink's. When the tick goes out its
+ * cmd time maps to ((pitch, yaw, roll), delta) in the dict `history` (Q3Link's, its oldest entry
+ * dropped past SENT_HISTORY). Returns (bytes sent, sent_at, the next tick's time, the cmd's server
+ * time, attention, angles, head (pitch, yaw, roll) or None, user buttons, forward, right, up):
+ * send_input's five, then the Q3Intent's fields but vr. Else an int, nothing changed: send_input's
+ * NOT_DUE, PYTHON... (PYTHON too when pose_intent leaves the intent to Python: the caller then runs
+ * q3_intent and Q3Link.send, which meet it as before). */
+static PyObject *Pump_send_pose(Pump *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 14) {
+        PyErr_Format(PyExc_TypeError, "send_pose takes 14 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    double now, a[3], head[3] = {0.0, 0.0, 0.0};
+    if (parse_time(args[0], &now) < 0)
+        return NULL;
+    PyObject *history = args[12], *delta = args[13];
+    if (!PyDict_CheckExact(history)) {
+        PyErr_SetString(PyExc_TypeError, "send_pose: history must be a dict");
+        return NULL;
+    }
+    int has_head = 0;
+    uint64_t user;
+    int64_t mv[3];
+    int r = pose_intent(args + 1, a, head, &has_head, &user, mv);
+    if (r < 0)
+        return NULL;
+    if (r)
+        return PyLong_FromLong(PUMP_PYTHON);
+    /* Q3Link.send -> send_input */
+    PyObject *angles, *ohead;
+    if (intent_tuples(a, head, has_head, &angles, &ohead) < 0)
+        return NULL;
+    uint64_t bytes = self->bytes;
+    int why, ticked = send_tick(self, now, a, has_head, head[0], head[1], user, mv, 0, angles, ohead, &why);
+    PyObject *out = NULL, *key = NULL, *entry = NULL;
+    if (ticked <= 0) {
+        if (ticked == 0)
+            out = PyLong_FromLong(why);
+        goto done;
+    }
+    key = PyLong_FromLongLong(self->last_cmd_time);
+    entry = PyTuple_Pack(2, angles, delta);
+    if (key == NULL || entry == NULL || PyDict_SetItem(history, key, entry) < 0)
+        goto done;
+    if (PyDict_GET_SIZE(history) > SENT_HISTORY) {   /* the oldest first: a dict keeps insertion order */
+        Py_ssize_t pos = 0;
+        PyObject *oldest, *value;
+        if (PyDict_Next(history, &pos, &oldest, &value)) {
+            Py_INCREF(oldest);
+            int bad = PyDict_DelItem(history, oldest);
+            Py_DECREF(oldest);
+            if (bad < 0)
+                goto done;
+        }
+    }
+    out = Py_BuildValue("(KddLOOOKLLL)", (unsigned long long)(self->bytes - bytes), self->sent_at, self->timer,
+                        (long long)self->last_cmd_time, why == PUMP_TICKED ? Py_False : Py_True, angles, ohead,
+                        (unsigned long long)user, (long long)mv[0], (long long)mv[1], (long long)mv[2]);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_DECREF(angles);
+    Py_DECREF(ohead);
+    return out;
 }
 
 /* take_input(): the input send_input last gave, as Q3ClientCore.set_input's arguments (angles,
@@ -2237,6 +2545,9 @@ static PyMethodDef Pump_methods[] = {
     {"take", (PyCFunction)Pump_take, METH_NOARGS, "The ticks since the last take and the state they left."},
     {"send_input", (PyCFunction)(void (*)(void))Pump_send_input, METH_FASTCALL,
      "send_input(now, angles, buttons, forward, right, up, weapon, head): the input, and the tick if due."},
+    {"send_pose", (PyCFunction)(void (*)(void))Pump_send_pose, METH_FASTCALL,
+     "send_pose(now, head, aim, cy, sy, yaw, trigger, jump, vx, vz, move_speed, vr, history, delta): "
+     "the Q3 sink's command tick from the frame's poses (see Q3Sink.send)."},
     {"take_input", (PyCFunction)Pump_take_input, METH_NOARGS, "The input send_input gave, for the core; or None."},
     {"snap_reset", (PyCFunction)Pump_snap_reset, METH_VARARGS, "A gamestate's baselines (_q3snap.c)."},
     {"snap_enable", (PyCFunction)Pump_snap_enable, METH_VARARGS, "Consume in-game snapshots (_q3snap.c)."},
@@ -2276,6 +2587,8 @@ static PyMethodDef native_methods[] = {
     {"legacy_unscramble", native_legacy_unscramble, METH_VARARGS,
      "netchan._unscramble: legacy_unscramble(message, challenge ^ sequence, reliable_commands)."},
     {"read_longs", native_read_longs, METH_VARARGS, "netchan._ioq3_read_longs(data, start, count)."},
+    {"pose_intent", (PyCFunction)(void (*)(void))native_pose_intent, METH_FASTCALL,
+     "Pump.send_pose's intent alone (tests): (angles, head, user, forward, right, up) or None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2295,6 +2608,8 @@ PyMODINIT_FUNC PyInit__q3native(void)
     INTERN(s_forwardmove, "forwardmove");
     INTERN(s_rightmove, "rightmove");
     INTERN(s_upmove, "upmove");
+    INTERN(s_orientation, "orientation");
+    INTERN(s_orientation_valid, "orientation_valid");
 #undef INTERN
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL)

@@ -57,6 +57,24 @@ class Pump:
         head: tuple[float, ...] | None,
         /,
     ) -> tuple[int, float, float, int, bool] | int: ...
+    def send_pose(
+        self,
+        now: float,
+        head: Any,
+        aim: Any,
+        cy: float,
+        sy: float,
+        yaw: float,
+        trigger: float,
+        jump: bool,
+        vx: float,
+        vz: float,
+        move_speed: float,
+        vr: bool,
+        history: dict[int, Any],
+        delta: Any,
+        /,
+    ) -> tuple[Any, ...] | int: ...
     def take_input(self) -> tuple[Any, ...] | None: ...
     @property
     def pending(self) -> bool: ...
@@ -97,3 +115,17 @@ def client_datagram(*args: Any) -> bytes: ...
 def xor(data: bytes, start: int, key: int, text: bytes, /) -> bytes: ...
 def legacy_unscramble(message: bytes, key: int, reliable_commands: Any, /) -> bytes: ...
 def read_longs(data: bytes, start: int, count: int, /) -> tuple[int, ...]: ...
+def pose_intent(
+    head: Any,
+    aim: Any,
+    cy: float,
+    sy: float,
+    yaw: float,
+    trigger: float,
+    jump: bool,
+    vx: float,
+    vz: float,
+    move_speed: float,
+    vr: bool,
+    /,
+) -> tuple[Any, ...] | None: ...

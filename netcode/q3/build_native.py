@@ -30,6 +30,9 @@ CFLAGS = [
     "-Wno-unused-parameter",
     "-fvisibility=hidden",
     "-fno-strict-aliasing",
+    # Pump.send_pose computes the Q3 sink's angles as pose.quake_angles does, bit for bit: no fused
+    # multiply-adds (GCC contracts by default outside ISO C, clang even inside it; aarch64 has FMA).
+    "-ffp-contract=off",
 ]
 
 # How to build is netcode/cbuild.py's (run by path: see there why); what, this file's.

@@ -50,7 +50,9 @@ def _composed_quake_angles(q):
     rx, ry, rz = pose.q_rotate(n, (1.0, 0.0, 0.0))
     _, uy, _ = pose.q_rotate(n, (0.0, 1.0, 0.0))
     fqx, fqy, fqz = -fz, -fx, fy
-    horiz = math.hypot(fqx, fqy)
+    # sqrt of the sum of squares, as quake_angles defines it (not math.hypot, whose algorithm is
+    # CPython's own and changes between versions: the tick in C must give the same bits)
+    horiz = math.sqrt(fqx * fqx + fqy * fqy)
     pitch = math.degrees(math.atan2(-fqz, horiz))
     if horiz < 1e-9:
         return pitch, math.degrees(math.atan2(-rz, rx)), 0.0
@@ -299,6 +301,7 @@ def test_q3_sink_keeps_the_links_refusal_words_while_tracking_is_lost():
         drops={},
         ping_ms=None,
         detail="server refused: Server is full. — retrying in 2 s",
+        send_pose=lambda state, controls, vr, move_speed, now: None,  # (no pump armed: q3_intent and send)
         send=lambda intent, now: None,
         poll=lambda now: None,
     )

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from headcast.app.errors import AppError, RefusedError, UnreachableError, UsageError, usage
 from headcast.app.sinks.q3.mapping import Q3Intent
@@ -39,7 +38,9 @@ from headcast.netcode.q3.transport import Q3Client
 from headcast.netcode.q3.vrhead import EF_VR_PLAYER, WireHead, yaw_offset
 
 if TYPE_CHECKING:
+    from headcast.app.run.rig import RigState
     from headcast.netcode.q3.entities import SnapshotEntities
+    from headcast.xr.frame import Controls
 
 DEFAULT_PORT = 27960
 PURE_FAILED = "pure check failed"
@@ -156,8 +157,11 @@ class Q3Link:
         self.snapshots = 0
         self.check = Q3Check()
         self.last_error: float | None = None
-        # cmd serverTime → (angles, the delta_angles the cmd was built against)
-        self._sent: OrderedDict[int, tuple[tuple[float, float, float], tuple]] = OrderedDict()
+        # cmd serverTime → (angles, the delta_angles the cmd was built against), oldest first (a dict
+        # keeps insertion order: Pump.send_pose adds to it in C)
+        self._sent: dict[int, tuple[tuple[float, float, float], tuple]] = {}
+        self._armed: object = None  # the client's send_input that _pose_tick was found for
+        self._pose_tick: Callable[..., Any] | None = None  # its pump's send_pose
         self._delta_angles: tuple = (0, 0, 0)
         self.unread = False  # a tick was sent and what it read is not taken yet: poll() has work
         self._counters = self.client.core.counters  # a live view: Status would copy everything each frame
@@ -362,6 +366,47 @@ class Q3Link:
         self._linked = core.state in LINKED
         self.due_at = timer if timer is not None and self._linked else -math.inf
 
+    def send_pose(self, state: RigState, controls: Controls, vr: bool, move_speed: float, now: float) -> tuple | None:
+        """Q3Sink.send's command tick in one C call while the pump's send_input is armed: q3_intent,
+        send() and send_input on the frame's raw inputs (Pump.send_pose, the same floats and
+        bytes). Its tuple when the tick went out: (bytes, sent_at, due_at, cmd_time, attention,
+        angles, head, user buttons, forward, right, up). None when it did not (nothing changed):
+        the caller then builds the intent and calls send(), the path it always took."""
+        fast = self.client.send_input
+        if fast is None:
+            return None
+        if fast is not self._armed:  # re-armed (a hand-over): the same pump, found once per arming
+            self._armed = fast
+            self._pose_tick = getattr(getattr(fast, "__self__", None), "send_pose", None)
+        tick = self._pose_tick
+        if tick is None:
+            return None
+        stage = state.frame
+        trig = state.trig
+        vx, vz = state.move_world
+        r = tick(
+            now,
+            stage.head,
+            stage.right_aim,
+            trig[4],
+            trig[5],
+            state.origin.yaw,
+            controls.trigger_right,
+            controls.jump,
+            vx,
+            vz,
+            move_speed,
+            vr,
+            self._sent,
+            self._delta_angles,
+        )
+        if r.__class__ is not tuple:
+            return None
+        self.due_at = r[2]
+        if r[4]:  # datagrams read after the tick (or a read failed): the next poll's
+            self.unread = True
+        return r
+
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
         fast = self.client.send_input
         if fast is not None:
@@ -378,7 +423,7 @@ class Q3Link:
                 history = self._sent
                 history[cmd_time] = (angles, self._delta_angles)
                 if len(history) > SENT_HISTORY:
-                    history.popitem(last=False)
+                    del history[next(iter(history))]
                 return nbytes, sent_at
         return self._send(intent, now)
 
@@ -414,7 +459,7 @@ class Q3Link:
         self.unread = linked
         self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
         if len(self._sent) > SENT_HISTORY:
-            self._sent.popitem(last=False)
+            del self._sent[next(iter(self._sent))]
         sent_at = client.sent_at  # set by the send that just went out
         return sent, now if sent_at is None else sent_at
 

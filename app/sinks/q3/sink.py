@@ -41,6 +41,8 @@ from headcast.xr.frame import TrackingFrame
 if TYPE_CHECKING:
     from headcast.app.sinks.q3.link import Q3Link
 
+_new = tuple.__new__
+
 
 @dataclass(frozen=True, slots=True)
 class FarSide:
@@ -79,7 +81,10 @@ class Q3Sink:
         self.poll_at = math.inf
         self.meter = RateMeter()
         self.smoother = HeadSmoother()
-        self.intent: Q3Intent | None = None
+        self._intent: Q3Intent | None = None
+        # A tick made in C (Q3Link.send_pose's tuple) whose Q3Intent is built only when read, and its vr
+        self._tick: tuple | None = None
+        self._tick_vr = vr
         self.far_head_smoothed: tuple[float, float, float] | None = None
         self.lost_frames = 0  # usercmds built while the head was not tracked
         self.lost_cleared = 0  # ...of which carried no head bits
@@ -87,6 +92,21 @@ class Q3Sink:
         self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
         self._quant_max = 0.0
         self._seen: tuple[SnapshotEntities | None, tuple[Receiver, str] | None] = (None, None)
+
+    @property
+    def intent(self) -> Q3Intent | None:
+        """The last command tick's Q3Intent. A tick made in C leaves its fields; the intent is built
+        from them here, when something reads it (the mirror, the far side, the status line)."""
+        tick = self._tick
+        if tick is not None:
+            self._tick = None
+            self._intent = _new(Q3Intent, (tick[5], tick[7], tick[8], tick[9], tick[10], tick[6], self._tick_vr))
+        return self._intent
+
+    @intent.setter
+    def intent(self, intent: Q3Intent | None) -> None:
+        self._tick = None
+        self._intent = intent
 
     @property
     def head_bits_on_wire(self) -> bool:
@@ -101,8 +121,21 @@ class Q3Sink:
             self._fresh = False
             return None
         self._fresh = True
+        if link is not None:
+            # In game with the extension: the whole tick (q3_intent, the link's send) in one C call
+            vr = self.vr
+            tick = link.send_pose(state, frame.controls, vr, self.move_speed, now)
+            if tick is not None:
+                self._tick = tick
+                self._tick_vr = vr
+                self.send_at = tick[2]
+                if link.unread:
+                    self.poll_at = -math.inf
+                self.meter.add(tick[1], tick[0])
+                return tick[1]
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
-        self.intent = intent
+        self._tick = None
+        self._intent = intent
         if link is None:
             return None
         sent = link.send(intent, now)
@@ -128,13 +161,21 @@ class Q3Sink:
         """After every sink has sent: count usercmds built without a head and whether they
         carried head bits. The far side's decode waits until something shows it (`far_head`),
         unless every usercmd is to be verified."""
-        intent = self.intent
-        if not self._fresh or intent is None:  # (send() built one when fresh)
+        if not self._fresh:
             return
-        if intent.head is None:
-            self.lost_frames += 1
-            if not intent.buttons & VR_BUTTON_MASK:
+        tick = self._tick
+        if tick is not None:  # a tick made in C, its intent not built: its head, and no head bits
+            if tick[6] is None:  # (without a head the buttons are the user's: attack, never head bits)
+                self.lost_frames += 1
                 self.lost_cleared += 1
+        else:
+            intent = self._intent
+            if intent is None:  # (send() built one when fresh)
+                return
+            if intent.head is None:
+                self.lost_frames += 1
+                if not intent.buttons & VR_BUTTON_MASK:
+                    self.lost_cleared += 1
         if self.verify:
             self._decode()
 
