@@ -8,6 +8,10 @@
  * path runs (it clamps, raises or decodes as it always did). tests/netsync/test_codec_native.py
  * holds the two paths to each other and to the shipped serializers.
  *
+ * The receive path too: decode_room reads a whole room broadcast of our room in one call (and
+ * hands back our own body's bytes as relayed), zmq_drain reads a ZeroMQ socket through libzmq's
+ * own API (transport.py; tests/netsync/test_native_reads.py holds both to the Python paths).
+ *
  * Built by the build backend (setup.py) into the wheel, or in place by
  * netcode/netsync/build_native.py (scripts/setup.sh); HEADCAST_PURE_PYTHON=1 leaves it unused.
  */
@@ -16,6 +20,12 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#if defined(__linux__)
+#define NS_ZMQ 1 /* dl_iterate_phdr: glibc / musl */
+#include <dlfcn.h>
+#include <link.h>
+#endif
 
 #define R_ 6755399441055744.0 /* 1.5 * 2**52: (v + R) - R rounds half to even */
 #define QM 0.70710677
@@ -287,6 +297,60 @@ out:
     return res;
 }
 
+/* decode_room(data, protocol, topic, own) -> (broadcastTime, entries, own body's bytes | None) | None:
+ * a whole room broadcast (message 12) of `protocol` for the room whose id is `topic` (its bytes),
+ * every entry as decode_room_entries decodes it, and the bytes of the body of clientNo `own` (-1:
+ * none) as relayed (None when it is not there, or there twice). None for anything else (another type, protocol or room, a bad or truncated
+ * entry, trailing bytes): the Python path then decides (and raises what it finds). */
+static PyObject *py_decode_room(PyObject *self, PyObject *args) {
+    PyObject *data, *topic, *res = NULL, *entries = NULL, *raw = NULL;
+    int protocol;
+    long own;
+    if (!PyArg_ParseTuple(args, "OiO!l", &data, &protocol, &PyBytes_Type, &topic, &own)) return NULL;
+    if (!PyBytes_Check(data) || protocol < 3 || protocol > 8) Py_RETURN_NONE;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t size = PyBytes_GET_SIZE(data), n = PyBytes_GET_SIZE(topic);
+    if (size < 3 || d[0] != 12 || d[1] != protocol || d[2] != n || 3 + n + 10 > size
+        || memcmp(d + 3, PyBytes_AS_STRING(topic), (size_t)n) != 0)
+        Py_RETURN_NONE;
+    int family = protocol == 3 ? 3 : protocol == 4 ? 4 : 5;
+    Py_ssize_t pos = 3 + n;
+    int owns = 0;
+    double broadcast_time;
+    memcpy(&broadcast_time, d + pos, 8); /* little-endian hosts only: checked at import */
+    Py_ssize_t count = rd16(d + pos + 8);
+    pos += 10;
+    entries = PyTuple_New(count);
+    if (entries == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos + 10 > size) goto out;
+        unsigned client_no = rd16(d + pos);
+        double pose_time;
+        memcpy(&pose_time, d + pos + 2, 8);
+        Py_ssize_t end;
+        PyObject *b = body(d, pos + 10, size, family, &end);
+        if (b == NULL) goto out;
+        if ((long)client_no == own && ++owns == 1) {
+            raw = PyBytes_FromStringAndSize((const char *)d + pos + 10, end - pos - 10);
+            if (raw == NULL) { Py_DECREF(b); goto out; }
+        }
+        PyObject *it[3] = {PyLong_FromLong(client_no), PyFloat_FromDouble(pose_time), b};
+        PyObject *e = nt(T_Entry, 3, it);
+        if (e == NULL) goto out;
+        PyTuple_SET_ITEM(entries, i, e);
+        pos = end;
+    }
+    if (pos != size) goto out;
+    if (owns > 1) Py_CLEAR(raw); /* our number twice (a broken server): no bytes, which one is ours? */
+    if (raw == NULL) { raw = Py_None; Py_INCREF(raw); }
+    res = Py_BuildValue("(dOO)", broadcast_time, entries, raw);
+out:
+    Py_XDECREF(entries);
+    Py_XDECREF(raw);
+    if (res == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return res;
+}
+
 /* decode_client_pose(data, expect) -> ClientPose | None  (expect: a protocol, or 0 for any) */
 static PyObject *py_decode_client_pose(PyObject *self, PyObject *args) {
     PyObject *data; int expect;
@@ -541,6 +605,126 @@ fallback:
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ ZeroMQ reads (transport.py)
+ *
+ * The transport's reads of its SUB and control DEALER through libzmq's C API: zmq_msg_recv with
+ * ZMQ_DONTWAIT until EAGAIN, each message's frames as bytes, with no Python call per frame. Not
+ * linked against libzmq: the functions are looked up in the libzmq pyzmq has already loaded
+ * (zmq_bind()), so this extension builds and imports without ZeroMQ and the codec never needs
+ * it. The few declarations below are libzmq's stable ABI (zmq_msg_t is 64 bytes since 4.0). */
+
+#ifdef NS_ZMQ
+typedef union { unsigned char bytes[64]; void *align_p; double align_d; } zmsg_t;
+static int (*z_msg_init)(zmsg_t *);
+static int (*z_msg_recv)(zmsg_t *, void *, int);
+static int (*z_msg_close)(zmsg_t *);
+static void *(*z_msg_data)(zmsg_t *);
+static size_t (*z_msg_size)(const zmsg_t *);
+static int (*z_msg_more)(const zmsg_t *);
+static int (*z_errno)(void);
+static void (*z_version)(int *, int *, int *);
+#define Z_DONTWAIT 1
+#define Z_MAX_FRAMES 16 /* a message with more is read whole and handed on as [] (the core drops it) */
+
+struct zfind { char path[4096]; int found; };
+
+static int find_libzmq(struct dl_phdr_info *info, size_t size, void *data) {
+    struct zfind *f = data;
+    const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+    base = base ? base + 1 : name;
+    if (base != NULL && strncmp(base, "libzmq", 6) == 0 && strlen(name) < sizeof f->path) {
+        if (f->found && strcmp(f->path, name) != 0) f->found = 2; /* two different libzmq: refuse */
+        else if (!f->found) { strcpy(f->path, name); f->found = 1; }
+    }
+    return 0;
+}
+
+/* zmq_bind() -> (major, minor, patch) of the loaded libzmq, or None (none loaded, two of them, a
+ * symbol missing): then the transport reads through pyzmq. Call after importing zmq. */
+static PyObject *py_zmq_bind(PyObject *self, PyObject *noargs) {
+    if (z_msg_recv != NULL) goto done;
+    struct zfind f = {{0}, 0};
+    dl_iterate_phdr(find_libzmq, &f);
+    if (f.found != 1) Py_RETURN_NONE;
+    void *h = dlopen(f.path, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL) Py_RETURN_NONE;
+    void *s[8] = {dlsym(h, "zmq_msg_init"), dlsym(h, "zmq_msg_recv"), dlsym(h, "zmq_msg_close"),
+                  dlsym(h, "zmq_msg_data"), dlsym(h, "zmq_msg_size"), dlsym(h, "zmq_msg_more"),
+                  dlsym(h, "zmq_errno"), dlsym(h, "zmq_version")};
+    for (int i = 0; i < 8; i++) if (s[i] == NULL) { dlclose(h); Py_RETURN_NONE; }
+    /* (the handle stays open: libzmq stays loaded while these are used) */
+    *(void **)&z_msg_init = s[0]; *(void **)&z_msg_close = s[2]; *(void **)&z_msg_data = s[3];
+    *(void **)&z_msg_size = s[4]; *(void **)&z_msg_more = s[5]; *(void **)&z_errno = s[6];
+    *(void **)&z_version = s[7];
+    int major = 0, minor = 0, patch = 0;
+    z_version(&major, &minor, &patch);
+    if (major != 4) Py_RETURN_NONE; /* another ABI: z_msg_recv stays NULL, so not bound */
+    *(void **)&z_msg_recv = s[1];
+done:;
+    int a = 0, b = 0, c = 0;
+    z_version(&a, &b, &c);
+    return Py_BuildValue("(iii)", a, b, c);
+}
+
+/* zmq_drain(socket, limit) -> (messages, status): up to `limit` messages read from the libzmq
+ * socket at address `socket` (pyzmq's Socket.underlying), each a list of its frames as bytes;
+ * status 0 = read until EAGAIN (the socket's ZMQ_FD edge is re-armed), 1 = `limit` reached (more
+ * may wait), else the errno of a failed read (the messages before it are still returned). */
+static PyObject *py_zmq_drain(PyObject *self, PyObject *args) {
+    unsigned long long addr;
+    int limit;
+    if (!PyArg_ParseTuple(args, "Ki", &addr, &limit)) return NULL;
+    if (z_msg_recv == NULL) { PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first"); return NULL; }
+    void *sock = (void *)(uintptr_t)addr;
+    PyObject *out = PyList_New(0), *msg = NULL;
+    if (out == NULL) return NULL;
+    int status = 1;
+    for (int i = 0; i < limit && status == 1; i++) {
+        msg = NULL;
+        for (int more = 1; more;) {
+            zmsg_t m;
+            z_msg_init(&m);
+            if (z_msg_recv(&m, sock, Z_DONTWAIT) < 0) {
+                int err = z_errno();
+                z_msg_close(&m);
+                if (err == EINTR) {
+                    if (PyErr_CheckSignals() < 0) goto fail;
+                    continue;
+                }
+                /* EAGAIN before a message: drained. Mid-message (a multipart message is queued
+                 * whole: never seen) the parts read so far go on as they are. */
+                status = msg == NULL && err == EAGAIN ? 0 : err;
+                break;
+            }
+            more = z_msg_more(&m);
+            PyObject *b = PyBytes_FromStringAndSize((const char *)z_msg_data(&m), (Py_ssize_t)z_msg_size(&m));
+            z_msg_close(&m);
+            if (b == NULL || (msg == NULL && (msg = PyList_New(0)) == NULL)) { Py_XDECREF(b); goto fail; }
+            int rc = PyList_Append(msg, b);
+            Py_DECREF(b);
+            if (rc < 0) goto fail;
+        }
+        if (msg != NULL) {
+            int rc = PyList_Append(out, msg);
+            Py_CLEAR(msg);
+            if (rc < 0) goto fail;
+        }
+    }
+    return Py_BuildValue("(Ni)", out, status);
+fail:
+    Py_XDECREF(msg);
+    Py_DECREF(out);
+    return NULL;
+}
+
+#else /* not Linux: the transport reads through pyzmq */
+static PyObject *py_zmq_bind(PyObject *self, PyObject *noargs) { Py_RETURN_NONE; }
+static PyObject *py_zmq_drain(PyObject *self, PyObject *args) {
+    PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first");
+    return NULL;
+}
+#endif
+
 /* ------------------------------------------------------------------ module */
 
 static int table(PyObject *seq, double *out) {
@@ -583,6 +767,10 @@ static PyMethodDef methods[] = {
     {"decode_room_entries", py_decode_room_entries, METH_VARARGS,
      "decode_room_entries(data, pos, count, family) -> (entries, end) or None"},
     {"decode_client_pose", py_decode_client_pose, METH_VARARGS, "decode_client_pose(data, expect or 0) -> ClientPose or None"},
+    {"decode_room", py_decode_room, METH_VARARGS,
+     "decode_room(data, protocol, topic, own clientNo or -1) -> (broadcastTime, entries, own body bytes) or None"},
+    {"zmq_bind", py_zmq_bind, METH_NOARGS, "zmq_bind() -> the loaded libzmq's (major, minor, patch), or None"},
+    {"zmq_drain", py_zmq_drain, METH_VARARGS, "zmq_drain(socket address, limit) -> (messages, status)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -545,23 +545,35 @@ class NetSyncClientCore:
         if len(payload) > 1 and payload[1] != self.protocol:
             if not self._foreign_protocol(payload[1]):
                 return
-        try:
-            room = decode_room_pose(payload, self.protocol)
-        except NetSyncDecodeError as e:
-            self._drop(f"room pose: {type(e).__name__}", str(e))
-            return
-        if room.room_id != self.room_id:
-            self._drop("room pose: foreign room", f"{room.room_id!r} under topic {self.room_id!r}")
-            return
+        protocol, own = self.protocol, self.client_no
+        # The common broadcast in one C call (the whole message, our room's, every entry well-formed:
+        # the same entries, and our body's bytes as relayed); anything else the Python path decides.
+        got = (
+            None
+            if _NATIVE is None or protocol is None
+            else _NATIVE.decode_room(payload, protocol, self.room_topic, -1 if own is None else own)
+        )
+        if got is not None:
+            entries, own_raw = got[1], got[2]
+        else:
+            try:
+                room = decode_room_pose(payload, protocol)
+            except NetSyncDecodeError as e:
+                self._drop(f"room pose: {type(e).__name__}", str(e))
+                return
+            if room.room_id != self.room_id:
+                self._drop("room pose: foreign room", f"{room.room_id!r} under topic {self.room_id!r}")
+                return
+            entries, own_raw = room.entries, None
         self._alive(now)
         self._counters.room_poses += 1
-        if self.client_no is None:
+        if own is None:
             # Without our number we cannot tell our own entry from a peer's.
             self._counters.drops["room pose: before mapping"] += 1
             return
-        for entry in room.entries:
-            if entry.client_no == self.client_no:
-                self._emit(OwnPose(entry.body, entry.pose_time, now))
+        for entry in entries:
+            if entry.client_no == own:
+                self._emit(OwnPose(entry.body, entry.pose_time, now, own_raw))
             else:
                 m = self.members.get(entry.client_no)
                 self._emit(PeerPose(entry.client_no, m.device_id if m else None, entry.body, entry.pose_time, now))

@@ -5,7 +5,7 @@ ServerSilent / ServerBack are the ones every protocol core shares (netcode/event
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..events import ServerBack, ServerSilent
 from .model import DeviceMapping, PoseBody
@@ -54,11 +54,14 @@ class PeerPose:
 
 @dataclass(frozen=True, slots=True)
 class OwnPose:
-    """Our own entry in a room broadcast (matched by the clientNo the mapping gave us)."""
+    """Our own entry in a room broadcast (matched by the clientNo the mapping gave us). `raw`: the
+    body's bytes as relayed, when the C decoder read the broadcast (None on the Python path); not
+    part of equality (the body is what was decoded from them)."""
 
     body: PoseBody
     pose_time: float  # the server's monotonic clock
     received: float  # our `now` when it arrived
+    raw: bytes | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

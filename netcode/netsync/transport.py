@@ -41,6 +41,7 @@ from .client import (
     Outgoing,
     State,
 )
+from .codec import NATIVE
 from .errors import NoAnswerError as NoAnswerError, ServerProtocolError as ServerProtocolError
 from .events import Event, Joined, ProtocolMismatch
 from .model import PoseFrame
@@ -63,6 +64,26 @@ _EVENTS = int(zmq.EVENTS)
 # handling, and costs a Python call per part on the pose's way to the wire
 _send = zmq.backend.Socket.send
 _POLLIN = int(zmq.POLLIN)
+
+
+def _native_reads() -> Callable[[int, int], tuple[list[list[bytes]], int]] | None:
+    """The C extension's read of a socket through libzmq's own API (_nscodec.c `zmq_drain`: its
+    messages until EAGAIN, no Python call per frame), when it is built and finds the libzmq pyzmq
+    loaded, of the version pyzmq reports; else None and `_drain` reads through pyzmq (the same
+    messages, the same edge handling)."""
+    if NATIVE is None or not hasattr(NATIVE, "zmq_bind"):
+        return None
+    try:
+        version = NATIVE.zmq_bind()
+    except Exception:
+        return None
+    if version is None or tuple(version) != tuple(zmq.zmq_version_info()):
+        return None
+    drain: Callable[[int, int], tuple[list[list[bytes]], int]] = NATIVE.zmq_drain
+    return drain
+
+
+NATIVE_READS = _native_reads()
 
 
 @dataclass(frozen=True)
@@ -159,6 +180,9 @@ class NetSyncClient:
             if self.core.protocol is not None:
                 self._choose_lanes()
             self._fds: tuple[int, ...] = (int(self._dealer.getsockopt(zmq.FD)), int(self._sub.getsockopt(zmq.FD)))
+            # The libzmq sockets' addresses for the C reads (NATIVE_READS; None: through pyzmq).
+            self._zdrain = NATIVE_READS
+            self._handles = {self._dealer: self._dealer.underlying, self._sub: self._sub.underlying}
         except BaseException:
             self.close()
             raise
@@ -210,6 +234,10 @@ class NetSyncClient:
             return
         # One zmq_poll over both sockets (their ZMQ_EVENTS, as libzmq reads them) says which have
         # a message: half the cost of asking each socket, and most calls find none.
+        if self._zdrain is not None:  # no zmq_poll: the C read's EAGAIN is as cheap as asking
+            more = self._drain(self._dealer, LANE_CONTROL, now)
+            self._more = self._drain(self._sub, LANE_ROOM, now) or more
+            return
         more = False
         for sock, _ in zmq.zmq_poll(self._poll_items, 0):
             if sock is self._sub:
@@ -222,6 +250,19 @@ class NetSyncClient:
         """Read `sock` until ZMQ_EVENTS shows no POLLIN (its FD's edge is re-armed only then);
         True when MAX_MESSAGES_PER_POLL were read and more may wait."""
         core, metrics = self.core, self.metrics
+        zdrain = self._zdrain
+        if zdrain is not None:
+            messages, status = zdrain(self._handles[sock], MAX_MESSAGES_PER_POLL)
+            for frames in messages:
+                if metrics is not None:
+                    metrics("received_datagrams", 1)
+                    metrics("received_bytes", sum(map(len, frames)))
+                    if lane is LANE_ROOM:
+                        metrics("room_broadcasts", 1)
+                core.receive_datagram(Incoming(lane, frames), now)
+            if status > 1:  # a failed read (pyzmq's recv would have raised it)
+                raise zmq.ZMQError(status)
+            return status == 1
         for _ in range(MAX_MESSAGES_PER_POLL):
             if not sock.getsockopt(_EVENTS) & _POLLIN:  # type: ignore[operator]
                 return False
@@ -355,9 +396,16 @@ class NetSyncClient:
             ready = self._ready = select.poll()
             for fd in self._fds:
                 ready.register(fd, select.POLLIN)
-        if self._recheck or self._more or ready is None or ready.poll(0):
+        if self._recheck or self._more or ready is None:
             self._recheck = False
             self.on_readable(now)
+        elif ready_fds := ready.poll(0):
+            if self._zdrain is None or len(ready_fds) > 1:
+                self.on_readable(now)
+            elif ready_fds[0][0] == self._fds[1]:  # only the SUB's edge: the DEALER has nothing new
+                self._more = self._drain(self._sub, LANE_ROOM, now)
+            else:
+                self._more = self._drain(self._dealer, LANE_CONTROL, now)
         self.on_timer(now)
         core = self.core
         events = []

@@ -135,6 +135,7 @@ class RoomLink:
 
     def __init__(self) -> None:
         self.own_body = None
+        self.own_raw = None  # (the real link's: the relayed bytes when known)
         self.seq = 0
         near = decode_body(encode_body(1, _frame((0.8, 1.7, 1.2)), 8), 0, 8)[0]
         far = decode_body(encode_body(1, _frame((-6.0, 1.5, 9.0)), 8), 0, 8)[0]

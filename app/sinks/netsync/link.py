@@ -174,6 +174,7 @@ class NetSyncLink:
         self.client_no: int | None = None
         self.mismatch: ProtocolMismatch | None = None
         self.own_body: PoseBody | None = None
+        self.own_raw: bytes | None = None  # own_body's bytes as relayed (when the C decoder read them)
         self.others: dict[int, PoseBody] = {}
         self._others_seen: dict[int, float] = {}
         self._drop_reasons: dict[str, str] = {}  # reason → the latest detail (Dropped events)
@@ -307,7 +308,7 @@ class NetSyncLink:
         self.next_poll = now + POLL_PERIOD
         for ev in self.client.poll(now):
             if isinstance(ev, OwnPose):  # the common one first: every broadcast carries it
-                self.own_body = ev.body
+                self.own_body, self.own_raw = ev.body, ev.raw
             elif isinstance(ev, PeerPose):
                 no = ev.client_no
                 if no not in self.others and len(self.others) >= MAX_PEERS:
