@@ -39,8 +39,9 @@ Targets (issue 26): ≥ 64 Q3 VR players and ≥ 500 NetSync players on one core
 slipped tick; then ≥ 1,000 NetSync players per core of CPU: players ÷ the swarm's CPU (its
 process time over wall time, the ZeroMQ I/O thread included) at the largest step where every
 player is in and no tick slipped (a small step's fixed costs are not a player's); the min–max is
-over the steps of SCALE players or more that qualify. Each goal is printed as a BENCH-RESULT
-line (tests/benchmarks/_report.py) with the load at the start and end of its step; slipped ticks
+over the runs of that step (the goal step is run `--runs` times; the verdict on the worst). Each
+goal is printed as a BENCH-RESULT line (tests/benchmarks/_report.py) with the load at the start
+and end of its step; slipped ticks
 on a loaded machine are the scheduler's (other work): the load says how far to trust that
 figure. The NetSync players are real
 NetSyncClients (netcode/netsync/transport.py) sharing one ZeroMQ context, ticking on a 10 ms
@@ -201,9 +202,13 @@ def servers(proto: str):
     return srv, Server(*srv.address), srv.pid, srv.stop
 
 
-def per_core(proto: str, results: dict[tuple[int, int], dict]) -> None:
+def per_core(
+    proto: str, results: dict[tuple[int, int], dict], goal_key: tuple[int, int], goal_runs: list[dict]
+) -> None:
     """Players per core of the swarm's CPU at the largest step with every player in and no
-    slipped tick (the min–max over the qualifying steps of SCALE players or more)."""
+    slipped tick: over every run of that step when it is the goal step (the verdict on the worst
+    of them), else its one run; the smaller qualifying steps (SCALE players or more) are listed in
+    the note, not counted as runs (another configuration)."""
     clean = {
         k: r for k, r in results.items() if k[0] >= SCALE and r["joined"] == k[0] and r["slipped"] == 0 and r["cpu"] > 0
     }
@@ -211,13 +216,16 @@ def per_core(proto: str, results: dict[tuple[int, int], dict]) -> None:
     steps = [f"{k[0]}/{k[1]}r {k[0] / r['cpu']:.0f} ({r['slipped']} slipped)" for k, r in sorted(all_in.items())]
     print(f"{proto}: players per core of CPU (all in): " + (", ".join(steps) or "no step had every player in"))
     if clean:
-        figures = [k[0] / r["cpu"] for k, r in sorted(clean.items())]
         top = max(clean, key=lambda k: (k[0], k[1]))
+        runs = [clean[top]]
+        if top == goal_key and all(r["joined"] == top[0] and r["slipped"] == 0 and r["cpu"] > 0 for r in goal_runs):
+            runs = goal_runs
+        figures = [top[0] / r["cpu"] for r in runs]
         loads = list(clean[top]["load"])
         note = "steps with every player in and 0 slipped ticks: " + ", ".join(
             f"{k[0]} players/{k[1]} rooms at {r['cpu'] * 100:.0f} % CPU" for k, r in sorted(clean.items())
         )
-        value, load = top[0] / clean[top]["cpu"], (loads[0], loads[-1])
+        value, load = min(figures), (loads[0], loads[-1])
     else:
         figures, value, load = [0.0], 0.0, None
         note = "no step with every player in and 0 slipped ticks (the load says whether the scheduler slipped them)"
@@ -376,7 +384,7 @@ def main() -> int:
                     load=load,
                 )
             if proto in PER_CORE:
-                per_core(proto, results)
+                per_core(proto, results, goal_key, [r for r, _ in goal_runs])
         finally:
             stop()
     print("\n" + "\n".join(verdicts))
