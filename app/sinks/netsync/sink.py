@@ -106,6 +106,8 @@ class NetSyncSink:
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
         self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
+        # Our relayed body read by the last poll, checked at the next (body, clock time read, its bytes)
+        self._unverified: tuple[PoseBody, float, bytes | None] | None = None
 
     @property
     def protocol(self) -> int:
@@ -123,12 +125,30 @@ class NetSyncSink:
     def _poll_linked(self, now: float) -> None:
         link = self.link
         assert link is not None  # the poll of a linked sink
+        pending = self._unverified
+        if pending is not None:
+            # The body the last poll read is checked at the next call, a frame later: the frame that
+            # read the broadcast does not also pay for the check (the loop holds polls on frames
+            # that sent, so this lands on a quiet one).
+            self._unverified = None
+            self.poll_at = link.next_poll
+            self._verify(*pending)
+            return
         link.poll(now)
-        self.poll_at = link.next_poll
         body = link.own_body
         if body is not None and body is not self._seen:  # (the fields: the properties are offline's)
             self._seen = body
-            self._verify(body, now, link.own_raw)
+            self._unverified = (body, now, link.own_raw)
+            self.poll_at = now  # the next frame: the check
+        else:
+            self.poll_at = link.next_poll
+
+    def _verify_pending(self) -> None:
+        """A body read but not checked yet is checked now (what reads the check: status, close)."""
+        pending = self._unverified
+        if pending is not None:
+            self._unverified = None
+            self._verify(*pending)
 
     def _verify(self, body: PoseBody, now: float, raw: bytes | None = None) -> None:
         """Match a relayed body (`raw`: its bytes as relayed, when known) to the frame sent under its poseSeq."""
@@ -147,7 +167,7 @@ class NetSyncSink:
         ours = encode_body(body.pose_seq, frame, protocol)
         # The relayed bytes equal to ours decode to the same body: no second decode (the common case).
         model = body if raw is not None and raw == ours else decode_body(ours, 0, protocol)[0]
-        if body != model:
+        if model is not body and body != model:
             c.mismatched += 1
         if body.delta is not None:
             c.dyaws.add(round(body.delta.dyaw, 1))
@@ -239,6 +259,8 @@ class NetSyncSink:
     def _offline(self) -> None:
         """Offline: our body as a receiver would decode it, for the frame built last, worked out
         once when first read. (Linked, the server's broadcast shows it, read at poll.)"""
+        if self._unverified is not None:
+            self._verify_pending()  # linked: the check of the last body read, when read before it ran
         frame = self.frame
         if self.link is not None or frame is None or frame is self._offline_frame:
             return
@@ -288,6 +310,7 @@ class NetSyncSink:
         return {} if self.link is None else self.link.others
 
     def status(self, now: float) -> SinkStatus:
+        self._verify_pending()
         hz, bps = self.meter.rates(now)
         pf = self.frame
         packed = "" if pf is None else f"body {self.body_size} B flags {pf.flags:#04x}"
@@ -331,5 +354,6 @@ class NetSyncSink:
         )
 
     def close(self) -> None:
+        self._verify_pending()
         if self.link is not None:
             self.link.close()
