@@ -48,7 +48,7 @@ from .events import (
     Spawned,
     Welcomed,
 )
-from .npos import NPos, Pose as Pose, encode_npos, make_npos  # Pose: re-exported (its home is npos.py)
+from .npos import NPos, Pose as Pose, pose_record  # Pose: re-exported (its home is npos.py)
 from .protocol import (
     CHAN_MSG,
     CHAN_POS,
@@ -607,26 +607,15 @@ class SauerClientCore:
         if pose is None or self._state is not State.ALIVE:
             return
         try:
-            rec = make_npos(
-                self.cn,
-                eye=pose.eye,
-                yaw=pose.yaw,
-                pitch=pose.pitch,
-                roll=pose.roll,
-                vel=pose.vel,
-                physstate=pose.physstate,
-                lifesequence=self.lifesequence,
-                move=pose.move,
-                strafe=pose.strafe,
-            )
+            rec, data = pose_record(self.cn, pose, self.lifesequence)  # make_npos + encode_npos in one call
         except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
             self._counters.drops[f"position not sent: {e}"] += 1
             return
-        data = encode_npos(rec)
         self.last_record = rec
-        self._counters.positions_sent += 1
-        self._counters.position_bytes += len(data)
-        self._send(data, reliable=False, channel=CHAN_POS)
+        c = self._counters
+        c.positions_sent += 1
+        c.position_bytes += len(data)
+        self._out.append(Outgoing(CHAN_POS, data, False))
 
     def _allowed(self, step: Step) -> bool:
         return (self._state, step) in TRANSITIONS

@@ -285,3 +285,59 @@ def test_parsers_never_crash_on_garbage(data, mode):
         info.parse_playerstats(data)
     except info.InfoError:
         pass
+
+
+_coord = st.one_of(
+    st.floats(-10.0, 4200.0),  # the 2-byte range and just past it
+    st.floats(-600_000.0, 600_000.0),  # 3-byte coordinates, and past the 24-bit world
+    st.floats(allow_nan=True, allow_infinity=True),  # non-finite, and past a float's range
+)
+_angle = st.one_of(st.floats(-1.0, 361.0), st.floats(-2000.0, 2000.0), st.floats(allow_nan=True, allow_infinity=True))
+_speed = st.one_of(st.just(0.0), st.floats(-400.0, 400.0), st.floats(-1e5, 1e5), st.floats(allow_infinity=True))
+
+
+@settings(max_examples=FUZZ, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    cn=st.one_of(st.integers(0, 140), st.integers(-2, 70_000)),
+    eye=st.tuples(_coord, _coord, _coord),
+    yaw=_angle,
+    pitch=_angle,
+    roll=_angle,
+    vel=st.tuples(_speed, _speed, _speed),
+    move=st.integers(-4, 4),
+    strafe=st.integers(-4, 4),
+    physstate=st.integers(0, 15),
+    lifesequence=st.integers(0, 300),
+)
+def test_the_tick_encoder_is_make_npos_and_encode_npos(
+    cn, eye, yaw, pitch, roll, vel, move, strafe, physstate, lifesequence
+):
+    """pose_record (the client's one call per position tick) gives the record and the bytes of
+    make_npos + encode_npos (the step-by-step path the live tests pin against the real server),
+    and raises the same error where they raise."""
+    from headcast.netcode.sauer.npos import Pose, pose_record
+
+    pose = Pose(eye=eye, yaw=yaw, pitch=pitch, roll=roll, vel=vel, move=move, strafe=strafe, physstate=physstate)
+    try:
+        want = make_npos(
+            cn,
+            eye=eye,
+            yaw=yaw,
+            pitch=pitch,
+            roll=roll,
+            vel=vel,
+            physstate=physstate,
+            lifesequence=lifesequence,
+            move=move,
+            strafe=strafe,
+        )
+        want_bytes = encode_npos(want)
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            pose_record(cn, pose, lifesequence)
+        assert str(got.value) == str(e)
+        return
+    rec, data = pose_record(cn, pose, lifesequence)
+    assert data == want_bytes and rec == want and encode_npos(rec) == data
+    assert vars(rec) == vars(want)  # the same fields, of the same types
+    assert [type(v) for v in vars(rec).values()] == [type(v) for v in vars(want).values()]
