@@ -26,6 +26,15 @@ called every frame). Its send is called only from `send_at` on, its poll only fr
 its observe only on a frame whose send was called or held (deferred), not on one it was not due. An
 offline sink with `follow(loop)` is handed the loop once and reads the latest frame from it when
 something shows it (`loop.state`, `loop.frame`): it sets `send_at` to +inf and costs nothing per frame.
+
+With `poll_thread` (what `headcast run` uses) the polls leave the frame thread: a worker thread
+runs the due polls between frames, just after one ends (POLL_PERIOD apart), so a frame carries only
+the sends (issue 26: a Quake 3 hand-over or a NetSync room broadcast costs ~0.3 ms cold, more
+than the frame's whole budget). One lock keeps the two threads apart: the frame thread holds it
+from the moment the poses are located to the end of the frame (a wait for a poll still running
+counts in the frame's cost and its motion-to-wire), the worker while it polls; so every call into
+a sink still runs alone, as without the thread. A poll left due for POLL_STARVED (a loop stepped
+without pause, a stalled worker) runs on the frame thread as before.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from __future__ import annotations
 import gc
 import math
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +59,9 @@ from headcast.xr.frame import TrackingFrame
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
 MAX_DEFER = 2  # frames the polls, or a deferrable sink's send, may wait in a row for a frame with nothing sent
 FLUSH_EVERY = 256  # frames between the telemetry rings' batch writes (app/run/telemetry.py Ring)
+POLL_PERIOD = 3  # poll_thread: frames between the worker's passes (30 a second at 90 Hz)
+POLL_AFTER = 0.0015  # poll_thread: s after a frame's end the worker's pass starts (the frame thread asleep)
+POLL_STARVED = 0.1  # poll_thread: s a poll may wait for the worker before the frame thread runs it
 _INF = math.inf
 
 
@@ -124,6 +137,14 @@ class FrameLoop:
     _polled: list[tuple[Sink, bool]] = field(default_factory=list)  # live sinks with a poll: (sink, keeps poll_at)
     _polls_held = 0  # steps the polls have waited in a row
     _flush_in = FLUSH_EVERY  # frames until the telemetry's next batch write
+    poll_thread: bool = False  # the polls on a worker thread between frames (module doc)
+    _lock: threading.Lock | None = None  # poll_thread: held by the frame's work and by the worker's polls
+    _worker: threading.Thread | None = None
+    _worker_stop = False
+    _worker_ran = -_INF  # clock time of the worker's last pass
+    _ended_at = -_INF  # clock time the last frame's work ended (the worker aims just after it)
+    _period = 1.0 / 90  # seconds between frames' ends, smoothed (the worker's grid)
+    worker_failure: BaseException | None = None  # what stopped the worker (its polls then run here)
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -141,6 +162,8 @@ class FrameLoop:
         sinks = self._live
         if sinks is None:
             sinks = self._set_live(list(self.sinks))
+            if self.poll_thread and self._polled and self._worker is None:
+                self._start_worker()
         try:
             frame = self.source.next_frame()
         except SessionEnded as e:
@@ -156,6 +179,19 @@ class FrameLoop:
             self.stop_reason = str(e)
             return False
         located = clock()
+        lock = self._lock
+        if lock is None:
+            return self._frame(frame, located, sinks)
+        lock.acquire()  # a poll still running makes this frame wait: counted in its cost
+        try:
+            # re-read under the lock: the worker may have failed a sink while this thread slept
+            return self._frame(frame, located, self._live or [])
+        finally:
+            lock.release()
+
+    def _frame(self, frame: TrackingFrame, located: float, sinks: list[Sink]) -> bool:
+        """The frame's work once its poses are located (step)."""
+        clock = self.clock
         prev, t_ns = self._prev_time_ns, frame.time_ns
         dt = 0.0 if prev is None else min(MAX_DT, max(0.0, (t_ns - prev) / 1e9))
         self._prev_time_ns = t_ns
@@ -194,7 +230,9 @@ class FrameLoop:
                 self.recorder.write(frame)
             except OSError as e:
                 self._recording_failed(e)
-        if busy and self._polls_held < MAX_DEFER:
+        if self._lock is not None and located - self._worker_ran < POLL_STARVED:
+            pass  # the worker polls between frames
+        elif busy and self._polls_held < MAX_DEFER:
             self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
         elif self._polled:
             self._polls_held = 0
@@ -225,6 +263,10 @@ class FrameLoop:
             alive = self.mirror.draw(self, located)
         end = clock()
         tel.frame(end - located)
+        if self._lock is not None:
+            if self._ended_at != -_INF:
+                self._period += 0.05 * (min(MAX_DT, end - self._ended_at) - self._period)
+            self._ended_at = end
         self._flush_in -= 1
         if not self._flush_in:  # the rings' batch write, every FLUSH_EVERY frames (bounded memory)
             self._flush_in = FLUSH_EVERY
@@ -241,10 +283,60 @@ class FrameLoop:
         if not alive:
             self.stop_reason = "mirror window closed"
             return False
-        if self.duration and end - self._t0 >= self.duration:
+        t0 = self._t0 if self._t0 is not None else end  # (step set it)
+        if self.duration and end - t0 >= self.duration:
             self.stop_reason = f"ran for {self.duration:g} s"
             return False
         return True
+
+    def _start_worker(self) -> None:
+        self._lock = threading.Lock()
+        self._worker_ran = self.clock()
+        self._worker = threading.Thread(target=self._poll_worker, name="headcast-polls", daemon=True)
+        self._worker.start()
+
+    def _poll_worker(self) -> None:
+        """poll_thread: the due polls, every POLL_PERIOD frames, POLL_AFTER after a frame ended
+        (the frame thread is then waiting for its next frame), under the loop's lock."""
+        lock, clock = self._lock, self.clock
+        assert lock is not None
+        try:
+            while not self._worker_stop:
+                now = clock()
+                ended, period = self._ended_at, self._period
+                if ended == -_INF:
+                    wake = now + POLL_PERIOD * period
+                else:  # the next frame end POLL_PERIOD frames on, and a little after it
+                    wake = ended + POLL_PERIOD * period + POLL_AFTER
+                    while wake <= now:
+                        wake += period
+                time.sleep(wake - now)
+                with lock:
+                    if self._worker_stop:
+                        return
+                    now = clock()
+                    self._worker_ran = now
+                    for s, timed_poll in self._polled:  # re-read: a sink that failed is out
+                        if timed_poll and now < s.poll_at:  # type: ignore[attr-defined]
+                            continue
+                        poll = s.poll
+                        if poll is not None:
+                            try:
+                                poll(now)
+                            except Exception as e:  # noqa: BLE001 - that sink fails, the others go on
+                                self._sink_failed(s, "poll", e)
+        except BaseException as e:  # noqa: BLE001 - the loop's own bug: the frame thread polls from now on
+            self.worker_failure = e
+            self._worker_ran = -_INF
+
+    def _stop_worker(self) -> None:
+        worker = self._worker
+        if worker is None:
+            return
+        self._worker_stop = True
+        if worker is not threading.current_thread():
+            worker.join(timeout=1.0)
+        self._worker = None
 
     def _set_live(self, live: list[Sink]) -> list[Sink]:
         if self._live is None:  # the first frame: offline sinks that follow the loop read it from now on
@@ -335,6 +427,7 @@ class FrameLoop:
         """Sinks first (each sends its server a disconnect at once), then the recording's end
         record, the window and the XR source."""
         errors: list[BaseException] = []
+        self._stop_worker()  # no poll runs beside the closes
         for s in self.sinks:  # a sink's close reads its server's last bytes: it fails as that sink
             if getattr(s, "fault", None) is not None:
                 continue  # closed when it failed

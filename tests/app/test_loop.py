@@ -399,3 +399,108 @@ def test_a_sink_that_fails_only_at_close_is_named_in_the_runs_outcome():
     assert (
         isinstance(o.failure, SinkFailed) and "RuntimeError in close" in str(o.failure) and o.failed_state == "failed"
     )
+
+
+class Paced(Finite):
+    """Finite frames `period` s apart (the pacer's wait, as time.sleep)."""
+
+    def __init__(self, n, period=0.011):
+        super().__init__(n)
+        self.period = period
+
+    def next_frame(self):
+        import time
+
+        time.sleep(self.period)
+        return super().next_frame()
+
+
+class Threaded(Recorder):
+    """Records the thread each call runs on; a poll may take `poll_s` or raise at its `fail_at`th call."""
+
+    def __init__(self, name="t", poll_s=0.0, fail_at=None):
+        super().__init__(name)
+        self.threads = {"send": set(), "poll": set()}
+        self.polls = 0
+        self.poll_s, self.fail_at = poll_s, fail_at
+
+    def poll(self, now):
+        import threading
+        import time
+
+        self.threads["poll"].add(threading.get_ident())
+        self.polls += 1
+        if self.fail_at is not None and self.polls == self.fail_at:
+            raise ValueError("a peer's bytes")
+        if self.poll_s:
+            time.sleep(self.poll_s)
+
+    def send(self, state, frame, now):
+        import threading
+
+        self.threads["send"].add(threading.get_ident())
+        return None
+
+    def observe(self, now):
+        pass
+
+
+def test_poll_thread_runs_the_polls_between_frames_and_stops_at_close():
+    """Issue 26: with poll_thread the polls leave the frame thread (a worker runs them between
+    frames, POLL_PERIOD frames apart); the sends stay on it; close() stops the worker first."""
+    import threading
+
+    from headcast.app.run.loop import POLL_PERIOD
+
+    a, b = Threaded("a"), Threaded("b")
+    loop = FrameLoop(Paced(60), Rig(), [a, b], poll_thread=True)
+    main = threading.get_ident()
+    assert loop.run() == "no more frames"
+    for s in (a, b):
+        assert s.threads["send"] == {main}
+        assert s.threads["poll"] and main not in s.threads["poll"], s.threads
+        # about one pass per POLL_PERIOD frames (not one per frame)
+        assert 60 // POLL_PERIOD // 2 <= s.polls <= 60 // POLL_PERIOD + 2, s.polls
+        assert s.closed
+    assert loop._worker is None and loop.worker_failure is None
+    assert not [t for t in threading.enumerate() if t.name == "headcast-polls"]
+
+
+def test_poll_thread_a_failing_poll_fails_its_sink_only():
+    bad, good = Threaded("bad", fail_at=2), Threaded("good")
+    notices = []
+    loop = FrameLoop(Paced(45), Rig(), [bad, good], poll_thread=True, notice=notices.append)
+    assert loop.run() == "no more frames"
+    assert isinstance(bad.fault, SinkFailed) and bad.fault.phase == "poll" and bad.closed
+    assert bad.polls == 2 and good.polls > 2  # the worker went on with the others
+    assert any("bad: stopped on the server's data (ValueError in poll" in n for n in notices)
+    assert getattr(good, "fault", None) is None
+
+
+def test_poll_thread_a_poll_still_running_makes_the_frame_wait_and_counts_in_its_cost():
+    """The frame thread takes the lock once the poses are located: a poll that outlasts the gap
+    between frames holds the next frame back, and that wait is in the frame's cost."""
+    slow = Threaded("slow", poll_s=0.03)  # longer than the 11 ms between frames
+    loop = FrameLoop(Paced(30), Rig(), [slow], Telemetry(64), poll_thread=True)
+    loop.run()
+    assert slow.polls >= 1
+    assert float(np.max(loop.telemetry.frame_cost.values()[:, 0])) >= 0.01
+
+
+def test_poll_thread_unpaced_loop_still_polls_on_the_frame_thread():
+    """A loop stepped without pause can keep the lock from the worker: a poll due for POLL_STARVED
+    runs on the frame thread, as without the thread."""
+    import threading
+    import time
+
+    from headcast.app.run.loop import POLL_STARVED
+
+    s = Threaded("s")
+    loop = FrameLoop(Finite(10**9), Rig(), [s], poll_thread=True)
+    end = time.monotonic() + 3 * POLL_STARVED
+    try:
+        while time.monotonic() < end:
+            loop.step()
+    finally:
+        loop.close()
+    assert s.polls >= 1 and (threading.get_ident() in s.threads["poll"] or len(s.threads["poll"]) == 1)

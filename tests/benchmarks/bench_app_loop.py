@@ -27,10 +27,15 @@ datagram otherwise preempts the loop mid-frame (~60 us of the Q3 motion-to-wire 
 phase runs nothing but the loop; the per-step timers run in a further phase (Q3 + NetSync, after
 the last round).
 
+The loops are built as `headcast run` builds its loop: with the polls on their worker thread
+between frames (FrameLoop.poll_thread; the worker's CPU is in the CPU share, by thread as
+"headcast-polls"). --polls-inline measures the loop with the polls on the frame thread instead
+(the way before session 11), for comparison.
+
 With --record the loop also records the trace (`headcast run --record`: one write per frame, an
 fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
 
-Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
+Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record] [--polls-inline]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
 
@@ -235,12 +240,13 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
 def main() -> int:
     argv = sys.argv[1:]
     record = "--record" in argv
+    poll_thread = "--polls-inline" not in argv
     rounds = 3
     if "--rounds" in argv:
         k = argv.index("--rounds")
         rounds = int(argv[k + 1])
         del argv[k : k + 2]
-    args = [a for a in argv if a != "--record"]
+    args = [a for a in argv if a not in ("--record", "--polls-inline")]
     seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
     from headcast.app.commands import run as commands
@@ -274,7 +280,8 @@ def main() -> int:
         load0 = load_now()
         print(
             f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
-            f"servers (interleaved); load average at start {load()}"
+            f"servers (interleaved), polls {'on their worker thread' if poll_thread else 'on the frame thread'}; "
+            f"load average at start {load()}"
         )
         split = app = step_wall = step_cpu = wire = None
         syncs: list[float] = []
@@ -293,7 +300,11 @@ def main() -> int:
                 cfg = config.load(env={"HOME": "/nonexistent"}, flags=flags)
                 session = XRSession("headless")
                 loop = FrameLoop(
-                    session, commands.rig_from(cfg), commands.make_sinks(cfg, time.perf_counter), Telemetry(16384)
+                    session,
+                    commands.rig_from(cfg),
+                    commands.make_sinks(cfg, time.perf_counter),
+                    Telemetry(16384),
+                    poll_thread=poll_thread,
                 )
                 if record and n == 2 and r == rounds - 1:
                     loop.recorder = timed_recorder(syncs)
