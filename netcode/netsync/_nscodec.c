@@ -25,6 +25,8 @@
 #define NS_ZMQ 1 /* dl_iterate_phdr: glibc / musl */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <unistd.h>
 #endif
 
 #define R_ 6755399441055744.0 /* 1.5 * 2**52: (v + R) - R rounds half to even */
@@ -623,6 +625,8 @@ static size_t (*z_msg_size)(const zmsg_t *);
 static int (*z_msg_more)(const zmsg_t *);
 static int (*z_errno)(void);
 static void (*z_version)(int *, int *, int *);
+typedef struct { void *socket; int fd; short events; short revents; } zpollitem_t;
+static int (*z_poll)(zpollitem_t *, int, long);
 #define Z_DONTWAIT 1
 #define Z_MAX_FRAMES 16 /* a message with more is read whole and handed on as [] (the core drops it) */
 
@@ -648,14 +652,14 @@ static PyObject *py_zmq_bind(PyObject *self, PyObject *noargs) {
     if (f.found != 1) Py_RETURN_NONE;
     void *h = dlopen(f.path, RTLD_NOW | RTLD_NOLOAD);
     if (h == NULL) Py_RETURN_NONE;
-    void *s[8] = {dlsym(h, "zmq_msg_init"), dlsym(h, "zmq_msg_recv"), dlsym(h, "zmq_msg_close"),
+    void *s[9] = {dlsym(h, "zmq_msg_init"), dlsym(h, "zmq_msg_recv"), dlsym(h, "zmq_msg_close"),
                   dlsym(h, "zmq_msg_data"), dlsym(h, "zmq_msg_size"), dlsym(h, "zmq_msg_more"),
-                  dlsym(h, "zmq_errno"), dlsym(h, "zmq_version")};
-    for (int i = 0; i < 8; i++) if (s[i] == NULL) { dlclose(h); Py_RETURN_NONE; }
+                  dlsym(h, "zmq_errno"), dlsym(h, "zmq_version"), dlsym(h, "zmq_poll")};
+    for (int i = 0; i < 9; i++) if (s[i] == NULL) { dlclose(h); Py_RETURN_NONE; }
     /* (the handle stays open: libzmq stays loaded while these are used) */
     *(void **)&z_msg_init = s[0]; *(void **)&z_msg_close = s[2]; *(void **)&z_msg_data = s[3];
     *(void **)&z_msg_size = s[4]; *(void **)&z_msg_more = s[5]; *(void **)&z_errno = s[6];
-    *(void **)&z_version = s[7];
+    *(void **)&z_version = s[7]; *(void **)&z_poll = s[8];
     int major = 0, minor = 0, patch = 0;
     z_version(&major, &minor, &patch);
     if (major != 4) Py_RETURN_NONE; /* another ABI: z_msg_recv stays NULL, so not bound */
@@ -717,7 +721,211 @@ fail:
     return NULL;
 }
 
+
+/* ------------------------------------------------------------------ a SUB read off the frame thread
+ *
+ * sub_reader(socket, address) -> a reader: a thread that owns the SUB socket (pyzmq's, whose
+ * libzmq socket is at `address`; held, so it is not closed as garbage while read) from then on (ZeroMQ sockets
+ * move between threads at a full barrier: pthread_create, pthread_join), waits in zmq_poll and
+ * reads every message as it comes into a ring of READER_RING messages (the oldest goes when it is
+ * full, counted). reader_take(reader) -> (messages, lost, errno), or None when there is nothing,
+ * hands them over without a system call; reader_stop(reader) ends the thread (a byte on its wake pipe) and joins it, after which the
+ * socket is the caller's again (to close). The thread never touches a Python object. */
+
+#define READER_RING 16
+
+typedef struct {
+    void *sock;
+    PyObject *owner; /* the pyzmq socket: not closed (garbage) while the thread reads it */
+    int wake[2];
+    pthread_t th;
+    pthread_mutex_t mu;
+    char *buf[READER_RING];
+    size_t len[READER_RING];
+    int head, count, err, running;
+    int pending; /* anything to take (messages, a loss, a failed read): read without the lock */
+    unsigned long long lost;
+} reader_t;
+
+static void reader_push(reader_t *r, char *msg, size_t len) {
+    pthread_mutex_lock(&r->mu);
+    if (r->count == READER_RING) {
+        free(r->buf[r->head]);
+        r->head = (r->head + 1) % READER_RING;
+        r->count--;
+        r->lost++;
+    }
+    int i = (r->head + r->count) % READER_RING;
+    r->buf[i] = msg;
+    r->len[i] = len;
+    r->count++;
+    __atomic_store_n(&r->pending, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void reader_fail(reader_t *r, int err) {
+    pthread_mutex_lock(&r->mu);
+    r->err = err;
+    __atomic_store_n(&r->pending, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* each message as its frames, each [u32 length][bytes] */
+static void *reader_main(void *arg) {
+    reader_t *r = arg;
+    zpollitem_t items[2] = {{r->sock, 0, 1 /* ZMQ_POLLIN */, 0}, {NULL, r->wake[0], 1, 0}};
+    char *msg = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        items[0].revents = items[1].revents = 0;
+        if (z_poll(items, 2, -1) < 0) {
+            int e = z_errno();
+            if (e == EINTR) continue;
+            reader_fail(r, e);
+            break;
+        }
+        if (items[1].revents) break; /* reader_stop */
+        for (;;) {
+            zmsg_t m;
+            z_msg_init(&m);
+            if (z_msg_recv(&m, r->sock, Z_DONTWAIT) < 0) {
+                int e = z_errno();
+                z_msg_close(&m);
+                if (e == EINTR) continue;
+                if (e == EAGAIN) break;
+                reader_fail(r, e);
+                goto done;
+            }
+            size_t n = z_msg_size(&m);
+            if (len + 4 + n > cap) {
+                size_t want = (len + 4 + n) * 2;
+                char *grown = realloc(msg, want);
+                if (grown == NULL) { z_msg_close(&m); reader_fail(r, ENOMEM); goto done; }
+                msg = grown;
+                cap = want;
+            }
+            uint32_t n32 = (uint32_t)n;
+            memcpy(msg + len, &n32, 4);
+            memcpy(msg + len + 4, z_msg_data(&m), n);
+            len += 4 + n;
+            int more = z_msg_more(&m);
+            z_msg_close(&m);
+            if (!more) {
+                reader_push(r, msg, len);
+                msg = NULL;
+                len = cap = 0;
+            }
+        }
+    }
+done:
+    free(msg);
+    return NULL;
+}
+
+static void reader_free(reader_t *r) {
+    if (r->running) {
+        ssize_t w;
+        do w = write(r->wake[1], "x", 1); while (w < 0 && errno == EINTR);
+        pthread_join(r->th, NULL);
+        r->running = 0;
+    }
+    if (r->wake[0] >= 0) { close(r->wake[0]); close(r->wake[1]); r->wake[0] = r->wake[1] = -1; }
+    while (r->count) { free(r->buf[r->head]); r->head = (r->head + 1) % READER_RING; r->count--; }
+}
+
+static void reader_capsule_free(PyObject *cap) {
+    reader_t *r = PyCapsule_GetPointer(cap, "headcast.subreader");
+    if (r != NULL) {
+        reader_free(r);
+        Py_CLEAR(r->owner);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+    }
+}
+
+static PyObject *py_sub_reader(PyObject *self, PyObject *args) {
+    unsigned long long addr;
+    PyObject *owner;
+    if (!PyArg_ParseTuple(args, "OK", &owner, &addr)) return NULL;
+    if (z_poll == NULL || z_msg_recv == NULL) Py_RETURN_NONE;
+    reader_t *r = calloc(1, sizeof *r);
+    if (r == NULL) return PyErr_NoMemory();
+    r->sock = (void *)(uintptr_t)addr;
+    if (pipe(r->wake) != 0) { free(r); Py_RETURN_NONE; }
+    pthread_mutex_init(&r->mu, NULL);
+    if (pthread_create(&r->th, NULL, reader_main, r) != 0) {
+        close(r->wake[0]); close(r->wake[1]);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        Py_RETURN_NONE;
+    }
+    r->running = 1;
+    Py_INCREF(owner);
+    r->owner = owner;
+    PyObject *cap = PyCapsule_New(r, "headcast.subreader", reader_capsule_free);
+    if (cap == NULL) { reader_free(r); Py_CLEAR(r->owner); pthread_mutex_destroy(&r->mu); free(r); }
+    return cap;
+}
+
+static PyObject *py_reader_take(PyObject *self, PyObject *cap) {
+    reader_t *r = PyCapsule_GetPointer(cap, "headcast.subreader");
+    if (r == NULL) return NULL;
+    /* the common call finds nothing: no lock, no objects (a message pushed meanwhile is taken next time) */
+    if (__atomic_load_n(&r->pending, __ATOMIC_ACQUIRE) == 0) Py_RETURN_NONE;
+    char *bufs[READER_RING];
+    size_t lens[READER_RING];
+    int n = 0, err;
+    unsigned long long lost;
+    pthread_mutex_lock(&r->mu);
+    while (r->count) {
+        bufs[n] = r->buf[r->head];
+        lens[n++] = r->len[r->head];
+        r->head = (r->head + 1) % READER_RING;
+        r->count--;
+    }
+    lost = r->lost;
+    r->lost = 0;
+    err = r->err;
+    __atomic_store_n(&r->pending, err != 0, __ATOMIC_RELEASE); /* (a failed read stays news) */
+    pthread_mutex_unlock(&r->mu);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; i < n; i++) {
+        PyObject *frames = out == NULL ? NULL : PyList_New(0);
+        for (size_t at = 0; frames != NULL && at + 4 <= lens[i];) {
+            uint32_t k;
+            memcpy(&k, bufs[i] + at, 4);
+            PyObject *b = PyBytes_FromStringAndSize(bufs[i] + at + 4, k);
+            if (b == NULL || PyList_Append(frames, b) < 0) Py_CLEAR(frames);
+            Py_XDECREF(b);
+            at += 4 + k;
+        }
+        free(bufs[i]);
+        if (out != NULL) {
+            if (frames == NULL) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, i, frames);
+        }
+    }
+    if (out == NULL) return NULL;
+    return Py_BuildValue("(NKi)", out, lost, err);
+}
+
+static PyObject *py_reader_stop(PyObject *self, PyObject *cap) {
+    reader_t *r = PyCapsule_GetPointer(cap, "headcast.subreader");
+    if (r == NULL) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    reader_free(r);
+    Py_END_ALLOW_THREADS
+    Py_CLEAR(r->owner);
+    Py_RETURN_NONE;
+}
+
 #else /* not Linux: the transport reads through pyzmq */
+static PyObject *py_sub_reader(PyObject *self, PyObject *args) { Py_RETURN_NONE; }
+static PyObject *py_reader_take(PyObject *self, PyObject *cap) {
+    PyErr_SetString(PyExc_RuntimeError, "no reader here");
+    return NULL;
+}
+static PyObject *py_reader_stop(PyObject *self, PyObject *cap) { Py_RETURN_NONE; }
 static PyObject *py_zmq_bind(PyObject *self, PyObject *noargs) { Py_RETURN_NONE; }
 static PyObject *py_zmq_drain(PyObject *self, PyObject *args) {
     PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first");
@@ -771,6 +979,9 @@ static PyMethodDef methods[] = {
      "decode_room(data, protocol, topic, own clientNo or -1) -> (broadcastTime, entries, own body bytes) or None"},
     {"zmq_bind", py_zmq_bind, METH_NOARGS, "zmq_bind() -> the loaded libzmq's (major, minor, patch), or None"},
     {"zmq_drain", py_zmq_drain, METH_VARARGS, "zmq_drain(socket address, limit) -> (messages, status)"},
+    {"sub_reader", py_sub_reader, METH_VARARGS, "sub_reader(socket, its address) -> a reader thread owning it, or None"},
+    {"reader_take", py_reader_take, METH_O, "reader_take(reader) -> (messages, lost, errno), or None: nothing"},
+    {"reader_stop", py_reader_stop, METH_O, "reader_stop(reader): the thread ends; the socket is the caller's again"},
     {NULL, NULL, 0, NULL},
 };
 

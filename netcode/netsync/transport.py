@@ -25,8 +25,9 @@ import select
 import struct
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import zmq
 
@@ -84,6 +85,8 @@ def _native_reads() -> Callable[[int, int], tuple[list[list[bytes]], int]] | Non
 
 
 NATIVE_READS = _native_reads()
+# The C extension's SUB reader thread (sub_thread=True), with the reads above
+_NATIVE_SUB: Any = NATIVE if NATIVE_READS is not None and hasattr(NATIVE, "sub_reader") else None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class NetSyncClient:
         metrics: MetricsHook | None = None,
         now: float | None = None,
         drain_after_send: bool = True,
+        sub_thread: bool = False,
     ) -> None:
         self.core = core or NetSyncClientCore(
             room_id,
@@ -151,6 +155,7 @@ class NetSyncClient:
         self._drain_after_send = drain_after_send
         self._recheck = False  # the control socket was sent on since it was last drained
         self._ready: select.poll | None = None  # poll(): the descriptors' readiness (where it exists)
+        self._reader: object | None = None  # sub_thread: the C extension's thread reading the SUB
         self.closed = False
         self._dealer = self._ctx.socket(zmq.DEALER)
         try:
@@ -183,6 +188,16 @@ class NetSyncClient:
             # The libzmq sockets' addresses for the C reads (NATIVE_READS; None: through pyzmq).
             self._zdrain = NATIVE_READS
             self._handles = {self._dealer: self._dealer.underlying, self._sub: self._sub.underlying}
+            # sub_thread (the app's once-a-frame poll()): a thread of the C extension owns the SUB from
+            # here on, waits in zmq_poll and keeps what comes in a ring; poll() takes it without a
+            # system call, so libzmq's reads (~8 system calls a broadcast) are off the frame.
+            if sub_thread and self._zdrain is not None and _NATIVE_SUB is not None:
+                self._reader = _NATIVE_SUB.sub_reader(self._sub, self._handles[self._sub])
+                if self._reader is not None:
+                    self._fds = self._fds[:1]  # the SUB's descriptor is the thread's
+                    # Stopped by close(); also if this client is dropped unclosed: a finalizer runs
+                    # before the context's own (which closes every socket, the thread's too).
+                    self._stop_reader = weakref.finalize(self, _NATIVE_SUB.reader_stop, self._reader)
         except BaseException:
             self.close()
             raise
@@ -234,6 +249,10 @@ class NetSyncClient:
             return
         # One zmq_poll over both sockets (their ZMQ_EVENTS, as libzmq reads them) says which have
         # a message: half the cost of asking each socket, and most calls find none.
+        if self._reader is not None:
+            self._more = self._drain(self._dealer, LANE_CONTROL, now)
+            self._take(now)
+            return
         if self._zdrain is not None:  # no zmq_poll: the C read's EAGAIN is as cheap as asking
             more = self._drain(self._dealer, LANE_CONTROL, now)
             self._more = self._drain(self._sub, LANE_ROOM, now) or more
@@ -280,6 +299,24 @@ class NetSyncClient:
                     metrics("room_broadcasts", 1)
             core.receive_datagram(Incoming(lane, frames), now)
         return True
+
+    def _take(self, now: float) -> None:
+        """The messages the SUB's thread read since the last call (sub_thread), into the core."""
+        got = _NATIVE_SUB.reader_take(self._reader)
+        if got is None:  # (the common call)
+            return
+        messages, lost, err = got
+        core, metrics = self.core, self.metrics
+        if lost:  # more came between two polls than the ring holds: the oldest went
+            core.counters.drops["broadcast: not read in time"] += lost
+        for frames in messages:
+            if metrics is not None:
+                metrics("received_datagrams", 1)
+                metrics("received_bytes", sum(map(len, frames)))
+                metrics("room_broadcasts", 1)
+            core.receive_datagram(Incoming(LANE_ROOM, frames), now)
+        if err:  # the thread's read failed (and it stopped): as pyzmq's recv would have raised it
+            raise zmq.ZMQError(err)
 
     def on_timer(self, now: float) -> None:
         """Run the core's timers and send what is due (then read what came meanwhile); the rest
@@ -396,7 +433,12 @@ class NetSyncClient:
             ready = self._ready = select.poll()
             for fd in self._fds:
                 ready.register(fd, select.POLLIN)
-        if self._recheck or self._more or ready is None:
+        if self._reader is not None:  # the control socket when its edge says so, then the ring
+            if self._recheck or self._more or ready is None or ready.poll(0):
+                self._recheck = False
+                self._more = self._drain(self._dealer, LANE_CONTROL, now)
+            self._take(now)
+        elif self._recheck or self._more or ready is None:
             self._recheck = False
             self.on_readable(now)
         elif ready_fds := ready.poll(0):
@@ -486,6 +528,9 @@ class NetSyncClient:
             return
         self.closed = True
         self.core.close(time.monotonic() if now is None else now)
+        if self._reader is not None:  # the thread ends and joins: the SUB is ours again, to close
+            self._stop_reader()
+            self._reader = None
         if self._monitor is not None:
             self._dealer.disable_monitor()
             self._monitor.close(linger=0)

@@ -12,9 +12,12 @@ library, not of a server).
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import struct
+import time
+import warnings
 
 import pytest
 import zmq
@@ -214,3 +217,78 @@ def test_zmq_drain_reports_a_failed_read(pair):
     finally:
         pub.close(linger=0)
         ctx.term()
+
+
+# ------------------------------------------------------------------ the SUB reader thread
+
+
+def _take_until(reader, want: int, timeout: float = 5.0) -> tuple[list, int]:
+    """What the reader hands over until `want` messages were taken or lost (polled with a bound)."""
+    taken: list = []
+    lost = 0
+    deadline = time.monotonic() + timeout
+    while len(taken) + lost < want and time.monotonic() < deadline:
+        got = NATIVE.reader_take(reader)
+        if got is None:
+            time.sleep(0.001)
+            continue
+        messages, n, err = got
+        assert err == 0
+        taken += messages
+        lost += n
+    return taken, lost
+
+
+def test_sub_reader_hands_over_every_message_and_counts_what_its_ring_lost():
+    ctx = zmq.Context()
+    pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
+    try:
+        pub.bind("inproc://sub-reader")
+        sub.setsockopt(zmq.SUBSCRIBE, b"t")
+        sub.connect("inproc://sub-reader")
+        reader = NATIVE.sub_reader(sub, sub.underlying)
+        assert reader is not None and NATIVE.reader_take(reader) is None
+        sent = [[b"t", bytes([i]) * i] for i in range(5)] + [[b"t"], [b"t", b"", b"x"]]
+        deadline = time.monotonic() + 5.0  # the subscription reaches the PUB asynchronously
+        while time.monotonic() < deadline:
+            pub.send_multipart([b"t", b"hello"])
+            if _take_until(reader, 1, 0.05)[0]:
+                break
+        while NATIVE.reader_take(reader) is not None:
+            pass
+        for m in sent:
+            pub.send_multipart(m)
+        pub.send_multipart([b"other", b"filtered"])
+        taken, lost = _take_until(reader, len(sent))
+        assert (taken, lost) == (sent, 0)
+        for i in range(200):  # faster than the test takes them: the ring keeps the newest
+            pub.send_multipart([b"t", struct.pack("<H", i)])
+        taken, lost = _take_until(reader, 200)
+        assert len(taken) + lost == 200 and taken[-1] == [b"t", struct.pack("<H", 199)]
+        assert [struct.unpack("<H", m[1])[0] for m in taken] == sorted(struct.unpack("<H", m[1])[0] for m in taken)
+        NATIVE.reader_stop(reader)
+        NATIVE.reader_stop(reader)  # (idempotent: close may come twice)
+        pub.send_multipart([b"t", b"after"])  # the socket is ours again: read here, not by the thread
+        assert sub.poll(5000) and sub.recv_multipart(zmq.NOBLOCK) == [b"t", b"after"]
+    finally:
+        sub.close(linger=0)
+        pub.close(linger=0)
+        ctx.term()
+
+
+def test_a_client_dropped_unclosed_stops_its_reader_first():
+    """Garbage in a reference cycle: the reader's finalizer stops the thread before the context's
+    own finalizer closes every socket (the thread's SUB too); nothing listens at the ports."""
+    from headcast.netcode.netsync.localserver import free_port
+
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)  # (the unclosed context, on purpose)
+            c = transport.NetSyncClient("127.0.0.1", free_port(), free_port(), "r", "d", sub_thread=True)
+            assert c.filenos() == c.filenos()[:1]  # the SUB's descriptor is the thread's
+            c.cycle = c  # type: ignore[attr-defined]
+            del c
+            gc.collect()
+    c = transport.NetSyncClient("127.0.0.1", free_port(), free_port(), "r", "d", sub_thread=True)
+    c.close()
+    c.close()

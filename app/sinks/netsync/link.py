@@ -158,6 +158,7 @@ class NetSyncLink:
             stealth=stealth,
             watch_tcp=True,
             drain_after_send=False,  # poll() reads the control socket: a pose's send is only its send
+            sub_thread=True,  # the room broadcasts are read off the frame thread (when the C extension is built)
         )
         self._core = self.client.core
         self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
