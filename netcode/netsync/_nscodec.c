@@ -10,7 +10,8 @@
  *
  * The receive path too: decode_room reads a whole room broadcast of our room in one call (and
  * hands back our own body's bytes as relayed), zmq_drain reads a ZeroMQ socket through libzmq's
- * own API (transport.py; tests/netsync/test_native_reads.py holds both to the Python paths).
+ * own API, and sub_reader reads the SUB on a thread of its own (transport.py's sub_thread;
+ * tests/netsync/test_native_reads.py holds them to the Python paths and to pyzmq).
  *
  * Built by the build backend (setup.py) into the wheel, or in place by
  * netcode/netsync/build_native.py (scripts/setup.sh); HEADCAST_PURE_PYTHON=1 leaves it unused.

@@ -105,7 +105,9 @@ class NetSyncClient:
 
     `protocol=None` detects the server's protocol (client.py); an int speaks that one. `core`
     drives a core made by the caller instead of one made from the arguments (room, deviceId,
-    protocol, send rate, stealth and silence timeout are then the core's).
+    protocol, send rate, stealth and silence timeout are then the core's). `sub_thread=True` (for
+    `poll()` callers: the app's link) has a thread of the C extension read the SUB; `filenos()`
+    is then the control socket's alone, so an event loop on the driver API leaves it False.
     """
 
     metrics: MetricsHook | None
