@@ -108,6 +108,10 @@ class VanillaQ3Link:
     def poll(self, now: float) -> None:
         pass
 
+    def send_pose(self, state, controls, vr, move_speed, now):
+        """No pump here: the sink builds the intent and calls send (Q3Link.send_pose's decline)."""
+        return None
+
     def send(self, intent, now: float):
         """The server runs the usercmd at once: its snapshot shows our view, matched."""
         self.view_angles = tuple(view_angle(angle2short(a)) for a in intent.angles)
