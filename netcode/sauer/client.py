@@ -335,6 +335,35 @@ class SauerClientCore:
             self._next_pos = max(self._next_pos + POS_INTERVAL, now)
             self._send_position()
 
+    def take_position(self, now: float) -> bytes | None:
+        """The position tick alone, when it is all there is to send: the N_POS datagram for
+        channel 0 (unreliable), counted as sent and out of the queue (datagrams_to_send will not
+        hand it out). None when the tick is not due, not alive, or other datagrams wait (call
+        handle_timer and datagrams_to_send then). An application that polls every frame sends its
+        tick with this (app/sinks/sauer/link.py, on the frame thread): the pings, silences and
+        spawn requests are the poll's handle_timer's, a poll later. b"" when the tick fell due
+        with nothing to send (no pose, or a position outside the world: counted as a drop)."""
+        nxt = self._next_pos
+        if nxt is None or now < nxt or self._out or self._state is not State.ALIVE:
+            return None
+        self._next_pos = max(nxt + POS_INTERVAL, now)  # handle_timer's cadence
+        pose = self.pose
+        if pose is None:
+            return b""
+        try:
+            rec, data = pose_record(self.cn, pose, self.lifesequence)
+        except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
+            self._counters.drops[f"position not sent: {e}"] += 1
+            return b""
+        self.last_record = rec
+        c = self._counters
+        n = len(data)
+        c.positions_sent += 1
+        c.position_bytes += n
+        c.packets_out += 1  # datagrams_to_send's count
+        c.bytes_out += n
+        return data
+
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
         """What to hand ENet now (what handle_timer and the messages received queued)."""
         out, self._out = self._out, []

@@ -493,7 +493,7 @@ _F32_3 = struct.Struct("<3f")
 _NPOS_SHORT = struct.Struct("<BBBB4HBBH")  # flags 0: 2-byte coordinates, 1-byte speed, no fall block
 _NPOS_VEL2 = struct.Struct("<BBBB4HBHH")  # flags _F_VEL2: the same with a 2-byte speed
 _F32_10 = struct.Struct("<10f")
-_new = object.__new__
+_new, _set = object.__new__, object.__setattr__
 
 
 def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
@@ -549,21 +549,25 @@ def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
             phys = pose.physstate & 7
             lifebit = lifesequence & 1
             rollb = min(max(int(r90), 0), 180)
-            rec = _new(NPos)
-            rec.__dict__.update(
-                cn=cn,
-                physstate=phys,
-                lifebit=lifebit,
-                move=mv,
-                strafe=st,
-                o=(x, y, z),
-                dir=d,
-                roll=rollb,
-                vel=speed,
-                veldir=veldir,
-                fall=0,
-                falldir=None,
-                gameclip=False,
+            rec = _new(NPos)  # NPos(cn=cn, …) without the frozen dataclass's per-field __init__
+            _set(
+                rec,
+                "__dict__",
+                {
+                    "cn": cn,
+                    "physstate": phys,
+                    "lifebit": lifebit,
+                    "move": mv,
+                    "strafe": st,
+                    "o": (x, y, z),
+                    "dir": d,
+                    "roll": rollb,
+                    "vel": speed,
+                    "veldir": veldir,
+                    "fall": 0,
+                    "falldir": None,
+                    "gameclip": False,
+                },
             )
             state = phys | lifebit << 3 | (mv & 3) << 4 | (st & 3) << 6
             if speed <= 0xFF:

@@ -12,7 +12,8 @@ Two ways to drive it:
   until `next_deadline()`, then call `on_readable(now)` / `on_timer(now)`; events come from
   `next_event()`. ENet's own resends and handshake need servicing too: before the server lets us
   in, the deadline is at most SERVICE_EVERY after the last service.
-- once a frame (the app's link): `poll(now, positions=False)`, set the pose, `send_due(now)`.
+- once a frame (the app's link): `poll(now, positions=False)`, set the pose, `send_due(now)` (or
+  `send_position(now)`: the tick straight to ENet when it is all that is due).
 A client that stops servicing ENet is dropped by the server after ~5 s.
 
 `metrics(name, amount)`, when set, hears "sent_datagrams"/"sent_bytes" for every packet handed to
@@ -123,6 +124,33 @@ class SauerClient:
             return
         self.core.handle_timer(now)
         self._flush(now)
+
+    def send_position(self, now: float) -> int:
+        """send_due for an application that polls every frame (the app's link): the position
+        tick, when it is all that is due, straight to ENet (SauerClientCore.take_position);
+        anything else is send_due's. Returns the bytes of the position handed to ENet (0: none)."""
+        host, core = self._host, self.core
+        if host is None:
+            return 0
+        data = core.take_position(now)
+        if data is None:
+            before = core.counters.position_bytes
+            self.send_due(now)
+            return core.counters.position_bytes - before
+        peer = self._peer
+        if not data or peer is None or not self._connected:
+            return 0  # (_flush's: a datagram with no connected peer is not sent)
+        failed = peer.send(CHAN_POS, enet.Packet(data, 0)) < 0
+        metrics = self.metrics
+        if metrics is not None:
+            if failed:
+                metrics("send_errors", 1)
+            else:
+                metrics("sent_datagrams", 1)
+                metrics("sent_bytes", len(data))
+        host.flush()
+        self.sent_at = self.clock()
+        return len(data)
 
     # --- inside ------------------------------------------------------------------------------
 

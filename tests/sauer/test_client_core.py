@@ -112,6 +112,46 @@ def test_positions_wait_for_the_application_when_asked():
     assert [o for o in step(core, due + 0.002) if o.channel == 0] != []
 
 
+def test_the_tick_alone_is_the_timers_position_and_waits_for_anything_else():
+    """take_position (the app's frame-thread send) hands out what handle_timer + datagrams_to_send
+    would for a due tick, with the same cadence and counters; None when not due, not alive, or
+    other datagrams wait (send_due takes over then)."""
+    a, b = SauerClientCore("vrA"), SauerClientCore("vrA")
+    for core in (a, b):
+        core.pose = POSE
+        connected(core, cn=3, ls=1)
+    due = a.position_due_at
+    assert due is not None and a.take_position(due - 0.001) is None
+    t = due
+    for i in range(40):
+        t += 1 / 90
+        a.pose = b.pose = Pose(eye=(512.0 + i, 500.0, 526.0), yaw=i * 9.5, pitch=-10.0, roll=5.0, vel=(0.0, i * 9.0, 0))
+        b.handle_timer(t, positions=False)  # what the app's poll leaves: pings and the rest
+        a.handle_timer(t, positions=False)
+        b.handle_timer(t)
+        want = b.datagrams_to_send(t)
+        got = a.datagrams_to_send(t)
+        tick = a.take_position(t)
+        assert got + ([sc.Outgoing(0, tick, False)] if tick else []) == want
+        assert a.position_due_at == b.position_due_at and a.last_record == b.last_record
+    ca, cb = a.counters, b.counters
+    assert (ca.positions_sent, ca.position_bytes, ca.packets_out, ca.bytes_out) == (
+        cb.positions_sent,
+        cb.position_bytes,
+        cb.packets_out,
+        cb.bytes_out,
+    )
+    assert ca.positions_sent > 10
+    a.send_message(build(Msg.N_TEXT, "hi"))  # something waits: the tick is send_due's
+    assert a.take_position(a.position_due_at + 0.001) is None
+    a.datagrams_to_send(t)
+    a.pose = None  # tracking lost: the tick passes, nothing is sent
+    due = a.position_due_at
+    assert a.take_position(due) == b"" and a.position_due_at > due
+    a.pose = Pose(eye=(1e9, 0.0, 0.0), yaw=0.0, pitch=0.0, roll=0.0)  # outside the world: counted
+    assert a.take_position(a.position_due_at) == b"" and any("position not sent" in k for k in ca.drops)
+
+
 def test_death_tryspawn_and_respawn_flip_the_lifebit():
     core = SauerClientCore("vrA")
     core.pose = POSE

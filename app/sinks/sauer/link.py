@@ -204,10 +204,9 @@ class SauerLink:
         """Hand out what is due (a position tick): (position bytes, clock time) or None."""
         if self.closed:
             return None
-        before = self.counters.position_bytes
-        self.client.send_due(now)
-        sent = self.counters.position_bytes - before
-        return (sent, self.client.sent_at) if sent else None
+        client = self.client
+        sent = client.send_position(now)  # send_due, the tick alone straight to ENet
+        return (sent, client.sent_at) if sent else None
 
     def poll(self, now: float, full: bool = False) -> bool:
         """Service ENet, run the core's timers and take the events: True when it did. In game, and

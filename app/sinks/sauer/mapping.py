@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from headcast.app.run.rig import RigState
 from headcast.netcode.pose import quake_angles
@@ -34,6 +35,7 @@ UNITS_PER_METRE = 8.0
 # diagonal stick moves set both, as two keys held in the game.
 MOVE_SHARE = math.sin(math.radians(22.5))
 DEFAULT_SPAWN = (512.0, 512.0, 512.0)
+_new, _set = object.__new__, object.__setattr__
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,7 @@ class Anchor:
     standing: float
 
 
-@dataclass(frozen=True, slots=True)
-class GamePose:
+class GamePose(NamedTuple):  # (a tuple: one call to build, on the frame thread)
     pose: Pose
     speed: float  # the locomotion's speed before the cap, units/s
     capped: bool
@@ -100,14 +101,21 @@ def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | 
         left = (-vx * math.cos(yr) - vy * math.sin(yr)) / math.hypot(vx, vy)  # · (−cos, −sin)
         move = 1 if fwd > MOVE_SHARE else -1 if fwd < -MOVE_SHARE else 0
         strafe = 1 if left > MOVE_SHARE else -1 if left < -MOVE_SHARE else 0
-    pose = Pose(
-        eye=eye,
-        yaw=game_yaw,
-        pitch=-pitch,
-        roll=roll,
-        vel=(vx, vy, 0.0),
-        move=move,
-        strafe=strafe,
-        physstate=PHYS_FLOOR,
+    # Pose(eye=eye, yaw=game_yaw, …) without the frozen dataclass's per-field __init__ (a 30 Hz tick
+    # on the app's frame thread, where each Python call costs microseconds cold): the same object
+    pose = _new(Pose)
+    _set(
+        pose,
+        "__dict__",
+        {
+            "eye": eye,
+            "yaw": game_yaw,
+            "pitch": -pitch,
+            "roll": roll,
+            "vel": (vx, vy, 0.0),
+            "move": move,
+            "strafe": strafe,
+            "physstate": PHYS_FLOOR,
+        },
     )
     return GamePose(pose, speed, capped)

@@ -190,7 +190,7 @@ class SauerSink:
             return None
         gp = None if self.anchor is None else game_pose(state, self.world, self.anchor)
         self.game = gp
-        link.set_pose(None if gp is None else gp.pose)
+        link.core.pose = None if gp is None else gp.pose  # link.set_pose, written out
         sent = link.send(now)
         due = link.position_due_at  # _due(), written out
         self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
