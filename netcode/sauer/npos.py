@@ -501,12 +501,12 @@ def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
     `encode_npos` bytes, in one call: what a client sends 30 times a second on the app's frame
     thread (issue 26), where each Python call and object costs microseconds cache-cold.
 
-    The common case — a player in the game's 2-byte coordinate range (0..4095 cube units) with a
-    view yaw in [0, 360) and a client number below 128 — takes the float32 steps of make_npos in
-    two struct calls, builds the record without its field checks (every field is in range by
-    construction) and packs the bytes in one struct call. Anything else (yaw out of [0, 360), a
-    value a float cannot hold, a non-finite one, a 3-byte coordinate) is make_npos + encode_npos
-    themselves, errors included; tests/sauer/test_codecs.py holds the two equal.
+    The common case — a player in the game's 2-byte coordinate range (0..4095 cube units) and a
+    client number below 128 — takes the float32 steps of make_npos in two struct calls, builds the
+    record without its field checks (every field is in range by construction) and packs the bytes
+    in one struct call. Anything else (a value a float cannot hold, a non-finite one, a 3-byte
+    coordinate) is make_npos + encode_npos themselves, errors included; tests/sauer/test_codecs.py
+    holds the two equal.
     """
     x0, y0, z0 = eye = pose.eye
     vel = pose.vel
@@ -534,7 +534,9 @@ def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
         except OverflowError:  # make_npos below raises the ValueError naming the value
             x = y = z = -1
             y32 = p90 = r90 = vx = vy = vz = 0.0
-        if 0 <= x <= 0xFFFF and 0 <= y <= 0xFFFF and 0 <= z <= 0xFFFF and 0.0 <= y32 < 360.0:
+        if 0 <= x <= 0xFFFF and 0 <= y <= 0xFFFF and 0 <= z <= 0xFFFF:
+            if not 0.0 <= y32 < 360.0:
+                y32 = normalize_yaw(y32)  # (its first step, the float32 of the yaw, taken already)
             if vx == 0.0 and vy == 0.0 and vz == 0.0:
                 speed, veldir = 0, _ZERO_DIR
             else:

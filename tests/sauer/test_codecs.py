@@ -292,14 +292,23 @@ _coord = st.one_of(
     st.floats(-600_000.0, 600_000.0),  # 3-byte coordinates, and past the 24-bit world
     st.floats(allow_nan=True, allow_infinity=True),  # non-finite, and past a float's range
 )
-_angle = st.one_of(st.floats(-1.0, 361.0), st.floats(-2000.0, 2000.0), st.floats(allow_nan=True, allow_infinity=True))
+_angle = st.one_of(
+    st.floats(-1.0, 361.0),
+    st.floats(-1.0, 1.0),  # about 0: the yaw quirk's (−1, 0)
+    st.sampled_from([-1e-6, -0.5, -360.0, 359.99998, 360.0, 720.0, -1080.5, 1081.0]),
+    st.floats(-2000.0, 2000.0),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
 _speed = st.one_of(st.just(0.0), st.floats(-400.0, 400.0), st.floats(-1e5, 1e5), st.floats(allow_infinity=True))
 
 
 @settings(max_examples=FUZZ, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     cn=st.one_of(st.integers(0, 140), st.integers(-2, 70_000)),
-    eye=st.tuples(_coord, _coord, _coord),
+    eye=st.one_of(
+        st.tuples(st.floats(0.0, 4096.0), st.floats(0.0, 4096.0), st.floats(14.0, 4110.0)),  # 2-byte: the tick's case
+        st.tuples(_coord, _coord, _coord),
+    ),
     yaw=_angle,
     pitch=_angle,
     roll=_angle,
