@@ -628,7 +628,9 @@ static int (*z_errno)(void);
 static void (*z_version)(int *, int *, int *);
 typedef struct { void *socket; int fd; short events; short revents; } zpollitem_t;
 static int (*z_poll)(zpollitem_t *, int, long);
+static int (*z_send)(void *, const void *, size_t, int); /* zmq_send2's; NULL: not found */
 #define Z_DONTWAIT 1
+#define Z_SNDMORE 2
 #define Z_MAX_FRAMES 16 /* a message with more is read whole and handed on as [] (the core drops it) */
 
 struct zfind { char path[4096]; int found; };
@@ -661,6 +663,7 @@ static PyObject *py_zmq_bind(PyObject *self, PyObject *noargs) {
     *(void **)&z_msg_init = s[0]; *(void **)&z_msg_close = s[2]; *(void **)&z_msg_data = s[3];
     *(void **)&z_msg_size = s[4]; *(void **)&z_msg_more = s[5]; *(void **)&z_errno = s[6];
     *(void **)&z_version = s[7]; *(void **)&z_poll = s[8];
+    *(void **)&z_send = dlsym(h, "zmq_send"); /* (optional: without it the sends stay pyzmq's) */
     int major = 0, minor = 0, patch = 0;
     z_version(&major, &minor, &patch);
     if (major != 4) Py_RETURN_NONE; /* another ABI: z_msg_recv stays NULL, so not bound */
@@ -669,6 +672,35 @@ done:;
     int a = 0, b = 0, c = 0;
     z_version(&a, &b, &c);
     return Py_BuildValue("(iii)", a, b, c);
+}
+
+/* zmq_send2(socket, first, second) -> 0, or an errno: a two-part message (the room topic, then a
+ * pose) sent on the libzmq socket at address `socket` as the transport's pyzmq path sends it:
+ * zmq_send(first, SNDMORE | DONTWAIT), then zmq_send(second, DONTWAIT), the GIL held (neither
+ * waits). A multipart message is queued whole or not at all, so only the first part can meet a
+ * full queue or (IMMEDIATE) no connection: its errno is returned as it is (EAGAIN: nothing
+ * queued); a failure of the second part as -errno. EINTR is retried after the signal handlers. */
+static PyObject *py_zmq_send2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyBytes_Check(args[1]) || !PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "zmq_send2(socket address, bytes, bytes)");
+        return NULL;
+    }
+    if (z_send == NULL || z_msg_recv == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first");
+        return NULL;
+    }
+    unsigned long long addr = PyLong_AsUnsignedLongLong(args[0]);
+    if (addr == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    void *sock = (void *)(uintptr_t)addr;
+    for (int i = 1; i <= 2; i++) {
+        PyObject *b = args[i];
+        while (z_send(sock, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), i == 1 ? Z_SNDMORE | Z_DONTWAIT : Z_DONTWAIT) < 0) {
+            int err = z_errno();
+            if (err != EINTR) return PyLong_FromLong(i == 1 ? err : -err);
+            if (PyErr_CheckSignals() < 0) return NULL;
+        }
+    }
+    return PyLong_FromLong(0);
 }
 
 /* zmq_drain(socket, limit) -> (messages, status): up to `limit` messages read from the libzmq
@@ -932,6 +964,10 @@ static PyObject *py_zmq_drain(PyObject *self, PyObject *args) {
     PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first");
     return NULL;
 }
+static PyObject *py_zmq_send2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyErr_SetString(PyExc_RuntimeError, "zmq_bind() first");
+    return NULL;
+}
 #endif
 
 /* ------------------------------------------------------------------ module */
@@ -980,6 +1016,8 @@ static PyMethodDef methods[] = {
      "decode_room(data, protocol, topic, own clientNo or -1) -> (broadcastTime, entries, own body bytes) or None"},
     {"zmq_bind", py_zmq_bind, METH_NOARGS, "zmq_bind() -> the loaded libzmq's (major, minor, patch), or None"},
     {"zmq_drain", py_zmq_drain, METH_VARARGS, "zmq_drain(socket address, limit) -> (messages, status)"},
+    {"zmq_send2", (PyCFunction)(void (*)(void))py_zmq_send2, METH_FASTCALL,
+     "zmq_send2(socket address, first, second) -> 0, the first part's errno, or -errno of the second"},
     {"sub_reader", py_sub_reader, METH_VARARGS, "sub_reader(socket, its address) -> a reader thread owning it, or None"},
     {"reader_take", py_reader_take, METH_O, "reader_take(reader) -> (messages, lost, errno), or None: nothing"},
     {"reader_stop", py_reader_stop, METH_O, "reader_stop(reader): the thread ends; the socket is the caller's again"},
