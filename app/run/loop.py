@@ -236,16 +236,7 @@ class FrameLoop:
             self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
         elif self._polled:
             self._polls_held = 0
-            now = clock()
-            for s, timed_poll in self._polled:  # re-read: a sink that failed in send is out
-                if timed_poll and now < s.poll_at:  # type: ignore[attr-defined]
-                    continue
-                poll = s.poll
-                if poll is not None:
-                    try:
-                        poll(now)
-                    except Exception as e:  # noqa: BLE001
-                        self._sink_failed(s, "poll", e)
+            self._poll_due(clock())
         else:
             self._polls_held = 0
         live = self._live or ()
@@ -316,18 +307,23 @@ class FrameLoop:
                         return
                     now = clock()
                     self._worker_ran = now
-                    for s, timed_poll in self._polled:  # re-read: a sink that failed is out
-                        if timed_poll and now < s.poll_at:  # type: ignore[attr-defined]
-                            continue
-                        poll = s.poll
-                        if poll is not None:
-                            try:
-                                poll(now)
-                            except Exception as e:  # noqa: BLE001 - that sink fails, the others go on
-                                self._sink_failed(s, "poll", e)
+                    self._poll_due(now)
         except BaseException as e:  # noqa: BLE001 - the loop's own bug: the frame thread polls from now on
             self.worker_failure = e
             self._worker_ran = -_INF
+
+    def _poll_due(self, now: float) -> None:
+        """Each live sink's poll that is due at `now` (from its `poll_at`, when it keeps one); one that
+        raises fails that sink only."""
+        for s, timed_poll in self._polled:  # (re-read: a sink that failed in send is out)
+            if timed_poll and now < s.poll_at:  # type: ignore[attr-defined]
+                continue
+            poll = s.poll
+            if poll is not None:
+                try:
+                    poll(now)
+                except Exception as e:  # noqa: BLE001 - that sink fails, the others go on
+                    self._sink_failed(s, "poll", e)
 
     def _stop_worker(self) -> None:
         worker = self._worker
