@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 OUT = REPO / "build" / "fuzz" / "asan"
 SOURCE = REPO / "netcode" / "q3" / "_q3native.c"
+INCLUDED = (REPO / "netcode" / "q3" / "_q3snap.c",)  # #included by SOURCE: a newer one rebuilds too
 SAN = ["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 CHILD = "HEADCAST_ASAN_CHILD"
 
@@ -38,7 +39,7 @@ CHILD = "HEADCAST_ASAN_CHILD"
 def build() -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"_q3native{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    if target.exists() and target.stat().st_mtime >= SOURCE.stat().st_mtime:
+    if target.exists() and target.stat().st_mtime >= max(p.stat().st_mtime for p in (SOURCE, *INCLUDED)):
         return target
     gcc = shutil.which(os.environ.get("CC", "gcc"))
     if gcc is None:
