@@ -1311,7 +1311,8 @@ typedef struct {
     uint8_t *qbuf;
     Py_ssize_t qlen, qoff[PUMP_QUEUE + 1];
     int qn, urgent, read_failed;
-    double qtime[PUMP_QUEUE];
+    double qtime[PUMP_QUEUE], qlag[PUMP_QUEUE];   /* qlag: read this long after qtime (read_lag) */
+    double read_lag;               /* the datagram being queued was read this long after the step's now */
     /* send_input: the input as given, for take_input (the core's set_input arguments) */
     int roll_clamp, fresh, fresh_head;   /* roll_clamp: Q3ClientCore.roll_clamped */
     double fresh_angles[3], fresh_head_pa[2];
@@ -1750,6 +1751,7 @@ static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
     memcpy(self->qbuf + self->qlen, d, (size_t)n);
     self->qoff[self->qn] = self->qlen;
     self->qtime[self->qn] = now;
+    self->qlag[self->qn] = self->read_lag;
     self->qlen += n;
     self->qn++;
     self->qoff[self->qn] = self->qlen;
@@ -1786,6 +1788,7 @@ static int pump_queue(Pump *self, const uint8_t *d, Py_ssize_t n, double now)
  * take over. */
 static int pump_step(Pump *self, double now)
 {
+    double began = mono_now();
     int r = pump_tick(self, now);
     if (r != PUMP_TICKED)
         return r;
@@ -1803,6 +1806,10 @@ static int pump_step(Pump *self, double now)
                     self->read_failed = 1;  /* the core's own read meets it */
                 break;
             }
+            /* how long after `now` it was read: a snapshot decoded here that ran this tick's
+             * usercmd (the server's frame fell between the send and this read) has a round trip
+             * of that, not 0 (the snapshot log's lag; the core's read_lag) */
+            self->read_lag = mono_now() - began;
             if (pump_queue(self, self->rbuf, n, now) < 0) {
                 self->urgent = 1;   /* cannot happen with one read per datagram slot; stay bounded */
                 break;
@@ -1823,13 +1830,13 @@ static int pump_step(Pump *self, double now)
 /* take(): what happened since the last take, and the state it left: (tick times, their cmds'
  * server times, the last 0-2 cmds (oldest first, UserCmd field tuples), outgoing sequence, last
  * cmd time, timer, bytes sent, socket errors, sent_at (None without ticks), the server
- * datagrams read, their arrival times). */
+ * datagrams read, their arrival times, how long after its arrival time each was read). */
 static PyObject *take_log(Pump *self)
 {
     int n = self->nlog;
     PyObject *nows = PyTuple_New(n), *times = PyTuple_New(n), *cmds = NULL, *out = NULL;
-    PyObject *dgrams = PyTuple_New(self->qn), *arrivals = PyTuple_New(self->qn);
-    if (nows == NULL || times == NULL || dgrams == NULL || arrivals == NULL)
+    PyObject *dgrams = PyTuple_New(self->qn), *arrivals = PyTuple_New(self->qn), *lags = PyTuple_New(self->qn);
+    if (nows == NULL || times == NULL || dgrams == NULL || arrivals == NULL || lags == NULL)
         goto done;
     for (int i = 0; i < n; i++) {
         PyObject *a = PyFloat_FromDouble(self->log_now[i]), *b = PyLong_FromLongLong(self->log_time[i]);
@@ -1843,14 +1850,16 @@ static PyObject *take_log(Pump *self)
     }
     for (int i = 0; i < self->qn; i++) {
         PyObject *d = PyBytes_FromStringAndSize((const char *)self->qbuf + self->qoff[i], self->qoff[i + 1] - self->qoff[i]);
-        PyObject *t = PyFloat_FromDouble(self->qtime[i]);
-        if (d == NULL || t == NULL) {
+        PyObject *t = PyFloat_FromDouble(self->qtime[i]), *g = PyFloat_FromDouble(self->qlag[i]);
+        if (d == NULL || t == NULL || g == NULL) {
             Py_XDECREF(d);
             Py_XDECREF(t);
+            Py_XDECREF(g);
             goto done;
         }
         PyTuple_SET_ITEM(dgrams, i, d);
         PyTuple_SET_ITEM(arrivals, i, t);
+        PyTuple_SET_ITEM(lags, i, g);
     }
     int k = n < 2 ? n : 2;
     cmds = PyTuple_New(k);
@@ -1865,9 +1874,9 @@ static PyObject *take_log(Pump *self)
     PyObject *sent_at = n ? PyFloat_FromDouble(self->sent_at) : (Py_INCREF(Py_None), Py_None);
     if (sent_at == NULL)
         goto done;
-    out = Py_BuildValue("(OOOKLdKlNOO)", nows, times, cmds, (unsigned long long)self->seq,
+    out = Py_BuildValue("(OOOKLdKlNOOO)", nows, times, cmds, (unsigned long long)self->seq,
                         (long long)self->last_cmd_time, self->timer, (unsigned long long)self->bytes,
-                        self->send_errors, sent_at, dgrams, arrivals);
+                        self->send_errors, sent_at, dgrams, arrivals, lags);
     if (out != NULL) {
         self->nlog = 0;
         self->bytes = 0;
@@ -1883,6 +1892,7 @@ done:
     Py_XDECREF(cmds);
     Py_XDECREF(dgrams);
     Py_XDECREF(arrivals);
+    Py_XDECREF(lags);
     return out;
 }
 

@@ -49,6 +49,7 @@ typedef struct {
 typedef struct {
     int64_t seq;
     double at;
+    double lag;                /* read this long after `at` (the round trip's end; pump_step) */
     Py_ssize_t nbytes;
 } SnapLogEntry;
 
@@ -347,6 +348,7 @@ static int snap_consume(SnapDec *d, const uint8_t *body, Py_ssize_t len, int64_t
             snap_store(d, &d->scratch);
             d->log[d->nlog].seq = seq;
             d->log[d->nlog].at = now;
+            d->log[d->nlog].lag = 0.0;
             d->log[d->nlog].nbytes = nbytes;
             d->nlog++;
             return 1;
@@ -689,7 +691,8 @@ done:
 
 /* snap_take(): the snapshots consumed since the last take, oldest first: (sequence, arrival,
  * datagram bytes, (message_num, server_time, delta_num, flags, areamask, (ps values, stats,
- * persistant, ammo, powerups), entity count)). */
+ * persistant, ammo, powerups), entity count), read lag: how long after the arrival's tick time
+ * it was read, for the round trip). */
 static PyObject *Pump_snap_take(Pump *self, PyObject *unused)
 {
     if (snap_not_running(self) < 0)
@@ -703,8 +706,8 @@ static PyObject *Pump_snap_take(Pump *self, PyObject *unused)
     for (int i = 0; i < d->nlog; i++) {
         const CSnap *s = snap_find(d, d->log[i].seq);
         PyObject *h = s != NULL ? snap_header(d, s) : (Py_INCREF(Py_None), Py_None);
-        PyObject *e = h == NULL ? NULL : Py_BuildValue("(LdnN)", (long long)d->log[i].seq, d->log[i].at,
-                                                       d->log[i].nbytes, h);
+        PyObject *e = h == NULL ? NULL : Py_BuildValue("(LdnNd)", (long long)d->log[i].seq, d->log[i].at,
+                                                       d->log[i].nbytes, h, d->log[i].lag);
         if (e == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -806,6 +809,7 @@ static int pump_snap(Pump *self, const uint8_t *p, Py_ssize_t n, double now)
     }
     if (!snap_consume(d, body, len, seq, now, n))
         return 0;
+    d->log[d->nlog - 1].lag = self->read_lag;
     const CSnap *s = &d->scratch;
     self->in_seq = seq;
     self->mseq = (uint64_t)seq;

@@ -256,6 +256,9 @@ class Q3ClientCore:
         self._last_drop = ""
         self._last_disconnect = ""
         self._backoff = self.config.backoff[0]
+        # How long after the `now` given with the datagrams being fed they were read (the driver
+        # sets it around reads that follow a send at that same `now`): the round trip only.
+        self.read_lag = 0.0
         self._pending: deque[str] = deque()
         self._netchan: Netchan | None = None
         self._userinfo_vr = self.config.vr  # what our userinfo says; set_vr changes it for good
@@ -410,7 +413,7 @@ class Q3ClientCore:
         commands = dec.snap_parse_cmds(payload, seq)
         if commands is None:
             return False
-        ((_, _, _, head),) = dec.snap_take()
+        ((_, _, _, head, _),) = dec.snap_take()
         num, server_time, delta_num, flags, areamask, ps_parts, nent = head
         self._server_msg_seq = seq
         self._counters["messages_in"] += 1
@@ -426,7 +429,7 @@ class Q3ClientCore:
         self._last_snap = snap
         self._snap_pump_num = num
         self._inline_key = key[:3] + (num,)
-        self._took_snapshot(num, server_time, delta_num, flags, ps, nent, now)
+        self._took_snapshot(num, server_time, delta_num, flags, ps, nent, now, self.read_lag)
         return True
 
     def absorb_snapshots(self, taken: Sequence[tuple[Any, ...]]) -> None:
@@ -439,7 +442,7 @@ class Q3ClientCore:
         assert netchan is not None
         counters = self._counters
         last = None
-        for seq, at, nbytes, head in taken:
+        for seq, at, nbytes, head, lag in taken:
             counters["packets_in"] += 1
             counters["bytes_in"] += nbytes
             dropped = seq - (netchan.incoming_sequence + 1)
@@ -454,7 +457,7 @@ class Q3ClientCore:
                 continue
             num, server_time, delta_num, flags, areamask, ps_parts, nent = head
             ps = PlayerState(*ps_parts)
-            self._took_snapshot(num, server_time, delta_num, flags, ps, nent, at)
+            self._took_snapshot(num, server_time, delta_num, flags, ps, nent, at, lag)
             last = (num, server_time, delta_num, flags, areamask, ps)
         if last is not None and self._state in LINKED:
             # The newest becomes the last snapshot; its entities are built from the pump's ring when
@@ -1213,20 +1216,37 @@ class Q3ClientCore:
         self._snapshots[snap.message_num % PACKET_BACKUP] = snap
         self._last_snap = snap
         self._took_snapshot(
-            snap.message_num, snap.server_time, snap.delta_num, snap.snap_flags, snap.ps, len(snap.entities), now
+            snap.message_num,
+            snap.server_time,
+            snap.delta_num,
+            snap.snap_flags,
+            snap.ps,
+            len(snap.entities),
+            now,
+            self.read_lag,
         )
 
     def _took_snapshot(
-        self, num: int, server_time: int, delta_num: int, flags: int, ps: PlayerState, nent: int, now: float
+        self,
+        num: int,
+        server_time: int,
+        delta_num: int,
+        flags: int,
+        ps: PlayerState,
+        nent: int,
+        now: float,
+        lag: float = 0.0,
     ) -> None:
-        """A new valid snapshot's effects (decoded here or by the pump in C)."""
+        """A new valid snapshot's effects (decoded here or by the pump in C); read `lag` s after
+        `now` (the round trip's end: a snapshot read right after the send of the usercmd it ran,
+        both at the tick's `now`, took that long, not 0)."""
         self._delta_angles = _PS_DELTA_ANGLES(ps.values)
         self._last_snap_time = now
         self._counters["snapshots"] += 1
         command_time = _PS_COMMAND_TIME(ps.values)
         for sent_at, cmd_time in reversed(self._out_packets):
             if command_time >= cmd_time:
-                self._latency_ms = (now - sent_at) * 1000.0
+                self._latency_ms = (now + lag - sent_at) * 1000.0
                 break
         if not flags & serverparse.SNAPFLAG_NOT_ACTIVE and not self._entered:
             self._entered = True

@@ -149,7 +149,9 @@ class Q3Client:
         # step()/send_input in game: the snapshot messages decoded in C (_q3snap.c) and handed to the
         # core at most this long after the first came (None: every datagram goes to the core).
         self.step_absorb: float | None = None
-        self._held: list[bytes] = []  # step(): datagrams the pump read after its tick, for receive()
+        # step(): datagrams the pump read after its tick, for receive(), with when they were read
+        # (the tick's time plus the read's lag: Pump.take)
+        self._held: list[tuple[bytes, float]] = []
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
         self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
         self._absorb: float | None = DEFAULT_ABSORB  # run()'s: how long C-decoded snapshots wait
@@ -282,7 +284,8 @@ class Q3Client:
         server datagrams at their arrival times, answers go out, and the next context comes back
         (None: the next tick is the core's own)."""
         core = self.core
-        datagrams, arrivals = self._take_over(taken)
+        datagrams, read_at = self._take_over(taken)
+        arrivals = taken[10]
         pump = self._pump
         if pump is not None:
             snaps = pump.snap_take()
@@ -295,8 +298,10 @@ class Q3Client:
                     metrics("received_bytes", sum(s[2] for s in snaps))
         if datagrams:
             receive = core.receive_datagram
-            for data, at in zip(datagrams, arrivals):
+            for data, at, read in zip(datagrams, arrivals, read_at):
+                core.read_lag = read - at  # the round trip's end (client.read_lag); timers keep `at`
                 receive(data, at)
+            core.read_lag = 0.0
             if core.has_output:
                 self._send(core.datagrams_to_send(self._clock()))
         context = core.pump_context()
@@ -358,7 +363,7 @@ class Q3Client:
         core, the datagrams read to `_held` (they came after those snapshots)."""
         pump = self._pump
         if pump is not None and pump.pending:
-            datagrams, _ = self._take_over(pump.take())
+            datagrams, read_at = self._take_over(pump.take())
             snaps = pump.snap_take()
             if snaps:
                 self.core.absorb_snapshots(snaps)
@@ -369,7 +374,7 @@ class Q3Client:
                     metrics("received_datagrams", len(snaps))
                     metrics("received_bytes", sum(s[2] for s in snaps))
             if datagrams:
-                self._held += datagrams
+                self._held += zip(datagrams, read_at)
 
     def _take_input(self) -> None:
         """sync's second half, for a tick in Python: the core's input becomes send_input's last (the
@@ -396,9 +401,9 @@ class Q3Client:
         if pump is None:
             return self.send_due(now)
         why = pump.step(now)
-        datagrams, _ = self._take_over(pump.take())
+        datagrams, read_at = self._take_over(pump.take())
         if datagrams:
-            self._held += datagrams
+            self._held += zip(datagrams, read_at)
             if self.step_absorb is not None:  # the core reads them before the pump consumes anything
                 pump.snap_enable(False, 0, 0, 0.0)
                 self.send_input = None
@@ -408,8 +413,9 @@ class Q3Client:
 
     def _take_over(self, taken: tuple[Any, ...]) -> tuple[Sequence[bytes], Sequence[float]]:
         """The core takes over the state the pump's ticks left (Pump.take), the counts go to the
-        metrics hook; the server datagrams the pump read and their arrival times, for the caller."""
-        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals = taken
+        metrics hook; the server datagrams the pump read and when each was read (its tick's time
+        plus the read's lag), for the caller."""
+        nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals, lags = taken
         metrics = self.metrics
         if nows:
             self.core.absorb_ticks(nows, times, cmds, sequence, last_cmd_time, timer, nbytes)
@@ -426,7 +432,7 @@ class Q3Client:
             for data in datagrams:
                 metrics("received_datagrams", 1)
                 metrics("received_bytes", len(data))
-        return datagrams, arrivals
+        return datagrams, [at + lag for at, lag in zip(arrivals, lags)]
 
     def _stepper(self) -> Pump | None:
         """The pump for `step`, configured with the core's context; None when the tick must run in
@@ -459,9 +465,13 @@ class Q3Client:
         held = self._held
         if not held:
             return 0
-        receive = self.core.receive_datagram
-        for data in held:
+        core = self.core
+        receive = core.receive_datagram
+        for data, read_at in held:
+            # read after `now` (a step's read at this same `now`): the round trip ends at the read
+            core.read_lag = read_at - now if read_at > now else 0.0
             receive(data, now)
+        core.read_lag = 0.0
         n = len(held)
         held.clear()
         return n
@@ -479,10 +489,17 @@ class Q3Client:
             if timer is not None and now < timer:
                 return core.take_events()  # between ticks: snapshots wait for the tick (module doc)
             # The tick's usercmd goes out before the socket is read (module doc).
+            began = self._clock()
             self._send(core.run_due(now, MAX_TIMER_STEPS))
             if not read_after:
                 return core.take_events()
-            self._receive(now)
+            # Read after the send at the same `now`: a snapshot that ran this tick's usercmd has a
+            # round trip of the time since (core.read_lag), not 0. Timers keep `now`.
+            core.read_lag = self._clock() - began
+            try:
+                self._receive(now)
+            finally:
+                core.read_lag = 0.0
             out = core.datagrams_to_send(now)
         else:
             self._receive(now)

@@ -275,12 +275,12 @@ def test_pump_ticks_are_the_python_cores_ticks_byte_for_byte(state, inputs, late
         assert pending(b) == []
         taken = pump.take()
     n = len(nows)
-    (t_nows, t_times, t_cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, dgrams, arrivals) = taken
+    (t_nows, t_times, t_cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, dgrams, arrivals, lags) = taken
     assert t_nows == tuple(nows)
     assert t_times == tuple(t for _, t in list(core._out_packets)[-n:])
     assert t_cmds == cmd_tuples(list(core._cmds)[-min(n, 2) :])
     assert (sequence, last_cmd_time, timer) == (core._netchan.outgoing_sequence, core._last_cmd_time, core._timer)
-    assert (nbytes, errors, dgrams, arrivals) == (total, 0, (), ())
+    assert (nbytes, errors, dgrams, arrivals, lags) == (total, 0, (), (), ())
     assert isinstance(sent_at, float)
     # The core takes the ticks back (as the transport does) into the state its own ticks left.
     twin = in_game_core(**state)
