@@ -134,7 +134,7 @@ def test_stream_60hz_usercmds_then_disconnect(request, session_factory, kind, fa
 # hurt volume, after which the dead player cannot move at all (this test failed ~1 run in 4).
 OPEN_FLOOR = (83.0, 1160.0, -120.0)
 PM_NORMAL, ENTITYNUM_NONE, EF_TELEPORT_BIT = 0, 1023, 4
-MOVE_SECONDS = 0.25  # ~100 units at 320 u/s: well inside the open floor's clearance
+MOVE_MS = 250  # of forward run by the server: ~80 units at 320 u/s, well inside the open floor's clearance
 
 
 def teleport(session, origin, yaw: float, what: str) -> None:
@@ -175,12 +175,26 @@ def onto_open_floor(driver, intended) -> None:
 
 
 def move_and_check(driver, set_input, yaw: float) -> None:
-    """From standing still, forward at `yaw` for MOVE_SECONDS, then stop: the player must have moved
-    on the same floor in the commanded direction. `driver` has `client`, `until` and `pump`."""
+    """From standing still, forward at `yaw` until the server has run MOVE_MS of it, then stop: the
+    player must have moved on the same floor in the commanded direction. `driver` has `client`,
+    `until` and `pump`. The move is counted in the server's time (the snapshots' commandTime from the
+    first that shows the player moving), not ours: a stalled machine (the Debian 13 tier, loaded)
+    once spent a wall-clock quarter second without a usercmd reaching the server, and the player
+    did not move at all."""
     driver.until(lambda: standing_still(driver), 5.0, f"the player to stand still before moving at yaw {yaw}")
     o0 = driver.client.status.ps.origin
     set_input((0.0, yaw, 0.0), forward=127)
-    driver.pump(MOVE_SECONDS)
+    started: list[int] = []
+
+    def ran_the_move() -> bool:
+        ps = driver.client.status.ps
+        if not started:
+            if math.hypot(*ps.velocity[:2]) > 1.0:
+                started.append(ps.command_time)
+            return False
+        return ps.command_time - started[0] >= MOVE_MS
+
+    driver.until(ran_the_move, 5.0, f"the server to run {MOVE_MS} ms of forward at yaw {yaw}")
     set_input((0.0, yaw, 0.0))
     driver.until(lambda: standing_still(driver), 5.0, f"the player to stop after moving at yaw {yaw}")
     o1 = driver.client.status.ps.origin
