@@ -11,6 +11,13 @@ both sides: the server-message parser over the C BitReader and over PyBitReader,
 playerState delta readers, read_longs and legacy_unscramble. A sanitizer report aborts the run
 (the input is kept as tests/data/fuzz/native/crash-asan-<sha1>.bin); a disagreement is saved as
 crash-differ-<sha1>.bin. Exit 0: no report, no disagreement.
+
+    .venv/bin/python tests/fuzz/native_asan.py --pytest tests/q3/test_pump.py ...
+
+runs those tests (pytest's own arguments) against the sanitized extension instead: the pump, the
+snapshot decoder and the send path (Pump.step/run/send_input/send_pose, snap_*) are driven by the
+tests that compare them with the Python core, over real sockets. headcast runs with the extension
+there (not its pure-Python codecs); servers the tests start do not inherit the ASan runtime.
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ def runtime(name: str) -> str:
 
 def parent(args) -> int:
     target = build()
+    pure = {} if args.pytest is not None else {"HEADCAST_PURE_PYTHON": "1"}
     if b"__asan_report" not in target.read_bytes() or b"__ubsan_handle" not in target.read_bytes():
         sys.exit(f"native_asan: {target} is not instrumented (remove it to rebuild)")
     env = dict(
@@ -82,9 +90,11 @@ def parent(args) -> int:
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
         PYTHONMALLOC="malloc",
-        HEADCAST_PURE_PYTHON="1",
+        **pure,
         **{CHILD: str(target)},
     )
+    if not pure:
+        env.pop("HEADCAST_PURE_PYTHON", None)
     current = _current_file()
     env["HEADCAST_ASAN_CURRENT"] = str(current)
     r = subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env)
@@ -108,7 +118,28 @@ def _current_file() -> Path:
     return folder / f"headcast-asan-current-{os.getpid()}.bin"
 
 
+def run_tests(args) -> int:
+    """pytest on args.pytest with headcast's extension the sanitized build (registered under the
+    extension's full name before headcast imports it)."""
+    for name in ("LD_PRELOAD", "PYTHONMALLOC"):  # not for the servers and tools the tests start
+        os.environ.pop(name, None)
+    spec = importlib.util.spec_from_file_location("headcast.netcode.q3._q3native", os.environ[CHILD])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    import pytest
+
+    from headcast.netcode.q3 import native
+
+    if native.NATIVE is not mod:
+        sys.exit(f"native_asan: headcast did not take the sanitized extension ({native.NATIVE_STATUS})")
+    print(f"native_asan: pytest {' '.join(args.pytest)} on {os.environ[CHILD]}", flush=True)
+    return int(pytest.main(["-p", "no:cacheprovider", *args.pytest]))
+
+
 def child(args) -> int:
+    if args.pytest is not None:
+        return run_tests(args)
     sys.path[:0] = [str(HERE), str(HERE.parent)]
     spec = importlib.util.spec_from_file_location("_q3native", os.environ[CHILD])
     mod = importlib.util.module_from_spec(spec)
@@ -228,6 +259,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inputs", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--pytest",
+        nargs=argparse.REMAINDER,
+        metavar="ARGS",
+        help="run pytest with these arguments against the sanitized extension instead of fuzzing",
+    )
     args = ap.parse_args(argv)
     return child(args) if os.environ.get(CHILD) else parent(args)
 
