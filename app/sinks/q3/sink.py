@@ -89,6 +89,10 @@ class Q3Sink:
         self.lost_frames = 0  # usercmds built while the head was not tracked
         self.lost_cleared = 0  # ...of which carried no head bits
         self._fresh = False  # whether send() built an intent this frame
+        # Linked, observe has nothing to do unless every usercmd is verified (send counts the lost
+        # frames): the loop then makes no call for it on a command tick's frame.
+        if link is not None and not verify:
+            self.observe = None  # type: ignore[assignment]
         self._far: tuple[Q3Intent | None, FarSide | None, RemoteHead | None] = (None, None, None)
         self._quant_max = 0.0
         self._seen: tuple[SnapshotEntities | None, tuple[Receiver, str] | None] = (None, None)
@@ -131,11 +135,18 @@ class Q3Sink:
                 self.send_at = tick[2]
                 if link.unread:
                     self.poll_at = -math.inf
+                if tick[6] is None:  # no head: the buttons are the user's (attack), never head bits
+                    self.lost_frames += 1
+                    self.lost_cleared += 1
                 self.meter.add(tick[1], tick[0])
                 return tick[1]
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self._tick = None
         self._intent = intent
+        if intent.head is None:
+            self.lost_frames += 1
+            if not intent.buttons & VR_BUTTON_MASK:
+                self.lost_cleared += 1
         if link is None:
             return None
         sent = link.send(intent, now)
@@ -158,25 +169,11 @@ class Q3Sink:
         self.send_at = link.due_at
 
     def observe(self, now: float) -> None:
-        """After every sink has sent: count usercmds built without a head and whether they
-        carried head bits. The far side's decode waits until something shows it (`far_head`),
-        unless every usercmd is to be verified."""
-        if not self._fresh:
-            return
-        tick = self._tick
-        if tick is not None:  # a tick made in C, its intent not built: its head, and no head bits
-            if tick[6] is None:  # (without a head the buttons are the user's: attack, never head bits)
-                self.lost_frames += 1
-                self.lost_cleared += 1
-        else:
-            intent = self._intent
-            if intent is None:  # (send() built one when fresh)
-                return
-            if intent.head is None:
-                self.lost_frames += 1
-                if not intent.buttons & VR_BUTTON_MASK:
-                    self.lost_cleared += 1
-        if self.verify:
+        """After every sink has sent: with `verify`, decode this frame's usercmd as the server's
+        game does. (send() counts the usercmds built without a head; the far side's decode
+        otherwise waits until something shows it: `far_head`.) Linked without `verify` the sink
+        has no observe (None)."""
+        if self._fresh and self.verify:
             self._decode()
 
     @property
