@@ -315,17 +315,12 @@ class NetSyncClient:
     def _drain(self, sock: zmq.Socket[bytes], lane: str, now: float) -> bool:
         """Read `sock` until ZMQ_EVENTS shows no POLLIN (its FD's edge is re-armed only then);
         True when MAX_MESSAGES_PER_POLL were read and more may wait."""
-        core, metrics = self.core, self.metrics
+        deliver = self._deliver
         zdrain = self._zdrain
         if zdrain is not None:
             messages, status = zdrain(self._handles[sock], MAX_MESSAGES_PER_POLL)
             for frames in messages:
-                if metrics is not None:
-                    metrics("received_datagrams", 1)
-                    metrics("received_bytes", sum(map(len, frames)))
-                    if lane is LANE_ROOM:
-                        metrics("room_broadcasts", 1)
-                core.receive_datagram(Incoming(lane, frames), now)
+                deliver(lane, frames, now)
             if status > 1:  # a failed read (pyzmq's recv would have raised it)
                 raise zmq.ZMQError(status)
             return status == 1
@@ -339,13 +334,18 @@ class NetSyncClient:
             while part.more:
                 part = sock.recv(_NOBLOCK, copy=False)
                 frames.append(part.bytes)
-            if metrics is not None:
-                metrics("received_datagrams", 1)
-                metrics("received_bytes", sum(map(len, frames)))
-                if lane is LANE_ROOM:
-                    metrics("room_broadcasts", 1)
-            core.receive_datagram(Incoming(lane, frames), now)
+            deliver(lane, frames, now)
         return True
+
+    def _deliver(self, lane: str, frames: list[bytes], now: float) -> None:
+        """One message read on `lane` (its frames): counted (`metrics`), then into the core."""
+        metrics = self.metrics
+        if metrics is not None:
+            metrics("received_datagrams", 1)
+            metrics("received_bytes", sum(map(len, frames)))
+            if lane is LANE_ROOM:
+                metrics("room_broadcasts", 1)
+        self.core.receive_datagram(Incoming(lane, frames), now)
 
     def _take(self, now: float) -> None:
         """The messages the SUB's thread read since the last call (sub_thread), into the core."""
@@ -353,15 +353,11 @@ class NetSyncClient:
         if got is None:  # (the common call)
             return
         messages, lost, err = got
-        core, metrics = self.core, self.metrics
         if lost:  # more came between two polls than the ring holds: the oldest went
-            core.counters.drops["broadcast: not read in time"] += lost
+            self.core.counters.drops["broadcast: not read in time"] += lost
+        deliver = self._deliver
         for frames in messages:
-            if metrics is not None:
-                metrics("received_datagrams", 1)
-                metrics("received_bytes", sum(map(len, frames)))
-                metrics("room_broadcasts", 1)
-            core.receive_datagram(Incoming(LANE_ROOM, frames), now)
+            deliver(LANE_ROOM, frames, now)
         if err:  # the thread's read failed (and it stopped): as pyzmq's recv would have raised it
             raise zmq.ZMQError(err)
 

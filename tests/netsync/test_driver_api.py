@@ -190,6 +190,42 @@ def test_the_transport_is_a_driver_transport_joined_by_drive(netsync_server):
 
 
 @pytest.mark.live
+@pytest.mark.parametrize("path", ["c-drain", "pyzmq", "sub-thread"])
+def test_every_read_path_counts_each_message_once(netsync_server, monkeypatch, path):
+    """The three reads (the C extension's drain, pyzmq's recv, the C thread that owns the SUB)
+    hand each message to the core and the metrics hook alike: the bytes counted are the core's
+    own count, every room broadcast is counted once and is one received datagram."""
+    from headcast.netcode.netsync import transport
+
+    if path == "pyzmq":
+        monkeypatch.setattr(transport, "NATIVE_READS", None)  # (read at construction)
+    elif transport.NATIVE_READS is None or (path == "sub-thread" and transport._NATIVE_SUB is None):
+        pytest.skip("the C extension is not built here (HEADCAST_PURE_PYTHON=1 or no compiler)")
+    a = netsync_server.address
+    counted: dict[str, int] = {}
+
+    def metrics(name: str, n: int) -> None:
+        counted[name] = counted.get(name, 0) + n
+
+    with NetSyncClient(
+        a.host, a.dealer_port, a.pub_port, "lobby", f"paths-{path}", metrics=metrics, sub_thread=path == "sub-thread"
+    ) as c:
+        assert (c._zdrain is None) == (path == "pyzmq") and (c._reader is not None) == (path == "sub-thread")
+        owns = 0
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and owns < 3:
+            now = time.monotonic()
+            c.send_pose(now, PoseFrame.build(Transform((0.0, 1.6, now % 1.0))))
+            owns += sum(isinstance(e, OwnPose) for e in c.poll(now))
+            time.sleep(0.02)
+        assert owns >= 3, (path, dict(c.counters))
+        assert counted["received_bytes"] == c.counters.bytes_received > 0
+        # each broadcast carried our own pose; the mapping that let us in came on the control lane
+        assert counted["room_broadcasts"] >= owns and c.counters.mappings >= 1
+        assert counted["received_datagrams"] >= counted["room_broadcasts"] + c.counters.mappings
+
+
+@pytest.mark.live
 def test_clients_share_a_context_and_close_without_ending_it(netsync_server):
     import zmq
 
