@@ -504,3 +504,70 @@ def test_poll_thread_unpaced_loop_still_polls_on_the_frame_thread():
     finally:
         loop.close()
     assert s.polls >= 1 and (threading.get_ident() in s.threads["poll"] or len(s.threads["poll"]) == 1)
+
+
+def test_polls_after_run_at_the_steps_end_on_the_frame_thread_outside_the_frames_cost():
+    """polls_after: the polls leave the frame, not its thread: no worker (no wake-up of its own),
+    a poll without poll_at every POLL_PERIOD frames exactly, after the frame's cost is taken."""
+    import threading
+
+    from headcast.app.run.loop import POLL_PERIOD
+
+    slow, other = Threaded("slow", poll_s=0.02), Threaded("other")
+    threads = set(threading.enumerate())
+    loop = FrameLoop(Finite(30), Rig(), [slow, other], Telemetry(64), polls_after=True, poll_thread=True)
+    main = threading.get_ident()
+    assert loop.run() == "no more frames"
+    assert set(threading.enumerate()) == threads and loop._worker is None and loop._lock is None
+    for s in (slow, other):
+        assert s.threads == {"send": {main}, "poll": {main}}
+        assert s.polls == 30 // POLL_PERIOD and s.closed
+    # each 20-ms poll ran after its frame's cost was taken: no frame carries one
+    assert float(np.max(loop.telemetry.frame_cost.values()[:, 0])) < 0.02
+
+
+class DueAfterSend(Recorder):
+    """Keeps `poll_at`: every `every`th send leaves something to read (poll_at -inf, as the Q3 sink
+    after a tick that read a hand-over); a poll takes it (poll_at +inf)."""
+
+    def __init__(self, every, log):
+        super().__init__("due", log)
+        self.every, self.sends = every, 0
+        self.poll_at = float("inf")
+        self.observe = None
+
+    def send(self, state, frame, now):
+        self.sends += 1
+        self.log.append(("send", self.sends))
+        if self.sends % self.every == 0:
+            self.poll_at = float("-inf")
+        return None
+
+    def poll(self, now):
+        self.log.append(("poll", self.sends))
+        self.poll_at = float("inf")
+
+
+def test_polls_after_a_timed_poll_runs_at_the_end_of_the_frame_that_made_it_due():
+    """A poll made due by a send (poll_at) runs at that same step's end, not frames later, and a
+    timed poll not due is not called."""
+    log: list = []
+    s = DueAfterSend(4, log)
+    loop = FrameLoop(Finite(40), Rig(), [s], polls_after=True)
+    assert loop.run() == "no more frames"
+    polls = [e for e in log if e[0] == "poll"]
+    assert polls == [("poll", n) for n in range(4, 41, 4)]
+    for i, e in enumerate(log):  # right after the send that made it due
+        if e[0] == "poll":
+            assert log[i - 1] == ("send", e[1])
+
+
+def test_polls_after_a_failing_poll_fails_its_sink_only():
+    bad, good = Threaded("bad", fail_at=2), Threaded("good")
+    notices = []
+    loop = FrameLoop(Finite(45), Rig(), [bad, good], polls_after=True, notice=notices.append)
+    assert loop.run() == "no more frames"
+    assert isinstance(bad.fault, SinkFailed) and bad.fault.phase == "poll" and bad.closed
+    assert bad.polls == 2 and good.polls == 45 // 3
+    assert any("bad: stopped on the server's data (ValueError in poll" in n for n in notices)
+    assert getattr(good, "fault", None) is None
