@@ -33,7 +33,10 @@ RESULT = re.compile(
     r"\bXR_(?:ERROR_[A-Z0-9_]+|SUCCESS|SESSION_LOSS_PENDING|SESSION_NOT_FOCUSED|FRAME_DISCARDED"
     r"|EVENT_UNAVAILABLE|SPACE_BOUNDS_UNAVAILABLE|TIMEOUT_EXPIRED)\b"
 )
-FUNCTION = re.compile(r"^(?:API|EXPORT XrResult|static XrResult) (\w+)\([^;{]*\)\s*\{(.*?)^\}", re.M | re.S)
+# (HOT_API and static HOT: the per-frame functions, placed together in .text.hot)
+FUNCTION = re.compile(
+    r"^(?:API|HOT_API|EXPORT XrResult|static (?:HOT )?XrResult) (\w+)\([^;{]*\)\s*\{(.*?)^\}", re.M | re.S
+)
 
 
 def allowed() -> dict[str, set[str]]:
@@ -75,7 +78,7 @@ def violations(source: str) -> dict[str, set[str]]:
 
 def generate(xml_path: Path) -> dict:
     root = ET.parse(xml_path).getroot()
-    implemented = set(re.findall(r"^(?:API|EXPORT XrResult) (xr\w+)\(", MOCK_SOURCE.read_text(), re.M))
+    implemented = set(re.findall(r"^(?:API|HOT_API|EXPORT XrResult) (xr\w+)\(", MOCK_SOURCE.read_text(), re.M))
     commands = {}
     for block in root.findall("commands"):
         for cmd in block.findall("command"):

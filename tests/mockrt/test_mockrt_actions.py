@@ -247,6 +247,45 @@ def test_touch_states_round_trip(mock, rig):
         rig.state("trigger", "/user/head")
 
 
+def test_syncs_that_change_nothing_keep_every_state(mock, rig):
+    """A sync that finds the inputs and active sets as the last sync left them (the runtime then skips
+    its actions: mockxr.c's g_sync_memo) reads the same states, none changed, the same change
+    times; any change after it is seen at the next sync, with that sync's time."""
+    mock.set_float(f"{R}/input/trigger/value", 0.75)
+    mock.advance_clock(1_000_000)
+    rig.sync()
+    t1 = mock.now
+    trig = rig.state("trigger", R)
+    assert trig.current_state == 0.75 and trig.changed_since_last_sync and trig.last_change_time == t1
+    for _ in range(3):  # the first clears the change, the next ones find nothing to do
+        mock.advance_clock(1_000_000)
+        mock.set_float(f"{R}/input/trigger/value", 0.75)  # the same value: no change
+        rig.sync()
+        trig = rig.state("trigger", R)
+        assert trig.current_state == 0.75 and not trig.changed_since_last_sync and trig.last_change_time == t1
+        assert rig.state("squeeze", R).is_active and not rig.state("jump", R).current_state
+    mock.advance_clock(1_000_000)
+    mock.set_float(f"{R}/input/trigger/value", 0.5)
+    rig.sync()
+    trig = rig.state("trigger", R)
+    assert trig.current_state == 0.5 and trig.changed_since_last_sync and trig.last_change_time == mock.now
+    rig.sync()
+    rig.sync()
+    mock.unfocus()  # inactive, then active again from the sync that finds it focused
+    with pytest.raises(xr.SessionNotFocused):
+        rig.sync()
+    assert not rig.state("trigger", R).is_active and rig.state("trigger", R).last_change_time == 0
+    mock.focus()
+    mock.advance_clock(1_000_000)
+    rig.sync()
+    trig = rig.state("trigger", R)
+    assert trig.is_active and not trig.changed_since_last_sync and trig.last_change_time == mock.now
+    rig.sync()
+    mock.set_profile(SIMPLE)  # a profile change re-binds every action: its states start over
+    rig.sync()
+    assert rig.profile(R) == SIMPLE and not rig.state("squeeze", R).is_active
+
+
 def test_aim_and_grip_spaces_locate_the_hands(mock, rig):
     mock.set_pose(f"{R}/input/aim/pose", (0.3, 1.2, -0.4), (0.0, 0.38268343, 0.0, 0.9238795))
     mock.set_pose(f"{L}/input/grip/pose", (-0.3, 1.1, -0.2))

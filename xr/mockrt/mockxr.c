@@ -49,6 +49,9 @@
 #include <openxr/openxr_reflection.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* The per-frame path (sync, locate, state reads, event poll, time, frame calls) together in
+ * .text.hot: run right after the app's sleep, its code is cold, and fewer pages cost fewer misses. */
+#define HOT __attribute__((hot))
 
 /* One recursive lock around all runtime state: the control API may be called from a test thread
  * while the app's frame loop runs. LOCKED holds it until the enclosing block ends. */
@@ -62,6 +65,7 @@ static void unlock_at_scope_end(int *unused) {
     int lock_scope_ __attribute__((cleanup(unlock_at_scope_end))) = 0;                            \
     (void)lock_scope_
 #define API static XRAPI_ATTR XrResult XRAPI_CALL
+#define HOT_API static HOT XRAPI_ATTR XrResult XRAPI_CALL
 
 /* ---- loader negotiation (openxr_loader_negotiation.h is not in the 1.0.20 headers) ---- */
 
@@ -154,7 +158,7 @@ static void set_error(const char *fmt, ...) {
     va_end(ap);
 }
 
-static XrTime now_ns(void) {
+static HOT XrTime now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (XrTime)ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -164,13 +168,13 @@ static XrTime now_ns(void) {
 
 static const XrPosef IDENTITY_POSE = {{0, 0, 0, 1}, {0, 0, 0}};
 
-static int pose_is_identity(const XrPosef *p) {
+static HOT int pose_is_identity(const XrPosef *p) {
     return p->orientation.x == 0 && p->orientation.y == 0 && p->orientation.z == 0 &&
            p->orientation.w == 1 && p->position.x == 0 && p->position.y == 0 &&
            p->position.z == 0;
 }
 
-static void quat_mul(const double a[4], const double b[4], double o[4]) {
+static HOT void quat_mul(const double a[4], const double b[4], double o[4]) {
     double x = a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1];
     double y = a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0];
     double z = a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3];
@@ -178,7 +182,7 @@ static void quat_mul(const double a[4], const double b[4], double o[4]) {
     o[0] = x, o[1] = y, o[2] = z, o[3] = w;
 }
 
-static void quat_rotate(const double q[4], const double v[3], double o[3]) {
+static HOT void quat_rotate(const double q[4], const double v[3], double o[3]) {
     /* v' = v + 2w(q×v) + 2q×(q×v) */
     double tx = 2 * (q[1] * v[2] - q[2] * v[1]);
     double ty = 2 * (q[2] * v[0] - q[0] * v[2]);
@@ -189,7 +193,7 @@ static void quat_rotate(const double q[4], const double v[3], double o[3]) {
 }
 
 /* a ∘ b: b expressed in a's frame, returned in a's parent frame. Identity operands are exact. */
-static XrPosef pose_compose(const XrPosef *a, const XrPosef *b) {
+static HOT XrPosef pose_compose(const XrPosef *a, const XrPosef *b) {
     if (pose_is_identity(a)) return *b;
     if (pose_is_identity(b)) return *a;
     double qa[4] = {a->orientation.x, a->orientation.y, a->orientation.z, a->orientation.w};
@@ -206,7 +210,7 @@ static XrPosef pose_compose(const XrPosef *a, const XrPosef *b) {
     return o;
 }
 
-static XrPosef pose_inverse(const XrPosef *a) {
+static HOT XrPosef pose_inverse(const XrPosef *a) {
     if (pose_is_identity(a)) return *a;
     double qi[4] = {-a->orientation.x, -a->orientation.y, -a->orientation.z, a->orientation.w};
     double p[3] = {-a->position.x, -a->position.y, -a->position.z}, r[3];
@@ -234,18 +238,33 @@ static void quat_from_ypr(double yaw, double pitch, double roll, double o[4]) {
     quat_mul(t, qr, o);
 }
 
-static void quat_slerp(const float a[4], const float b[4], double f, float o[4]) {
+/* The arc between two unit quaternions, what slerp needs of them whatever the fraction: found once
+ * per pair of keyframes when a motion is loaded (no acos per locate). */
+typedef struct {
+    double th, s; /* the angle (acos of the dot product) and its sine */
+    int flip;     /* b is negated: the dot product was negative (the shorter way round) */
+    int linear;   /* nearly the same: lerp (dot > 0.9995) */
+} Arc;
+
+static void arc_of(const float a[4], const float b[4], Arc *arc) {
     double qa[4] = {a[0], a[1], a[2], a[3]}, qb[4] = {b[0], b[1], b[2], b[3]};
     double dot = qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3];
-    if (dot < 0) {
+    arc->flip = dot < 0;
+    if (arc->flip) dot = -dot;
+    arc->linear = dot > 0.9995;
+    arc->th = arc->linear ? 0 : acos(dot);
+    arc->s = arc->linear ? 0 : sin(arc->th);
+}
+
+static HOT void quat_slerp(const float a[4], const float b[4], const Arc *arc, double f, float o[4]) {
+    double qa[4] = {a[0], a[1], a[2], a[3]}, qb[4] = {b[0], b[1], b[2], b[3]};
+    if (arc->flip)
         for (int i = 0; i < 4; i++) qb[i] = -qb[i];
-        dot = -dot;
-    }
     double wa, wb;
-    if (dot > 0.9995) {
+    if (arc->linear) {
         wa = 1 - f, wb = f;
     } else {
-        double th = acos(dot), s = sin(th);
+        double th = arc->th, s = arc->s;
         wa = sin((1 - f) * th) / s, wb = sin(f * th) / s;
     }
     double r[4], n = 0;
@@ -584,7 +603,7 @@ static const Comp *comp_find(const Comp *comps, int hand, const char *suffix, Xr
     return NULL;
 }
 
-static void comp_read(const Devices *d, const Comp *c, int hand, float out[2]) {
+static HOT void comp_read(const Devices *d, const Comp *c, int hand, float out[2]) {
     const float(*in)[2] = d->in[hand];
     float v[2] = {0, 0};
     out[0] = out[1] = 0;
@@ -627,6 +646,7 @@ typedef struct {
     int channel, target, dims, lerp;
     int n, cap;
     Key *keys;
+    Arc *arcs; /* CH_ORI: arcs[i] from keys[i] to keys[i + 1] */
 } Track;
 
 typedef struct {
@@ -638,7 +658,7 @@ typedef struct {
     int loaded, frames_timebase, interpolate, loop;
     double rate, end;
     Track *tracks;
-    int ntracks;
+    int ntracks, ninputs; /* ninputs: tracks of physical inputs (CH_INPUT), what xrSyncActions reads */
     Cue *cues;
     int ncues, next_cue;
     char path[512];
@@ -650,7 +670,7 @@ static int g_motion_by_control[NSLOTS];
 
 static void motion_free(Motion *m) {
     g_dev_gen++; /* (also a successful load: it frees the slot's old motion) */
-    for (int i = 0; i < m->ntracks; i++) free(m->tracks[i].keys);
+    for (int i = 0; i < m->ntracks; i++) free(m->tracks[i].keys), free(m->tracks[i].arcs);
     free(m->tracks);
     free(m->cues);
     memset(m, 0, sizeof *m);
@@ -662,6 +682,7 @@ static Track *motion_track(Motion *m, int channel, int target, int dims, int ler
     m->tracks = realloc(m->tracks, sizeof(Track) * (size_t)(m->ntracks + 1));
     Track *t = &m->tracks[m->ntracks++];
     memset(t, 0, sizeof *t);
+    m->ninputs += channel == CH_INPUT;
     t->channel = channel, t->target = target, t->dims = dims, t->lerp = lerp;
     return t;
 }
@@ -671,11 +692,13 @@ static int track_add(Track *t, double time, const float *v) {
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 16;
         t->keys = realloc(t->keys, sizeof(Key) * (size_t)t->cap);
+        if (t->channel == CH_ORI) t->arcs = realloc(t->arcs, sizeof(Arc) * (size_t)t->cap);
     }
     Key *k = &t->keys[t->n++];
     k->t = time;
     memset(k->v, 0, sizeof k->v);
     memcpy(k->v, v, sizeof(float) * (size_t)t->dims);
+    if (t->channel == CH_ORI && t->n >= 2) arc_of(t->keys[t->n - 2].v, k->v, &t->arcs[t->n - 2]);
     return 0;
 }
 
@@ -892,7 +915,7 @@ static int motion_load(Motion *m, const char *path) {
 }
 
 /* The last keyframe at or before f (binary search: a replayed trace has a key per frame), -1 if none. */
-static int key_at(const Track *t, double f) {
+static HOT int key_at(const Track *t, double f) {
     int lo = 0, hi = t->n; /* first key with time > f */
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -902,7 +925,7 @@ static int key_at(const Track *t, double f) {
     return lo - 1;
 }
 
-static void apply_track(const Track *t, double f, int interpolate, Devices *d) {
+static HOT void apply_track(const Track *t, double f, int interpolate, Devices *d) {
     float v[4];
     int i = key_at(t, f) + 1; /* keys[i-1].t <= f < keys[i].t */
     if (i == 0) return; /* before its first keyframe a track leaves the value alone */
@@ -911,7 +934,7 @@ static void apply_track(const Track *t, double f, int interpolate, Devices *d) {
     } else {
         const Key *a = &t->keys[i - 1], *b = &t->keys[i];
         double u = (f - a->t) / (b->t - a->t);
-        if (t->channel == CH_ORI) quat_slerp(a->v, b->v, u, v);
+        if (t->channel == CH_ORI) quat_slerp(a->v, b->v, &t->arcs[i - 1], u, v);
         else
             for (int k = 0; k < 4; k++) v[k] = (float)(a->v[k] + (b->v[k] - a->v[k]) * u);
     }
@@ -934,7 +957,7 @@ static void apply_track(const Track *t, double f, int interpolate, Devices *d) {
  * whole nanoseconds and a frame at 90 Hz is not: a time within 1 ns of a frame's instant is that
  * frame exactly, so keyframe samples read back bit for bit at the frame times the runtime gives.
  */
-static double motion_frame(const Motion *m, XrTime dt) {
+static HOT double motion_frame(const Motion *m, XrTime dt) {
     double f = (double)dt * m->rate / 1e9;
     double k = nearbyint(f);
     if (llabs(dt - llround(k * 1e9 / m->rate)) <= 1) return k;
@@ -944,7 +967,7 @@ static double motion_frame(const Motion *m, XrTime dt) {
 static int run_command(const char *cmd); /* session events, below */
 
 /* The devices as the motions have them `dt` ns after session begin (dt < 0: not begun: g_dev). */
-static void motions_at(XrTime dt, Devices *d) {
+static HOT void motions_at(XrTime dt, Devices *d) {
     *d = g_dev;
     if (dt < 0) return;
     for (int s = 0; s < NSLOTS; s++) {
@@ -954,6 +977,27 @@ static void motions_at(XrTime dt, Devices *d) {
         if (m->loop && m->end > 0) f = fmod(f, m->end);
         for (int i = 0; i < m->ntracks; i++) apply_track(&m->tracks[i], f, m->interpolate, d);
     }
+}
+
+/* The devices' inputs as the motions have them `dt` ns after session begin, in a Devices whose
+ * poses and flags are not set: what xrSyncActions reads (its sources are inputs, never poses), with
+ * no pose interpolated. g_dev itself when no motion has an input track (most motions have none) or
+ * no session runs. Valid until the next call. */
+static HOT const Devices *inputs_at(XrTime dt) {
+    static Devices d;
+    int any = 0;
+    for (int s = 0; s < NSLOTS; s++) any |= g_motion[s].loaded && g_motion[s].ninputs;
+    if (dt < 0 || !any) return &g_dev;
+    memcpy(d.in, g_dev.in, sizeof d.in);
+    for (int s = 0; s < NSLOTS; s++) {
+        const Motion *m = &g_motion[s];
+        if (!m->loaded || !m->ninputs) continue;
+        double f = motion_frame(m, dt);
+        if (m->loop && m->end > 0) f = fmod(f, m->end);
+        for (int i = 0; i < m->ntracks; i++)
+            if (m->tracks[i].channel == CH_INPUT) apply_track(&m->tracks[i], f, m->interpolate, &d);
+    }
+    return &d;
 }
 
 /* Run the motions' !commands that are due `dt` ns after session begin (each once per begin). */
@@ -986,32 +1030,35 @@ static void log_line(const char *fmt, ...) {
 enum { OBJ_INSTANCE = 1, OBJ_SESSION, OBJ_SPACE, OBJ_ACTION_SET, OBJ_ACTION, OBJ_SWAPCHAIN };
 
 #define MAX_OBJECTS 1024
-static void *g_objects[MAX_OBJECTS];
-static int g_object_kinds[MAX_OBJECTS];
+/* Each live object with its kind side by side: a handle check reads one array (fewer cache lines). */
+static struct {
+    void *p;
+    int kind;
+} g_objects[MAX_OBJECTS];
 static int g_nobjects; /* slots in use lie below this mark: handle checks stay short */
 
 static void *obj_new(int kind, size_t size) {
     for (int i = 0; i < MAX_OBJECTS; i++)
-        if (!g_objects[i]) {
-            g_objects[i] = calloc(1, size);
-            g_object_kinds[i] = kind;
+        if (!g_objects[i].p) {
+            g_objects[i].p = calloc(1, size);
+            g_objects[i].kind = kind;
             if (i >= g_nobjects) g_nobjects = i + 1;
-            return g_objects[i];
+            return g_objects[i].p;
         }
     return NULL;
 }
 
-static int obj_live(const void *p, int kind) {
+static HOT int obj_live(const void *p, int kind) {
     if (!p) return 0;
     for (int i = 0; i < g_nobjects; i++)
-        if (g_objects[i] == p) return g_object_kinds[i] == kind;
+        if (g_objects[i].p == p) return g_objects[i].kind == kind;
     return 0;
 }
 
 static void obj_free(void *p) {
     for (int i = 0; i < g_nobjects; i++)
-        if (g_objects[i] == p) g_objects[i] = NULL;
-    while (g_nobjects && !g_objects[g_nobjects - 1]) g_nobjects--;
+        if (g_objects[i].p == p) g_objects[i].p = NULL;
+    while (g_nobjects && !g_objects[g_nobjects - 1].p) g_nobjects--;
     free(p);
 }
 
@@ -1110,6 +1157,32 @@ struct XrSwapchain_T {
 static XrInstance g_instance;
 static XrSession g_session;
 
+/* What the last xrSyncActions read, when it left every action's state as it was and none changed
+ * (so the time was not used): the same inputs (bit for bit) and the same active sets give every
+ * action that same state again, so a sync that finds them touches no action. Forgotten whenever
+ * actions, sets, bindings or sessions change (sync_forget). */
+static struct {
+    int valid;
+    XrSession session;
+    uint64_t active; /* bit k: attached set k synced active in a focused session */
+    float in[2][NIN][2];
+} g_sync_memo;
+
+static HOT void sync_forget(void) { g_sync_memo.valid = 0; }
+
+/* 1 when this sync would leave every action's state as it is (g_sync_memo). */
+static HOT int sync_unchanged(XrSession s, uint64_t active, const Devices *d) {
+    return g_sync_memo.valid && g_sync_memo.session == s && g_sync_memo.active == active &&
+           memcmp(g_sync_memo.in, d->in, sizeof d->in) == 0;
+}
+
+/* Note a sync that left every state as it was, for the next. */
+static HOT void sync_note(XrSession s, uint64_t active, const Devices *d) {
+    g_sync_memo.session = s, g_sync_memo.active = active;
+    memcpy(g_sync_memo.in, d->in, sizeof d->in);
+    g_sync_memo.valid = 1;
+}
+
 /* Control state (survives instances while the test's ctypes handle keeps the library loaded). */
 static int g_throttle = 1, g_throttle_set;
 static int g_emulated = PR_TOUCH, g_emulated_set;
@@ -1177,7 +1250,7 @@ enum { CLOCK_REAL, CLOCK_FROZEN, CLOCK_STEP };
 static int g_clock = CLOCK_REAL, g_clock_set;
 static XrTime g_virtual;
 
-static XrTime runtime_now(void) { return g_clock == CLOCK_REAL ? now_ns() : g_virtual; }
+static HOT XrTime runtime_now(void) { return g_clock == CLOCK_REAL ? now_ns() : g_virtual; }
 
 /* Frame slot k of a running session: k display periods after its begin (90 Hz exactly on average). */
 static XrTime slot_time(XrSession s, int64_t k) { return s->epoch + llround((double)k * 1e9 / NOMINAL_RATE); }
@@ -1190,18 +1263,18 @@ static XrTime clock_query(void) {
 }
 
 /* Motion commands (!focus, !exit, ...) that fell due by the runtime clock. */
-static int cues_pending(void) {
+static HOT int cues_pending(void) {
     for (int s = 0; s < NSLOTS; s++)
         if (g_motion[s].loaded && g_motion[s].next_cue < g_motion[s].ncues) return 1;
     return 0;
 }
 
-static void session_tick(void) { /* no cue left (most motions have none): no clock read */
+static HOT void session_tick(void) { /* no cue left (most motions have none): no clock read */
     if (g_session && g_session->running && cues_pending()) motion_cues(runtime_now() - g_session->epoch);
 }
 
 /* Time since the running session's begin (motion time), -1 when no session runs. */
-static XrTime session_dt(XrTime t) {
+static HOT XrTime session_dt(XrTime t) {
     return (g_session && g_session->running) ? t - g_session->epoch : -1;
 }
 
@@ -1497,7 +1570,7 @@ static void fail_from_env(void) {
 }
 
 /* The injected failure for this call of `function`, or XR_SUCCESS. */
-static XrResult injected(const char *function) {
+static HOT XrResult injected(const char *function) {
     if (!g_fail.function[0] || strcmp(function, g_fail.function) != 0) return XR_SUCCESS;
     if (g_fail.calls++ < g_fail.after) return XR_SUCCESS;
     if (g_fail.times && g_fail.failed >= g_fail.times) return XR_SUCCESS;
@@ -1606,7 +1679,7 @@ API xrGetInstanceProperties(XrInstance inst, XrInstanceProperties *props) {
     return XR_SUCCESS;
 }
 
-API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
+HOT_API xrPollEvent(XrInstance inst, XrEventDataBuffer *buf) {
     LOCKED;
     INJECT("xrPollEvent");
     CHECK_INSTANCE(inst);
@@ -1744,7 +1817,7 @@ API xrGetOpenGLGraphicsRequirementsKHR(XrInstance inst, XrSystemId sid, XrGraphi
     return XR_SUCCESS;
 }
 
-API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, XrTime *out) {
+HOT_API xrConvertTimespecTimeToTimeKHR(XrInstance inst, const struct timespec *ts, XrTime *out) {
     LOCKED;
     CHECK_INSTANCE(inst);
     if (!ts || !out) return XR_ERROR_VALIDATION_FAILURE;
@@ -1886,9 +1959,9 @@ API xrDestroySession(XrSession s) {
     LOCKED;
     CHECK_SESSION(s);
     for (int i = 0; i < g_nobjects; i++) {
-        void *o = g_objects[i];
-        if (o && g_object_kinds[i] == OBJ_SPACE && ((XrSpace)o)->session == s) xrDestroySpace(o);
-        else if (o && g_object_kinds[i] == OBJ_SWAPCHAIN && ((XrSwapchain)o)->session == s) xrDestroySwapchain(o);
+        void *o = g_objects[i].p;
+        if (o && g_objects[i].kind == OBJ_SPACE && ((XrSpace)o)->session == s) xrDestroySpace(o);
+        else if (o && g_objects[i].kind == OBJ_SWAPCHAIN && ((XrSwapchain)o)->session == s) xrDestroySwapchain(o);
     }
     /* drop queued events that name this session */
     int kept = 0;
@@ -1904,6 +1977,7 @@ API xrDestroySession(XrSession s) {
     memcpy(g_events, tmp, sizeof(XrEventDataBuffer) * (size_t)kept);
     g_ev_head = 0, g_ev_count = kept;
     for (int i = 0; i < s->nattached; i++) s->attached[i]->attached = 0;
+    sync_forget();
     obj_free(s);
     g_session = NULL;
     log_line("\"event\": \"session_destroyed\"");
@@ -1960,7 +2034,7 @@ API xrRequestExitSession(XrSession s) {
 
 /* ---- frame loop ---- */
 
-API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
+HOT_API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
     XrTime wake = 0;
     {
         LOCKED;
@@ -2006,7 +2080,7 @@ API xrWaitFrame(XrSession s, const XrFrameWaitInfo *info, XrFrameState *fs) {
     return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
-API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
+HOT_API xrBeginFrame(XrSession s, const XrFrameBeginInfo *info) {
     LOCKED;
     INJECT("xrBeginFrame");
     CHECK_SESSION(s);
@@ -2097,7 +2171,7 @@ static void capture_layer(XrSession s, const XrCompositionLayerProjection *p) {
     g_capture.pending = 0;
 }
 
-API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
+HOT_API xrEndFrame(XrSession s, const XrFrameEndInfo *info) {
     LOCKED;
     INJECT("xrEndFrame");
     CHECK_SESSION(s);
@@ -2181,19 +2255,19 @@ API xrGetReferenceSpaceBoundsRect(XrSession s, XrReferenceSpaceType t, XrExtent2
     return XR_SPACE_BOUNDS_UNAVAILABLE;
 }
 
-static int sub_slot(XrPath sub) {
+static HOT int sub_slot(XrPath sub) {
     if (sub == XR_NULL_PATH) return 0;
     return sub <= g_npaths ? g_path_slot[sub - 1] : -1; /* (slot_of, noted when interned) */
 }
 
-static int action_has_sub(XrAction a, XrPath sub) {
+static HOT int action_has_sub(XrAction a, XrPath sub) {
     if (sub == XR_NULL_PATH) return 1;
     for (uint32_t i = 0; i < a->nsub; i++)
         if (a->sub[i] == sub) return 1;
     return 0;
 }
 
-static int set_attached(XrSession s, XrActionSet set) {
+static HOT int set_attached(XrSession s, XrActionSet set) {
     for (int i = 0; i < s->nattached; i++)
         if (s->attached[i] == set) return 1;
     return 0;
@@ -2229,7 +2303,7 @@ API xrDestroySpace(XrSpace sp) {
 }
 
 /* A space's pose in STAGE (the mock's world) and how well it is known. */
-static XrSpaceLocationFlags space_world(XrSpace sp, const Devices *d, XrPosef *out) {
+static HOT XrSpaceLocationFlags space_world(XrSpace sp, const Devices *d, XrPosef *out) {
     XrPosef origin = IDENTITY_POSE;
     XrSpaceLocationFlags flags = ALL_FLAGS;
     if (sp->is_action) {
@@ -2260,7 +2334,7 @@ static XrSpaceLocationFlags space_world(XrSpace sp, const Devices *d, XrPosef *o
  * samples its tracker once per display time and answers every locate from that sample): the
  * devices are computed once per time and kept while the time, the devices and the motions stay the
  * same (g_dev_gen). The pointer is valid until the next call. */
-static const Devices *devices_at(XrTime t) {
+static HOT const Devices *devices_at(XrTime t) {
     static struct {
         uint64_t gen;
         XrTime dt;
@@ -2279,13 +2353,13 @@ static const Devices *devices_at(XrTime t) {
  * prediction horizon end somewhere. */
 #define STRICT_HISTORY_NS 1000000000LL
 #define STRICT_PREDICTION_NS 500000000LL
-static int time_locatable(XrTime t) {
+static HOT int time_locatable(XrTime t) {
     if (g_rt != RT_STRICT) return 1;
     XrTime now = runtime_now();
     return t >= now - STRICT_HISTORY_NS && t <= now + STRICT_PREDICTION_NS;
 }
 
-static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, const Devices *d, int known, XrPosef *out) {
+static HOT XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, const Devices *d, int known, XrPosef *out) {
     XrPosef ws, wb;
     XrSpaceLocationFlags fs = space_world(sp, d, &ws), fb = space_world(base, d, &wb);
     if (!known) fs = 0;
@@ -2297,7 +2371,7 @@ static XrSpaceLocationFlags locate(XrSpace sp, XrSpace base, const Devices *d, i
     return f;
 }
 
-API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
+HOT_API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) {
     LOCKED;
     INJECT("xrLocateSpace");
     if (!obj_live(sp, OBJ_SPACE) || !obj_live(base, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
@@ -2537,6 +2611,7 @@ API xrDestroyAction(XrAction a);
 API xrDestroyActionSet(XrActionSet set) {
     LOCKED;
     if (!obj_live(set, OBJ_ACTION_SET)) return XR_ERROR_HANDLE_INVALID;
+    sync_forget();
     while (set->nactions) xrDestroyAction(set->actions[set->nactions - 1]);
     XrInstance inst = set->inst;
     for (int i = 0; i < inst->nsets; i++)
@@ -2590,6 +2665,7 @@ API xrCreateAction(XrActionSet set, const XrActionCreateInfo *info, XrAction *ou
 API xrDestroyAction(XrAction a) {
     LOCKED;
     if (!obj_live(a, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
+    sync_forget();
     XrActionSet set = a->set;
     for (int i = 0; i < set->nactions; i++)
         if (set->actions[i] == a) set->actions[i] = set->actions[--set->nactions];
@@ -2599,8 +2675,8 @@ API xrDestroyAction(XrAction a) {
             if (inst->suggested[p][i].action == a) inst->suggested[p][i] = inst->suggested[p][--inst->nsuggested[p]];
             else i++;
     for (int i = 0; i < g_nobjects; i++) /* its action spaces stay valid handles but locate nothing */
-        if (g_objects[i] && g_object_kinds[i] == OBJ_SPACE && ((XrSpace)g_objects[i])->action == a)
-            ((XrSpace)g_objects[i])->action = NULL;
+        if (g_objects[i].p && g_objects[i].kind == OBJ_SPACE && ((XrSpace)g_objects[i].p)->action == a)
+            ((XrSpace)g_objects[i].p)->action = NULL;
     obj_free(a);
     return XR_SUCCESS;
 }
@@ -2642,6 +2718,7 @@ API xrSuggestInteractionProfileBindings(XrInstance inst, const XrInteractionProf
  * Re-resolves every attached action's bound sources.
  */
 static void resolve_profiles(XrSession s, int notify) {
+    sync_forget();
     XrInstance inst = s->inst;
     int p = inst->nsuggested[g_emulated] ? g_emulated : inst->nsuggested[PR_SIMPLE] ? PR_SIMPLE : -1;
     int changed = s->profile[0] != p || s->profile[1] != p;
@@ -2703,7 +2780,8 @@ API xrGetCurrentInteractionProfile(XrSession s, XrPath top, XrInteractionProfile
     return XR_SUCCESS;
 }
 
-static void sync_action(XrAction a, const Devices *d, XrTime t, int active_set) {
+/* One action's states from the inputs; returns 1 unless it left them all as they were, none changed. */
+static HOT int sync_action(XrAction a, const Devices *d, XrTime t, int active_set) {
     ActState next[NSLOT];
     memset(next, 0, sizeof next);
     for (int i = 0; active_set && i < a->nsrc; i++) {
@@ -2721,17 +2799,20 @@ static void sync_action(XrAction a, const Devices *d, XrTime t, int active_set) 
             n->active = 1;
         }
     }
+    int changed = 0;
     for (int k = 0; k < NSLOT; k++) {
         ActState *o = &a->st[k], *n = &next[k];
         int is_input = a->type != XR_ACTION_TYPE_POSE_INPUT && a->type != XR_ACTION_TYPE_VIBRATION_OUTPUT;
         n->changed = is_input && o->active && n->active && (o->v[0] != n->v[0] || o->v[1] != n->v[1]);
         n->last = n->changed ? t : (n->active ? o->last : 0);
         if (n->active && !o->active) n->last = t;
+        changed |= n->changed || memcmp(o, n, sizeof *n) != 0;
         *o = *n;
     }
+    return changed;
 }
 
-API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
+HOT_API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
     LOCKED;
     INJECT("xrSyncActions");
     CHECK_SESSION(s);
@@ -2749,18 +2830,24 @@ API xrSyncActions(XrSession s, const XrActionsSyncInfo *info) {
     int focused = s->state == XR_SESSION_STATE_FOCUSED;
     /* inputs as they are now by the runtime clock, as a real runtime samples its controllers */
     XrTime t = runtime_now();
-    const Devices *d = devices_at(t);
-    for (int k = 0; k < s->nattached; k++) {
-        XrActionSet set = s->attached[k];
-        int active = 0;
+    const Devices *d = inputs_at(session_dt(t));
+    uint64_t active = 0;
+    for (int k = 0; focused && k < s->nattached; k++)
         for (uint32_t i = 0; i < info->countActiveActionSets; i++)
-            active |= info->activeActionSets[i].actionSet == set;
-        for (int j = 0; j < set->nactions; j++) sync_action(set->actions[j], d, t, active && focused);
+            if (info->activeActionSets[i].actionSet == s->attached[k]) active |= 1ULL << k;
+    if (!sync_unchanged(s, active, d)) {
+        int changed = 0;
+        for (int k = 0; k < s->nattached; k++) {
+            XrActionSet set = s->attached[k];
+            for (int j = 0; j < set->nactions; j++) changed |= sync_action(set->actions[j], d, t, (active >> k) & 1);
+        }
+        if (changed) sync_forget();
+        else sync_note(s, active, d);
     }
     return focused ? XR_SUCCESS : XR_SESSION_NOT_FOCUSED;
 }
 
-static XrResult action_state_slot(XrSession s, const XrActionStateGetInfo *info, XrActionType type, int *slot) {
+static HOT XrResult action_state_slot(XrSession s, const XrActionStateGetInfo *info, XrActionType type, int *slot) {
     CHECK_SESSION(s);
     CHECK_TYPE(info, XR_TYPE_ACTION_STATE_GET_INFO);
     if (!obj_live(info->action, OBJ_ACTION)) return XR_ERROR_HANDLE_INVALID;
@@ -2771,7 +2858,7 @@ static XrResult action_state_slot(XrSession s, const XrActionStateGetInfo *info,
     return XR_SUCCESS;
 }
 
-API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrActionStateBoolean *st) {
+HOT_API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrActionStateBoolean *st) {
     LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_BOOLEAN_INPUT, &slot);
@@ -2785,7 +2872,7 @@ API xrGetActionStateBoolean(XrSession s, const XrActionStateGetInfo *info, XrAct
     return XR_SUCCESS;
 }
 
-API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActionStateFloat *st) {
+HOT_API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActionStateFloat *st) {
     LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_FLOAT_INPUT, &slot);
@@ -2799,7 +2886,7 @@ API xrGetActionStateFloat(XrSession s, const XrActionStateGetInfo *info, XrActio
     return XR_SUCCESS;
 }
 
-API xrGetActionStateVector2f(XrSession s, const XrActionStateGetInfo *info, XrActionStateVector2f *st) {
+HOT_API xrGetActionStateVector2f(XrSession s, const XrActionStateGetInfo *info, XrActionStateVector2f *st) {
     LOCKED;
     int slot;
     XrResult r = action_state_slot(s, info, XR_ACTION_TYPE_VECTOR2F_INPUT, &slot);
