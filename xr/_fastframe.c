@@ -440,6 +440,10 @@ typedef struct {
     PyObject *pose[NLOCATE]; /* each space's last Pose, kept while its location reads the same */
     XrSpaceLocationFlags pose_flags[NLOCATE];
     XrPosef pose_at[NLOCATE]; /* the location it was built from */
+    /* each space's last position and orientation tuples, kept while they read the same (a head that
+     * turns in place, a 3DoF headset): fewer objects made and freed per frame */
+    PyObject *pos_t[NLOCATE], *ori_t[NLOCATE];
+    double pos_v[NLOCATE][3], ori_v[NLOCATE][4];
     int timing;              /* set_timing(True): each call fills ns (timings() reads it) */
     int64_t ns[NTIMES];
     /* The session's frame state, for the calls made without it (poll(time_ns), step(offset),
@@ -525,7 +529,18 @@ static PyObject *floats(const double *x, int n) {
 
 /* session._pose: a located pose with its flags; invalid parts are zeroed, garbage is never valid.
  * The same double arithmetic in the same order, so the same verdict on every input. */
-static PyObject *pose(FrameCalls *s, const XrSpaceLocation *loc) {
+/* n floats as a tuple: the one kept in *kept while x reads the same (bit for bit), else a new one kept. */
+static PyObject *kept_floats(PyObject **kept, double *was, const double *x, int n) {
+    if (*kept && memcmp(was, x, sizeof *x * (size_t)n) == 0) return new_ref(*kept);
+    PyObject *t = floats(x, n);
+    if (t) {
+        Py_XSETREF(*kept, new_ref(t));
+        memcpy(was, x, sizeof *x * (size_t)n);
+    }
+    return t;
+}
+
+static PyObject *pose(FrameCalls *s, int i, const XrSpaceLocation *loc) {
     XrSpaceLocationFlags flags = loc->locationFlags;
     double qx = loc->pose.orientation.x, qy = loc->pose.orientation.y, qz = loc->pose.orientation.z,
            qw = loc->pose.orientation.w, px = loc->pose.position.x, py = loc->pose.position.y,
@@ -538,8 +553,8 @@ static PyObject *pose(FrameCalls *s, const XrSpaceLocation *loc) {
     pos_valid = pos_valid && finite;
     double p[3] = {px, py, pz}, q[4] = {qx, qy, qz, qw};
     PyObject *v[NPOSE_FIELDS] = {
-        pos_valid ? floats(p, 3) : new_ref(s->origin),
-        ori_valid ? floats(q, 4) : new_ref(s->identity),
+        pos_valid ? kept_floats(&s->pos_t[i], s->pos_v[i], p, 3) : new_ref(s->origin),
+        ori_valid ? kept_floats(&s->ori_t[i], s->ori_v[i], q, 4) : new_ref(s->identity),
         boolean(pos_valid), boolean(ori_valid),
         boolean(pos_valid && (flags & POS_TRACKED)), boolean(ori_valid && (flags & ORI_TRACKED)),
     };
@@ -593,7 +608,7 @@ static PyObject *space_pose(FrameCalls *s, int i) {
     if (s->pose[i] && loc->locationFlags == s->pose_flags[i] &&
         memcmp(&loc->pose, &s->pose_at[i], sizeof loc->pose) == 0)
         return new_ref(s->pose[i]);
-    PyObject *made = pose(s, loc);
+    PyObject *made = pose(s, i, loc);
     if (!made) return NULL;
     Py_XSETREF(s->pose[i], new_ref(made));
     s->pose_flags[i] = loc->locationFlags;
@@ -901,7 +916,11 @@ static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
     Py_XSETREF(s->identity, new_ref(idn));
     Py_XSETREF(s->origin, new_ref(org));
     Py_CLEAR(s->controls);
-    for (int i = 0; i < NLOCATE; i++) Py_CLEAR(s->pose[i]);
+    for (int i = 0; i < NLOCATE; i++) {
+        Py_CLEAR(s->pose[i]);
+        Py_CLEAR(s->pos_t[i]);
+        Py_CLEAR(s->ori_t[i]);
+    }
     s->seq = s->last_time = 0;
     Py_XSETREF(s->profiles, Py_BuildValue("(ss)", "", ""));
     Py_XSETREF(s->focused, new_ref(Py_False));
@@ -920,7 +939,11 @@ static void FrameCalls_dealloc(FrameCalls *s) {
     Py_XDECREF(s->identity);
     Py_XDECREF(s->origin);
     Py_XDECREF(s->controls);
-    for (int i = 0; i < NLOCATE; i++) Py_XDECREF(s->pose[i]);
+    for (int i = 0; i < NLOCATE; i++) {
+        Py_XDECREF(s->pose[i]);
+        Py_XDECREF(s->pos_t[i]);
+        Py_XDECREF(s->ori_t[i]);
+    }
     Py_XDECREF(s->profiles);
     Py_XDECREF(s->focused);
     Py_XDECREF(s->on_failure);
