@@ -38,12 +38,14 @@ without pause, a stalled worker) runs on the frame thread as before.
 
 With `polls_after` the polls leave the frame but not its thread: the due polls run at the end of
 each step, after the frame's cost is taken, before the next frame's wait, in the wake-up the frame
-already paid for. A timed poll (`poll_at`) runs on the first frame's end at or after it, one
-without `poll_at` every POLL_PERIOD frames. The worker's own wake-up costs ~100 us of CPU on this
-VM, 30 times a second (~0.3 % of a core, measured with its polls taken out); here there is none,
-and no lock. A frame carries only the sends as with the worker; a poll's time is in neither the
-frame's cost nor its motion-to-wire, and a poll longer than the gap left before the next frame
-makes that frame late (the pacer's lateness), where the worker's would have made it wait.
+already paid for. They run every POLL_PERIOD frames, on the worker's grid (a NetSync link asks for
+a poll every 1/30 s; one every third frame's end would find it not yet due half the time, as the
+worker's passes do: ~16 a second); a poll asked for at once (`poll_at` -inf: a Quake 3 tick that
+read a hand-over) runs at the end of that frame. The worker's own wake-up costs ~100 us of CPU on
+this VM, 30 times a second (0.25-0.34 % of a core, measured with its polls taken out); here there
+is none, and no lock. A frame carries only the sends as with the worker; a poll's time is in
+neither the frame's cost nor its motion-to-wire, and a poll longer than the gap left before the
+next frame makes that frame late (the pacer's lateness), where the worker's would make it wait.
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ class FrameLoop:
     _period = 1.0 / 90  # seconds between frames' ends, smoothed (the worker's grid)
     worker_failure: BaseException | None = None  # what stopped the worker (its polls then run here)
     polls_after: bool = False  # the polls at each step's end, on the frame thread (module doc)
-    _untimed_in = POLL_PERIOD  # polls_after: frames until the polls without poll_at run again
+    _grid_in = POLL_PERIOD  # polls_after: frames until every due poll runs again (else only "at once" ones)
 
     def step(self) -> bool:
         """One frame; False when the run is over (`stop_reason` says why)."""
@@ -270,11 +272,11 @@ class FrameLoop:
                 self._period += 0.05 * (min(MAX_DT, end - self._ended_at) - self._period)
             self._ended_at = end
         elif self.polls_after and self._polled:  # after the frame's cost is taken, before the next wait
-            self._untimed_in -= 1
-            untimed = not self._untimed_in
-            if untimed:
-                self._untimed_in = POLL_PERIOD
-            self._poll_due(end, untimed)
+            self._grid_in -= 1
+            grid = not self._grid_in
+            if grid:
+                self._grid_in = POLL_PERIOD
+            self._poll_due(end, grid)
         self._flush_in -= 1
         if not self._flush_in:  # the rings' batch write, every FLUSH_EVERY frames (bounded memory)
             self._flush_in = FLUSH_EVERY
@@ -329,14 +331,16 @@ class FrameLoop:
             self.worker_failure = e
             self._worker_ran = -_INF
 
-    def _poll_due(self, now: float, untimed: bool = True) -> None:
-        """Each live sink's poll that is due at `now` (from its `poll_at`, when it keeps one; one
-        without it when `untimed`); one that raises fails that sink only."""
+    def _poll_due(self, now: float, grid: bool = True) -> None:
+        """Each live sink's poll that is due at `now` (from its `poll_at`, when it keeps one); off the
+        grid (polls_after) only those asked for at once (`poll_at` -inf). One that raises fails that
+        sink only."""
         for s, timed_poll in self._polled:  # (re-read: a sink that failed in send is out)
             if timed_poll:
-                if now < s.poll_at:  # type: ignore[attr-defined]
+                at = s.poll_at  # type: ignore[attr-defined]
+                if now < at or not grid and at != -_INF:
                     continue
-            elif not untimed:
+            elif not grid:
                 continue
             poll = s.poll
             if poll is not None:

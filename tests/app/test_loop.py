@@ -551,6 +551,8 @@ class DueAfterSend(Recorder):
 def test_polls_after_a_timed_poll_runs_at_the_end_of_the_frame_that_made_it_due():
     """A poll made due by a send (poll_at) runs at that same step's end, not frames later, and a
     timed poll not due is not called."""
+    from headcast.app.run.loop import POLL_PERIOD
+
     log: list = []
     s = DueAfterSend(4, log)
     loop = FrameLoop(Finite(40), Rig(), [s], polls_after=True)
@@ -560,6 +562,13 @@ def test_polls_after_a_timed_poll_runs_at_the_end_of_the_frame_that_made_it_due(
     for i, e in enumerate(log):  # right after the send that made it due
         if e[0] == "poll":
             assert log[i - 1] == ("send", e[1])
+    # a poll_at that has come (not "at once") waits for the grid: every POLL_PERIOD frames
+    log.clear()
+    s = DueAfterSend(10**9, log)
+    s.poll = lambda now: log.append(("poll", s.sends))  # (poll_at stays 0: due from the start)
+    s.poll_at = 0.0
+    assert FrameLoop(Finite(12), Rig(), [s], polls_after=True).run() == "no more frames"
+    assert [e for e in log if e[0] == "poll"] == [("poll", k) for k in range(POLL_PERIOD, 13, POLL_PERIOD)]
 
 
 def test_polls_after_a_failing_poll_fails_its_sink_only():
