@@ -372,9 +372,13 @@ def main() -> int:
             xvfb.terminate()
             xvfb.wait()
     print(f"load average {open('/proc/loadavg').read().split()[:3]}")
-    from _report import report  # tests/benchmarks/ is sys.path[0] when run as a script
+    from _report import report, span  # tests/benchmarks/ is sys.path[0] when run as a script
 
     loads = (load0, float(open("/proc/loadavg").read().split()[0]))
+    print(
+        f"cold poll vs raw pyopenxr (the same runtime, interleaved frame by frame): {span(ratios, 3)}x over "
+        f"{len(ratios)} rounds (goal <= {TARGET_COLD_RATIO}x on the worst), load {loads[0]} -> {loads[1]}"
+    )
     if p99 is not None:
         verdict = "meets" if p99 < TARGET_P99_MS else "MISSES"
         print(
