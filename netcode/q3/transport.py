@@ -298,10 +298,12 @@ class Q3Client:
                     metrics("received_bytes", sum(s[2] for s in snaps))
         if datagrams:
             receive = core.receive_datagram
-            for data, at, read in zip(datagrams, arrivals, read_at):
-                core.read_lag = read - at  # the round trip's end (client.read_lag); timers keep `at`
-                receive(data, at)
-            core.read_lag = 0.0
+            try:
+                for data, at, read in zip(datagrams, arrivals, read_at):
+                    core.read_lag = read - at  # the round trip's end (client.read_lag); timers keep `at`
+                    receive(data, at)
+            finally:  # (a datagram the core raised on: no later read inherits the lag)
+                core.read_lag = 0.0
             if core.has_output:
                 self._send(core.datagrams_to_send(self._clock()))
         context = core.pump_context()
@@ -467,11 +469,13 @@ class Q3Client:
             return 0
         core = self.core
         receive = core.receive_datagram
-        for data, read_at in held:
-            # read after `now` (a step's read at this same `now`): the round trip ends at the read
-            core.read_lag = read_at - now if read_at > now else 0.0
-            receive(data, now)
-        core.read_lag = 0.0
+        try:
+            for data, read_at in held:
+                # read after `now` (a step's read at this same `now`): the round trip ends at the read
+                core.read_lag = read_at - now if read_at > now else 0.0
+                receive(data, now)
+        finally:  # (a datagram the core raised on: no later read inherits the lag)
+            core.read_lag = 0.0
         n = len(held)
         held.clear()
         return n

@@ -102,3 +102,39 @@ def test_the_links_step_then_receive_at_the_same_now(decoded_in_c):
         check(rig, before, tk(1))
     finally:
         rig.close()
+
+
+@native
+@pytest.mark.parametrize("path", ["held", "hand-over"])
+def test_a_read_the_core_raises_on_leaves_no_read_lag_behind(path):
+    """A datagram the core raises on (ServerMisbehaved: it closes; a driver may start it again)
+    while its read lag is set must not leave that lag to the reads that follow (the Python tick's
+    own reads reset it; these two paths did not): the next snapshot read would count it in its
+    round trip. The raise is injected: a real one takes 65 pure gamestates (test_hostile_server)."""
+    from headcast.netcode.q3.client import ServerMisbehaved
+
+    rig = in_game_rig(batch=0.0)
+    client: Q3Client = rig.client
+    core = rig.core
+    try:
+        client.step(tk(0))
+        client.receive(tk(0))
+        rig.untaken = 0
+        sent(rig)
+        rig.server.snapshot(tk(1), 2000, AHEAD)
+
+        def refuse(data: bytes, now: float) -> None:
+            assert core.read_lag > 0.0  # set for this read
+            raise ServerMisbehaved("injected")
+
+        core.receive_datagram = refuse  # type: ignore[method-assign]
+        with pytest.raises(ServerMisbehaved):
+            if path == "held":
+                client.step(tk(1))  # the pump's tick and read: held for receive
+                client.receive(tk(1))
+            else:
+                assert step(rig, tk(1)) == READABLE
+                rig.absorb(rig.pump.take())  # Q3Client._pump_datagrams, run()'s hand-over
+        assert core.read_lag == 0.0
+    finally:
+        rig.close()
