@@ -92,14 +92,10 @@ class SauerSink:
         self.send_at = -math.inf
         self._loop = None  # offline, once the loop is followed: its latest state is taken from it
         self.meter = RateMeter()
-        self._check = SauerCheck()
+        self.check = SauerCheck()
         self.anchor: Anchor | None = None
         self.game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
-        self._sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
-        # The records sent and not counted yet: (game pose, record, clock time it went out). A
-        # position tick on the frame thread only appends here; `check`, `sent` and the status
-        # count them (_take_unchecked) when read, or send() once SENT_HISTORY wait.
-        self._unchecked: list[tuple[GamePose, NPos, float]] = []
+        self.sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
         self.relay_ms: float | None = None  # our last record's way to the watcher, through the server
         self._spawns_anchored = 0
         self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
@@ -109,25 +105,6 @@ class SauerSink:
         self._state: RigState | None = None  # offline: the state taken
         self._built: tuple[RigState | None, NPos | None] = (None, None)
         self.last_relayed: NPos | None = None  # our last record as the watcher received it
-
-    @property
-    def check(self) -> SauerCheck:
-        """What went out and what a receiver makes of it, every record sent so far counted."""
-        if self._unchecked:
-            self._take_unchecked()
-        return self._check
-
-    @property
-    def sent(self) -> deque[tuple[NPos, float]]:
-        """The last SENT_HISTORY records sent and when each went out, oldest first."""
-        if self._unchecked:
-            self._take_unchecked()
-        return self._sent
-
-    def _take_unchecked(self) -> None:
-        pending, self._unchecked = self._unchecked, []
-        for gp, rec, t_wire in pending:
-            self._count(gp, rec, t_wire)
 
     # --- the record -------------------------------------------------------------------------
 
@@ -206,7 +183,7 @@ class SauerSink:
             anchor = anchor_at(state, self.world)
             if anchor is not None:  # lost tracking: anchored at the first tracked frame
                 self.anchor, self._spawns_anchored = anchor, link.spawns
-                self._check.spawns = link.spawns
+                self.check.spawns = link.spawns
         core = link.core
         due = core.position_due_at  # (link.position_due_at's, one call less)
         if due is None or now < due:
@@ -224,16 +201,13 @@ class SauerSink:
         self.meter.add(t_wire, nbytes)
         rec = core.last_record
         if gp is not None and rec is not None:
-            unchecked = self._unchecked
-            unchecked.append((gp, rec, t_wire))  # counted when read (check, sent, status)
-            if len(unchecked) >= SENT_HISTORY:
-                self._take_unchecked()
+            self._count(gp, rec, t_wire)
         return t_wire
 
     def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
-        c = self._check
+        c = self.check
         c.records += 1
-        self._sent.append((rec, now))
+        self.sent.append((rec, now))
         # angle_error(gp, rec) with the record's yaw, pitch and roll properties written out (a 30 Hz
         # tick on the frame thread: each Python call costs microseconds cold)
         p, d = gp.pose, rec.dir
@@ -286,8 +260,6 @@ class SauerSink:
     # --- what is shown ----------------------------------------------------------------------
 
     def status(self, now: float) -> SinkStatus:
-        if self._unchecked:  # (the speed cap's note reads the count)
-            self._take_unchecked()
         rec = self.record
         gp = self.game
         packed, values, err = "", None, None
