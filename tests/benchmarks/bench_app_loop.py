@@ -30,15 +30,16 @@ nice-19 ioq3ded woken by a usercmd still preempted the frame thread mid-send on 
 phase runs nothing but the loop; the per-step timers run in a further phase (Q3 + NetSync, after
 the last round).
 
-The loops are built as `headcast run` builds its loop: with the polls on their worker thread
-between frames (FrameLoop.poll_thread; the worker's CPU is in the CPU share, by thread as
-"headcast-polls"). --polls-inline measures the loop with the polls on the frame thread instead
-(the way before session 11), for comparison.
+The loops are built as `headcast run` builds its loop: with the polls after each frame's sends,
+on the frame thread (FrameLoop.polls_after). For comparison, --polls-worker runs them on a worker
+thread between frames (FrameLoop.poll_thread, session 11's way; its CPU is in the CPU share, by
+thread) and --polls-inline on frames that send nothing (the way before session 11).
 
 With --record the loop also records the trace (`headcast run --record`: one write per frame, an
 fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
 
-Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record] [--polls-inline]
+Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
+     [--polls-worker | --polls-inline]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
 
@@ -231,13 +232,14 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
 def main() -> int:
     argv = sys.argv[1:]
     record = "--record" in argv
-    poll_thread = "--polls-inline" not in argv
+    poll_thread = "--polls-worker" in argv
+    polls_after = not poll_thread and "--polls-inline" not in argv
     rounds = 3
     if "--rounds" in argv:
         k = argv.index("--rounds")
         rounds = int(argv[k + 1])
         del argv[k : k + 2]
-    args = [a for a in argv if a not in ("--record", "--polls-inline")]
+    args = [a for a in argv if a not in ("--record", "--polls-inline", "--polls-worker")]
     seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
     from headcast.app.commands import run as commands
@@ -269,9 +271,10 @@ def main() -> int:
         }
         results: dict[int, list[dict]] = {n: [] for n in CONFIGS}
         load0 = load_now()
+        polls = "on their worker thread" if poll_thread else "after each frame" if polls_after else "in frames"
         print(
             f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
-            f"servers (interleaved), polls {'on their worker thread' if poll_thread else 'on the frame thread'}; "
+            f"servers (interleaved), polls {polls}; "
             f"load average at start {load()}"
         )
         split = app = step_wall = step_cpu = wire = None
@@ -296,6 +299,7 @@ def main() -> int:
                     commands.make_sinks(cfg, time.perf_counter),
                     Telemetry(16384),
                     poll_thread=poll_thread,
+                    polls_after=polls_after,
                 )
                 if record and n == 2 and r == rounds - 1:
                     loop.recorder = timed_recorder(syncs)
