@@ -63,39 +63,28 @@ def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None
         delta = xrorigin_delta(state.start, state.origin)
     # PoseFrame.build(unity_transform(head), right=..., left=..., delta=delta) written out: one
     # call on the send path, not six (the same tuple: a hand is kept without a head, unflagged).
-    # The world poses (state.head, .right_grip, .left_grip: rig.pose_to_world) written out on the
-    # stage poses with the rig's trig, the same operations: no world Pose built (a cold frozen
-    # dataclass __init__ per pose on the send path), then unity_transform of each.
     flags = FLAG_PHYSICAL
-    ox, oz, c, s, cy, sy = state.trig
-    stage = state.frame
-    p = stage.head
+    p = state.head
     if p.position_valid and p.orientation_valid:
         x, y, z = p.position
         qx, qy, qz, qw = p.orientation
-        x, z = ox + x * c + z * s, oz - x * s + z * c
-        qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
         head = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         flags = FLAG_PHYSICAL | FLAG_HEAD
     else:
         head = ORIGIN
-    p = stage.right_grip
+    p = state.right_grip
     if p.position_valid and p.orientation_valid:
         x, y, z = p.position
         qx, qy, qz, qw = p.orientation
-        x, z = ox + x * c + z * s, oz - x * s + z * c
-        qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
         right = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         if flags & FLAG_HEAD:
             flags |= FLAG_RIGHT
     else:
         right = ORIGIN
-    p = stage.left_grip
+    p = state.left_grip
     if p.position_valid and p.orientation_valid:
         x, y, z = p.position
         qx, qy, qz, qw = p.orientation
-        x, z = ox + x * c + z * s, oz - x * s + z * c
-        qx, qy, qz, qw = cy * qx + sy * qz, cy * qy + sy * qw, cy * qz - sy * qx, cy * qw - sy * qy
         left = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         if flags & FLAG_HEAD:
             flags |= FLAG_LEFT
