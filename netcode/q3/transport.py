@@ -149,9 +149,9 @@ class Q3Client:
         # step()/send_input in game: the snapshot messages decoded in C (_q3snap.c) and handed to the
         # core at most this long after the first came (None: every datagram goes to the core).
         self.step_absorb: float | None = None
-        # step(): datagrams the pump read after its tick, for receive(), with when they were read
-        # (the tick's time plus the read's lag: Pump.take)
-        self._held: list[tuple[bytes, float]] = []
+        # step(): datagrams the pump read after its tick, for receive(), with their arrival (the
+        # tick's time) and read lag (Pump.take)
+        self._held: list[tuple[bytes, float, float]] = []
         self.native_ticks = 0  # usercmd ticks the pump ran (the rest ran in Python)
         self.native_snapshots = 0  # snapshot messages the pump decoded in C (the rest in Python)
         self._absorb: float | None = DEFAULT_ABSORB  # run()'s: how long C-decoded snapshots wait
@@ -284,8 +284,7 @@ class Q3Client:
         server datagrams at their arrival times, answers go out, and the next context comes back
         (None: the next tick is the core's own)."""
         core = self.core
-        datagrams, read_at = self._take_over(taken)
-        arrivals = taken[10]
+        datagrams, arrivals, lags = self._take_over(taken)
         pump = self._pump
         if pump is not None:
             snaps = pump.snap_take()
@@ -299,8 +298,8 @@ class Q3Client:
         if datagrams:
             receive = core.receive_datagram
             try:
-                for data, at, read in zip(datagrams, arrivals, read_at):
-                    core.read_lag = read - at  # the round trip's end (client.read_lag); timers keep `at`
+                for data, at, lag in zip(datagrams, arrivals, lags):
+                    core.read_lag = lag  # the round trip's end (client.read_lag); timers keep `at`
                     receive(data, at)
             finally:  # (a datagram the core raised on: no later read inherits the lag)
                 core.read_lag = 0.0
@@ -365,7 +364,7 @@ class Q3Client:
         core, the datagrams read to `_held` (they came after those snapshots)."""
         pump = self._pump
         if pump is not None and pump.pending:
-            datagrams, read_at = self._take_over(pump.take())
+            datagrams, arrivals, lags = self._take_over(pump.take())
             snaps = pump.snap_take()
             if snaps:
                 self.core.absorb_snapshots(snaps)
@@ -376,7 +375,7 @@ class Q3Client:
                     metrics("received_datagrams", len(snaps))
                     metrics("received_bytes", sum(s[2] for s in snaps))
             if datagrams:
-                self._held += zip(datagrams, read_at)
+                self._held += zip(datagrams, arrivals, lags)
 
     def _take_input(self) -> None:
         """sync's second half, for a tick in Python: the core's input becomes send_input's last (the
@@ -403,9 +402,9 @@ class Q3Client:
         if pump is None:
             return self.send_due(now)
         why = pump.step(now)
-        datagrams, read_at = self._take_over(pump.take())
+        datagrams, arrivals, lags = self._take_over(pump.take())
         if datagrams:
-            self._held += zip(datagrams, read_at)
+            self._held += zip(datagrams, arrivals, lags)
             if self.step_absorb is not None:  # the core reads them before the pump consumes anything
                 pump.snap_enable(False, 0, 0, 0.0)
                 self.send_input = None
@@ -413,10 +412,10 @@ class Q3Client:
             return self.send_due(now)
         return self.core.take_events()
 
-    def _take_over(self, taken: tuple[Any, ...]) -> tuple[Sequence[bytes], Sequence[float]]:
+    def _take_over(self, taken: tuple[Any, ...]) -> tuple[Sequence[bytes], Sequence[float], Sequence[float]]:
         """The core takes over the state the pump's ticks left (Pump.take), the counts go to the
-        metrics hook; the server datagrams the pump read and when each was read (its tick's time
-        plus the read's lag), for the caller."""
+        metrics hook; the server datagrams the pump read, their arrival times (their ticks') and read
+        lags, for the caller."""
         nows, times, cmds, sequence, last_cmd_time, timer, nbytes, errors, sent_at, datagrams, arrivals, lags = taken
         metrics = self.metrics
         if nows:
@@ -434,7 +433,7 @@ class Q3Client:
             for data in datagrams:
                 metrics("received_datagrams", 1)
                 metrics("received_bytes", len(data))
-        return datagrams, [at + lag for at, lag in zip(arrivals, lags)]
+        return datagrams, arrivals, lags
 
     def _stepper(self) -> Pump | None:
         """The pump for `step`, configured with the core's context; None when the tick must run in
@@ -470,9 +469,9 @@ class Q3Client:
         core = self.core
         receive = core.receive_datagram
         try:
-            for data, read_at in held:
+            for data, at, lag in held:
                 # read after `now` (a step's read at this same `now`): the round trip ends at the read
-                core.read_lag = read_at - now if read_at > now else 0.0
+                core.read_lag = max(at + lag - now, 0.0)
                 receive(data, now)
         finally:  # (a datagram the core raised on: no later read inherits the lag)
             core.read_lag = 0.0
