@@ -684,9 +684,10 @@ def test_a_scripted_session_stepped_by_the_frame_loop_equals_the_python_loop():
 # ---------------------------------------------------------------------------------- 3. early acknowledgement
 
 
-def in_game_rig(batch: float, now: float = 0.0) -> Rig:
-    """A pumped rig in game: handshake, gamestate and one snapshot read by the core; pump configured."""
-    rig = Rig(pumped=True, batch=batch, acking=True)
+def in_game_rig(batch: float, now: float = 0.0, pumped: bool = True) -> Rig:
+    """A rig in game: handshake, gamestate and one snapshot read by the core; pumped: the pump
+    configured (else the Python tick, Q3Client._poll)."""
+    rig = Rig(pumped=pumped, batch=batch, acking=True)
     rig.connect(now)
     rig.server.core = rig.core
     rig.server.gamestate(now)
@@ -694,8 +695,9 @@ def in_game_rig(batch: float, now: float = 0.0) -> Rig:
     rig.core.datagrams_to_send(now)
     rig.server.core = rig.wire
     rig.wire.seen = rig.core.counters["packets_out"]  # those went to the server directly
-    rig.ctx = rig.core.pump_context()
-    rig.pump.configure(rig.ctx)
+    if pumped:
+        rig.ctx = rig.core.pump_context()
+        rig.pump.configure(rig.ctx)
     return rig
 
 

@@ -26,19 +26,6 @@ from q3.test_pump import READABLE, Rig, in_game_rig, native, sent, step, tk
 AHEAD = PlayerState.from_dict({"commandTime": 10**6})  # covers every usercmd sent so far and the next
 
 
-def python_rig() -> Rig:
-    """in_game_rig without the pump: the Python tick (Q3Client._poll)."""
-    rig = Rig(pumped=False, acking=True)
-    rig.connect(0.0)
-    rig.server.core = rig.core
-    rig.server.gamestate(0.0)
-    rig.server.snapshot(0.0, 1000, PlayerState.from_dict({"commandTime": 990}))
-    rig.core.datagrams_to_send(0.0)
-    rig.server.core = rig.wire
-    rig.wire.seen = rig.core.counters["packets_out"]
-    return rig
-
-
 def check(rig: Rig, before: int, at: float) -> None:
     core = rig.core
     assert core.counters["snapshots"] == before + 1, "the covering snapshot was not read at this tick"
@@ -49,7 +36,7 @@ def check(rig: Rig, before: int, at: float) -> None:
 
 
 def test_the_python_tick_stamps_its_reads_after_the_send():
-    rig = python_rig()
+    rig = in_game_rig(batch=0.0, pumped=False)
     try:
         before = rig.core.counters["snapshots"]
         rig.server.snapshot(tk(0), 2000, AHEAD)  # in the socket before the tick's send
