@@ -30,16 +30,17 @@ nice-19 ioq3ded woken by a usercmd still preempted the frame thread mid-send on 
 phase runs nothing but the loop; the per-step timers run in a further phase (Q3 + NetSync, after
 the last round).
 
-The loops are built as `headcast run` builds its loop: with the polls after each frame's sends,
-on the frame thread (FrameLoop.polls_after). For comparison, --polls-worker runs them on a worker
-thread between frames (FrameLoop.poll_thread, session 11's way; its CPU is in the CPU share, by
-thread) and --polls-inline on frames that send nothing (the way before session 11).
+The loops are built as `headcast run` builds its loop: with the polls on their worker thread
+between frames (FrameLoop.poll_thread; the worker's CPU is in the CPU share, by thread as
+"headcast-polls"). For comparison, --polls-after runs them at the end of each step on the frame
+thread (FrameLoop.polls_after) and --polls-inline on frames that send nothing (the way before
+session 11).
 
 With --record the loop also records the trace (`headcast run --record`: one write per frame, an
 fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
 
 Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
-     [--polls-worker | --polls-inline]
+     [--polls-inline | --polls-after]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
 
@@ -232,14 +233,14 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
 def main() -> int:
     argv = sys.argv[1:]
     record = "--record" in argv
-    poll_thread = "--polls-worker" in argv
-    polls_after = not poll_thread and "--polls-inline" not in argv
+    polls_after = "--polls-after" in argv
+    poll_thread = "--polls-inline" not in argv and not polls_after
     rounds = 3
     if "--rounds" in argv:
         k = argv.index("--rounds")
         rounds = int(argv[k + 1])
         del argv[k : k + 2]
-    args = [a for a in argv if a not in ("--record", "--polls-inline", "--polls-worker")]
+    args = [a for a in argv if a not in ("--record", "--polls-inline", "--polls-after")]
     seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
     from headcast.app.commands import run as commands
@@ -271,10 +272,10 @@ def main() -> int:
         }
         results: dict[int, list[dict]] = {n: [] for n in CONFIGS}
         load0 = load_now()
-        polls = "on their worker thread" if poll_thread else "after each frame" if polls_after else "in frames"
         print(
             f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
-            f"servers (interleaved), polls {polls}; "
+            f"servers (interleaved), polls "
+            f"{'on their worker thread' if poll_thread else 'after each frame' if polls_after else 'in frames'}; "
             f"load average at start {load()}"
         )
         split = app = step_wall = step_cpu = wire = None
