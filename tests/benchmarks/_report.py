@@ -20,12 +20,19 @@ goal over several runs, prints the load at its start and end and each figure's m
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 
 PREFIX = "BENCH-RESULT "
 _OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
+
+
+def cli(doc: str | None, prog: str | None = None) -> argparse.ArgumentParser:
+    """A benchmark's command line: `--help` prints its docstring (what it measures, its targets, how
+    to run it); the benchmark adds its own arguments and calls parse_args()."""
+    return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def load_now() -> float:

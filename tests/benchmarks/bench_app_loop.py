@@ -231,17 +231,25 @@ def spread(values: list[float], fmt: str = "{:.3f}") -> str:
 
 
 def main() -> int:
-    argv = sys.argv[1:]
-    record = "--record" in argv
-    polls_after = "--polls-after" in argv
-    poll_thread = "--polls-inline" not in argv and not polls_after
-    rounds = 3
-    if "--rounds" in argv:
-        k = argv.index("--rounds")
-        rounds = int(argv[k + 1])
-        del argv[k : k + 2]
-    args = [a for a in argv if a not in ("--record", "--polls-inline", "--polls-after")]
-    seconds = float(args[0]) if args else (30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0)
+    from _report import cli  # tests/benchmarks/ is sys.path[0] when run as a script
+
+    parser = cli(__doc__)
+    parser.add_argument("seconds", nargs="?", type=float, help="seconds per loop (default 10; HEADCAST_LONG=1: 30)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the three loops (default 3)")
+    parser.add_argument("--record", action="store_true", help="record the trace as `headcast run --record`")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--polls-after", action="store_true", help="the polls at each step's end (polls_after)")
+    where.add_argument("--polls-inline", action="store_true", help="the polls on frames that send nothing")
+    opts = parser.parse_args()
+    if opts.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    record, polls_after, rounds = opts.record, opts.polls_after, opts.rounds
+    poll_thread = not opts.polls_inline and not polls_after
+    seconds = opts.seconds
+    if seconds is None:
+        seconds = 30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0
+    elif seconds <= 0:
+        parser.error("seconds must be positive")
     os.environ.setdefault("XR_LOADER_DEBUG", "none")
     from headcast.app.commands import run as commands
     from headcast.app.run import config

@@ -29,7 +29,15 @@ RUNS = 3
 
 
 def main() -> int:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else (30.0 if os.environ.get("HEADCAST_LONG") else 10.0)
+    from _report import cli  # tests/benchmarks/ is sys.path[0] when run as a script
+
+    parser = cli(__doc__)
+    parser.add_argument("seconds", nargs="?", type=float, help="seconds per run (default 10; HEADCAST_LONG=1: 30)")
+    seconds = parser.parse_args().seconds
+    if seconds is None:
+        seconds = 30.0 if os.environ.get("HEADCAST_LONG") else 10.0
+    elif seconds <= 0:
+        parser.error("seconds must be positive")
     from headcast.app.run.loop import FrameLoop
     from headcast.app.run.rig import Rig
     from headcast.app.run.synthetic import LOOK_AROUND, SyntheticSource

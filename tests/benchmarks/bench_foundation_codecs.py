@@ -18,7 +18,7 @@ from headcast.netcode.q3.vrhead import pack_head, roll_short, unpack_head
 from headcast.netcode.sauer.npos import decode_npos, encode_npos, make_npos
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/benchmarks: _report
-from _report import load_now, report  # noqa: E402
+from _report import cli, load_now, report  # noqa: E402
 
 TARGET_US = 100.0
 HEAD = q_mul(q_mul(yaw_quat(45), quat_from_axis_angle((1, 0, 0), 30)), quat_from_axis_angle((0, 0, -1), 20))
@@ -41,6 +41,7 @@ def per_call_us(fn, n: int) -> float:
 
 
 def main() -> int:
+    cli(__doc__).parse_args()
     load0 = load_now()
     n = 2000
     rows = [

@@ -116,7 +116,15 @@ def size_line(size: tuple[int, int], r: dict) -> str:
 
 
 def main() -> int:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else (30.0 if os.environ.get("HEADCAST_LONG") else 8.0)
+    from _report import cli  # tests/benchmarks/ is sys.path[0] when run as a script
+
+    parser = cli(__doc__)
+    parser.add_argument("seconds", nargs="?", type=float, help="seconds per size (default 8; HEADCAST_LONG=1: 30)")
+    seconds = parser.parse_args().seconds
+    if seconds is None:
+        seconds = 30.0 if os.environ.get("HEADCAST_LONG") else 8.0
+    elif seconds <= 0:
+        parser.error("seconds must be positive")
     if shutil.which("Xvfb") is None:
         raise SystemExit("Xvfb is not installed: run scripts/setup.sh")
     proc = subprocess.Popen(

@@ -146,8 +146,13 @@ def pct(sorted_values: list[float], p: float) -> float:
 
 
 def main() -> int:
-    frames = int(sys.argv[1]) if len(sys.argv) > 1 else 450
-    from _report import load_now, report, span  # tests/benchmarks/ is sys.path[0] when run as a script
+    from _report import cli, load_now, report, span  # tests/benchmarks/ is sys.path[0] when run as a script
+
+    parser = cli(__doc__)
+    parser.add_argument("frames", nargs="?", type=int, default=450, help="frames per paced run (default 450)")
+    frames = parser.parse_args().frames
+    if frames < 10:
+        parser.error("frames must be at least 10")
 
     from headcast.xr import mockrt
 

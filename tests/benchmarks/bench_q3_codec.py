@@ -34,7 +34,7 @@ from headcast.netcode.q3.netchan import Netchan, NetchanMode
 from headcast.netcode.q3.usercmd import UserCmd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/benchmarks: _report
-from _report import load_now, report, span  # noqa: E402
+from _report import cli, load_now, report, span  # noqa: E402
 
 TARGET_MS_PER_S = 5.0
 RUNS = 5
@@ -127,6 +127,7 @@ def timed(fn, repeat: int) -> float:
 
 
 def main() -> None:
+    cli(__doc__).parse_args()
     load0 = load_now()
     challenge = 1592594996
     body, ps0, old = snapshot_body(0)

@@ -52,7 +52,7 @@ import tempfile
 import threading
 import time
 
-from _report import load_now, report  # tests/benchmarks/ is sys.path[0] when run as a script
+from _report import cli, load_now, report  # tests/benchmarks/ is sys.path[0] when run as a script
 
 from headcast.netcode.q3 import serverparse
 from headcast.netcode.q3.client import ClientConfig, Q3ClientCore, State
@@ -462,6 +462,7 @@ def best_parse_time(data: bytes, baselines: dict, base_snap, rounds: int = 7, n:
 
 
 def main() -> None:
+    cli(__doc__).parse_args()
     print(f"codec C extension: {NATIVE_STATUS}")
     delta_msg, full_msg, baselines, base_snap = snapshot_messages()
     t_delta = best_parse_time(delta_msg, baselines, base_snap)

@@ -192,8 +192,15 @@ def spread(values: list[float], scale: float = 1.0, fmt: str = "{:.0f}") -> str:
 
 
 def main() -> int:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    from _report import cli  # tests/benchmarks/ is sys.path[0] when run as a script
+
+    parser = cli(__doc__)
+    parser.add_argument("seconds", nargs="?", type=float, default=10.0, help="seconds per loop (default 10)")
+    parser.add_argument("rounds", nargs="?", type=int, default=3, help="rounds of the four loops (default 3)")
+    opts = parser.parse_args()
+    seconds, rounds = opts.seconds, opts.rounds
+    if seconds <= 0 or rounds < 1:
+        parser.error("seconds must be positive and rounds at least 1")
     from headcast.xr.mockrt import MockControl, ensure_runtime, motion_path
 
     os.environ["XR_RUNTIME_JSON"] = str(ensure_runtime())
