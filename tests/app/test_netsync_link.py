@@ -193,3 +193,88 @@ def test_other_players_stay_bounded_whatever_client_numbers_the_server_sends():
         link.close()
     assert 0 < len(link.others) <= MAX_PEERS
     assert max(link.others) == 65535
+
+
+@pytest.mark.live
+def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(netsync_server):
+    """A still headset (the same stage poses frame after frame) gives the same PoseFrame, which the
+    send policy refuses as unchanged until its 1 s heartbeat: the sink answers those frames itself,
+    without calling the link, and counts them as the policy does. What goes out is exactly what the
+    policy decides for the same frames (replayed through a bare SendPolicy: the same poseSeqs at the
+    same times, the same bytes), the heartbeat included, and the first frame that moves again goes
+    out at once."""
+    from headcast.app.run.rig import Rig
+    from headcast.netcode.netsync.codec import encode_body_tail
+    from headcast.netcode.netsync.policy import HEARTBEAT_S, SendPolicy
+    from headcast.xr.frame import Pose, TrackingFrame
+
+    a = netsync_server.address
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-still", "link-still", 10.0, False)
+    sink = NetSyncSink(link=link)
+    rig = Rig()
+    calls = []
+    link_send = link.send
+    link.send = lambda pf, now: calls.append(now) or link_send(pf, now)
+    sent: list[tuple[float, bytes]] = []  # (the sink's now, the message) of every pose that went out
+    offered: list[tuple[float, object]] = []  # (now, PoseFrame built) of every call to the sink's send
+    pose_now = link.client.core.pose_now
+
+    def record(now, f):
+        msg = pose_now(now, f)
+        if msg:
+            sent.append((now, msg))
+        return msg
+
+    link.client.core.pose_now = record
+
+    def tracking(yaw: float) -> TrackingFrame:
+        q = (0.0, math.sin(math.radians(yaw) / 2), 0.0, math.cos(math.radians(yaw) / 2))
+        head = Pose((0.1, 1.6, -0.2), q, True, True, True, True)
+        hand = Pose((0.2, 1.2, -0.3), (0.0, 0.0, 0.0, 1.0), True, True, True, True)
+        return TrackingFrame(0, 0, head, hand, hand, hand, hand)
+
+    def step(yaw: float) -> None:
+        now = time.perf_counter()
+        f = tracking(yaw)  # new Pose objects each frame, as the runtime gives them
+        state = rig.update(f, 0.0)
+        if now >= sink.send_at:
+            sink.send(state, f, now)
+            if sink.frame is not None:  # (under the rate cap the policy refuses whatever the frame)
+                offered.append((now, sink.frame))
+        link.poll(now)
+        time.sleep(1 / 90)
+
+    try:
+        wait_for(lambda: step(time.perf_counter() * 30.0) or link.joined, 20, "the server to map us", interval=0)
+        moving_until = time.perf_counter() + 0.5
+        while time.perf_counter() < moving_until:
+            step(time.perf_counter() * 30.0)
+        sent.clear(), calls.clear(), offered.clear()
+        skipped = link.skipped["unchanged"]
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 2.5:  # still: 2.5 s of the same pose
+            step(10.0)
+        still_calls, still_sent = len(calls), len(sent)
+        still_skips = link.skipped["unchanged"] - skipped
+        step(20.0)  # it moves: out at once (the last send was >= 1 s ago)
+    finally:
+        link.close()
+    # the first still frame goes out (it differs from the moving one before), then the heartbeats
+    assert 3 <= still_sent <= 4, [round(t - t0, 3) for t, _ in sent]
+    assert still_calls == still_sent  # no call to the link for a frame the policy would refuse
+    assert still_skips >= 150  # ~90 frames a second less the sends: answered and counted by the sink
+    times = [t for t, _ in sent]
+    beats = times[:still_sent]
+    assert all(HEARTBEAT_S <= b - a < HEARTBEAT_S + 0.1 for a, b in zip(beats, beats[1:])), beats
+    assert len(sent) == still_sent + 1 and calls[-1] == times[-1]  # the moving frame went out
+    # What went out is what the bare policy sends for the same frames at the same times
+    policy = SendPolicy(10.0)
+    policy.pose_seq = decode_client_pose(sent[0][1]).body.pose_seq - 1
+    replay = []
+    for now, pf in offered:
+        tail = encode_body_tail(pf, link.protocol)
+        seq = policy.decide(now, tail)
+        if seq is not None:
+            replay.append((now, seq, tail))
+    got = [(t, decode_client_pose(m).body.pose_seq, m[-len(tail) :]) for (t, m), (_, _, tail) in zip(sent, replay)]
+    assert got == replay and len(replay) == len(sent)

@@ -163,6 +163,10 @@ class NetSyncLink:
         self._core = self.client.core
         self._header_len = len(client_pose_header(device_id))  # `11 | protocol | len | deviceId`, any protocol
         self._counters = self._core.counters
+        self.skipped = self._counters.skipped  # the send policy's skips by reason (the sink counts its own there)
+        # Protocol changes seen (ProtocolDetected): the same PoseFrame encodes to other bytes after one
+        # (the sink's mirror of the policy's "unchanged" test reads it)
+        self.protocol_changes = 0
         self._policy = self._core.policy
         self._state = "connecting"
         self._detail = f"waiting for {self.address} room {room!r}, " + (
@@ -336,6 +340,7 @@ class NetSyncLink:
             elif isinstance(ev, Dropped):
                 self._drop_reasons[ev.reason] = ev.detail
             elif isinstance(ev, ProtocolDetected):
+                self.protocol_changes += 1
                 if self.client_no is None:
                     self._detail = f"{self._where()} (detected from the {ev.how}); joining room {self.room!r}"
             elif isinstance(ev, ProtocolMismatch):
