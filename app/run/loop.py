@@ -256,6 +256,7 @@ class FrameLoop:
         live = self._live or ()
         if live is not sinks:
             idle = 0  # a sink failed this frame: the indices moved
+            self._keep_held(sinks, held)  # the counts as this frame's sends left them (_set_live's were earlier)
         for i, s in enumerate(live):
             observe = s.observe
             if observe is not None and not idle >> i & 1:
@@ -360,18 +361,28 @@ class FrameLoop:
         self._worker = None
 
     def _set_live(self, live: list[Sink]) -> list[Sink]:
-        if self._live is None:  # the first frame: offline sinks that follow the loop read it from now on
+        before = self._live
+        if before is None:  # the first frame: offline sinks that follow the loop read it from now on
             for s in live:
                 follow = getattr(s, "follow", None)
                 if follow is not None:
                     follow(self)
         self._live = live
         self._deferrable = [bool(getattr(s, "deferrable", False)) for s in live]
-        self._held = [0] * len(live)
+        self._keep_held(before or [], self._held)
         self._timed = [hasattr(s, "send_at") for s in live]
         self._catch_up = [hasattr(s, "held_from") for s in live]
         self._polled = [(s, hasattr(s, "poll_at")) for s in live if s.poll is not None]
         return live
+
+    def _keep_held(self, sinks: list[Sink], held: list[int]) -> None:
+        """The live sinks' held counts from `held` (per sink of `sinks`, index for index), by sink:
+        a sink that was held stays held when another leaves. Its `held_from` was set when it was
+        first held and is cleared only by the send that ends the hold: a count reset to 0 there
+        would leave it set for good, and a NetSync sink would count its rate from that frame at
+        every send after, refusing each (send_hz 0 once the sink beside it failed)."""
+        counts = {id(s): n for s, n in zip(sinks, held) if n}
+        self._held = [counts.get(id(s), 0) for s in self._live or ()]
 
     def _sink_failed(self, sink: Sink, phase: str, error: Exception) -> None:
         """The one guard every call into a sink goes through: `error` (raised in `phase`) ends

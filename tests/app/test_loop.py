@@ -580,3 +580,152 @@ def test_polls_after_a_failing_poll_fails_its_sink_only():
     assert bad.polls == 2 and good.polls == 45 // 3
     assert any("bad: stopped on the server's data (ValueError in poll" in n for n in notices)
     assert getattr(good, "fault", None) is None
+
+
+class RateCapped(Recorder):
+    """NetSync's send rule (app/sinks/netsync/sink.py): deferrable, one send per `interval` counted
+    from the last, from `held_from` when the loop held it; `send_at` the loop reads."""
+
+    def __init__(self, name="ns", interval=10 / 1024):
+        super().__init__(name)
+        self.interval, self.deferrable = interval, True
+        self.held_from = None
+        self.send_at = -float("inf")
+        self.last = None
+        self.sent = []  # (frame seq, send_at before it) per send that went out
+        self.poll = None
+        self.observe = None
+
+    def send(self, state, frame, now):
+        if self.held_from is not None:
+            now = self.held_from
+        if self.last is not None and now - self.last < self.interval:
+            return None
+        self.sent.append((frame.seq, self.send_at))
+        self.last, self.send_at = now, now + self.interval
+        return now
+
+
+class FailsWhileHeld(Recorder):
+    """Bytes on the wire every frame (the sinks after it see a busy frame: a deferrable send is
+    held); a poll due at once after each send (poll_at -inf, the Q3 sink after a tick that read
+    something). Raises in `phase` the first time it runs, from frame `after` on, while `other` is
+    held and was not at its send of the frame before (a send held once: a hold left to run)."""
+
+    def __init__(self, other, phase, after=20, ready=lambda: True):
+        super().__init__("q3")
+        self.other, self.phase, self.after, self.ready = other, phase, after, ready
+        self.poll_at = float("inf")
+        self.observe = None
+        self.failed_at = None
+        self.seq = -1
+        self.held_before = None  # other's held_from at the last send before this frame's
+
+    def _maybe_fail(self, phase):
+        held = self.other.held_from
+        if phase == self.phase and self.seq >= self.after and held is not None and self.held_before is None:
+            if not self.ready():
+                return
+            self.failed_at = self.seq
+            raise ValueError("a peer's bytes")
+
+    def send(self, state, frame, now):
+        self.seq = frame.seq
+        self._maybe_fail("send")
+        self.held_before = self.other.held_from
+        self.poll_at = -float("inf")
+        return now
+
+    def poll(self, now):
+        self.poll_at = float("inf")
+        self._maybe_fail("poll")
+
+
+@pytest.mark.parametrize(
+    "phase, kw",
+    [
+        ("poll", {"polls_after": True}),
+        ("poll", {}),  # the polls on the frame thread, in the frame
+        ("send", {}),
+        ("poll", {"poll_thread": True}),
+    ],
+    ids=["polls_after", "polls_in_frame", "failed_in_send", "poll_thread"],
+)
+def test_a_sink_failing_while_the_next_ones_send_is_held_leaves_it_streaming(phase, kw):
+    """The failure that stopped NetSync beside a failing Quake 3 sink (send_hz 0 after it; 2 of 4
+    hostile-server runs under load with polls_after): the held counts were reset when the failed
+    sink left the live list, so the held NetSync sink's `held_from` was never cleared and it
+    counted its rate from that frame at every send after, refusing each. A held sink stays held
+    when another fails, at most MAX_DEFER frames from the frame it was due on, and its rate goes
+    on. (A failure in send: a sink after it still sends, so the NetSync one is held there too.)"""
+    from headcast.app.run.loop import MAX_DEFER
+
+    ns = RateCapped(interval=10 / 1024)  # (binary fractions: the clock's sums are exact)
+    q3 = FailsWhileHeld(ns, phase)
+    clock_of = Stamped("stamp", [], sends=set())  # the clock time of each frame, no bytes
+    sinks = [clock_of, q3, Ticking("busy", [], sends=set(range(10**6))), ns] if phase == "send" else [clock_of, q3, ns]
+    n = 150
+    if kw.get("poll_thread"):  # on the worker's own time: real frames ~4 ms apart
+        loop = FrameLoop(Paced(n, period=0.004), Rig(), sinks, notice=lambda _: None, **kw)
+    else:
+        ticks = iter(i / 1024 for i in range(10**6))  # ~1 ms per clock read: 2-3 reads a frame
+        loop = FrameLoop(Finite(n), Rig(), sinks, clock=lambda: next(ticks), notice=lambda _: None, **kw)
+    assert loop.run() == "no more frames"
+    assert isinstance(q3.fault, SinkFailed) and q3.fault.phase == phase and q3.failed_at is not None
+    sent = [seq for seq, _ in ns.sent]
+    after = [seq for seq in sent if seq > q3.failed_at]
+    # before the fix: one send after the failure, then none
+    assert len(after) >= (n - q3.failed_at) // 8, (q3.failed_at, sent)
+    now_of = clock_of.now_of
+    last = -1
+    for seq, due_at in ns.sent:  # each send at most MAX_DEFER frames after the frame it was due on
+        due = min(k for k in now_of if k > last and now_of[k] >= due_at)
+        assert seq - due <= MAX_DEFER, (q3.failed_at, seq, due, sent)
+        last = seq
+
+
+@pytest.mark.live
+def test_the_real_netsync_sink_streams_on_when_the_sink_beside_it_fails_while_it_is_held(netsync_server):
+    """The hostile-server run's failure (test_hostile_servers: NetSync at 0 sends a second after the
+    Quake 3 sink failed) without its timing: the real NetSync sink, joined to a real
+    styly-netsync-server on 127.0.0.1, beside a sink that puts bytes on the wire every frame (so
+    each NetSync send is held) and fails in its poll, at the end of a frame (polls_after), while
+    the NetSync send is held. That failing sink is scripted (FailsWhileHeld): no real sink fails on
+    demand. The NetSync sink's rate goes on: ~10 sends a second after the failure."""
+    import time
+
+    from headcast.app.sinks.netsync.link import NetSyncLink
+    from headcast.app.sinks.netsync.sink import NetSyncSink
+
+    a = netsync_server.address
+    link = NetSyncLink(
+        a.host, a.dealer_port, a.pub_port, "loop-held", "loop-held-me", 10.0, False, transform_port=a.transform_port
+    )
+    ns = NetSyncSink(send_rate=10.0, link=link)
+    sent = []  # clock time of each pose that went out
+    send = ns.send
+
+    def counted(state, frame, now):
+        t = send(state, frame, now)
+        if t is not None:
+            sent.append(t)
+        return t
+
+    ns.send = counted  # type: ignore[method-assign]
+    q3 = FailsWhileHeld(ns, "poll", after=0, ready=lambda: link.joined and len(sent) >= 3)
+    loop = FrameLoop(Paced(10**6), Rig(), [q3, ns], polls_after=True, notice=lambda _: None)
+    failed_at = None
+    try:
+        end = time.perf_counter() + 25.0  # (bounded: the join, then 2 s after the failure)
+        while time.perf_counter() < end:
+            assert loop.step()
+            if failed_at is None and q3.failed_at is not None:
+                failed_at = time.perf_counter()
+            if failed_at is not None and time.perf_counter() > failed_at + 2.0:
+                break
+    finally:
+        loop.close()
+    assert isinstance(q3.fault, SinkFailed) and q3.fault.phase == "poll" and failed_at is not None, link.detail
+    after = [t for t in sent if t > failed_at]
+    assert len(after) >= 12, (len(after), link.detail)  # 10 Hz for 2 s (before the fix: 1, then none)
+    assert getattr(ns, "fault", None) is None
