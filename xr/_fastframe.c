@@ -444,6 +444,11 @@ typedef struct {
      * turns in place, a 3DoF headset): fewer objects made and freed per frame */
     PyObject *pos_t[NLOCATE], *ori_t[NLOCATE];
     double pos_v[NLOCATE][3], ori_v[NLOCATE][4];
+    /* The last two frames returned: the one before last is refilled in place (refill) when nothing
+     * but this ring holds it any more, as the app and the benchmarks drop a frame once the next one
+     * came: no frame, Pose or tuple made and freed per frame then. */
+    PyObject *ring[2];
+    int ring_at;
     int timing;              /* set_timing(True): each call fills ns (timings() reads it) */
     int64_t ns[NTIMES];
     /* The session's frame state, for the calls made without it (poll(time_ns), step(offset),
@@ -540,7 +545,53 @@ static PyObject *kept_floats(PyObject **kept, double *was, const double *x, int 
     return t;
 }
 
-static PyObject *pose(FrameCalls *s, int i, const XrSpaceLocation *loc) {
+/* x as the n floats of tuple t, in place, when t and its floats are held by nothing else (each
+ * reference count 1: t is an exclusively held object's, see sole()): 1 done, else 0. */
+static int refill_floats(PyObject *t, const double *x, int n) {
+    if (!PyTuple_CheckExact(t) || Py_REFCNT(t) != 1 || PyTuple_GET_SIZE(t) != n) return 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *f = PyTuple_GET_ITEM(t, i);
+        if (!PyFloat_CheckExact(f) || Py_REFCNT(f) != 1) return 0;
+    }
+    for (int i = 0; i < n; i++) ((PyFloatObject *)PyTuple_GET_ITEM(t, i))->ob_fval = x[i];
+    return 1;
+}
+
+/* The slot at `offset` of obj (borrowed). */
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* obj may be refilled in place: of `type`, its fields plain slots (offsets[0] set), and held by
+ * one reference only — the ring's, or the slot of an object that is itself held so (a frame's
+ * Pose): nobody else can see it change. Never in a free-threaded build (its counts are not exact). */
+static int sole(PyObject *obj, PyTypeObject *type, const Py_ssize_t *offsets) {
+#ifdef Py_GIL_DISABLED
+    (void)obj, (void)type, (void)offsets;
+    return 0;
+#else
+    return obj && Py_TYPE(obj) == type && offsets[0] && Py_REFCNT(obj) == 1;
+#endif
+}
+
+/* obj's n slots set to values (references stolen, none NULL); the old values are released. */
+static PyObject *refill(PyObject *obj, const Py_ssize_t *offsets, PyObject **values, int n) {
+    PyObject *old[NFRAME_FIELDS];
+    for (int i = 0; i < n; i++) old[i] = SLOT(obj, offsets[i]), SLOT(obj, offsets[i]) = values[i];
+    for (int i = 0; i < n; i++) Py_XDECREF(old[i]);
+    return new_ref(obj);
+}
+
+/* n floats as a tuple (kept_floats), refilling `spare` (a tuple of a Pose being refilled) rather
+ * than making one when it is held by nothing else. */
+static PyObject *kept_or_refilled(PyObject **kept, double *was, const double *x, int n, PyObject *spare) {
+    if (*kept && memcmp(was, x, sizeof *x * (size_t)n) == 0) return new_ref(*kept);
+    if (!spare || !refill_floats(spare, x, n)) return kept_floats(kept, was, x, n);
+    Py_XSETREF(*kept, new_ref(spare));
+    memcpy(was, x, sizeof *x * (size_t)n);
+    return new_ref(spare);
+}
+
+/* spare: the Pose at this space's slot of a frame being refilled (borrowed), or NULL. */
+static PyObject *pose(FrameCalls *s, int i, const XrSpaceLocation *loc, PyObject *spare) {
     XrSpaceLocationFlags flags = loc->locationFlags;
     double qx = loc->pose.orientation.x, qy = loc->pose.orientation.y, qz = loc->pose.orientation.z,
            qw = loc->pose.orientation.w, px = loc->pose.position.x, py = loc->pose.position.y,
@@ -552,12 +603,17 @@ static PyObject *pose(FrameCalls *s, int i, const XrSpaceLocation *loc) {
     ori_valid = ori_valid && unit;
     pos_valid = pos_valid && finite;
     double p[3] = {px, py, pz}, q[4] = {qx, qy, qz, qw};
+    if (!sole(spare, s->pose_type, s->pose_at_)) spare = NULL;
+    /* a Pose's fields in field order: position, orientation, then the four flags */
     PyObject *v[NPOSE_FIELDS] = {
-        pos_valid ? kept_floats(&s->pos_t[i], s->pos_v[i], p, 3) : new_ref(s->origin),
-        ori_valid ? kept_floats(&s->ori_t[i], s->ori_v[i], q, 4) : new_ref(s->identity),
+        pos_valid ? kept_or_refilled(&s->pos_t[i], s->pos_v[i], p, 3, spare ? SLOT(spare, s->pose_at_[0]) : NULL)
+                  : new_ref(s->origin),
+        ori_valid ? kept_or_refilled(&s->ori_t[i], s->ori_v[i], q, 4, spare ? SLOT(spare, s->pose_at_[1]) : NULL)
+                  : new_ref(s->identity),
         boolean(pos_valid), boolean(ori_valid),
         boolean(pos_valid && (flags & POS_TRACKED)), boolean(ori_valid && (flags & ORI_TRACKED)),
     };
+    if (spare && v[0] && v[1]) return refill(spare, s->pose_at_, v, NPOSE_FIELDS);
     return make(s->pose_type, s->pose_fields, s->pose_at_, v, NPOSE_FIELDS);
 }
 
@@ -603,12 +659,12 @@ static PyObject *controls(FrameCalls *s) {
 
 /* Space i's Pose: the last one while the runtime reports the same bits (a controller at rest, an
  * untracked hand: no new objects, as for the controls), else a new one (pose() above). */
-static PyObject *space_pose(FrameCalls *s, int i) {
+static PyObject *space_pose(FrameCalls *s, int i, PyObject *spare) {
     const XrSpaceLocation *loc = s->c.location[i];
     if (s->pose[i] && loc->locationFlags == s->pose_flags[i] &&
         memcmp(&loc->pose, &s->pose_at[i], sizeof loc->pose) == 0)
         return new_ref(s->pose[i]);
-    PyObject *made = pose(s, i, loc);
+    PyObject *made = pose(s, i, loc, spare);
     if (!made) return NULL;
     Py_XSETREF(s->pose[i], new_ref(made));
     s->pose_flags[i] = loc->locationFlags;
@@ -624,12 +680,24 @@ static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *p
         PyErr_SetString(PyExc_TypeError, "profiles must be a (left, right) tuple");
         return NULL;
     }
+    /* the frame before last, when nothing but the ring holds it: refilled, its Poses too (pose) */
+    PyObject *spare = s->ring[s->ring_at];
+    if (!sole(spare, s->frame_type, s->frame_at_)) spare = NULL;
+#define SPARE(k) (spare ? SLOT(spare, s->frame_at_[2 + (k)]) : NULL)
     PyObject *v[NFRAME_FIELDS] = {
         new_ref(seq), time,
-        space_pose(s, 0), space_pose(s, 1), space_pose(s, 2), space_pose(s, 3), space_pose(s, 4), controls(s),
+        space_pose(s, 0, SPARE(0)), space_pose(s, 1, SPARE(1)), space_pose(s, 2, SPARE(2)),
+        space_pose(s, 3, SPARE(3)), space_pose(s, 4, SPARE(4)), controls(s),
         new_ref(PyTuple_GET_ITEM(profiles, 0)), new_ref(PyTuple_GET_ITEM(profiles, 1)), new_ref(focused),
     };
-    return make(s->frame_type, s->frame_fields, s->frame_at_, v, NFRAME_FIELDS);
+#undef SPARE
+    int ok = 1;
+    for (int i = 0; i < NFRAME_FIELDS; i++) ok = ok && v[i];
+    PyObject *frame = spare && ok ? refill(spare, s->frame_at_, v, NFRAME_FIELDS)
+                                  : make(s->frame_type, s->frame_fields, s->frame_at_, v, NFRAME_FIELDS);
+    if (frame && frame != spare) Py_XSETREF(s->ring[s->ring_at], new_ref(frame));
+    s->ring_at ^= 1;
+    return frame;
 }
 
 static PyObject *step_error(FrameCalls *s, int step, PyObject *frame) {
@@ -916,6 +984,8 @@ static int FrameCalls_init(FrameCalls *s, PyObject *args, PyObject *kwds) {
     Py_XSETREF(s->identity, new_ref(idn));
     Py_XSETREF(s->origin, new_ref(org));
     Py_CLEAR(s->controls);
+    Py_CLEAR(s->ring[0]);
+    Py_CLEAR(s->ring[1]);
     for (int i = 0; i < NLOCATE; i++) {
         Py_CLEAR(s->pose[i]);
         Py_CLEAR(s->pos_t[i]);
@@ -939,6 +1009,8 @@ static void FrameCalls_dealloc(FrameCalls *s) {
     Py_XDECREF(s->identity);
     Py_XDECREF(s->origin);
     Py_XDECREF(s->controls);
+    Py_XDECREF(s->ring[0]);
+    Py_XDECREF(s->ring[1]);
     for (int i = 0; i < NLOCATE; i++) {
         Py_XDECREF(s->pose[i]);
         Py_XDECREF(s->pos_t[i]);

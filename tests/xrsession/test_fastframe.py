@@ -277,6 +277,65 @@ def test_pose_object_kept_while_its_location_reads_the_same(builder):
     assert c.left_grip is not b.left_grip and repr(c.left_grip) == repr(builder.python_frame(2, 3).left_grip)
 
 
+# What a caller may keep of a frame: nothing, the frame, a Pose, a tuple of one, one float of it.
+_KEEP = (
+    lambda f: None,
+    lambda f: f,
+    lambda f: f.head,
+    lambda f: f.head.orientation,
+    lambda f: f.head.position[1],
+    lambda f: f.right_grip.position,
+    lambda f: f.controls,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(location, min_size=5, max_size=5), states, st.integers(0, len(_KEEP) - 1)),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_what_the_caller_keeps_never_changes(builder, steps):
+    """The helper refills the frame before last in place when nothing but the helper holds it (nor
+    its Poses, their tuples, their floats): whatever the caller still holds — a frame, a Pose, a
+    tuple, one float — keeps its value however many frames come after, and every frame equals the
+    Python builder's."""
+    held = []
+    for k, (locations, states, keep) in enumerate(steps):
+        builder.write(locations, states)
+        frame = builder.calls.poll(k, k + 1, ("left", "right"), True)
+        assert repr(frame) == repr(builder.python_frame(k, k + 1))
+        part = _KEEP[keep](frame)
+        if part is not None:
+            held.append((part, repr(part)))
+        del frame, part
+        assert [repr(part) for part, _ in held] == [was for _, was in held]
+
+
+def test_a_dropped_frame_is_refilled_not_remade(builder):
+    """Once the caller drops the frame before last (the app's loop keeps only the last one), the
+    next frame is that frame's object refilled, its moved head's Pose and position tuple too — none
+    made and freed per frame — even when the memory a freed frame would leave has been taken."""
+    rest = (0.0, 1) * 4 + (0.0, 0.0, 1, 0.0, 0.0, 1, 0, 1, 0, 1)
+    still = (0xF, 0.0, 0.0, 0.0, 1.0, 0.2, 1.3, -0.3)
+    seen, taken, last = [], [], None
+    for k in range(8):
+        builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.6 + k / 100, 0.0)] + [still] * 4, rest)
+        frame = builder.calls.poll(k, k + 1, ("", ""), True)
+        assert frame.head.position[1] == pytest.approx(1.6 + k / 100) and frame.seq == k
+        seen.append((id(frame), id(frame.head), id(frame.head.position)))
+        last = frame  # the frame before is dropped here ...
+        del frame
+        taken.append(
+            [TrackingFrame(0, 0) for _ in range(20)] + [(0.5, 0.5, 0.5) for _ in range(20)]
+        )  # ... and its memory
+    assert last.seq == 7
+    assert seen[2:] == seen[:-2]  # frame k + 2 is frame k's objects
+    assert len({s[0] for s in seen[2:]}) == 2
+
+
 def test_native_frames_leak_nothing(ctl, monkeypatch, built):
     """Every object the C code makes is owned by a frame (or the kept Controls): none outlive them."""
     monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path("fire")))  # inputs change: Controls rebuilt
@@ -296,6 +355,33 @@ def test_native_frames_leak_nothing(ctl, monkeypatch, built):
             tracemalloc.stop()
         assert len(gc.get_objects()) <= objects + 10
     assert grown < 4096, f"{grown} bytes more after 10,000 native frames"
+
+
+def test_frames_the_caller_keeps_stay_as_made_on_the_session(ctl, monkeypatch, built):
+    """On the live mock (a moving head, controls that change): frames and parts of frames the caller
+    keeps read the same after hundreds more frames, while the dropped ones are refilled; every frame
+    equals the ctypes path's frame for frame."""
+    kept, made = {}, {}
+    for native in (True, False):
+        ctl.reset()
+        ctl.step_clock()
+        monkeypatch.setenv("HEADCAST_MOCK_MOTION", str(motion_path("fire")))
+        with XRSession(native=native) as xs:
+            assert xs.native is native
+            ctl.focus()
+            begin, reprs, keep = None, [], []
+            for i in range(300):
+                frame = xs.next_frame()
+                begin = ctl.begin_time if begin is None else begin
+                reprs.append(repr(dataclasses.replace(frame, time_ns=frame.time_ns - ctl.begin_time)))
+                part = _KEEP[i % len(_KEEP)](frame)
+                if part is not None:
+                    keep.append((part, repr(part)))
+                del frame, part
+        made[native], kept[native] = reprs, keep
+    assert made[True] == made[False]
+    assert len(set(made[True])) > 250
+    assert [repr(part) for part, _ in kept[True]] == [was for _, was in kept[True]]
 
 
 def test_timing_splits_a_call_into_the_runtimes_and_ours(ctl, built):
