@@ -622,7 +622,21 @@ static double value(double x) { return -INFINITY < x && x < INFINITY ? x : 0.0; 
 
 /* session._controls from the states (current_state..., is_active); inactive reads as rest. The
  * object is kept while the values compare equal, as session.py keeps it. */
-static PyObject *controls(FrameCalls *s) {
+/* x as a float: `spare` (a float of an object being refilled) set to it when nothing else holds it. */
+static PyObject *refilled_float(PyObject *spare, double x) {
+    if (!spare || !PyFloat_CheckExact(spare) || Py_REFCNT(spare) != 1) return PyFloat_FromDouble(x);
+    ((PyFloatObject *)spare)->ob_fval = x;
+    return new_ref(spare);
+}
+
+/* n floats as a tuple: `spare` (a tuple of an object being refilled) refilled when nothing else
+ * holds it or its floats, else a new one. */
+static PyObject *refilled_floats(PyObject *spare, const double *x, int n) {
+    return spare && refill_floats(spare, x, n) ? new_ref(spare) : floats(x, n);
+}
+
+/* spare: the Controls of a frame being refilled (borrowed), or NULL. */
+static PyObject *controls(FrameCalls *s, PyObject *spare) {
     double v[NVALUES];
     int k = 0;
     for (int i = 0; i < 4; i++) {
@@ -644,13 +658,19 @@ static PyObject *controls(FrameCalls *s) {
     double move[2] = {0.0, 0.0}, turn[2] = {0.0, 0.0};
     if (v[10] != 0) move[0] = value(v[8]), move[1] = value(v[9]);
     if (v[13] != 0) turn[0] = value(v[11]), turn[1] = value(v[12]);
+    if (!sole(spare, s->controls_type, s->controls_at_)) spare = NULL;
+#define OLD(k) (spare ? SLOT(spare, s->controls_at_[k]) : NULL)
     PyObject *c[NCONTROLS_FIELDS] = {
-        floats(move, 2), floats(turn, 2),
-        PyFloat_FromDouble(v[1] != 0 ? value(v[0]) : 0.0), PyFloat_FromDouble(v[3] != 0 ? value(v[2]) : 0.0),
-        PyFloat_FromDouble(v[5] != 0 ? value(v[4]) : 0.0), PyFloat_FromDouble(v[7] != 0 ? value(v[6]) : 0.0),
+        refilled_floats(OLD(0), move, 2), refilled_floats(OLD(1), turn, 2),
+        refilled_float(OLD(2), v[1] != 0 ? value(v[0]) : 0.0), refilled_float(OLD(3), v[3] != 0 ? value(v[2]) : 0.0),
+        refilled_float(OLD(4), v[5] != 0 ? value(v[4]) : 0.0), refilled_float(OLD(5), v[7] != 0 ? value(v[6]) : 0.0),
         boolean(v[14] != 0 && v[15] != 0), boolean(v[16] != 0 && v[17] != 0),
     };
-    PyObject *made = make(s->controls_type, s->controls_fields, s->controls_at_, c, NCONTROLS_FIELDS);
+#undef OLD
+    int ok = 1;
+    for (int i = 0; i < NCONTROLS_FIELDS; i++) ok = ok && c[i];
+    PyObject *made = spare && ok ? refill(spare, s->controls_at_, c, NCONTROLS_FIELDS)
+                                 : make(s->controls_type, s->controls_fields, s->controls_at_, c, NCONTROLS_FIELDS);
     if (!made) return NULL;
     Py_XSETREF(s->controls, new_ref(made));
     memcpy(s->last, v, sizeof v);
@@ -687,7 +707,7 @@ static PyObject *build(FrameCalls *s, PyObject *seq, PyObject *time, PyObject *p
     PyObject *v[NFRAME_FIELDS] = {
         new_ref(seq), time,
         space_pose(s, 0, SPARE(0)), space_pose(s, 1, SPARE(1)), space_pose(s, 2, SPARE(2)),
-        space_pose(s, 3, SPARE(3)), space_pose(s, 4, SPARE(4)), controls(s),
+        space_pose(s, 3, SPARE(3)), space_pose(s, 4, SPARE(4)), controls(s, SPARE(5)),
         new_ref(PyTuple_GET_ITEM(profiles, 0)), new_ref(PyTuple_GET_ITEM(profiles, 1)), new_ref(focused),
     };
 #undef SPARE

@@ -286,6 +286,8 @@ _KEEP = (
     lambda f: f.head.position[1],
     lambda f: f.right_grip.position,
     lambda f: f.controls,
+    lambda f: f.controls.move,
+    lambda f: f.controls.trigger_right,
 )
 
 
@@ -316,16 +318,20 @@ def test_what_the_caller_keeps_never_changes(builder, steps):
 
 def test_a_dropped_frame_is_refilled_not_remade(builder):
     """Once the caller drops the frame before last (the app's loop keeps only the last one), the
-    next frame is that frame's object refilled, its moved head's Pose and position tuple too — none
-    made and freed per frame — even when the memory a freed frame would leave has been taken."""
+    next frame is that frame's object refilled, its moved head's Pose and position tuple and its
+    changed Controls too — none made and freed per frame — even when the memory a freed frame would
+    leave has been taken."""
     rest = (0.0, 1) * 4 + (0.0, 0.0, 1, 0.0, 0.0, 1, 0, 1, 0, 1)
     still = (0xF, 0.0, 0.0, 0.0, 1.0, 0.2, 1.3, -0.3)
     seen, taken, last = [], [], None
     for k in range(8):
-        builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.6 + k / 100, 0.0)] + [still] * 4, rest)
+        pulled = (k / 10, 1) + rest[2:8] + (k / 20, 0.5, 1) + rest[11:]  # a trigger and the stick move
+        builder.write([(0xF, 0.0, 0.0, 0.0, 1.0, 0.0, 1.6 + k / 100, 0.0)] + [still] * 4, pulled)
         frame = builder.calls.poll(k, k + 1, ("", ""), True)
         assert frame.head.position[1] == pytest.approx(1.6 + k / 100) and frame.seq == k
-        seen.append((id(frame), id(frame.head), id(frame.head.position)))
+        assert frame.controls.trigger_left == pytest.approx(k / 10) and frame.controls.move[0] == pytest.approx(k / 20)
+        c = frame.controls
+        seen.append((id(frame), id(frame.head), id(frame.head.position), id(c), id(c.move), id(c.trigger_left)))
         last = frame  # the frame before is dropped here ...
         del frame
         taken.append(
