@@ -2259,7 +2259,10 @@ static int move_clamp(double v, int64_t *out)
     return 0;
 }
 
-#define SENT_HISTORY 256   /* app/sinks/q3/link.py SENT_HISTORY */
+/* app/sinks/q3/link.py SENT_LIMIT: the history's bound here. Dropping the oldest entry costs a scan
+ * over the dict's deleted slots (~3 us cold per tick at 256 entries): the link trims the history
+ * off the frame (Q3Link.poll), so this bound is met only when nothing polls. */
+#define SENT_LIMIT 512
 
 /* The intent of q3_intent from args (head, aim, cy, sy, yaw, trigger, jump, vx, vz, move_speed,
  * vr: see send_pose): the view angles, the tracked head (*has_head), the user buttons and the moves.
@@ -2356,7 +2359,7 @@ static PyObject *native_pose_intent(PyObject *self, PyObject *const *args, Py_ss
  * the origin's yaw (the aim when neither pose is valid); trigger, jump: the right trigger and the
  * jump button; vx, vz: the rig's world move; move_speed, vr: the sink's. When the tick goes out its
  * cmd time maps to ((pitch, yaw, roll), delta) in the dict `history` (Q3Link's, its oldest entry
- * dropped past SENT_HISTORY). Returns (bytes sent, sent_at, the next tick's time, the cmd's server
+ * dropped past SENT_LIMIT). Returns (bytes sent, sent_at, the next tick's time, the cmd's server
  * time, attention, angles, head (pitch, yaw, roll) or None, user buttons, forward, right, up):
  * send_input's five, then the Q3Intent's fields but vr. Else an int, nothing changed: send_input's
  * NOT_DUE, PYTHON... (PYTHON too when pose_intent leaves the intent to Python: the caller then runs
@@ -2399,7 +2402,7 @@ static PyObject *Pump_send_pose(Pump *self, PyObject *const *args, Py_ssize_t na
     entry = PyTuple_Pack(2, angles, delta);
     if (key == NULL || entry == NULL || PyDict_SetItem(history, key, entry) < 0)
         goto done;
-    if (PyDict_GET_SIZE(history) > SENT_HISTORY) {   /* the oldest first: a dict keeps insertion order */
+    if (PyDict_GET_SIZE(history) > SENT_LIMIT) {   /* the oldest first: a dict keeps insertion order */
         Py_ssize_t pos = 0;
         PyObject *oldest, *value;
         if (PyDict_Next(history, &pos, &oldest, &value)) {

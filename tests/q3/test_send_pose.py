@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import math
 import random
+import socket
 import struct
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.app.run.rig import Origin, RigState
-from headcast.app.sinks.q3.link import SENT_HISTORY
+from headcast.app.sinks.q3.link import SENT_HISTORY, SENT_LIMIT, SENT_TRIM, Q3Link
 from headcast.app.sinks.q3.mapping import q3_intent
+from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.netcode.pose import q_mul, quat_from_axis_angle, yaw_quat
 from headcast.netcode.q3.native import NATIVE
 from headcast.xr.frame import Controls, Pose, TrackingFrame
@@ -228,7 +231,7 @@ class PoseRig(LinkRig):
 def test_a_scripted_session_through_send_pose_equals_q3_intent_and_send_input():
     a, b = PoseRig(pose=False), PoseRig(pose=True)
     a.stepped = b.stepped = "link"
-    older = [(-1000 + k, ((0.0, 0.0, 0.0), (0, 0, 0))) for k in range(SENT_HISTORY)]  # a full history before
+    older = [(-1000 + k, ((0.0, 0.0, 0.0), (0, 0, 0))) for k in range(SENT_LIMIT)]  # a full history before
     b.history.update(older)
     try:
         with pure_python_send():
@@ -242,13 +245,97 @@ def test_a_scripted_session_through_send_pose_equals_q3_intent_and_send_input():
         assert a.core._input == b.core._input
         assert a.pose_ticks == 0 and b.pose_ticks > 100 and a.fast_ticks > 100
         # the history: Q3Link.send's rule on each tick's cmd time → (angles, delta) (a map change
-        # restarts the cmd times: a key seen again keeps its place), the oldest dropped past SENT_HISTORY
+        # restarts the cmd times: a key seen again keeps its place), the oldest dropped past SENT_LIMIT
         want = dict(older)
         for t, angles in b.sent_cmds:
             want[t] = (angles, (1, 2, 3))
-            if len(want) > SENT_HISTORY:
+            if len(want) > SENT_LIMIT:
                 del want[next(iter(want))]
         assert list(b.history.items()) == list(want.items())
     finally:
         a.close()
         b.close()
+
+
+class SinkRig(PoseRig):
+    """The same frames through Q3Sink.send and Q3Sink.poll as the frame loop calls them (send from
+    send_at on, poll from poll_at on), with a real Q3Link whose client is the rig's: in game the
+    sink calls the pump's send_pose itself (Q3Link.pose_tick), else q3_intent and Q3Link.send."""
+
+    def __init__(self) -> None:
+        super().__init__(pose=False)
+        # the link's own client goes to a socket nobody reads, then gives way to the rig's
+        self.hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.hole.bind(("127.0.0.1", 0))
+        host, port = self.hole.getsockname()
+        link = self.link = Q3Link(host, port)
+        link.client.close(time.perf_counter())
+        link.client = self.client
+        link._counters = self.core.counters
+        link._update_due()
+        self.sink = Q3Sink(link=link)
+        self.sends = 0
+
+    def poll(self, now: float) -> None:
+        state, vr, speed = frame_state(self.frame)
+        sink = self.sink
+        sink.vr, sink.move_speed = vr, speed
+        client = self.client  # the link's calls give the core its input (the scenario's go to give)
+        client.set_input = client.core.set_input if client._pump is None else client._set_input_pumped
+        if now >= sink.poll_at:
+            sink.poll(now)
+        if now >= sink.send_at and sink.send(state, state.frame, now) is not None:
+            self.sends += 1
+        client.set_input = self.give
+
+    def close(self) -> None:
+        super().close()
+        self.hole.close()
+
+
+@native
+def test_a_scripted_session_through_the_sink_equals_q3_intent_and_send_input():
+    """The sink's own call of the pump (no Q3Link.send_pose in between) puts the same bytes on the
+    wire; the meter counts every datagram of the sink's sends; the history keeps each tick's cmd."""
+    a, b = PoseRig(pose=False), SinkRig()
+    a.stepped = b.stepped = "link"
+    try:
+        with pure_python_send():
+            scenario(a, frames())
+            scenario(b, frames())
+        assert len(a.wire.log) == len(b.wire.log) > 150
+        for i, (x, y) in enumerate(zip(a.wire.log, b.wire.log)):
+            assert x == y, f"datagram {i} differs"
+        sink, link = b.sink, b.link
+        assert sink._pose_tick is not None  # the pump's send_pose was armed and used
+        b.client.sync()
+        assert b.client.native_ticks > 100
+        assert sink.meter.total_messages == b.sends > 150  # the ticks the frames left went in
+        assert sink.meter.total_bytes == sum(map(len, b.wire.log[-b.sends :]))
+        assert sink._ticks_in == sink._ticks_out
+        assert SENT_HISTORY < len(link.sent) <= SENT_HISTORY + SENT_TRIM or len(link.sent) <= SENT_HISTORY
+        assert link.last_cmd_time in link.sent
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_meter_takes_in_the_ticks_the_frames_left():
+    """The ticks send() leaves in the ring reach the meter in order when it is read, at a poll, or
+    at once when the ring is full (nothing read it for TICK_RING ticks): none lost, none twice."""
+    from headcast.app.sinks.q3 import sink as sink_module
+
+    sink = Q3Sink()
+    ring = sink_module.TICK_RING
+    for k in range(2 * ring + 5):  # as send() stores them (the ring's rule, full included)
+        i = sink._ticks_in
+        sink._ticks[i] = (10 + k % 3, 100.0 + k * 0.01)
+        i = i + 1 if i + 1 < ring else 0
+        sink._ticks_in = i
+        if i == sink._ticks_out:
+            sink._take_ticks(full=True)
+    meter = sink.meter
+    assert meter.total_messages == 2 * ring + 5
+    assert meter.total_bytes == sum(10 + k % 3 for k in range(2 * ring + 5))
+    assert meter.last_time == pytest.approx(100.0 + (2 * ring + 4) * 0.01)
+    assert sink.meter.total_messages == 2 * ring + 5  # read again: nothing taken twice

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -61,7 +62,14 @@ STATE_TEXT = {
 }
 IN_GAME = STATE_TEXT[State.ACTIVE]
 
+# The sent history (`sent`, for the view check): the usercmds of the last SENT_HISTORY ticks at
+# least (~4 s at 60/s). A tick adds one; dropping the oldest costs a scan over the dict's deleted
+# slots (~3 us cold), so the ticks only bound it (SENT_LIMIT: the oldest goes past it, also in C:
+# Pump.send_pose) and poll() trims it back to SENT_HISTORY, off the frame, once it holds
+# SENT_TRIM more.
 SENT_HISTORY = 256
+SENT_TRIM = 64
+SENT_LIMIT = 2 * SENT_HISTORY  # (_q3native.c SENT_LIMIT)
 # In game with the extension, the snapshot messages are decoded in C as the tick's read finds them
 # (the next usercmds use them at once) and reach the core, and this link's view of the server
 # (playerState, entities, ping, the view check), in batches at most this long after the first came
@@ -158,11 +166,12 @@ class Q3Link:
         self.check = Q3Check()
         self.last_error: float | None = None
         # cmd serverTime → (angles, the delta_angles the cmd was built against), oldest first (a dict
-        # keeps insertion order: Pump.send_pose adds to it in C)
-        self._sent: dict[int, tuple[tuple[float, float, float], tuple]] = {}
+        # keeps insertion order: Pump.send_pose adds to it in C, and Q3Sink.send hands it there)
+        self.sent: dict[int, tuple[tuple[float, float, float], tuple]] = {}
         self._armed: object = None  # the client's send_input that _pose_tick was found for
         self._pose_tick: Callable[..., Any] | None = None  # its pump's send_pose
-        self._delta_angles: tuple = (0, 0, 0)
+        # the latest snapshot's playerState delta_angles: the next cmd is built against them
+        self.delta_angles: tuple = (0, 0, 0)
         self.unread = False  # a tick was sent and what it read is not taken yet: poll() has work
         self._counters = self.client.core.counters  # a live view: Status would copy everything each frame
         self.due_at = -math.inf
@@ -349,13 +358,18 @@ class Q3Link:
 
     def poll(self, now: float) -> None:
         """Read the snapshots of the last tick: send() leaves them in the socket, so reading them
-        delays no sink's send (motion-to-wire); this is still before the next tick's usercmd."""
+        delays no sink's send (motion-to-wire); this is still before the next tick's usercmd. Then
+        the sent history trimmed back to SENT_HISTORY, when due (SENT_HISTORY's comment)."""
         if self.unread:
             self.unread = False
             events = self.client.receive(now)
             if events:
                 self._handle(events)
             self._update_due()
+        history = self.sent
+        if len(history) > SENT_HISTORY + SENT_TRIM:
+            for cmd_time in list(islice(history, len(history) - SENT_HISTORY)):
+                del history[cmd_time]
 
     def _update_due(self) -> None:
         """`due_at`: from when send() can do anything. In game the client reads and sends only at
@@ -377,7 +391,7 @@ class Q3Link:
             return None
         if fast is not self._armed:  # re-armed (a hand-over): the same pump, found once per arming
             self._armed = fast
-            self._pose_tick = getattr(getattr(fast, "__self__", None), "send_pose", None)
+            self._pose_tick = self.pose_tick(fast)
         tick = self._pose_tick
         if tick is None:
             return None
@@ -397,8 +411,8 @@ class Q3Link:
             vz,
             move_speed,
             vr,
-            self._sent,
-            self._delta_angles,
+            self.sent,
+            self.delta_angles,
         )
         if r.__class__ is not tuple:
             return None
@@ -406,6 +420,12 @@ class Q3Link:
         if r[4]:  # datagrams read after the tick (or a read failed): the next poll's
             self.unread = True
         return r
+
+    @staticmethod
+    def pose_tick(send_input: Callable[..., Any]) -> Callable[..., Any] | None:
+        """The armed client's `send_input` (client.send_input) → its pump's send_pose, which
+        send_pose calls with this link's `sent` and `delta_angles` (Q3Sink.send calls it itself)."""
+        return getattr(getattr(send_input, "__self__", None), "send_pose", None)
 
     def send(self, intent: Q3Intent, now: float) -> tuple[int, float] | None:
         fast = self.client.send_input
@@ -420,9 +440,9 @@ class Q3Link:
                 nbytes, sent_at, self.due_at, cmd_time, attention = r
                 if attention:  # datagrams read after the tick (or a read failed): the next poll's
                     self.unread = True
-                history = self._sent
-                history[cmd_time] = (angles, self._delta_angles)
-                if len(history) > SENT_HISTORY:
+                history = self.sent
+                history[cmd_time] = (angles, self.delta_angles)
+                if len(history) > SENT_LIMIT:
                     del history[next(iter(history))]
                 return nbytes, sent_at
         return self._send(intent, now)
@@ -446,7 +466,7 @@ class Q3Link:
         # In game the tick's usercmd is built against the delta_angles read up to the last tick
         # (poll() reads the socket after the send); while joining the client reads first.
         linked = self._linked  # the state only moves in calls into the client, each followed by _update_due
-        delta = self._delta_angles
+        delta = self.delta_angles
         events = client.step(now)  # in game: the tick's datagram built and sent in C (the pump)
         if events:
             self._handle(events)  # sends nothing: bytes_out and sent_at stay this send's
@@ -457,9 +477,9 @@ class Q3Link:
         if sent <= 0:
             return None
         self.unread = linked
-        self._sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self._delta_angles)
-        if len(self._sent) > SENT_HISTORY:
-            del self._sent[next(iter(self._sent))]
+        self.sent[client.core.last_cmd_time] = (intent.angles, delta if linked else self.delta_angles)
+        if len(self.sent) > SENT_LIMIT:
+            del self.sent[next(iter(self.sent))]
         sent_at = client.sent_at  # set by the send that just went out
         return sent, now if sent_at is None else sent_at
 
@@ -485,7 +505,7 @@ class Q3Link:
                     # Not active: the server has run none of our usercmds yet (a zeroed playerState,
                     # commandTime 0 — which matched a usercmd sent while joining, at serverTime 0).
                     self._verify(values, delta_angles)
-                self._delta_angles = delta_angles
+                self.delta_angles = delta_angles
             elif isinstance(ev, HeadTracking):
                 self.head_bits = ev.sent
                 self.head_reason = ev.reason
@@ -513,7 +533,7 @@ class Q3Link:
 
     def _verify(self, values: tuple, delta_angles: tuple[int, int, int]) -> None:
         """One snapshot's view check: its playerState's values (PlayerState.values), its delta_angles."""
-        sent = self._sent.get(_PS_COMMAND_TIME(values))
+        sent = self.sent.get(_PS_COMMAND_TIME(values))
         if sent is None or self.view_angles is None:
             return
         angles, delta = sent

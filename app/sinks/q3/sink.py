@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from headcast.app.run.rig import RigState
 from headcast.app.run.telemetry import RateMeter, SinkStatus
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from headcast.app.sinks.q3.link import Q3Link
 
 _new = tuple.__new__
+_INF = math.inf
+TICK_RING = 256  # command ticks held for the meter (4 s at 60/s): a full ring goes in at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,18 @@ class Q3Sink:
         # the command ticks and the frames after a tick that read something; offline, every frame.
         self.send_at = -math.inf
         self.poll_at = math.inf
-        self.meter = RateMeter()
+        self._meter = RateMeter()
+        # The command ticks sent through the pump and not yet in the meter (see `meter`): a tick's
+        # frame stores its tuple here, the meter takes them in off the frame (poll, status).
+        self._ticks: list[tuple | None] = [None] * TICK_RING
+        self._ticks_in = 0  # the slot the next tick goes to
+        self._ticks_out = 0  # the oldest slot the meter has not taken in
+        # The link's client, when the link is a Q3Link (send() then calls its pump's send_pose
+        # itself, without the link's send_pose in between: a Python call fewer per command tick).
+        # (Duck-typed: importing the link here would load the client for an offline sink.)
+        self._client = getattr(link, "client", None) if hasattr(link, "pose_tick") else None
+        self._armed: object = None  # the client's send_input that _pose_tick was found for
+        self._pose_tick: Callable[..., Any] | None = None
         self.smoother = HeadSmoother()
         self._intent: Q3Intent | None = None
         # A tick made in C (Q3Link.send_pose's tuple) whose Q3Intent is built only when read, and its vr
@@ -126,19 +139,62 @@ class Q3Sink:
             return None
         self._fresh = True
         if link is not None:
-            # In game with the extension: the whole tick (q3_intent, the link's send) in one C call
+            # In game with the extension: the whole tick (q3_intent, the link's send) in one C call,
+            # Q3Link.send_pose's, made here (the same arguments; a Python call fewer on the frame)
             vr = self.vr
-            tick = link.send_pose(state, frame.controls, vr, self.move_speed, now)
+            client = self._client
+            if client is None:  # a link of another kind: its own send_pose
+                tick = link.send_pose(state, frame.controls, vr, self.move_speed, now)
+            else:
+                tick = None
+                fast = client.send_input
+                if fast is not None:
+                    if fast is not self._armed:  # re-armed (a hand-over): the same pump, found once per arming
+                        self._armed = fast
+                        self._pose_tick = link.pose_tick(fast)
+                    pose_tick = self._pose_tick
+                    if pose_tick is not None:
+                        stage = state.frame
+                        trig = state.trig
+                        vx, vz = state.move_world
+                        controls = frame.controls
+                        tick = pose_tick(
+                            now,
+                            stage.head,
+                            stage.right_aim,
+                            trig[4],
+                            trig[5],
+                            state.origin.yaw,
+                            controls.trigger_right,
+                            controls.jump,
+                            vx,
+                            vz,
+                            self.move_speed,
+                            vr,
+                            link.sent,
+                            link.delta_angles,
+                        )
+                        if tick.__class__ is tuple:
+                            link.due_at = tick[2]
+                            if tick[4]:  # datagrams read after the tick (or a read failed): the next poll's
+                                link.unread = True
+                        else:
+                            tick = None
             if tick is not None:
                 self._tick = tick
                 self._tick_vr = vr
                 self.send_at = tick[2]
                 if link.unread:
-                    self.poll_at = -math.inf
+                    self.poll_at = -_INF
                 if tick[6] is None:  # no head: the buttons are the user's (attack), never head bits
                     self.lost_frames += 1
                     self.lost_cleared += 1
-                self.meter.add(tick[1], tick[0])
+                i = self._ticks_in
+                self._ticks[i] = tick  # (bytes, sent_at, ...): the meter's, taken in off the frame
+                i = i + 1 if i + 1 < TICK_RING else 0
+                self._ticks_in = i
+                if i == self._ticks_out:  # the ring is full: nothing took it in for TICK_RING ticks
+                    self._take_ticks(full=True)
                 return tick[1]
         intent = q3_intent(state, frame.controls, self.vr, self.move_speed)
         self._tick = None
@@ -167,6 +223,29 @@ class Q3Sink:
         link.poll(now)
         self.poll_at = math.inf
         self.send_at = link.due_at
+        if self._ticks_in != self._ticks_out:
+            self._take_ticks()
+
+    @property
+    def meter(self) -> RateMeter:
+        """The send meter, with the command ticks the frames left for it taken in."""
+        if self._ticks_in != self._ticks_out:
+            self._take_ticks()
+        return self._meter
+
+    def _take_ticks(self, full: bool = False) -> None:
+        """The command ticks sent since the last call go to the meter, oldest first (`full`: the
+        whole ring, which send() just filled)."""
+        ring, add = self._ticks, self._meter.add
+        i, end = self._ticks_out, self._ticks_in
+        while full or i != end:
+            full = False
+            tick = ring[i]
+            assert tick is not None  # (a slot between out and in holds a tick)
+            ring[i] = None
+            add(tick[1], tick[0])
+            i = i + 1 if i + 1 < TICK_RING else 0
+        self._ticks_out = i
 
     def observe(self, now: float) -> None:
         """After every sink has sent: with `verify`, decode this frame's usercmd as the server's
