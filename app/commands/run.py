@@ -527,7 +527,7 @@ def run_pipeline(
             clock=clock,
             on_status=on_status,
             notice=console.notice,
-            poll_thread=True,  # the sockets read between frames, not in them (app/run/loop.py)
+            polls_after=True,  # the sockets read after each frame, on its thread (app/run/loop.py)
         )
     except BaseException:
         for s in sinks or []:

@@ -27,27 +27,32 @@ its observe only on a frame whose send was called or held (deferred), not on one
 offline sink with `follow(loop)` is handed the loop once and reads the latest frame from it when
 something shows it (`loop.state`, `loop.frame`): it sets `send_at` to +inf and costs nothing per frame.
 
-With `poll_thread` (what `headcast run` uses) the polls leave the frame thread: a worker thread
-runs the due polls between frames, just after one ends (POLL_PERIOD apart), so a frame carries only
-the sends (issue 26: a Quake 3 hand-over or a NetSync room broadcast costs ~0.3 ms cold, more
-than the frame's whole budget). One lock keeps the two threads apart: the frame thread holds it
-from the moment the poses are located to the end of the frame (a wait for a poll still running
-counts in the frame's cost and its motion-to-wire), the worker while it polls; so every call into
-a sink still runs alone, as without the thread. A poll left due for POLL_STARVED (a loop stepped
-without pause, a stalled worker) runs on the frame thread as before.
+With `poll_thread` (what `headcast run` used until session 13) the polls leave the frame thread: a
+worker thread runs the due polls between frames, just after one ends (POLL_PERIOD apart), so a frame
+carries only the sends (issue 26: a Quake 3 hand-over or a NetSync room broadcast costs ~0.3 ms
+cold, more than the frame's whole budget). One lock keeps the two threads apart: the frame thread
+holds it from the moment the poses are located to the end of the frame (a wait for a poll still
+running counts in the frame's cost and its motion-to-wire), the worker while it polls; so every call
+into a sink still runs alone, as without the thread. A poll left due for POLL_STARVED (a loop
+stepped without pause, a stalled worker) runs on the frame thread as before.
 
-With `polls_after` (measured against the worker in one window: 0.25-0.56 points of a core less,
-frame p99 no worse; not what `headcast run` uses: docs/architecture.md#one-loop says why) the polls
-leave the frame but not its thread: the due polls run at the end of each step, after the frame's
-cost is taken, before the next frame's wait, in the wake-up the frame already paid for. They run
-every POLL_PERIOD frames, on the worker's grid (a NetSync link asks for a poll every 1/30 s; one
-every third frame's end would find it not yet due half the time, as the worker's passes do: ~16 a
-second); a poll asked for at once (`poll_at` -inf: a Quake 3 tick that read a hand-over) runs at
-the end of that frame. The worker's own wake-up costs ~100 us of CPU on this VM, 30 times a second
-(0.25-0.34 % of a core, measured with its polls taken out); here there is none, and no lock. A
-frame carries only the sends as with the worker; a poll's time is in neither the frame's cost nor
-its motion-to-wire, and a poll longer than the gap left before the next frame makes that frame late
-(the pacer's lateness), where the worker's would make it wait."""
+With `polls_after` (what `headcast run` uses; measured against the worker in one window: 0.25-0.56
+points of a core less, frame p99 no worse) the polls leave the frame but not its thread: the due
+polls run at the end of each step, after the frame's cost is taken, before the next frame's wait, in
+the wake-up the frame already paid for. They run every POLL_PERIOD frames, on the worker's grid (a
+NetSync link asks for a poll every 1/30 s; one every third frame's end would find it not yet due
+half the time, as the worker's passes do: ~16 a second); a poll asked for at once (`poll_at` -inf: a
+Quake 3 tick that read a hand-over) runs at the end of that frame. The worker's own wake-up costs
+~100 us of CPU on this VM, 30 times a second (0.25-0.34 % of a core, measured with its polls taken
+out); here there is none, and no lock. A frame carries only the sends as with the worker; a poll's
+time is in neither the frame's cost nor its motion-to-wire, and a poll longer than the gap left
+before the next frame makes that frame late (the pacer's lateness), where the worker's would make it
+wait. (Session 12 made it the default and took it back: beside a Quake 3 sink that failed, NetSync
+sent nothing more in 2 of 4 runs under load. The cause was not the polls' place but a failed sink's
+leaving, in every mode: the others' held counts were reset while a held send kept its `held_from`,
+which only the send ending a hold clears, so the NetSync sink counted its rate from that one frame
+for good (`_keep_held`). Running a Quake 3 poll asked for at once at the end of the very frame whose
+Quake 3 send held the NetSync one made it likelier here.)"""
 
 from __future__ import annotations
 
