@@ -236,6 +236,7 @@ class NetSyncClientCore:
         self._pose: PoseFrame | None = None  # set_pose's frame, not offered yet
         self._tail_of: PoseFrame | None = None  # the frame self._tail encodes
         self._tail = b""
+        self.last_pose = b""  # the client-pose message of the last pose the policy let go
         self._last_rx: float | None = None
         self._silent = False
         self._started: float | None = None
@@ -429,7 +430,7 @@ class NetSyncClientCore:
         if seq is None:
             counters.skipped[policy.last_skip] += 1
             return None
-        msg = b"".join((self._header, _SEQ.pack(seq), tail))
+        msg = self.last_pose = b"".join((self._header, _SEQ.pack(seq), tail))
         counters.sends += 1
         counters.bytes_sent += len(msg)
         return msg

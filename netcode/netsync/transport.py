@@ -392,7 +392,9 @@ class NetSyncClient:
                 sock, room = self._lanes[lane], core.room_topic
                 posed = True
                 zsend = self._zsend
-                if zsend is not None and not sock.closed:  # both parts in one C call
+                # both parts in one C call, on a socket still open: our own context's close only with
+                # us (`closed`, above); a shared one's may be destroyed by its owner (asked: a libzmq call)
+                if zsend is not None and (self._own_context or not sock.closed):
                     err = zsend(self._handles[sock], room, msg)
                     if err == _EAGAIN:
                         core.send_failed(Outgoing(lane, (room, msg), "pose"))

@@ -278,3 +278,9 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
             replay.append((now, seq, tail))
     got = [(t, decode_client_pose(m).body.pose_seq, m[-len(tail) :]) for (t, m), (_, _, tail) in zip(sent, replay)]
     assert got == replay and len(replay) == len(sent)
+    # The sink keeps each message as sent; its body (what the relayed bytes are checked against) is
+    # byte for byte the body encoded again from the frame under that poseSeq
+    kept = [s for s in sink._sent if s is not None]
+    assert len(kept) >= len(sent)
+    for seq, pf, _, _, msg, size, _ in kept:
+        assert msg[len(msg) - size :] == encode_body(seq, pf, link.protocol)

@@ -295,17 +295,15 @@ class NetSyncLink:
         """The server has registered us (a device-ID mapping named our clientNo)."""
         return self.client_no is not None
 
-    def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int] | None:
-        """(message bytes, body bytes, clock time handed to the socket, poseSeq) or None (policy, closed)."""
-        if self.closed:
-            return None
-        counters = self._counters
-        before = counters.bytes_sent
-        if not self.client.send_pose(now, frame):
+    def send(self, frame: PoseFrame, now: float) -> tuple[int, int, float, int, bytes] | None:
+        """(message bytes, body bytes, clock time handed to the socket, poseSeq, the message) or None
+        (policy, closed). The message's last `body bytes` are the body as sent (poseSeq first)."""
+        if self.closed or not self.client.send_pose(now, frame):
             return None
         t_wire = self.clock()
-        nbytes = counters.bytes_sent - before
-        return nbytes, nbytes - self._header_len, t_wire, self._policy.pose_seq
+        msg = self._core.last_pose  # (set by this send: only a pose the policy let go is sent)
+        nbytes = len(msg)
+        return nbytes, nbytes - self._header_len, t_wire, self._policy.pose_seq, msg
 
     def poll(self, now: float) -> None:
         if now < self.next_poll or self.closed:

@@ -63,28 +63,31 @@ def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None
         delta = xrorigin_delta(state.start, state.origin)
     # PoseFrame.build(unity_transform(head), right=..., left=..., delta=delta) written out: one
     # call on the send path, not six (the same tuple: a hand is kept without a head, unflagged).
+    # The world poses from the rig's own transforms of the stage poses (world_head, world_position,
+    # world_orientation: pose_to_world's operations, the same floats) without building the world
+    # Pose objects a reader of state.head gets: 5 calls where those are 9 and 18 attribute sets.
     flags = FLAG_PHYSICAL
-    p = state.head
-    if p.position_valid and p.orientation_valid:
-        x, y, z = p.position
-        qx, qy, qz, qw = p.orientation
+    stage = state.frame
+    w = state.world_head()
+    if w is not None:
+        x, y, z, qx, qy, qz, qw = w
         head = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         flags = FLAG_PHYSICAL | FLAG_HEAD
     else:
         head = ORIGIN
-    p = state.right_grip
+    p = stage.right_grip
     if p.position_valid and p.orientation_valid:
-        x, y, z = p.position
-        qx, qy, qz, qw = p.orientation
+        x, y, z = state.world_position(p)
+        qx, qy, qz, qw = state.world_orientation(p)  # type: ignore[misc]  # (valid: not None)
         right = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         if flags & FLAG_HEAD:
             flags |= FLAG_RIGHT
     else:
         right = ORIGIN
-    p = state.left_grip
+    p = stage.left_grip
     if p.position_valid and p.orientation_valid:
-        x, y, z = p.position
-        qx, qy, qz, qw = p.orientation
+        x, y, z = state.world_position(p)
+        qx, qy, qz, qw = state.world_orientation(p)  # type: ignore[misc]  # (valid: not None)
         left = _new(Transform, ((x, y, -z), (-qx, -qy, qz, qw)))
         if flags & FLAG_HEAD:
             flags |= FLAG_LEFT

@@ -13,7 +13,6 @@ and reported, not hidden.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -107,8 +106,10 @@ class NetSyncSink:
         self.check = NetSyncCheck()
         self._last_err: float | None = None
         self._offline_frame: PoseFrame | None = None  # the frame the offline round trip was for
-        # poseSeq → (frame sent, the stage head pose it was built from, clock time it went out)
-        self._sent: OrderedDict[int, tuple[PoseFrame, Pose, float]] = OrderedDict()
+        # The last SENT_HISTORY poseSeqs' sends, each in slot poseSeq % SENT_HISTORY: (poseSeq, frame
+        # sent, the stage head pose it was built from, clock time it went out, the message, its body's
+        # size, the link's protocol_changes then). A ring: no allocation, no eviction on the send path.
+        self._sent: list[tuple[int, PoseFrame, Pose, float, bytes, int, int] | None] = [None] * SENT_HISTORY
         self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
         # The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)
         self.matched: tuple[PoseFrame, PoseBody, float] | None = None
@@ -162,10 +163,10 @@ class NetSyncSink:
 
     def _verify(self, body: PoseBody, now: float, raw: bytes | None = None) -> None:
         """Match a relayed body (`raw`: its bytes as relayed, when known) to the frame sent under its poseSeq."""
-        sent = self._sent.get(body.pose_seq)
-        if sent is None:
+        sent = self._sent[body.pose_seq % SENT_HISTORY]
+        if sent is None or sent[0] != body.pose_seq:
             return
-        frame, stage, t_sent = sent
+        _, frame, stage, t_sent, msg, size, epoch = sent
         # Includes the wait for the server's next room broadcast (≤ 100 ms) and our poll period.
         self.relay_ms = (now - t_sent) * 1000.0
         self.matched = (frame, body, now)
@@ -174,7 +175,12 @@ class NetSyncSink:
         # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
         # protocol the link speaks (the server relays bodies as they came).
         protocol = self.protocol
-        ours = encode_body(body.pose_seq, frame, protocol)
+        # the bytes sent under this poseSeq, as sent; encoded again only if the protocol changed since
+        link = self.link
+        if link is not None and epoch == link.protocol_changes:
+            ours = msg[len(msg) - size :]
+        else:
+            ours = encode_body(body.pose_seq, frame, protocol)
         # The relayed bytes equal to ours decode to the same body: no second decode (the common case).
         model = body if raw is not None and raw == ours else decode_body(ours, 0, protocol)[0]
         if model is not body and body != model:
@@ -261,14 +267,10 @@ class NetSyncSink:
         self._last_send = now
         # the loop's test, a hair before the cap's own (above, on the same `now`): never later than it
         self.send_at = now + self._interval * (1.0 - 1e-9)
-        nbytes, body_size, t_wire, seq = sent
+        nbytes, body_size, t_wire, seq, msg = sent
         self._body_size = body_size
         self.meter.add(t_wire, nbytes)
-        sent_frames = self._sent
-        sent_frames[seq] = (pf, frame.head, t_wire)
-        sent_frames.move_to_end(seq)
-        if len(sent_frames) > SENT_HISTORY:
-            sent_frames.popitem(last=False)
+        self._sent[seq % SENT_HISTORY] = (seq, pf, frame.head, t_wire, msg, body_size, self._sent_epoch)
         return t_wire
 
     def _offline(self) -> None:
