@@ -548,6 +548,10 @@ static PyObject *kept_floats(PyObject **kept, double *was, const double *x, int 
 /* x as the n floats of tuple t, in place, when t and its floats are held by nothing else (each
  * reference count 1: t is an exclusively held object's, see sole()): 1 done, else 0. */
 static int refill_floats(PyObject *t, const double *x, int n) {
+#if PY_VERSION_HEX >= 0x030E0000
+    (void)t, (void)x, (void)n;
+    return 0; /* untested there, and a tuple may keep its hash in itself: new tuples are made instead */
+#endif
     if (!PyTuple_CheckExact(t) || Py_REFCNT(t) != 1 || PyTuple_GET_SIZE(t) != n) return 0;
     for (int i = 0; i < n; i++) {
         PyObject *f = PyTuple_GET_ITEM(t, i);
