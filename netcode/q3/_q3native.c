@@ -15,7 +15,6 @@
 #include <structmember.h>
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -1792,31 +1791,30 @@ static int pump_step(Pump *self, double now)
     int r = pump_tick(self, now);
     if (r != PUMP_TICKED)
         return r;
-    /* the tick's datagram is out: now read, as the transport does at a tick */
-    struct pollfd pfd = {self->fd, POLLIN, 0};
-    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))) {
-        for (int i = 0; i < PUMP_MAX_READS; i++) {
-            ssize_t n = recv(self->fd, self->rbuf, PUMP_DATAGRAM, MSG_DONTWAIT);
-            if (n < 0) {
-                if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
-                    self->send_errors++;   /* an ICMP error queued on the connected socket */
-                    continue;
-                }
-                if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    self->read_failed = 1;  /* the core's own read meets it */
-                break;
+    /* the tick's datagram is out: now read, as the transport does at a tick (no readiness check
+     * first: a non-blocking recv that finds nothing costs what poll() does, one syscall fewer when
+     * something is there; an ICMP error or a closed descriptor comes back from recv as from poll) */
+    for (int i = 0; i < PUMP_MAX_READS; i++) {
+        ssize_t n = recv(self->fd, self->rbuf, PUMP_DATAGRAM, MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) {
+                self->send_errors++;   /* an ICMP error queued on the connected socket */
+                continue;
             }
-            /* how long after `now` it was read: a snapshot decoded here that ran this tick's
-             * usercmd (the server's frame fell between the send and this read) has a round trip
-             * of that, not 0 (the snapshot log's lag; the core's read_lag) */
-            self->read_lag = mono_now() - began;
-            if (pump_queue(self, self->rbuf, n, now) < 0) {
-                self->urgent = 1;   /* cannot happen with one read per datagram slot; stay bounded */
-                break;
-            }
-            if (self->qn == PUMP_QUEUE)
-                break;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                self->read_failed = 1;  /* the core's own read meets it */
+            break;
         }
+        /* how long after `now` it was read: a snapshot decoded here that ran this tick's
+         * usercmd (the server's frame fell between the send and this read) has a round trip
+         * of that, not 0 (the snapshot log's lag; the core's read_lag) */
+        self->read_lag = mono_now() - began;
+        if (pump_queue(self, self->rbuf, n, now) < 0) {
+            self->urgent = 1;   /* cannot happen with one read per datagram slot; stay bounded */
+            break;
+        }
+        if (self->qn == PUMP_QUEUE)
+            break;
     }
     if (self->read_failed)
         return PUMP_PYTHON;
@@ -2017,7 +2015,7 @@ static int move_arg(PyObject *o, int64_t *out)   /* max(-127, min(127, int(o))) 
 /* send_input's work once its arguments are read: the finiteness check, the input set, the tick
  * (send_tick). 1 when the tick went out (*why: pump_step's), 0 when it did not (*why: why; the
  * input then left as it was, nothing else changed), -1 on an error. `angles`, `head`: the Python
- * objects the numbers came from, for the error's text. */
+ * objects the numbers came from, for the error's text (NULL when the numbers are finite: unread). */
 static int send_tick(Pump *self, double now, const double a[3], int has_head, double hp, double hy,
                      uint64_t buttons, const int64_t mv[3], uint64_t weapon, PyObject *angles, PyObject *head,
                      int *why)
@@ -2386,9 +2384,13 @@ static PyObject *Pump_send_pose(Pump *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     if (r)
         return PyLong_FromLong(PUMP_PYTHON);
-    /* Q3Link.send -> send_input */
-    PyObject *angles, *ohead;
-    if (intent_tuples(a, head, has_head, &angles, &ohead) < 0)
+    /* Q3Link.send -> send_input. The intent's tuples (the result's and the history's) are built
+     * after the tick's datagram went out, and only when it did: before it, only the error of a
+     * non-finite angle (send_tick's check) needs them. */
+    PyObject *angles = NULL, *ohead = NULL;
+    int finite = isfinite(a[0]) && isfinite(a[1]) && isfinite(a[2])
+                 && (!has_head || (isfinite(head[0]) && isfinite(head[1])));
+    if (!finite && intent_tuples(a, head, has_head, &angles, &ohead) < 0)
         return NULL;
     uint64_t bytes = self->bytes;
     int why, ticked = send_tick(self, now, a, has_head, head[0], head[1], user, mv, 0, angles, ohead, &why);
@@ -2398,6 +2400,8 @@ static PyObject *Pump_send_pose(Pump *self, PyObject *const *args, Py_ssize_t na
             out = PyLong_FromLong(why);
         goto done;
     }
+    if (angles == NULL && intent_tuples(a, head, has_head, &angles, &ohead) < 0)
+        goto done;
     key = PyLong_FromLongLong(self->last_cmd_time);
     entry = PyTuple_Pack(2, angles, delta);
     if (key == NULL || entry == NULL || PyDict_SetItem(history, key, entry) < 0)
@@ -2419,8 +2423,8 @@ static PyObject *Pump_send_pose(Pump *self, PyObject *const *args, Py_ssize_t na
 done:
     Py_XDECREF(key);
     Py_XDECREF(entry);
-    Py_DECREF(angles);
-    Py_DECREF(ohead);
+    Py_XDECREF(angles);
+    Py_XDECREF(ohead);
     return out;
 }
 

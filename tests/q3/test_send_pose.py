@@ -315,6 +315,16 @@ def test_a_scripted_session_through_the_sink_equals_q3_intent_and_send_input():
         assert sink._ticks_in == sink._ticks_out
         assert SENT_HISTORY < len(link.sent) <= SENT_HISTORY + SENT_TRIM or len(link.sent) <= SENT_HISTORY
         assert link.last_cmd_time in link.sent
+        # poll() trims the history back to SENT_HISTORY, oldest first, once it holds SENT_TRIM more
+        kept = list(link.sent.items())
+        for k in range(SENT_HISTORY + SENT_TRIM - len(kept)):
+            link.sent[10**9 + k] = ((0.0, 0.0, 0.0), (0, 0, 0))
+        full = list(link.sent.items())
+        link.poll(frames()[-1] + 1.0)
+        assert list(link.sent.items()) == full  # not past SENT_HISTORY + SENT_TRIM: left alone
+        link.sent[2 * 10**9] = ((1.0, 2.0, 3.0), (0, 0, 0))
+        link.poll(frames()[-1] + 1.0)
+        assert list(link.sent.items()) == (full + [(2 * 10**9, ((1.0, 2.0, 3.0), (0, 0, 0)))])[-SENT_HISTORY:]
     finally:
         a.close()
         b.close()
