@@ -141,6 +141,8 @@ class RoomLink:
         self.own_body = None
         self.own_raw = None  # (the real link's: the relayed bytes when known)
         self.seq = 0
+        self.skipped = {"unchanged": 0}  # (the real link's: its send policy's skips by reason)
+        self.protocol_changes = 0  # (the real link's: protocol changes seen, for the sink's unchanged test)
         near = decode_body(encode_body(1, _frame((0.8, 1.7, 1.2)), 8), 0, 8)[0]
         far = decode_body(encode_body(1, _frame((-6.0, 1.5, 9.0)), 8), 0, 8)[0]
         self.others = {2: near, 7: far}
@@ -152,7 +154,8 @@ class RoomLink:
         self.seq += 1
         body = encode_body(self.seq, pf, 8)
         self.own_body = decode_body(body, 0, 8)[0]
-        return len(body) + 20, len(body), now, self.seq
+        msg = bytes(20) + body  # (the real link's: the message as sent, its body last)
+        return len(msg), len(body), now, self.seq, msg
 
     def drops_text(self) -> str:
         return ""
