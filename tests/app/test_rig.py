@@ -151,3 +151,17 @@ def test_state_poses_are_the_frames_poses_in_the_world_of_this_frames_origin():
             )
     lost = frame(2, head_valid=False)
     assert rig.update(lost, 1 / 90).world_orientation(lost.head) is None
+
+
+def test_update_builds_the_state_its_constructor_would():
+    """Rig.update builds its RigState without calling __init__ (a call fewer per frame): every slot
+    as RigState(...) sets it, so a slot added to one and not the other fails here."""
+    from headcast.app.run.rig import RigState
+
+    rig = Rig()
+    f = frame(3, move=(0.5, 0.5), head_yaw=15.0)
+    state = rig.update(f, 1 / 90)
+    want = RigState(rig.start, rig.origin, f, state.snapped, state.move_world, rig.origin.trig())
+    assert state.move_world != (0.0, 0.0)
+    for name in RigState.__slots__:
+        assert getattr(state, name) == getattr(want, name), name
