@@ -74,12 +74,14 @@ from headcast.xr.errors import SessionEnded, XRError
 from headcast.xr.frame import TrackingFrame
 
 MAX_DT = 0.1  # a stall (debugger, suspended laptop) must not fling the rig across the map
+_MAX_DT_NS = round(MAX_DT * 1e9)
 MAX_DEFER = 2  # frames the polls, or a deferrable sink's send, may wait in a row for a frame with nothing sent
 FLUSH_EVERY = 256  # frames between the telemetry rings' batch writes (app/run/telemetry.py Ring)
 POLL_PERIOD = 3  # poll_thread: frames between the worker's passes (30 a second at 90 Hz)
 POLL_AFTER = 0.0015  # poll_thread: s after a frame's end the worker's pass starts (the frame thread asleep)
 POLL_STARVED = 0.1  # poll_thread: s a poll may wait for the worker before the frame thread runs it
 _INF = math.inf
+_NEG_INF = -math.inf
 
 
 class SourceEnded(Exception):
@@ -152,6 +154,7 @@ class FrameLoop:
     _timed: list[bool] = field(default_factory=list)  # per live sink: it keeps send_at/poll_at (set with _live)
     _catch_up: list[bool] = field(default_factory=list)  # per live sink: it reads held_from (set with _live)
     _polled: list[tuple[Sink, bool]] = field(default_factory=list)  # live sinks with a poll: (sink, keeps poll_at)
+    _observed: list[tuple[int, Sink]] = field(default_factory=list, init=False)  # live sinks with observe: (i, sink)
     _polls_held = 0  # steps the polls have waited in a row
     _flush_in = FLUSH_EVERY  # frames until the telemetry's next batch write
     poll_thread: bool = False  # the polls on a worker thread between frames (module doc)
@@ -212,7 +215,16 @@ class FrameLoop:
         """The frame's work once its poses are located (step)."""
         clock = self.clock
         prev, t_ns = self._prev_time_ns, frame.time_ns
-        dt = 0.0 if prev is None else min(MAX_DT, max(0.0, (t_ns - prev) / 1e9))
+        # min(MAX_DT, max(0.0, (t_ns - prev) / 1e9)), the same float, without the builtins and the
+        # int-by-float division: cold (the first work after the frame's wait) that line took ~10 us
+        # of a ~45-us frame on this VM, these ~2
+        dt = 0.0
+        if prev is not None:
+            d = t_ns - prev
+            if d >= _MAX_DT_NS:
+                dt = MAX_DT
+            elif d > 0:
+                dt = d / 1_000_000_000
         self._prev_time_ns = t_ns
         state = self.rig.update(frame, dt)
         self.frame, self.state = frame, state
@@ -258,15 +270,13 @@ class FrameLoop:
             self._poll_due(clock())
         else:
             self._polls_held = 0
-        live = self._live or ()
-        if live is not sinks:
+        if self._live is not sinks:
             idle = 0  # a sink failed this frame: the indices moved
             self._keep_held(sinks, held)  # the counts as this frame's sends left them (_set_live's were earlier)
-        for i, s in enumerate(live):
-            observe = s.observe
-            if observe is not None and not idle >> i & 1:
+        for i, s in self._observed:
+            if not idle >> i & 1:
                 try:
-                    observe(located)
+                    s.observe(located)  # type: ignore[misc]  # (not None: _set_live)
                 except Exception as e:  # noqa: BLE001
                     self._sink_failed(s, "observe", e)
         alive = True
@@ -279,11 +289,16 @@ class FrameLoop:
                 self._period += 0.05 * (min(MAX_DT, end - self._ended_at) - self._period)
             self._ended_at = end
         elif self.polls_after and self._polled:  # after the frame's cost is taken, before the next wait
-            self._grid_in -= 1
-            grid = not self._grid_in
-            if grid:
+            grid_in = self._grid_in - 1
+            if grid_in:  # off the grid: only a poll asked for at once (no call when there is none)
+                self._grid_in = grid_in
+                for s, timed_poll in self._polled:
+                    if timed_poll and s.poll_at == _NEG_INF:  # type: ignore[attr-defined]
+                        self._poll_due(end, False)
+                        break
+            else:
                 self._grid_in = POLL_PERIOD
-            self._poll_due(end, grid)
+                self._poll_due(end)
         self._flush_in -= 1
         if not self._flush_in:  # the rings' batch write, every FLUSH_EVERY frames (bounded memory)
             self._flush_in = FLUSH_EVERY
@@ -378,6 +393,7 @@ class FrameLoop:
         self._timed = [hasattr(s, "send_at") for s in live]
         self._catch_up = [hasattr(s, "held_from") for s in live]
         self._polled = [(s, hasattr(s, "poll_at")) for s in live if s.poll is not None]
+        self._observed = [(i, s) for i, s in enumerate(live) if s.observe is not None]
         return live
 
     def _keep_held(self, sinks: list[Sink], held: list[int]) -> None:
