@@ -39,6 +39,29 @@ enum { FF_DONE = 0, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, 
 /* XR_KHR_convert_timespec_time's conversion (the 1.0.20 headers declare it only with XR_USE_TIMESPEC). */
 typedef XrResult(XRAPI_PTR *ConvertTimespec)(XrInstance, const struct timespec *, XrTime *);
 
+/* XR_KHR_locate_spaces (xrLocateSpaces in OpenXR 1.1), laid out as the spec has them: the 1.0.20
+ * headers lack them, and the 1.1 headers' names are not used, so the same code builds on both.
+ * The session builds them (pyopenxr's XrSpacesLocateInfo and XrSpaceLocations), as every struct here. */
+typedef struct {
+    XrStructureType type;
+    const void *next;
+    XrSpace baseSpace;
+    XrTime time;
+    uint32_t spaceCount;
+    const XrSpace *spaces;
+} FFSpacesLocateInfo;
+typedef struct {
+    XrSpaceLocationFlags locationFlags;
+    XrPosef pose;
+} FFSpaceLocationData;
+typedef struct {
+    XrStructureType type;
+    void *next;
+    uint32_t locationCount;
+    FFSpaceLocationData *locations;
+} FFSpaceLocations;
+typedef XrResult(XRAPI_PTR *LocateSpaces)(XrSession, const FFSpacesLocateInfo *, FFSpaceLocations *);
+
 /* The session's reads, in this order: trigger L/R, squeeze L/R (float), move, turn (vector2f),
  * jump, menu (boolean). Mirrored field for field by fastframe.FrameContext (its size is checked). */
 typedef struct {
@@ -63,6 +86,9 @@ typedef struct {
     const XrActionStateGetInfo *state_info[NSTATE];
     void *state[NSTATE];
     ConvertTimespec convert_time; /* NULL: the runtime offers no conversion (headless sessions only) */
+    LocateSpaces locate_spaces; /* NULL: the instance has no XR_KHR_locate_spaces: five xrLocateSpace */
+    FFSpacesLocateInfo *spaces_info; /* with it: the five spaces (as space[]) in base, its time set per call */
+    FFSpaceLocations *spaces_out;    /* its five results, copied into location[] */
     int32_t result;
 } Calls;
 
@@ -90,9 +116,20 @@ static int calls_poll(Calls *c, XrTime time, int64_t *ns) {
     XrResult r = c->sync_actions(c->session, c->sync_info);
     if (r < 0) return failed(c, FF_SYNC, r);
     int64_t t1 = ns ? mono_ns() : 0;
-    for (int i = 0; i < NLOCATE; i++) {
-        r = c->locate_space(c->space[i], c->base, time, c->location[i]);
+    if (c->locate_spaces) { /* one call (one IPC round trip on Monado): each location as xrLocateSpace's */
+        c->spaces_info->time = time;
+        r = c->locate_spaces(c->session, c->spaces_info, c->spaces_out);
         if (r < 0) return failed(c, FF_LOCATE, r);
+        const FFSpaceLocationData *data = c->spaces_out->locations;
+        for (int i = 0; i < NLOCATE; i++) {
+            c->location[i]->locationFlags = data[i].locationFlags;
+            c->location[i]->pose = data[i].pose;
+        }
+    } else {
+        for (int i = 0; i < NLOCATE; i++) {
+            r = c->locate_space(c->space[i], c->base, time, c->location[i]);
+            if (r < 0) return failed(c, FF_LOCATE, r);
+        }
     }
     int64_t t2 = ns ? mono_ns() : 0;
     for (int i = 0; i < NSTATE; i++) {

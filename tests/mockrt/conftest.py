@@ -110,7 +110,9 @@ def create_instance(api_version=None, extensions=None):
 
 
 @contextlib.contextmanager
-def headless(mock=None, begin: bool = True, api_version=None, setup=None, base=None, focus: bool = False):
+def headless(
+    mock=None, begin: bool = True, api_version=None, setup=None, base=None, focus: bool = False, extensions=None
+):
     """Instance + headless session + a base space (STAGE) and VIEW; `setup(h)` runs before begin.
 
     focus=True: the runtime focuses the begun session (the control API's "focus"; real runtimes
@@ -119,7 +121,7 @@ def headless(mock=None, begin: bool = True, api_version=None, setup=None, base=N
     """
     import xr
 
-    inst = create_instance(api_version)
+    inst = create_instance(api_version, extensions)
     try:
         sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
         session = xr.create_session(inst, xr.SessionCreateInfo(system_id=sid))

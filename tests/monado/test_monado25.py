@@ -42,7 +42,8 @@ GL, HEADLESS, TIMESPEC, REFRESH = (
     "XR_KHR_convert_timespec_time",
     "XR_FB_display_refresh_rate",
 )
-HEADCAST_CHECKS = {GL, HEADLESS, TIMESPEC, REFRESH, "XR_KHR_win32_convert_performance_counter_time"}
+LOCATE = "XR_KHR_locate_spaces"
+HEADCAST_CHECKS = {GL, HEADLESS, TIMESPEC, REFRESH, LOCATE, "XR_KHR_win32_convert_performance_counter_time"}
 SIMPLE = "/interaction_profiles/khr/simple_controller"
 LAYER = "XR_APILAYER_LUNARG_core_validation"
 
@@ -114,14 +115,15 @@ def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
     assert ended[: len(BEGUN)] == BEGUN and ended[-3:] == ENDED and set(ended[5:-3]) == {"VISIBLE", "SYNCHRONIZED"}
     assert got["runtime"].startswith("Monado") and "25.0.0" in got["runtime"], got["runtime"]
     assert got["system"] == "Monado: Simulated HMD"
-    assert set(got["offered"]) & HEADCAST_CHECKS == {GL, HEADLESS, TIMESPEC, REFRESH}
+    assert set(got["offered"]) & HEADCAST_CHECKS == {GL, HEADLESS, TIMESPEC, REFRESH, LOCATE}
     assert set(mockrt.MockControl(mockrt.ensure_runtime()).profile_extensions("monado")) == {
         GL,
         HEADLESS,
         TIMESPEC,
         REFRESH,
+        LOCATE,
     }
-    assert got["extensions"] == [HEADLESS, TIMESPEC, REFRESH] and got["time_source"] == "timespec"
+    assert got["extensions"] == [HEADLESS, TIMESPEC, REFRESH, LOCATE] and got["time_source"] == "timespec"
     assert got["state"] == "FOCUSED"  # Monado 25 focuses a headless session (21 left it READY)
     assert (got["rate_type"], got["rate"]) == ("c_float", 0.0)  # no display: 0.0, as a ctypes.c_float
     assert got["info_rate"] == 90.0  # so headcast paces at its default
