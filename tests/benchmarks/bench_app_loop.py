@@ -30,17 +30,18 @@ nice-19 ioq3ded woken by a usercmd still preempted the frame thread mid-send on 
 phase runs nothing but the loop; the per-step timers run in a further phase (Q3 + NetSync, after
 the last round).
 
-The loops are built as `headcast run` builds its loop: with the polls on their worker thread
-between frames (FrameLoop.poll_thread; the worker's CPU is in the CPU share, by thread as
-"headcast-polls"). For comparison, --polls-after runs them at the end of each step on the frame
-thread (FrameLoop.polls_after) and --polls-inline on frames that send nothing (the way before
+The loops are built as `headcast run` builds its loop: the sockets' polls at the end of each step,
+after the frame's cost is taken, on the frame thread (FrameLoop.polls_after). For comparison,
+--poll-worker runs them on a worker thread between frames (FrameLoop.poll_thread, run's way in
+sessions 11-12; the worker's CPU is in the CPU share, by thread as "headcast-polls") and
+--polls-inline on frames that send nothing (the way before
 session 11).
 
 With --record the loop also records the trace (`headcast run --record`: one write per frame, an
 fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
 
 Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
-     [--polls-inline | --polls-after]
+     [--poll-worker | --polls-inline]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
 
@@ -238,13 +239,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three loops (default 3)")
     parser.add_argument("--record", action="store_true", help="record the trace as `headcast run --record`")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--polls-after", action="store_true", help="the polls at each step's end (polls_after)")
+    where.add_argument("--poll-worker", action="store_true", help="the polls on a worker thread (poll_thread)")
+    where.add_argument("--polls-after", action="store_true", help="the polls at each step's end: the default")
     where.add_argument("--polls-inline", action="store_true", help="the polls on frames that send nothing")
     opts = parser.parse_args()
     if opts.rounds < 1:
         parser.error("--rounds must be at least 1")
-    record, polls_after, rounds = opts.record, opts.polls_after, opts.rounds
-    poll_thread = not opts.polls_inline and not polls_after
+    record, rounds = opts.record, opts.rounds
+    poll_thread = opts.poll_worker
+    polls_after = not poll_thread and not opts.polls_inline
     seconds = opts.seconds
     if seconds is None:
         seconds = 30.0 if os.environ.get("HEADCAST_LONG") == "1" else 10.0
