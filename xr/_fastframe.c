@@ -41,7 +41,9 @@ typedef XrResult(XRAPI_PTR *ConvertTimespec)(XrInstance, const struct timespec *
 
 /* XR_KHR_locate_spaces (xrLocateSpaces in OpenXR 1.1), laid out as the spec has them: the 1.0.20
  * headers lack them, and the 1.1 headers' names are not used, so the same code builds on both.
- * The session builds them (pyopenxr's XrSpacesLocateInfo and XrSpaceLocations), as every struct here. */
+ */
+#define FF_TYPE_SPACES_LOCATE_INFO ((XrStructureType)1000471000)
+#define FF_TYPE_SPACE_LOCATIONS ((XrStructureType)1000471001)
 typedef struct {
     XrStructureType type;
     const void *next;
@@ -87,8 +89,6 @@ typedef struct {
     void *state[NSTATE];
     ConvertTimespec convert_time; /* NULL: the runtime offers no conversion (headless sessions only) */
     LocateSpaces locate_spaces; /* NULL: the instance has no XR_KHR_locate_spaces: five xrLocateSpace */
-    FFSpacesLocateInfo *spaces_info; /* with it: the five spaces (as space[]) in base, its time set per call */
-    FFSpaceLocations *spaces_out;    /* its five results, copied into location[] */
     int32_t result;
 } Calls;
 
@@ -117,13 +117,23 @@ static int calls_poll(Calls *c, XrTime time, int64_t *ns) {
     if (r < 0) return failed(c, FF_SYNC, r);
     int64_t t1 = ns ? mono_ns() : 0;
     if (c->locate_spaces) { /* one call (one IPC round trip on Monado): each location as xrLocateSpace's */
-        c->spaces_info->time = time;
-        r = c->locate_spaces(c->session, c->spaces_info, c->spaces_out);
+        /* on the stack, from space[] and base (read here anyway): no cache-cold struct of the session's */
+        FFSpaceLocationData data[NLOCATE];
+        FFSpacesLocateInfo info = {FF_TYPE_SPACES_LOCATE_INFO, NULL, c->base, time, NLOCATE, c->space};
+        FFSpaceLocations out = {FF_TYPE_SPACE_LOCATIONS, NULL, NLOCATE, data};
+        r = c->locate_spaces(c->session, &info, &out);
         if (r < 0) return failed(c, FF_LOCATE, r);
-        const FFSpaceLocationData *data = c->spaces_out->locations;
+        XrSpaceLocationFlags any = 0;
         for (int i = 0; i < NLOCATE; i++) {
             c->location[i]->locationFlags = data[i].locationFlags;
             c->location[i]->pose = data[i].pose;
+            any |= data[i].locationFlags;
+        }
+        /* None located: Monado 25 answers so for the whole batch when one action space is inactive
+         * (an unfocused session), the head too; one call per space then, as without the extension. */
+        for (int i = 0; i < NLOCATE && !any; i++) {
+            r = c->locate_space(c->space[i], c->base, time, c->location[i]);
+            if (r < 0) return failed(c, FF_LOCATE, r);
         }
     } else {
         for (int i = 0; i < NLOCATE; i++) {

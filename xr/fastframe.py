@@ -72,8 +72,6 @@ class FrameContext(ctypes.Structure):
         ("state", _P * NSTATE),
         ("convert_time", _P),
         ("locate_spaces", _P),  # xrLocateSpacesKHR when the instance enabled XR_KHR_locate_spaces
-        ("spaces_info", _P),  # with it: the session's XrSpacesLocateInfo and XrSpaceLocations
-        ("spaces_out", _P),
         ("result", ctypes.c_int32),
     ]
 

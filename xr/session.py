@@ -687,7 +687,6 @@ class XRSession:
             self._during = _DURING
             if self._xrLocateSpaces is not None:
                 ctx.locate_spaces = self._locate_spaces_entry
-                ctx.spaces_info, ctx.spaces_out = self._spaces_info_p, self._spaces_out_p
                 self._during = {**_DURING, fastframe.FF_LOCATE: _LOCATE_ALL}
             calls = _frame_calls(helper, ctx)
             st = self._st  # the helper keeps the frame state from now on: its calls count the frames
@@ -899,6 +898,13 @@ class XRSession:
             r = self._xrLocateSpaces(session, self._spaces_info_p, self._spaces_out_p)
             if r < 0:
                 raise self._failure(r, *_LOCATE_ALL)
+            if not any(d._location_flags for d in self._space_data):  # as _fastframe.c: Monado 25
+                # locates none of the batch when an action space is inactive (unfocused): one by one
+                for data, (space, base, out), loc in zip(self._space_data, self._locate_args, self._locations):
+                    r = self._xrLocateSpace(space, base, time_ns, out)
+                    if r < 0:
+                        raise self._failure(r, *_LOCATE_ALL)
+                    data._location_flags, data.pose = loc.location_flags, loc.pose
         else:
             locate = self._xrLocateSpace
             for space, base, out in self._locate_args:

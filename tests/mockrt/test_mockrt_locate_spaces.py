@@ -130,3 +130,33 @@ def test_a_lost_session_still_locates_and_says_loss_pending(mock, session):
         mock.lose_session()
         rc, data = _call(_locate_spaces(h.inst), h, [h.view], h.now())
         assert rc == xr.Result.SESSION_LOSS_PENDING and data[0]._location_flags == mockrt.TRACKED
+
+
+@pytest.mark.parametrize("profile", ["monado", "monado25", "strict"])
+def test_an_inactive_action_space_in_the_batch_locates_none_on_monado(mock, profile):
+    """Monado 25, measured (tests/monado): when an action space of the batch is inactive (an unfocused
+    session's), xrLocateSpacesKHR locates none of the batch, the head included, where xrLocateSpace
+    locates the head; the monado profiles do the same, strict (the spec's minimum) does not. Once
+    focused (the actions active), every space is located."""
+    from headcast.xr.session import XRSession
+
+    mock.set_runtime_profile(profile)
+    with XRSession() as xs:
+        xs.next_frame()
+        if xs.focused:
+            mock.unfocus()
+            xs.next_frame()
+        assert not xs.focused
+        t = xs.next_frame().time_ns
+        data = xs._space_data
+        xs._spaces_info.time = t  # the session's own batch structs (the ctypes path's), at the frame's time
+        assert xs._xrLocateSpaces(xs._session_h, xs._spaces_info_p, xs._spaces_out_p) >= 0
+        flags = [d._location_flags for d in data]
+        head_alone = xr.locate_space(xs._view, xs._base, t).location_flags
+        assert head_alone == mockrt.TRACKED
+        assert flags == ([0] * 5 if profile != "strict" else [mockrt.TRACKED, 0, 0, 0, 0]), flags
+        mock.focus()
+        while not xs.focused:
+            xs.next_frame()
+        assert xs._xrLocateSpaces(xs._session_h, xs._spaces_info_p, xs._spaces_out_p) >= 0
+        assert [d._location_flags for d in data] == [mockrt.TRACKED] * 5

@@ -129,6 +129,41 @@ def test_monado_25_offers_what_the_mock_monado_profile_offers(monado):
     assert got["info_rate"] == 90.0  # so headcast paces at its default
 
 
+ONE_CALL = r"""
+import ctypes, json, xr
+from headcast.xr.session import XRSession
+with XRSession() as xs:
+    assert xs.native and xs._xrLocateSpaces is not None, "the session does not locate in one call"
+    for _ in range(5):
+        frame = xs.next_frame()
+    same, valid = [], []
+    for k in range(20):
+        t = frame.time_ns + k * 1_000_000
+        polled = xs.poll(t)  # the native helper: sync, ONE xrLocateSpacesKHR (one IPC message), reads
+        one = [ctypes.string_at(ctypes.addressof(loc) + 16, 36) for loc in xs._locations]  # flags, pose
+        five = []
+        for space in [xs._view, *xs._hand_spaces]:  # the same spaces, one xrLocateSpace each
+            loc = xr.locate_space(space, xs._base, t)
+            five.append(ctypes.string_at(ctypes.addressof(loc) + 16, 36))
+        same.append(one == five)
+        valid.append([p.valid for p in (polled.head, polled.left_aim, polled.left_grip, polled.right_aim,
+                                        polled.right_grip)])
+print(json.dumps({"same": same, "valid": valid}))
+"""
+
+
+def test_the_frames_spaces_are_located_in_one_call_as_five_locate_them(monado):
+    """Monado 25 offers XR_KHR_locate_spaces: the session enables it and the native helper locates
+    the head and the four hand spaces with one xrLocateSpacesKHR (one IPC round trip, not five);
+    at each time, bit for bit what five xrLocateSpace calls return (the simulated devices' poses are
+    functions of the XrTime), every space located."""
+    proc = run_python(ONE_CALL, headcast_env(monado))
+    assert proc.returncode == 0, proc.stderr[-3000:] + monado.log_tail()
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["same"] == [True] * 20
+    assert got["valid"] == [[True] * 5] * 20
+
+
 # -- headcast run, headless (the default) ------------------------------------------------------------
 
 

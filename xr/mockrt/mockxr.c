@@ -2411,10 +2411,25 @@ HOT_API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) 
     return sp->session->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
+/* An action space whose action is not active now (no source for its subaction path, or the session
+ * unfocused): space_world's case of "not located". */
+static HOT int action_space_inactive(XrSpace sp) {
+    if (!sp->is_action) return 0;
+    XrAction a = sp->action;
+    int slot = sub_slot(sp->sub);
+    if (!a || slot < 0 || !a->st[slot].active) return 1;
+    for (int i = 0; i < a->nsrc; i++)
+        if (slot == 0 || a->src[i].hand + 1 == slot) return 0;
+    return 1;
+}
+
 /* xrLocateSpaces (OpenXR 1.1) and xrLocateSpacesKHR (XR_KHR_locate_spaces): every space as
  * xrLocateSpace locates it, at one time, from one sample of the devices. The spec's checks: a
  * positive spaceCount, locationCount (and a chained XrSpaceVelocities' velocityCount) equal to it,
- * valid handles of one session (the base's and each space's parent is `s`), a positive time. */
+ * valid handles of one session (the base's and each space's parent is `s`), a positive time.
+ * Monado 25 (measured, tests/monado): when an action space of the batch is inactive (an unfocused
+ * session's), it locates NONE of the batch, the head included (every locationFlags 0), where
+ * xrLocateSpace locates the reference spaces; the monado profiles do the same. */
 HOT_API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocations *locs) {
     LOCKED;
     INJECT("xrLocateSpaces");
@@ -2437,9 +2452,13 @@ HOT_API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceL
     session_tick();
     const Devices *d = devices_at(info->time);
     int known = time_locatable(info->time);
+    int none = 0;
+    if (g_rt == RT_MONADO || g_rt == RT_MONADO25)
+        for (uint32_t i = 0; i < info->spaceCount && !none; i++) none = action_space_inactive(info->spaces[i]);
     for (uint32_t i = 0; i < info->spaceCount; i++) {
         MockSpaceLocationData *l = &locs->locations[i];
         l->locationFlags = locate(info->spaces[i], info->baseSpace, d, known, &l->pose);
+        if (none) l->locationFlags = 0, l->pose = IDENTITY_POSE;
         if (vel) { /* as xrLocateSpace: the mock tracks no velocity */
             vel->velocities[i].velocityFlags = 0;
             memset(&vel->velocities[i].linearVelocity, 0, sizeof vel->velocities[i].linearVelocity);
