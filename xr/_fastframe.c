@@ -39,31 +39,6 @@ enum { FF_DONE = 0, FF_WAIT, FF_EVENT, FF_BEGIN, FF_SYNC, FF_LOCATE, FF_STATES, 
 /* XR_KHR_convert_timespec_time's conversion (the 1.0.20 headers declare it only with XR_USE_TIMESPEC). */
 typedef XrResult(XRAPI_PTR *ConvertTimespec)(XrInstance, const struct timespec *, XrTime *);
 
-/* XR_KHR_locate_spaces (xrLocateSpaces in OpenXR 1.1), laid out as the spec has them: the 1.0.20
- * headers lack them, and the 1.1 headers' names are not used, so the same code builds on both.
- */
-#define FF_TYPE_SPACES_LOCATE_INFO ((XrStructureType)1000471000)
-#define FF_TYPE_SPACE_LOCATIONS ((XrStructureType)1000471001)
-typedef struct {
-    XrStructureType type;
-    const void *next;
-    XrSpace baseSpace;
-    XrTime time;
-    uint32_t spaceCount;
-    const XrSpace *spaces;
-} FFSpacesLocateInfo;
-typedef struct {
-    XrSpaceLocationFlags locationFlags;
-    XrPosef pose;
-} FFSpaceLocationData;
-typedef struct {
-    XrStructureType type;
-    void *next;
-    uint32_t locationCount;
-    FFSpaceLocationData *locations;
-} FFSpaceLocations;
-typedef XrResult(XRAPI_PTR *LocateSpaces)(XrSession, const FFSpacesLocateInfo *, FFSpaceLocations *);
-
 /* The session's reads, in this order: trigger L/R, squeeze L/R (float), move, turn (vector2f),
  * jump, menu (boolean). Mirrored field for field by fastframe.FrameContext (its size is checked). */
 typedef struct {
@@ -88,7 +63,6 @@ typedef struct {
     const XrActionStateGetInfo *state_info[NSTATE];
     void *state[NSTATE];
     ConvertTimespec convert_time; /* NULL: the runtime offers no conversion (headless sessions only) */
-    LocateSpaces locate_spaces; /* NULL: the instance has no XR_KHR_locate_spaces: five xrLocateSpace */
     int32_t result;
 } Calls;
 
@@ -116,30 +90,9 @@ static int calls_poll(Calls *c, XrTime time, int64_t *ns) {
     XrResult r = c->sync_actions(c->session, c->sync_info);
     if (r < 0) return failed(c, FF_SYNC, r);
     int64_t t1 = ns ? mono_ns() : 0;
-    if (c->locate_spaces) { /* one call (one IPC round trip on Monado): each location as xrLocateSpace's */
-        /* on the stack, from space[] and base (read here anyway): no cache-cold struct of the session's */
-        FFSpaceLocationData data[NLOCATE];
-        FFSpacesLocateInfo info = {FF_TYPE_SPACES_LOCATE_INFO, NULL, c->base, time, NLOCATE, c->space};
-        FFSpaceLocations out = {FF_TYPE_SPACE_LOCATIONS, NULL, NLOCATE, data};
-        r = c->locate_spaces(c->session, &info, &out);
+    for (int i = 0; i < NLOCATE; i++) {
+        r = c->locate_space(c->space[i], c->base, time, c->location[i]);
         if (r < 0) return failed(c, FF_LOCATE, r);
-        XrSpaceLocationFlags any = 0;
-        for (int i = 0; i < NLOCATE; i++) {
-            c->location[i]->locationFlags = data[i].locationFlags;
-            c->location[i]->pose = data[i].pose;
-            any |= data[i].locationFlags;
-        }
-        /* None located: Monado 25 answers so for the whole batch when one action space is inactive
-         * (an unfocused session), the head too; one call per space then, as without the extension. */
-        for (int i = 0; i < NLOCATE && !any; i++) {
-            r = c->locate_space(c->space[i], c->base, time, c->location[i]);
-            if (r < 0) return failed(c, FF_LOCATE, r);
-        }
-    } else {
-        for (int i = 0; i < NLOCATE; i++) {
-            r = c->locate_space(c->space[i], c->base, time, c->location[i]);
-            if (r < 0) return failed(c, FF_LOCATE, r);
-        }
     }
     int64_t t2 = ns ? mono_ns() : 0;
     for (int i = 0; i < NSTATE; i++) {

@@ -71,7 +71,6 @@ class FrameContext(ctypes.Structure):
         ("state_info", _P * NSTATE),
         ("state", _P * NSTATE),
         ("convert_time", _P),
-        ("locate_spaces", _P),  # xrLocateSpacesKHR when the instance enabled XR_KHR_locate_spaces
         ("result", ctypes.c_int32),
     ]
 

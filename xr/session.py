@@ -95,7 +95,6 @@ _SYNC = ("reading the controllers", "xrSyncActions")
 _LOCATE = ("locating the tracked devices", "xrLocateSpace")
 _STATE = ("reading the controllers", "xrGetActionState*")
 _EVENTS = ("reading runtime events", "xrPollEvent")
-_LOCATE_ALL = ("locating the tracked devices", "xrLocateSpacesKHR")  # the native helper's one call
 _TIME = ("reading the runtime's clock", "xrConvertTimespecTimeToTimeKHR")
 _TIME_WIN32 = ("reading the runtime's clock", "xrConvertWin32PerformanceCounterToTimeKHR")
 # What a failing step of the native helper was doing: the ctypes path's words for the same call.
@@ -175,11 +174,6 @@ _LOC_FMT = (
     f"{ctypes.sizeof(xr.SpaceLocation) - xr.SpaceLocation.pose.offset - 28}x"
 )
 _LOCATION = struct.Struct("<" + _LOC_FMT)  # iter_unpack over the five: one tuple per space
-# One XrSpaceLocationData (xrLocateSpacesKHR's output) as the same tuple.
-_LOCATION_DATA = struct.Struct(
-    f"<Q{xr.SpaceLocationData.pose.offset - 8}x7f"
-    f"{ctypes.sizeof(xr.SpaceLocationData) - xr.SpaceLocationData.pose.offset - 28}x"
-)
 
 # A unit quaternion off by more than this is not a rotation the runtime meant.
 _NORM_TOLERANCE = 1e-3
@@ -195,9 +189,6 @@ _READY_WAIT_S = 1.0
 
 _TIMESPEC_EXT = xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME
 _REFRESH_EXT = xr.FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME
-# xrLocateSpacesKHR: the native helper locates the frame's five spaces in one call (one IPC round
-# trip on Monado instead of five) when the runtime offers it; else five xrLocateSpace calls.
-_LOCATE_SPACES_EXT = xr.KHR_LOCATE_SPACES_EXTENSION_NAME
 # pyopenxr 1.1.6501 has no constant for it (its Windows-only functions are left out on Linux).
 _WIN32_TIME_EXT = "XR_KHR_win32_convert_performance_counter_time"
 # Every runtime extension headcast enables or checks (tests/xrsession/test_runtime_extensions.py
@@ -208,7 +199,6 @@ RUNTIME_EXTENSIONS = (
     _TIMESPEC_EXT,
     _WIN32_TIME_EXT,
     _REFRESH_EXT,
-    _LOCATE_SPACES_EXT,
 )
 TIME_SOURCES = {
     "frame": "xrWaitFrame's predicted display time",
@@ -449,7 +439,6 @@ class XRSession:
             clocks = (_WIN32_TIME_EXT, _TIMESPEC_EXT) if sys.platform == "win32" else (_TIMESPEC_EXT, _WIN32_TIME_EXT)
             extensions += [ext for ext in clocks if ext in offered][:1]
             extensions += [ext for ext in (_REFRESH_EXT,) if ext in offered]
-        extensions += [ext for ext in (_LOCATE_SPACES_EXT,) if ext in offered]
 
         with xr_errors("starting OpenXR", "xrCreateInstance"):
             self._instance = xr.create_instance(
@@ -598,19 +587,6 @@ class XRSession:
             (_address(space), base, ctypes.addressof(loc))
             for space, loc in zip([self._view, *self._hand_spaces], self._locations)
         ]
-        # XR_KHR_locate_spaces: the five in one call (one IPC round trip on Monado, not five)
-        self._xrLocateSpaces: Any = None
-        self._loc_unpack, self._loc_buffer = _LOCATION.iter_unpack, self._locations
-        if _LOCATE_SPACES_EXT in self.info.extensions:
-            self._locate_spaces_entry = _entry(inst, "xrLocateSpacesKHR")
-            self._xrLocateSpaces = ctypes.CFUNCTYPE(ctypes.c_int, _P, _P, _P)(self._locate_spaces_entry)
-            self._space_handles = (xr.Space * 5)(self._view, *self._hand_spaces)
-            self._spaces_info = xr.SpacesLocateInfo(base_space=self._base, time=0, spaces=self._space_handles)
-            self._space_data = (xr.SpaceLocationData * 5)()
-            self._spaces_out = xr.SpaceLocations(locations=self._space_data)
-            self._spaces_info_p = ctypes.addressof(self._spaces_info)
-            self._spaces_out_p = ctypes.addressof(self._spaces_out)
-            self._loc_unpack, self._loc_buffer = _LOCATION_DATA.iter_unpack, self._space_data
         states = self._states = _ActionStates()
         reads = (
             ("trigger", left, "trigger_left", "Float"),
@@ -684,10 +660,6 @@ class XRSession:
                 ctx.state_info[i], ctx.state[i] = info, out
             if self._convert is not None and not self._counter_hz:
                 ctx.convert_time = _entry(inst, "xrConvertTimespecTimeToTimeKHR")
-            self._during = _DURING
-            if self._xrLocateSpaces is not None:
-                ctx.locate_spaces = self._locate_spaces_entry
-                self._during = {**_DURING, fastframe.FF_LOCATE: _LOCATE_ALL}
             calls = _frame_calls(helper, ctx)
             st = self._st  # the helper keeps the frame state from now on: its calls count the frames
             calls.seq, calls.last_time, calls.focused, calls.profiles = st.seq, st.last_time, st.focused, st.profiles
@@ -789,7 +761,7 @@ class XRSession:
     def _headless_stopped(self, step: int, result: int, now: int) -> TrackingFrame:
         """The native headless step stopped: an event to handle (then poll at that now), or a failure."""
         if step != fastframe.FF_EVENT:
-            raise self._failure(result, *self._during[step])
+            raise self._failure(result, *_DURING[step])
         self._on_event(result)  # the event is in the buffer
         self._pump_events()
         return self._headless_polled(now)
@@ -840,11 +812,11 @@ class XRSession:
                 step, result, frame = stopped.args
         if frame is not None:  # xrEndFrame failed after the frame was read: it counts, as in the ctypes path
             self._counted(frame)
-        raise self._failure(result, *self._during[step])
+        raise self._failure(result, *_DURING[step])
 
     def _poll_failed(self, step: int, result: int) -> None:
         """The native poll's on_failure: raises the typed error for its failed call."""
-        raise self._failure(result, *self._during[step])
+        raise self._failure(result, *_DURING[step])
 
     def _counted(self, frame: TrackingFrame) -> TrackingFrame:
         self._st.seq += 1
@@ -884,7 +856,7 @@ class XRSession:
                 frame = native(self._st.seq, time_ns, self._st.profiles, self._st.focused)
             except self._ff_stop as stopped:
                 step, result, _ = stopped.args
-                raise self._failure(result, *self._during[step]) from None
+                raise self._failure(result, *_DURING[step]) from None
             self._st.seq += 1  # _counted(), inline: cold, each Python call costs microseconds
             self._st.last_time = time_ns
             return frame
@@ -893,24 +865,11 @@ class XRSession:
         r = self._xrSyncActions(session, self._sync_p)
         if r < 0:
             raise self._failure(r, *_SYNC)
-        if self._xrLocateSpaces is not None:
-            self._spaces_info.time = time_ns
-            r = self._xrLocateSpaces(session, self._spaces_info_p, self._spaces_out_p)
+        locate = self._xrLocateSpace
+        for space, base, out in self._locate_args:
+            r = locate(space, base, time_ns, out)
             if r < 0:
-                raise self._failure(r, *_LOCATE_ALL)
-            if not any(d._location_flags for d in self._space_data):  # as _fastframe.c: Monado 25
-                # locates none of the batch when an action space is inactive (unfocused): one by one
-                for data, (space, base, out), loc in zip(self._space_data, self._locate_args, self._locations):
-                    r = self._xrLocateSpace(space, base, time_ns, out)
-                    if r < 0:
-                        raise self._failure(r, *_LOCATE_ALL)
-                    data._location_flags, data.pose = loc.location_flags, loc.pose
-        else:
-            locate = self._xrLocateSpace
-            for space, base, out in self._locate_args:
-                r = locate(space, base, time_ns, out)
-                if r < 0:
-                    raise self._failure(r, *_LOCATE)
+                raise self._failure(r, *_LOCATE)
         for get, info, out in self._state_reads:
             r = get(session, info, out)
             if r < 0:
@@ -923,7 +882,7 @@ class XRSession:
         if states != self._last_states:  # controls mostly rest between frames: keep the object
             self._last_states = states
             self._controls = _controls(*states)
-        head, left_aim, left_grip, right_aim, right_grip = starmap(_pose, self._loc_unpack(self._loc_buffer))
+        head, left_aim, left_grip, right_aim, right_grip = starmap(_pose, _LOCATION.iter_unpack(self._locations))
         frame = TrackingFrame(  # positional, in field order: keywords cost a third more
             self._st.seq,
             time_ns,

@@ -49,11 +49,10 @@ CASES = {  # name: (environment, display, run works, what doctor says)
     ),
     "meta-pc": ({"HEADCAST_MOCK_PROFILE_RUNTIME": "meta-pc"}, True, True, "session: OpenGL (XR_KHR_opengl_enable)"),
     "failing locate": (
-        {"HEADCAST_MOCK_FAIL": f"xrLocateSpaces:{RUNTIME_FAILURE}:10"},  # one call a frame (XR_KHR_locate_spaces)
+        {"HEADCAST_MOCK_FAIL": f"xrLocateSpace:{RUNTIME_FAILURE}:50"},
         False,
         False,
-        "`headcast run` would fail here: locating the tracked devices: xrLocateSpacesKHR returned "
-        "XR_ERROR_RUNTIME_FAILURE",
+        "`headcast run` would fail here: locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE",
     ),
 }
 

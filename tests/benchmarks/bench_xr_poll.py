@@ -18,9 +18,7 @@ Cold, as the app calls it: each poll after an 11 ms sleep, the native helper's X
 and pyopenxr's wrappers (the anchor) interleaved frame by frame, in rounds; the ratio of their
 medians per round (issue 26's goal: <= 0.05; the verdict on the worst round). Whose the cold cost
 is: between those, cold polls timed inside by the helper's own clock (XRSession.native_timing):
-the runtime's sync, its locate call(s) (one xrLocateSpacesKHR where the runtime offers
-XR_KHR_locate_spaces, as Monado 25 and the mock's monado profile do; else five xrLocateSpace) and
-eight reads vs the C call's own work (the frame's objects)
+the runtime's sync, five locates and eight reads vs the C call's own work (the frame's objects)
 vs the Python around it; and the same fourteen runtime calls through ctypes beside fourteen
 ctypes calls of a C no-op (libc labs). `--runtime monado` runs the cold part against Monado 25's
 service (Debian 13: bash scripts/debian-root.sh run -- .venv/bin/python tests/benchmarks/...),
@@ -177,9 +175,6 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
         while not xs.focused:
             frame = xs.next_frame()
         t0, c0 = frame.time_ns, time.monotonic_ns()
-        # XR_KHR_locate_spaces offered (Monado 25, the mock's monado profile): the five in one call
-        located = "1 xrLocateSpacesKHR" if xs._xrLocateSpaces is not None else "5 locates"
-        print(f"  the session locates the five spaces with {located} ({xs.info.runtime})")
 
         def now() -> int:  # the runtime's clock moves on, as in the app: each poll locates a new pose
             return t0 + time.monotonic_ns() - c0
@@ -248,7 +243,7 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
         print(
             f"  where the native poll's time goes (medians over {len(parts['wall'])} more cold polls, timed by the "
             f"helper's own clock, four reads more than the polls above): runtime {med['runtime']:.1f} us "
-            f"(sync {med['sync']:.1f}, {located} {med['locate']:.1f}, "
+            f"(sync {med['sync']:.1f}, 5 locates {med['locate']:.1f}, "
             f"8 state reads {med['states']:.1f}); the C call's own work (the frame's objects, the GIL) "
             f"{med['C call'] - med['runtime']:.1f} us; Python around it (the call into XRSession.poll, the C "
             f"method itself, and the two clock reads) {med['wall'] - med['C call']:.1f} us; whole {med['wall']:.1f} us"
@@ -265,7 +260,7 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
             f"the runtime's calls alone {med['runtime']:.1f} us = {med['runtime'] / anchor:.3f}x, with the floor "
             f"{(med['runtime'] + floor) / anchor:.3f}x: the lowest ratio any client could show here"
         )
-        # the anchor's runtime calls (five xrLocateSpace: pyopenxr's wrappers, one per space)
+        # the anchor's runtime calls are the same ones: if ours were nothing, the ratio would be this
         session, sync_fn, sync_p = xs._session_h, xs._xrSyncActions, xs._sync_p
         locate, locs, reads = xs._xrLocateSpace, xs._locate_args, xs._state_reads
         libc = ctypes.CDLL(None)

@@ -110,9 +110,7 @@ def create_instance(api_version=None, extensions=None):
 
 
 @contextlib.contextmanager
-def headless(
-    mock=None, begin: bool = True, api_version=None, setup=None, base=None, focus: bool = False, extensions=None
-):
+def headless(mock=None, begin: bool = True, api_version=None, setup=None, base=None, focus: bool = False):
     """Instance + headless session + a base space (STAGE) and VIEW; `setup(h)` runs before begin.
 
     focus=True: the runtime focuses the begun session (the control API's "focus"; real runtimes
@@ -121,7 +119,7 @@ def headless(
     """
     import xr
 
-    inst = create_instance(api_version, extensions)
+    inst = create_instance(api_version)
     try:
         sid = xr.get_system(inst, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
         session = xr.create_session(inst, xr.SessionCreateInfo(system_id=sid))

@@ -113,38 +113,6 @@ def test_native_frames_equal_the_ctypes_frames(ctl, monkeypatch, built, motion):
     assert len(set(native)) > 300  # the motion moved: frames differ from one another
 
 
-@pytest.mark.parametrize("motion", ["look_around", "tracking_loss"])
-def test_one_locate_call_gives_the_frames_five_calls_give(ctl, monkeypatch, built, motion):
-    """XR_KHR_locate_spaces (the mock's monado profile offers it, as Monado 25 does): the native
-    helper and the ctypes path locate the five spaces in one xrLocateSpacesKHR call, frame for frame
-    bit-equal to five xrLocateSpace calls (the extension not enabled). Each run makes the other
-    kind of locate call fail, so a run that used it would raise (the one-call runs use xrLocateSpace
-    only while unfocused, where the batch locates nothing, as on Monado 25)."""
-    failing = int(xr.Result.ERROR_RUNTIME_FAILURE)
-    events = [
-        (40, ctl.unfocus),
-        (45, ctl.focus),
-        (70, lambda: ctl.set_tracking(RIGHT, 0x3)),
-        (80, lambda: ctl.set_tracking(RIGHT, 0xF)),
-    ]
-    # unfocused (frames 40-44), Monado 25 locates none of the batch (its action spaces inactive): the
-    # five are located one by one then, as without the extension
-    no_single = [
-        (0, lambda: ctl.fail("xrLocateSpace", failing)),
-        (40, lambda: ctl.fail("", 0)),
-        (47, lambda: ctl.fail("xrLocateSpace", failing)),
-        *events,
-    ]
-    one = run(ctl, monkeypatch, motion, 200, True, no_single)
-    one_by_calls = run(ctl, monkeypatch, motion, 200, False, no_single)
-    monkeypatch.setattr(session, "_LOCATE_SPACES_EXT", "XR_headcast_not_offered")
-    no_batch = [(0, lambda: ctl.fail("xrLocateSpaces", failing)), *events]
-    five = run(ctl, monkeypatch, motion, 200, True, no_batch)
-    five_by_calls = run(ctl, monkeypatch, motion, 200, False, no_batch)
-    assert one == five and one_by_calls == five_by_calls and one == one_by_calls
-    assert len(set(one)) > 150
-
-
 def _break_sync(xs, ctl):
     xs._sync_info._type = int(xr.StructureType.FRAME_WAIT_INFO)
 
@@ -161,35 +129,23 @@ def _fail(function):
     return lambda xs, ctl: ctl.fail(function, int(xr.Result.ERROR_RUNTIME_FAILURE))
 
 
-ALL = "locating the tracked devices: xrLocateSpacesKHR returned"
-
-
 @pytest.mark.parametrize(
-    "breaks, during, one_call",
+    "breaks, during",
     [
-        (_break_sync, "reading the controllers: xrSyncActions returned XR_ERROR_VALIDATION_FAILURE", True),
-        (_break_locate, "locating the tracked devices: xrLocateSpace returned XR_ERROR_VALIDATION_FAILURE", False),
-        (_break_states, "reading the controllers: xrGetActionState* returned XR_ERROR_VALIDATION_FAILURE", True),
-        (
-            _fail("xrLocateSpace"),
-            "locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE",
-            False,
-        ),
-        (_fail("xrLocateSpaces"), f"{ALL} XR_ERROR_RUNTIME_FAILURE", True),
-        (_fail("xrPollEvent"), "reading runtime events: xrPollEvent returned XR_ERROR_RUNTIME_FAILURE", True),
+        (_break_sync, "reading the controllers: xrSyncActions returned XR_ERROR_VALIDATION_FAILURE"),
+        (_break_locate, "locating the tracked devices: xrLocateSpace returned XR_ERROR_VALIDATION_FAILURE"),
+        (_break_states, "reading the controllers: xrGetActionState* returned XR_ERROR_VALIDATION_FAILURE"),
+        (_fail("xrLocateSpace"), "locating the tracked devices: xrLocateSpace returned XR_ERROR_RUNTIME_FAILURE"),
+        (_fail("xrPollEvent"), "reading runtime events: xrPollEvent returned XR_ERROR_RUNTIME_FAILURE"),
     ],
 )
-def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, monkeypatch, built, breaks, during, one_call):
-    """Headless steps; the frame calls of an OpenGL session: test_gl_and_validation.py. one_call:
-    the runtime offers XR_KHR_locate_spaces (the mock's monado profile), else five xrLocateSpace."""
-    if not one_call:
-        monkeypatch.setattr(session, "_LOCATE_SPACES_EXT", "XR_headcast_not_offered")
+def test_a_failing_call_raises_the_same_error_on_both_paths(ctl, built, breaks, during):
+    """Headless steps; the frame calls of an OpenGL session: test_gl_and_validation.py."""
     seen = []
     for native in (True, False):
         ctl.reset()
         with XRSession(native=native) as xs:
             assert xs.native is native
-            assert (xs._xrLocateSpaces is not None) is one_call
             for _ in range(3):
                 xs.next_frame()
             breaks(xs, ctl)

@@ -31,16 +31,15 @@ HEADLESS = "XR_MND_headless"
 TIMESPEC = "XR_KHR_convert_timespec_time"
 WIN32 = "XR_KHR_win32_convert_performance_counter_time"
 REFRESH = "XR_FB_display_refresh_rate"
-LOCATE = "XR_KHR_locate_spaces"
 
 # Each profile's list, restricted to the extensions headcast uses or checks (the sources: README.md
 # beside mockxr.c; Monado 25's is checked against the real service by tests/monado).
 EXPECTED = {
-    "monado": {GL, HEADLESS, TIMESPEC, REFRESH, LOCATE},  # Monado 25.0.0, measured (21: the same branch crashed)
-    "monado25": {GL, HEADLESS, TIMESPEC, REFRESH, LOCATE},
-    "strict": {GL, HEADLESS, TIMESPEC, REFRESH, LOCATE},
-    "steamvr": {GL, TIMESPEC, REFRESH, LOCATE},  # SteamVR 2.19 Linux (inventory) without XR_MND_headless
-    "steamvr-windows": {GL, HEADLESS, WIN32, REFRESH, LOCATE},  # SteamVR 2.19 Windows (inventory)
+    "monado": {GL, HEADLESS, TIMESPEC, REFRESH},  # Monado 25.0.0, measured (21: the same branch crashed)
+    "monado25": {GL, HEADLESS, TIMESPEC, REFRESH},
+    "strict": {GL, HEADLESS, TIMESPEC, REFRESH},
+    "steamvr": {GL, TIMESPEC, REFRESH},  # SteamVR 2.19 Linux (inventory) without XR_MND_headless
+    "steamvr-windows": {GL, HEADLESS, WIN32, REFRESH},  # SteamVR 2.19 Windows (inventory)
     "meta-pc": {GL, TIMESPEC, WIN32, REFRESH},  # Meta PC / Quest Link (inventory)
 }
 
@@ -129,7 +128,7 @@ def test_monado_headless_says_refresh_rate_zero_and_the_default_paces(ctl):
     ctypes.c_float: float() of it raised, issue 23): no display rate, the default pacing."""
     with XRSession() as xs:
         assert xs.info.headless and xs.info.time_source == "timespec"
-        assert xs.info.extensions == (HEADLESS, TIMESPEC, REFRESH, LOCATE)
+        assert xs.info.extensions == (HEADLESS, TIMESPEC, REFRESH)
         assert xs.info.rate_hz == session.DEFAULT_RATE_HZ  # the ctl fixture's 1000 Hz
         frames = [xs.next_frame() for _ in range(3)]
         assert xs.state.name == "READY"  # the monado profile is Monado 21's behaviour
@@ -198,7 +197,7 @@ def test_windows_steamvr_headless_locates_at_the_runtimes_now_by_the_performance
     ctl.set_runtime_profile("steamvr-windows")
     with XRSession() as xs:
         assert xs.info.headless and xs.info.time_source == "win32"
-        assert xs.info.extensions == (HEADLESS, WIN32, REFRESH, LOCATE)
+        assert xs.info.extensions == (HEADLESS, WIN32, REFRESH)
         assert "performance counter" in xs.info.time_text
         got = []
         for _ in range(20):
@@ -254,9 +253,8 @@ def test_runtimes_without_headless_get_an_opengl_session(run_script, xvfb_displa
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     first, valid = proc.stdout.splitlines()[-2:]
-    extensions = ("XR_KHR_opengl_enable", LOCATE) if profile == "steamvr" else ("XR_KHR_opengl_enable",)
     assert first == (
-        f"False frame {extensions} 'the OpenXR runtime offers no headless session "
+        "False frame ('XR_KHR_opengl_enable',) 'the OpenXR runtime offers no headless session "
         "(XR_MND_headless): using an OpenGL session'"
     )
     assert int(valid) >= 25

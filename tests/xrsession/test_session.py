@@ -73,12 +73,7 @@ def test_headless_session_streams_the_motion(ctl, tmp_path, monkeypatch):
     ctl.step_clock()  # frame i is located at motion frame i's time
     with focused(ctl) as xs:
         assert xs.info.headless and xs.info.base_space == "STAGE"
-        assert xs.info.extensions == (
-            "XR_MND_headless",
-            "XR_KHR_convert_timespec_time",
-            "XR_FB_display_refresh_rate",
-            "XR_KHR_locate_spaces",
-        )
+        assert xs.info.extensions == ("XR_MND_headless", "XR_KHR_convert_timespec_time", "XR_FB_display_refresh_rate")
         assert xs.info.time_source == "timespec" and xs.info.rate_hz == 1000.0 and xs.info.fallback == ""
         assert set(xs.info.profiles) == set(PROFILES) and xs.info.rejected_profiles == ()
         got = frames(xs, 5)

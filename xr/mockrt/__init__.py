@@ -308,11 +308,10 @@ class MockControl:
         self._check(self._lib.mockxr_command(name.encode()), f"command {name}")
 
     def fail(self, function: str, result: int, after: int = 0, times: int = 0) -> None:
-        """Make `function` (xrSyncActions, xrLocateSpace, xrLocateSpaces (also xrLocateSpacesKHR),
-        xrWaitFrame, xrBeginFrame, xrEndFrame, xrPollEvent, xrCreateSession, xrBeginSession) return
-        `result` (a negative XrResult) once `after` calls went through, `times` times (0: from then
-        on); "" clears. The variable HEADCAST_MOCK_FAIL=<function>:<result>[:<after>[:<times>]] does
-        the same for a subprocess."""
+        """Make `function` (xrSyncActions, xrLocateSpace, xrWaitFrame, xrBeginFrame, xrEndFrame,
+        xrPollEvent, xrCreateSession, xrBeginSession) return `result` (a negative XrResult) once
+        `after` calls went through, `times` times (0: from then on); "" clears. The variable
+        HEADCAST_MOCK_FAIL=<function>:<result>[:<after>[:<times>]] does the same for a subprocess."""
         self._check(self._lib.mockxr_fail(function.encode(), result, after, times), "fail")
 
     def request_exit(self) -> None:

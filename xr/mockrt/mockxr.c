@@ -124,22 +124,6 @@ typedef struct MockSpaceLocations {
     MockSpaceLocationData *locations;
 } MockSpaceLocations;
 
-typedef struct MockSpaceVelocityData {
-    XrSpaceVelocityFlags velocityFlags;
-    XrVector3f linearVelocity;
-    XrVector3f angularVelocity;
-} MockSpaceVelocityData;
-
-typedef struct MockSpaceVelocities {
-    XrStructureType type;
-    void *next;
-    uint32_t velocityCount;
-    MockSpaceVelocityData *velocities;
-} MockSpaceVelocities;
-
-/* XR_KHR_locate_spaces: xrLocateSpaces as an extension for OpenXR 1.0 apps (same structs and types). */
-#define MOCK_KHR_LOCATE_SPACES_EXTENSION_NAME "XR_KHR_locate_spaces"
-
 /* The GLX binding, laid out as in openxr_platform.h, so that no X11/GL headers are needed. */
 typedef struct MockGraphicsBindingOpenGLXlib {
     XrStructureType type;
@@ -1124,7 +1108,7 @@ typedef struct {
 #define MAX_SETS 32
 struct XrInstance_T {
     XrVersion api;
-    int ext_headless, ext_timespec, ext_gl, ext_refresh, ext_win32time, ext_locate_spaces;
+    int ext_headless, ext_timespec, ext_gl, ext_refresh, ext_win32time;
     int gl_requirements_queried;
     XrActionSet sets[MAX_SETS];
     int nsets;
@@ -1212,8 +1196,8 @@ static const char *const RT_NAMES[NRT] = {"monado", "steamvr", "strict", "monado
 #define RT_LIST "monado, monado25, steamvr, steamvr-windows, meta-pc, strict"
 
 /* The extensions a real runtime offers that headcast uses or checks, one bit each (EXTENSIONS). */
-enum { EXT_GL = 1, EXT_HEADLESS = 2, EXT_TIMESPEC = 4, EXT_REFRESH = 8, EXT_WIN32TIME = 16, EXT_LOCATE_SPACES = 32 };
-/* Each profile's list is the imitated runtime's own, restricted to those six:
+enum { EXT_GL = 1, EXT_HEADLESS = 2, EXT_TIMESPEC = 4, EXT_REFRESH = 8, EXT_WIN32TIME = 16 };
+/* Each profile's list is the imitated runtime's own, restricted to those five:
  *  monado, monado25, strict: Monado 25.0.0 (Debian 13's monado-service + libopenxr1-monado, simulated
  *      HMD), as measured by tests/monado (xrEnumerateInstanceExtensionProperties); Monado 21 took the
  *      same XR_FB_display_refresh_rate branch (issue 23).
@@ -1223,15 +1207,13 @@ enum { EXT_GL = 1, EXT_HEADLESS = 2, EXT_TIMESPEC = 4, EXT_REFRESH = 8, EXT_WIN3
  *  steamvr-windows: SteamVR 2.19 for Windows (the inventory's runtimes/valve_steamvr_windows.json):
  *      XR_MND_headless with XR_KHR_win32_convert_performance_counter_time and no
  *      XR_KHR_convert_timespec_time.
- *  meta-pc: Meta's PC runtime, Quest Link (the inventory's runtimes/meta_pc.json): no XR_MND_headless.
- *  XR_KHR_locate_spaces: Monado 25 offers it (measured, as above), SteamVR 2.19 too (both inventory
- *      files); Meta's PC runtime does not (its inventory file). */
+ *  meta-pc: Meta's PC runtime, Quest Link (the inventory's runtimes/meta_pc.json): no XR_MND_headless. */
 static const unsigned RT_EXTENSIONS[NRT] = {
-    [RT_MONADO] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH | EXT_LOCATE_SPACES,
-    [RT_STEAMVR] = EXT_GL | EXT_TIMESPEC | EXT_REFRESH | EXT_LOCATE_SPACES,
-    [RT_STRICT] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH | EXT_LOCATE_SPACES,
-    [RT_MONADO25] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH | EXT_LOCATE_SPACES,
-    [RT_STEAMVR_WIN] = EXT_GL | EXT_HEADLESS | EXT_WIN32TIME | EXT_REFRESH | EXT_LOCATE_SPACES,
+    [RT_MONADO] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STEAMVR] = EXT_GL | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STRICT] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_MONADO25] = EXT_GL | EXT_HEADLESS | EXT_TIMESPEC | EXT_REFRESH,
+    [RT_STEAMVR_WIN] = EXT_GL | EXT_HEADLESS | EXT_WIN32TIME | EXT_REFRESH,
     [RT_META_PC] = EXT_GL | EXT_TIMESPEC | EXT_WIN32TIME | EXT_REFRESH,
 };
 /* Monado (21 and 25) answers xrGetDisplayRefreshRateFB with 0.0 in a headless session (issue 23:
@@ -1504,7 +1486,6 @@ static const XrExtensionProperties EXTENSIONS[] = {
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME, 1},
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, XR_FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME, 1},
     {XR_TYPE_EXTENSION_PROPERTIES, NULL, WIN32_TIME_EXTENSION_NAME, 1},
-    {XR_TYPE_EXTENSION_PROPERTIES, NULL, MOCK_KHR_LOCATE_SPACES_EXTENSION_NAME, 1},
 };
 #define NEXTENSIONS (sizeof EXTENSIONS / sizeof EXTENSIONS[0])
 
@@ -1552,8 +1533,7 @@ API xrEnumerateInstanceExtensionProperties(const char *layerName, uint32_t capac
  * function) once <after> calls of it went through, <times> times (0: every call from then on).
  * A result the registry does not allow for that function is the test's choice, not the mock's. */
 static const char *const FAILABLE[] = {"xrCreateSession", "xrBeginSession", "xrPollEvent", "xrWaitFrame",
-                                       "xrBeginFrame", "xrEndFrame", "xrSyncActions", "xrLocateSpace",
-                                       "xrLocateSpaces"};
+                                       "xrBeginFrame", "xrEndFrame", "xrSyncActions", "xrLocateSpace"};
 static struct {
     char function[32];
     XrResult result;
@@ -1637,7 +1617,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
         fprintf(stderr, "MockXR: HEADCAST_MOCK_CLOCK=%s: not real or step\n", clock);
         return XR_ERROR_RUNTIME_FAILURE;
     }
-    int headless = 0, timespec = 0, glx = 0, refresh = 0, win32time = 0, locate_spaces = 0;
+    int headless = 0, timespec = 0, glx = 0, refresh = 0, win32time = 0;
     if (info->enabledExtensionCount && !info->enabledExtensionNames) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->enabledExtensionCount; i++) {
         const char *e = info->enabledExtensionNames[i];
@@ -1647,7 +1627,6 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
         else if (strcmp(e, XR_KHR_OPENGL_ENABLE_EXTENSION_NAME) == 0) glx = 1;
         else if (strcmp(e, XR_FB_DISPLAY_REFRESH_RATE_EXTENSION_NAME) == 0) refresh = 1;
         else if (strcmp(e, WIN32_TIME_EXTENSION_NAME) == 0) win32time = 1;
-        else if (strcmp(e, MOCK_KHR_LOCATE_SPACES_EXTENSION_NAME) == 0) locate_spaces = 1;
         else return XR_ERROR_EXTENSION_NOT_PRESENT;
     }
     if (g_instance) return XR_ERROR_LIMIT_REACHED;
@@ -1666,7 +1645,7 @@ API xrCreateInstance(const XrInstanceCreateInfo *info, XrInstance *out) {
     if (!inst) return XR_ERROR_OUT_OF_MEMORY;
     inst->api = v;
     inst->ext_headless = headless, inst->ext_timespec = timespec, inst->ext_gl = glx;
-    inst->ext_refresh = refresh, inst->ext_win32time = win32time, inst->ext_locate_spaces = locate_spaces;
+    inst->ext_refresh = refresh, inst->ext_win32time = win32time;
     g_instance = inst;
     g_ev_head = g_ev_count = 0, g_ev_lost = 0;
     *out = inst;
@@ -2411,60 +2390,22 @@ HOT_API xrLocateSpace(XrSpace sp, XrSpace base, XrTime t, XrSpaceLocation *loc) 
     return sp->session->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
-/* An action space whose action is not active now (no source for its subaction path, or the session
- * unfocused): space_world's case of "not located". */
-static HOT int action_space_inactive(XrSpace sp) {
-    if (!sp->is_action) return 0;
-    XrAction a = sp->action;
-    int slot = sub_slot(sp->sub);
-    if (!a || slot < 0 || !a->st[slot].active) return 1;
-    for (int i = 0; i < a->nsrc; i++)
-        if (slot == 0 || a->src[i].hand + 1 == slot) return 0;
-    return 1;
-}
-
-/* xrLocateSpaces (OpenXR 1.1) and xrLocateSpacesKHR (XR_KHR_locate_spaces): every space as
- * xrLocateSpace locates it, at one time, from one sample of the devices. The spec's checks: a
- * positive spaceCount, locationCount (and a chained XrSpaceVelocities' velocityCount) equal to it,
- * valid handles of one session (the base's and each space's parent is `s`), a positive time.
- * Monado 25 (measured, tests/monado): when an action space of the batch is inactive (an unfocused
- * session's), it locates NONE of the batch, the head included (every locationFlags 0), where
- * xrLocateSpace locates the reference spaces; the monado profiles do the same. */
-HOT_API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocations *locs) {
+API xrLocateSpaces(XrSession s, const MockSpacesLocateInfo *info, MockSpaceLocations *locs) {
     LOCKED;
-    INJECT("xrLocateSpaces");
     CHECK_SESSION(s);
     CHECK_TYPE(info, MOCK_TYPE_SPACES_LOCATE_INFO);
     CHECK_TYPE(locs, MOCK_TYPE_SPACE_LOCATIONS);
     if (!obj_live(info->baseSpace, OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
+    if (info->time <= 0) return XR_ERROR_TIME_INVALID;
     if (info->spaceCount == 0 || !info->spaces || locs->locationCount != info->spaceCount || !locs->locations)
         return XR_ERROR_VALIDATION_FAILURE;
-    MockSpaceVelocities *vel = NULL;
-    for (XrBaseOutStructure *n = locs->next; n; n = n->next)
-        if (n->type == MOCK_TYPE_SPACE_VELOCITIES) vel = (MockSpaceVelocities *)n;
-    if (vel && (vel->velocityCount != info->spaceCount || !vel->velocities)) return XR_ERROR_VALIDATION_FAILURE;
     for (uint32_t i = 0; i < info->spaceCount; i++)
         if (!obj_live(info->spaces[i], OBJ_SPACE)) return XR_ERROR_HANDLE_INVALID;
-    if (info->baseSpace->session != s) return XR_ERROR_VALIDATION_FAILURE;
-    for (uint32_t i = 0; i < info->spaceCount; i++)
-        if (info->spaces[i]->session != s) return XR_ERROR_VALIDATION_FAILURE;
-    if (info->time <= 0) return XR_ERROR_TIME_INVALID;
     session_tick();
     const Devices *d = devices_at(info->time);
     int known = time_locatable(info->time);
-    int none = 0;
-    if (g_rt == RT_MONADO || g_rt == RT_MONADO25)
-        for (uint32_t i = 0; i < info->spaceCount && !none; i++) none = action_space_inactive(info->spaces[i]);
-    for (uint32_t i = 0; i < info->spaceCount; i++) {
-        MockSpaceLocationData *l = &locs->locations[i];
-        l->locationFlags = locate(info->spaces[i], info->baseSpace, d, known, &l->pose);
-        if (none) l->locationFlags = 0, l->pose = IDENTITY_POSE;
-        if (vel) { /* as xrLocateSpace: the mock tracks no velocity */
-            vel->velocities[i].velocityFlags = 0;
-            memset(&vel->velocities[i].linearVelocity, 0, sizeof vel->velocities[i].linearVelocity);
-            memset(&vel->velocities[i].angularVelocity, 0, sizeof vel->velocities[i].angularVelocity);
-        }
-    }
+    for (uint32_t i = 0; i < info->spaceCount; i++)
+        locs->locations[i].locationFlags = locate(info->spaces[i], info->baseSpace, d, known, &locs->locations[i].pose);
     return s->lost ? XR_SESSION_LOSS_PENDING : XR_SUCCESS;
 }
 
@@ -3095,8 +3036,6 @@ API xrGetInstanceProcAddr(XrInstance inst, const char *name, PFN_xrVoidFunction 
         if (strcmp(CORE[i].name, name) == 0) return (*fn = CORE[i].fn), XR_SUCCESS;
     if (XR_VERSION_MINOR(inst->api) >= 1 && strcmp(name, "xrLocateSpaces") == 0)
         *fn = (PFN_xrVoidFunction)xrLocateSpaces;
-    else if (inst->ext_locate_spaces && strcmp(name, "xrLocateSpacesKHR") == 0)
-        *fn = (PFN_xrVoidFunction)xrLocateSpaces; /* the extension's function is the 1.1 one */
     else if (inst->ext_gl && strcmp(name, "xrGetOpenGLGraphicsRequirementsKHR") == 0)
         *fn = (PFN_xrVoidFunction)xrGetOpenGLGraphicsRequirementsKHR;
     else if (inst->ext_timespec && strcmp(name, "xrConvertTimespecTimeToTimeKHR") == 0)
