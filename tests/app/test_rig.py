@@ -165,3 +165,77 @@ def test_update_builds_the_state_its_constructor_would():
     assert state.move_world != (0.0, 0.0)
     for name in RigState.__slots__:
         assert getattr(state, name) == getattr(want, name), name
+
+
+def _rig_states(settings_, steps, shared):
+    """The states a rig gives for `steps` ((move, turn, head_yaw, head_valid, dt) per frame); with
+    `shared`, a frame whose sticks read as the last one's carries the same Controls object (as an
+    XR session hands them over), else a new one each frame."""
+    rig = Rig(settings_)
+    out, last = [], None
+    for seq, (move, turn, yaw, valid, dt) in enumerate(steps):
+        f = frame(seq, move=move, turn=turn, head_yaw=yaw, head_valid=valid)
+        if shared and last is not None and last.move == move and last.turn == turn:
+            f = TrackingFrame(f.seq, f.time_ns, f.head, f.left_aim, f.left_grip, f.right_aim, f.right_grip, last)
+        last = f.controls
+        s = rig.update(f, dt)
+        out.append((s.origin, s.snapped, s.move_world, rig._snap_armed))
+    return out
+
+
+_stick = st.sampled_from([0.0, 0.05, -0.1, 0.2, 0.35, -0.5, 0.7, -0.8, 1.0, -1.0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(["snap", "smooth"]),
+    st.lists(
+        st.tuples(
+            st.tuples(_stick, _stick),
+            st.tuples(_stick, st.just(0.0)),
+            st.floats(-180, 180),
+            st.booleans(),
+            st.sampled_from([0.0, 1 / 90, 0.05]),
+        ),
+        min_size=1,
+        max_size=12,
+    ).flatmap(lambda s: st.lists(st.integers(1, 4), min_size=len(s), max_size=len(s)).map(lambda n: (s, n))),
+)
+def test_a_repeated_controls_object_moves_the_rig_as_a_new_one_would(mode, steps_and_repeats):
+    """Rig.update's fast path (the same Controls object as a frame that found it inert: no turn, no
+    move) gives every state, snap arming included, that fresh Controls objects give: held sticks,
+    snap flicks held and released, sticks inside and outside the deadzone, the head lost."""
+    steps, repeats = steps_and_repeats
+    seq = [step for step, n in zip(steps, repeats) for _ in range(n)]
+    settings_ = RigSettings(turn_mode=mode)
+    assert _rig_states(settings_, seq, shared=True) == _rig_states(settings_, seq, shared=False)
+
+
+def test_a_frame_with_inert_controls_calls_no_builtin():
+    """The quiet frame's rig (issue 26): the sticks at rest, handed over as the same Controls object
+    frame after frame (fastframe keeps it while the states read the same), cost no call into a
+    builtin (abs, math.hypot: cold, each several microseconds of a ~50-us frame on this VM) and no
+    Python call besides update itself."""
+    import sys
+
+    rig = Rig()
+    rest = Controls()
+    frames = [frame(i) for i in range(3)]
+    frames = [
+        TrackingFrame(f.seq, f.time_ns, f.head, f.left_aim, f.left_grip, f.right_aim, f.right_grip, rest)
+        for f in frames
+    ]
+    rig.update(frames[0], 1 / 90)  # the first sight of these controls: the slow path finds them inert
+    calls: list[str] = []
+
+    def profile(frame_, event, arg):
+        if event in ("call", "c_call"):
+            calls.append(getattr(arg, "__name__", "") if event == "c_call" else frame_.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        for f in frames[1:]:
+            rig.update(f, 1 / 90)
+    finally:
+        sys.setprofile(None)
+    assert calls == ["update", "__new__"] * 2 + ["setprofile"], calls  # (__new__: the RigState's)
