@@ -21,6 +21,7 @@ next pose registers us with the restarted server. Many clients can share one Zer
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import struct
@@ -199,6 +200,10 @@ class NetSyncClient:
         # pose's send is only its two zmq_send calls (motion-to-wire).
         self._drain_after_send = drain_after_send
         self._recheck = False  # the control socket was sent on since it was last drained
+        # poll(): when `on_timer` is next needed (`next_deadline`), kept between calls: only what the core
+        # is handed (a message, a batch sent on a lane, a reconnect) moves it, and each resets it to
+        # -inf (ask again). A poll before it runs no timer (no hello, probe or silence can be due).
+        self._due_at = -math.inf
         self._ready: select.poll | None = None  # poll(): the descriptors' readiness (where it exists)
         self._reader: object | None = None  # sub_thread: the C extension's thread reading the SUB
         self.closed = False
@@ -339,6 +344,7 @@ class NetSyncClient:
 
     def _deliver(self, lane: str, frames: list[bytes], now: float) -> None:
         """One message read on `lane` (its frames): counted (`metrics`), then into the core."""
+        self._due_at = -math.inf  # the core's timers may have moved (poll() asks again)
         metrics = self.metrics
         if metrics is not None:
             metrics("received_datagrams", 1)
@@ -420,6 +426,7 @@ class NetSyncClient:
 
     def _flush(self, now: float) -> bool:
         core = self.core
+        self._due_at = -math.inf  # the core's timers may move (poll() asks again)
         out = core.datagrams_to_send(now)
         if not out:
             return False
@@ -474,6 +481,7 @@ class NetSyncClient:
         self._dealer.connect(self._control_endpoint)
         self._recheck = True  # (calls into the socket: its edge may be taken)
         self.core.hello_now()
+        self._due_at = -math.inf
 
     def poll(self, now: float) -> list[Event]:
         """Read both sockets, run the timers, send what is due; the events that came of it. The
@@ -506,7 +514,18 @@ class NetSyncClient:
                 self._more = self._drain(self._sub, LANE_ROOM, now)
             else:
                 self._more = self._drain(self._dealer, LANE_CONTROL, now)
-        self.on_timer(now)
+        # The timers only when one is due (or a read stopped at its bound, or a send may have taken the
+        # control socket's edge): most polls find nothing, and the hello / silence timers are a second
+        # or more away. The deadline is asked again only after the core was handed something.
+        due = self._due_at
+        if due == -math.inf:
+            d = self.next_deadline()
+            due = math.inf if d is None else d
+        if self._more or self._recheck or now >= due:
+            self.on_timer(now)
+            d = self.next_deadline()
+            due = math.inf if d is None else d
+        self._due_at = due
         core = self.core
         events = []
         while (e := core.next_event()) is not None:

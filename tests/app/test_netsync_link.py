@@ -284,3 +284,102 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
     assert len(kept) >= len(sent)
     for seq, pf, _, _, msg, size, _ in kept:
         assert msg[len(msg) - size :] == encode_body(seq, pf, link.protocol)
+
+
+@pytest.mark.live
+def test_polls_run_the_timers_only_when_one_is_due(netsync_release):
+    """The link is polled ~30 times a second, but its core's timers (the protocol-7+ hello once a
+    second, probes, the 3 s silence) are seconds apart: a poll runs them (handle_timer, then what is
+    due to send) only once the driver's deadline has come, or after the core was handed something
+    that may move it. The hellos still go out once a second (protocol 8), the room is still read and
+    our poses still relayed, against the current release and the protocol-3 one."""
+    a = netsync_release.address
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-timers", "link-timers", 10.0, False)
+    core = link.client.core
+    timers = []
+    handle_timer = core.handle_timer
+    core.handle_timer = lambda now: timers.append(now) or handle_timer(now)
+    polls = 0
+
+    def step() -> None:
+        nonlocal polls
+        now = time.perf_counter()
+        link.send(frame_at(now), now)
+        if now >= link.next_poll:
+            link.poll(now)
+            polls += 1
+        time.sleep(1 / 90)
+
+    try:
+        wait_for(lambda: step() or (link.joined and link.own_body is not None), 20, "our body relayed", interval=0)
+        timers.clear()
+        polls, hellos, rooms = 0, core.counters.hellos, core.counters.room_poses
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 3.0:
+            step()
+        took = time.perf_counter() - t0
+        assert link.state == "connected"
+    finally:
+        link.close()
+    assert polls >= 15 * took  # (polled every 1/30 s: ~90 in 3 s on a quiet machine)
+    assert len(timers) <= took + 2, (len(timers), polls)  # the hello's second, not every poll
+    assert core.counters.room_poses - rooms >= 5 * took  # the room's ~10 broadcasts a second read
+    if a.protocol >= 7:
+        assert took - 1.5 <= core.counters.hellos - hellos <= took + 1.5  # still one a second
+    else:
+        assert core.counters.hellos == hellos == 0
+
+
+@pytest.mark.live
+def test_relayed_bodies_are_checked_together_when_the_check_is_read(netsync_server):
+    """The sink's check of each relayed body against what was sent under its poseSeq waits until
+    something reads it (`check`, `matched`, `relay_ms`, the status line, the mirror, close) or
+    VERIFY_BATCH bodies wait: no poll checks one alone. Read, every body read so far is checked,
+    in order (the last one read is `matched`)."""
+    from headcast.app.run.rig import Rig
+    from headcast.app.sinks.netsync.sink import VERIFY_BATCH
+    from headcast.xr.frame import Pose, TrackingFrame
+
+    a = netsync_server.address
+    link = NetSyncLink(a.host, a.dealer_port, a.pub_port, "link-verify", "link-verify", 10.0, False)
+    sink = NetSyncSink(link=link)
+    rig = Rig()
+    checked = []
+    verify = sink._verify
+    sink._verify = lambda body, *rest: checked.append(body.pose_seq) or verify(body, *rest)
+    bodies = []
+    unchecked_polls = 0
+
+    def step() -> None:
+        nonlocal unchecked_polls
+        now = time.perf_counter()
+        yaw = math.radians(now * 30.0)
+        head = Pose((0.1, 1.6, -0.2), (0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)), True, True, True, True)
+        hand = Pose((0.2, 1.2, -0.3), (0.0, 0.0, 0.0, 1.0), True, True, True, True)
+        f = TrackingFrame(0, 0, head, hand, hand, hand, hand)
+        state = rig.update(f, 0.0)
+        if now >= sink.send_at:
+            sink.send(state, f, now)
+        if now >= sink.poll_at:
+            n = len(checked)
+            sink.poll(now)
+            seen = sink._seen
+            if seen is not None and (not bodies or bodies[-1] is not seen):
+                bodies.append(seen)
+                if len(checked) == n:
+                    unchecked_polls += 1
+        time.sleep(1 / 90)
+
+    try:
+        wait_for(lambda: step() or len(bodies) >= VERIFY_BATCH - 1, 20, "our bodies relayed", interval=0)
+        assert checked == []  # read, none checked yet: nothing read the check
+        n = len(bodies)
+        c = sink.check
+        assert checked == [b.pose_seq for b in bodies[:n]] and c.matched == n and c.mismatched == 0
+        assert sink.matched is not None and sink.matched[1] is bodies[n - 1] and sink.relay_ms is not None
+        wait_for(lambda: step() or len(bodies) >= n + VERIFY_BATCH, 20, "a batch of bodies relayed", interval=0)
+        assert len(checked) >= n + VERIFY_BATCH  # the batch bound checked them unasked
+    finally:
+        sink.close()
+    assert checked == [b.pose_seq for b in bodies] and sink.check.matched == len(bodies)
+    assert unchecked_polls == len(bodies) - 1  # only the poll that filled the batch checked (it, and those before)

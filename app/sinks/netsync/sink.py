@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from headcast.app.sinks.netsync.link import NetSyncLink
 
 SENT_HISTORY = 256
+# Relayed bodies read but not yet checked against what was sent: checked together when anything
+# reads the check (the status line, the mirror, close) or once this many wait. One at a time, a
+# check after a frame's sleep cost ~80 us of CPU (its code cold); in a batch all but the first run warm.
+VERIFY_BATCH = 16
 
 
 @dataclass
@@ -103,22 +107,22 @@ class NetSyncSink:
         self._pending: tuple[RigState, TrackingFrame] | None = None  # offline: the last frame, built when read
         self._body_size = 0
         self._seen: PoseBody | None = None  # our own body as the far side decodes it
-        self.check = NetSyncCheck()
+        self._check = NetSyncCheck()
         self._last_err: float | None = None
         self._offline_frame: PoseFrame | None = None  # the frame the offline round trip was for
         # The last SENT_HISTORY poseSeqs' sends, each in slot poseSeq % SENT_HISTORY: (poseSeq, frame
         # sent, the stage head pose it was built from, clock time it went out, the message, its body's
         # size, the link's protocol_changes then). A ring: no allocation, no eviction on the send path.
         self._sent: list[tuple[int, PoseFrame, Pose, float, bytes, int, int] | None] = [None] * SENT_HISTORY
-        self.relay_ms: float | None = None  # our last matched pose's round trip through the room broadcast
-        # The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)
-        self.matched: tuple[PoseFrame, PoseBody, float] | None = None
+        self._relay_ms: float | None = None  # `relay_ms`
+        self._matched: tuple[PoseFrame, PoseBody, float] | None = None  # `matched`
         self._delta_start: Origin | None = None  # the rig origins self._delta was computed for
         self._delta_origin: Origin | None = None
         self._delta: OriginDelta | None = None
         self._built_from: tuple[Pose, Pose, Pose] | None = None  # the stage poses self.frame was built from
-        # Our relayed body read by the last poll, checked at the next (body, clock time read, its bytes)
-        self._unverified: tuple[PoseBody, float, bytes | None] | None = None
+        # Our relayed bodies read by the polls, not checked yet, oldest first (VERIFY_BATCH): (body, clock
+        # time read, its bytes as relayed, the protocol and the link's protocol_changes then)
+        self._unverified: list[tuple[PoseBody, float, bytes | None, int, int]] = []
 
     @property
     def protocol(self) -> int:
@@ -136,48 +140,67 @@ class NetSyncSink:
     def _poll_linked(self, now: float) -> None:
         link = self.link
         assert link is not None  # the poll of a linked sink
-        pending = self._unverified
-        if pending is not None:
-            # The body the last poll read is checked at the next call, a frame later: the frame that
-            # read the broadcast does not also pay for the check (the loop holds polls on frames
-            # that sent, so this lands on a quiet one).
-            self._unverified = None
-            self.poll_at = link.next_poll
-            self._verify(*pending)
-            return
         link.poll(now)
+        self.poll_at = link.next_poll
         body = link.own_body
         if body is not None and body is not self._seen:  # (the fields: the properties are offline's)
             self._seen = body
-            self._unverified = (body, now, link.own_raw)
-            self.poll_at = now  # the next frame: the check
-        else:
-            self.poll_at = link.next_poll
+            pending = self._unverified
+            pending.append((body, now, link.own_raw, link.model_protocol, link.protocol_changes))
+            if len(pending) >= VERIFY_BATCH:
+                self._verify_pending()
 
     def _verify_pending(self) -> None:
-        """A body read but not checked yet is checked now (what reads the check: status, close)."""
+        """The bodies read but not checked yet are checked now, oldest first (what reads the check:
+        `check`, `matched`, `relay_ms`, the status line, the mirror, close; or VERIFY_BATCH of them)."""
         pending = self._unverified
-        if pending is not None:
-            self._unverified = None
-            self._verify(*pending)
+        if pending:
+            self._unverified = []
+            verify = self._verify
+            for p in pending:
+                verify(*p)
 
-    def _verify(self, body: PoseBody, now: float, raw: bytes | None = None) -> None:
-        """Match a relayed body (`raw`: its bytes as relayed, when known) to the frame sent under its poseSeq."""
+    @property
+    def check(self) -> NetSyncCheck:
+        """Sent vs relayed over the run, every body read so far checked."""
+        self._verify_pending()
+        return self._check
+
+    @property
+    def relay_ms(self) -> float | None:
+        """Our last matched pose's round trip through the room broadcast (ms)."""
+        self._verify_pending()
+        return self._relay_ms
+
+    @property
+    def matched(self) -> tuple[PoseFrame, PoseBody, float] | None:
+        """The last relayed body matched to the frame sent under its poseSeq: (frame, body, clock time seen)."""
+        self._verify_pending()
+        return self._matched
+
+    def _verify(
+        self, body: PoseBody, now: float, raw: bytes | None = None, protocol: int | None = None, epoch_read: int = -1
+    ) -> None:
+        """Match a relayed body (`raw`: its bytes as relayed, when known) to the frame sent under its
+        poseSeq; `protocol` and `epoch_read`: the link's protocol and protocol_changes when it was read."""
         sent = self._sent[body.pose_seq % SENT_HISTORY]
         if sent is None or sent[0] != body.pose_seq:
             return
         _, frame, stage, t_sent, msg, size, epoch = sent
         # Includes the wait for the server's next room broadcast (≤ 100 ms) and our poll period.
-        self.relay_ms = (now - t_sent) * 1000.0
-        self.matched = (frame, body, now)
-        c = self.check
+        self._relay_ms = (now - t_sent) * 1000.0
+        self._matched = (frame, body, now)
+        c = self._check
         c.matched += 1
         # What the official receivers make of the bytes we sent under this poseSeq, decoded in the
-        # protocol the link speaks (the server relays bodies as they came).
-        protocol = self.protocol
-        # the bytes sent under this poseSeq, as sent; encoded again only if the protocol changed since
+        # protocol the link spoke when the body was read (the server relays bodies as they came).
         link = self.link
-        if link is not None and epoch == link.protocol_changes:
+        if protocol is None:
+            protocol = self.protocol
+        if epoch_read < 0 and link is not None:
+            epoch_read = link.protocol_changes
+        # the bytes sent under this poseSeq, as sent; encoded again only if the protocol changed since
+        if link is not None and epoch == epoch_read:
             ours = msg[len(msg) - size :]
         else:
             ours = encode_body(body.pose_seq, frame, protocol)
@@ -276,8 +299,8 @@ class NetSyncSink:
     def _offline(self) -> None:
         """Offline: our body as a receiver would decode it, for the frame built last, worked out
         once when first read. (Linked, the server's broadcast shows it, read at poll.)"""
-        if self._unverified is not None:
-            self._verify_pending()  # linked: the check of the last body read, when read before it ran
+        if self._unverified:
+            self._verify_pending()  # linked: the check of the bodies read, when read before it ran
         frame = self.frame
         if self.link is not None or frame is None or frame is self._offline_frame:
             return
