@@ -48,7 +48,7 @@ from .events import (
     Spawned,
     Welcomed,
 )
-from .npos import NPos, Pose as Pose, pose_record  # Pose: re-exported (its home is npos.py)
+from .npos import NPos, Pose as Pose, pose_record, record_of  # Pose: re-exported (its home is npos.py)
 from .protocol import (
     CHAN_MSG,
     CHAN_POS,
@@ -224,7 +224,8 @@ class SauerClientCore:
         self.ping_ms: float | None = None
         self.players: dict[int, RemotePlayer] = {}
         self.pose: Pose | None = None  # None: nothing to send (tracking lost)
-        self.last_record: NPos | None = None
+        self._last_record: NPos | None = None  # last_record, once read (None: not yet, or none sent)
+        self._last_data: bytes | None = None  # the bytes of our last record (last_record is read from them)
         self.last_disconnect: Disconnected | None = None
         self.stop_reason = ""
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)  # an undrained core keeps the newest
@@ -339,10 +340,8 @@ class SauerClientCore:
         """The position tick alone, when it is all there is to send: the N_POS datagram for
         channel 0 (unreliable), counted as sent and out of the queue (datagrams_to_send will not
         hand it out). None when the tick is not due, not alive, or other datagrams wait (call
-        handle_timer and datagrams_to_send then). An application that polls every frame sends its
-        tick with this (app/sinks/sauer/link.py, on the frame thread): the pings, silences and
-        spawn requests are the poll's handle_timer's, a poll later. b"" when the tick fell due
-        with nothing to send (no pose, or a position outside the world: counted as a drop)."""
+        handle_timer and datagrams_to_send then). b"" when the tick fell due with nothing to send
+        (no pose, or a position outside the world: counted as a drop)."""
         nxt = self._next_pos
         if nxt is None or now < nxt or self._out or self._state is not State.ALIVE:
             return None
@@ -355,7 +354,7 @@ class SauerClientCore:
         except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
             self._counters.drops[f"position not sent: {e}"] += 1
             return b""
-        self.last_record = rec
+        self._last_record, self._last_data = rec, data
         c = self._counters
         n = len(data)
         c.positions_sent += 1
@@ -363,6 +362,33 @@ class SauerClientCore:
         c.packets_out += 1  # datagrams_to_send's count
         c.bytes_out += n
         return data
+
+    def take_position_data(self, now: float, data: bytes) -> bool:
+        """take_position for an application that builds the tick's N_POS bytes itself (the app's
+        Sauerbraten sink, on the frame thread: npos_bytes of the pose, for this client's `cn` and
+        `lifesequence`): True when the tick is due, alive and all there is to send, and then
+        `data` is counted as sent and is our last record (read from the bytes when asked); False
+        (nothing changed) otherwise: take_position's None."""
+        nxt = self._next_pos
+        if nxt is None or now < nxt or self._out or self._state is not State.ALIVE:
+            return False
+        self._next_pos = max(nxt + POS_INTERVAL, now)  # handle_timer's cadence
+        self._last_record, self._last_data = None, data
+        c = self._counters
+        n = len(data)
+        c.positions_sent += 1
+        c.position_bytes += n
+        c.packets_out += 1  # datagrams_to_send's count
+        c.bytes_out += n
+        return True
+
+    @property
+    def last_record(self) -> NPos | None:
+        """Our last record sent (None: none yet)."""
+        rec = self._last_record
+        if rec is None and self._last_data is not None:
+            rec = self._last_record = record_of(self._last_data)
+        return rec
 
     def datagrams_to_send(self, now: float) -> list[Outgoing]:
         """What to hand ENet now (what handle_timer and the messages received queued)."""
@@ -640,7 +666,7 @@ class SauerClientCore:
         except ValueError as e:  # outside the 24-bit world, non-finite: not sent, counted
             self._counters.drops[f"position not sent: {e}"] += 1
             return
-        self.last_record = rec
+        self._last_record, self._last_data = rec, data
         c = self._counters
         c.positions_sent += 1
         c.position_bytes += len(data)

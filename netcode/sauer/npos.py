@@ -496,23 +496,32 @@ _F32_10 = struct.Struct("<10f")
 _new, _set = object.__new__, object.__setattr__
 
 
-def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
-    """`make_npos(cn, eye=…, yaw=…, …, lifesequence=…)` of the pose's fields and that record's
-    `encode_npos` bytes, in one call: what a client sends 30 times a second on the app's frame
-    thread (issue 26), where each Python call and object costs microseconds cache-cold.
+def npos_bytes(
+    cn: int,
+    x0: float,
+    y0: float,
+    z0: float,
+    yaw: float,
+    pitch: float,
+    roll: float,
+    vx: float,
+    vy: float,
+    vz: float,
+    move: int,
+    strafe: int,
+    physstate: int,
+    lifesequence: int,
+) -> bytes | None:
+    """`encode_npos(make_npos(cn, eye=(x0, y0, z0), yaw=…, vel=(vx, vy, vz), …))` for the common
+    case, from the pose's numbers (no Pose, no NPos built): what a client sends 30 times a second
+    on the app's frame thread (issue 26), where each Python call and object costs microseconds
+    cache-cold. None when it is not the common case — a player outside the game's 2-byte
+    coordinate range (0..4095 cube units), a client number from 128, a value a float cannot hold or
+    a non-finite one: make_npos + encode_npos then (pose_record), errors included.
 
-    The common case — a player in the game's 2-byte coordinate range (0..4095 cube units) and a
-    client number below 128 — takes the float32 steps of make_npos in two struct calls, builds the
-    record without its field checks (every field is in range by construction) and packs the bytes
-    in one struct call. Anything else (a value a float cannot hold, a non-finite one, a 3-byte
-    coordinate) is make_npos + encode_npos themselves, errors included; tests/sauer/test_codecs.py
-    holds the two equal.
-    """
-    x0, y0, z0 = eye = pose.eye
-    vel = pose.vel
-    vx, vy, vz = vel
-    yaw, pitch, roll = pose.yaw, pose.pitch, pose.roll
-    if (
+    The float32 steps of make_npos are taken in two struct calls and the bytes packed in one;
+    tests/sauer/test_codecs.py holds it equal to make_npos + encode_npos."""
+    if not (
         0 <= cn < 128
         and (x0 - x0)
         + (y0 - y0)
@@ -525,42 +534,54 @@ def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
         + (vz - vz)
         == 0.0
     ):
-        try:
-            ex, ey, ez, eh, r32, vx, vy, vz, y32, p32 = _F32_10.unpack(
-                _F32_10.pack(x0, y0, z0, EYEHEIGHT, roll, vx, vy, vz, yaw, pitch)
-            )
-            fz32, r90, p90 = _F32_3.unpack(_F32_3.pack(ez - eh, r32 + 90.0, p32 + 90.0))
-            x, y, z = int(ex * DMF), int(ey * DMF), int(fz32 * DMF)  # ·16 of a float is exact
-        except OverflowError:  # make_npos below raises the ValueError naming the value
-            x = y = z = -1
-            y32 = p90 = r90 = vx = vy = vz = 0.0
-        if 0 <= x <= 0xFFFF and 0 <= y <= 0xFFFF and 0 <= z <= 0xFFFF:
-            if not 0.0 <= y32 < 360.0:
-                y32 = normalize_yaw(y32)  # (its first step, the float32 of the yaw, taken already)
-            if vx == 0.0 and vy == 0.0 and vz == 0.0:
-                speed, veldir = 0, _ZERO_DIR
-            else:
-                speed, veldir, _ = _speed_dir((vx, vy, vz), "vel")
-            # pack_dir of a yaw in [0, 360): the yaw part is its whole degrees
-            pitchpart = min(max(_cvtt(p90), 0), 180)
-            d = (int(y32) + pitchpart * 360) & 0xFFFF
-            b = pose.move & 3
-            mv = -1 if b & 2 else b
-            b = pose.strafe & 3
-            st = -1 if b & 2 else b
-            phys = pose.physstate & 7
-            lifebit = lifesequence & 1
-            rollb = min(max(int(r90), 0), 180)
+        return None
+    try:
+        ex, ey, ez, eh, r32, vx, vy, vz, y32, p32 = _F32_10.unpack(
+            _F32_10.pack(x0, y0, z0, EYEHEIGHT, roll, vx, vy, vz, yaw, pitch)
+        )
+        fz32, r90, p90 = _F32_3.unpack(_F32_3.pack(ez - eh, r32 + 90.0, p32 + 90.0))
+    except OverflowError:  # make_npos raises the ValueError naming the value
+        return None
+    x, y, z = int(ex * DMF), int(ey * DMF), int(fz32 * DMF)  # ·16 of a float is exact
+    if not (0 <= x <= 0xFFFF and 0 <= y <= 0xFFFF and 0 <= z <= 0xFFFF):
+        return None
+    if not 0.0 <= y32 < 360.0:
+        y32 = normalize_yaw(y32)  # (its first step, the float32 of the yaw, taken already)
+    if vx == 0.0 and vy == 0.0 and vz == 0.0:
+        speed, veldir = 0, _ZERO_DIR
+    else:
+        speed, veldir, _ = _speed_dir((vx, vy, vz), "vel")
+    # pack_dir of a yaw in [0, 360): the yaw part is its whole degrees
+    d = (int(y32) + min(max(_cvtt(p90), 0), 180) * 360) & 0xFFFF
+    b = move & 3
+    st = physstate & 7 | (lifesequence & 1) << 3 | (3 if b & 2 else b) << 4  # (−1 & 3 == 3: the same bits)
+    b = strafe & 3
+    st |= (3 if b & 2 else b) << 6
+    rollb = min(max(int(r90), 0), 180)
+    if speed <= 0xFF:
+        return _NPOS_SHORT.pack(N_POS, cn, st, 0, x, y, z, d, rollb, speed, veldir)
+    return _NPOS_VEL2.pack(N_POS, cn, st, _F_VEL2, x, y, z, d, rollb, speed, veldir)
+
+
+def record_of(data: bytes) -> NPos:
+    """The record of one N_POS's bytes (decode_npos's): the short form npos_bytes packs in one
+    struct call, anything else through decode_npos."""
+    n = len(data)
+    if n >= 4 and data[1] < 0x80:  # a one-byte client number: the flags byte is data[3]
+        flags = data[3]
+        layout = _NPOS_SHORT if flags == 0 else _NPOS_VEL2 if flags == _F_VEL2 else None
+        if layout is not None and n == layout.size and data[0] == N_POS:
+            _, cn, st, _, x, y, z, d, rollb, speed, veldir = layout.unpack(data)
             rec = _new(NPos)  # NPos(cn=cn, …) without the frozen dataclass's per-field __init__
             _set(
                 rec,
                 "__dict__",
                 {
                     "cn": cn,
-                    "physstate": phys,
-                    "lifebit": lifebit,
-                    "move": mv,
-                    "strafe": st,
+                    "physstate": st & 7,
+                    "lifebit": st >> 3 & 1,
+                    "move": _two_bit(st >> 4),
+                    "strafe": _two_bit(st >> 6),
                     "o": (x, y, z),
                     "dir": d,
                     "roll": rollb,
@@ -571,18 +592,41 @@ def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
                     "gameclip": False,
                 },
             )
-            state = phys | lifebit << 3 | (mv & 3) << 4 | (st & 3) << 6
-            if speed <= 0xFF:
-                data = _NPOS_SHORT.pack(N_POS, cn, state, 0, x, y, z, d, rollb, speed, veldir)
-            else:
-                data = _NPOS_VEL2.pack(N_POS, cn, state, _F_VEL2, x, y, z, d, rollb, speed, veldir)
-            return rec, data
+            return rec
+    return decode_npos(data)[0]
+
+
+def pose_record(cn: int, pose: Pose, lifesequence: int) -> tuple[NPos, bytes]:
+    """`make_npos(cn, eye=…, yaw=…, …, lifesequence=…)` of the pose's fields and that record's
+    `encode_npos` bytes, in one call: the common case is npos_bytes' (and the record read back
+    from its bytes), anything else make_npos + encode_npos themselves, errors included;
+    tests/sauer/test_codecs.py holds the two equal.
+    """
+    eye, vel = pose.eye, pose.vel
+    data = npos_bytes(
+        cn,
+        eye[0],
+        eye[1],
+        eye[2],
+        pose.yaw,
+        pose.pitch,
+        pose.roll,
+        vel[0],
+        vel[1],
+        vel[2],
+        pose.move,
+        pose.strafe,
+        pose.physstate,
+        lifesequence,
+    )
+    if data is not None:
+        return record_of(data), data
     rec = make_npos(
         cn,
         eye=eye,
-        yaw=yaw,
-        pitch=pitch,
-        roll=roll,
+        yaw=pose.yaw,
+        pitch=pose.pitch,
+        roll=pose.roll,
         vel=vel,
         physstate=pose.physstate,
         lifesequence=lifesequence,

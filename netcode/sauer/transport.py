@@ -137,8 +137,14 @@ class SauerClient:
             before = core.counters.position_bytes
             self.send_due(now)
             return core.counters.position_bytes - before
+        return self.send_position_data(data) if data else 0
+
+    def send_position_data(self, data: bytes) -> int:
+        """A position the core has counted as sent (take_position, take_position_data) straight to
+        ENet on channel 0, unreliable, flushed: the bytes handed to ENet (0: none, with no
+        connected peer, as _flush's)."""
         peer = self._peer
-        if not data or peer is None or not self._connected:
+        if peer is None or not self._connected:
             return 0  # (_flush's: a datagram with no connected peer is not sent)
         failed = peer.send(CHAN_POS, enet.Packet(data, 0)) < 0
         metrics = self.metrics
@@ -148,7 +154,7 @@ class SauerClient:
             else:
                 metrics("sent_datagrams", 1)
                 metrics("sent_bytes", len(data))
-        host.flush()
+        self._host.flush()
         self.sent_at = self.clock()
         return len(data)
 

@@ -9,9 +9,9 @@ import pytest
 
 from headcast.app.run.rig import Origin, Rig
 from headcast.app.run.synthetic import orientation
-from headcast.app.sinks.sauer.mapping import UNITS_PER_METRE, SauerWorld, anchor_at, game_pose
+from headcast.app.sinks.sauer.mapping import UNITS_PER_METRE, SauerWorld, anchor_at, game_pose, game_tick, pose_of
 from headcast.app.sinks.sauer.sink import SauerSink, npos_for
-from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, encode_npos
+from headcast.netcode.sauer.npos import EYEHEIGHT, MAX_SAFE_SPEED, PHYS_FLOOR, encode_npos, npos_bytes, pose_record
 from headcast.xr.frame import Controls, Pose, TrackingFrame
 
 U = UNITS_PER_METRE
@@ -117,3 +117,40 @@ def test_offline_status_says_when_the_cap_bites():
     sink.seen  # noqa: B018 - builds the record
     st = sink.status(0.0)
     assert st.values["vel"] == 179 and st.values["move"] == 1
+
+
+def test_the_linked_tick_sends_the_bytes_of_the_game_pose():
+    """The linked sink's tick (app/sinks/sauer/sink.py: game_tick's numbers, npos_bytes of them,
+    no Pose or record built on the frame thread) puts on the wire the bytes the game pose's record
+    has (pose_record of game_pose: what the live tests pin against the real server), and the game
+    pose read later is game_pose's; outside the common case (3-byte coordinates, a client number
+    from 128) npos_bytes says None and the sink takes the pose's way."""
+    worlds = (WORLD, SauerWorld(), SauerWorld(spawn=(4.0, 4090.0, 0.0), spawn_yaw=-170.0, eye_height=1.5))
+    heads = [
+        (p, y, r)
+        for p in (-89.0, -30.0, 0.0, 45.0, 89.5)
+        for y in (-179.0, -0.4, 0.0, 12.3, 179.9)
+        for r in (-20.0, 0.0, 7.0)
+    ]
+    moves = ((0.0, 0.0), (0.0, -2.0), (-1.0, 1.0), (30.0, -30.0), (0.3, 0.0))
+    places = ((0.0, 1.6, 0.0), (1.5, 1.9, -2.25), (-3.0, 1.1, 4.0), (40.0, 1.7, -40.0))
+    common = other = 0
+    for w, world in enumerate(worlds):
+        anchor = anchor_at(state(frame(head=(0, 20, 0), pos=(0.3, 1.6, -0.2))), world)
+        for i, head in enumerate(heads):
+            s = state(frame(head=head, pos=places[i % len(places)]), move=moves[i % len(moves)], yaw=15.0 * w)
+            tick = game_tick(s, world, anchor)
+            gp = game_pose(s, world, anchor)
+            assert pose_of(tick) == gp and vars(pose_of(tick).pose) == vars(gp.pose)
+            for cn, ls in ((0, 1), (5, 2), (127, 7), (128, 3)):
+                want = npos_for(gp, cn, ls)
+                got = npos_bytes(cn, *tick[:8], 0.0, tick[8], tick[9], PHYS_FLOOR, ls)
+                if got is None:
+                    other += 1
+                    assert cn >= 128 or want is None or not all(0 <= c <= 0xFFFF for c in want.o)
+                else:
+                    common += 1
+                    assert want is not None and got == encode_npos(want) == pose_record(cn, gp.pose, ls)[1]
+    assert common > 500 and other > 100
+    lost = state(frame(ok=False))
+    assert game_tick(lost, WORLD, anchor_at(state(frame()), WORLD)) is None

@@ -152,6 +152,44 @@ def test_the_tick_alone_is_the_timers_position_and_waits_for_anything_else():
     assert a.take_position(a.position_due_at) == b"" and any("position not sent" in k for k in ca.drops)
 
 
+def test_the_tick_of_bytes_is_take_positions_and_its_record_is_read_back():
+    """take_position_data (the app's tick: the bytes built by the sink, npos_bytes) counts, times and
+    remembers the tick as take_position does for the same pose; False where take_position gives
+    None; the last record is read back from the bytes (equal, and the same object when read again)."""
+    a, b = SauerClientCore("vrA"), SauerClientCore("vrA")
+    for core in (a, b):
+        core.pose = POSE
+        connected(core, cn=3, ls=1)
+    due, sent = a.position_due_at, a.counters.positions_sent
+    assert due is not None and not a.take_position_data(due - 0.001, b"x")
+    assert a.counters.positions_sent == sent and a.position_due_at == due
+    t = due
+    for i in range(40):
+        t += 1 / 90
+        b.pose = Pose(eye=(512.0 + i, 500.0, 526.0), yaw=i * 9.5, pitch=-10.0, roll=5.0, vel=(0.0, i * 9.0, 0))
+        for core in (a, b):
+            core.handle_timer(t, positions=False)
+            core.datagrams_to_send(t)
+        tick = b.take_position(t)
+        data = None if tick is None else encode_npos(b.last_record)
+        assert a.take_position_data(t, data or b"") == (tick is not None)
+        assert a.position_due_at == b.position_due_at and a.last_record == b.last_record
+        if tick:
+            assert data == tick and a.last_record is a.last_record
+    ca, cb = a.counters, b.counters
+    assert (ca.positions_sent, ca.position_bytes, ca.packets_out, ca.bytes_out) == (
+        cb.positions_sent,
+        cb.position_bytes,
+        cb.packets_out,
+        cb.bytes_out,
+    )
+    assert ca.positions_sent > 10
+    a.send_message(build(Msg.N_TEXT, "hi"))  # something waits: the tick is send_due's
+    before = a.counters.positions_sent
+    assert not a.take_position_data(a.position_due_at + 0.001, tick or b"")
+    assert a.counters.positions_sent == before
+
+
 def test_death_tryspawn_and_respawn_flip_the_lifebit():
     core = SauerClientCore("vrA")
     core.pose = POSE

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from headcast.netcode.sauer import info, messages as m
 from headcast.netcode.sauer.messages import build, parse_messages, parse_positions
-from headcast.netcode.sauer.npos import encode_npos, make_npos
+from headcast.netcode.sauer.npos import decode_npos, encode_npos, make_npos
 from headcast.netcode.sauer.protocol import Msg, disconnect_text, mode_name
 from headcast.netcode.sauer.tiger import hash_password, hashstring, tiger
 from headcast.netcode.sauer.wire import Reader, decode_cube, encode_cube, plain_text, put_string
@@ -349,4 +349,60 @@ def test_the_tick_encoder_is_make_npos_and_encode_npos(
     rec, data = pose_record(cn, pose, lifesequence)
     assert data == want_bytes and rec == want and encode_npos(rec) == data
     assert vars(rec) == vars(want)  # the same fields, of the same types
+    assert [type(v) for v in vars(rec).values()] == [type(v) for v in vars(want).values()]
+
+
+@settings(max_examples=FUZZ, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    cn=st.one_of(st.integers(0, 140), st.integers(-2, 70_000)),
+    eye=st.one_of(
+        st.tuples(st.floats(0.0, 4096.0), st.floats(0.0, 4096.0), st.floats(14.0, 4110.0)),  # 2-byte: the tick's case
+        st.tuples(_coord, _coord, _coord),
+    ),
+    yaw=_angle,
+    pitch=_angle,
+    roll=_angle,
+    vel=st.tuples(_speed, _speed, _speed),
+    move=st.integers(-4, 4),
+    strafe=st.integers(-4, 4),
+    physstate=st.integers(0, 15),
+    lifesequence=st.integers(0, 300),
+)
+def test_the_tick_bytes_are_make_npos_and_encode_npos_and_read_back(
+    cn, eye, yaw, pitch, roll, vel, move, strafe, physstate, lifesequence
+):
+    """npos_bytes (the app's tick, from the pose's numbers) gives encode_npos(make_npos(...)) for
+    the common case (a one-byte client number, 2-byte coordinates) and None for anything else;
+    record_of reads those bytes back as decode_npos does."""
+    from headcast.netcode.sauer.npos import npos_bytes, record_of
+
+    try:
+        data = npos_bytes(cn, *eye, yaw, pitch, roll, *vel, move, strafe, physstate, lifesequence)
+    except ValueError:  # (what make_npos raises for a velocity past a float: raised the same)
+        with pytest.raises(ValueError):
+            make_npos(cn, eye=eye, yaw=yaw, pitch=pitch, roll=roll, vel=vel, physstate=physstate)
+        return
+    try:
+        want = make_npos(
+            cn,
+            eye=eye,
+            yaw=yaw,
+            pitch=pitch,
+            roll=roll,
+            vel=vel,
+            physstate=physstate,
+            lifesequence=lifesequence,
+            move=move,
+            strafe=strafe,
+        )
+    except ValueError:
+        assert data is None
+        return
+    common = 0 <= cn < 128 and all(0 <= c <= 0xFFFF for c in want.o)
+    assert (data is not None) == common
+    if data is not None:
+        assert data == encode_npos(want)
+    data = encode_npos(want)
+    rec = record_of(data)
+    assert rec == want == decode_npos(data)[0]
     assert [type(v) for v in vars(rec).values()] == [type(v) for v in vars(want).values()]

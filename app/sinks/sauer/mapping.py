@@ -72,21 +72,43 @@ def anchor_at(state: RigState, world: SauerWorld) -> Anchor | None:
     return Anchor(x, z, world.spawn_yaw - yaw, world.eye_height or y)
 
 
-def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | None:
-    """This frame's player in the game's world; None while the head is not tracked."""
+# game_tick's numbers: the eye (x, y, z), yaw, pitch, roll, the velocity's x and y (its z is 0), move,
+# strafe, the speed asked before the cap, and whether the cap bit
+Tick = tuple[float, float, float, float, float, float, float, float, int, int, float, bool]
+
+
+def game_tick(state: RigState, world: SauerWorld, anchor: Anchor) -> Tick | None:
+    """This frame's player in the game's world as plain numbers (game_pose's, no object built: a
+    30 Hz tick on the app's frame thread, where each Python call and object costs microseconds
+    cold); None while the head is not tracked."""
     head = state.world_head()  # its world position and orientation as state.head's, without the Pose
     if head is None:
         return None
     u = UNITS_PER_METRE
     x, y, z, qx, qy, qz, qw = head
     pitch, yaw, roll = quake_angles((qx, qy, qz, qw))
-    t = math.radians(anchor.turn)
+    turn = anchor.turn
+    t = math.radians(turn)
     c, s = math.cos(t), math.sin(t)
     dx, dy = (x - anchor.x) * u, (anchor.z - z) * u
     sx, sy, sz = world.spawn
-    eye = (sx + dx * c - dy * s, sy + dx * s + dy * c, sz + EYEHEIGHT + max(0.0, y - anchor.standing) * u)
-    game_yaw = yaw + anchor.turn
+    game_yaw = yaw + turn
     mx, mz = state.move_world
+    if mx == 0.0 and mz == 0.0:  # (standing: the arithmetic below gives 0.0, 0.0, no move)
+        return (
+            sx + dx * c - dy * s,
+            sy + dx * s + dy * c,
+            sz + EYEHEIGHT + max(0.0, y - anchor.standing) * u,
+            game_yaw,
+            -pitch,
+            roll,
+            0.0,
+            0.0,
+            0,
+            0,
+            0.0,
+            False,
+        )
     wx, wy = mx * u, -mz * u
     vx, vy = wx * c - wy * s, wx * s + wy * c
     speed = math.hypot(vx, vy)
@@ -101,16 +123,34 @@ def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | 
         left = (-vx * math.cos(yr) - vy * math.sin(yr)) / math.hypot(vx, vy)  # · (−cos, −sin)
         move = 1 if fwd > MOVE_SHARE else -1 if fwd < -MOVE_SHARE else 0
         strafe = 1 if left > MOVE_SHARE else -1 if left < -MOVE_SHARE else 0
-    # Pose(eye=eye, yaw=game_yaw, …) without the frozen dataclass's per-field __init__ (a 30 Hz tick
-    # on the app's frame thread, where each Python call costs microseconds cold): the same object
+    return (
+        sx + dx * c - dy * s,
+        sy + dx * s + dy * c,
+        sz + EYEHEIGHT + max(0.0, y - anchor.standing) * u,
+        game_yaw,
+        -pitch,
+        roll,
+        vx,
+        vy,
+        move,
+        strafe,
+        speed,
+        capped,
+    )
+
+
+def pose_of(tick: Tick) -> GamePose:
+    """The game pose of game_tick's numbers."""
+    ex, ey, ez, yaw, pitch, roll, vx, vy, move, strafe, speed, capped = tick
+    # Pose(eye=…, yaw=…, …) without the frozen dataclass's per-field __init__: the same object
     pose = _new(Pose)
     _set(
         pose,
         "__dict__",
         {
-            "eye": eye,
-            "yaw": game_yaw,
-            "pitch": -pitch,
+            "eye": (ex, ey, ez),
+            "yaw": yaw,
+            "pitch": pitch,
             "roll": roll,
             "vel": (vx, vy, 0.0),
             "move": move,
@@ -119,3 +159,9 @@ def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | 
         },
     )
     return GamePose(pose, speed, capped)
+
+
+def game_pose(state: RigState, world: SauerWorld, anchor: Anchor) -> GamePose | None:
+    """This frame's player in the game's world; None while the head is not tracked."""
+    tick = game_tick(state, world, anchor)
+    return None if tick is None else pose_of(tick)

@@ -17,9 +17,18 @@ from typing import TYPE_CHECKING
 
 from headcast.app.run.rig import RigState
 from headcast.app.run.telemetry import RateMeter, SinkStatus
-from headcast.app.sinks.sauer.mapping import Anchor, GamePose, SauerWorld, anchor_at, game_pose
+from headcast.app.sinks.sauer.mapping import (
+    Anchor,
+    GamePose,
+    SauerWorld,
+    Tick,
+    anchor_at,
+    game_pose,
+    game_tick,
+    pose_of,
+)
 from headcast.netcode.pose import angle_subtract
-from headcast.netcode.sauer.npos import NPos, encode_npos, make_npos
+from headcast.netcode.sauer.npos import PHYS_FLOOR, NPos, encode_npos, make_npos, npos_bytes, record_of
 from headcast.xr.frame import TrackingFrame
 
 if TYPE_CHECKING:
@@ -91,11 +100,15 @@ class SauerSink:
         # tick on (every frame from a spawn until anchored); offline (`follow`), never.
         self.send_at = -math.inf
         self._loop = None  # offline, once the loop is followed: its latest state is taken from it
-        self.meter = RateMeter()
-        self.check = SauerCheck()
+        self._meter = RateMeter()
+        self._check = SauerCheck()
         self.anchor: Anchor | None = None
-        self.game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
-        self.sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
+        self._tick: Tick | None = None  # linked: the last position tick's game pose, as numbers
+        self._game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
+        self._sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
+        # Linked: each tick's (game pose numbers, record or its bytes, clock time, bytes), counted in
+        # `check`, `sent` and `meter` off the frame thread (the next poll) or when one is read.
+        self._pending: list[tuple[Tick, NPos | bytes, float, int]] = []
         self.relay_ms: float | None = None  # our last record's way to the watcher, through the server
         self._spawns_anchored = 0
         self._capped_at: float | None = None  # when the speed cap last bit, and the speed it lowered
@@ -125,7 +138,7 @@ class SauerSink:
                     self.anchor = anchor_at(self._state, self.world)
                 if self.anchor is not None:
                     gp = game_pose(self._state, self.world, self.anchor)
-            self.game = gp
+            self._game = gp
             self._built = (self._state, npos_for(gp))
         return self._built[1]
 
@@ -146,6 +159,33 @@ class SauerSink:
     @property
     def others(self) -> dict:
         return {} if self.link is None else self.link.others
+
+    @property
+    def game(self) -> GamePose | None:
+        """The last game pose handed to the link (or taken offline)."""
+        gp = self._game
+        if gp is None and self._tick is not None:
+            gp = self._game = pose_of(self._tick)
+        return gp
+
+    @property
+    def check(self) -> SauerCheck:
+        if self._pending:
+            self._settle()
+        return self._check
+
+    @property
+    def sent(self) -> deque[tuple[NPos, float]]:
+        """Our last records sent and when each went out (the latest last)."""
+        if self._pending:
+            self._settle()
+        return self._sent
+
+    @property
+    def meter(self) -> RateMeter:
+        if self._pending:
+            self._settle()
+        return self._meter
 
     # --- per frame --------------------------------------------------------------------------
 
@@ -169,6 +209,8 @@ class SauerSink:
     def _poll_linked(self, now: float) -> None:
         link = self.link
         assert link is not None  # the poll of a linked sink
+        if self._pending:
+            self._settle()
         if link.poll(now):
             self.send_at = self._due()
 
@@ -183,46 +225,94 @@ class SauerSink:
             anchor = anchor_at(state, self.world)
             if anchor is not None:  # lost tracking: anchored at the first tracked frame
                 self.anchor, self._spawns_anchored = anchor, link.spawns
-                self.check.spawns = link.spawns
+                self._check.spawns = link.spawns
         core = link.core
         due = core.position_due_at  # (link.position_due_at's, one call less)
         if due is None or now < due:
             self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
             return None
-        gp = None if self.anchor is None else game_pose(state, self.world, self.anchor)
-        self.game = gp
+        # The tick on the frame thread (issue 26): the game pose as numbers, its N_POS bytes in one
+        # call, counted by the core and straight to ENet; the objects (the game pose, the record)
+        # are built when something reads them, the counts in `check` and `meter` at the next poll.
+        anchor = self.anchor
+        tick = None if anchor is None else game_tick(state, self.world, anchor)
+        self._tick, self._game = tick, None
+        data = None
+        if tick is not None and not link.closed:
+            try:
+                data = npos_bytes(
+                    core.cn,
+                    tick[0],
+                    tick[1],
+                    tick[2],
+                    tick[3],
+                    tick[4],
+                    tick[5],
+                    tick[6],
+                    tick[7],
+                    0.0,
+                    tick[8],
+                    tick[9],
+                    PHYS_FLOOR,
+                    core.lifesequence,
+                )
+            except ValueError:  # (a value past a float: the pose's way below counts the drop)
+                data = None
+        if tick is not None and data is not None and core.take_position_data(now, data):
+            client = link.client
+            nbytes = client.send_position_data(data)
+            due = core.position_due_at  # _due(), written out
+            self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
+            if not nbytes:
+                return None
+            t_wire = client.sent_at
+            pending = self._pending
+            pending.append((tick, data, t_wire, nbytes))
+            if len(pending) >= SENT_HISTORY:  # never polled (a caller of its own): bounded all the same
+                self._settle()
+            return t_wire
+        # untracked, a record not of the common case, or more than the position due: the pose's way
+        gp = self.game
         core.pose = None if gp is None else gp.pose  # link.set_pose, written out
         sent = link.send(now)
-        due = core.position_due_at  # _due(), written out
+        due = core.position_due_at
         self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
         if sent is None:
             return None
         nbytes, t_wire = sent
-        self.meter.add(t_wire, nbytes)
         rec = core.last_record
-        if gp is not None and rec is not None:
-            self._count(gp, rec, t_wire)
+        if tick is not None and rec is not None:
+            self._pending.append((tick, rec, t_wire, nbytes))
+        else:
+            self._meter.add(t_wire, nbytes)
         return t_wire
 
-    def _count(self, gp: GamePose, rec: NPos, now: float) -> None:
-        c = self.check
+    def _settle(self) -> None:
+        """Count the ticks sent since the last time (send() leaves them for later: off the frame)."""
+        pending, self._pending = self._pending, []
+        for tick, rec, t_wire, nbytes in pending:
+            self._meter.add(t_wire, nbytes)
+            self._count(tick, rec if isinstance(rec, NPos) else record_of(rec), t_wire)
+
+    def _count(self, tick: Tick, rec: NPos, now: float) -> None:
+        c = self._check
         c.records += 1
-        self.sent.append((rec, now))
-        # angle_error(gp, rec) with the record's yaw, pitch and roll properties written out (a 30 Hz
-        # tick on the frame thread: each Python call costs microseconds cold)
-        p, d = gp.pose, rec.dir
+        self._sent.append((rec, now))
+        # angle_error of the game pose and the record, from the tick's numbers
+        d = rec.dir
         err = max(
-            abs(angle_subtract(p.yaw, d % 360)),
-            abs(p.pitch - (min(max(d // 360, 0), 180) - 90)),
-            abs(p.roll - (min(rec.roll, 180) - 90)),
+            abs(angle_subtract(tick[3], d % 360)),
+            abs(tick[4] - (min(max(d // 360, 0), 180) - 90)),
+            abs(tick[5] - (min(rec.roll, 180) - 90)),
         )
         if err > c.angle_err_max:
             c.angle_err_max = err
-        if gp.speed > c.speed_max:
-            c.speed_max = gp.speed
-        if gp.capped:
+        speed = tick[10]
+        if speed > c.speed_max:
+            c.speed_max = speed
+        if tick[11]:
             c.capped += 1
-            self._capped_at, self._capped_speed = now, gp.speed
+            self._capped_at, self._capped_speed = now, speed
 
     def _take_offline(self, state: RigState, frame: TrackingFrame, now: float) -> None:
         if now < self._next and self._tracked:  # a loss is taken at once
@@ -234,6 +324,8 @@ class SauerSink:
     def _poll_watched(self, now: float) -> None:
         link, watcher = self.link, self.watcher
         assert link is not None and watcher is not None  # the poll of a linked sink with a watcher
+        if self._pending:
+            self._settle()
         link.poll(now, True)
         self.send_at = self._due()
         watcher.poll(now)
@@ -252,14 +344,16 @@ class SauerSink:
         if t_sent is not None:
             if now is not None:
                 self.relay_ms = (now - t_sent) * 1000.0
-            self.check.relayed += 1
+            self._check.relayed += 1
         else:
-            self.check.relayed_other += 1
+            self._check.relayed_other += 1
         return ok
 
     # --- what is shown ----------------------------------------------------------------------
 
     def status(self, now: float) -> SinkStatus:
+        if self._pending:
+            self._settle()
         rec = self.record
         gp = self.game
         packed, values, err = "", None, None
@@ -286,7 +380,7 @@ class SauerSink:
         if link is None:
             detail = "; ".join(notes) or "computed only (no server: --sauer HOST)"
             return SinkStatus(self.name, "offline", packed=packed, error_deg=err, detail=detail, values=values)
-        hz, bps = self.meter.rates(now)
+        hz, bps = self._meter.rates(now)
         others = sum(1 for p in link.others.values() if p.record is not None)
         tail = f"; {others} other player{'s' if others != 1 else ''} seen" if others else ""
         drops = link.drops
