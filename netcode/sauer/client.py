@@ -363,16 +363,16 @@ class SauerClientCore:
         c.bytes_out += n
         return data
 
-    def take_position_data(self, now: float, data: bytes) -> bool:
+    def take_position_data(self, now: float, data: bytes) -> float | None:
         """take_position for an application that builds the tick's N_POS bytes itself (the app's
         Sauerbraten sink, on the frame thread: npos_bytes of the pose, for this client's `cn` and
-        `lifesequence`): True when the tick is due, alive and all there is to send, and then
-        `data` is counted as sent and is our last record (read from the bytes when asked); False
-        (nothing changed) otherwise: take_position's None."""
+        `lifesequence`): when the tick is due, alive and all there is to send, `data` is counted
+        as sent and is our last record (read from the bytes when asked), and the next tick's time
+        (position_due_at) is returned; None (nothing changed) otherwise: take_position's None."""
         nxt = self._next_pos
         if nxt is None or now < nxt or self._out or self._state is not State.ALIVE:
-            return False
-        self._next_pos = max(nxt + POS_INTERVAL, now)  # handle_timer's cadence
+            return None
+        self._next_pos = nxt = max(nxt + POS_INTERVAL, now)  # handle_timer's cadence
         self._last_record, self._last_data = None, data
         c = self._counters
         n = len(data)
@@ -380,7 +380,7 @@ class SauerClientCore:
         c.position_bytes += n
         c.packets_out += 1  # datagrams_to_send's count
         c.bytes_out += n
-        return True
+        return nxt
 
     @property
     def last_record(self) -> NPos | None:

@@ -489,7 +489,7 @@ def decode_npos_packet(data: bytes) -> list[NPos]:
 
 # --- the position tick: record and bytes in one call ------------------------------------------
 
-_F32_3 = struct.Struct("<3f")
+_F32_4 = struct.Struct("<4f")
 _NPOS_SHORT = struct.Struct("<BBBB4HBBH")  # flags 0: 2-byte coordinates, 1-byte speed, no fall block
 _NPOS_VEL2 = struct.Struct("<BBBB4HBHH")  # flags _F_VEL2: the same with a 2-byte speed
 _F32_10 = struct.Struct("<10f")
@@ -539,14 +539,18 @@ def npos_bytes(
         ex, ey, ez, eh, r32, vx, vy, vz, y32, p32 = _F32_10.unpack(
             _F32_10.pack(x0, y0, z0, EYEHEIGHT, roll, vx, vy, vz, yaw, pitch)
         )
-        fz32, r90, p90 = _F32_3.unpack(_F32_3.pack(ez - eh, r32 + 90.0, p32 + 90.0))
+        # (y32 + 360: normalize_yaw's one step for a yaw in [−360, 0), taken with the others)
+        fz32, r90, p90, y360 = _F32_4.unpack(_F32_4.pack(ez - eh, r32 + 90.0, p32 + 90.0, y32 + 360.0))
     except OverflowError:  # make_npos raises the ValueError naming the value
         return None
     x, y, z = int(ex * DMF), int(ey * DMF), int(fz32 * DMF)  # ·16 of a float is exact
     if not (0 <= x <= 0xFFFF and 0 <= y <= 0xFFFF and 0 <= z <= 0xFFFF):
         return None
     if not 0.0 <= y32 < 360.0:
-        y32 = normalize_yaw(y32)  # (its first step, the float32 of the yaw, taken already)
+        if -360.0 <= y32 < 0.0 and y360 < 360.0:
+            y32 = y360
+        else:
+            y32 = normalize_yaw(y32)  # (its first step, the float32 of the yaw, taken already)
     if vx == 0.0 and vy == 0.0 and vz == 0.0:
         speed, veldir = 0, _ZERO_DIR
     else:

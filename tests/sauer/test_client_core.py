@@ -161,7 +161,7 @@ def test_the_tick_of_bytes_is_take_positions_and_its_record_is_read_back():
         core.pose = POSE
         connected(core, cn=3, ls=1)
     due, sent = a.position_due_at, a.counters.positions_sent
-    assert due is not None and not a.take_position_data(due - 0.001, b"x")
+    assert due is not None and a.take_position_data(due - 0.001, b"x") is None
     assert a.counters.positions_sent == sent and a.position_due_at == due
     t = due
     for i in range(40):
@@ -172,7 +172,8 @@ def test_the_tick_of_bytes_is_take_positions_and_its_record_is_read_back():
             core.datagrams_to_send(t)
         tick = b.take_position(t)
         data = None if tick is None else encode_npos(b.last_record)
-        assert a.take_position_data(t, data or b"") == (tick is not None)
+        nxt = a.take_position_data(t, data or b"")
+        assert (nxt is not None) == (tick is not None) and (nxt is None or nxt == a.position_due_at)
         assert a.position_due_at == b.position_due_at and a.last_record == b.last_record
         if tick:
             assert data == tick and a.last_record is a.last_record
@@ -186,7 +187,7 @@ def test_the_tick_of_bytes_is_take_positions_and_its_record_is_read_back():
     assert ca.positions_sent > 10
     a.send_message(build(Msg.N_TEXT, "hi"))  # something waits: the tick is send_due's
     before = a.counters.positions_sent
-    assert not a.take_position_data(a.position_due_at + 0.001, tick or b"")
+    assert a.take_position_data(a.position_due_at + 0.001, tick or b"") is None
     assert a.counters.positions_sent == before
 
 

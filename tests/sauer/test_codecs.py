@@ -406,3 +406,16 @@ def test_the_tick_bytes_are_make_npos_and_encode_npos_and_read_back(
     rec = record_of(data)
     assert rec == want == decode_npos(data)[0]
     assert [type(v) for v in vars(rec).values()] == [type(v) for v in vars(want).values()]
+
+
+@pytest.mark.parametrize(
+    "yaw", [-360.0, -359.99998, -359.9999999, -180.0, -1.0, -0.5, -1e-6, -1e-30, -0.0, 0.0, 359.99998, 360.0, -360.5]
+)
+def test_the_tick_bytes_normalise_the_yaw_as_the_game(yaw):
+    """npos_bytes takes normalize_yaw's step for a yaw in [−360, 0) with its other float32 steps
+    (−1e-6 + 360 rounds to 360, which is 0 again; −360.5 is normalize_yaw's own)."""
+    from headcast.netcode.sauer.npos import npos_bytes
+
+    for pitch in (-30.0, 0.0, 89.9):
+        want = encode_npos(make_npos(7, eye=(600.0, 700.0, 100.0), yaw=yaw, pitch=pitch, roll=3.0))
+        assert npos_bytes(7, 600.0, 700.0, 100.0, yaw, pitch, 3.0, 0.0, 0.0, 0.0, 0, 0, 4, 0) == want

@@ -23,7 +23,7 @@ turns and re-localisation jumps move the position only: the server accepts any j
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from headcast.app.run.rig import RigState
@@ -54,6 +54,14 @@ class Anchor:
     z: float
     turn: float
     standing: float
+    # cos and sin of the turn (radians), taken once here rather than at each position tick
+    cos: float = field(init=False, repr=False, compare=False)
+    sin: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        t = math.radians(self.turn)
+        object.__setattr__(self, "cos", math.cos(t))
+        object.__setattr__(self, "sin", math.sin(t))
 
 
 class GamePose(NamedTuple):  # (a tuple: one call to build, on the frame thread)
@@ -87,9 +95,7 @@ def game_tick(state: RigState, world: SauerWorld, anchor: Anchor) -> Tick | None
     u = UNITS_PER_METRE
     x, y, z, qx, qy, qz, qw = head
     pitch, yaw, roll = quake_angles((qx, qy, qz, qw))
-    turn = anchor.turn
-    t = math.radians(turn)
-    c, s = math.cos(t), math.sin(t)
+    turn, c, s = anchor.turn, anchor.cos, anchor.sin
     dx, dy = (x - anchor.x) * u, (anchor.z - z) * u
     sx, sy, sz = world.spawn
     game_yaw = yaw + turn

@@ -258,19 +258,20 @@ class SauerSink:
                 )
             except ValueError:  # (a value past a float: the pose's way below counts the drop)
                 data = None
-        if tick is not None and data is not None and core.take_position_data(now, data):
-            client = link.client
-            nbytes = client.send_position_data(data)
-            due = core.position_due_at  # _due(), written out
-            self.send_at = -math.inf if link.spawns != self._spawns_anchored else math.inf if due is None else due
-            if not nbytes:
-                return None
-            t_wire = client.sent_at
-            pending = self._pending
-            pending.append((tick, data, t_wire, nbytes))
-            if len(pending) >= SENT_HISTORY:  # never polled (a caller of its own): bounded all the same
-                self._settle()
-            return t_wire
+        if tick is not None and data is not None:
+            nxt = core.take_position_data(now, data)  # the next tick's time, or None: not taken
+            if nxt is not None:
+                self.send_at = nxt if link.spawns == self._spawns_anchored else -math.inf  # _due()
+                client = link.client
+                nbytes = client.send_position_data(data)
+                if not nbytes:
+                    return None
+                t_wire = client.sent_at
+                pending = self._pending
+                pending.append((tick, data, t_wire, nbytes))
+                if len(pending) >= SENT_HISTORY:  # never polled (a caller of its own): bounded all the same
+                    self._settle()
+                return t_wire
         # untracked, a record not of the common case, or more than the position due: the pose's way
         gp = self.game
         core.pose = None if gp is None else gp.pose  # link.set_pose, written out
