@@ -356,14 +356,21 @@ class NetSyncClient:
     def _take(self, now: float) -> None:
         """The messages the SUB's thread read since the last call (sub_thread), into the core."""
         got = _NATIVE_SUB.reader_take(self._reader)
-        if got is None:  # (the common call)
-            return
+        if got is not None:  # (None: the common call)
+            self._took(got, now)
+
+    def _took(self, got: tuple[list[list[bytes]], int, int], now: float) -> None:
+        """What `reader_take` gave (the messages, how many the ring lost, the thread's error), into the core."""
         messages, lost, err = got
         if lost:  # more came between two polls than the ring holds: the oldest went
             self.core.counters.drops["broadcast: not read in time"] += lost
-        deliver = self._deliver
-        for frames in messages:
-            deliver(LANE_ROOM, frames, now)
+        if self.metrics is None:  # all in one call to the core (no per-message count to make)
+            if self.core.receive_broadcasts(messages, now):
+                self._due_at = -math.inf  # the core's timers may have moved (poll() asks again)
+        else:
+            deliver = self._deliver
+            for frames in messages:
+                deliver(LANE_ROOM, frames, now)
         if err:  # the thread's read failed (and it stopped): as pyzmq's recv would have raised it
             raise zmq.ZMQError(err)
 
@@ -503,7 +510,12 @@ class NetSyncClient:
             if self._recheck or self._more or ready is None or ready.poll(0):
                 self._recheck = False
                 self._more = self._drain(self._dealer, LANE_CONTROL, now)
-            self._take(now)
+            got = _NATIVE_SUB.reader_take(self._reader)  # (_take, without a call of its own)
+            if got is not None:
+                if got[1] or got[2] or self.metrics is not None:  # lost, failed or counted: _took's way
+                    self._took(got, now)
+                elif self.core.receive_broadcasts(got[0], now):  # (else its timers moved later, if at all)
+                    self._due_at = -math.inf
         elif self._recheck or self._more or ready is None:
             self._recheck = False
             self.on_readable(now)
@@ -526,11 +538,7 @@ class NetSyncClient:
             d = self.next_deadline()
             due = math.inf if d is None else d
         self._due_at = due
-        core = self.core
-        events = []
-        while (e := core.next_event()) is not None:
-            events.append(e)
-        return events
+        return self.core.take_events()
 
     # ------------------------------------------------------------ conveniences
 

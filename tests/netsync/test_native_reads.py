@@ -168,6 +168,70 @@ def test_the_core_sees_the_same_with_and_without_the_extension(protocol, monkeyp
     assert own and all(e.raw is not None for e in own)  # the C path gave our body's bytes
 
 
+def _batched(protocol: int, stream: list, sizes: list[int]):
+    """As _drive, the broadcasts handed over in batches (receive_broadcasts), `sizes` long each in turn."""
+    core = NetSyncClientCore(ROOM, "me", protocol=protocol)
+    unicast(core, 0.0, [TOPIC, codec.encode_device_id_mapping((0, 17, 5), [DeviceMapping(2, "me", False)])])
+    events, moved, i, k = drain(core), [], 0, 0
+    while i < len(stream):
+        batch = stream[i : i + sizes[k % len(sizes)]]
+        moved.append(core.receive_broadcasts(batch, 0.5))
+        events += drain(core)
+        i, k = i + len(batch), k + 1
+    return events, dict(core.counters.drops), core.counters, moved
+
+
+@pytest.mark.parametrize("protocol", codec.PROTOCOLS)
+def test_broadcasts_handed_over_together_are_seen_as_one_by_one(protocol):
+    """The transport hands the SUB thread's messages to the core in one call (receive_broadcasts):
+    the same events (our body's bytes included), drops and counts as each through
+    receive_datagram, whatever the messages (valid, foreign, corrupted, truncated, the wrong frame
+    count or topic, another protocol's) and however they are batched; it says True when anything
+    but the common broadcast came (the driver then asks for its deadline again)."""
+    rng = random.Random(1950 + protocol)
+    stream: list = []
+    for n in (1, 2, 5):
+        msg, _ = _room(rng, protocol, n)
+        other = 3 if protocol != 3 else 4
+        stream += [[TOPIC, msg]] * 3 + [[TOPIC, msg[:-1]], [TOPIC, msg + b"\x00"], [TOPIC + b"x", msg], [TOPIC]]
+        stream += [[TOPIC, msg, b""], [TOPIC, b""], [TOPIC, b"\x06"], [TOPIC, bytes((12, other)) + msg[2:]]]
+        for _ in range(20):
+            bad = bytearray(msg)
+            bad[rng.randrange(len(bad))] = rng.randrange(256)
+            stream.append([TOPIC, bytes(bad)])
+    core = NetSyncClientCore(ROOM, "me", protocol=protocol)
+    unicast(core, 0.0, [TOPIC, codec.encode_device_id_mapping((0, 17, 5), [DeviceMapping(2, "me", False)])])
+    one_events = drain(core)
+    for frames in stream:
+        core.receive_datagram(client_module.Incoming(client_module.LANE_ROOM, frames), 0.5)
+        one_events += drain(core)
+    for sizes in ([1], [3, 1, 7], [len(stream)]):
+        events, drops, counters, _ = _batched(protocol, stream, sizes)
+        assert events == one_events and drops == dict(core.counters.drops)
+        assert (
+            counters.room_poses == core.counters.room_poses and counters.bytes_received == core.counters.bytes_received
+        )
+    assert any(isinstance(e, OwnPose) and e.raw is not None for e in one_events)
+    msg, _ = _room(rng, protocol, 2)
+    assert _batched(protocol, [[TOPIC, msg]] * 4, [2])[3] == [False, False]  # the common one
+    assert _batched(protocol, [[TOPIC, msg], [TOPIC, msg[:-1]]], [2])[3] == [True]  # the Python path's
+
+
+def test_broadcasts_after_a_silence_report_the_server_back_and_move_the_deadline():
+    """A broadcast that ends a silence is the core's news (ServerBack) and re-arms its silence
+    timer: receive_broadcasts says so (True), so the transport asks for the deadline again."""
+    core = NetSyncClientCore(ROOM, "me", protocol=8)
+    unicast(core, 0.0, [TOPIC, codec.encode_device_id_mapping((0, 17, 5), [DeviceMapping(2, "me", False)])])
+    drain(core)
+    core.handle_timer(10.0)  # silent since 0.0
+    assert core.silent and type(drain(core)[0]).__name__ == "ServerSilent"
+    msg, _ = _room(random.Random(5), 8, 2)
+    assert core.receive_broadcasts([[TOPIC, msg]], 11.0) is True
+    events = drain(core)
+    assert not core.silent and type(events[0]).__name__ == "ServerBack" and core.get_timer() <= 11.0 + 3.0
+    assert core.receive_broadcasts([[TOPIC, msg]], 11.5) is False
+
+
 # ------------------------------------------------------------------ zmq_drain
 
 
