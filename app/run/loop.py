@@ -169,6 +169,7 @@ class FrameLoop:
     worker_failure: BaseException | None = None  # what stopped the worker (its polls then run here)
     polls_after: bool = False  # the polls at each step's end, on the frame thread (module doc)
     _grid_in = POLL_PERIOD  # polls_after: frames until every due poll runs again (else only "at once" ones)
+    _plain = False  # this frame's work ends with its sends (_set_live)
     _gc_at = 0  # the young generation's count at which the loop collects between frames (0: never; _collect)
     _gc_limits = (10, 10)  # the collector's thresholds of the older generations (_collect)
 
@@ -267,32 +268,9 @@ class FrameLoop:
             if t_wire is not None:
                 busy = True
                 tel.wire(t_wire - located)
-        if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
-            try:
-                self.recorder.write(frame)
-            except OSError as e:
-                self._recording_failed(e)
-        if self.polls_after or (self._lock is not None and located - self._worker_ran < POLL_STARVED):
-            pass  # the polls run between frames: at this step's end, or on the worker
-        elif busy and self._polls_held < MAX_DEFER:
-            self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
-        elif self._polled:
-            self._polls_held = 0
-            self._poll_due(clock())
-        else:
-            self._polls_held = 0
-        if self._live is not sinks:
-            idle = 0  # a sink failed this frame: the indices moved
-            self._keep_held(sinks, held)  # the counts as this frame's sends left them (_set_live's were earlier)
-        for i, s in self._observed:
-            if not idle >> i & 1:
-                try:
-                    s.observe(located)  # type: ignore[misc]  # (not None: _set_live)
-                except Exception as e:  # noqa: BLE001
-                    self._sink_failed(s, "observe", e)
         alive = True
-        if self.mirror is not None:
-            alive = self.mirror.draw(self, located)
+        if not self._plain:  # (plain: nothing more before the frame's end; _set_live)
+            alive = self._after_sends(frame, located, sinks, busy, idle, held)
         end = clock()
         tel.frame(end - located)
         if self._lock is not None:
@@ -332,6 +310,39 @@ class FrameLoop:
         if self.duration and end - t0 >= self.duration:
             self.stop_reason = f"ran for {self.duration:g} s"
             return False
+        return True
+
+    def _after_sends(
+        self, frame: TrackingFrame, located: float, sinks: list[Sink], busy: bool, idle: int, held: list[int]
+    ) -> bool:
+        """The frame's work after the sends (_frame), when there is any: the recording, the polls in
+        the frame (neither polls_after nor the worker), the observes, the mirror (False once its
+        window was closed); and the held counts kept when a sink failed in this frame's sends."""
+        if self.recorder is not None:  # after the sends: it is not on the motion-to-wire path
+            try:
+                self.recorder.write(frame)
+            except OSError as e:
+                self._recording_failed(e)
+        if self.polls_after or (self._lock is not None and located - self._worker_ran < POLL_STARVED):
+            pass  # the polls run between frames: at this step's end, or on the worker
+        elif busy and self._polls_held < MAX_DEFER:
+            self._polls_held += 1  # this wake-up sent: the sockets are read at a quieter one
+        elif self._polled:
+            self._polls_held = 0
+            self._poll_due(self.clock())
+        else:
+            self._polls_held = 0
+        if self._live is not sinks:
+            idle = 0  # a sink failed this frame: the indices moved
+            self._keep_held(sinks, held)  # the counts as this frame's sends left them (_set_live's were earlier)
+        for i, s in self._observed:
+            if not idle >> i & 1:
+                try:
+                    s.observe(located)  # type: ignore[misc]  # (not None: _set_live)
+                except Exception as e:  # noqa: BLE001
+                    self._sink_failed(s, "observe", e)
+        if self.mirror is not None:
+            return self.mirror.draw(self, located)
         return True
 
     def _collect(self) -> None:
@@ -418,6 +429,17 @@ class FrameLoop:
         self._catch_up = [hasattr(s, "held_from") for s in live]
         self._polled = [(s, hasattr(s, "poll_at")) for s in live if s.poll is not None]
         self._observed = [(i, s) for i, s in enumerate(live) if s.observe is not None]
+        # A plain frame ends with its sends: polls after the step, no observer, no recording, no
+        # window, and every sink as on the first frame (one left: its frame has the held counts to
+        # keep). Read here: a recorder or a mirror is the loop's from before its first step.
+        self._plain = (
+            before is None
+            and self.polls_after
+            and not self.poll_thread
+            and not self._observed
+            and self.recorder is None
+            and self.mirror is None
+        )
         return live
 
     def _keep_held(self, sinks: list[Sink], held: list[int]) -> None:

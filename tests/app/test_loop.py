@@ -12,6 +12,7 @@ from headcast.app.run.synthetic import LOOK_AROUND, SyntheticSource, sample
 from headcast.app.run.telemetry import RateMeter, Ring, Telemetry
 from headcast.app.sinks.q3.sink import Q3Sink
 from headcast.xr.errors import SessionEnded
+from headcast.xr.frame import TrackingFrame
 
 
 class Recorder:
@@ -805,3 +806,66 @@ def test_the_loops_collections_reach_the_older_generations():
     assert sink.inside == 0
     assert len(sink.cycles) == 400 * 5
     assert alive < 0.25 * len(sink.cycles), alive
+
+
+class NotDue(Recorder):
+    """A sink with nothing due (its send_at far off), as a Quake 3 sink between command ticks."""
+
+    observe = None  # type: ignore[assignment]
+
+    def __init__(self):
+        super().__init__("idle")
+        self.send_at, self.poll_at = float("inf"), float("inf")
+
+
+def test_a_quiet_frame_runs_a_short_path():
+    """The quiet frame (no sink due; issue 26): on this VM each line run cold, right after the frame's
+    wait, costs about a microsecond, so the loop keeps that path short: the rig's inert controls
+    skip the stick logic, a plain loop (polls after the step, no observer, recording or window)
+    skips the checks for what it does not have. A budget of the lines run between the located
+    poses and the frame's end (old code: 31 in the loop, 26 in the rig)."""
+    import sys
+    from collections import Counter
+
+    controls = None
+
+    class SameControls(Finite):
+        def next_frame(self):
+            nonlocal controls
+            f = super().next_frame()
+            controls = controls or f.controls
+            return TrackingFrame(f.seq, f.time_ns, f.head, f.left_aim, f.left_grip, f.right_aim, f.right_grip, controls)
+
+    sink = NotDue()
+    loop = FrameLoop(SameControls(10), Rig(), [sink], polls_after=True)
+    for _ in range(3):
+        assert loop.step()
+    lines: Counter = Counter()
+
+    def trace(frame, event, arg):
+        if event == "line":
+            lines[frame.f_code.co_name] += 1
+        return trace
+
+    source_next = loop.source.next_frame
+
+    def located():
+        f = source_next()
+        sys.settrace(trace)  # from here: the frame's work (new Python frames are traced)
+        return f
+
+    def frame_cost(cost):
+        sys.settrace(None)  # the frame's end: its cost is taken
+        costs.append(cost)
+
+    costs: list = []
+    loop.source.next_frame = located
+    loop.telemetry.frame = frame_cost
+    try:
+        assert loop.step()
+    finally:
+        sys.settrace(None)
+    assert sink.log == [] and len(costs) == 1
+    assert "_after_sends" not in lines
+    assert lines["_frame"] <= 26, lines
+    assert lines["update"] <= 18, lines
