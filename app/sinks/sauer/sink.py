@@ -105,7 +105,7 @@ class SauerSink:
         self.anchor: Anchor | None = None
         self._tick: Tick | None = None  # linked: the last position tick's game pose, as numbers
         self._game: GamePose | None = None  # the last game pose handed to the link (or taken offline)
-        self._sent: deque[tuple[NPos, float]] = deque(maxlen=SENT_HISTORY)  # each record and when it went out
+        self._sent: deque[tuple[bytes, float]] = deque(maxlen=SENT_HISTORY)  # each record's bytes, when it went out
         # Linked: each tick's (game pose numbers, record or its bytes, clock time, bytes), counted in
         # `check`, `sent` and `meter` off the frame thread (the next poll) or when one is read.
         self._pending: list[tuple[Tick, NPos | bytes, float, int]] = []
@@ -175,11 +175,11 @@ class SauerSink:
         return self._check
 
     @property
-    def sent(self) -> deque[tuple[NPos, float]]:
+    def sent(self) -> list[tuple[NPos, float]]:
         """Our last records sent and when each went out (the latest last)."""
         if self._pending:
             self._settle()
-        return self._sent
+        return [(record_of(data), t) for data, t in self._sent]
 
     @property
     def meter(self) -> RateMeter:
@@ -289,31 +289,38 @@ class SauerSink:
         return t_wire
 
     def _settle(self) -> None:
-        """Count the ticks sent since the last time (send() leaves them for later: off the frame)."""
+        """Count the ticks sent since the last time (send() leaves them for later: off the frame).
+        A tick's record is read from its bytes where they are npos_bytes' short form (its
+        direction word at 10, its roll at 12), not built."""
         pending, self._pending = self._pending, []
+        c, meter, sent = self._check, self._meter, self._sent
         for tick, rec, t_wire, nbytes in pending:
-            self._meter.add(t_wire, nbytes)
-            self._count(tick, rec if isinstance(rec, NPos) else record_of(rec), t_wire)
-
-    def _count(self, tick: Tick, rec: NPos, now: float) -> None:
-        c = self._check
-        c.records += 1
-        self._sent.append((rec, now))
-        # angle_error of the game pose and the record, from the tick's numbers
-        d = rec.dir
-        err = max(
-            abs(angle_subtract(tick[3], d % 360)),
-            abs(tick[4] - (min(max(d // 360, 0), 180) - 90)),
-            abs(tick[5] - (min(rec.roll, 180) - 90)),
-        )
-        if err > c.angle_err_max:
-            c.angle_err_max = err
-        speed = tick[10]
-        if speed > c.speed_max:
-            c.speed_max = speed
-        if tick[11]:
-            c.capped += 1
-            self._capped_at, self._capped_speed = now, speed
+            meter.add(t_wire, nbytes)
+            if isinstance(rec, bytes):
+                data = rec
+                if data[1] < 0x80 and not data[3] & 7:  # one-byte cn, 2-byte coordinates
+                    d, roll = data[10] | data[11] << 8, data[12]
+                else:
+                    r = record_of(data)
+                    d, roll = r.dir, r.roll
+            else:
+                data, d, roll = encode_npos(rec), rec.dir, rec.roll
+            c.records += 1
+            sent.append((data, t_wire))
+            # angle_error of the game pose and the record, from the tick's numbers
+            err = max(
+                abs(angle_subtract(tick[3], d % 360)),
+                abs(tick[4] - (min(max(d // 360, 0), 180) - 90)),
+                abs(tick[5] - (min(roll, 180) - 90)),
+            )
+            if err > c.angle_err_max:
+                c.angle_err_max = err
+            speed = tick[10]
+            if speed > c.speed_max:
+                c.speed_max = speed
+            if tick[11]:
+                c.capped += 1
+                self._capped_at, self._capped_speed = t_wire, speed
 
     def _take_offline(self, state: RigState, frame: TrackingFrame, now: float) -> None:
         if now < self._next and self._tracked:  # a loss is taken at once
@@ -339,7 +346,10 @@ class SauerSink:
         """Count a record of ours as a second client received it (at `now`: its way through the
         server is timed from the last send of that record): True when it is one we sent."""
         # the latest send of these bytes (a still player repeats a record)
-        t_sent = next((t for sent, t in reversed(self.sent) if sent == rec), None)
+        if self._pending:
+            self._settle()
+        data = encode_npos(rec)
+        t_sent = next((t for sent, t in reversed(self._sent) if sent == data), None)
         ok = t_sent is not None
         self.last_relayed = rec
         if t_sent is not None:
