@@ -22,7 +22,8 @@ the runtime's sync, five locates and eight reads vs the C call's own work (the f
 vs the Python around it; and the same fourteen runtime calls through ctypes beside fourteen
 ctypes calls of a C no-op (libc labs). `--runtime monado` runs the cold part against Monado 25's
 service (Debian 13: bash scripts/debian-root.sh run -- .venv/bin/python tests/benchmarks/...),
-where the runtime is a real one (its calls go to the service over IPC), not the mock.
+where the runtime is a real one (its calls go to the service over IPC), not the mock. Then (headless,
+printed only) the app's own frame: next_frame() with the C pacer, its sleep and step one C call.
 Targets: poll p99 under 0.5 ms (4.5 % of a 90 Hz frame) on the path in use; cold poll <= 0.05x
 pyopenxr's.
 
@@ -167,6 +168,7 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
     with XRSession(mode, native=True) as xs:
         if not xs.native:
             raise SystemExit("the native frame helper is not built: run scripts/setup.sh")
+        app_pacer = xs._pacer  # the session's own (the C one where built): the app's frame below
         if mode == "headless":
             xs._pacer = Pacer(1e9)  # (an OpenGL session's frames wait for the runtime: unthrottled here)
         if ctl is not None:
@@ -260,6 +262,8 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
             f"the runtime's calls alone {med['runtime']:.1f} us = {med['runtime'] / anchor:.3f}x, with the floor "
             f"{(med['runtime'] + floor) / anchor:.3f}x: the lowest ratio any client could show here"
         )
+        if mode == "headless" and hasattr(app_pacer, "woke_ns"):
+            app_frame(xr, xs, app_pacer, frames, anchor, timings)
         # the anchor's runtime calls are the same ones: if ours were nothing, the ratio would be this
         session, sync_fn, sync_p = xs._session_h, xs._xrSyncActions, xs._sync_p
         locate, locs, reads = xs._xrLocateSpace, xs._locate_args, xs._state_reads
@@ -288,6 +292,42 @@ def cold(xr, ctl, frames: int, rounds: int, mode: str = "headless") -> list[floa
         for name, v in spent.items():
             figures(name, v)
     return ratios
+
+
+def app_frame(xr, xs, pacer, frames: int, anchor_us: float, timings) -> None:
+    """The frame as `headcast run` takes it (printed, not judged): XRSession.next_frame() with the
+    session's C pacer at 90 Hz, whose sleep and the headless step (the runtime's clock conversion,
+    one event poll, then the same fourteen calls) are one C call, then the frame back in Python;
+    pyopenxr's poll after each frame, as the anchor's is above. Timed from the pacer's wake-up (its
+    clock read after the sleep) to the frame in Python: unlike the polls above, this includes
+    re-taking the GIL after the sleep and the first Python after it, which any client pays too."""
+    saved = xs._pacer
+    xs._pacer = pacer
+    xs.native_timing(True)
+    mono = time.monotonic_ns
+    try:
+        xs.next_frame()  # (starts the pacer's grid from now)
+        wall, rt, other, whole = [], [], [], []
+        for _ in range(frames):
+            xs.next_frame()
+            done = mono()
+            o, sync, locate, states, c_call = timings()
+            wall.append((done - pacer.woke_ns) / 1000)
+            rt.append((sync + locate + states) / 1000)
+            other.append(o / 1000)
+            whole.append(c_call / 1000)
+            naive_poll(xr, xs, xs._ff_now(0))  # the anchor's work between frames, as in the rounds
+    finally:
+        xs.native_timing(False)
+        xs._pacer = saved
+    med = {k: statistics.median(v) for k, v in (("wall", wall), ("rt", rt), ("other", other), ("c", whole))}
+    print(
+        f"  the app's own headless frame (next_frame(): the C pacer's sleep and the step in one call), {frames} "
+        f"frames at 90 Hz: wake-up to the frame in Python median {med['wall']:.1f} us ({med['wall'] / anchor_us:.3f}x "
+        f"the anchor's poll, which has no clock conversion or event poll); the runtime's 14 calls {med['rt']:.1f} us "
+        f"+ its clock conversion and event poll {med['other']:.1f} us; the C call {med['c']:.1f} us (to the frame "
+        f"built, the GIL taken back); the rest (back into Python) {med['wall'] - med['c']:.1f} us"
+    )
 
 
 def monado_service():
