@@ -284,14 +284,17 @@ class SauerClientCore:
         # a password refusal stays one however often we ask (the server's password is not ours)
         self._end(now, text, reason, fatal=reason == DISC_PASSWORD)
 
-    def get_timer(self) -> float | None:
+    def get_timer(self, positions: bool = True) -> float | None:
+        """When handle_timer next has something to do; `positions` False: leaving the position
+        ticks out (an application that sends them itself, take_position: its polls wait for the
+        pings, spawn requests and silences only)."""
         timers = [
             t
             for t in (
                 self._connect_at if self._state is State.WAITING else None,
                 self._phase_deadline,
                 self._next_ping,
-                self._next_pos,
+                self._next_pos if positions else None,
                 self._next_tryspawn,
                 None if self._last_rx is None else self._last_rx + (LOST_AFTER if self._silent else SILENT_AFTER),
             )

@@ -322,3 +322,42 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
         gaps = [b - a for (a, *_), (b, *_) in zip(seen, seen[1:])]
         # the longest pause: the tour's second without tracking, or a respawn; never a kick's
         assert max(gaps) < 3.0
+
+
+def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(server):
+    """Alive, the link's poll (every frame here) services ENet only when the socket has a datagram
+    or the core's next timer falls due (a ping every 250 ms): not every 50 ms as well, since each
+    position's flush (30 Hz) already sends ENet's own pings and resends. Alone on the server the
+    datagrams are the pongs and ENet's pings: well under 20 services a second (the 50-ms floor),
+    and the pings, the positions and the join stay as they were."""
+    player = Player(server, "alone")
+    try:
+        clock = time.monotonic
+        end = clock() + 8
+        while not player.link.live and clock() < end:
+            player.step(clock())
+            time.sleep(1 / 90)
+        assert player.link.live, player.link.detail
+        polls = []
+        real = player.link.poll
+
+        def counted(now, full=False):
+            did = real(now, full)
+            polls.append(did)
+            return did
+
+        player.link.poll = counted
+        pings0, sent0 = player.link.core.counters.packets_out, player.sink.check.records
+        t0 = clock()
+        while clock() - t0 < 3.0:
+            player.step(clock())
+            time.sleep(1 / 90)
+        seconds = clock() - t0
+        serviced = sum(polls) / seconds
+        assert 4 <= serviced < 15, f"{serviced:.1f} services a second over {len(polls)} polls"
+        assert player.link.live and player.link.ping_ms is not None
+        records = player.sink.check.records - sent0
+        assert records >= 60  # the positions at ~30 Hz go on (a loaded machine steps late: >= 20 Hz)
+        assert player.link.core.counters.packets_out - pings0 - records >= 8  # pings (4 Hz) and their N_CLIENTPINGs
+    finally:
+        player.sink.close()
