@@ -972,6 +972,94 @@ static PyObject *py_zmq_send2(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* ------------------------------------------------------------------ module */
 
+/* ------------------------------------------------------------------ the rig's frame */
+
+static PyObject *EMPTY_TUPLE;
+static PyObject *S_position, *S_orientation, *S_position_valid, *S_orientation_valid;
+
+/* A stage Pose's fields when both are valid: 1 (pos, q read), 0 (not valid), -1 (unusual: the
+ * Python path; no exception set unless one is pending) */
+static int stage_pose(PyObject *pose, double *pos, double *q) {
+    PyObject *v;
+    int ok;
+    if ((v = PyObject_GetAttr(pose, S_position_valid)) == NULL) return -1;
+    ok = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (ok <= 0) return ok;
+    if ((v = PyObject_GetAttr(pose, S_orientation_valid)) == NULL) return -1;
+    ok = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (ok <= 0) return ok;
+    PyObject *a = PyObject_GetAttr(pose, S_position);
+    if (a == NULL) return -1;
+    PyObject *b = PyObject_GetAttr(pose, S_orientation);
+    if (b == NULL) { Py_DECREF(a); return -1; }
+    ok = PyTuple_CheckExact(a) && PyTuple_GET_SIZE(a) == 3 && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(b) == 4;
+    for (int i = 0; ok && i < 3; i++) ok = getf(a, i, pos + i);
+    for (int i = 0; ok && i < 4; i++) ok = getf(b, i, q + i);
+    Py_DECREF(a);
+    Py_DECREF(b);
+    return ok ? 1 : -1;
+}
+
+/* pose_frame(trig, head, right, left, delta, PoseFrame, ORIGIN) -> PoseFrame, or None (the Python
+ * path: app/sinks/netsync/mapping.py _pose_frame, which it does operation for operation: the rig's
+ * world_head / world_position / world_orientation, then Unity's (x, y, -z), (-qx, -qy, qz, qw)) */
+static PyObject *py_pose_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || T_Transform == NULL) Py_RETURN_NONE;
+    PyObject *trig = args[0], *delta = args[4], *origin = args[6];
+    PyTypeObject *cls = (PyTypeObject *)args[5];
+    if (!PyType_Check(args[5]) || !PyTuple_CheckExact(trig) || PyTuple_GET_SIZE(trig) != 6) Py_RETURN_NONE;
+    double t[6];
+    for (int i = 0; i < 6; i++)
+        if (!getf(trig, i, t + i)) Py_RETURN_NONE;
+    const double ox = t[0], oz = t[1], c = t[2], s = t[3], cy = t[4], sy = t[5];
+    PyObject *parts[3] = {NULL, NULL, NULL};
+    int flags = F_PHYSICAL;
+    for (int k = 0; k < 3; k++) {
+        double p[3], q[4];
+        int got = stage_pose(args[1 + k], p, q);
+        if (got < 0) {
+            for (int j = 0; j < k; j++) Py_DECREF(parts[j]);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NONE;
+        }
+        if (got == 0) {
+            Py_INCREF(origin);
+            parts[k] = origin;
+            continue;
+        }
+        double px = p[0], py = p[1], pz = p[2];
+        double wx = ox + px * c + pz * s, wz = oz - px * s + pz * c;
+        double qx = cy * q[0] + sy * q[2], qy = cy * q[1] + sy * q[3], qz = cy * q[2] - sy * q[0],
+               qw = cy * q[3] - sy * q[1];
+        parts[k] = transform(wx, py, -wz, -qx, -qy, qz, qw);
+        if (parts[k] == NULL) {
+            for (int j = 0; j < k; j++) Py_DECREF(parts[j]);
+            return NULL;
+        }
+        if (k == 0)
+            flags |= F_HEAD;
+        else if (flags & F_HEAD)
+            flags |= k == 1 ? F_RIGHT : F_LEFT;
+    }
+    PyObject *frame = cls->tp_alloc(cls, 0);
+    PyObject *fl = frame == NULL ? NULL : PyLong_FromLong(flags);
+    int bad = fl == NULL || PyObject_GenericSetAttr(frame, S_flags, fl) < 0 ||
+              PyObject_GenericSetAttr(frame, S_head, parts[0]) < 0 ||
+              PyObject_GenericSetAttr(frame, S_right, parts[1]) < 0 ||
+              PyObject_GenericSetAttr(frame, S_left, parts[2]) < 0 ||
+              PyObject_GenericSetAttr(frame, S_virtuals, EMPTY_TUPLE) < 0 ||
+              PyObject_GenericSetAttr(frame, S_delta, delta) < 0 || PyObject_GenericSetAttr(frame, S_physical, origin) < 0;
+    Py_XDECREF(fl);
+    for (int j = 0; j < 3; j++) Py_DECREF(parts[j]);
+    if (bad) {
+        Py_XDECREF(frame);
+        return NULL;
+    }
+    return frame;
+}
+
 static int table(PyObject *seq, double *out) {
     if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != 1024) {
         PyErr_SetString(PyExc_ValueError, "a dequantisation table needs 1024 floats");
@@ -1018,6 +1106,8 @@ static PyMethodDef methods[] = {
     {"zmq_drain", py_zmq_drain, METH_VARARGS, "zmq_drain(socket address, limit) -> (messages, status)"},
     {"zmq_send2", (PyCFunction)(void (*)(void))py_zmq_send2, METH_FASTCALL,
      "zmq_send2(socket address, first, second) -> 0, the first part's errno, or -errno of the second"},
+    {"pose_frame", (PyCFunction)(void (*)(void))py_pose_frame, METH_FASTCALL,
+     "pose_frame(trig, head, right, left, delta, PoseFrame, ORIGIN) -> PoseFrame, or None (the Python path)"},
     {"sub_reader", py_sub_reader, METH_VARARGS, "sub_reader(socket, its address) -> a reader thread owning it, or None"},
     {"reader_take", py_reader_take, METH_O, "reader_take(reader) -> (messages, lost, errno), or None: nothing"},
     {"reader_stop", py_reader_stop, METH_O, "reader_stop(reader): the thread ends; the socket is the caller's again"},
@@ -1036,5 +1126,10 @@ PyMODINIT_FUNC PyInit__nscodec(void) {
     PyObject **slots[7] = {&S_flags, &S_head, &S_right, &S_left, &S_virtuals, &S_delta, &S_physical};
     for (int i = 0; i < 7; i++)
         if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    const char *pose_names[4] = {"position", "orientation", "position_valid", "orientation_valid"};
+    PyObject **pose_slots[4] = {&S_position, &S_orientation, &S_position_valid, &S_orientation_valid};
+    for (int i = 0; i < 4; i++)
+        if ((*pose_slots[i] = PyUnicode_InternFromString(pose_names[i])) == NULL) return NULL;
+    if ((EMPTY_TUPLE = PyTuple_New(0)) == NULL) return NULL;
     return PyModule_Create(&module);
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from headcast.app.run.rig import Origin, RigState
+from headcast.netcode.netsync.codec import NATIVE
 from headcast.netcode.netsync.model import (
     FLAG_HEAD,
     FLAG_LEFT,
@@ -28,6 +29,9 @@ _new = tuple.__new__  # Transform(...) without its Python-level __new__
 _new_object = object.__new__
 _set = object.__setattr__  # (a frozen dataclass's own way to set its fields)
 _STEALTH = PoseFrame.build(None, stealth=True)
+# The C accelerator's pose_frame (_nscodec.c): `_pose_frame` below in one call, the same floats
+# (its operations in the same order, no fused multiply-add), or None for anything unusual.
+native_frame = None if NATIVE is None else getattr(NATIVE, "pose_frame", None)
 
 
 def unity_transform(pose: Pose) -> Transform | None:
@@ -61,6 +65,19 @@ def pose_frame(state: RigState, stealth: bool = False, delta: OriginDelta | None
         return _STEALTH
     if delta is None:
         delta = xrorigin_delta(state.start, state.origin)
+    if native_frame is not None:  # the send's path in one C call: the rig's numbers to the frame
+        stage = state.frame
+        pf: PoseFrame | None = native_frame(
+            state.trig, stage.head, stage.right_grip, stage.left_grip, delta, PoseFrame, ORIGIN
+        )
+        if pf is not None:
+            return pf
+    return _pose_frame(state, delta)
+
+
+def _pose_frame(state: RigState, delta: OriginDelta) -> PoseFrame:
+    """pose_frame in Python: the reference the C path (`native_frame`) is tested against, and
+    what runs without it or for anything it leaves to Python."""
     # PoseFrame.build(unity_transform(head), right=..., left=..., delta=delta) written out: one
     # call on the send path, not six (the same tuple: a hand is kept without a head, unflagged).
     # The world poses from the rig's own transforms of the stage poses (world_head, world_position,

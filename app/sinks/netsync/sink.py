@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from headcast.app.run.rig import Origin, RigState
 from headcast.app.run.telemetry import RateMeter, SinkStatus
-from headcast.app.sinks.netsync.mapping import pose_frame, rotation_error_deg, xrorigin_delta
+from headcast.app.sinks.netsync.mapping import native_frame, pose_frame, rotation_error_deg, xrorigin_delta
 from headcast.netcode.netsync.codec import LATEST_PROTOCOL, decode_body, encode_body
-from headcast.netcode.netsync.model import FLAG_HEAD, OriginDelta, PoseBody, PoseFrame
+from headcast.netcode.netsync.model import FLAG_HEAD, ORIGIN, OriginDelta, PoseBody, PoseFrame
 from headcast.netcode.netsync.origin import receiver_yaw, unity_yaw
 from headcast.netcode.netsync.policy import HEARTBEAT_S, SEND_RATE_MAX, SEND_RATE_MIN
 from headcast.netcode.pose import Vec3, unity_position, unity_quat
@@ -263,7 +263,19 @@ class NetSyncSink:
         # The same stage poses under the same origin: the same frame (kept). A still headset gives this
         # until the policy's 1 s heartbeat, each frame past the rate cap, as an unchanged body.
         if pf is None or parts != self._built_from:
-            pf = self._frame = pose_frame(state, self.stealth, self._delta)
+            # pose_frame's C path called straight away (one call from the rig's numbers to the frame);
+            # its Python path for anything else (stealth, no extension, anything unusual: None)
+            stage = state.frame
+            pf = (
+                None
+                if native_frame is None or self.stealth
+                else native_frame(
+                    state.trig, stage.head, stage.right_grip, stage.left_grip, self._delta, PoseFrame, ORIGIN
+                )
+            )
+            if pf is None:
+                pf = pose_frame(state, self.stealth, self._delta)
+            self._frame = pf
             self._built_from = parts
         return pf
 
