@@ -351,9 +351,21 @@ class FrameLoop:
         oldest generation whose count passed its threshold, as CPython's own schedule picks it
         (without its rule that defers a full collection while few objects are new: the frozen
         start-up heap is out of its sight anyway). Allocations still start one inside a frame if a
-        single step allocates more than the margin left (30 % of the threshold)."""
-        _, c1, c2 = _gc_count()
-        t1, t2 = self._gc_limits
+        single step allocates more than the margin left (30 % of the threshold). The collector's
+        settings as they are now (read here, not per frame): none while it is disabled (gc.disable
+        after the loop started: an explicit collect would override it), none for good once its first
+        threshold is 0, and its thresholds as last set."""
+        if not gc.isenabled():
+            return
+        t0, t1, t2 = gc.get_threshold()
+        if t0 <= 0:
+            self._gc_at = 0
+            return
+        at = self._gc_at = max(1, int(t0 * GC_EARLY))
+        self._gc_limits = (t1, t2)
+        c0, c1, c2 = _gc_count()
+        if c0 < at:  # the threshold was raised since: not due yet
+            return
         gc.collect(2 if c2 > t2 else 1 if c1 > t1 else 0)
 
     def _start_worker(self) -> None:

@@ -649,8 +649,9 @@ class FailsWhileHeld(Recorder):
         ("poll", {}),  # the polls on the frame thread, in the frame
         ("send", {}),
         ("poll", {"poll_thread": True}),
+        ("send", {"polls_after": True, "plain": True}),  # no observer either: the loop's plain frame
     ],
-    ids=["polls_after", "polls_in_frame", "failed_in_send", "poll_thread"],
+    ids=["polls_after", "polls_in_frame", "failed_in_send", "poll_thread", "failed_in_send_plain"],
 )
 def test_a_sink_failing_while_the_next_ones_send_is_held_leaves_it_streaming(phase, kw):
     """The failure that stopped NetSync beside a failing Quake 3 sink (send_hz 0 after it; 2 of 4
@@ -665,12 +666,18 @@ def test_a_sink_failing_while_the_next_ones_send_is_held_leaves_it_streaming(pha
     q3 = FailsWhileHeld(ns, phase)
     clock_of = Stamped("stamp", [], sends=set())  # the clock time of each frame, no bytes
     sinks = [clock_of, q3, Ticking("busy", [], sends=set(range(10**6))), ns] if phase == "send" else [clock_of, q3, ns]
+    plain = kw.pop("plain", False)
+    if plain:  # a plain frame ends with its sends: the failed send's frame keeps the counts too
+        for s in sinks:
+            s.observe = None
     n = 150
     if kw.get("poll_thread"):  # on the worker's own time: real frames ~4 ms apart
         loop = FrameLoop(Paced(n, period=0.004), Rig(), sinks, notice=lambda _: None, **kw)
     else:
         ticks = iter(i / 1024 for i in range(10**6))  # ~1 ms per clock read: 2-3 reads a frame
         loop = FrameLoop(Finite(n), Rig(), sinks, clock=lambda: next(ticks), notice=lambda _: None, **kw)
+    if plain:
+        assert loop.step() and loop._plain  # (the case this one is for)
     assert loop.run() == "no more frames"
     assert isinstance(q3.fault, SinkFailed) and q3.fault.phase == phase and q3.failed_at is not None
     sent = [seq for seq, _ in ns.sent]
@@ -869,3 +876,39 @@ def test_a_quiet_frame_runs_a_short_path():
     assert "_after_sends" not in lines
     assert lines["_frame"] <= 26, lines
     assert lines["update"] <= 18, lines
+
+
+def test_the_loops_collections_follow_the_collector_as_the_application_sets_it_later():
+    """The loop collects between frames as the collector is set now, not as it was at its first
+    step: an application that disables the collector after the start gets no collection (an
+    explicit collect would override gc.disable), and a threshold raised since is the one followed."""
+    import gc
+
+    sink = Hoarding(per_frame=20)
+    saved = gc.get_threshold()
+    gc.callbacks.append(sink.on_gc)
+    gc.set_threshold(100, 10, 10)
+    try:
+        loop = FrameLoop(Finite(1000), Rig(), [sink])
+        for _ in range(3):
+            assert loop.step()
+        gc.disable()
+        try:
+            before = sink.between + sink.inside
+            for _ in range(100):
+                assert loop.step()
+            assert sink.between + sink.inside == before  # (before the fix: 30 collections)
+        finally:
+            gc.enable()
+        gc.set_threshold(1000, 10, 10)
+        assert loop.step()  # (the count, past the old threshold: one collection, the last at 70 %)
+        before = sink.between + sink.inside
+        for _ in range(200):
+            assert loop.step()
+        collections = sink.between + sink.inside - before
+    finally:
+        gc.set_threshold(*saved)
+        gc.callbacks.remove(sink.on_gc)
+    assert sink.inside == 0
+    # one per 700 tracked allocations (a little more than the sink's 20 a frame), not one per 70
+    assert 200 * 20 // 700 <= collections <= 2 * 200 * 20 // 700, collections
