@@ -206,6 +206,13 @@ class SauerClient:
         self._host.flush()
         self.sent_at = self.clock()
 
+    def resends_pending(self) -> bool:
+        """True while ENet holds reliable data the server has not acknowledged. Only a service
+        resends it or notices the peer timing out: a flush (each position's) sends what is queued,
+        ENet's pings and acknowledgements, with the timeout check off."""
+        peer = self._peer
+        return peer is not None and self._connected and peer.reliableDataInTransit > 0
+
     @staticmethod
     def _send(peer: Any, o: Outgoing) -> int:
         flags = enet.PACKET_FLAG_RELIABLE if o.reliable else 0

@@ -327,7 +327,8 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
 def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(server):
     """Alive, the link's poll (every frame here) services ENet only when the socket has a datagram
     or the core's next timer falls due (a ping every 250 ms): not every 50 ms as well, since each
-    position's flush (30 Hz) already sends ENet's own pings and resends. Alone on the server the
+    position's flush (30 Hz) already sends ENet's own pings and acknowledgements (its resends wait
+    for a service: the next test). Alone on the server the
     datagrams are the pongs and ENet's pings: well under 20 services a second (the 50-ms floor),
     and the pings, the positions and the join stay as they were."""
     player = Player(server, "alone")
@@ -359,5 +360,73 @@ def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(se
         records = player.sink.check.records - sent0
         assert records >= 60  # the positions at ~30 Hz go on (a loaded machine steps late: >= 20 Hz)
         assert player.link.core.counters.packets_out - pings0 - records >= 8  # pings (4 Hz) and their N_CLIENTPINGs
+    finally:
+        player.sink.close()
+
+
+def _live_player(server, name):
+    player = Player(server, name)
+    end = time.monotonic() + 8
+    while not player.link.live and time.monotonic() < end:
+        player.step(time.monotonic())
+        time.sleep(1 / 90)
+    assert player.link.live, player.link.detail
+    return player
+
+
+def test_reliable_data_in_transit_is_seen_until_the_server_acknowledges_it(server):
+    """The link's cadence rests on `SauerClient.resends_pending()`: ENet's count of reliable data
+    sent and not yet acknowledged, read from the real ENet peer. A reliable ping handed to ENet and
+    flushed is in transit until a service reads the server's acknowledgement (a flush alone never
+    reads it); then it is not."""
+    player = _live_player(server, "reliable")
+    try:
+        client, core = player.link.client, player.link.core
+        polls_done = 0
+        while client.resends_pending() and polls_done < 100:  # nothing of the join left in transit
+            client.poll(time.monotonic(), positions=False)
+            polls_done += 1
+            time.sleep(0.01)
+        assert not client.resends_pending()
+        core.send_message(build(Msg.N_PING, int(time.monotonic() * 1000) & 0x7FFFFFFF), reliable=True)
+        client.send_due(time.monotonic())
+        assert client.resends_pending()  # on the wire, its acknowledgement not read yet
+        end = time.monotonic() + 3
+        while client.resends_pending() and time.monotonic() < end:
+            client.poll(time.monotonic(), positions=False)
+            time.sleep(0.005)
+        assert not client.resends_pending()
+        assert player.link.live
+    finally:
+        player.sink.close()
+
+
+def test_while_reliable_data_waits_for_its_ack_the_link_services_enet_every_50_ms(server):
+    """ENet resends lost reliable data, and notices a peer gone, only in a service, never in a
+    flush: while `resends_pending()` the alive link services at least every POLL_EVERY (50 ms), as
+    it did before the alive cadence went to 250 ms. Loopback loses nothing, so the pending state is
+    held on by a stand-in for ENet's count; the services are the real ones."""
+    from headcast.app.sinks.sauer.link import POLL_EVERY
+
+    player = _live_player(server, "resends")
+    try:
+        polls = []
+        real = player.link.poll
+
+        def counted(now, full=False):
+            did = real(now, full)
+            polls.append(did)
+            return did
+
+        player.link.poll = counted
+        player.link.client.resends_pending = lambda: True
+        clock = time.monotonic
+        t0 = clock()
+        while clock() - t0 < 2.0:
+            player.step(clock())
+            time.sleep(1 / 90)
+        serviced = sum(polls) / (clock() - t0)
+        assert serviced >= 0.8 / POLL_EVERY, f"{serviced:.1f} services a second over {len(polls)} polls"
+        assert player.link.live
     finally:
         player.sink.close()

@@ -25,7 +25,8 @@ from headcast.netcode.sauer.transport import SauerClient
 NO_ANSWER_AFTER = 1.0  # s without any packet before the status says "no answer"
 POLL_EVERY = 0.05  # s: in game, the longest a poll waits without a datagram (the core's timers)
 # s: alive, the longest a poll waits without a datagram: the core's next timer (a ping every 250 ms)
-# when sooner. ENet's own resends, pings and timeouts run in the flush of every position (30 Hz).
+# when sooner. Each position's flush (30 Hz) sends ENet's pings and acknowledgements; its resends and
+# timeout checks run only in a service, so while reliable data is unacknowledged it is POLL_EVERY.
 POLL_ALIVE_EVERY = 0.25
 
 STATE_TEXT = {
@@ -214,10 +215,11 @@ class SauerLink:
     def poll(self, now: float, full: bool = False) -> bool:
         """Service ENet, run the core's timers and take the events: True when it did. In game, and
         unless `full`, only when the ENet socket has a datagram or POLL_EVERY since the last time
-        (the core's timers are pings every 250 ms and silences of seconds; ENet's own resends and
-        pings go out with every position's flush); alive, when the core's next timer (the
-        position ticks aside: send() takes them) falls due, at most POLL_ALIVE_EVERY apart: on
-        most frames a readiness check is all."""
+        (the core's timers are pings every 250 ms and silences of seconds; ENet's pings and
+        acknowledgements go out with every position's flush); alive, when the core's next timer (the
+        position ticks aside: send() takes them) falls due, at most POLL_ALIVE_EVERY apart, or
+        POLL_EVERY while reliable data waits for its acknowledgement (ENet resends it, and notices a
+        lost peer, only in a service): on most frames a readiness check is all."""
         if self.closed:
             return False
         if not full and self._in_game and now < self._poll_by:
@@ -233,7 +235,8 @@ class SauerLink:
         core = self.core
         if core.state is State.ALIVE:  # positions flush ENet 30 times a second: the core's timers only
             timer = core.get_timer(positions=False)
-            self._poll_by = now + POLL_ALIVE_EVERY if timer is None else min(timer, now + POLL_ALIVE_EVERY)
+            by = now + (POLL_EVERY if client.resends_pending() else POLL_ALIVE_EVERY)
+            self._poll_by = by if timer is None else min(timer, by)
         else:
             self._poll_by = now + POLL_EVERY
         self._in_game = self.live
