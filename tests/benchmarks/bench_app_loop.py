@@ -37,18 +37,32 @@ sessions 11-12; the worker's CPU is in the CPU share, by thread as "headcast-pol
 --polls-inline on frames that send nothing (the way before
 session 11).
 
+The C floor (informational; no goal is taken on it): tests/benchmarks/app_loop_floor.c, compiled
+at start with the machine's C compiler, does what the Q3-alone loop does at the syscall level and
+nothing else: 90 Hz on absolute deadlines (clock_nanosleep, timer slack 1 ns: the pacer's default,
+no spin), a clock read on waking, on the 60 Hz ticks a 43-byte UDP send to a receiver process it
+forks (blocked in recv under SCHED_IDLE and nice 19, as the servers here), a non-blocking recv
+(EAGAIN) every third frame, a clock read at the frame's end. It runs as a fourth configuration in
+each round (after the 1-server loop, as long as a loop), a separate process in the same window, and
+its frame cost (wake to the end of the frame's work) and CPU share are printed beside the Q3
+figures: the share of the p99 and the CPU that this machine's wake-ups, sends and hypervisor charge
+any such loop. Without a C compiler it is skipped with one line; --no-floor leaves it out.
+
 With --record the loop also records the trace (`headcast run --record`: one write per frame, an
 fdatasync once a second from the writer's thread) into build/, and the sync calls are timed.
 
 Run: .venv/bin/python tests/benchmarks/bench_app_loop.py [seconds] [--rounds N] [--record]
-     [--poll-worker | --polls-inline]
+     [--poll-worker | --polls-inline] [--no-floor]
 (default 10 s per loop, 3 rounds; HEADCAST_LONG=1: 30 s)
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -58,7 +72,8 @@ TARGET_FRAME_P99_MS = 0.25
 TARGET_LATENCY_P99_MS = 0.25
 TARGET_CPU_PCT = 2.0
 CONFIGS = {1: "Q3", 2: "Q3 + NetSync", 3: "Q3 + NetSync + Sauerbraten"}
-ORDER = (3, 1, 2)  # each round; the further phase follows the last round's 2-server loop
+ORDER = (3, 1, 0, 2)  # each round (0: the C floor); the further phase follows the last round's 2-server loop
+FLOOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app_loop_floor.c")
 
 
 def cpu_split(
@@ -217,6 +232,41 @@ def timed_recorder(syncs: list[float]):
     return trace.TraceWriter(path, {"tool": "bench_app_loop"})
 
 
+def build_floor(folder: str) -> tuple[str | None, str]:
+    """The C floor (app_loop_floor.c) compiled into `folder`: (program, "") or (None, why not)."""
+    cc = next((c for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)), None)
+    if cc is None:
+        return None, "no C compiler (cc, gcc, clang) on PATH"
+    exe = os.path.join(folder, "app_loop_floor")
+    done = subprocess.run([cc, "-O2", "-o", exe, FLOOR_SOURCE], capture_output=True, text=True)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return None, f"{cc} could not build {os.path.basename(FLOOR_SOURCE)}: {why}"
+    return exe, ""
+
+
+def run_floor(exe: str, seconds: float) -> dict:
+    """One run of the C floor for `seconds` at 90 Hz with 60 Hz sends: its frames, frame cost p50/p99
+    (ms) and CPU share (%, its own process; the receiver's is not counted, as the servers' are not)."""
+    before = load()
+    done = subprocess.run([exe, f"{seconds:g}", "90", "60"], capture_output=True, text=True, timeout=seconds + 30)
+    if done.returncode != 0:
+        raise RuntimeError(f"the C floor failed (exit {done.returncode}): {done.stderr.strip()}")
+    head, *rest = done.stdout.split("\n", 1)
+    frames, cpu, wall = head.split()
+    cost = np.array((rest[0] if rest else "").split(), dtype=np.float64) / 1e6
+    if not len(cost):
+        raise RuntimeError("the C floor ran no frame")
+    return dict(
+        frames=int(frames),
+        hz=int(frames) / float(wall),
+        cost50=float(np.percentile(cost, 50)),
+        cost99=float(np.percentile(cost, 99)),
+        cpu=100.0 * float(cpu) / float(wall),
+        load=f"{before} → {load()}",
+    )
+
+
 def load() -> str:
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
@@ -242,6 +292,9 @@ def main() -> int:
     where.add_argument("--poll-worker", action="store_true", help="the polls on a worker thread (poll_thread)")
     where.add_argument("--polls-after", action="store_true", help="the polls at each step's end: the default")
     where.add_argument("--polls-inline", action="store_true", help="the polls on frames that send nothing")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="leave out the C floor (app_loop_floor.c) run in each round"
+    )
     opts = parser.parse_args()
     if opts.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -265,7 +318,10 @@ def main() -> int:
     from headcast.xr.session import XRSession
 
     activate_mock("look_around")
-    with LocalNetSyncServer() as ns, LocalQ3Server(kind="ioq3", pure=False) as q3, LocalSauerServer() as sv:
+    tmp = tempfile.TemporaryDirectory(prefix="bench_app_loop.")
+    floor_exe, why = (None, "left out (--no-floor)") if opts.no_floor else build_floor(tmp.name)
+    floors: list[dict] = []
+    with tmp, LocalNetSyncServer() as ns, LocalQ3Server(kind="ioq3", pure=False) as q3, LocalSauerServer() as sv:
         a = ns.address
         host, port = q3.address
         shost, sport = sv.address
@@ -284,16 +340,37 @@ def main() -> int:
         results: dict[int, list[dict]] = {n: [] for n in CONFIGS}
         load0 = load_now()
         print(
-            f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER)} "
-            f"servers (interleaved), polls "
+            f"bench_app_loop: {seconds:g} s per loop, {rounds} rounds of {', '.join(str(n) for n in ORDER if n)} "
+            f"servers (interleaved{', the C floor after the 1-server loop' if floor_exe else ''}), polls "
             f"{'on their worker thread' if poll_thread else 'after each frame' if polls_after else 'in frames'}; "
             f"load average at start {load()}"
         )
         split = app = step_wall = step_cpu = wire = None
         syncs: list[float] = []
         rec_loop = None
+        if floor_exe is None:
+            print(f"  the C floor: skipped, {why}", flush=True)
         for r in range(rounds):
             for n in ORDER:
+                if n == 0:
+                    if floor_exe is not None:
+                        try:
+                            fl = run_floor(floor_exe, seconds)
+                        except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                            print(f"  the C floor: skipped from round {r + 1} on, {e}", flush=True)
+                            floor_exe = None
+                            continue
+                        floors.append(fl)
+                        q3 = results[1][-1]
+                        print(
+                            f"  round {r + 1}, the C floor (the 1-server loop's syscalls, informational): "
+                            f"{fl['frames']} frames {fl['hz']:.1f} Hz; frame p50 {fl['cost50']:.3f} "
+                            f"p99 {fl['cost99']:.3f} ms; CPU {fl['cpu']:.2f} %; beside Q3 this round: frame p99 "
+                            f"{q3['cost99']:.3f} ms vs the C floor's {fl['cost99']:.3f}, CPU {q3['cpu']:.2f} % vs "
+                            f"{fl['cpu']:.2f} %; load {fl['load']}",
+                            flush=True,
+                        )
+                    continue
                 flags = dict(flags_for[n])
                 flags.update(
                     {
@@ -431,7 +508,18 @@ def main() -> int:
                     f"; motion-to-wire p99 {spread([x['lat99'] for x in rs])} ms; "
                     f"CPU {spread([x['cpu'] for x in rs], '{:.2f}')} %"
                 )
+            if n == 1 and floors:
+                line += (
+                    f"; the C floor: frame p99 {spread([x['cost99'] for x in floors])} ms, "
+                    f"CPU {spread([x['cpu'] for x in floors], '{:.2f}')} %"
+                )
             print(line)
+        if floors:
+            print(
+                f"  the C floor ({len(floors)} runs, the 1-server loop's syscalls in C; informational, no goal): "
+                f"frame p50 {spread([x['cost50'] for x in floors])} p99 {spread([x['cost99'] for x in floors])} ms, "
+                f"CPU {spread([x['cpu'] for x in floors], '{:.2f}')} %: what this machine charges the Q3 figures"
+            )
         if step_cpu is not None:
             print(
                 f"  further phase with timers, 2 servers ({len(step_cpu)} frames): step thread CPU (XR call included) "
