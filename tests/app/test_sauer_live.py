@@ -324,6 +324,31 @@ def test_run_mock_tour_streams_through_a_map_change_and_a_death_without_a_kick(t
         assert max(gaps) < 3.0
 
 
+def _live_player(server, name):
+    """A Player stepped at 90 Hz until the server has it in game (at most 8 s)."""
+    player = Player(server, name)
+    end = time.monotonic() + 8
+    while not player.link.live and time.monotonic() < end:
+        player.step(time.monotonic())
+        time.sleep(1 / 90)
+    assert player.link.live, player.link.detail
+    return player
+
+
+def _count_polls(player):
+    """The link's polls from now on, each True when it serviced ENet."""
+    polls = []
+    real = player.link.poll
+
+    def counted(now, full=False):
+        did = real(now, full)
+        polls.append(did)
+        return did
+
+    player.link.poll = counted
+    return polls
+
+
 def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(server):
     """Alive, the link's poll (every frame here) services ENet only when the socket has a datagram
     or the core's next timer falls due (a ping every 250 ms): not every 50 ms as well, since each
@@ -331,23 +356,10 @@ def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(se
     for a service: the next test). Alone on the server the
     datagrams are the pongs and ENet's pings: well under 20 services a second (the 50-ms floor),
     and the pings, the positions and the join stay as they were."""
-    player = Player(server, "alone")
+    player = _live_player(server, "alone")
     try:
         clock = time.monotonic
-        end = clock() + 8
-        while not player.link.live and clock() < end:
-            player.step(clock())
-            time.sleep(1 / 90)
-        assert player.link.live, player.link.detail
-        polls = []
-        real = player.link.poll
-
-        def counted(now, full=False):
-            did = real(now, full)
-            polls.append(did)
-            return did
-
-        player.link.poll = counted
+        polls = _count_polls(player)
         pings0, sent0 = player.link.core.counters.packets_out, player.sink.check.records
         t0 = clock()
         while clock() - t0 < 3.0:
@@ -362,16 +374,6 @@ def test_alone_in_game_the_link_services_enet_when_a_datagram_or_a_timer_asks(se
         assert player.link.core.counters.packets_out - pings0 - records >= 8  # pings (4 Hz) and their N_CLIENTPINGs
     finally:
         player.sink.close()
-
-
-def _live_player(server, name):
-    player = Player(server, name)
-    end = time.monotonic() + 8
-    while not player.link.live and time.monotonic() < end:
-        player.step(time.monotonic())
-        time.sleep(1 / 90)
-    assert player.link.live, player.link.detail
-    return player
 
 
 def test_reliable_data_in_transit_is_seen_until_the_server_acknowledges_it(server):
@@ -410,15 +412,7 @@ def test_while_reliable_data_waits_for_its_ack_the_link_services_enet_every_50_m
 
     player = _live_player(server, "resends")
     try:
-        polls = []
-        real = player.link.poll
-
-        def counted(now, full=False):
-            did = real(now, full)
-            polls.append(did)
-            return did
-
-        player.link.poll = counted
+        polls = _count_polls(player)
         player.link.client.resends_pending = lambda: True
         clock = time.monotonic
         t0 = clock()
