@@ -256,7 +256,19 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
             step(10.0)
         still_calls, still_sent = len(calls), len(sent)
         still_skips = link.skipped["unchanged"] - skipped
+        moved_at, send_at, last = time.perf_counter(), sink.send_at, sink._last_send
         step(20.0)  # it moves: out at once (the last send was >= 1 s ago)
+        # what the sink and the link knew at the moving frame, should it not go out
+        why = (
+            moved_at - t0,
+            send_at - t0,
+            None if last is None else last - t0,
+            link.state,
+            link.detail,
+            dict(link.skipped),
+            [c - t0 for c in calls[-2:]],
+            sink._sent_pf is sink.frame,
+        )
     finally:
         link.close()
     # the first still frame goes out (it differs from the moving one before), then the heartbeats
@@ -266,7 +278,7 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
     times = [t for t, _ in sent]
     beats = times[:still_sent]
     assert all(HEARTBEAT_S <= b - a < HEARTBEAT_S + 0.1 for a, b in zip(beats, beats[1:])), beats
-    assert len(sent) == still_sent + 1 and calls[-1] == times[-1]  # the moving frame went out
+    assert len(sent) == still_sent + 1 and calls[-1] == times[-1], why  # the moving frame went out
     # What went out is what the bare policy sends for the same frames at the same times
     policy = SendPolicy(10.0)
     policy.pose_seq = decode_client_pose(sent[0][1]).body.pose_seq - 1
