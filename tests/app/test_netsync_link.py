@@ -217,7 +217,10 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
     link.send = lambda pf, now: calls.append(now) or link_send(pf, now)
     sent: list[tuple[float, bytes]] = []  # (the sink's now, the message) of every pose that went out
     offered: list[tuple[float, object]] = []  # (now, PoseFrame built) of every call to the sink's send
+    # A pose goes out by either of the transport's paths: pose_now (only the pose due) or, when a
+    # hello or another control message is due on the same frame, set_pose + datagrams_to_send.
     pose_now = link.client.core.pose_now
+    to_send = link.client.core.datagrams_to_send
 
     def record(now, f):
         msg = pose_now(now, f)
@@ -225,7 +228,13 @@ def test_a_still_head_costs_the_sink_one_test_and_sends_what_the_policy_sends(ne
             sent.append((now, msg))
         return msg
 
+    def record_flushed(now):
+        out = to_send(now)
+        sent.extend((now, o.frames[1]) for o in out if o.kind == "pose")
+        return out
+
     link.client.core.pose_now = record
+    link.client.core.datagrams_to_send = record_flushed
 
     def tracking(yaw: float) -> TrackingFrame:
         q = (0.0, math.sin(math.radians(yaw) / 2), 0.0, math.cos(math.radians(yaw) / 2))
